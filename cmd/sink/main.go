@@ -1,0 +1,76 @@
+// Command sink streams Kafka topics into time-bucketed Cassandra tables.
+//
+// Usage: sink <command> [flags]. Run `sink help` for the list of commands.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand. It returns the process exit code (see docs/DESIGN.md).
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+	exitConfig  = 3
+	exitBadData = 4
+	exitNoFit   = 5
+)
+
+func commands() map[string]command {
+	return map[string]command{
+		"version": {"print the version and exit", runVersion},
+	}
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout, cmds)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "sink: unknown command %q\n\n", args[0])
+		usage(stderr, cmds)
+		return exitUsage
+	}
+	// The first SIGINT/SIGTERM cancels ctx; commands that need a second-signal hard stop (run)
+	// install their own handling on top.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return c.run(ctx, args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "sink streams Kafka topics into time-bucketed Cassandra tables.")
+	fmt.Fprintln(w, "\nUsage: sink <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun `sink <command> -h` for a command's flags.")
+}

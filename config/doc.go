@@ -1,0 +1,2 @@
+// Package config loads and validates the sink configuration: YAML plus SINK_ environment overrides.
+package config

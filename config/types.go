@@ -1,0 +1,206 @@
+package config
+
+import "time"
+
+// Config is the whole daemon configuration: one YAML file plus SINK_ environment overrides.
+// Field tags name the YAML keys; every key path in an error message uses these names.
+type Config struct {
+	Kafka     Kafka            `koanf:"kafka"`
+	Cassandra Cassandra        `koanf:"cassandra"`
+	Writer    Writer           `koanf:"writer"`
+	Metrics   Metrics          `koanf:"metrics"`
+	Log       Log              `koanf:"log"`
+	Topics    map[string]Topic `koanf:"topics"` // key: a short name used in metrics, logs and `--topic`
+}
+
+// Kafka holds the consumer-group settings.
+type Kafka struct {
+	Brokers  []string `koanf:"brokers"`   // host:port, at least one
+	Group    string   `koanf:"group"`     // consumer group id; default "sink"
+	ClientID string   `koanf:"client_id"` // default "sink"
+	TLS      TLS      `koanf:"tls"`
+	SASL     SASL     `koanf:"sasl"`
+	// FetchMaxBytes bounds one fetch response; with MaxConcurrentFetches it bounds the memory the client
+	// holds before records reach the pipeline. Default 16 MiB.
+	FetchMaxBytes Bytes `koanf:"fetch_max_bytes"`
+	// FetchMaxPartitionBytes bounds one partition inside a fetch. Default 4 MiB.
+	FetchMaxPartitionBytes Bytes `koanf:"fetch_max_partition_bytes"`
+	// SessionTimeout and RebalanceTimeout are the group timeouts; RebalanceTimeout must exceed
+	// writer.shutdown_timeout so a revoke can flush before the coordinator gives up on us.
+	SessionTimeout   Duration `koanf:"session_timeout"`   // default 45s
+	RebalanceTimeout Duration `koanf:"rebalance_timeout"` // default 60s
+	// StartOffset is where a group with no committed offset starts: "earliest" (default) or "latest".
+	StartOffset string `koanf:"start_offset"`
+}
+
+// Cassandra holds the session settings.
+type Cassandra struct {
+	Hosts          []string `koanf:"hosts"`       // host or host:port, at least one
+	LocalDC        string   `koanf:"local_dc"`    // enables DC-aware routing; empty = any DC
+	Keyspace       string   `koanf:"keyspace"`    // default keyspace for topics that name none
+	Consistency    string   `koanf:"consistency"` // default LOCAL_QUORUM
+	Timeout        Duration `koanf:"timeout"`     // per request; default 12s (above the server's 2s write timeout)
+	ConnectTimeout Duration `koanf:"connect_timeout"`
+	NumConns       int      `koanf:"num_conns"` // connections per host; default 2
+	// ProtocolVersion 0 lets the driver negotiate.
+	ProtocolVersion int  `koanf:"protocol_version"`
+	TLS             TLS  `koanf:"tls"`
+	Auth            Auth `koanf:"auth"`
+	// Replication is used only by `sink schema` when it creates a keyspace, e.g.
+	// {class: NetworkTopologyStrategy, dc1: 3}. Default SimpleStrategy with replication_factor 1.
+	Replication map[string]string `koanf:"replication"`
+}
+
+// TLS is shared by Kafka and Cassandra.
+type TLS struct {
+	Enabled            bool   `koanf:"enabled"`
+	CAFile             string `koanf:"ca_file"`
+	CertFile           string `koanf:"cert_file"`
+	KeyFile            string `koanf:"key_file"`
+	ServerName         string `koanf:"server_name"`
+	InsecureSkipVerify bool   `koanf:"insecure_skip_verify"`
+}
+
+// SASL configures Kafka authentication. Mechanism is "" (none), PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+type SASL struct {
+	Mechanism    string `koanf:"mechanism"`
+	Username     string `koanf:"username"`
+	Password     Secret `koanf:"password"`
+	PasswordFile string `koanf:"password_file"` // read at load time; wins over password
+}
+
+// Auth is Cassandra password authentication.
+type Auth struct {
+	Username     string `koanf:"username"`
+	Password     Secret `koanf:"password"`
+	PasswordFile string `koanf:"password_file"`
+}
+
+// Writer holds the batching, concurrency and memory limits of the write path.
+type Writer struct {
+	// BatchMaxRows and BatchMaxBytes cap one UNLOGGED batch (always one Cassandra partition).
+	// Defaults 100 rows and 32 KiB: a single-partition batch is exempt from the server's
+	// batch_size_fail_threshold, but small batches keep coordinator latency even.
+	BatchMaxRows  int   `koanf:"batch_max_rows"`
+	BatchMaxBytes Bytes `koanf:"batch_max_bytes"`
+	// Linger is how long a partially filled batch waits for more rows of its partition. Default 5ms.
+	Linger Duration `koanf:"linger"`
+	// MaxInFlight bounds concurrent batch requests to Cassandra. Default 64.
+	MaxInFlight int `koanf:"max_in_flight"`
+	// MaxBufferedBytes bounds decoded rows held in memory (batched, queued or in flight);
+	// over it, fetching pauses. Default 64 MiB.
+	MaxBufferedBytes Bytes `koanf:"max_buffered_bytes"`
+	// Retry: capped exponential backoff with full jitter, for retryable errors only.
+	RetryInitial Duration `koanf:"retry_initial"` // default 100ms
+	RetryMax     Duration `koanf:"retry_max"`     // default 10s
+	// RetryAttempts caps attempts per batch; 0 = retry until shutdown (the partition stops advancing
+	// meanwhile, nothing is skipped). Default 0.
+	RetryAttempts int `koanf:"retry_attempts"`
+	// CommitInterval is how often marked offsets are committed. Default 5s.
+	CommitInterval Duration `koanf:"commit_interval"`
+	// ShutdownTimeout bounds the flush on SIGTERM and on revoke. Default 30s.
+	ShutdownTimeout Duration `koanf:"shutdown_timeout"`
+	// TopPartitions is how many of the largest open partitions are exported per topic. Default 10.
+	TopPartitions int `koanf:"top_partitions"`
+}
+
+// Metrics is the HTTP endpoint for /metrics, /healthz and /readyz.
+type Metrics struct {
+	Address string `koanf:"address"` // default ":9464"; "" disables
+}
+
+// Log configures the slog handler.
+type Log struct {
+	Level  string `koanf:"level"`  // debug, info (default), warn, error
+	Format string `koanf:"format"` // json (default) or text
+}
+
+// Topic is the per-topic policy: where records come from, how they become rows, and which
+// Cassandra partition each row lands in.
+type Topic struct {
+	Topic string `koanf:"topic"` // Kafka topic; defaults to the map key
+	Codec string `koanf:"codec"` // "json" (default; the only codec today)
+	// ID lists the column names whose values form the entity id (a composite id has several).
+	// Each must be a column in Columns. They lead the partition key.
+	ID   []string  `koanf:"id"`
+	Time EventTime `koanf:"time"`
+	Bucket Bucket `koanf:"bucket"`
+	Keyspace string `koanf:"keyspace"` // default cassandra.keyspace
+	Table    string `koanf:"table"`    // base table name; sliced topics append _<slice suffix>
+	// Columns in table order. A column takes its value from a JSON field (dot path for nested
+	// fields) or from a source (see Column).
+	Columns    []Column     `koanf:"columns"`
+	Clustering []Clustering `koanf:"clustering"`
+	TTL        Duration     `koanf:"ttl"`         // default_time_to_live and USING TTL; 0 = none
+	GCGrace    Duration     `koanf:"gc_grace"`    // gc_grace_seconds in `sink schema`; default 1d
+	Consistency string      `koanf:"consistency"` // overrides cassandra.consistency
+	DeadLetterTopic string  `koanf:"dead_letter_topic"`
+	// WriteTimestamp is the Cassandra write timestamp of each row: "kafka" (default: the record
+	// timestamp in µs, plus offset%1000 as a tiebreak), "event_time" (µs), or "server" (not
+	// deterministic on replay; discouraged).
+	WriteTimestamp string `koanf:"write_timestamp"`
+	// PartitionBudget is the size a partition should stay under; `sink plan` and the
+	// largest-partition metrics judge against it. Default 100 MB.
+	PartitionBudget Bytes `koanf:"partition_budget"`
+}
+
+// EventTime says where the event time of a record comes from.
+type EventTime struct {
+	// Source is "field" (default) or "kafka" (the record timestamp).
+	Source string `koanf:"source"`
+	Field  string `koanf:"field"` // dot path, for source "field"
+	// Format of the field: rfc3339 (default; offset required), unix_s, unix_ms, unix_us, unix_ns.
+	// Numbers may be JSON numbers or numeric strings.
+	Format string `koanf:"format"`
+}
+
+// Bucket is the bucket policy of a topic. See package bucketer for the arithmetic.
+type Bucket struct {
+	// Width: a fixed duration ("1m", "10m", "1h", "6h", "1d"; it must divide a day or be whole days),
+	// or a calendar unit: "week" (ISO 8601 week), "month", "year".
+	Width string `koanf:"width"`
+	Column string `koanf:"column"` // the bucket column in the partition key; default "bucket"
+	// Key is the column's form: text (default), date, timestamp, int (2024011514, 20240115, 202403,
+	// 202401, 2024) or number (bucket number since the epoch; bigint).
+	Key    string `koanf:"key"`
+	Layout string `koanf:"layout"` // for key text; default per width (see bucketer)
+	// EventBuckets > 1 splits every (id, time bucket) into that many sub-partitions, chosen by a
+	// stable hash of the entity id, or of EventBucketField when set.
+	EventBuckets      int    `koanf:"event_buckets"`
+	EventBucketColumn string `koanf:"event_bucket_column"` // default "event_bucket"
+	EventBucketField  string `koanf:"event_bucket_field"`  // a column name; default: the id columns
+	// Slice, when set, puts each slice of time in its own table (<table>_<suffix>) so old slices
+	// drop whole. A multiple of the bucket width.
+	Slice string `koanf:"slice"`
+	// Rolling > 0 makes the key the bucket number mod Rolling (key must be int or number).
+	Rolling int `koanf:"rolling"`
+}
+
+// Column maps one value to one Cassandra column.
+type Column struct {
+	Name string `koanf:"name"`
+	Type string `koanf:"type"` // CQL type: text, ascii, varchar, int, bigint, smallint, tinyint, float, double,
+	// boolean, timestamp, date, uuid, timeuuid, blob (base64 in JSON), inet, decimal, varint,
+	// list<T>, set<T>, map<text,T> for the scalar T above.
+	Field string `koanf:"field"` // dot path into the decoded record
+	// Source instead of Field: event_time, kafka_key, kafka_timestamp, kafka_topic, kafka_partition,
+	// kafka_offset, timeuuid (deterministic from event time and Kafka coordinates, so replays upsert
+	// the same row), raw (the whole record as text).
+	Source   string `koanf:"source"`
+	Required bool   `koanf:"required"` // a missing or null value is bad input (id and clustering columns always are)
+}
+
+// Clustering is one clustering column and its order.
+type Clustering struct {
+	Column string `koanf:"column"`
+	Order  string `koanf:"order"` // desc (default) or asc
+}
+
+// Duration accepts Go durations plus "d" (day) and "w" (week) units, e.g. "90d", "1w", "36h".
+type Duration time.Duration
+
+// Bytes accepts plain numbers or units: "64MiB", "32KiB", "100MB", "1GB".
+type Bytes int64
+
+// Secret is a string that never prints: String, LogValue and MarshalText hide it.
+type Secret string

@@ -1,0 +1,2 @@
+// Package mapper turns one Kafka record into one Cassandra row for its topic's policy.
+package mapper
