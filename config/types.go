@@ -122,19 +122,19 @@ type Topic struct {
 	Codec string `koanf:"codec"` // "json" (default; the only codec today)
 	// ID lists the column names whose values form the entity id (a composite id has several).
 	// Each must be a column in Columns. They lead the partition key.
-	ID   []string  `koanf:"id"`
-	Time EventTime `koanf:"time"`
-	Bucket Bucket `koanf:"bucket"`
-	Keyspace string `koanf:"keyspace"` // default cassandra.keyspace
-	Table    string `koanf:"table"`    // base table name; sliced topics append _<slice suffix>
+	ID       []string  `koanf:"id"`
+	Time     EventTime `koanf:"time"`
+	Bucket   Bucket    `koanf:"bucket"`
+	Keyspace string    `koanf:"keyspace"` // default cassandra.keyspace
+	Table    string    `koanf:"table"`    // base table name; sliced topics append _<slice suffix>
 	// Columns in table order. A column takes its value from a JSON field (dot path for nested
 	// fields) or from a source (see Column).
-	Columns    []Column     `koanf:"columns"`
-	Clustering []Clustering `koanf:"clustering"`
-	TTL        Duration     `koanf:"ttl"`         // default_time_to_live and USING TTL; 0 = none
-	GCGrace    Duration     `koanf:"gc_grace"`    // gc_grace_seconds in `sink schema`; default 1d
-	Consistency string      `koanf:"consistency"` // overrides cassandra.consistency
-	DeadLetterTopic string  `koanf:"dead_letter_topic"`
+	Columns         []Column     `koanf:"columns"`
+	Clustering      []Clustering `koanf:"clustering"`
+	TTL             Duration     `koanf:"ttl"`         // default_time_to_live and USING TTL; 0 = none
+	GCGrace         Duration     `koanf:"gc_grace"`    // gc_grace_seconds in `sink schema`; default 1d
+	Consistency     string       `koanf:"consistency"` // overrides cassandra.consistency
+	DeadLetterTopic string       `koanf:"dead_letter_topic"`
 	// WriteTimestamp is the Cassandra write timestamp of each row: "kafka" (default: the record
 	// timestamp in µs, plus offset%1000 as a tiebreak), "event_time" (µs), or "server" (not
 	// deterministic on replay; discouraged).
@@ -158,7 +158,7 @@ type EventTime struct {
 type Bucket struct {
 	// Width: a fixed duration ("1m", "10m", "1h", "6h", "1d"; it must divide a day or be whole days),
 	// or a calendar unit: "week" (ISO 8601 week), "month", "year".
-	Width string `koanf:"width"`
+	Width  string `koanf:"width"`
 	Column string `koanf:"column"` // the bucket column in the partition key; default "bucket"
 	// Key is the column's form: text (default), date, timestamp, int (2024011514, 20240115, 202403,
 	// 202401, 2024) or number (bucket number since the epoch; bigint).
