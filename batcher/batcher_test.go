@@ -1,0 +1,346 @@
+package batcher
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+var (
+	t0   = time.Date(2024, 1, 15, 14, 0, 0, 0, time.UTC)
+	tgtA = &Target{Keyspace: "ks", Table: "a"}
+	tgtB = &Target{Keyspace: "ks", Table: "b"}
+)
+
+func row(t *Target, key string, size int, off int64) Row {
+	return Row{Target: t, Key: key, Size: size, Source: Source{Topic: "in", Partition: 0, Offset: off}}
+}
+
+// offsets lists the source offsets of a batch's rows, to compare batches compactly.
+func offsets(b *Batch) []int64 {
+	o := make([]int64, len(b.Rows))
+	for i, r := range b.Rows {
+		o[i] = r.Source.Offset
+	}
+	return o
+}
+
+func describe(bs []*Batch) string {
+	s := ""
+	for _, b := range bs {
+		s += fmt.Sprintf("[%s/%s %v %dB]", b.Target.Table, b.Key, offsets(b), b.Bytes)
+	}
+	return s
+}
+
+func TestAdd(t *testing.T) {
+	type step struct {
+		r    Row
+		at   time.Duration // since t0
+		want string        // describe() of Add's result
+	}
+	tests := []struct {
+		name  string
+		cfg   Config
+		steps []step
+		flush string // describe() of the final Flush
+	}{
+		{
+			name: "max rows flushes the partition that fills",
+			cfg:  Config{MaxRows: 3, MaxBytes: 1000, Linger: time.Second},
+			steps: []step{
+				{row(tgtA, "k1", 10, 1), 0, ""},
+				{row(tgtA, "k2", 10, 2), 0, ""},
+				{row(tgtA, "k1", 10, 3), 0, ""},
+				{row(tgtA, "k1", 10, 4), 0, "[a/k1 [1 3 4] 30B]"},
+				{row(tgtA, "k1", 10, 5), 0, ""},
+			},
+			flush: "[a/k2 [2] 10B][a/k1 [5] 10B]",
+		},
+		{
+			name: "same key in two tables is two partitions",
+			cfg:  Config{MaxRows: 2, MaxBytes: 1000},
+			steps: []step{
+				{row(tgtA, "k", 1, 1), 0, ""},
+				{row(tgtB, "k", 1, 2), 0, ""},
+				{row(tgtB, "k", 1, 3), 0, "[b/k [2 3] 2B]"},
+			},
+			flush: "[a/k [1] 1B]",
+		},
+		{
+			name: "a row that would exceed max bytes flushes the batch before it",
+			cfg:  Config{MaxRows: 100, MaxBytes: 100},
+			steps: []step{
+				{row(tgtA, "k", 60, 1), 0, ""},
+				{row(tgtA, "k", 30, 2), 0, ""},
+				{row(tgtA, "k", 20, 3), 0, "[a/k [1 2] 90B]"},
+			},
+			flush: "[a/k [3] 20B]",
+		},
+		{
+			name: "reaching max bytes exactly flushes at once",
+			cfg:  Config{MaxRows: 100, MaxBytes: 100},
+			steps: []step{
+				{row(tgtA, "k", 60, 1), 0, ""},
+				{row(tgtA, "k", 40, 2), 0, "[a/k [1 2] 100B]"},
+			},
+		},
+		{
+			name: "an oversize row into an empty partition goes out alone",
+			cfg:  Config{MaxRows: 100, MaxBytes: 100},
+			steps: []step{
+				{row(tgtA, "k", 500, 1), 0, "[a/k [1] 500B]"},
+				{row(tgtA, "k", 5, 2), 0, ""},
+			},
+			flush: "[a/k [2] 5B]",
+		},
+		{
+			name: "an oversize row behind an open batch returns both, oldest first",
+			cfg:  Config{MaxRows: 100, MaxBytes: 100},
+			steps: []step{
+				{row(tgtA, "k", 10, 1), 0, ""},
+				{row(tgtA, "k", 500, 2), 0, "[a/k [1] 10B][a/k [2] 500B]"},
+			},
+		},
+		{
+			name: "max rows 1 sends every row alone",
+			cfg:  Config{MaxRows: 1, MaxBytes: 100},
+			steps: []step{
+				{row(tgtA, "k", 10, 1), 0, "[a/k [1] 10B]"},
+				{row(tgtA, "k", 10, 2), 0, "[a/k [2] 10B]"},
+			},
+		},
+		{
+			name: "zero config takes the defaults",
+			cfg:  Config{},
+			steps: []step{
+				{row(tgtA, "k", DefaultMaxBytes-1, 1), 0, ""},
+				{row(tgtA, "k", 2, 2), 0, fmt.Sprintf("[a/k [1] %dB]", DefaultMaxBytes-1)},
+			},
+			flush: "[a/k [2] 2B]",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New(tt.cfg)
+			for i, s := range tt.steps {
+				if got := describe(b.Add(s.r, t0.Add(s.at))); got != s.want {
+					t.Fatalf("step %d: Add returned %q, want %q", i, got, s.want)
+				}
+			}
+			if got := describe(b.Flush()); got != tt.flush {
+				t.Fatalf("Flush returned %q, want %q", got, tt.flush)
+			}
+			if b.Len() != 0 || b.Rows() != 0 || b.Bytes() != 0 {
+				t.Fatalf("after Flush: Len %d Rows %d Bytes %d, want zeros", b.Len(), b.Rows(), b.Bytes())
+			}
+			if _, ok := b.NextDue(); ok {
+				t.Fatal("NextDue reports a batch after Flush")
+			}
+		})
+	}
+}
+
+func TestLinger(t *testing.T) {
+	b := New(Config{MaxRows: 3, MaxBytes: 1000, Linger: 10 * time.Millisecond})
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+
+	if _, ok := b.NextDue(); ok {
+		t.Fatal("NextDue on an empty batcher reports a batch")
+	}
+	b.Add(row(tgtA, "k1", 1, 1), ms(0))
+	b.Add(row(tgtA, "k2", 1, 2), ms(4))
+	b.Add(row(tgtA, "k1", 1, 3), ms(6)) // a later row does not extend k1's linger
+	if at, ok := b.NextDue(); !ok || !at.Equal(ms(10)) {
+		t.Fatalf("NextDue = %v %v, want %v", at, ok, ms(10))
+	}
+	if got := b.Due(ms(9)); len(got) != 0 {
+		t.Fatalf("Due before linger returned %s", describe(got))
+	}
+	if got := describe(b.Due(ms(10))); got != "[a/k1 [1 3] 2B]" {
+		t.Fatalf("Due at linger returned %q", got)
+	}
+	if at, ok := b.NextDue(); !ok || !at.Equal(ms(14)) {
+		t.Fatalf("NextDue = %v %v, want %v", at, ok, ms(14))
+	}
+
+	// k2 fills by rows before its linger: its queue entry turns stale and must not
+	// hold NextDue back, nor come out of Due again.
+	b.Add(row(tgtA, "k3", 1, 4), ms(11))
+	b.Add(row(tgtA, "k2", 1, 5), ms(12))
+	if got := describe(b.Add(row(tgtA, "k2", 1, 6), ms(12))); got != "[a/k2 [2 5 6] 3B]" {
+		t.Fatalf("Add filling k2 returned %q", got)
+	}
+	if at, ok := b.NextDue(); !ok || !at.Equal(ms(21)) {
+		t.Fatalf("NextDue after k2 left = %v %v, want %v (k3)", at, ok, ms(21))
+	}
+	// A new k2 batch starts its own linger.
+	b.Add(row(tgtA, "k2", 1, 7), ms(13))
+	if got := describe(b.Due(ms(30))); got != "[a/k3 [4] 1B][a/k2 [7] 1B]" {
+		t.Fatalf("Due(30ms) returned %q", got)
+	}
+	if _, ok := b.NextDue(); ok || b.Len() != 0 {
+		t.Fatalf("batcher not empty after everything was due: Len %d", b.Len())
+	}
+}
+
+func TestZeroLingerIsDueAtOnce(t *testing.T) {
+	b := New(Config{MaxRows: 10, MaxBytes: 1000})
+	b.Add(row(tgtA, "k", 1, 1), t0)
+	if at, ok := b.NextDue(); !ok || !at.Equal(t0) {
+		t.Fatalf("NextDue = %v %v, want %v", at, ok, t0)
+	}
+	if got := describe(b.Due(t0)); got != "[a/k [1] 1B]" {
+		t.Fatalf("Due returned %q", got)
+	}
+}
+
+// Guards against a clock step backwards leaving a batch unflushed: batches stay ordered
+// by first-row time, so the later time already seen is used.
+func TestClockStepBackwards(t *testing.T) {
+	b := New(Config{MaxRows: 10, MaxBytes: 1000, Linger: 10 * time.Millisecond})
+	b.Add(row(tgtA, "k1", 1, 1), t0.Add(time.Second))
+	b.Add(row(tgtA, "k2", 1, 2), t0) // the clock went back one second
+	if at, _ := b.NextDue(); !at.Equal(t0.Add(time.Second + 10*time.Millisecond)) {
+		t.Fatalf("NextDue = %v", at)
+	}
+	if got := describe(b.Due(t0.Add(time.Second + 10*time.Millisecond))); got != "[a/k1 [1] 1B][a/k2 [2] 1B]" {
+		t.Fatalf("Due returned %q", got)
+	}
+}
+
+func TestCounters(t *testing.T) {
+	b := New(Config{MaxRows: 2, MaxBytes: 100})
+	b.Add(row(tgtA, "k1", 7, 1), t0)
+	b.Add(row(tgtA, "k2", 5, 2), t0)
+	if b.Len() != 2 || b.Rows() != 2 || b.Bytes() != 12 {
+		t.Fatalf("Len %d Rows %d Bytes %d, want 2 2 12", b.Len(), b.Rows(), b.Bytes())
+	}
+	b.Add(row(tgtA, "k1", 7, 3), t0) // fills k1
+	if b.Len() != 1 || b.Rows() != 1 || b.Bytes() != 5 {
+		t.Fatalf("Len %d Rows %d Bytes %d, want 1 1 5", b.Len(), b.Rows(), b.Bytes())
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := (Config{MaxRows: -1, MaxBytes: -1, Linger: -1}).Validate(); err == nil {
+		t.Fatal("negative limits accepted")
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Fatalf("zero config rejected: %v", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("New accepted a negative limit")
+		}
+	}()
+	New(Config{MaxRows: -1})
+}
+
+// TestProperties drives random rows, limits and times through a Batcher and checks that every row
+// comes out in exactly one batch, batches never mix partitions, limits hold except for a lone
+// oversize row, rows of a partition keep their order, and no batch outlives its linger past a Due.
+func TestProperties(t *testing.T) {
+	targets := []*Target{tgtA, tgtB, {Keyspace: "other", Table: "a"}}
+	for seed := uint64(0); seed < 300; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		cfg := Config{
+			MaxRows:  1 + rng.IntN(20),
+			MaxBytes: 1 + rng.IntN(500),
+			Linger:   time.Duration(rng.IntN(50)) * time.Millisecond,
+		}
+		b := New(cfg)
+		keys := 1 + rng.IntN(30)
+		now := t0
+		var out []*Batch
+		collect := func(bs []*Batch) { out = append(out, bs...) }
+		nrows := rng.IntN(2000)
+		sent := make([]Row, 0, nrows)
+		for i := 0; i < nrows; i++ {
+			now = now.Add(time.Duration(rng.IntN(5)) * time.Millisecond)
+			size := rng.IntN(cfg.MaxBytes/4 + 2)
+			if rng.IntN(50) == 0 {
+				size = cfg.MaxBytes + rng.IntN(100) // oversize
+			}
+			r := row(targets[rng.IntN(len(targets))], fmt.Sprint("k", rng.IntN(keys)), size, int64(i))
+			sent = append(sent, r)
+			collect(b.Add(r, now))
+			if rng.IntN(10) == 0 {
+				collect(b.Due(now))
+				if at, ok := b.NextDue(); ok && !at.After(now) {
+					t.Fatalf("seed %d: after Due(%v) a batch is still due at %v", seed, now, at)
+				}
+			}
+		}
+		collect(b.Flush())
+		if b.Len() != 0 || b.Rows() != 0 || b.Bytes() != 0 {
+			t.Fatalf("seed %d: counters not zero after Flush", seed)
+		}
+
+		seen := make(map[int64]int)
+		last := map[partKey]int64{}
+		for _, bt := range out {
+			if len(bt.Rows) == 0 {
+				t.Fatalf("seed %d: empty batch", seed)
+			}
+			sum := 0
+			for _, r := range bt.Rows {
+				if r.Target != bt.Target || r.Key != bt.Key {
+					t.Fatalf("seed %d: batch %s/%s holds a row of %s/%s", seed, bt.Target.Table, bt.Key, r.Target.Table, r.Key)
+				}
+				seen[r.Source.Offset]++
+				k := partKey{r.Target, r.Key}
+				if prev, ok := last[k]; ok && prev >= r.Source.Offset {
+					t.Fatalf("seed %d: partition %s/%s: offset %d after %d", seed, r.Target.Table, r.Key, r.Source.Offset, prev)
+				}
+				last[k] = r.Source.Offset
+				sum += r.Size
+			}
+			if sum != bt.Bytes {
+				t.Fatalf("seed %d: Bytes %d, rows sum to %d", seed, bt.Bytes, sum)
+			}
+			if len(bt.Rows) > cfg.MaxRows {
+				t.Fatalf("seed %d: %d rows > MaxRows %d", seed, len(bt.Rows), cfg.MaxRows)
+			}
+			if bt.Bytes > cfg.MaxBytes && len(bt.Rows) != 1 {
+				t.Fatalf("seed %d: %d bytes in %d rows > MaxBytes %d", seed, bt.Bytes, len(bt.Rows), cfg.MaxBytes)
+			}
+		}
+		for i := range sent {
+			if seen[int64(i)] != 1 {
+				t.Fatalf("seed %d: row %d appears %d times", seed, i, seen[int64(i)])
+			}
+		}
+	}
+}
+
+// BenchmarkAdd measures Add plus the flush paths per row. "full": 10 busy partitions, batches fill
+// to 100 rows. "linger": 1000 partitions at 100 rows per ms and a 5ms linger, so most batches leave
+// with a row or two through Due (the worst case for allocations per row).
+func BenchmarkAdd(b *testing.B) {
+	for _, bc := range []struct {
+		name       string
+		partitions int
+	}{{"full", 10}, {"linger", 1000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			rows := make([]Row, 4000)
+			for i := range rows {
+				rows[i] = row(tgtA, fmt.Sprint("key-", i%bc.partitions), 200, int64(i))
+			}
+			bt := New(Config{MaxRows: 100, MaxBytes: 32 << 10, Linger: 5 * time.Millisecond})
+			now := t0
+			batches := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%100 == 0 {
+					now = now.Add(time.Millisecond)
+					batches += len(bt.Due(now))
+				}
+				batches += len(bt.Add(rows[i%len(rows)], now))
+			}
+			b.ReportMetric(float64(b.N)/float64(max(batches, 1)), "rows/batch")
+		})
+	}
+}
