@@ -31,7 +31,8 @@ const (
 
 func commands() map[string]command {
 	return map[string]command{
-		"version": {"print the version and exit", runVersion},
+		"version":  {"print the version and exit", runVersion},
+		"generate": {"produce sample sensor events to Kafka (demos, benchmarks)", runGenerate},
 	}
 }
 
