@@ -40,6 +40,9 @@ type Row struct {
 	// Size is the estimated encoded size of Values in bytes; it drives the MaxBytes limit and memory accounting.
 	Size   int
 	Source Source
+	// EventTime is the record's event time (UTC). The batcher ignores it; the pipeline reports
+	// event-time lag and the largest open time buckets from it.
+	EventTime time.Time
 }
 
 // Batch is a set of rows of one Cassandra partition, in the order they were added.
