@@ -133,7 +133,7 @@ type Topic struct {
 	Clustering      []Clustering `koanf:"clustering"`
 	TTL             Duration     `koanf:"ttl"`         // default_time_to_live and USING TTL; 0 = none
 	GCGrace         Duration     `koanf:"gc_grace"`    // gc_grace_seconds in `sink schema`; default 1d
-	Consistency     string       `koanf:"consistency"` // overrides cassandra.consistency
+	Consistency     string       `koanf:"consistency"` // default cassandra.consistency
 	DeadLetterTopic string       `koanf:"dead_letter_topic"`
 	// WriteTimestamp is the Cassandra write timestamp of each row: "kafka" (default: the record
 	// timestamp in µs, plus offset%1000 as a tiebreak), "event_time" (µs), or "server" (not
@@ -165,10 +165,14 @@ type Bucket struct {
 	Key    string `koanf:"key"`
 	Layout string `koanf:"layout"` // for key text; default per width (see bucketer)
 	// EventBuckets > 1 splits every (id, time bucket) into that many sub-partitions, chosen by a
-	// stable hash of the entity id, or of EventBucketField when set.
+	// stable hash of a value that varies between the rows of one entity: EventBucketField when
+	// set, else the clustering column values (the row's identity inside its partition, so a
+	// replayed record lands in the same sub-partition). Hashing the entity id would send every
+	// row of an entity to one sub-partition and split nothing, so an id column is rejected.
+	// Load stores 1 for an unset or zero value (1 = no split).
 	EventBuckets      int    `koanf:"event_buckets"`
 	EventBucketColumn string `koanf:"event_bucket_column"` // default "event_bucket"
-	EventBucketField  string `koanf:"event_bucket_field"`  // a column name; default: the id columns
+	EventBucketField  string `koanf:"event_bucket_field"`  // a column name, not an id column; default: the clustering columns
 	// Slice, when set, puts each slice of time in its own table (<table>_<suffix>) so old slices
 	// drop whole. A multiple of the bucket width.
 	Slice string `koanf:"slice"`
@@ -185,7 +189,10 @@ type Column struct {
 	Field string `koanf:"field"` // dot path into the decoded record
 	// Source instead of Field: event_time, kafka_key, kafka_timestamp, kafka_topic, kafka_partition,
 	// kafka_offset, timeuuid (deterministic from event time and Kafka coordinates, so replays upsert
-	// the same row), raw (the whole record as text).
+	// the same row), raw (the whole record as text). Validate checks the type against the source:
+	// event_time and kafka_timestamp need timestamp; kafka_key text, varchar, ascii or blob;
+	// kafka_topic text, varchar or ascii; kafka_partition int or bigint; kafka_offset bigint;
+	// timeuuid timeuuid; raw text, varchar or blob.
 	Source   string `koanf:"source"`
 	Required bool   `koanf:"required"` // a missing or null value is bad input (id and clustering columns always are)
 }
@@ -197,10 +204,13 @@ type Clustering struct {
 }
 
 // Duration accepts Go durations plus "d" (day) and "w" (week) units, e.g. "90d", "1w", "36h".
+// A number needs a unit (except 0). See ParseDuration.
 type Duration time.Duration
 
-// Bytes accepts plain numbers or units: "64MiB", "32KiB", "100MB", "1GB".
+// Bytes accepts plain numbers of bytes or units: "64MiB", "32KiB", "100MB", "1GB" (KB, MB, GB
+// are powers of 1000; KiB, MiB, GiB powers of 1024). See ParseBytes.
 type Bytes int64
 
-// Secret is a string that never prints: String, LogValue and MarshalText hide it.
+// Secret is a string that never prints: String, GoString, Format, LogValue, MarshalText and
+// MarshalJSON all show "[redacted]". Reveal returns the value for the driver.
 type Secret string

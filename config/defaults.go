@@ -1,0 +1,228 @@
+package config
+
+import (
+	"strings"
+	"time"
+)
+
+// Default values. The reasoning behind each is next to it; types.go documents them per key.
+const (
+	// DefaultGroup and DefaultClientID name the consumer group and client when none is given.
+	DefaultGroup    = "sink"
+	DefaultClientID = "sink"
+	// DefaultFetchMaxBytes bounds one fetch response. 16 MiB is enough for a few hundred
+	// thousand small records per round trip while keeping the fetch buffer an order of magnitude
+	// below the default writer.max_buffered_bytes.
+	DefaultFetchMaxBytes = Bytes(16 << 20)
+	// DefaultFetchMaxPartitionBytes: 4 MiB per partition lets one fetch carry at least four
+	// partitions at full size, so one busy partition cannot starve the rest.
+	DefaultFetchMaxPartitionBytes = Bytes(4 << 20)
+	// DefaultSessionTimeout is the Kafka client default of recent brokers (45s): long enough to
+	// ride out a GC pause or a slow Cassandra write, short enough to fail over within a minute.
+	DefaultSessionTimeout = Duration(45 * time.Second)
+	// DefaultRebalanceTimeout must exceed DefaultShutdownTimeout (30s) so that a revoked
+	// partition can flush its buffered batches before the coordinator moves on.
+	DefaultRebalanceTimeout = Duration(60 * time.Second)
+	// DefaultStartOffset: a new group reads the topic from its beginning; skipping history
+	// silently is the surprise an operator cannot undo.
+	DefaultStartOffset = "earliest"
+
+	// DefaultConsistency: LOCAL_QUORUM survives one replica down per DC with RF 3 and never waits
+	// on a remote DC.
+	DefaultConsistency = "LOCAL_QUORUM"
+	// DefaultTimeout is per request. The server gives up on a write after 2s
+	// (write_request_timeout); 12s on the client leaves room for the coordinator's own retries
+	// and for queueing, so a client timeout means the request is really lost.
+	DefaultTimeout = Duration(12 * time.Second)
+	// DefaultConnectTimeout covers TCP, TLS and the CQL handshake to one host.
+	DefaultConnectTimeout = Duration(10 * time.Second)
+	// DefaultNumConns: two connections per host give 2 × 32768 stream ids, far above
+	// writer.max_in_flight, and keep one connection usable while the other is slow.
+	DefaultNumConns = 2
+
+	// DefaultBatchMaxRows and DefaultBatchMaxBytes cap one single-partition UNLOGGED batch. The
+	// server's batch size thresholds do not apply to single-partition batches, so these are about
+	// latency: 100 rows or 32 KiB keeps each mutation small and batch latency even.
+	DefaultBatchMaxRows  = 100
+	DefaultBatchMaxBytes = Bytes(32 << 10)
+	// DefaultLinger: 5ms adds little latency and, at a few hundred rows/s per partition,
+	// already gathers several rows per batch.
+	DefaultLinger = Duration(5 * time.Millisecond)
+	// DefaultMaxInFlight: 64 concurrent batches of ≤32 KiB is ≤2 MiB on the wire, enough to keep a
+	// small cluster busy without queueing on the coordinators.
+	DefaultMaxInFlight = 64
+	// DefaultMaxBufferedBytes: 64 MiB of decoded rows holds four full fetches (16 MiB each) and
+	// bounds memory well below a 512 MiB container limit.
+	DefaultMaxBufferedBytes = Bytes(64 << 20)
+	// DefaultRetryInitial and DefaultRetryMax: start near a request's own latency, cap at 10s so
+	// a recovered cluster is noticed quickly.
+	DefaultRetryInitial = Duration(100 * time.Millisecond)
+	DefaultRetryMax     = Duration(10 * time.Second)
+	// DefaultCommitInterval: 5s bounds re-delivery after a crash to a few seconds of records
+	// while keeping commit traffic negligible.
+	DefaultCommitInterval = Duration(5 * time.Second)
+	// DefaultShutdownTimeout: enough for max_in_flight batches to finish at the request timeout
+	// twice over (12s each) with room to commit. Kubernetes' default grace period is 30s too; set
+	// terminationGracePeriodSeconds above this.
+	DefaultShutdownTimeout = Duration(30 * time.Second)
+	// DefaultTopPartitions: the ten largest open partitions per topic show an outlier entity
+	// without a metric series per partition key.
+	DefaultTopPartitions = 10
+
+	// DefaultMetricsAddress: 9464 is the port OpenTelemetry's Prometheus exporter uses, which
+	// scrape configs commonly expect.
+	DefaultMetricsAddress = ":9464"
+	DefaultLogLevel       = "info"
+	DefaultLogFormat      = "json"
+
+	DefaultCodec          = "json"
+	DefaultTimeSource     = TimeSourceField
+	DefaultTimeFormat     = TimeFormatRFC3339
+	DefaultBucketColumn   = "bucket"
+	DefaultBucketKey      = "text"
+	DefaultEventBucketCol = "event_bucket"
+	// DefaultGCGrace: one day suits TTL-only tables with daily repair; bucketed data is never
+	// deleted row by row, so tombstones come from expired TTLs, which need no repair to be
+	// correct. Raise it to exceed the repair interval when rows are deleted explicitly.
+	DefaultGCGrace        = Duration(Day)
+	DefaultWriteTimestamp = WriteTimestampKafka
+	// DefaultPartitionBudget is the guidance of the time-series literature: stay under 100 MB
+	// per partition (decimal megabytes, as nodetool reports them).
+	DefaultPartitionBudget = Bytes(100_000_000)
+	DefaultClusteringOrder = "desc"
+)
+
+// Values of the enumerated keys.
+const (
+	TimeSourceField = "field"
+	TimeSourceKafka = "kafka"
+
+	TimeFormatRFC3339 = "rfc3339"
+	TimeFormatUnixS   = "unix_s"
+	TimeFormatUnixMS  = "unix_ms"
+	TimeFormatUnixUS  = "unix_us"
+	TimeFormatUnixNS  = "unix_ns"
+
+	WriteTimestampKafka     = "kafka"
+	WriteTimestampEventTime = "event_time"
+	WriteTimestampServer    = "server"
+
+	SourceEventTime      = "event_time"
+	SourceKafkaKey       = "kafka_key"
+	SourceKafkaTimestamp = "kafka_timestamp"
+	SourceKafkaTopic     = "kafka_topic"
+	SourceKafkaPartition = "kafka_partition"
+	SourceKafkaOffset    = "kafka_offset"
+	SourceTimeUUID       = "timeuuid"
+	SourceRaw            = "raw"
+)
+
+// ApplyDefaults fills every zero-valued key with its default, for a Config built in Go (tests,
+// tools). Load applies the same defaults, but only to keys absent from the file and the
+// environment, so an explicit zero (`linger: 0`, `address: ""`) keeps its meaning there.
+func (c *Config) ApplyDefaults() {
+	c.applyDefaults(func(_ string, zero bool) bool { return zero })
+}
+
+// applyDefaults sets each default where unset(path, isZero) says the key was not given.
+func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
+	str := func(path string, p *string, v string) {
+		if unset(path, *p == "") {
+			*p = v
+		}
+	}
+	num := func(path string, p *int, v int) {
+		if unset(path, *p == 0) {
+			*p = v
+		}
+	}
+	dur := func(path string, p *Duration, v Duration) {
+		if unset(path, *p == 0) {
+			*p = v
+		}
+	}
+	size := func(path string, p *Bytes, v Bytes) {
+		if unset(path, *p == 0) {
+			*p = v
+		}
+	}
+
+	k := &c.Kafka
+	str("kafka.group", &k.Group, DefaultGroup)
+	str("kafka.client_id", &k.ClientID, DefaultClientID)
+	size("kafka.fetch_max_bytes", &k.FetchMaxBytes, DefaultFetchMaxBytes)
+	size("kafka.fetch_max_partition_bytes", &k.FetchMaxPartitionBytes, DefaultFetchMaxPartitionBytes)
+	dur("kafka.session_timeout", &k.SessionTimeout, DefaultSessionTimeout)
+	dur("kafka.rebalance_timeout", &k.RebalanceTimeout, DefaultRebalanceTimeout)
+	str("kafka.start_offset", &k.StartOffset, DefaultStartOffset)
+	k.StartOffset = strings.ToLower(k.StartOffset)
+	// SASL mechanism names are upper case in the protocol; accept any case in the file.
+	k.SASL.Mechanism = strings.ToUpper(k.SASL.Mechanism)
+
+	cs := &c.Cassandra
+	str("cassandra.consistency", &cs.Consistency, DefaultConsistency)
+	cs.Consistency = strings.ToUpper(cs.Consistency)
+	dur("cassandra.timeout", &cs.Timeout, DefaultTimeout)
+	dur("cassandra.connect_timeout", &cs.ConnectTimeout, DefaultConnectTimeout)
+	num("cassandra.num_conns", &cs.NumConns, DefaultNumConns)
+	if unset("cassandra.replication", len(cs.Replication) == 0) {
+		// SimpleStrategy with one replica is only right for a laptop; `sink schema` prints it so
+		// the operator sees what will be created, and production configs name their DCs.
+		cs.Replication = map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}
+	}
+
+	w := &c.Writer
+	num("writer.batch_max_rows", &w.BatchMaxRows, DefaultBatchMaxRows)
+	size("writer.batch_max_bytes", &w.BatchMaxBytes, DefaultBatchMaxBytes)
+	dur("writer.linger", &w.Linger, DefaultLinger)
+	num("writer.max_in_flight", &w.MaxInFlight, DefaultMaxInFlight)
+	size("writer.max_buffered_bytes", &w.MaxBufferedBytes, DefaultMaxBufferedBytes)
+	dur("writer.retry_initial", &w.RetryInitial, DefaultRetryInitial)
+	dur("writer.retry_max", &w.RetryMax, DefaultRetryMax)
+	dur("writer.commit_interval", &w.CommitInterval, DefaultCommitInterval)
+	dur("writer.shutdown_timeout", &w.ShutdownTimeout, DefaultShutdownTimeout)
+	num("writer.top_partitions", &w.TopPartitions, DefaultTopPartitions)
+
+	str("metrics.address", &c.Metrics.Address, DefaultMetricsAddress)
+	str("log.level", &c.Log.Level, DefaultLogLevel)
+	c.Log.Level = strings.ToLower(c.Log.Level)
+	str("log.format", &c.Log.Format, DefaultLogFormat)
+	c.Log.Format = strings.ToLower(c.Log.Format)
+
+	for name, t := range c.Topics {
+		p := "topics." + name + "."
+		str(p+"topic", &t.Topic, name)
+		str(p+"codec", &t.Codec, DefaultCodec)
+		t.Codec = strings.ToLower(t.Codec)
+		str(p+"time.source", &t.Time.Source, DefaultTimeSource)
+		t.Time.Source = strings.ToLower(t.Time.Source)
+		if t.Time.Source == TimeSourceField {
+			str(p+"time.format", &t.Time.Format, DefaultTimeFormat)
+		}
+		t.Time.Format = strings.ToLower(t.Time.Format)
+		str(p+"bucket.column", &t.Bucket.Column, DefaultBucketColumn)
+		str(p+"bucket.key", &t.Bucket.Key, DefaultBucketKey)
+		t.Bucket.Key = strings.ToLower(t.Bucket.Key)
+		// One event bucket is no split; storing 1 rather than 0 lets every reader use the
+		// number directly as the count of sub-partitions per time bucket.
+		if t.Bucket.EventBuckets == 0 {
+			t.Bucket.EventBuckets = 1
+		}
+		str(p+"bucket.event_bucket_column", &t.Bucket.EventBucketColumn, DefaultEventBucketCol)
+		str(p+"keyspace", &t.Keyspace, c.Cassandra.Keyspace)
+		dur(p+"gc_grace", &t.GCGrace, DefaultGCGrace)
+		str(p+"consistency", &t.Consistency, c.Cassandra.Consistency)
+		t.Consistency = strings.ToUpper(t.Consistency)
+		str(p+"write_timestamp", &t.WriteTimestamp, DefaultWriteTimestamp)
+		t.WriteTimestamp = strings.ToLower(t.WriteTimestamp)
+		size(p+"partition_budget", &t.PartitionBudget, DefaultPartitionBudget)
+		for i := range t.Clustering {
+			cl := &t.Clustering[i]
+			if cl.Order == "" {
+				cl.Order = DefaultClusteringOrder
+			}
+			cl.Order = strings.ToLower(cl.Order)
+		}
+		c.Topics[name] = t
+	}
+}

@@ -1,0 +1,182 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func loadValid(t *testing.T, path string, environ []string) *Config {
+	t.Helper()
+	c, err := Load(path, environ)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate(%s):\n%s", path, strings.Join(Problems(err), "\n"))
+	}
+	return c
+}
+
+func TestLocalExampleDefaults(t *testing.T) {
+	c := loadValid(t, "../examples/local.yaml", nil)
+	tp := c.Topics["readings"]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"topic", tp.Topic, "sensor-readings"},
+		{"keyspace inherited", tp.Keyspace, "sink_demo"},
+		{"consistency inherited", tp.Consistency, "LOCAL_ONE"},
+		{"gc_grace", tp.GCGrace, Duration(24 * time.Hour)},
+		{"ttl", tp.TTL, Duration(7 * 24 * time.Hour)},
+		{"event buckets", tp.Bucket.EventBuckets, 1},
+		{"bucket column", tp.Bucket.Column, "bucket"},
+		{"write timestamp", tp.WriteTimestamp, "kafka"},
+		{"budget", tp.PartitionBudget, Bytes(100_000_000)},
+		{"group", c.Kafka.Group, "sink-demo"},
+		{"client id", c.Kafka.ClientID, "sink"},
+		{"rebalance", c.Kafka.RebalanceTimeout, Duration(time.Minute)},
+		{"batch rows", c.Writer.BatchMaxRows, 100},
+		{"batch bytes", c.Writer.BatchMaxBytes, Bytes(32 << 10)},
+		{"linger", c.Writer.Linger, Duration(5 * time.Millisecond)},
+		{"metrics", c.Metrics.Address, "127.0.0.1:9464"},
+	}
+	for _, ck := range checks {
+		if !reflect.DeepEqual(ck.got, ck.want) {
+			t.Errorf("%s = %v, want %v", ck.name, ck.got, ck.want)
+		}
+	}
+}
+
+// An explicit zero in the file keeps its meaning; only absent keys take defaults.
+func TestExplicitZeroIsNotDefaulted(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	base, err := os.ReadFile("../examples/local.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := "\nwriter: {linger: 0s, top_partitions: 0}\n"
+	if err := os.WriteFile(path, append(base, extra...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := loadValid(t, path, []string{"SINK_METRICS__ADDRESS="})
+	if c.Writer.Linger != 0 || c.Writer.TopPartitions != 0 || c.Metrics.Address != "" {
+		t.Errorf("linger %v top %d address %q: explicit zeros were replaced by defaults", c.Writer.Linger, c.Writer.TopPartitions, c.Metrics.Address)
+	}
+	if c.Writer.MaxInFlight != DefaultMaxInFlight {
+		t.Errorf("max_in_flight = %d, want the default %d", c.Writer.MaxInFlight, DefaultMaxInFlight)
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	env := []string{
+		"SINK_KAFKA__BROKERS=a:9092, b:9092",
+		"SINK_CASSANDRA__AUTH__USERNAME=sink",
+		"SINK_CASSANDRA__AUTH__PASSWORD=hunter2",
+		"SINK_TOPICS__READINGS__TTL=30d",
+		"SINK_TOPICS__READINGS__BUCKET__WIDTH=1h",
+		"SINK_TOPICS__READINGS__BUCKET__EVENT_BUCKETS=4",
+		"SINK_TOPICS__READINGS__ID=device_id,site_id",
+		"SINK_WRITER__MAX_IN_FLIGHT=32",
+		"SINK_CASSANDRA__REPLICATION__CLASS=NetworkTopologyStrategy",
+		"SINK_CASSANDRA__REPLICATION__REPLICATION_FACTOR=",
+		"SINK_LOG__LEVEL=DEBUG",
+		"SINK_TEST_KAFKA=127.0.0.1:9092", // not configuration: no section prefix
+		"PATH=/usr/bin",
+	}
+	c, err := Load("../examples/local.yaml", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := c.Topics["readings"]
+	if got := c.Kafka.Brokers; !reflect.DeepEqual(got, []string{"a:9092", "b:9092"}) {
+		t.Errorf("brokers = %q", got)
+	}
+	if c.Cassandra.Auth.Password.Reveal() != "hunter2" || c.Cassandra.Auth.Username != "sink" {
+		t.Errorf("auth not overridden")
+	}
+	if tp.TTL != Duration(30*Day) || tp.Bucket.Width != "1h" || tp.Bucket.EventBuckets != 4 {
+		t.Errorf("topic overrides: ttl %v width %q event buckets %d", tp.TTL, tp.Bucket.Width, tp.Bucket.EventBuckets)
+	}
+	if !reflect.DeepEqual(tp.ID, []string{"device_id", "site_id"}) {
+		t.Errorf("id = %q", tp.ID)
+	}
+	if c.Writer.MaxInFlight != 32 || c.Log.Level != "debug" {
+		t.Errorf("max_in_flight %d level %q", c.Writer.MaxInFlight, c.Log.Level)
+	}
+	if c.Cassandra.Replication["class"] != "NetworkTopologyStrategy" {
+		t.Errorf("replication = %v", c.Cassandra.Replication)
+	}
+}
+
+// A topic whose file key has a dash is reachable with an underscore in the variable name.
+func TestEnvReachesDashedTopic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	b, err := os.ReadFile("../examples/local.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), "  readings:\n", "  sensor-readings:\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, []string{"SINK_TOPICS__SENSOR_READINGS__TTL=2w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Topics["sensor-readings"].TTL; got != Duration(14*Day) {
+		t.Errorf("ttl = %v, want 14d", got)
+	}
+	if len(c.Topics) != 1 {
+		t.Errorf("topics = %v, want only sensor-readings", c.TopicNames())
+	}
+}
+
+func TestEnvErrorsNameTheVariable(t *testing.T) {
+	_, err := Load("../examples/local.yaml", []string{
+		"SINK_KAFKA_BROKERS=x:1",
+		"SINK_TOPICS__READINGS__BUKCET__WIDTH=1h",
+		"SINK_WRITER__LINGER=5",
+		"SINK_LOG=debug",
+	})
+	want := []string{
+		`SINK_KAFKA_BROKERS: not a config key: levels are separated by a double underscore, e.g. SINK_KAFKA__BROKERS`,
+		`SINK_LOG: not a config key: name a key inside the section, levels separated by a double underscore, e.g. SINK_KAFKA__BROKERS`,
+		`topics.readings.bukcet (from SINK_TOPICS__READINGS__BUKCET__WIDTH): unknown key; did you mean "bucket"?`,
+		`writer.linger (from SINK_WRITER__LINGER): "5" has a number without a unit; use ns, us, ms, s, m, h, d or w, e.g. 5s`,
+	}
+	if got := Problems(err); !reflect.DeepEqual(got, want) {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestPasswordFile(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load("../examples/local.yaml", []string{
+		"SINK_CASSANDRA__AUTH__USERNAME=sink",
+		"SINK_CASSANDRA__AUTH__PASSWORD=ignored",
+		"SINK_CASSANDRA__AUTH__PASSWORD_FILE=" + pw,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Cassandra.Auth.Password.Reveal(); got != "s3cret" {
+		t.Errorf("password = %q, want the file's content without its newline", got)
+	}
+
+	_, err = Load("../examples/local.yaml", []string{"SINK_KAFKA__SASL__PASSWORD_FILE=" + filepath.Join(dir, "missing")})
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Path != "kafka.sasl.password_file" || !strings.Contains(fe.Problem, "no such file") {
+		t.Errorf("missing password file: %v, want a kafka.sasl.password_file error", err)
+	}
+}

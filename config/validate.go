@@ -1,0 +1,532 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// validator collects every problem instead of stopping at the first, so one run of
+// `sink validate` shows the operator the whole list.
+type validator struct{ problems []error }
+
+func (v *validator) add(path, format string, args ...any) {
+	v.problems = append(v.problems, &FieldError{Path: path, Problem: fmt.Sprintf(format, args...)})
+}
+
+// Validate checks the loaded configuration and returns every problem, joined (errors.Join), each
+// a *FieldError naming the key path, what is wrong and how to fix it. It expects defaults to be
+// applied (Load does; call ApplyDefaults on a Config built in Go). It reads the file system only
+// to check that TLS files exist.
+func (c *Config) Validate() error {
+	v := &validator{}
+	c.validateKafka(v)
+	c.validateCassandra(v)
+	c.validateWriter(v)
+	c.validateMetrics(v)
+	c.validateLog(v)
+	c.validateTopics(v)
+	return errors.Join(v.problems...)
+}
+
+// Problems splits an error from Load or Validate into its individual problems, one line each.
+func Problems(err error) []string {
+	if err == nil {
+		return nil
+	}
+	var out []string
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			out = append(out, Problems(e)...)
+		}
+		return out
+	}
+	return []string{err.Error()}
+}
+
+var consistencies = []string{"ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"}
+
+func oneOf(values []string) string {
+	if len(values) == 2 {
+		return values[0] + " or " + values[1]
+	}
+	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
+}
+
+func (v *validator) enum(path, got string, allowed ...string) {
+	if !slices.Contains(allowed, got) {
+		v.add(path, "%q is not valid; use %s", got, oneOf(allowed))
+	}
+}
+
+func (v *validator) positive(path string, n int64, what string) {
+	if n <= 0 {
+		v.add(path, "must be positive, got %s; %s", what, "remove the key to use the default")
+	}
+}
+
+func (c *Config) validateKafka(v *validator) {
+	k := c.Kafka
+	if len(k.Brokers) == 0 {
+		v.add("kafka.brokers", "no brokers; list at least one host:port, e.g. [\"kafka-0:9092\"]")
+	}
+	for i, b := range k.Brokers {
+		if _, port, err := net.SplitHostPort(b); err != nil || !validPort(port) {
+			v.add(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port; write e.g. \"kafka-0:9092\"", b)
+		}
+	}
+	if k.Group == "" {
+		v.add("kafka.group", "empty; name the consumer group (default \"sink\")")
+	}
+	if k.ClientID == "" {
+		v.add("kafka.client_id", "empty; remove the key to use \"sink\"")
+	}
+	v.positive("kafka.fetch_max_bytes", int64(k.FetchMaxBytes), k.FetchMaxBytes.String())
+	v.positive("kafka.fetch_max_partition_bytes", int64(k.FetchMaxPartitionBytes), k.FetchMaxPartitionBytes.String())
+	if k.FetchMaxPartitionBytes > k.FetchMaxBytes && k.FetchMaxBytes > 0 {
+		v.add("kafka.fetch_max_partition_bytes", "%s is larger than kafka.fetch_max_bytes (%s); make it at most that",
+			k.FetchMaxPartitionBytes, k.FetchMaxBytes)
+	}
+	v.positive("kafka.session_timeout", int64(k.SessionTimeout), k.SessionTimeout.String())
+	v.positive("kafka.rebalance_timeout", int64(k.RebalanceTimeout), k.RebalanceTimeout.String())
+	if k.RebalanceTimeout > 0 && k.RebalanceTimeout <= c.Writer.ShutdownTimeout {
+		v.add("kafka.rebalance_timeout", "%s must exceed writer.shutdown_timeout (%s) so a revoked partition can flush before the group moves on; raise it or lower writer.shutdown_timeout",
+			k.RebalanceTimeout, c.Writer.ShutdownTimeout)
+	}
+	v.enum("kafka.start_offset", k.StartOffset, "earliest", "latest")
+	validateTLS(v, "kafka.tls", k.TLS)
+
+	s := k.SASL
+	switch s.Mechanism {
+	case "":
+		if s.Username != "" || s.Password.IsSet() || s.PasswordFile != "" {
+			v.add("kafka.sasl.mechanism", "empty but credentials are set; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, or remove the credentials")
+		}
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		if s.Username == "" {
+			v.add("kafka.sasl.username", "empty; SASL %s needs a username", s.Mechanism)
+		}
+		if !s.Password.IsSet() {
+			v.add("kafka.sasl.password", "empty; SASL %s needs a password (or password_file, or SINK_KAFKA__SASL__PASSWORD)", s.Mechanism)
+		}
+		if s.Mechanism == "PLAIN" && !k.TLS.Enabled {
+			v.add("kafka.sasl.mechanism", "PLAIN sends the password in clear text; enable kafka.tls or use SCRAM-SHA-512")
+		}
+	default:
+		v.add("kafka.sasl.mechanism", "%q is not supported; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
+	}
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n > 0 && n <= 65535
+}
+
+func validateTLS(v *validator, path string, t TLS) {
+	files := []struct{ key, file string }{{"ca_file", t.CAFile}, {"cert_file", t.CertFile}, {"key_file", t.KeyFile}}
+	for _, f := range files {
+		if f.file == "" {
+			continue
+		}
+		if !t.Enabled {
+			v.add(path+"."+f.key, "set while %s.enabled is false; set enabled: true or remove the file", path)
+			continue
+		}
+		if st, err := os.Stat(f.file); err != nil {
+			v.add(path+"."+f.key, "cannot read %s: %v", f.file, errors.Unwrap(err))
+		} else if st.IsDir() {
+			v.add(path+"."+f.key, "%s is a directory; name the PEM file", f.file)
+		}
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		v.add(path, "cert_file and key_file go together (client certificate authentication); set both or neither")
+	}
+	if t.InsecureSkipVerify && !t.Enabled {
+		v.add(path+".insecure_skip_verify", "set while %s.enabled is false; remove it", path)
+	}
+}
+
+var replicationKeyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+func (c *Config) validateCassandra(v *validator) {
+	cs := c.Cassandra
+	if len(cs.Hosts) == 0 {
+		v.add("cassandra.hosts", "no hosts; list at least one host or host:port, e.g. [\"cassandra-0:9042\"]")
+	}
+	for i, h := range cs.Hosts {
+		if !validHost(h) {
+			v.add(fmt.Sprintf("cassandra.hosts[%d]", i), "%q is not a host or host:port; write e.g. \"cassandra-0\" or \"10.0.0.5:9042\"", h)
+		}
+	}
+	if cs.Keyspace != "" {
+		if msg := checkName("keyspace", cs.Keyspace, tableNameRE); msg != "" {
+			v.add("cassandra.keyspace", "%s", msg)
+		}
+	}
+	v.enum("cassandra.consistency", cs.Consistency, consistencies...)
+	v.positive("cassandra.timeout", int64(cs.Timeout), cs.Timeout.String())
+	v.positive("cassandra.connect_timeout", int64(cs.ConnectTimeout), cs.ConnectTimeout.String())
+	v.positive("cassandra.num_conns", int64(cs.NumConns), strconv.Itoa(cs.NumConns))
+	if p := cs.ProtocolVersion; p != 0 && (p < 3 || p > 5) {
+		v.add("cassandra.protocol_version", "%d is not supported; use 3, 4 or 5, or 0 to negotiate", p)
+	}
+	validateTLS(v, "cassandra.tls", cs.TLS)
+	a := cs.Auth
+	if a.Username != "" && !a.Password.IsSet() {
+		v.add("cassandra.auth.password", "empty while cassandra.auth.username is set; set password, password_file or SINK_CASSANDRA__AUTH__PASSWORD")
+	}
+	if a.Username == "" && a.Password.IsSet() {
+		v.add("cassandra.auth.username", "empty while a password is set; set the username")
+	}
+	validateReplication(v, cs.Replication)
+}
+
+// validHost accepts host or host:port; the port, when present, must be a number.
+func validHost(h string) bool {
+	if h == "" || strings.ContainsAny(h, " /") {
+		return false
+	}
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		return host != "" && validPort(port)
+	}
+	// No port: a name or an IP; a bare IPv6 address contains colons, so accept those only
+	// when they parse as one.
+	return !strings.Contains(h, ":") || net.ParseIP(h) != nil
+}
+
+// validateReplication checks the keyspace replication map that `sink schema` puts in a CREATE
+// KEYSPACE statement as string literals; only names and numbers may appear there.
+func validateReplication(v *validator, r map[string]string) {
+	if len(r) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	class := r["class"]
+	switch class {
+	case "SimpleStrategy":
+		if _, ok := r["replication_factor"]; !ok {
+			v.add("cassandra.replication.replication_factor", "missing; SimpleStrategy needs replication_factor, e.g. 3")
+		}
+	case "NetworkTopologyStrategy":
+		if len(r) < 2 {
+			v.add("cassandra.replication", "NetworkTopologyStrategy needs at least one data center, e.g. {class: NetworkTopologyStrategy, dc1: 3}")
+		}
+	case "":
+		v.add("cassandra.replication.class", "missing; use SimpleStrategy or NetworkTopologyStrategy")
+	default:
+		v.add("cassandra.replication.class", "%q is not supported; use SimpleStrategy or NetworkTopologyStrategy", class)
+	}
+	for _, k := range keys {
+		if k == "class" {
+			continue
+		}
+		path := "cassandra.replication." + k
+		if !replicationKeyRE.MatchString(k) {
+			v.add(path, "%q is not a data center name; use letters, digits, '_', '-' or '.'", k)
+		}
+		if class == "SimpleStrategy" && k != "replication_factor" {
+			v.add(path, "SimpleStrategy takes only replication_factor; use NetworkTopologyStrategy to name data centers")
+		}
+		if n, err := strconv.Atoi(r[k]); err != nil || n < 1 {
+			v.add(path, "%q is not a replica count; use a positive integer, e.g. 3", r[k])
+		}
+	}
+}
+
+func (c *Config) validateWriter(v *validator) {
+	w := c.Writer
+	v.positive("writer.batch_max_rows", int64(w.BatchMaxRows), strconv.Itoa(w.BatchMaxRows))
+	v.positive("writer.batch_max_bytes", int64(w.BatchMaxBytes), w.BatchMaxBytes.String())
+	if w.Linger < 0 {
+		v.add("writer.linger", "negative (%s); use 0 to write every batch at once, or e.g. 5ms", w.Linger)
+	}
+	v.positive("writer.max_in_flight", int64(w.MaxInFlight), strconv.Itoa(w.MaxInFlight))
+	v.positive("writer.max_buffered_bytes", int64(w.MaxBufferedBytes), w.MaxBufferedBytes.String())
+	if w.BatchMaxBytes > 0 && w.MaxBufferedBytes > 0 && w.MaxBufferedBytes < w.BatchMaxBytes {
+		v.add("writer.max_buffered_bytes", "%s is smaller than one batch (writer.batch_max_bytes %s); raise it", w.MaxBufferedBytes, w.BatchMaxBytes)
+	}
+	v.positive("writer.retry_initial", int64(w.RetryInitial), w.RetryInitial.String())
+	v.positive("writer.retry_max", int64(w.RetryMax), w.RetryMax.String())
+	if w.RetryInitial > 0 && w.RetryMax > 0 && w.RetryMax < w.RetryInitial {
+		v.add("writer.retry_max", "%s is below writer.retry_initial (%s); make it at least that", w.RetryMax, w.RetryInitial)
+	}
+	if w.RetryAttempts < 0 {
+		v.add("writer.retry_attempts", "negative (%d); use 0 to retry until shutdown, or a positive cap", w.RetryAttempts)
+	}
+	v.positive("writer.commit_interval", int64(w.CommitInterval), w.CommitInterval.String())
+	v.positive("writer.shutdown_timeout", int64(w.ShutdownTimeout), w.ShutdownTimeout.String())
+	if w.TopPartitions < 0 {
+		v.add("writer.top_partitions", "negative (%d); use 0 to export none, or e.g. 10", w.TopPartitions)
+	}
+}
+
+func (c *Config) validateMetrics(v *validator) {
+	a := c.Metrics.Address
+	if a == "" {
+		return // disabled on purpose
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || !validPort(port) || strings.ContainsAny(host, " /") {
+		v.add("metrics.address", "%q is not [host]:port; write e.g. \":9464\" or \"127.0.0.1:9464\", or \"\" to disable", a)
+	}
+}
+
+func (c *Config) validateLog(v *validator) {
+	v.enum("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	v.enum("log.format", c.Log.Format, "json", "text")
+}
+
+// topicNameRE: the map key appears in metric labels, log attributes, `--topic` flags and
+// environment variable names, and koanf uses "." to nest keys.
+var topicNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]*$`)
+
+var fieldPathRE = regexp.MustCompile(`^[^.\s]+(\.[^.\s]+)*$`)
+
+// sourceTypes lists the CQL types each column source can fill.
+var sourceTypes = map[string][]string{
+	SourceEventTime:      {"timestamp"},
+	SourceKafkaKey:       {"text", "varchar", "ascii", "blob"},
+	SourceKafkaTimestamp: {"timestamp"},
+	SourceKafkaTopic:     {"text", "varchar", "ascii"},
+	SourceKafkaPartition: {"int", "bigint"},
+	SourceKafkaOffset:    {"bigint"},
+	SourceTimeUUID:       {"timeuuid"},
+	SourceRaw:            {"text", "varchar", "blob"},
+}
+
+var sourceNames = []string{SourceEventTime, SourceKafkaKey, SourceKafkaTimestamp, SourceKafkaTopic,
+	SourceKafkaPartition, SourceKafkaOffset, SourceTimeUUID, SourceRaw}
+
+func (c *Config) validateTopics(v *validator) {
+	if len(c.Topics) == 0 {
+		v.add("topics", "no topics; configure at least one under topics.<name>")
+		return
+	}
+	names := c.TopicNames()
+	sources := map[string]string{} // Kafka topic → config name that reads it
+	for _, name := range names {
+		t := c.Topics[name]
+		if prev, dup := sources[t.Topic]; dup && t.Topic != "" {
+			v.add("topics."+name+".topic", "Kafka topic %q is already read by topics.%s; each Kafka topic is read by one entry", t.Topic, prev)
+		} else {
+			sources[t.Topic] = name
+		}
+	}
+	for _, name := range names {
+		c.validateTopic(v, name, c.Topics[name], sources)
+	}
+}
+
+// TopicNames returns the configured topic names, sorted.
+func (c *Config) TopicNames() []string {
+	names := make([]string, 0, len(c.Topics))
+	for n := range c.Topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[string]string) {
+	p := "topics." + name
+	if !topicNameRE.MatchString(name) {
+		v.add(p, "%q is not a valid topic entry name; use letters, digits, '_' and '-' (it appears in metrics, logs and SINK_ variables)", name)
+	}
+	if !kafkaTopicRE.MatchString(t.Topic) || t.Topic == "." || t.Topic == ".." {
+		v.add(p+".topic", "%q is not a valid Kafka topic name; use up to 249 letters, digits, '.', '_' or '-'", t.Topic)
+	}
+	if t.Codec != "json" {
+		v.add(p+".codec", "%q is not supported; use json", t.Codec)
+	}
+	if t.Keyspace == "" {
+		v.add(p+".keyspace", "empty and cassandra.keyspace is not set; set one of them")
+	} else if msg := checkName("keyspace", t.Keyspace, tableNameRE); msg != "" {
+		v.add(p+".keyspace", "%s", msg)
+	}
+	if msg := checkName("table", t.Table, tableNameRE); msg != "" {
+		v.add(p+".table", "%s", msg)
+	} else if t.Bucket.Slice != "" && len(t.Table)+1+maxSliceSuffix > MaxNameLen {
+		v.add(p+".table", "%q is too long for a sliced table: with _<slice suffix> (up to %d characters) it exceeds %d; use at most %d characters",
+			t.Table, 1+maxSliceSuffix, MaxNameLen, MaxNameLen-1-maxSliceSuffix)
+	}
+
+	// Columns.
+	cols := map[string]CQLType{} // lower-case name → type; unquoted CQL names fold to lower case
+	if len(t.Columns) == 0 {
+		v.add(p+".columns", "no columns; map at least the id and clustering columns")
+	}
+	for i, col := range t.Columns {
+		cp := fmt.Sprintf("%s.columns[%d]", p, i)
+		if msg := checkName("column", col.Name, columnNameRE); msg != "" {
+			v.add(cp+".name", "%s", msg)
+		} else if _, dup := cols[strings.ToLower(col.Name)]; dup {
+			v.add(cp+".name", "column %q appears twice (CQL names are case-insensitive); rename one", col.Name)
+		}
+		typ, err := ParseCQLType(col.Type)
+		if col.Type == "" {
+			v.add(cp+".type", "empty; give the CQL type, e.g. text, double or timestamp")
+		} else if err != nil {
+			v.add(cp+".type", "%v", err)
+		}
+		if col.Name != "" {
+			cols[strings.ToLower(col.Name)] = typ
+		}
+		switch {
+		case col.Field != "" && col.Source != "":
+			v.add(cp, "has both field and source; keep one")
+		case col.Field == "" && col.Source == "":
+			v.add(cp, "has neither field nor source; set field to a JSON path (e.g. site.id) or source to one of %s", oneOf(sourceNames))
+		case col.Field != "":
+			if !fieldPathRE.MatchString(col.Field) {
+				v.add(cp+".field", "%q is not a field path; use names separated by dots, e.g. site.id", col.Field)
+			}
+		default:
+			allowed, ok := sourceTypes[col.Source]
+			if !ok {
+				v.add(cp+".source", "%q is not a source; use %s", col.Source, oneOf(sourceNames))
+			} else if err == nil && col.Type != "" && !slices.Contains(allowed, typ.String()) {
+				v.add(cp+".type", "%q cannot hold source %s; use %s", col.Type, col.Source, oneOf(allowed))
+			}
+		}
+	}
+	mapped := func(name string) (CQLType, bool) {
+		t, ok := cols[strings.ToLower(name)]
+		return t, ok
+	}
+
+	// Partition key: id columns, then the generated bucket and event bucket columns.
+	if len(t.ID) == 0 {
+		v.add(p+".id", "empty; list the column(s) that identify an entity, e.g. [device_id]")
+	}
+	ids := map[string]bool{}
+	for i, id := range t.ID {
+		ip := fmt.Sprintf("%s.id[%d]", p, i)
+		typ, ok := mapped(id)
+		switch {
+		case !ok:
+			v.add(ip, "%q is not a column; add it to columns or list an existing column", id)
+		case ids[strings.ToLower(id)]:
+			v.add(ip, "%q is listed twice; list each id column once", id)
+		case typ.IsCollection():
+			v.add(ip, "%q is a %s; a partition key column cannot be a collection", id, typ)
+		}
+		ids[strings.ToLower(id)] = true
+	}
+	c.validateBucketColumns(v, p, t, mapped)
+
+	// Clustering.
+	if len(t.Clustering) == 0 {
+		v.add(p+".clustering", "empty; without a clustering column each record overwrites the last one of its partition; add e.g. {column: event_time, order: desc}")
+	}
+	seen := map[string]bool{}
+	for i, cl := range t.Clustering {
+		cp := fmt.Sprintf("%s.clustering[%d]", p, i)
+		typ, ok := mapped(cl.Column)
+		switch {
+		case cl.Column == "":
+			v.add(cp+".column", "empty; name a column")
+		case !ok:
+			v.add(cp+".column", "%q is not a column; add it to columns or name an existing column", cl.Column)
+		case ids[strings.ToLower(cl.Column)]:
+			v.add(cp+".column", "%q is an id column (partition key); a column cannot be both", cl.Column)
+		case seen[strings.ToLower(cl.Column)]:
+			v.add(cp+".column", "%q is listed twice; list each clustering column once", cl.Column)
+		case typ.IsCollection():
+			v.add(cp+".column", "%q is a %s; a clustering column cannot be a collection", cl.Column, typ)
+		}
+		seen[strings.ToLower(cl.Column)] = true
+		if cl.Order != "asc" && cl.Order != "desc" {
+			v.add(cp+".order", "%q is not an order; use desc (newest first, for latest-N reads) or asc", cl.Order)
+		}
+	}
+
+	// Event time.
+	switch t.Time.Source {
+	case TimeSourceField:
+		if t.Time.Field == "" {
+			v.add(p+".time.field", "empty; name the JSON field holding the event time (e.g. ts), or set time.source: kafka")
+		} else if !fieldPathRE.MatchString(t.Time.Field) {
+			v.add(p+".time.field", "%q is not a field path; use names separated by dots, e.g. meta.ts", t.Time.Field)
+		}
+		v.enum(p+".time.format", t.Time.Format, TimeFormatRFC3339, TimeFormatUnixS, TimeFormatUnixMS, TimeFormatUnixUS, TimeFormatUnixNS)
+	case TimeSourceKafka:
+		if t.Time.Field != "" {
+			v.add(p+".time.field", "set while time.source is kafka (the record timestamp); remove it or use time.source: field")
+		}
+		if t.Time.Format != "" {
+			v.add(p+".time.format", "set while time.source is kafka; remove it")
+		}
+	default:
+		v.add(p+".time.source", "%q is not valid; use field or kafka", t.Time.Source)
+	}
+
+	// Write path.
+	if t.TTL < 0 {
+		v.add(p+".ttl", "negative (%s); use 0 for no expiry or e.g. 90d", t.TTL)
+	} else if t.TTL.Seconds() > maxTTLSeconds {
+		v.add(p+".ttl", "%s exceeds Cassandra's maximum TTL of 20 years; lower it", t.TTL)
+	} else if t.TTL > 0 && t.TTL.Seconds() == 0 {
+		v.add(p+".ttl", "%s is under a second; CQL TTLs are whole seconds", t.TTL)
+	}
+	if t.GCGrace < 0 {
+		v.add(p+".gc_grace", "negative (%s); use e.g. 1d", t.GCGrace)
+	}
+	v.enum(p+".consistency", t.Consistency, consistencies...)
+	v.enum(p+".write_timestamp", t.WriteTimestamp, WriteTimestampKafka, WriteTimestampEventTime, WriteTimestampServer)
+	v.positive(p+".partition_budget", int64(t.PartitionBudget), t.PartitionBudget.String())
+	if d := t.DeadLetterTopic; d != "" {
+		if !kafkaTopicRE.MatchString(d) || d == "." || d == ".." {
+			v.add(p+".dead_letter_topic", "%q is not a valid Kafka topic name; use up to 249 letters, digits, '.', '_' or '-'", d)
+		}
+		if src, ok := sources[d]; ok {
+			v.add(p+".dead_letter_topic", "%q is the source topic of topics.%s; dead letters would be read back in; use e.g. %q", d, src, d+".dlq")
+		}
+	}
+	c.validateBucket(v, p, t)
+}
+
+// maxTTLSeconds is Cassandra's limit on a TTL (20 years).
+const maxTTLSeconds = 20 * 365 * 24 * 3600
+
+// maxSliceSuffix is the longest suffix a slice table name gets ("20240115", "2024011514").
+const maxSliceSuffix = 10
+
+func (c *Config) validateBucketColumns(v *validator, p string, t Topic, mapped func(string) (CQLType, bool)) {
+	b := t.Bucket
+	if msg := checkName("column", b.Column, columnNameRE); msg != "" {
+		v.add(p+".bucket.column", "%s", msg)
+	} else if _, ok := mapped(b.Column); ok {
+		v.add(p+".bucket.column", "%q is also a mapped column; the bucket column is generated, so rename one of them (e.g. bucket.column: time_bucket)", b.Column)
+	}
+	if b.EventBuckets > 1 {
+		if msg := checkName("column", b.EventBucketColumn, columnNameRE); msg != "" {
+			v.add(p+".bucket.event_bucket_column", "%s", msg)
+		} else if _, ok := mapped(b.EventBucketColumn); ok {
+			v.add(p+".bucket.event_bucket_column", "%q is also a mapped column; the event bucket column is generated, so rename one of them", b.EventBucketColumn)
+		} else if strings.EqualFold(b.EventBucketColumn, b.Column) {
+			v.add(p+".bucket.event_bucket_column", "%q is also the bucket column; give them different names", b.EventBucketColumn)
+		}
+		if f := b.EventBucketField; f != "" {
+			if _, ok := mapped(f); !ok {
+				v.add(p+".bucket.event_bucket_field", "%q is not a column; name a column whose value varies between the rows of one entity", f)
+			} else if slices.ContainsFunc(t.ID, func(id string) bool { return strings.EqualFold(id, f) }) {
+				v.add(p+".bucket.event_bucket_field", "%q is an id column: all rows of an entity would hash to the same event bucket and nothing would be split; name a column that varies per row, or remove the key", f)
+			}
+		}
+	} else if b.EventBucketField != "" {
+		v.add(p+".bucket.event_bucket_field", "set while bucket.event_buckets is %d; set event_buckets above 1 or remove it", b.EventBuckets)
+	}
+	if b.EventBuckets < 0 {
+		v.add(p+".bucket.event_buckets", "negative (%d); use 1 (no split) or more", b.EventBuckets)
+	}
+}
