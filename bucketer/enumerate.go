@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// MaxPartitions caps what one Enumerate call returns whatever limit the caller passes, so a
+// mistaken limit cannot make it allocate gigabytes. A reader that needs more pages the range.
+const MaxPartitions = 1 << 20
+
 // Partition is one Cassandra partition of a topic (for one entity id): the slice (table
 // suffix, "" when unsliced), the time bucket number, and the event bucket.
 type Partition struct {
@@ -22,12 +26,13 @@ type Partition struct {
 //
 // Within one time bucket the event buckets come in ascending order 0..N-1 (their rows
 // interleave in time, so a reader merges them). It returns an error, never a shortened list,
-// when more than max partitions would be produced, when the range leaves the supported years,
+// when more than max (at most MaxPartitions) partitions would be produced, when the range leaves the supported years,
 // or when a rolling policy would revisit a key (the range spans more than Rolling buckets).
 func (p *Policy) Enumerate(from, to time.Time, max int) ([]Partition, error) {
 	if max <= 0 {
 		return nil, fmt.Errorf("enumerating partitions: limit %d is not positive", max)
 	}
+	max = min(max, MaxPartitions)
 	c := from.Compare(to)
 	if c == 0 {
 		return nil, nil

@@ -144,6 +144,9 @@ func New(s Spec) (*Policy, error) {
 			fail("layout", err)
 		}
 		p.layout = elems
+	} else {
+		// Other key types still render text for logs and `sink explain`; the default always compiles.
+		p.layout, _ = compileLayout(defaultLayout(p.prec), p.prec)
 	}
 
 	switch {
@@ -284,15 +287,10 @@ func (p *Policy) Check(i int64) error {
 // week), yyyymm for months and yyyy for years. It ignores Rolling; Value applies it.
 func (p *Policy) KeyInt(i int64) int64 { return p.width.stamp(i).intForm(p.prec) }
 
-// AppendText appends the text form of bucket i, rendered with the layout, to dst.
+// AppendText appends the text form of bucket i, rendered with the layout, to dst. Policies with
+// other key types render with the default layout of their width (for logs and diagnostics).
 func (p *Policy) AppendText(dst []byte, i int64) []byte {
-	elems := p.layout
-	if elems == nil {
-		// Not a text policy: render with the default layout so callers (logs, explain) still get
-		// something readable. The default always compiles.
-		elems, _ = compileLayout(defaultLayout(p.prec), p.prec)
-	}
-	return appendStamp(dst, elems, p.width.stamp(i))
+	return appendStamp(dst, p.layout, p.width.stamp(i))
 }
 
 // Text is the text form of bucket i; it allocates only the returned string.
