@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/bucketsink/sink/batcher"
+)
+
+// ceilingSetting is one configuration of the direct writer.
+type ceilingSetting struct {
+	BatchRows   int
+	BatchBytes  int
+	Concurrency int
+	NumConns    int
+}
+
+func (s ceilingSetting) String() string {
+	return fmt.Sprintf("%d rows/batch, %d in flight, %d conns", s.BatchRows, s.Concurrency, s.NumConns)
+}
+
+// ceilingGrid is the settings the ceiling tries. The sink's own defaults (100 rows or 32 KiB, 64 in
+// flight, 2 connections) are among them so the ceiling is never worse than what the sink is
+// allowed; the others probe larger batches and more or less concurrency, which on a CPU-bound
+// single node can go either way.
+func ceilingGrid(quick bool, sinkRows, sinkBytes, sinkInFlight, sinkConns int) []ceilingSetting {
+	base := ceilingSetting{BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: sinkInFlight, NumConns: sinkConns}
+	if quick {
+		return []ceilingSetting{base}
+	}
+	grid := []ceilingSetting{base}
+	for _, s := range []ceilingSetting{
+		{BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: 16, NumConns: sinkConns},
+		{BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: 256, NumConns: sinkConns},
+		{BatchRows: 4 * sinkRows, BatchBytes: 4 * sinkBytes, Concurrency: sinkInFlight, NumConns: sinkConns},
+		{BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: sinkInFlight, NumConns: 1},
+	} {
+		if s != base {
+			grid = append(grid, s)
+		}
+	}
+	return grid
+}
+
+// groupRows cuts rows into single-partition batches under the setting's limits. It sees every row
+// before writing, so unlike the sink it never sends a batch short because its linger ran out: each
+// partition's rows go out in as few batches as the limits allow. That is the best case the
+// ceiling is meant to be.
+func groupRows(rows []batcher.Row, s ceilingSetting) []*batcher.Batch {
+	b := batcher.New(batcher.Config{MaxRows: s.BatchRows, MaxBytes: s.BatchBytes, Linger: time.Hour})
+	now := time.Now()
+	var out []*batcher.Batch
+	for _, r := range rows {
+		out = append(out, b.Add(r, now)...)
+	}
+	return append(out, b.Flush()...)
+}
+
+// ceilingSession opens a gocql session tuned for raw write throughput: token-aware routing with the
+// keyspace set (so batches route to their replica), the given connections per host.
+func ceilingSession(hosts []string, keyspace string, numConns int) (*gocql.Session, error) {
+	c := gocql.NewCluster(hosts...)
+	c.Keyspace = keyspace
+	c.NumConns = numConns
+	c.Timeout = 12 * time.Second
+	c.ConnectTimeout = 10 * time.Second
+	c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy(), gocql.ShuffleReplicas())
+	s, err := c.CreateSession()
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Cassandra at %v: %w", hosts, err)
+	}
+	return s, nil
+}
+
+// writeCeiling writes batches with a fixed pool of workers and returns the elapsed time. Every
+// entry is idempotent, so the driver may retry it; the harness retries a failed batch a few times
+// itself (the sink does too), and gives up on the run when one keeps failing.
+func writeCeiling(ctx context.Context, s *gocql.Session, batches []*batcher.Batch, concurrency int, consistency gocql.Consistency, done *atomic.Int64) (time.Duration, error) {
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(batches)) || ctx.Err() != nil {
+					return
+				}
+				if err := execBatch(ctx, s, batches[i], consistency); err != nil {
+					errOnce.Do(func() { firstErr = err; cancel() })
+					return
+				}
+				done.Add(int64(len(batches[i].Rows)))
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start), firstErr
+}
+
+func execBatch(ctx context.Context, s *gocql.Session, b *batcher.Batch, consistency gocql.Consistency) error {
+	gb := s.Batch(gocql.UnloggedBatch).Consistency(consistency)
+	gb.Entries = make([]gocql.BatchEntry, len(b.Rows))
+	for i, r := range b.Rows {
+		gb.Entries[i] = gocql.BatchEntry{Stmt: b.Target.Insert, Args: r.Values, Idempotent: true}
+	}
+	var err error
+	for attempt := range 5 {
+		if err = gb.ExecContext(ctx); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("writing a batch of %d rows to %s.%s: %w", len(b.Rows), b.Target.Keyspace, b.Target.Table, err)
+}
+
+var errNoRows = errors.New("no rows to write")

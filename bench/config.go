@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bucketsink/sink/config"
+)
+
+// topicName is the key of the one topic in the bench configs (topics.<topicName>).
+const topicName = "readings"
+
+// setup is what one daemon run needs: its topic, table and group, all fresh.
+type setup struct {
+	Brokers, Hosts []string
+	Keyspace       string
+	Topic, Table   string
+	Group          string
+	Metrics        string
+	CommitInterval time.Duration
+}
+
+// yaml renders the daemon config: the demo's sensor policy (examples/local.yaml: daily buckets of
+// one device, clustering by reading time) on fresh names, every writer setting at its default
+// except the commit interval, which the harness sets so latency is measured at a stated value.
+func (s setup) yaml() string {
+	q := strconv.Quote
+	list := func(xs []string) string {
+		qs := make([]string, len(xs))
+		for i, x := range xs {
+			qs[i] = q(x)
+		}
+		return "[" + strings.Join(qs, ", ") + "]"
+	}
+	return fmt.Sprintf(`# Written by the benchmark harness (package bench) for one run.
+kafka:
+  brokers: %s
+  group: %s
+cassandra:
+  hosts: %s
+  keyspace: %s
+  consistency: LOCAL_ONE
+  replication: {class: SimpleStrategy, replication_factor: "1"}
+writer:
+  commit_interval: %s
+metrics:
+  address: %s
+log:
+  level: info
+  format: text
+topics:
+  %s:
+    topic: %s
+    id: [device_id]
+    time: {source: field, field: ts, format: rfc3339}
+    bucket: {width: 1d, key: text, layout: "2006-01-02"}
+    table: %s
+    columns:
+      - {name: device_id, type: text, field: device_id}
+      - {name: reading_time, type: timestamp, source: event_time}
+      - {name: site_id, type: text, field: site.id}
+      - {name: temperature, type: double, field: temperature}
+      - {name: humidity, type: double, field: humidity}
+      - {name: battery, type: double, field: battery}
+    clustering:
+      - {column: reading_time, order: desc}
+    ttl: 7d
+`, list(s.Brokers), q(s.Group), list(s.Hosts), q(s.Keyspace), q(s.CommitInterval.String()), q(s.Metrics),
+		topicName, q(s.Topic), q(s.Table))
+}
+
+// write saves the config into dir as <name>.yaml, loads it back with the daemon's own loader and
+// validates it, so a harness config the daemon would reject fails here with the loader's message.
+func (s setup) write(dir, name string) (string, *config.Config, error) {
+	path := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(s.yaml()), 0o644); err != nil {
+		return "", nil, fmt.Errorf("writing bench config %s: %w", path, err)
+	}
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		return "", nil, fmt.Errorf("loading bench config %s: %w", path, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return "", nil, fmt.Errorf("validating bench config %s: %w", path, err)
+	}
+	return path, cfg, nil
+}

@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is one run of the harness, as written to bench/results/*.json. Field names are the JSON
+// keys; rates are per wall-clock second unless the name says CPU.
+type Result struct {
+	Date      time.Time `json:"date"`
+	GitCommit string    `json:"git_commit"`
+	GitDirty  bool      `json:"git_dirty"`
+	Machine   Machine   `json:"machine"`
+	Params    Params    `json:"params"`
+	Produce   Produce   `json:"produce"`
+	Ceiling   Ceiling   `json:"ceiling"`
+	Sink      Process   `json:"sink"`
+	Pipeline  Process   `json:"pipeline"`
+	Latency   Latency   `json:"latency"`
+	Targets   []Target  `json:"targets"`
+}
+
+// Machine names what the numbers were measured on.
+type Machine struct {
+	Cores     int    `json:"cores"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+	OS        string `json:"os"`
+	Go        string `json:"go"`
+	Java      string `json:"java"`
+	Kafka     string `json:"kafka"`
+	Cassandra string `json:"cassandra"`
+}
+
+// Params are the inputs of the run.
+type Params struct {
+	Events         int     `json:"events"`
+	Entities       int     `json:"entities"`
+	Partitions     int     `json:"partitions"`
+	Quick          bool    `json:"quick"`
+	Compression    string  `json:"compression"`
+	BatchMaxRows   int     `json:"batch_max_rows"`
+	BatchMaxBytes  int64   `json:"batch_max_bytes"`
+	Linger         string  `json:"linger"`
+	MaxInFlight    int     `json:"max_in_flight"`
+	CommitInterval string  `json:"commit_interval"`
+	GOMAXPROCS     int     `json:"sink_gomaxprocs,omitempty"`
+	LatencyFor     string  `json:"latency_duration"`
+	LatencyRate    float64 `json:"latency_rate"` // events/s asked of the producer; 0 when latency was not measured
+}
+
+// Produce is phase 1: loading the backlog.
+type Produce struct {
+	Topic          string  `json:"topic"`
+	Events         int     `json:"events"`
+	Bytes          int64   `json:"bytes"`
+	AvgEventBytes  float64 `json:"avg_event_bytes"`
+	Seconds        float64 `json:"seconds"`
+	EventsPerSec   float64 `json:"events_per_s"`
+	DistinctCassPK int     `json:"distinct_partitions"` // Cassandra partitions the rows fall in
+}
+
+// Ceiling is phase 2: the direct writer, every setting tried and the best.
+type Ceiling struct {
+	Trials    []CeilingTrial `json:"trials"`
+	Best      CeilingTrial   `json:"best"`
+	RowsPerS  float64        `json:"rows_per_s"`
+	MapSecond float64        `json:"map_seconds"` // mapping the records to rows, outside the timed part
+}
+
+// CeilingTrial is one direct-writer setting and what it achieved.
+type CeilingTrial struct {
+	Table       string  `json:"table"`
+	BatchRows   int     `json:"batch_rows"`
+	Concurrency int     `json:"concurrency"`
+	NumConns    int     `json:"num_conns"`
+	Rows        int     `json:"rows"`
+	Batches     int     `json:"batches"`
+	Seconds     float64 `json:"seconds"`
+	RowsPerS    float64 `json:"rows_per_s"`
+	Final       bool    `json:"final"` // the run over every row with the best setting
+}
+
+// Process is phase 3 or 4: the daemon as a subprocess, from ready to committed at the end.
+type Process struct {
+	Table          string  `json:"table,omitempty"`
+	Group          string  `json:"group"`
+	Events         int     `json:"events"`
+	Written        int64   `json:"rows_written"` // from the daemon's own counter; 0 if unavailable
+	DeadLettered   int64   `json:"dead_lettered"`
+	Seconds        float64 `json:"seconds"`
+	PerSec         float64 `json:"per_s"`
+	RatioToCeiling float64 `json:"ratio_to_ceiling,omitempty"`
+	CPUSeconds     float64 `json:"cpu_seconds"`
+	PerCPUSecond   float64 `json:"per_cpu_second"`
+	CPUPerMillion  float64 `json:"cpu_seconds_per_million"`
+	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
+	StartupSeconds float64 `json:"startup_seconds"` // process start to ready, outside the timed part
+	Profile        string  `json:"cpu_profile,omitempty"`
+}
+
+// Latency is phase 5: event-to-commit delay at a fixed produce rate.
+type Latency struct {
+	Rate      float64 `json:"rate"`
+	Events    int     `json:"events"`
+	Covered   int     `json:"covered"`
+	Seconds   float64 `json:"seconds"`
+	P50Millis float64 `json:"p50_ms"`
+	P99Millis float64 `json:"p99_ms"`
+	MaxMillis float64 `json:"max_ms"`
+}
+
+// Target is one goal of the issue and whether this run met it.
+type Target struct {
+	Name     string  `json:"name"`
+	Want     string  `json:"want"`
+	Measured float64 `json:"measured"`
+	Met      bool    `json:"met"`
+}
+
+func (r *Result) judge() {
+	const mib = 1 << 20
+	r.Targets = []Target{
+		{Name: "sink rows/s ÷ ceiling rows/s", Want: "≥ 0.9", Measured: r.Sink.RatioToCeiling, Met: r.Sink.RatioToCeiling >= 0.9},
+		{Name: "pipeline-only events per CPU-second", Want: "≥ 500000", Measured: r.Pipeline.PerCPUSecond, Met: r.Pipeline.PerCPUSecond >= 500000},
+		{Name: "sink peak RSS (MiB)", Want: "≤ 256", Measured: float64(r.Sink.PeakRSSBytes) / mib, Met: r.Sink.PeakRSSBytes > 0 && r.Sink.PeakRSSBytes <= 256*mib},
+	}
+}
+
+// Finite reports whether the ratios of the run are computed: finite and positive.
+func (r *Result) Finite() error {
+	for name, v := range map[string]float64{
+		"ceiling rows/s":                 r.Ceiling.RowsPerS,
+		"sink rows/s":                    r.Sink.PerSec,
+		"sink ratio to ceiling":          r.Sink.RatioToCeiling,
+		"pipeline events/s":              r.Pipeline.PerSec,
+		"pipeline events per CPU-second": r.Pipeline.PerCPUSecond,
+		"sink CPU seconds per million":   r.Sink.CPUPerMillion,
+	} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			return fmt.Errorf("%s is %v, want a finite positive number", name, v)
+		}
+	}
+	return nil
+}
+
+// WriteJSON writes the result into dir as <date>-<events>.json and returns the path.
+func (r *Result) WriteJSON(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating results directory %s: %w", dir, err)
+	}
+	kind := "full"
+	if r.Params.Quick {
+		kind = "quick"
+	}
+	name := fmt.Sprintf("%s-%s-%d.json", r.Date.UTC().Format("20060102T150405Z"), kind, r.Params.Events)
+	path := filepath.Join(dir, name)
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encoding result: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("writing result %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// PrintTable writes the human summary of the run.
+func (r *Result) PrintTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	m := r.Machine
+	fmt.Fprintf(tw, "machine\t%d cores, %s, %s, Java %s, Kafka %s, Cassandra %s\n", m.Cores, m.OS, m.Go, m.Java, m.Kafka, m.Cassandra)
+	fmt.Fprintf(tw, "commit\t%s%s, %s\n", r.GitCommit, map[bool]string{true: " (dirty)"}[r.GitDirty], r.Date.UTC().Format(time.RFC3339))
+	fmt.Fprintf(tw, "input\t%d events (%.0f B avg) over %d entities, %d partitions, %s\n",
+		r.Produce.Events, r.Produce.AvgEventBytes, r.Params.Entities, r.Params.Partitions, r.Params.Compression)
+	fmt.Fprintln(tw, "\t\t")
+	fmt.Fprintln(tw, "phase\tresult\tdetail")
+	fmt.Fprintf(tw, "produce\t%s events/s\t%.1f s\n", num(r.Produce.EventsPerSec), r.Produce.Seconds)
+	for _, t := range r.Ceiling.Trials {
+		label := "ceiling trial"
+		if t.Final {
+			label = "ceiling"
+		}
+		fmt.Fprintf(tw, "%s\t%s rows/s\t%d rows/batch, %d in flight, %d conns, %d rows in %.1f s\n",
+			label, num(t.RowsPerS), t.BatchRows, t.Concurrency, t.NumConns, t.Rows, t.Seconds)
+	}
+	s := r.Sink
+	fmt.Fprintf(tw, "sink\t%s rows/s\t%.3f × ceiling; %.1f s; %.2f CPU-s per million; peak RSS %.0f MiB\n",
+		num(s.PerSec), s.RatioToCeiling, s.Seconds, s.CPUPerMillion, float64(s.PeakRSSBytes)/(1<<20))
+	p := r.Pipeline
+	fmt.Fprintf(tw, "pipeline only\t%s events/s\t%s events per CPU-second; %.1f s; peak RSS %.0f MiB\n",
+		num(p.PerSec), num(p.PerCPUSecond), p.Seconds, float64(p.PeakRSSBytes)/(1<<20))
+	if l := r.Latency; l.Events > 0 {
+		fmt.Fprintf(tw, "latency\tp50 %.0f ms, p99 %.0f ms\tat %s events/s for %.0f s (%d events, commit interval %s)\n",
+			l.P50Millis, l.P99Millis, num(l.Rate), l.Seconds, l.Events, r.Params.CommitInterval)
+	}
+	fmt.Fprintln(tw, "\t\t")
+	for _, t := range r.Targets {
+		mark := "MISSED"
+		if t.Met {
+			mark = "met"
+		}
+		fmt.Fprintf(tw, "target\t%s %s\t%s: %s\n", t.Name, t.Want, mark, num(t.Measured))
+	}
+	tw.Flush()
+}
+
+// num formats a rate with thousands separators, or three significant decimals below 10.
+func num(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Sprint(v)
+	}
+	if math.Abs(v) < 10 {
+		return fmt.Sprintf("%.3f", v)
+	}
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
