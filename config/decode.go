@@ -118,12 +118,15 @@ func (d *decoder) decode(path string, v any, dst reflect.Value) {
 					items = append(items, part)
 				}
 			}
-		default:
+		case bool, int, int64, uint64, float64:
 			if dst.Type().Elem().Kind() != reflect.String {
 				d.fail(path, "expected a list, got %s", describe(v))
 				return
 			}
 			items = []any{x} // a lone scalar is a one-element list: `id: device_id`
+		default:
+			d.fail(path, "expected a list, got %s", describe(v))
+			return
 		}
 		s := reflect.MakeSlice(dst.Type(), len(items), len(items))
 		for i, item := range items {
@@ -136,6 +139,9 @@ func (d *decoder) decode(path string, v any, dst reflect.Value) {
 			dst.SetString(x)
 		case bool, int, int64, uint64, float64:
 			dst.SetString(fmt.Sprint(x))
+		case time.Time:
+			// YAML reads an unquoted 2006-01-02 as a date; a layout must be quoted.
+			d.fail(path, "expected a string, got %s; quote the value", describe(v))
 		default:
 			d.fail(path, "expected a string, got %s", describe(v))
 		}
@@ -250,7 +256,7 @@ func describe(v any) string {
 	case string:
 		return strconv.Quote(x)
 	case time.Time:
-		return "a date (" + x.Format(time.RFC3339) + "); quote it to make it a string"
+		return "a date (" + x.Format(time.RFC3339) + ")"
 	case bool, int, int64, uint64, float64:
 		return fmt.Sprint(x)
 	}

@@ -53,7 +53,10 @@ func Problems(err error) []string {
 var consistencies = []string{"ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"}
 
 func oneOf(values []string) string {
-	if len(values) == 2 {
+	switch len(values) {
+	case 1:
+		return values[0]
+	case 2:
 		return values[0] + " or " + values[1]
 	}
 	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
@@ -114,9 +117,6 @@ func (c *Config) validateKafka(v *validator) {
 		}
 		if !s.Password.IsSet() {
 			v.add("kafka.sasl.password", "empty; SASL %s needs a password (or password_file, or SINK_KAFKA__SASL__PASSWORD)", s.Mechanism)
-		}
-		if s.Mechanism == "PLAIN" && !k.TLS.Enabled {
-			v.add("kafka.sasl.mechanism", "PLAIN sends the password in clear text; enable kafka.tls or use SCRAM-SHA-512")
 		}
 	default:
 		v.add("kafka.sasl.mechanism", "%q is not supported; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)

@@ -32,6 +32,7 @@ const (
 func commands() map[string]command {
 	return map[string]command{
 		"version":  {"print the version and exit", runVersion},
+		"validate": {"check a config file and print every problem", runValidate},
 		"generate": {"produce sample sensor events to Kafka (demos, benchmarks)", runGenerate},
 	}
 }
