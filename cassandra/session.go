@@ -1,0 +1,236 @@
+package cassandra
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/bucketsink/sink/config"
+)
+
+// Fallbacks for zero fields of config.Cassandra. The config package fills the same defaults when it
+// loads a file; these keep a hand-built config.Cassandra (tests, tools) safe too.
+const (
+	// defaultTimeout is above the server's 2s write_request_timeout, so the server answers with a
+	// typed WriteTimeout (carrying what was acknowledged) before the client gives up blind.
+	defaultTimeout        = 12 * time.Second
+	defaultConnectTimeout = 10 * time.Second
+	defaultNumConns       = 2
+	defaultConsistency    = gocql.LocalQuorum
+)
+
+// Session is a connected Cassandra session configured for the sink: token-aware and DC-aware routing
+// with shuffled replicas, no driver retry policy (the Writer retries), TLS and password auth from
+// config. It is safe for concurrent use.
+type Session struct {
+	gs   *gocql.Session
+	cons gocql.Consistency // cassandra.consistency
+
+	// stmts caches what the writer needs to know about each INSERT, by keyspace + statement.
+	mu    sync.Mutex
+	stmts map[stmtKey]*stmtInfo
+
+	closeOnce sync.Once
+}
+
+// maxStmts bounds the statement cache, like the driver's own prepared-statement LRU (1000).
+const maxStmts = 1000
+
+type stmtKey struct{ keyspace, stmt string }
+
+// stmtInfo is the prepared shape of one INSERT.
+type stmtInfo struct {
+	binds int // number of bind markers
+}
+
+// Connect opens a session to the cluster c describes. It fails fast on configuration it cannot use
+// (an unknown consistency, unreadable TLS files) and when no host answers within the connect timeout,
+// or when ctx ends first.
+func Connect(ctx context.Context, c config.Cassandra) (*Session, error) {
+	cluster, cons, err := newCluster(c)
+	if err != nil {
+		return nil, err
+	}
+	return connectCluster(ctx, cluster, cons)
+}
+
+// connectCluster creates the driver session. gocql takes no context, so the creation runs aside;
+// when ctx ends first the session, if it still comes up, is closed as soon as it does.
+func connectCluster(ctx context.Context, cluster *gocql.ClusterConfig, cons gocql.Consistency) (*Session, error) {
+	type result struct {
+		s   *gocql.Session
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := cluster.CreateSession()
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("connecting to cassandra.hosts %v: %w", cluster.Hosts, r.err)
+		}
+		return &Session{gs: r.s, cons: cons, stmts: make(map[stmtKey]*stmtInfo)}, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.s != nil {
+				r.s.Close()
+			}
+		}()
+		return nil, fmt.Errorf("connecting to cassandra.hosts %v: %w", cluster.Hosts, context.Cause(ctx))
+	}
+}
+
+// newCluster turns the configuration into a driver configuration and the default write consistency.
+func newCluster(c config.Cassandra) (*gocql.ClusterConfig, gocql.Consistency, error) {
+	if len(c.Hosts) == 0 {
+		return nil, 0, errors.New("cassandra.hosts: at least one host or host:port is required")
+	}
+	cons := defaultConsistency
+	if c.Consistency != "" {
+		var err error
+		if cons, err = parseConsistency(c.Consistency); err != nil {
+			return nil, 0, fmt.Errorf("cassandra.consistency: %w", err)
+		}
+	}
+
+	cluster := gocql.NewCluster(c.Hosts...)
+	cluster.Consistency = cons
+	cluster.Timeout = orDefault(time.Duration(c.Timeout), defaultTimeout)
+	cluster.ConnectTimeout = orDefault(time.Duration(c.ConnectTimeout), defaultConnectTimeout)
+	cluster.NumConns = defaultNumConns
+	if c.NumConns > 0 {
+		cluster.NumConns = c.NumConns
+	}
+	cluster.ProtoVersion = c.ProtocolVersion // 0 negotiates
+
+	// No driver retries: a driver policy would retry inside one ExecContext, invisible to our
+	// metrics and backoff, and DowngradingConsistencyRetryPolicy even reports some write timeouts
+	// as success. The Writer retries in its own loop.
+	cluster.RetryPolicy = nil
+
+	// No session keyspace: `sink schema` connects before its keyspaces exist, and a session keyspace
+	// that does not exist fails the connection. Each batch names its keyspace instead
+	// (Batch.SetKeyspace), which is what the token-aware policy looks replicas up by.
+	fallback := gocql.RoundRobinHostPolicy()
+	if c.LocalDC != "" {
+		fallback = gocql.DCAwareRoundRobinPolicy(c.LocalDC)
+	}
+	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(fallback, gocql.ShuffleReplicas())
+
+	// Come back quickly after an outage: the driver's default re-dials a down host once a minute,
+	// which would hold every partition for up to a minute after Cassandra is back.
+	cluster.ReconnectInterval = 5 * time.Second
+	cluster.ReconnectionPolicy = &gocql.ExponentialReconnectionPolicy{
+		MaxRetries: 8, InitialInterval: 200 * time.Millisecond, MaxInterval: 5 * time.Second,
+	}
+
+	if c.Auth.Username != "" {
+		cluster.Authenticator = gocql.PasswordAuthenticator{
+			Username: c.Auth.Username,
+			Password: string(c.Auth.Password),
+		}
+	}
+	if c.TLS.Enabled {
+		tc, err := tlsConfig(c.TLS, "cassandra.tls")
+		if err != nil {
+			return nil, 0, err
+		}
+		cluster.SslOpts = &gocql.SslOptions{Config: tc, EnableHostVerification: !c.TLS.InsecureSkipVerify}
+	}
+	return cluster, cons, nil
+}
+
+// tlsConfig loads the CA and client certificate files, so a bad path fails at start with its
+// key path instead of at the first dial.
+func tlsConfig(t config.TLS, key string) (*tls.Config, error) {
+	tc := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         t.ServerName,
+		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // an explicit, documented opt-out
+	}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s.ca_file: %w", key, err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s.ca_file %q: no PEM certificate found", key, t.CAFile)
+		}
+	}
+	if t.CertFile != "" || t.KeyFile != "" {
+		if t.CertFile == "" || t.KeyFile == "" {
+			return nil, fmt.Errorf("%s: cert_file and key_file go together; set both or neither", key)
+		}
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s.cert_file/key_file: %w", key, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+func parseConsistency(s string) (gocql.Consistency, error) {
+	c, err := gocql.ParseConsistencyWrapper(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a consistency level; want e.g. LOCAL_QUORUM, QUORUM, LOCAL_ONE, ONE, ALL", s)
+	}
+	if c == gocql.Serial || c == gocql.LocalSerial {
+		return 0, fmt.Errorf("%q is only for the serial phase of lightweight transactions; want e.g. LOCAL_QUORUM", s)
+	}
+	return c, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Driver returns the underlying gocql session, for schema statements and reads.
+func (s *Session) Driver() *gocql.Session { return s.gs }
+
+// Consistency returns the default write consistency (cassandra.consistency).
+func (s *Session) Consistency() gocql.Consistency { return s.cons }
+
+// Close closes the session; it is safe to call more than once.
+func (s *Session) Close() {
+	s.closeOnce.Do(s.gs.Close)
+}
+
+// statement returns the prepared shape of an INSERT, preparing it on first use. A failure is
+// returned as the driver reported it, so the caller can classify it; it is not cached.
+func (s *Session) statement(ctx context.Context, keyspace, stmt string) (*stmtInfo, error) {
+	k := stmtKey{keyspace, stmt}
+	s.mu.Lock()
+	info, ok := s.stmts[k]
+	s.mu.Unlock()
+	if ok {
+		return info, nil
+	}
+	meta, err := s.gs.StatementMetadata(ctx, stmt, keyspace)
+	if err != nil {
+		return nil, err
+	}
+	info = &stmtInfo{binds: len(meta.BindColumns)}
+	s.mu.Lock()
+	if len(s.stmts) >= maxStmts {
+		// Sliced topics get a new table, hence a new INSERT, every slice; starting over keeps the
+		// cache bounded at the cost of one re-prepare per live statement.
+		clear(s.stmts)
+	}
+	s.stmts[k] = info
+	s.mu.Unlock()
+	return info, nil
+}

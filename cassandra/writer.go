@@ -1,0 +1,324 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/bucketsink/sink/batcher"
+)
+
+// Outcomes of one write attempt, the values of the outcome label of sink_write_duration_seconds.
+const (
+	OutcomeOK    = "ok"    // Cassandra acknowledged the write at the requested consistency
+	OutcomeRetry = "retry" // failed; it will be sent again
+	OutcomeError = "error" // failed; no more attempts
+)
+
+// Observer receives the writer's measurements; the pipeline implements it with its metrics.
+// Its methods are called from the goroutines calling Write, concurrently.
+type Observer interface {
+	// OnBatch is called after every attempt, with the rows and bytes of what was sent (a whole batch,
+	// or one row while isolating bad rows), how long the attempt took, and its outcome.
+	OnBatch(rows, bytes int, d time.Duration, outcome string)
+	// OnRetry is called before each retry with the reason: timeout, unavailable, overloaded or other.
+	OnRetry(reason string)
+	// InFlight is called with +1 when a request starts and -1 when it ends.
+	InFlight(delta int)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) OnBatch(int, int, time.Duration, string) {}
+func (nopObserver) OnRetry(string)                          {}
+func (nopObserver) InFlight(int)                            {}
+
+// WriterConfig bounds the writer's concurrency and retries. Zero fields take the defaults named;
+// they match the writer.* keys of the configuration.
+type WriterConfig struct {
+	// MaxInFlight bounds concurrent requests to Cassandra (writer.max_in_flight). Default 64.
+	MaxInFlight int
+	// RetryInitial and RetryMax shape the backoff: the n-th retry waits a uniformly random time in
+	// [0, min(RetryMax, RetryInitial·2^(n-1))) ("full jitter", so retrying writers spread out).
+	// Defaults 100ms and 10s.
+	RetryInitial, RetryMax time.Duration
+	// RetryAttempts caps the requests sent for one batch (or one isolated row), the first included;
+	// 0 retries until the context ends (writer.retry_attempts).
+	RetryAttempts int
+	// AttemptTimeout bounds one request; 0 leaves it to the session timeout (cassandra.timeout).
+	// A request that runs out of time is retried like a server timeout, never taken as written.
+	AttemptTimeout time.Duration
+}
+
+// Validate reports negative fields and a RetryMax below RetryInitial.
+func (c WriterConfig) Validate() error {
+	var errs []error
+	if c.MaxInFlight < 0 {
+		errs = append(errs, fmt.Errorf("writer.max_in_flight %d is negative; want 1 or more (0 = 64)", c.MaxInFlight))
+	}
+	if c.RetryInitial < 0 || c.RetryMax < 0 {
+		errs = append(errs, fmt.Errorf("writer.retry_initial %v and writer.retry_max %v must not be negative", c.RetryInitial, c.RetryMax))
+	}
+	if c.RetryInitial > 0 && c.RetryMax > 0 && c.RetryMax < c.RetryInitial {
+		errs = append(errs, fmt.Errorf("writer.retry_max %v is below writer.retry_initial %v", c.RetryMax, c.RetryInitial))
+	}
+	if c.RetryAttempts < 0 {
+		errs = append(errs, fmt.Errorf("writer.retry_attempts %d is negative; want 0 (until shutdown) or more", c.RetryAttempts))
+	}
+	if c.AttemptTimeout < 0 {
+		errs = append(errs, fmt.Errorf("attempt timeout %v is negative", c.AttemptTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+func (c WriterConfig) withDefaults() WriterConfig {
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 64
+	}
+	if c.RetryInitial == 0 {
+		c.RetryInitial = 100 * time.Millisecond
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = max(10*time.Second, c.RetryInitial)
+	}
+	return c
+}
+
+// Writer writes batches as UNLOGGED single-partition batches with bounded concurrency, retries
+// transient failures itself, and isolates rows Cassandra refuses. It is safe for concurrent use;
+// run one Write per goroutine, up to MaxInFlight of them make progress at once.
+type Writer struct {
+	s   *Session
+	cfg WriterConfig
+	obs Observer
+	sem chan struct{}
+}
+
+// NewWriter returns a Writer on s. obs may be nil. NewWriter panics if cfg.Validate fails: the
+// values come from validated configuration, so a bad one is a programming error.
+func NewWriter(s *Session, cfg WriterConfig, obs Observer) *Writer {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	cfg = cfg.withDefaults()
+	return &Writer{s: s, cfg: cfg, obs: obs, sem: make(chan struct{}, cfg.MaxInFlight)}
+}
+
+// Write writes every row of b, retrying transient failures with capped, jittered backoff.
+//
+// When Cassandra refuses the batch for a reason retrying cannot fix (an invalid value, a marshaling
+// error), each row is written alone; the rows still refused come back as failures, every other row
+// has been written. A non-nil error means the batch (or one of its rows) was not written, because
+// retries ran out, ctx ended, or the failure is not the rows' fault (a missing table, no
+// authorization): then no row of b may be acknowledged. The error is a *WriteError.
+func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, error) {
+	if b == nil || len(b.Rows) == 0 {
+		return nil, nil
+	}
+	t := b.Target
+	cons := w.s.cons
+	if t.Consistency != "" {
+		c, err := parseConsistency(t.Consistency)
+		if err != nil {
+			return nil, w.fail(b, 0, fmt.Errorf("consistency of %s.%s: %w", t.Keyspace, t.Table, err))
+		}
+		cons = c
+	}
+
+	// Prepare first (cached after the first batch of a statement): a statement the server refuses
+	// (no such table, a type mismatch in the CQL) must stop the partition, not dead-letter every row
+	// as if each one were bad.
+	var info *stmtInfo
+	attempts, _, err := w.retry(ctx, func(ctx context.Context) error {
+		var err error
+		info, err = w.s.statement(ctx, t.Keyspace, t.Insert)
+		return err
+	}, nil)
+	if err != nil {
+		return nil, w.fail(b, attempts, fmt.Errorf("preparing the insert of %s.%s: %w", t.Keyspace, t.Table, err))
+	}
+
+	// A row with the wrong number of values would fail the whole batch with a driver error that
+	// names no row; take such rows out first.
+	rows := b.Rows
+	var failed []RowFailure
+	for i := range rows {
+		if len(rows[i].Values) != info.binds {
+			failed, rows = splitMismatched(rows, info.binds, t)
+			break
+		}
+	}
+	if len(rows) == 0 {
+		return failed, nil
+	}
+
+	attempts, cls, err := w.send(ctx, t, cons, rows)
+	switch {
+	case err == nil:
+		return failed, nil
+	case cls != classRejected:
+		return nil, w.fail(b, attempts, err)
+	case len(rows) == 1:
+		return append(failed, RowFailure{Row: rows[0], Err: rowError(t, rows[0], err)}), nil
+	}
+
+	// Isolation: one bad row refuses the whole batch, so send each row alone. Sequential on purpose:
+	// a poison batch is rare, and it should not take more than its share of MaxInFlight.
+	for i := range rows {
+		attempts, cls, err := w.send(ctx, t, cons, rows[i:i+1])
+		if err == nil {
+			continue
+		}
+		if cls != classRejected {
+			return nil, w.fail(b, attempts, fmt.Errorf("isolating rows of a refused batch: offset %d: %w", rows[i].Source.Offset, err))
+		}
+		failed = append(failed, RowFailure{Row: rows[i], Err: rowError(t, rows[i], err)})
+	}
+	return failed, nil
+}
+
+// splitMismatched separates the rows whose value count does not match the statement.
+func splitMismatched(rows []batcher.Row, binds int, t *batcher.Target) ([]RowFailure, []batcher.Row) {
+	var failed []RowFailure
+	ok := make([]batcher.Row, 0, len(rows))
+	for _, r := range rows {
+		if len(r.Values) != binds {
+			failed = append(failed, RowFailure{Row: r, Err: fmt.Errorf("writing to %s.%s: the row has %d values, the insert binds %d",
+				t.Keyspace, t.Table, len(r.Values), binds)})
+			continue
+		}
+		ok = append(ok, r)
+	}
+	return failed, ok
+}
+
+func rowError(t *batcher.Target, r batcher.Row, err error) error {
+	return fmt.Errorf("writing to %s.%s refused (topic %s partition %d offset %d): %w",
+		t.Keyspace, t.Table, r.Source.Topic, r.Source.Partition, r.Source.Offset, err)
+}
+
+func (w *Writer) fail(b *batcher.Batch, attempts int, err error) error {
+	return &WriteError{
+		Keyspace: b.Target.Keyspace, Table: b.Target.Table, Rows: len(b.Rows),
+		Attempts: attempts, Source: b.Rows[0].Source, Err: err,
+	}
+}
+
+// buildBatch makes the driver batch for rows. Every entry is marked idempotent: the driver honours
+// retry and speculative-execution policies only for idempotent batches, and ours are upserts with
+// deterministic timestamps. The keyspace is what the token-aware policy looks the replicas up by;
+// the routing key is the first entry's partition key, shared by every row of a batcher.Batch.
+func buildBatch(gs *gocql.Session, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row) *gocql.Batch {
+	gb := gs.Batch(gocql.UnloggedBatch)
+	gb.Entries = make([]gocql.BatchEntry, len(rows))
+	for i := range rows {
+		gb.Entries[i] = gocql.BatchEntry{Stmt: t.Insert, Args: rows[i].Values, Idempotent: true}
+	}
+	gb.SetKeyspace(t.Keyspace)
+	gb.Consistency(cons)
+	return gb
+}
+
+// send writes rows as one batch with retries, reporting every attempt to the observer.
+func (w *Writer) send(ctx context.Context, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row) (int, class, error) {
+	gb := buildBatch(w.s.gs, t, cons, rows) // v2 batches are immutable during execution: reuse across attempts
+	size := 0
+	for i := range rows {
+		size += rows[i].Size
+	}
+	return w.retry(ctx, gb.ExecContext, func(d time.Duration, outcome string) {
+		w.obs.OnBatch(len(rows), size, d, outcome)
+	})
+}
+
+// retry runs op until it succeeds, fails for a reason retrying cannot fix, runs out of attempts, or
+// ctx ends. Each attempt holds one in-flight slot; the backoff between attempts holds none. It
+// returns the attempts made and, on failure, the class of the last error (classFatal when ctx ended).
+func (w *Writer) retry(ctx context.Context, op func(context.Context) error, observe func(time.Duration, string)) (int, class, error) {
+	for attempt := 1; ; attempt++ {
+		select {
+		case w.sem <- struct{}{}:
+		case <-ctx.Done():
+			return attempt - 1, classFatal, fmt.Errorf("waiting for an in-flight slot: %w", context.Cause(ctx))
+		}
+		w.obs.InFlight(1)
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if w.cfg.AttemptTimeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, w.cfg.AttemptTimeout)
+		}
+		start := time.Now()
+		err := op(actx)
+		d := time.Since(start)
+		cancel()
+		<-w.sem
+		w.obs.InFlight(-1)
+
+		if err == nil {
+			if observe != nil {
+				observe(d, OutcomeOK)
+			}
+			return attempt, 0, nil
+		}
+		cls, reason := classify(err)
+		if ctx.Err() != nil {
+			// Our caller gave up (shutdown, revoke): whatever the driver said, stop here.
+			cls = classFatal
+			err = fmt.Errorf("%w (last error: %v)", context.Cause(ctx), err)
+		}
+		if cls == classLimited && attempt >= limitedAttempts {
+			cls = classRejected
+		}
+		again := cls == classTransient || cls == classLimited
+		if again && w.cfg.RetryAttempts > 0 && attempt >= w.cfg.RetryAttempts {
+			again = false
+		}
+		if !again {
+			if observe != nil {
+				observe(d, OutcomeError)
+			}
+			return attempt, cls, err
+		}
+		if observe != nil {
+			observe(d, OutcomeRetry)
+		}
+		w.obs.OnRetry(reason)
+		if serr := sleep(ctx, w.backoff(attempt)); serr != nil {
+			return attempt, classFatal, fmt.Errorf("%w (last error: %v)", serr, err)
+		}
+	}
+}
+
+// backoff returns the wait before retry number n (1-based): full jitter over a capped exponential.
+func (w *Writer) backoff(n int) time.Duration {
+	ceiling := w.cfg.RetryInitial
+	for i := 1; i < n && ceiling < w.cfg.RetryMax; i++ {
+		ceiling *= 2
+	}
+	ceiling = min(ceiling, w.cfg.RetryMax)
+	if ceiling <= 0 {
+		return 0
+	}
+	return rand.N(ceiling)
+}
+
+// sleep waits d or until ctx ends, whichever is first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return context.Cause(ctx)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
