@@ -65,8 +65,8 @@ func TestRetry(t *testing.T) {
 		retries  []string
 	}{
 		{
-			name: "transient errors are retried until success",
-			errs: []error{wt, &gocql.RequestErrUnavailable{}, &gocql.RequestErrOverloaded{}},
+			name:     "transient errors are retried until success",
+			errs:     []error{wt, &gocql.RequestErrUnavailable{}, &gocql.RequestErrOverloaded{}},
 			attempts: 4, outcomes: []string{"retry", "retry", "retry", "ok"},
 			retries: []string{"timeout", "unavailable", "overloaded"},
 		},
@@ -77,8 +77,8 @@ func TestRetry(t *testing.T) {
 			attempts: 3, outcomes: []string{"retry", "retry", "error"}, retries: []string{"timeout", "timeout"},
 		},
 		{
-			name: "write failure is retried a few times, then rejected",
-			errs: []error{&gocql.RequestErrWriteFailure{}, &gocql.RequestErrWriteFailure{}, &gocql.RequestErrWriteFailure{}},
+			name:    "write failure is retried a few times, then rejected",
+			errs:    []error{&gocql.RequestErrWriteFailure{}, &gocql.RequestErrWriteFailure{}, &gocql.RequestErrWriteFailure{}},
 			wantErr: true, class: classRejected,
 			attempts: limitedAttempts, outcomes: []string{"retry", "retry", "error"}, retries: []string{"other", "other"},
 		},
