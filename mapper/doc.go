@@ -1,2 +1,44 @@
 // Package mapper turns one Kafka record into one Cassandra row for its topic's policy.
+//
+// New compiles every configured topic once: the column plan with each field path split at its
+// dots, the bucket policy, and the INSERT statement of each table. Map then decodes the record's
+// JSON value with a pooled fastjson parser, finds the event time, converts every column, and
+// returns a batcher.Row, or a *RecordError naming the topic, partition, offset and the exact
+// problem, which the pipeline sends to the dead-letter topic. A Mapper is safe for concurrent use.
+//
+// # On-disk contracts
+//
+// These decide which partition and which row a record lands in; changing any of them moves data,
+// so they change only with a new policy name.
+//
+//   - Event bucket: FNV-1a 64 (bucketer.EventBucket) of the canonical text of each id value (or of
+//     the bucket.event_bucket_field column), joined with one 0x00 byte between values, modulo
+//     bucket.event_buckets. Canonical text: text as is; integers in decimal; float and double in
+//     the shortest form that reads back exactly (strconv 'g', -1); boolean true/false; timestamp
+//     as 2006-01-02T15:04:05.000Z in UTC; date as 2006-01-02; uuid and timeuuid in lower-case
+//     8-4-4-4-12 form; blob in lower-case hex; inet as Go's net.IP String; decimal and varint in
+//     their exact decimal text.
+//   - Column source timeuuid: a version 1 UUID whose 60-bit time is the event time in 100 ns
+//     units since 1582-10-15 and whose clock sequence and node are derived from the record's
+//     topic, partition and offset (see timeUUID), so replaying a record rewrites the same row and
+//     two records of one Kafka partition never share a UUID.
+//   - Write timestamp (topics.<name>.write_timestamp): "kafka" is the record timestamp in
+//     microseconds (millisecond precision) plus offset mod 1000, so of two records of one
+//     partition stamped in the same millisecond the later offset wins (the tiebreak wraps every
+//     1000 offsets); "event_time" is the event time in microseconds; "server" binds none and lets
+//     Cassandra stamp the write, which a replay then re-stamps.
+//
+// # Values
+//
+// JSON values convert to the Go types gocql binds: numbers must be whole and in range for the
+// integer types and keep their exact text for decimal and varint; numeric strings count as
+// numbers; text columns take a JSON string as is and any other JSON value as its JSON text;
+// timestamp takes RFC 3339 with an offset or epoch milliseconds; date takes 2006-01-02; uuid
+// takes the canonical form; blob takes base64. A missing or null field is an error for id,
+// clustering and required columns; otherwise the column is bound as gocql.UnsetValue, which
+// writes nothing (no tombstone).
+//
+// Row.Key is the partition's routing key, the bytes Cassandra hashes to a token: the serialized
+// value for a one-column key; for a composite key, per column a 2-byte big-endian length, the
+// bytes and a 0x00.
 package mapper

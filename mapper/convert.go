@@ -1,0 +1,631 @@
+package mapper
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+	"math/big"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+	"unsafe"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/valyala/fastjson"
+	"gopkg.in/inf.v0"
+)
+
+// problem says why a JSON value does not fit a column type. The zero value means no problem.
+// The caller adds the column and the field; elem names the offending element of a collection.
+type problem struct {
+	msg  string
+	elem string
+	val  *fastjson.Value
+}
+
+func (p problem) ok() bool { return p.msg == "" }
+
+func fail(v *fastjson.Value, msg string) problem { return problem{msg: msg, val: v} }
+
+// bstr views b as a string without copying; only for calls that do not keep the string
+// (strconv and time parsers copy what they keep, including into their errors).
+func bstr(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// isNumber reports whether s is a JSON number: -?digits(.digits)?([eE][+-]?digits)?.
+// fastjson's scanner is lenient (it accepts "1-2", "inf", "nan"), so every numeric value is
+// checked with this before it is trusted. Leading zeros are tolerated.
+func isNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	start := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == start {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		start = i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		start = i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// numberText returns the text of a JSON number, or of a string holding one, appended to buf.
+func numberText(v *fastjson.Value, buf []byte) ([]byte, bool) {
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		buf = v.MarshalTo(buf[:0])
+	case fastjson.TypeString:
+		b, _ := v.StringBytes()
+		buf = append(buf[:0], b...)
+	default:
+		return buf, false
+	}
+	return buf, isNumber(bstr(buf))
+}
+
+type intStatus uint8
+
+const (
+	intOK intStatus = iota
+	intFraction
+	intRange
+)
+
+// parseIntegral parses a JSON number that must be a whole number: 42, -7, 1e3 and 12.0 are;
+// 1.5 is not. Beyond int64 it reports intRange.
+func parseIntegral(s string) (int64, intStatus) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err == nil {
+		return n, intOK
+	}
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		return 0, intRange
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, intRange // syntax was checked by isNumber: only a range error remains
+	}
+	if f != math.Trunc(f) {
+		return 0, intFraction
+	}
+	if f < -(1<<63) || f >= 1<<63 {
+		return 0, intRange
+	}
+	return int64(f), intOK
+}
+
+var intBounds = map[kind][2]int64{
+	kTinyint:  {math.MinInt8, math.MaxInt8},
+	kSmallint: {math.MinInt16, math.MaxInt16},
+	kInt:      {math.MinInt32, math.MaxInt32},
+	kBigint:   {math.MinInt64, math.MaxInt64},
+}
+
+var rangeMsgs = map[kind]string{
+	kTinyint:  "out of range for CQL tinyint (-128 to 127)",
+	kSmallint: "out of range for CQL smallint (-32768 to 32767)",
+	kInt:      "out of range for CQL int (-2147483648 to 2147483647)",
+	kBigint:   "out of range for CQL bigint (-9223372036854775808 to 9223372036854775807)",
+}
+
+// minTime and maxTime bound every time the mapper accepts: four-digit years, the range RFC 3339
+// can spell and the bucket keys are defined for.
+var (
+	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+)
+
+// inTimeRange also excludes the zero time.Time (0001-01-01T00:00:00Z): gocql encodes it as an
+// empty value instead of that instant.
+func inTimeRange(t time.Time) bool { return t.After(minTime) && !t.After(maxTime) }
+
+// convertScalar converts one JSON value to the Go value gocql binds for CQL type k.
+// buf is scratch space; the returned value never aliases it or the parser's memory.
+func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
+	switch k {
+	case kText, kASCII:
+		var s string
+		if v.Type() == fastjson.TypeString {
+			b, _ := v.StringBytes()
+			s = string(b)
+		} else {
+			if v.Type() == fastjson.TypeNumber {
+				if _, ok := numberText(v, *buf); !ok {
+					return nil, fail(v, "not a valid JSON number")
+				}
+			}
+			// Numbers, booleans, objects and arrays are kept as their JSON text.
+			*buf = v.MarshalTo((*buf)[:0])
+			s = string(*buf)
+		}
+		if k == kASCII {
+			for i := 0; i < len(s); i++ {
+				if s[i] >= 0x80 {
+					return nil, fail(v, "not ASCII for CQL ascii")
+				}
+			}
+		}
+		return s, problem{}
+
+	case kInt, kBigint, kSmallint, kTinyint:
+		text, ok := numberText(v, *buf)
+		*buf = text
+		if !ok {
+			return nil, fail(v, "not a number for CQL "+kindNames[k])
+		}
+		n, st := parseIntegral(bstr(text))
+		switch {
+		case st == intFraction:
+			return nil, fail(v, "not a whole number for CQL "+kindNames[k])
+		case st == intRange, n < intBounds[k][0], n > intBounds[k][1]:
+			return nil, fail(v, rangeMsgs[k])
+		}
+		switch k {
+		case kInt:
+			return int32(n), problem{}
+		case kSmallint:
+			return int16(n), problem{}
+		case kTinyint:
+			return int8(n), problem{}
+		}
+		return n, problem{}
+
+	case kFloat, kDouble:
+		text, ok := numberText(v, *buf)
+		*buf = text
+		if !ok {
+			return nil, fail(v, "not a number for CQL "+kindNames[k])
+		}
+		f, err := strconv.ParseFloat(bstr(text), 64)
+		if err != nil || (k == kFloat && math.Abs(f) > math.MaxFloat32) {
+			return nil, fail(v, "out of range for CQL "+kindNames[k])
+		}
+		if k == kFloat {
+			return float32(f), problem{}
+		}
+		return f, problem{}
+
+	case kBoolean:
+		switch v.Type() {
+		case fastjson.TypeTrue:
+			return true, problem{}
+		case fastjson.TypeFalse:
+			return false, problem{}
+		case fastjson.TypeString:
+			b, _ := v.StringBytes()
+			switch bstr(b) {
+			case "true":
+				return true, problem{}
+			case "false":
+				return false, problem{}
+			}
+		}
+		return nil, fail(v, "not true or false for CQL boolean")
+
+	case kTimestamp:
+		if v.Type() == fastjson.TypeString {
+			b, _ := v.StringBytes()
+			if !isNumber(bstr(b)) {
+				t, err := time.Parse(time.RFC3339, bstr(b))
+				if err != nil {
+					return nil, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
+				}
+				if !inTimeRange(t) {
+					return nil, fail(v, "out of range for CQL timestamp (years 0001 to 9999)")
+				}
+				return t.UTC(), problem{}
+			}
+		}
+		text, ok := numberText(v, *buf)
+		*buf = text
+		if !ok {
+			return nil, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
+		}
+		t, ok := parseUnix(bstr(text), unixMS)
+		if !ok {
+			return nil, fail(v, "out of range for CQL timestamp (years 0001 to 9999)")
+		}
+		return t, problem{}
+
+	case kDate:
+		if v.Type() == fastjson.TypeString {
+			b, _ := v.StringBytes()
+			if len(b) == len(time.DateOnly) {
+				if t, err := time.Parse(time.DateOnly, bstr(b)); err == nil && inTimeRange(t) {
+					return t, problem{}
+				}
+			}
+		}
+		return nil, fail(v, "not a date (YYYY-MM-DD) for CQL date")
+
+	case kUUID, kTimeUUID:
+		if v.Type() == fastjson.TypeString {
+			b, _ := v.StringBytes()
+			if u, ok := parseCanonicalUUID(b); ok {
+				if k == kTimeUUID && u.Version() != 1 {
+					return nil, fail(v, "not a version 1 UUID for CQL timeuuid")
+				}
+				return u, problem{}
+			}
+		}
+		return nil, fail(v, "not a UUID (8-4-4-4-12 hex digits) for CQL "+kindNames[k])
+
+	case kBlob:
+		if v.Type() == fastjson.TypeString {
+			b, _ := v.StringBytes()
+			enc := base64.StdEncoding
+			if len(b)%4 != 0 {
+				enc = base64.RawStdEncoding
+			}
+			out := make([]byte, enc.DecodedLen(len(b)))
+			n, err := enc.Decode(out, b)
+			if err == nil {
+				return out[:n], problem{}
+			}
+		}
+		return nil, fail(v, "not base64 for CQL blob")
+
+	case kInet:
+		if v.Type() == fastjson.TypeString {
+			b, _ := v.StringBytes()
+			if a, err := netip.ParseAddr(bstr(b)); err == nil && a.Zone() == "" {
+				if a.Is4() {
+					b4 := a.As4()
+					return net.IP(b4[:]), problem{}
+				}
+				b16 := a.As16()
+				return net.IP(b16[:]), problem{}
+			}
+		}
+		return nil, fail(v, "not an IP address for CQL inet")
+
+	case kDecimal, kVarint:
+		text, ok := numberText(v, *buf)
+		*buf = text
+		if !ok {
+			return nil, fail(v, "not a number for CQL "+kindNames[k])
+		}
+		unscaled, scale, ok := parseDecimal(bstr(text))
+		if !ok {
+			return nil, fail(v, "out of range for CQL "+kindNames[k]+" (exponent too large)")
+		}
+		if k == kDecimal {
+			return inf.NewDecBig(unscaled, inf.Scale(scale)), problem{}
+		}
+		n, ok := integralBig(unscaled, scale)
+		if !ok {
+			return nil, fail(v, "not a whole number for CQL varint")
+		}
+		return n, problem{}
+	}
+	return nil, fail(v, "of an unsupported type")
+}
+
+// maxExponent bounds the decimal exponent a record may carry: "1e999999999" must not make the
+// mapper build a billion-digit integer.
+const maxExponent = 1000
+
+// parseDecimal splits a JSON number into an exact unscaled integer and a scale (value =
+// unscaled × 10^-scale), keeping every digit of its text.
+func parseDecimal(s string) (*big.Int, int32, bool) {
+	mant, exp := s, int64(0)
+	for i := 0; i < len(s); i++ {
+		if s[i] == 'e' || s[i] == 'E' {
+			e, err := strconv.ParseInt(s[i+1:], 10, 32)
+			if err != nil || e > maxExponent || e < -maxExponent {
+				return nil, 0, false
+			}
+			mant, exp = s[:i], e
+			break
+		}
+	}
+	digits := make([]byte, 0, len(mant))
+	frac := int64(0)
+	seenDot := false
+	for i := 0; i < len(mant); i++ {
+		switch c := mant[i]; {
+		case c == '.':
+			seenDot = true
+		default:
+			digits = append(digits, c)
+			if seenDot {
+				frac++
+			}
+		}
+	}
+	n, ok := new(big.Int).SetString(string(digits), 10)
+	if !ok {
+		return nil, 0, false
+	}
+	return n, int32(frac - exp), true
+}
+
+// integralBig turns unscaled × 10^-scale into an integer when it is one.
+func integralBig(unscaled *big.Int, scale int32) (*big.Int, bool) {
+	if scale <= 0 {
+		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(-scale)), nil)
+		return p.Mul(p, unscaled), true
+	}
+	p := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
+	q, r := new(big.Int).QuoRem(unscaled, p, new(big.Int))
+	return q, r.Sign() == 0
+}
+
+// parseCanonicalUUID parses the 36-character 8-4-4-4-12 form, either case.
+func parseCanonicalUUID(b []byte) (gocql.UUID, bool) {
+	var u gocql.UUID
+	if len(b) != 36 || b[8] != '-' || b[13] != '-' || b[18] != '-' || b[23] != '-' {
+		return u, false
+	}
+	j := 0
+	for i := 0; i < 36; {
+		if b[i] == '-' {
+			i++
+			continue
+		}
+		hi, ok1 := unhex(b[i])
+		lo, ok2 := unhex(b[i+1])
+		if !ok1 || !ok2 {
+			return u, false
+		}
+		u[j] = hi<<4 | lo
+		j++
+		i += 2
+	}
+	return u, true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// convert converts a JSON value to the Go value for column type t, collections included.
+func convert(t cqlType, v *fastjson.Value, buf *[]byte) (any, problem) {
+	switch t.kind {
+	case kList, kSet:
+		if v.Type() != fastjson.TypeArray {
+			return nil, fail(v, "not a JSON array for CQL "+t.name)
+		}
+		arr, _ := v.Array()
+		out := make([]any, len(arr))
+		for i, e := range arr {
+			if e.Type() == fastjson.TypeNull {
+				return nil, problem{msg: "null, and CQL collections cannot hold nulls", elem: "element " + strconv.Itoa(i), val: e}
+			}
+			x, p := convertScalar(t.elem, e, buf)
+			if !p.ok() {
+				p.elem = "element " + strconv.Itoa(i)
+				return nil, p
+			}
+			out[i] = x
+		}
+		return out, problem{}
+	case kMap:
+		if v.Type() != fastjson.TypeObject {
+			return nil, fail(v, "not a JSON object for CQL "+t.name)
+		}
+		o, _ := v.Object()
+		out := make(map[string]any, o.Len())
+		var bad problem
+		o.Visit(func(key []byte, e *fastjson.Value) {
+			if !bad.ok() {
+				return
+			}
+			if e.Type() == fastjson.TypeNull {
+				bad = problem{msg: "null, and CQL collections cannot hold nulls", elem: "key " + strconv.Quote(string(key)), val: e}
+				return
+			}
+			x, p := convertScalar(t.elem, e, buf)
+			if !p.ok() {
+				p.elem = "key " + strconv.Quote(string(key))
+				bad = p
+				return
+			}
+			out[string(key)] = x
+		})
+		if !bad.ok() {
+			return nil, bad
+		}
+		return out, problem{}
+	}
+	return convertScalar(t.kind, v, buf)
+}
+
+// appendCanonical appends the canonical text of a scalar value: the form hashed for event
+// buckets (an on-disk contract, see the package comment) and shown by explain.
+func appendCanonical(dst []byte, val any) []byte {
+	switch x := val.(type) {
+	case string:
+		return append(dst, x...)
+	case int8:
+		return strconv.AppendInt(dst, int64(x), 10)
+	case int16:
+		return strconv.AppendInt(dst, int64(x), 10)
+	case int32:
+		return strconv.AppendInt(dst, int64(x), 10)
+	case int64:
+		return strconv.AppendInt(dst, x, 10)
+	case float32:
+		return strconv.AppendFloat(dst, float64(x), 'g', -1, 32)
+	case float64:
+		return strconv.AppendFloat(dst, x, 'g', -1, 64)
+	case bool:
+		return strconv.AppendBool(dst, x)
+	case time.Time:
+		return x.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+	case gocql.UUID:
+		return append(dst, x.String()...)
+	case []byte:
+		return hex.AppendEncode(dst, x)
+	case net.IP:
+		return append(dst, x.String()...)
+	case *inf.Dec:
+		return append(dst, x.String()...)
+	case *big.Int:
+		return x.Append(dst, 10)
+	}
+	return dst
+}
+
+// appendDateCanonical is appendCanonical for a CQL date, which holds no time of day.
+func appendDateCanonical(dst []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(dst, time.DateOnly)
+}
+
+// appendSerialized appends the native-protocol encoding of a scalar value of kind k, the bytes
+// Cassandra hashes for the token of a partition key component (the same bytes gocql.Marshal gives).
+func appendSerialized(dst []byte, k kind, val any) []byte {
+	switch x := val.(type) {
+	case string:
+		return append(dst, x...)
+	case int8:
+		return append(dst, byte(x))
+	case int16:
+		return binary.BigEndian.AppendUint16(dst, uint16(x))
+	case int32:
+		return binary.BigEndian.AppendUint32(dst, uint32(x))
+	case int64:
+		if k == kVarint {
+			return appendVarint(dst, big.NewInt(x))
+		}
+		return binary.BigEndian.AppendUint64(dst, uint64(x))
+	case float32:
+		return binary.BigEndian.AppendUint32(dst, math.Float32bits(x))
+	case float64:
+		return binary.BigEndian.AppendUint64(dst, math.Float64bits(x))
+	case bool:
+		if x {
+			return append(dst, 1)
+		}
+		return append(dst, 0)
+	case time.Time:
+		ms := x.Unix()*1000 + int64(x.Nanosecond()/1e6)
+		if k == kDate {
+			return binary.BigEndian.AppendUint32(dst, uint32(ms/msPerDay+(1<<31)))
+		}
+		return binary.BigEndian.AppendUint64(dst, uint64(ms))
+	case gocql.UUID:
+		return append(dst, x[:]...)
+	case []byte:
+		return append(dst, x...)
+	case net.IP:
+		if v4 := x.To4(); v4 != nil {
+			return append(dst, v4...)
+		}
+		return append(dst, x.To16()...)
+	case *inf.Dec:
+		dst = binary.BigEndian.AppendUint32(dst, uint32(int32(x.Scale())))
+		return appendVarint(dst, x.UnscaledBig())
+	case *big.Int:
+		return appendVarint(dst, x)
+	}
+	return dst
+}
+
+const msPerDay = 24 * 60 * 60 * 1000
+
+// appendVarint appends the minimal big-endian two's-complement form of n (CQL varint).
+func appendVarint(dst []byte, n *big.Int) []byte {
+	switch n.Sign() {
+	case 0:
+		return append(dst, 0)
+	case 1:
+		b := n.Bytes()
+		if b[0]&0x80 != 0 {
+			dst = append(dst, 0)
+		}
+		return append(dst, b...)
+	}
+	// For n < 0 the two's complement bytes are the inverted bytes of |n|-1 = ^n, with a 0xff sign
+	// byte in front when the top bit would otherwise read as positive.
+	m := new(big.Int).Not(n).Bytes()
+	if len(m) == 0 || m[0]&0x80 != 0 {
+		dst = append(dst, 0xff)
+	}
+	for _, c := range m {
+		dst = append(dst, ^c)
+	}
+	return dst
+}
+
+// encodedSize estimates the native-protocol size of a bound value, without its 4-byte length.
+func encodedSize(val any) int {
+	switch x := val.(type) {
+	case nil:
+		return 0
+	case string:
+		return len(x)
+	case int8, bool:
+		return 1
+	case int16:
+		return 2
+	case int32, float32:
+		return 4
+	case int64, float64, time.Time:
+		return 8
+	case gocql.UUID:
+		return 16
+	case []byte:
+		return len(x)
+	case net.IP:
+		if x.To4() != nil {
+			return 4
+		}
+		return 16
+	case *inf.Dec:
+		return 4 + len(x.UnscaledBig().Bytes()) + 1
+	case *big.Int:
+		return len(x.Bytes()) + 1
+	case []any:
+		n := 4
+		for _, e := range x {
+			n += 4 + encodedSize(e)
+		}
+		return n
+	case map[string]any:
+		n := 4
+		for k, e := range x {
+			n += 8 + len(k) + encodedSize(e)
+		}
+		return n
+	}
+	return 8
+}

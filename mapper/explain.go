@@ -1,0 +1,178 @@
+package mapper
+
+import (
+	"fmt"
+	"math/big"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"gopkg.in/inf.v0"
+
+	"github.com/bucketsink/sink/batcher"
+)
+
+// Value is one column and its bound value, for explain.
+type Value struct {
+	Column string
+	Type   string // CQL type
+	Value  any    // the bound Go value
+	Order  string // clustering order (asc, desc); "" elsewhere
+}
+
+// Literal renders the value as a CQL literal ('text', 42, 2024-01-15 dates quoted, ...);
+// "unset" for a column left unset.
+func (v Value) Literal() string { return literal(v.Value, v.Type) }
+
+// Explanation is everything a record's mapping decides, as `sink explain` shows it.
+type Explanation struct {
+	Topic      string // topics.<name>
+	KafkaTopic string
+	EventTime  time.Time
+	Keyspace   string
+	Table      string // with the slice suffix when sliced
+	Slice      string // slice suffix; "" when the topic is not sliced
+	// PartitionKey lists the id columns, the bucket column and, with event buckets, the event
+	// bucket column, in key order.
+	PartitionKey []Value
+	Bucket       int64 // bucket number since the epoch's bucket
+	BucketStart  time.Time
+	BucketEnd    time.Time
+	EventBucket  int // 0 when the topic has no event buckets
+	EventBuckets int // 1 when the topic has none
+	Clustering   []Value
+	TTL          time.Duration
+	// WriteTimestamp is the USING TIMESTAMP value in microseconds; 0 with source "server".
+	WriteTimestamp       int64
+	WriteTimestampSource string
+	CQL                  string
+	Bound                []Value // every bound value in statement order, TTL and timestamp included
+	Row                  batcher.Row
+}
+
+// Explain maps rec like Map and also reports how: table, partition key, bucket, clustering
+// values, TTL, statement and bound values. The error is the *RecordError Map would return.
+func (m *Mapper) Explain(rec Record) (Explanation, error) {
+	p := m.byKafka[rec.Topic]
+	if p == nil {
+		_, err := m.Map(rec)
+		return Explanation{}, err
+	}
+	s := m.pool.Get().(*scratch)
+	out, reason, err := p.mapRecord(&rec, s)
+	m.pool.Put(s)
+	if err != nil {
+		return Explanation{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
+	}
+	vals := out.row.Values
+	ex := Explanation{
+		Topic:                p.name,
+		KafkaTopic:           p.kafkaTopic,
+		EventTime:            out.eventTime,
+		Keyspace:             p.keyspace,
+		Table:                out.row.Target.Table,
+		Slice:                out.bucket.suffix,
+		Bucket:               out.bucket.idx,
+		BucketStart:          p.policy.Start(out.bucket.idx),
+		BucketEnd:            p.policy.End(out.bucket.idx),
+		EventBucket:          out.eventBucket,
+		EventBuckets:         p.eventBuckets,
+		TTL:                  p.ttl,
+		WriteTimestamp:       out.writeTS,
+		WriteTimestampSource: [...]string{"kafka", "event_time", "server"}[p.wts],
+		CQL:                  out.row.Target.Insert,
+		Row:                  out.row,
+	}
+	for _, ci := range p.ids {
+		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: vals[ci]})
+	}
+	n := len(p.cols)
+	ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.bucketColumn, Type: p.policy.CQLType(), Value: vals[n]})
+	if p.eventBuckets > 1 {
+		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.eventBucketColumn, Type: "int", Value: vals[n+1]})
+	}
+	for i, ci := range p.clustering {
+		order := "asc"
+		if p.clusteringDesc[i] {
+			order = "desc"
+		}
+		ex.Clustering = append(ex.Clustering, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: vals[ci], Order: order})
+	}
+	for i, name := range p.insertCols {
+		typ := "int"
+		switch {
+		case i < len(p.cols):
+			typ = p.cols[i].typ.name
+		case i == len(p.cols):
+			typ = p.policy.CQLType()
+		}
+		ex.Bound = append(ex.Bound, Value{Column: name, Type: typ, Value: vals[i]})
+	}
+	i := len(p.insertCols)
+	if p.ttlValue != nil {
+		ex.Bound = append(ex.Bound, Value{Column: "[ttl]", Type: "int", Value: vals[i]})
+		i++
+	}
+	if p.wts != wtsServer {
+		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: vals[i]})
+	}
+	return ex, nil
+}
+
+// literal renders a bound value the way it would be written in CQL.
+func literal(v any, typ string) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "'" + strings.ReplaceAll(x, "'", "''") + "'"
+	case time.Time:
+		if typ == "date" {
+			return "'" + x.UTC().Format(time.DateOnly) + "'"
+		}
+		return "'" + x.UTC().Format("2006-01-02T15:04:05.000Z") + "'"
+	case []byte:
+		return "0x" + fmt.Sprintf("%x", x)
+	case net.IP:
+		return "'" + x.String() + "'"
+	case gocql.UUID:
+		return x.String()
+	case *inf.Dec:
+		return x.String()
+	case *big.Int:
+		return x.String()
+	case float32:
+		return strconv.FormatFloat(float64(x), 'g', -1, 32)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case []any:
+		elem := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(typ, "list<"), "set<"), ">")
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = literal(e, elem)
+		}
+		if strings.HasPrefix(typ, "set<") {
+			return "{" + strings.Join(parts, ", ") + "}"
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any:
+		elem := strings.TrimSuffix(strings.TrimPrefix(typ, "map<text, "), ">")
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = literal(k, "text") + ": " + literal(x[k], elem)
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	if v == gocql.UnsetValue {
+		return "unset"
+	}
+	return fmt.Sprint(v)
+}
