@@ -1,0 +1,117 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/bucketsink/sink/config"
+)
+
+// Handler serves /healthz, /readyz and /debug/partitions. The caller adds /metrics from its registry.
+func (pl *Pipeline) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", pl.healthz)
+	mux.HandleFunc("GET /readyz", pl.readyz)
+	mux.HandleFunc("GET /debug/partitions", pl.debugPartitions)
+	return mux
+}
+
+// wedgedAfter is how long the poll loop may go without a turn before /healthz fails. A turn can legitimately
+// wait for a rebalance callback (a revoke flushing for up to shutdown_timeout, then committing), so the
+// limit is generous: a restart is only the remedy for a loop that is truly stuck.
+func (pl *Pipeline) wedgedAfter() time.Duration {
+	return orDefault(pl.sink.Kafka.RebalanceTimeout, config.DefaultRebalanceTimeout).Std() +
+		pl.shutdownTimeout + commitTimeout + 30*time.Second
+}
+
+// Alive reports whether the poll loop is turning; an error says why not.
+func (pl *Pipeline) Alive() error {
+	last := time.Unix(0, pl.lastAlive.Load())
+	if age := pl.now().Sub(last); age > pl.wedgedAfter() && !pl.stopping.Load() {
+		return fmt.Errorf("the poll loop has not turned for %s", age.Round(time.Second))
+	}
+	return nil
+}
+
+// Ready reports whether the daemon does its job: group joined, Cassandra reachable, no stuck partition,
+// not shutting down. An error names the first reason it is not.
+func (pl *Pipeline) Ready() error {
+	switch {
+	case pl.stopping.Load():
+		return fmt.Errorf("shutting down")
+	case !pl.joined.Load():
+		return fmt.Errorf("not yet joined the consumer group")
+	case !pl.cassOK.Load():
+		return fmt.Errorf("cassandra does not answer")
+	}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	for tp := range pl.stuck {
+		return fmt.Errorf("topic %s partition %d is stuck (a record can be neither written nor dead-lettered; see the logs)", tp.topic, tp.partition)
+	}
+	return nil
+}
+
+func (pl *Pipeline) updateReady() {
+	if pl.Ready() == nil {
+		pl.metrics.Ready.Set(1)
+	} else {
+		pl.metrics.Ready.Set(0)
+	}
+}
+
+func (pl *Pipeline) healthz(w http.ResponseWriter, _ *http.Request) {
+	if err := pl.Alive(); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+func (pl *Pipeline) readyz(w http.ResponseWriter, _ *http.Request) {
+	if err := pl.Ready(); err != nil {
+		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// debugPartitions serves the keys behind sink_largest_partition_{rows,bytes}: per topic, the largest
+// Cassandra partitions whose bucket is still open.
+func (pl *Pipeline) debugPartitions(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(pl.metrics.live.largest())
+}
+
+// pingLoop checks Cassandra every PingInterval for readiness, logging transitions only.
+func (pl *Pipeline) pingLoop(ctx context.Context) {
+	t := time.NewTicker(pl.cfg.PingInterval)
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, pl.cfg.PingInterval)
+		err := pl.cfg.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if was := pl.cassOK.Swap(err == nil); was != (err == nil) {
+			if err != nil {
+				pl.log.Error("cassandra does not answer; not ready", slog.Any("error", err))
+			} else {
+				pl.log.Info("cassandra answers again")
+			}
+		}
+		pl.updateReady()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package pipeline
+
+import (
+	"encoding/hex"
+	"sort"
+	"time"
+	"unicode/utf8"
+)
+
+// openPartitions tallies the rows and bytes written to each Cassandra partition whose time bucket is still
+// open, per topic, so the daemon can show which partitions grow largest before they close. It is pure (time
+// comes in as an argument) and not safe for concurrent use.
+//
+// Memory is bounded twice: entries whose bucket has closed are pruned, and a topic never holds more than
+// max entries; past that the smallest half is evicted. Under heavy skew the largest partitions are the ones
+// that matter and they survive eviction; a small partition evicted and seen again restarts from zero, which
+// under-reports only partitions far from the top.
+type openPartitions struct {
+	max    int
+	topics map[string]map[openKey]*openStat
+}
+
+type openKey struct {
+	table string
+	key   string
+}
+
+type openStat struct {
+	rows, bytes int64
+	closes      time.Time // end of the row's time bucket; the partition stops growing after it
+}
+
+// PartitionStat is one entry of /debug/partitions.
+type PartitionStat struct {
+	Rank   int       `json:"rank"`
+	Table  string    `json:"table"`
+	Key    string    `json:"key"` // the routing-key bytes: as text when printable UTF-8, else "0x" + hex
+	Rows   int64     `json:"rows"`
+	Bytes  int64     `json:"bytes"`
+	Closes time.Time `json:"closes"`
+}
+
+func newOpenPartitions(max int) *openPartitions {
+	return &openPartitions{max: max, topics: make(map[string]map[openKey]*openStat)}
+}
+
+// add records rows and bytes written to one partition whose bucket ends at closes.
+func (o *openPartitions) add(topic, table, key string, rows, bytes int64, closes, now time.Time) {
+	if !closes.After(now) {
+		return // a late event for a closed bucket: the partition no longer grows in the sense we track
+	}
+	m := o.topics[topic]
+	if m == nil {
+		m = make(map[openKey]*openStat)
+		o.topics[topic] = m
+	}
+	k := openKey{table, key}
+	s := m[k]
+	if s == nil {
+		if len(m) >= o.max {
+			o.shrink(m, now)
+		}
+		s = &openStat{closes: closes}
+		m[k] = s
+	}
+	s.rows += rows
+	s.bytes += bytes
+	if closes.After(s.closes) {
+		s.closes = closes
+	}
+}
+
+// shrink prunes closed buckets and, if that is not enough, evicts the smaller half by bytes.
+func (o *openPartitions) shrink(m map[openKey]*openStat, now time.Time) {
+	for k, s := range m {
+		if !s.closes.After(now) {
+			delete(m, k)
+		}
+	}
+	if len(m) < o.max {
+		return
+	}
+	sizes := make([]int64, 0, len(m))
+	for _, s := range m {
+		sizes = append(sizes, s.bytes)
+	}
+	sort.Slice(sizes, func(i, j int) bool { return sizes[i] > sizes[j] })
+	cut := sizes[o.max/2]
+	for k, s := range m {
+		if s.bytes <= cut && len(m) > o.max/2 {
+			delete(m, k)
+		}
+	}
+}
+
+// top returns the n largest open partitions of topic by bytes, pruning closed ones first.
+func (o *openPartitions) top(topic string, n int, now time.Time) []PartitionStat {
+	m := o.topics[topic]
+	out := make([]PartitionStat, 0, min(n, len(m)))
+	for k, s := range m {
+		if !s.closes.After(now) {
+			delete(m, k)
+			continue
+		}
+		out = append(out, PartitionStat{Table: k.table, Key: printableKey(k.key), Rows: s.rows, Bytes: s.bytes, Closes: s.closes})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Bytes != out[j].Bytes {
+			return out[i].Bytes > out[j].Bytes
+		}
+		return out[i].Key < out[j].Key
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	for i := range out {
+		out[i].Rank = i + 1
+	}
+	return out
+}
+
+// printableKey shows a routing key as text when it is printable, since a single text id serialises to
+// itself; composite and binary keys print as hex.
+func printableKey(k string) string {
+	if utf8.ValidString(k) {
+		printable := true
+		for _, r := range k {
+			if r < 0x20 || r == 0x7f {
+				printable = false
+				break
+			}
+		}
+		if printable {
+			return k
+		}
+	}
+	return "0x" + hex.EncodeToString([]byte(k))
+}

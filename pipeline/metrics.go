@@ -1,0 +1,258 @@
+package pipeline
+
+import (
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const namespace = "sink"
+
+// Metrics holds every metric the daemon exports (docs/DESIGN.md, "Metrics"). Make one per process with
+// NewMetrics on a registry made in main: nothing here touches the global registry.
+type Metrics struct {
+	RecordsConsumed     *prometheus.CounterVec
+	RecordsWritten      *prometheus.CounterVec
+	RecordsDeadLettered *prometheus.CounterVec
+	RecordsFailed       *prometheus.CounterVec
+	BatchRows           prometheus.Histogram
+	BatchBytes          prometheus.Histogram
+	WriteDuration       *prometheus.HistogramVec
+	WriteRetries        *prometheus.CounterVec
+	WritesInFlight      prometheus.Gauge
+	BufferedBytes       prometheus.Gauge
+	PausedPartitions    prometheus.Gauge
+	CommitDuration      prometheus.Histogram
+	CommitFailures      prometheus.Counter
+	ConsumerLag         *prometheus.GaugeVec
+	PartitionBudget     *prometheus.GaugeVec
+	Ready               prometheus.Gauge
+	BuildInfo           *prometheus.GaugeVec
+
+	live *liveCollector // event-time lag and largest open partitions, computed at scrape time
+}
+
+// NewMetrics creates the metrics and registers them on reg. It panics if a name is already registered
+// there, like prometheus.MustRegister: that is a wiring bug, not a runtime condition.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		RecordsConsumed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "records_consumed_total",
+			Help: "Records fetched from Kafka and handed to a partition worker.",
+		}, []string{"topic"}),
+		RecordsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "records_written_total",
+			Help: "Records whose row Cassandra acknowledged.",
+		}, []string{"topic"}),
+		RecordsDeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "records_dead_lettered_total",
+			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, write).",
+		}, []string{"topic", "reason"}),
+		RecordsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "records_failed_total",
+			Help: "Failed attempts to write or dead-letter a record; its partition stops advancing until one succeeds.",
+		}, []string{"topic"}),
+		BatchRows: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "batch_rows",
+			Help:    "Rows per Cassandra batch (one batch is one Cassandra partition).",
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000},
+		}),
+		BatchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "batch_bytes",
+			Help:    "Estimated encoded bytes per Cassandra batch.",
+			Buckets: prometheus.ExponentialBuckets(256, 4, 8), // 256 B .. 4 MiB
+		}),
+		WriteDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "write_duration_seconds",
+			Help:    "Duration of one Cassandra batch attempt, by outcome (ok, retry, error).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12), // 0.5 ms .. ~30 s
+		}, []string{"outcome"}),
+		WriteRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "write_retries_total",
+			Help: "Cassandra batch attempts retried, by reason (timeout, unavailable, overloaded, other).",
+		}, []string{"reason"}),
+		WritesInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "writes_in_flight",
+			Help: "Cassandra batches being written now.",
+		}),
+		BufferedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "buffered_bytes",
+			Help: "Bytes of fetched records and their rows held in memory until written or dead-lettered.",
+		}),
+		PausedPartitions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "paused_partitions",
+			Help: "Kafka partitions whose fetching is paused, for backpressure or because a record is stuck.",
+		}),
+		CommitDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "commit_duration_seconds",
+			Help:    "Duration of synchronous offset commits (on revoke and shutdown).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 10),
+		}),
+		CommitFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "commit_failures_total",
+			Help: "Offset commits that failed; the records after the last successful commit will be replayed.",
+		}),
+		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "consumer_lag_records",
+			Help: "Records between the partition's high watermark and the next offset to commit.",
+		}, []string{"topic", "partition"}),
+		PartitionBudget: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "partition_budget_bytes",
+			Help: "The topic's partition size budget (topics.<name>.partition_budget).",
+		}, []string{"topic"}),
+		Ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "ready",
+			Help: "1 when /readyz answers ready: group joined, Cassandra reachable, no stuck partition, not stopping.",
+		}),
+		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "build_info",
+			Help: "Always 1; the labels carry the sink version and Go version.",
+		}, []string{"version", "goversion"}),
+		live: newLiveCollector(),
+	}
+	reg.MustRegister(
+		m.RecordsConsumed, m.RecordsWritten, m.RecordsDeadLettered, m.RecordsFailed,
+		m.BatchRows, m.BatchBytes, m.WriteDuration, m.WriteRetries, m.WritesInFlight,
+		m.BufferedBytes, m.PausedPartitions, m.CommitDuration, m.CommitFailures,
+		m.ConsumerLag, m.PartitionBudget, m.Ready, m.BuildInfo, m.live,
+	)
+	return m
+}
+
+// SetBuildInfo sets sink_build_info for this binary's version.
+func (m *Metrics) SetBuildInfo(version string) {
+	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+}
+
+// MetricNames lists the name of every metric the daemon exports, sorted. Histograms are listed by their
+// base name (the _bucket, _sum and _count series derive from it).
+func MetricNames() []string {
+	names := []string{
+		"sink_records_consumed_total",
+		"sink_records_written_total",
+		"sink_records_dead_lettered_total",
+		"sink_records_failed_total",
+		"sink_batch_rows",
+		"sink_batch_bytes",
+		"sink_write_duration_seconds",
+		"sink_write_retries_total",
+		"sink_writes_in_flight",
+		"sink_buffered_bytes",
+		"sink_paused_partitions",
+		"sink_commit_duration_seconds",
+		"sink_commit_failures_total",
+		"sink_consumer_lag_records",
+		"sink_event_time_lag_seconds",
+		"sink_largest_partition_rows",
+		"sink_largest_partition_bytes",
+		"sink_partition_budget_bytes",
+		"sink_ready",
+		"sink_build_info",
+	}
+	sort.Strings(names)
+	return names
+}
+
+// liveCollector exports the metrics whose value depends on the time of the scrape: event-time lag grows
+// while nothing is written, and the largest open partitions drop out when their bucket closes.
+type liveCollector struct {
+	lagDesc, rowsDesc, bytesDesc *prometheus.Desc
+
+	mu        sync.Mutex
+	now       func() time.Time
+	topN      int
+	lastEvent map[string]time.Time // per topic: event time of the last written record
+	open      *openPartitions
+}
+
+func newLiveCollector() *liveCollector {
+	return &liveCollector{
+		lagDesc: prometheus.NewDesc(namespace+"_event_time_lag_seconds",
+			"Now minus the event time of the last record written to Cassandra, per topic.", []string{"topic"}, nil),
+		rowsDesc: prometheus.NewDesc(namespace+"_largest_partition_rows",
+			"Rows written to the Nth largest Cassandra partition whose time bucket is still open (keys on /debug/partitions).",
+			[]string{"topic", "rank"}, nil),
+		bytesDesc: prometheus.NewDesc(namespace+"_largest_partition_bytes",
+			"Estimated bytes written to the Nth largest Cassandra partition whose time bucket is still open (keys on /debug/partitions).",
+			[]string{"topic", "rank"}, nil),
+		now:       time.Now,
+		topN:      10,
+		lastEvent: make(map[string]time.Time),
+		open:      newOpenPartitions(10000),
+	}
+}
+
+// configure sets how many partitions are ranked and the clock; called once before the pipeline starts.
+func (c *liveCollector) configure(topN int, now func() time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if topN > 0 {
+		c.topN = topN
+		c.open.max = max(c.open.max, 100*topN)
+	}
+	if now != nil {
+		c.now = now
+	}
+}
+
+// written records one written batch: rows rows and bytes bytes into (table, key), whose bucket closes at
+// closes, the latest event time among them being eventTime.
+func (c *liveCollector) written(topic, table, key string, rows, bytes int64, eventTime, closes time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if eventTime.After(c.lastEvent[topic]) {
+		c.lastEvent[topic] = eventTime
+	}
+	if !closes.IsZero() {
+		c.open.add(topic, table, key, rows, bytes, closes, c.now())
+	}
+}
+
+// largest returns the ranked open partitions per topic, for /debug/partitions.
+func (c *liveCollector) largest() map[string][]PartitionStat {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	out := make(map[string][]PartitionStat, len(c.open.topics))
+	for topic := range c.open.topics {
+		out[topic] = c.open.top(topic, c.topN, now)
+	}
+	return out
+}
+
+func (c *liveCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.lagDesc
+	ch <- c.rowsDesc
+	ch <- c.bytesDesc
+}
+
+func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	for topic, t := range c.lastEvent {
+		ch <- prometheus.MustNewConstMetric(c.lagDesc, prometheus.GaugeValue, now.Sub(t).Seconds(), topic)
+	}
+	for topic := range c.open.topics {
+		for _, s := range c.open.top(topic, c.topN, now) {
+			rank := strconv.Itoa(s.Rank)
+			ch <- prometheus.MustNewConstMetric(c.rowsDesc, prometheus.GaugeValue, float64(s.Rows), topic, rank)
+			ch <- prometheus.MustNewConstMetric(c.bytesDesc, prometheus.GaugeValue, float64(s.Bytes), topic, rank)
+		}
+	}
+}
+
+// OnBatch implements cassandra.Observer: one write attempt of rows rows and bytes bytes took d.
+func (m *Metrics) OnBatch(_, _ int, d time.Duration, outcome string) {
+	m.WriteDuration.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// OnRetry implements cassandra.Observer.
+func (m *Metrics) OnRetry(reason string) { m.WriteRetries.WithLabelValues(reason).Inc() }
+
+// InFlight implements cassandra.Observer.
+func (m *Metrics) InFlight(delta int) { m.WritesInFlight.Add(float64(delta)) }

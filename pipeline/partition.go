@@ -1,0 +1,408 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/mapper"
+)
+
+// partition is one assigned Kafka partition for the life of one assignment. A later assignment of the
+// same partition gets a new value, so acknowledgements that arrive after a revoke reach the old value,
+// whose revoked flag keeps them from marking (DRIVER-NOTES R5.2-2).
+//
+// Goroutines: the worker (records in offset order → rows or dead letters) and the dead-letter sender.
+// The pipeline's rebalance callbacks own both and wait for them.
+type partition struct {
+	tp    topicPartition
+	pl    *Pipeline
+	topic *topicInfo
+	log   *slog.Logger
+	lag   prometheus.Gauge
+
+	queue recordQueue
+	dl    *deadLetterSender
+
+	quit       chan struct{} // closed to stop the worker
+	workerDone chan struct{}
+	ctx        context.Context // canceled when the partition is given up: dead-letter retries stop
+	cancel     context.CancelFunc
+
+	mu       sync.Mutex
+	tr       *tracker
+	revoked  bool           // set once, under mu, before the revoke commit; no mark after it
+	held     map[int64]held // registered records not yet done: what to release, what to dead-letter
+	stuck    map[int64]bool // offsets that failed and hold the watermark; non-empty means stuck
+	blocked  int            // records that cannot finish in this assignment (the worker halted on them)
+	drained  chan struct{}  // closed when stopping and every record that can finish has
+	stopping bool           // the worker is stopped; waiting for in-flight work
+	hwm      int64          // high watermark of the last fetch, for the lag gauge
+}
+
+// held is what the pipeline keeps of a registered record until it is done.
+type held struct {
+	rec   *kgo.Record
+	bytes int64
+}
+
+func newPartition(pl *Pipeline, tp topicPartition, topic *topicInfo) *partition {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &partition{
+		tp:         tp,
+		pl:         pl,
+		topic:      topic,
+		log:        pl.log.With(slog.String("topic", tp.topic), slog.Int("partition", int(tp.partition))),
+		lag:        pl.metrics.ConsumerLag.WithLabelValues(tp.topic, strconv.Itoa(int(tp.partition))),
+		quit:       make(chan struct{}),
+		workerDone: make(chan struct{}),
+		ctx:        ctx,
+		cancel:     cancel,
+		tr:         newTracker(),
+		held:       make(map[int64]held),
+		stuck:      make(map[int64]bool),
+		hwm:        -1,
+	}
+	p.queue.init()
+	p.dl = newDeadLetterSender(p)
+	return p
+}
+
+func (p *partition) start() {
+	go p.work()
+	go p.dl.run()
+}
+
+// work takes records in offset order and turns each into a row for the write stage or a dead letter.
+func (p *partition) work() {
+	defer close(p.workerDone)
+	for {
+		recs, ok := p.queue.next(p.quit)
+		if !ok {
+			return
+		}
+		for i, r := range recs {
+			if !p.handle(r) {
+				// Stopped mid-slice, or halted on a record that cannot be dead-lettered. The rest goes back
+				// so that its bytes are released when the partition is given up.
+				p.queue.pushFront(recs[i+1:])
+				<-p.quit
+				return
+			}
+		}
+	}
+}
+
+// handle maps one record and hands it on. It returns false when the worker must stop taking records.
+func (p *partition) handle(r *kgo.Record) bool {
+	row, err := p.pl.mapper.Map(mapper.Record{
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
+	})
+	bytes := recordBytes(r)
+	if err == nil {
+		// The record's bytes were charged when it was queued; the decoded row is charged now.
+		p.pl.charge(p.tp, int64(row.Size))
+		bytes += int64(row.Size)
+	}
+	p.mu.Lock()
+	if rerr := p.tr.register(r.Offset, r.LeaderEpoch); rerr != nil {
+		p.mu.Unlock()
+		// Kafka never hands out a partition's records out of order; if it happens, stopping is the only
+		// choice that cannot commit past an unprocessed record.
+		p.log.Error("record out of order; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
+		p.pl.release(p.tp, bytes)
+		return false
+	}
+	p.held[r.Offset] = held{rec: r, bytes: bytes}
+	p.mu.Unlock()
+
+	if err != nil {
+		reason := mapper.ReasonMap
+		var re *mapper.RecordError
+		if errors.As(err, &re) && re.Reason != "" {
+			reason = re.Reason
+		}
+		if p.topic.deadLetterTopic == "" {
+			p.halt(r.Offset, reason, err)
+			return false
+		}
+		p.dl.add(deadLetter{rec: r, reason: reason, err: err})
+		return true
+	}
+	select {
+	case p.pl.writes.in <- writeMsg{row: row, owner: p}:
+		return true
+	case <-p.quit:
+		// Registered but never handed on: forget it, or the revoke would wait for a write that never
+		// comes. It is the last registered record, so nothing after it can have moved the watermark.
+		p.mu.Lock()
+		delete(p.held, r.Offset)
+		p.tr.dropLast(r.Offset)
+		p.mu.Unlock()
+		p.pl.release(p.tp, bytes)
+		return false
+	}
+}
+
+// halt stops the partition at a bad record that has nowhere to go: the topic has no dead_letter_topic.
+// Skipping it would lose it, so the partition stops advancing and says so loudly.
+func (p *partition) halt(offset int64, reason string, err error) {
+	p.log.Error("bad record and no dead_letter_topic configured; partition stopped",
+		slog.Int64("offset", offset), slog.String("reason", reason), slog.Any("error", err))
+	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Inc()
+	p.mu.Lock()
+	p.blocked++
+	p.mu.Unlock()
+	p.setStuck(offset, true)
+}
+
+// writeFailed is called when the writer gave up on a row (retries exhausted or shutdown). The row stays
+// not done: the partition stops advancing at it until the process restarts and replays it.
+func (p *partition) writeFailed(offsets []int64, err error) {
+	p.mu.Lock()
+	revoked := p.revoked
+	if !revoked {
+		p.blocked += len(offsets)
+	}
+	p.mu.Unlock()
+	if revoked || errors.Is(err, context.Canceled) && p.pl.stopping.Load() {
+		return // the partition is no longer ours or we are shutting down: the rows will be replayed
+	}
+	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Add(float64(len(offsets)))
+	p.log.Error("writing rows failed; partition stopped before them until restart",
+		slog.Int64("offset", offsets[0]), slog.Int("rows", len(offsets)), slog.Any("error", err))
+	for _, o := range offsets {
+		p.setStuck(o, true)
+	}
+	p.checkDrained()
+}
+
+// complete marks records done (written or dead-lettered), moves the watermark and marks it for commit
+// while the partition is still ours, and releases their bytes.
+func (p *partition) complete(offsets []int64) {
+	var freed int64
+	p.mu.Lock()
+	moved := false
+	for _, o := range offsets {
+		advanced, known := p.tr.done(o)
+		if !known {
+			continue
+		}
+		moved = moved || advanced
+		freed += p.held[o].bytes
+		delete(p.held, o)
+	}
+	if p.revoked {
+		// The partition's budget was forgotten as a whole when it was given up; releasing again would
+		// count these bytes twice.
+		freed = 0
+	}
+	if moved && !p.revoked {
+		// Marking under mu with the revoked check is what keeps a late acknowledgement from re-creating
+		// a mark for a partition another member now owns.
+		next, epoch, _ := p.tr.watermark()
+		p.pl.client.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{
+			p.tp.topic: {p.tp.partition: {Epoch: epoch, Offset: next}},
+		})
+		if p.hwm >= 0 {
+			p.lag.Set(float64(max(p.hwm-next, 0)))
+		}
+	}
+	if freed > 0 {
+		// Under mu, so that giveUp cannot forget the partition's bytes between the two steps (lock order:
+		// partition before pipeline).
+		p.pl.release(p.tp, freed)
+	}
+	p.mu.Unlock()
+	p.checkDrained()
+}
+
+// record returns the held source record at offset, for dead-lettering a row the writer rejected.
+func (p *partition) record(offset int64) *kgo.Record {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held[offset].rec
+}
+
+// setStuck records that the record at offset cannot make progress (or no longer is stuck), and tells
+// the pipeline when the partition as a whole becomes stuck or recovers.
+func (p *partition) setStuck(offset int64, stuck bool) {
+	p.mu.Lock()
+	before := len(p.stuck) > 0
+	if stuck {
+		p.stuck[offset] = true
+	} else {
+		delete(p.stuck, offset)
+	}
+	after := len(p.stuck) > 0
+	revoked := p.revoked
+	p.mu.Unlock()
+	if before != after && !revoked {
+		p.pl.partitionStuck(p.tp, after)
+	}
+}
+
+// observeHighWatermark updates the lag gauge from a fetch's high watermark.
+func (p *partition) observeHighWatermark(hwm int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hwm = hwm
+	next, _, ok := p.tr.watermark()
+	if !ok {
+		if first, _, qok := p.queue.firstOffset(); qok {
+			next = first
+		} else {
+			return
+		}
+	}
+	p.lag.Set(float64(max(hwm-next, 0)))
+}
+
+// stop stops the worker and waits for it, then returns the queued records' bytes, which no one will
+// process. In-flight rows and dead letters continue; see waitDrained.
+func (p *partition) stop() {
+	select {
+	case <-p.quit:
+	default:
+		close(p.quit)
+	}
+	<-p.workerDone
+	if n := p.queue.drain(); n > 0 {
+		p.pl.release(p.tp, n)
+	}
+	p.mu.Lock()
+	p.stopping = true
+	p.drained = make(chan struct{})
+	p.mu.Unlock()
+	p.checkDrained()
+}
+
+// checkDrained closes drained once a stopping partition has nothing left that can finish.
+func (p *partition) checkDrained() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stopping || p.drained == nil {
+		return
+	}
+	if p.tr.inFlight() <= p.blocked {
+		select {
+		case <-p.drained:
+		default:
+			close(p.drained)
+		}
+	}
+}
+
+// giveUp sets revoked, so that nothing marks or releases bytes for this partition again, and stops the
+// dead-letter sender. The caller then forgets the partition's remaining bytes in one step.
+func (p *partition) giveUp() {
+	p.mu.Lock()
+	p.revoked = true
+	p.mu.Unlock()
+	p.cancel()
+	<-p.dl.done
+}
+
+// undone reports the records still not done and the first of them, for logging an abandoned revoke.
+func (p *partition) undone() (int, int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	first, _ := p.tr.firstUndone()
+	return p.tr.inFlight(), first
+}
+
+// recordQueue hands fetched records from the poll loop to the worker. Push never blocks: the poll loop
+// must reach AllowRebalance promptly whatever the worker is doing (DRIVER-NOTES R5.2-3). Its size is
+// bounded by the byte budget, which pauses fetching instead.
+type recordQueue struct {
+	mu     sync.Mutex
+	chunks [][]*kgo.Record
+	notify chan struct{}
+}
+
+func (q *recordQueue) init() { q.notify = make(chan struct{}, 1) }
+
+func (q *recordQueue) push(recs []*kgo.Record) {
+	q.mu.Lock()
+	q.chunks = append(q.chunks, recs)
+	q.mu.Unlock()
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+// pushFront returns records the worker took but did not handle.
+func (q *recordQueue) pushFront(recs []*kgo.Record) {
+	if len(recs) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.chunks = append([][]*kgo.Record{recs}, q.chunks...)
+	q.mu.Unlock()
+}
+
+// next waits for records or for quit.
+func (q *recordQueue) next(quit <-chan struct{}) ([]*kgo.Record, bool) {
+	for {
+		select {
+		case <-quit:
+			return nil, false
+		default:
+		}
+		q.mu.Lock()
+		if len(q.chunks) > 0 {
+			recs := q.chunks[0]
+			q.chunks[0] = nil
+			q.chunks = q.chunks[1:]
+			q.mu.Unlock()
+			return recs, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.notify:
+		case <-quit:
+			return nil, false
+		}
+	}
+}
+
+// firstOffset is the offset of the first queued record.
+func (q *recordQueue) firstOffset() (int64, int32, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, c := range q.chunks {
+		if len(c) > 0 {
+			return c[0].Offset, c[0].LeaderEpoch, true
+		}
+	}
+	return 0, 0, false
+}
+
+// drain empties the queue and returns the bytes its records held.
+func (q *recordQueue) drain() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var n int64
+	for _, c := range q.chunks {
+		for _, r := range c {
+			n += recordBytes(r)
+		}
+	}
+	q.chunks = nil
+	return n
+}
+
+// writeMsg carries one row to the write stage, or a flush request.
+type writeMsg struct {
+	row   batcher.Row
+	owner *partition
+	flush chan struct{} // non-nil: flush every open batch, then close it
+}

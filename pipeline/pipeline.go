@@ -1,0 +1,398 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
+)
+
+// Mapper turns a record into a row; an error (a *mapper.RecordError) means the record is bad input and
+// goes to the dead-letter topic. *mapper.Mapper implements it.
+type Mapper interface {
+	Map(rec mapper.Record) (batcher.Row, error)
+}
+
+// Config is what a Pipeline needs. Sink must have passed config.Validate (with defaults applied).
+type Config struct {
+	Sink    *config.Config
+	Mapper  Mapper
+	Writer  BatchWriter
+	Metrics *Metrics
+	Logger  *slog.Logger
+	// Ping checks that Cassandra answers, for /readyz; it is called every PingInterval. Nil means
+	// always reachable (tests with an in-memory writer).
+	Ping         func(context.Context) error
+	PingInterval time.Duration // default 5s
+	// KafkaOptions are appended to the consumer's and the dead-letter producer's options (tests).
+	KafkaOptions []kgo.Opt
+	// Now is the clock of batching and metrics; default time.Now.
+	Now func() time.Time
+}
+
+// topicInfo is what the pipeline knows of one consumed Kafka topic.
+type topicInfo struct {
+	name            string // the key under topics: in the configuration
+	deadLetterTopic string
+	policy          *bucketer.Policy // for the close time of a row's bucket (largest open partitions)
+}
+
+// maxPollRecords bounds one poll. The poll loop only queues records, so this is about fairness between
+// partitions and bookkeeping granularity, not processing time.
+const maxPollRecords = 10_000
+
+// Pipeline consumes the configured topics as one member of the consumer group and writes their rows to
+// Cassandra at least once. Create it with New, serve its Handler, and call Run once.
+type Pipeline struct {
+	cfg      Config
+	log      *slog.Logger
+	metrics  *Metrics
+	mapper   Mapper
+	writer   BatchWriter
+	now      func() time.Time
+	topics   map[string]*topicInfo // by Kafka topic
+	sink     *config.Config
+	client   *kgo.Client // consumer group member; set in Run before any callback can fire
+	producer *kgo.Client // dead letters
+	writes   *writeStage
+
+	retryInitial, retryMax time.Duration
+	shutdownTimeout        time.Duration
+
+	mu     sync.Mutex // guards parts and budget; lock order: a partition's mu before this one
+	parts  map[topicPartition]*partition
+	budget *budget
+	stuck  map[topicPartition]bool
+
+	joined    atomic.Bool
+	stopping  atomic.Bool
+	cassOK    atomic.Bool
+	lastAlive atomic.Int64 // unix nanos of the poll loop's last turn
+	running   atomic.Bool
+}
+
+// New checks cfg and prepares a pipeline; it opens no connection.
+func New(cfg Config) (*Pipeline, error) {
+	if cfg.Sink == nil || cfg.Mapper == nil || cfg.Writer == nil || cfg.Metrics == nil {
+		return nil, errors.New("pipeline: Sink, Mapper, Writer and Metrics are required")
+	}
+	if len(cfg.Sink.Topics) == 0 {
+		return nil, errors.New("pipeline: topics: no topic configured")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = 5 * time.Second
+	}
+	w := cfg.Sink.Writer
+	pl := &Pipeline{
+		cfg:             cfg,
+		log:             cfg.Logger,
+		metrics:         cfg.Metrics,
+		mapper:          cfg.Mapper,
+		writer:          cfg.Writer,
+		now:             cfg.Now,
+		sink:            cfg.Sink,
+		topics:          make(map[string]*topicInfo),
+		retryInitial:    orDefault(w.RetryInitial.Std(), config.DefaultRetryInitial.Std()),
+		retryMax:        orDefault(w.RetryMax.Std(), config.DefaultRetryMax.Std()),
+		shutdownTimeout: orDefault(w.ShutdownTimeout.Std(), config.DefaultShutdownTimeout.Std()),
+		parts:           make(map[topicPartition]*partition),
+		budget:          newBudget(int64(orDefault(w.MaxBufferedBytes, config.DefaultMaxBufferedBytes))),
+		stuck:           make(map[topicPartition]bool),
+	}
+	for _, name := range cfg.Sink.TopicNames() {
+		t := cfg.Sink.Topics[name]
+		kt := t.Topic
+		if kt == "" {
+			kt = name
+		}
+		policy, err := cfg.Sink.Policy(name)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: %w", err)
+		}
+		pl.topics[kt] = &topicInfo{name: name, deadLetterTopic: t.DeadLetterTopic, policy: policy}
+		budget := orDefault(t.PartitionBudget, config.DefaultPartitionBudget)
+		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(budget))
+	}
+	pl.metrics.live.configure(orDefault(w.TopPartitions, config.DefaultTopPartitions), cfg.Now)
+	pl.cassOK.Store(cfg.Ping == nil)
+	pl.lastAlive.Store(cfg.Now().UnixNano())
+	return pl, nil
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Run consumes until ctx is canceled, then shuts down gracefully: it stops fetching, flushes, waits for
+// in-flight writes and dead letters (up to writer.shutdown_timeout), commits and leaves the group. It
+// returns nil after a clean shutdown, or the fatal error that stopped it (a group authorization failure,
+// for example).
+func (pl *Pipeline) Run(ctx context.Context) error {
+	if !pl.running.CompareAndSwap(false, true) {
+		return errors.New("pipeline: Run called twice")
+	}
+	// writesCtx outlives ctx: in-flight writes must be able to finish during the graceful shutdown. It is
+	// canceled once the shutdown is over (or abandoned).
+	writesCtx, cancelWrites := context.WithCancel(context.Background())
+	defer cancelWrites()
+
+	consumerOpts, producerOpts, err := pl.kafkaOptions()
+	if err != nil {
+		return err
+	}
+	pl.producer, err = kgo.NewClient(producerOpts...)
+	if err != nil {
+		return fmt.Errorf("creating the dead-letter producer (kafka.brokers): %w", err)
+	}
+	defer pl.producer.Close()
+	pl.client, err = kgo.NewClient(consumerOpts...)
+	if err != nil {
+		return fmt.Errorf("creating the consumer (kafka.brokers, kafka.group): %w", err)
+	}
+
+	w := pl.sink.Writer
+	pl.writes = newWriteStage(pl, writesCtx, batcher.Config{
+		MaxRows:  w.BatchMaxRows,
+		MaxBytes: int(w.BatchMaxBytes),
+		Linger:   w.Linger.Std(),
+	}, orDefault(w.MaxInFlight, config.DefaultMaxInFlight))
+	go pl.writes.run()
+
+	pingCtx, stopPing := context.WithCancel(context.Background())
+	var pingDone sync.WaitGroup
+	if pl.cfg.Ping != nil {
+		pingDone.Go(func() { pl.pingLoop(pingCtx) })
+	}
+
+	pl.log.Info("consuming", slog.String("group", orDefault(pl.sink.Kafka.Group, config.DefaultGroup)),
+		slog.Any("topics", pl.kafkaTopics()))
+	runErr := pl.pollLoop(ctx)
+
+	// Shutdown, in order. Readiness is already false (pollLoop set stopping).
+	// 1. Leave the group: Close runs OnPartitionsRevoked for every owned partition, which stops the workers,
+	//    flushes, waits for in-flight work up to shutdown_timeout, marks and commits.
+	pl.client.Close()
+	// 2. Anything still owned now (Close could not run the revoke, e.g. the group was never joined) is
+	//    given up without a commit.
+	pl.mu.Lock()
+	rest := make(map[string][]int32)
+	for tp := range pl.parts {
+		rest[tp.topic] = append(rest[tp.topic], tp.partition)
+	}
+	pl.mu.Unlock()
+	if len(rest) > 0 {
+		pl.lose(rest, "client closed")
+	}
+	// 3. No worker is left, so nothing sends to the stage: close it. It flushes into writers whose owners
+	//    are all given up: their acknowledgements change nothing, so cancel them at once.
+	close(pl.writes.in)
+	<-pl.writes.done
+	cancelWrites()
+	pl.writes.wg.Wait()
+	stopPing()
+	pingDone.Wait()
+	pl.log.Info("stopped")
+	return runErr
+}
+
+// Stopping reports whether shutdown has begun.
+func (pl *Pipeline) Stopping() bool { return pl.stopping.Load() }
+
+func (pl *Pipeline) kafkaTopics() []string {
+	ts := make([]string, 0, len(pl.topics))
+	for t := range pl.topics {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// pollLoop polls, queues each partition's records on its worker without blocking, and allows rebalances
+// after every poll, until ctx ends or a fatal error.
+func (pl *Pipeline) pollLoop(ctx context.Context) error {
+	defer func() {
+		pl.stopping.Store(true)
+		pl.updateReady()
+	}()
+	for {
+		pl.lastAlive.Store(pl.now().UnixNano())
+		// A bounded wait keeps the liveness timestamp fresh on an idle topic.
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		fetches := pl.client.PollRecords(pctx, maxPollRecords)
+		cancel()
+		if ctx.Err() != nil {
+			pl.client.AllowRebalance()
+			return nil
+		}
+		var fatal error
+		fetches.EachError(func(topic string, partition int32, err error) {
+			switch {
+			case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+			case errors.Is(err, kgo.ErrClientClosed):
+				fatal = err
+			case isFatal(err):
+				pl.log.Error("fatal consumer error; stopping", slog.String("topic", topic),
+					slog.Int("partition", int(partition)), slog.Any("error", err))
+				fatal = err
+			default:
+				pl.log.Warn("fetch error; the client retries", slog.String("topic", topic),
+					slog.Int("partition", int(partition)), slog.Any("error", err))
+			}
+		})
+		if !fetches.Empty() {
+			pl.joined.Store(true)
+			pl.updateReady()
+		}
+		fetches.EachPartition(pl.dispatch)
+		pl.client.AllowRebalance()
+		if fatal != nil {
+			return fmt.Errorf("consuming (kafka.brokers %v, kafka.group %q): %w", pl.sink.Kafka.Brokers,
+				orDefault(pl.sink.Kafka.Group, config.DefaultGroup), fatal)
+		}
+	}
+}
+
+// isFatal reports errors that retrying cannot fix: the group or topics are not authorized, the group id
+// is invalid, authentication failed. Anything else the client retries by itself.
+func isFatal(err error) bool {
+	for _, e := range []error{
+		kerr.GroupAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed,
+		kerr.InvalidGroupID, kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism,
+		kerr.IllegalSaslState, kerr.InconsistentGroupProtocol, kerr.GroupMaxSizeReached,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// dispatch queues one partition's fetched records on its worker and charges their bytes; over budget it
+// pauses fetching of the partition.
+func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
+	if len(f.Records) == 0 {
+		return
+	}
+	tp := topicPartition{f.Topic, f.Partition}
+	pl.mu.Lock()
+	p := pl.parts[tp]
+	pl.mu.Unlock()
+	if p == nil {
+		// BlockRebalanceOnPoll gates assignment with polling, so this means a partition given up between
+		// the fetch and now. Its records are not ours to process; the next owner starts from the commit.
+		pl.log.Warn("records for a partition without a worker dropped; they will be consumed from the last commit",
+			slog.String("topic", f.Topic), slog.Int("partition", int(f.Partition)),
+			slog.Int64("offset", f.Records[0].Offset))
+		return
+	}
+	var n int64
+	for _, r := range f.Records {
+		n += recordBytes(r)
+	}
+	pl.metrics.RecordsConsumed.WithLabelValues(f.Topic).Add(float64(len(f.Records)))
+	p.queue.push(f.Records)
+	pl.charge(tp, n)
+	p.observeHighWatermark(f.HighWatermark)
+}
+
+// charge adds bytes held for tp, pausing tp's fetching when the total passes the budget.
+func (pl *Pipeline) charge(tp topicPartition, n int64) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.budget.charge(tp, n) {
+		pl.client.PauseFetchPartitions(map[string][]int32{tp.topic: {tp.partition}})
+		pl.log.Debug("buffer over budget; partition paused", slog.String("topic", tp.topic),
+			slog.Int("partition", int(tp.partition)), slog.Int64("buffered_bytes", pl.budget.total))
+	}
+	pl.budgetGauges()
+}
+
+// release returns bytes held for tp, resuming paused partitions once the total is low enough.
+func (pl *Pipeline) release(tp topicPartition, n int64) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.resume(pl.budget.release(tp, n))
+	pl.budgetGauges()
+}
+
+func (pl *Pipeline) resume(tps []topicPartition) {
+	if len(tps) == 0 {
+		return
+	}
+	m := make(map[string][]int32)
+	for _, tp := range tps {
+		m[tp.topic] = append(m[tp.topic], tp.partition)
+	}
+	pl.client.ResumeFetchPartitions(m)
+}
+
+func (pl *Pipeline) budgetGauges() {
+	pl.metrics.BufferedBytes.Set(float64(pl.budget.total))
+	pl.metrics.PausedPartitions.Set(float64(pl.budget.pausedCount()))
+}
+
+// partitionStuck pauses a partition that cannot advance (so its queue and tracker stop growing) and
+// flips readiness; it undoes both when the partition recovers.
+func (pl *Pipeline) partitionStuck(tp topicPartition, stuck bool) {
+	pl.mu.Lock()
+	pause, resume := pl.budget.setStuck(tp, stuck)
+	if pause {
+		pl.client.PauseFetchPartitions(map[string][]int32{tp.topic: {tp.partition}})
+	}
+	if resume {
+		pl.resume([]topicPartition{tp})
+	}
+	if stuck {
+		pl.stuck[tp] = true
+	} else {
+		delete(pl.stuck, tp)
+	}
+	pl.budgetGauges()
+	pl.mu.Unlock()
+	pl.updateReady()
+}
+
+// observeWritten feeds the event-time lag and the largest-open-partitions tally with a written batch.
+func (pl *Pipeline) observeWritten(b *batcher.Batch) {
+	var latest time.Time
+	for i := range b.Rows {
+		if t := b.Rows[i].EventTime; t.After(latest) {
+			latest = t
+		}
+	}
+	topic := b.Rows[0].Source.Topic
+	var closes time.Time
+	if ti := pl.topics[topic]; ti != nil && ti.policy != nil && !latest.IsZero() {
+		closes = ti.policy.End(ti.policy.Index(latest))
+	}
+	pl.metrics.live.written(topic, b.Target.Table, b.Key, int64(len(b.Rows)), int64(b.Bytes), latest, closes)
+}
+
+// jitter spreads retries: a uniformly random duration in [d/2, d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2)
+}

@@ -1,0 +1,112 @@
+package pipeline
+
+import (
+	"fmt"
+	"sort"
+)
+
+// tracker is the offset bookkeeping of one Kafka partition. Records are registered in offset order as the
+// worker takes them; they complete in any order (batches to different Cassandra partitions and dead-letter
+// produces acknowledge independently). The committable offset is one past the highest registered offset
+// below which every registered record is done.
+//
+// Offsets are tracked, not assumed contiguous: compaction and transaction markers leave gaps, so the tracker
+// only ever reasons about offsets it was given. It is not safe for concurrent use; the partition's mutex
+// guards it.
+type tracker struct {
+	pending []pendingRecord // registered and not yet below the watermark, ascending by offset
+	head    int             // pending[:head] have been retired; compacted lazily
+	next    int64           // next offset to commit; -1 until a record has been retired
+	epoch   int32           // leader epoch of the last retired record
+	last    int64           // last registered offset; -1 before the first
+	undone  int             // registered records not yet done
+}
+
+type pendingRecord struct {
+	offset int64
+	epoch  int32
+	done   bool
+}
+
+func newTracker() *tracker {
+	return &tracker{next: -1, last: -1}
+}
+
+// register adds a record. Offsets must strictly increase: a worker takes records in offset order, and a
+// repeated or lower offset would mean two records share a place in the watermark.
+func (t *tracker) register(offset int64, epoch int32) error {
+	if offset <= t.last {
+		return fmt.Errorf("offset %d registered after offset %d: records must arrive in increasing offset order", offset, t.last)
+	}
+	t.last = offset
+	t.pending = append(t.pending, pendingRecord{offset: offset, epoch: epoch})
+	t.undone++
+	return nil
+}
+
+// done marks a registered record complete and reports whether the committable offset moved. It returns
+// known=false for an offset that is not pending (never registered, or already done and retired), so a
+// duplicate acknowledgement cannot be counted twice.
+func (t *tracker) done(offset int64) (advanced, known bool) {
+	live := t.pending[t.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
+	if i == len(live) || live[i].offset != offset || live[i].done {
+		return false, false
+	}
+	live[i].done = true
+	t.undone--
+	if i != 0 {
+		return false, true
+	}
+	for t.head < len(t.pending) && t.pending[t.head].done {
+		r := t.pending[t.head]
+		t.next, t.epoch = r.offset+1, r.epoch
+		t.head++
+	}
+	t.compact()
+	return true, true
+}
+
+// compact releases the retired prefix once it dominates the slice, keeping memory proportional to the
+// records in flight while amortising the copy.
+func (t *tracker) compact() {
+	if t.head == len(t.pending) {
+		t.pending, t.head = t.pending[:0], 0
+		return
+	}
+	if t.head > 1024 && t.head > len(t.pending)/2 {
+		n := copy(t.pending, t.pending[t.head:])
+		clear(t.pending[n:])
+		t.pending, t.head = t.pending[:n], 0
+	}
+}
+
+// watermark returns the offset to commit and the leader epoch of the record before it; ok is false until
+// the first record is done in order.
+func (t *tracker) watermark() (offset int64, epoch int32, ok bool) {
+	return t.next, t.epoch, t.next >= 0
+}
+
+// inFlight is the number of registered records not yet done.
+func (t *tracker) inFlight() int { return t.undone }
+
+// firstUndone returns the lowest registered offset not yet done, the one holding the watermark back.
+func (t *tracker) firstUndone() (int64, bool) {
+	for _, r := range t.pending[t.head:] {
+		if !r.done {
+			return r.offset, true
+		}
+	}
+	return 0, false
+}
+
+// dropLast forgets the last registered record if it is offset and not done: the worker registered it
+// but was stopped before handing it on, so it will never complete in this assignment.
+func (t *tracker) dropLast(offset int64) {
+	n := len(t.pending)
+	if n == t.head || t.pending[n-1].offset != offset || t.pending[n-1].done {
+		return
+	}
+	t.pending = t.pending[:n-1]
+	t.undone--
+}

@@ -1,0 +1,200 @@
+package pipeline
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+func TestTracker(t *testing.T) {
+	type step struct {
+		register []int64
+		done     []int64
+		want     int64 // expected watermark after the step; -1 = none yet
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"nothing done", []step{{register: []int64{0, 1, 2}, want: -1}}},
+		{"in order", []step{{register: []int64{0, 1, 2}, done: []int64{0, 1, 2}, want: 3}}},
+		{"out of order holds at the gap", []step{
+			{register: []int64{0, 1, 2, 3}, done: []int64{1, 3}, want: -1},
+			{done: []int64{0}, want: 2},
+			{done: []int64{2}, want: 4},
+		}},
+		{"offset gaps from compaction", []step{
+			{register: []int64{10, 13, 20}, done: []int64{13, 10}, want: 14},
+			{done: []int64{20}, want: 21},
+		}},
+		{"duplicate and unknown acks change nothing", []step{
+			{register: []int64{5, 6}, done: []int64{5, 5, 7, 4}, want: 6},
+		}},
+		{"registration after progress", []step{
+			{register: []int64{0}, done: []int64{0}, want: 1},
+			{register: []int64{1, 2}, done: []int64{2}, want: 1},
+			{done: []int64{1}, want: 3},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTracker()
+			for i, s := range tc.steps {
+				for _, o := range s.register {
+					if err := tr.register(o, 1); err != nil {
+						t.Fatalf("step %d: register(%d): %v", i, o, err)
+					}
+				}
+				for _, o := range s.done {
+					tr.done(o)
+				}
+				got, _, ok := tr.watermark()
+				if !ok {
+					got = -1
+				}
+				if got != s.want {
+					t.Fatalf("step %d: watermark %d, want %d", i, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+func TestTrackerRejectsOutOfOrderRegistration(t *testing.T) {
+	tr := newTracker()
+	if err := tr.register(5, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []int64{5, 4} {
+		if err := tr.register(o, 0); err == nil {
+			t.Errorf("register(%d) after 5: no error", o)
+		}
+	}
+}
+
+func TestTrackerDoneReportsKnownOnce(t *testing.T) {
+	tr := newTracker()
+	_ = tr.register(1, 0)
+	_ = tr.register(2, 0)
+	if adv, known := tr.done(2); adv || !known {
+		t.Fatalf("done(2) = %v, %v; want false, true", adv, known)
+	}
+	if _, known := tr.done(2); known {
+		t.Fatal("second done(2) reported known; a duplicate ack would be counted twice")
+	}
+	if adv, known := tr.done(1); !adv || !known {
+		t.Fatalf("done(1) = %v, %v; want true, true", adv, known)
+	}
+	if _, known := tr.done(1); known {
+		t.Fatal("done(1) after retirement reported known")
+	}
+	if tr.inFlight() != 0 {
+		t.Fatalf("inFlight %d, want 0", tr.inFlight())
+	}
+}
+
+func TestTrackerDropLast(t *testing.T) {
+	tr := newTracker()
+	_ = tr.register(1, 0)
+	_ = tr.register(2, 0)
+	tr.dropLast(1) // not the last: ignored
+	tr.dropLast(2)
+	if tr.inFlight() != 1 {
+		t.Fatalf("inFlight %d, want 1", tr.inFlight())
+	}
+	tr.done(1)
+	if got, _, _ := tr.watermark(); got != 2 {
+		t.Fatalf("watermark %d, want 2", got)
+	}
+}
+
+func TestTrackerEpochIsThatOfTheLastRetiredRecord(t *testing.T) {
+	tr := newTracker()
+	_ = tr.register(1, 3)
+	_ = tr.register(2, 4)
+	tr.done(2)
+	tr.done(1)
+	if off, ep, _ := tr.watermark(); off != 3 || ep != 4 {
+		t.Fatalf("watermark %d epoch %d, want 3 epoch 4", off, ep)
+	}
+}
+
+// TestTrackerPropertyNeverPassesUndone completes random subsets of randomly gapped offsets in random
+// order and checks after every step that the watermark is exactly one past the longest done prefix:
+// never beyond an undone record (the at-least-once invariant), never behind the done prefix.
+func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 500 {
+		tr := newTracker()
+		n := 1 + rng.IntN(300)
+		offsets := make([]int64, n)
+		off := int64(rng.IntN(1000))
+		for i := range offsets {
+			off += 1 + int64(rng.IntN(3)) // gaps, as compaction and transaction markers leave
+			offsets[i] = off
+		}
+		done := make(map[int64]bool, n)
+		registered := 0
+		order := rng.Perm(n)
+		for _, i := range order {
+			// Register lazily, in offset order, up to the record about to complete and a bit beyond.
+			for registered < n && (registered <= i || rng.IntN(4) == 0) {
+				if err := tr.register(offsets[registered], 0); err != nil {
+					t.Fatal(err)
+				}
+				registered++
+			}
+			tr.done(offsets[i])
+			done[offsets[i]] = true
+			want := int64(-1)
+			for j := 0; j < registered && done[offsets[j]]; j++ {
+				want = offsets[j] + 1
+			}
+			got, _, ok := tr.watermark()
+			if !ok {
+				got = -1
+			}
+			if got != want {
+				t.Fatalf("round %d: watermark %d, want %d", round, got, want)
+			}
+			for j := range registered {
+				if !done[offsets[j]] && got > offsets[j] {
+					t.Fatalf("round %d: watermark %d passes undone offset %d", round, got, offsets[j])
+				}
+			}
+		}
+		if tr.inFlight() != 0 || len(tr.pending)-tr.head != 0 {
+			t.Fatalf("round %d: %d in flight, %d pending after all done", round, tr.inFlight(), len(tr.pending)-tr.head)
+		}
+	}
+}
+
+func BenchmarkTrackerInOrder(b *testing.B) {
+	b.ReportAllocs()
+	tr := newTracker()
+	var o int64
+	for b.Loop() {
+		_ = tr.register(o, 0)
+		tr.done(o)
+		o++
+	}
+}
+
+// BenchmarkTrackerWindow keeps 1,000 records in flight and completes them in shuffled blocks, the shape
+// of many concurrent batches acknowledging out of order.
+func BenchmarkTrackerWindow(b *testing.B) {
+	b.ReportAllocs()
+	const window = 1000
+	rng := rand.New(rand.NewPCG(3, 4))
+	perm := rng.Perm(window)
+	tr := newTracker()
+	var base int64
+	for b.Loop() {
+		for i := range window {
+			_ = tr.register(base+int64(i), 0)
+		}
+		for _, i := range perm {
+			tr.done(base + int64(i))
+		}
+		base += window
+	}
+}
