@@ -19,7 +19,8 @@ type Target struct {
 	Keyspace string
 	Table    string
 	// Insert is the INSERT statement, with a bind marker for every column, then for the TTL and
-	// the write timestamp when the statement has them. It stays constant so the driver prepares it once.
+	// the write timestamp when the statement has them. It stays constant so the driver prepares it
+	// once, and names the table with its keyspace (ks.table): the session has no keyspace of its own.
 	Insert  string
 	Columns []string
 	// Consistency is the write consistency name (e.g. "LOCAL_QUORUM", as in topics.<name>.consistency);

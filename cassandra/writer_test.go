@@ -10,6 +10,8 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/bucketsink/sink/batcher"
 )
 
 // recorder is an Observer that keeps everything it is told.
@@ -217,5 +219,23 @@ func TestWriterConfigValidate(t *testing.T) {
 	}
 	if err := (WriterConfig{}).Validate(); err != nil {
 		t.Fatalf("zero config rejected: %v", err)
+	}
+}
+
+// BenchmarkBuildBatch measures turning a 100-row batcher.Batch into a driver batch, without
+// executing it: two allocations per batch (the batch and its entries), none per row.
+func BenchmarkBuildBatch(b *testing.B) {
+	target := &batcher.Target{Keyspace: "ks", Table: "t", Insert: "INSERT INTO ks.t (id, bucket, ts, v) VALUES (?, ?, ?, ?)"}
+	rows := make([]batcher.Row, 100)
+	for i := range rows {
+		rows[i] = batcher.Row{Target: target, Key: "k", Values: []any{"id", "2024-01-15", time.Unix(int64(i), 0), float64(i)}, Size: 40}
+	}
+	gs := new(gocql.Session) // building needs no connection
+	b.ReportAllocs()
+	for b.Loop() {
+		gb := buildBatch(gs, target, gocql.LocalQuorum, rows)
+		if len(gb.Entries) != 100 || !gb.IsIdempotent() {
+			b.Fatal("bad batch")
+		}
 	}
 }
