@@ -101,8 +101,8 @@ type Policy struct {
 	// second of the day fits 32 bits, so dividing it by the width is a multiply by recip.
 	perDay int64
 	recip  uint64
-	minIdx       int64
-	maxIdx       int64
+	minIdx int64
+	maxIdx int64
 }
 
 // MinTime and MaxTime bound the instants whose keys are part of the contract: four-digit years.
