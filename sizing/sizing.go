@@ -217,7 +217,8 @@ type Recommendation struct {
 //     per read of a time range;
 //  2. else the coarsest that is small but acceptable (Min..TargetMin), the closest to the target;
 //  3. else the coarsest that is not too big (all are under Min: a low-volume entity);
-//  4. else, when even the finest is too big, the finest with the event buckets it needs: finer
+//  4. else, when even the finest is too big, the finest with the event buckets it needs (rounded
+//     up to a power of two for headroom; Options lists the minimum per granularity): finer
 //     time buckets need fewer event buckets for the same partition size, so each read of a
 //     time bucket fans out to fewer partitions, while the number of partitions a longer range
 //     touches is the same at any granularity.
@@ -235,15 +236,38 @@ func (in Input) Recommend(candidates []Granularity, gd Guidance) Recommendation 
 		if g.WorstSeconds != g.Seconds || g.Seconds > Day {
 			continue // event buckets over calendar widths would be judged on the 31-day month; keep to fixed ones
 		}
-		r.Options = append(r.Options, in.Estimate(g, in.EventBucketsNeeded(g, gd), gd))
+		if n := in.EventBucketsNeeded(g, gd); n <= MaxEventBuckets {
+			r.Options = append(r.Options, in.Estimate(g, n, gd))
+		}
 	}
 	if len(r.Options) == 0 {
+		n := in.EventBucketsNeeded(candidates[0], gd)
+		r.Choice = in.Estimate(candidates[0], n, gd)
+		r.Reason = fmt.Sprintf("even %s buckets would need %d event buckets, more than %d; reduce the rate per entity (a finer entity id) or the row size",
+			candidates[0].Name, n, MaxEventBuckets)
 		return r
 	}
-	r.Choice = r.Options[0]
-	r.Reason = fmt.Sprintf("even %s buckets exceed %s or %s rows; split each into %d event buckets",
-		r.Choice.Granularity.Name, FormatBytes(gd.Max), FormatCount(gd.MaxRows), r.Choice.EventBuckets)
+	// The needed count puts the average partition at the budget; hashing never spreads rows
+	// perfectly evenly, so round up to the next power of two for headroom (6 needed → 8, each
+	// partition at 75% of the budget) while staying within the cap.
+	first := r.Options[0]
+	n := min(nextPow2(first.EventBuckets), MaxEventBuckets)
+	r.Choice = in.Estimate(first.Granularity, n, gd)
+	r.Reason = fmt.Sprintf("even %s buckets exceed %s or %s rows; %d event buckets are needed, %d leave headroom for uneven hashing",
+		first.Granularity.Name, FormatBytes(gd.Max), FormatCount(gd.MaxRows), first.EventBuckets, n)
 	return r
+}
+
+// MaxEventBuckets is the most event buckets plan proposes; it equals bucketer.MaxEventBuckets,
+// the most a policy accepts (every read of a time bucket fans out to all of them).
+const MaxEventBuckets = 1024
+
+func nextPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }
 
 func reason(v Verdict, e Estimate, gd Guidance) string {

@@ -137,9 +137,10 @@ func TestRecommend(t *testing.T) {
 		{"one reading a minute", Input{1.0 / 60, 200}, "month", 1, true},
 		{"one a day: all too small, coarsest", Input{1.0 / Day, 100}, "month", 1, true},
 		// 10000/s × 1 KB: one minute is 600 MB and 600,000 rows.
-		{"10000/s 1KB", Input{10000, 1000}, "1m", 6, false},
+		// 6 needed; 8 for headroom.
+		{"10000/s 1KB", Input{10000, 1000}, "1m", 8, false},
 		// 100,000/s × 10 B: 6 MB a minute but 6,000,000 rows.
-		{"rows decide the split", Input{100_000, 10}, "1m", 60, false},
+		{"rows decide the split", Input{100_000, 10}, "1m", 64, false},
 	}
 	for _, tc := range tests {
 		r := tc.in.Recommend(Candidates, Default)
@@ -151,10 +152,23 @@ func TestRecommend(t *testing.T) {
 			if r.Choice.Verdict == TooBig {
 				t.Errorf("%s: the event-bucket choice is still too big: %+v", tc.name, r.Choice)
 			}
-			if len(r.Options) != 4 {
-				t.Errorf("%s: %d options, want one per fixed candidate up to a day", tc.name, len(r.Options))
+			for _, o := range r.Options {
+				if o.EventBuckets > MaxEventBuckets || o.Verdict == TooBig {
+					t.Errorf("%s: option %s × %d is beyond the cap or too big", tc.name, o.Granularity.Name, o.EventBuckets)
+				}
+			}
+			if len(r.Options) == 0 || r.Options[0].Granularity != Minute {
+				t.Errorf("%s: options %v, want the minute first", tc.name, r.Options)
 			}
 		}
+	}
+}
+
+// Beyond the cap no policy exists; the recommendation says so instead of proposing one.
+func TestRecommendBeyondCap(t *testing.T) {
+	r := Input{Rate: 1e7, RowBytes: 1000}.Recommend(Candidates, Default) // 600 GB a minute
+	if r.Fits || len(r.Options) != 0 || r.Choice.EventBuckets <= MaxEventBuckets {
+		t.Errorf("got fits %v, %d options, %d event buckets; want no fit and no options", r.Fits, len(r.Options), r.Choice.EventBuckets)
 	}
 }
 

@@ -1,0 +1,391 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/sizing"
+)
+
+// runPlan tabulates partition sizes per bucket granularity for a write rate and row size,
+// recommends a granularity (and event buckets when none fits), and optionally judges a
+// configured topic's policy.
+func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sink plan --rate R --row-bytes B [--entities E] [--config FILE [--topic T]] [--json]")
+		fmt.Fprintln(stderr, "\nSizes one Cassandra partition per bucket granularity (1m, 10m, 1h, 1d, week, month) and")
+		fmt.Fprintln(stderr, "judges it: aim for 10-100 MB, never over 100 MB or 100,000 rows, not under 1 MB (decimal MB).")
+		fmt.Fprintln(stderr, "R is the write rate of ONE entity (one partition key without its bucket: one device, one")
+		fmt.Fprintln(stderr, "tenant) in rows per second: 10, 10/s, 600/m, 2/h or 5/d. B is the average row size:")
+		fmt.Fprintln(stderr, "100, 1KB (1000 bytes), 1KiB (1024 bytes).")
+		fmt.Fprintln(stderr, "With --config and --topic it judges that topic's bucket width and event buckets against")
+		fmt.Fprintln(stderr, "its partition_budget. Exit codes: 0 a fitting policy exists (or the topic's fits); 5 none")
+		fmt.Fprintln(stderr, "fits without event buckets (or the topic's policy is over budget); 3 invalid config; 2 usage.")
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	var (
+		rateText  = fs.String("rate", "", "rows per second per entity, e.g. 10, 10/s, 600/m (required)")
+		rowText   = fs.String("row-bytes", "", "average bytes per row, e.g. 100, 1KB (required)")
+		entities  = fs.Int64("entities", 0, "number of entities, for totals (optional)")
+		cfgPath   = fs.String("config", "", "config file whose topic policy to judge")
+		topicName = fs.String("topic", "", "topic of --config to judge (default: the only one)")
+		asJSON    = fs.Bool("json", false, "print JSON instead of a table")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "sink plan: "+format+"\n", a...)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	if *rateText == "" || *rowText == "" {
+		return usageErr("--rate and --row-bytes are required (see sink plan -h)")
+	}
+	rate, err := parseRate(*rateText)
+	if err != nil {
+		return usageErr("--rate: %v", err)
+	}
+	rowBytes, err := config.ParseBytes(*rowText)
+	if err != nil || rowBytes <= 0 {
+		if err == nil {
+			err = errors.New("must be positive")
+		}
+		return usageErr("--row-bytes: %v", err)
+	}
+	if *entities < 0 {
+		return usageErr("--entities: %d is negative", *entities)
+	}
+	if *topicName != "" && *cfgPath == "" {
+		return usageErr("--topic needs --config")
+	}
+
+	in := sizing.Input{Rate: rate, RowBytes: float64(rowBytes)}
+	gd := sizing.Default
+	var judged *topicJudgement
+	if *cfgPath != "" {
+		cfg, code := loadConfig(*cfgPath, stderr)
+		if cfg == nil {
+			return code
+		}
+		name := *topicName
+		if name == "" {
+			names := cfg.TopicNames()
+			if len(names) != 1 {
+				return usageErr("--config has %d topics (%s); choose one with --topic", len(names), strings.Join(names, ", "))
+			}
+			name = names[0]
+		}
+		t, ok := cfg.Topics[name]
+		if !ok {
+			return usageErr("--topic %q is not in %s; configured: %s", name, *cfgPath, strings.Join(cfg.TopicNames(), ", "))
+		}
+		g, err := granularityOf(t.Bucket.Width)
+		if err != nil {
+			fmt.Fprintf(stderr, "topics.%s.bucket.width: %v\n", name, err)
+			return exitConfig
+		}
+		gd = sizing.ForBudget(float64(t.PartitionBudget))
+		judged = &topicJudgement{Name: name, Topic: t.Topic, Width: t.Bucket.Width, Estimate: in.Estimate(g, t.Bucket.EventBuckets, gd)}
+	}
+
+	rep := planReport{Input: in, Entities: *entities, Guidance: gd, Table: in.Table(sizing.Candidates, gd),
+		Recommendation: in.Recommend(sizing.Candidates, gd), Topic: judged}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep.toJSON()); err != nil {
+			fmt.Fprintf(stderr, "sink plan: writing JSON: %v\n", err)
+			return exitFailure
+		}
+	} else {
+		rep.writeText(stdout)
+	}
+	switch {
+	case judged != nil && judged.Estimate.Verdict == sizing.TooBig:
+		return exitNoFit
+	case judged == nil && !rep.Recommendation.Fits:
+		return exitNoFit
+	}
+	return exitOK
+}
+
+// parseRate reads "10", "10/s", "600/m", "2/h" or "5/d" as rows per second.
+func parseRate(s string) (float64, error) {
+	num, unit, _ := strings.Cut(strings.TrimSpace(s), "/")
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return 0, fmt.Errorf("%q is not a positive rate; use rows per second, e.g. 10 or 10/s, or 600/m, 2/h, 5/d", s)
+	}
+	switch strings.ToLower(strings.TrimSpace(unit)) {
+	case "", "s", "sec", "second":
+		return v, nil
+	case "m", "min", "minute":
+		return v / 60, nil
+	case "h", "hour":
+		return v / 3600, nil
+	case "d", "day":
+		return v / sizing.Day, nil
+	}
+	return 0, fmt.Errorf("%q has unknown unit %q; use /s, /m, /h or /d", s, unit)
+}
+
+// granularityOf turns a configured bucket width into its span.
+func granularityOf(width string) (sizing.Granularity, error) {
+	w, err := bucketer.ParseWidth(width)
+	if err != nil {
+		return sizing.Granularity{}, err
+	}
+	switch w.Unit {
+	case bucketer.Week:
+		return sizing.Week, nil
+	case bucketer.Month:
+		return sizing.Month, nil
+	case bucketer.Year:
+		return sizing.Year, nil
+	}
+	return sizing.Fixed(w.String(), float64(w.Seconds)), nil
+}
+
+type topicJudgement struct {
+	Name, Topic, Width string
+	Estimate           sizing.Estimate
+}
+
+type planReport struct {
+	Input          sizing.Input
+	Entities       int64
+	Guidance       sizing.Guidance
+	Table          []sizing.Estimate
+	Recommendation sizing.Recommendation
+	Topic          *topicJudgement
+}
+
+// verdictText explains a verdict with the numbers behind it.
+func verdictText(e sizing.Estimate, gd sizing.Guidance) string {
+	switch e.Verdict {
+	case sizing.InTarget:
+		return "✓ in target"
+	case sizing.Small:
+		return fmt.Sprintf("acceptable: under the %s target", sizing.FormatBytes(gd.TargetMin))
+	case sizing.TooSmall:
+		return fmt.Sprintf("too small: under %s", sizing.FormatBytes(gd.Min))
+	}
+	var why []string
+	if e.WorstBytes > gd.Max {
+		why = append(why, "over "+sizing.FormatBytes(gd.Max))
+	}
+	if e.RowsOver {
+		why = append(why, "over "+sizing.FormatCount(gd.MaxRows)+" rows")
+	}
+	return "too big: " + strings.Join(why, " and ")
+}
+
+func policyName(e sizing.Estimate) string {
+	if e.EventBuckets > 1 {
+		return fmt.Sprintf("%s buckets × %d event buckets", e.Granularity.Name, e.EventBuckets)
+	}
+	return e.Granularity.Name + " buckets"
+}
+
+func (r planReport) writeText(w io.Writer) {
+	gd := r.Guidance
+	fmt.Fprintf(w, "Partition sizes at %s rows/s per entity and %s per row\n", formatRate(r.Input.Rate), sizing.FormatBytes(r.Input.RowBytes))
+	fmt.Fprintf(w, "Guidance: aim for %s-%s per partition, never over %s or %s rows, not under %s\n\n",
+		sizing.FormatBytes(gd.TargetMin), sizing.FormatBytes(gd.Max), sizing.FormatBytes(gd.Max), sizing.FormatCount(gd.MaxRows), sizing.FormatBytes(gd.Min))
+	t := table{header: []string{"BUCKET", "ROWS/PARTITION", "SIZE/PARTITION", "SIZE", "ROWS", "VERDICT"}, right: []bool{false, true, true, false, false, false}}
+	for _, e := range r.Table {
+		g := e.Granularity
+		if g.WorstSeconds != g.Seconds {
+			avgDays := strconv.FormatFloat(g.Seconds/sizing.Day, 'f', 2, 64)
+			t.add(fmt.Sprintf("%s (%sd avg)", g.Name, avgDays), sizing.FormatCount(e.Rows), sizing.FormatBytes(e.Bytes),
+				sizing.MarkOf(e.Bytes, gd).String(), boolMark(e.Rows > gd.MaxRows), "(judged on the longest month)")
+			t.add(fmt.Sprintf("%s (%sd)", g.Name, strconv.FormatFloat(g.WorstSeconds/sizing.Day, 'f', -1, 64)),
+				sizing.FormatCount(e.WorstRows), sizing.FormatBytes(e.WorstBytes), e.Mark.String(), boolMark(e.RowsOver), verdictText(e, gd))
+			continue
+		}
+		t.add(g.Name, sizing.FormatCount(e.Rows), sizing.FormatBytes(e.Bytes), e.Mark.String(), boolMark(e.RowsOver), verdictText(e, gd))
+	}
+	t.write(w)
+	fmt.Fprintln(w)
+
+	rec := r.Recommendation
+	c := rec.Choice
+	if rec.Fits {
+		fmt.Fprintf(w, "Recommended: %s: %s rows and %s per partition (%s).\n", policyName(c),
+			sizing.FormatCount(c.WorstRows), sizing.FormatBytes(c.WorstBytes), rec.Reason)
+	} else if len(rec.Options) == 0 {
+		fmt.Fprintf(w, "No policy fits: %s.\n", rec.Reason)
+	} else {
+		fmt.Fprintln(w, "No bucket width fits alone. Event buckets needed at each width (rows spread by a per-row hash):")
+		opts := table{header: []string{"POLICY", "ROWS/PARTITION", "SIZE/PARTITION"}, right: []bool{false, true, true}}
+		for _, o := range rec.Options {
+			opts.add(policyName(o), sizing.FormatCount(o.WorstRows), sizing.FormatBytes(o.WorstBytes))
+		}
+		opts.write(w)
+		fmt.Fprintf(w, "Recommended: %s: %s rows and %s per partition (%s; the finest width needs the fewest, and each read of a time bucket fans out to all of them).\n",
+			policyName(c), sizing.FormatCount(c.WorstRows), sizing.FormatBytes(c.WorstBytes), rec.Reason)
+	}
+	if r.Entities > 0 && c.Granularity.Seconds > 0 {
+		total := r.Input.Rate * float64(r.Entities)
+		perDay := float64(r.Entities) * float64(c.EventBuckets) * sizing.Day / c.Granularity.Seconds
+		fmt.Fprintf(w, "%s entities: %s rows/s in total, %s and %s rows a day; %s partitions started a day with %s.\n",
+			sizing.FormatCount(float64(r.Entities)), formatRate(total), sizing.FormatBytes(total*r.Input.RowBytes*sizing.Day),
+			sizing.FormatCount(total*sizing.Day), sizing.FormatCount(perDay), policyName(c))
+	}
+	if t := r.Topic; t != nil {
+		e := t.Estimate
+		fmt.Fprintf(w, "\nTopic %s (Kafka %s): bucket width %s, %d event %s, budget %s\n", t.Name, t.Topic, t.Width,
+			e.EventBuckets, pluralWord(e.EventBuckets, "bucket", "buckets"), sizing.FormatBytes(gd.Max))
+		fmt.Fprintf(w, "  per partition: %s rows, %s: %s\n", sizing.FormatCount(e.WorstRows), sizing.FormatBytes(e.WorstBytes), verdictText(e, gd))
+		if e.Verdict == sizing.TooBig {
+			fmt.Fprintf(w, "  over budget: use %s, or %d event buckets at width %s\n", policyName(c),
+				r.Input.EventBucketsNeeded(e.Granularity, gd), t.Width)
+		}
+	}
+}
+
+// table aligns columns by rune count (the marks ✓ and ✗ are one column wide but three bytes,
+// which text/tabwriter would count right but cannot mix left- and right-aligned columns).
+type table struct {
+	header []string
+	right  []bool
+	rows   [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w io.Writer) {
+	widths := make([]int, len(t.header))
+	for _, row := range append([][]string{t.header}, t.rows...) {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, row := range append([][]string{t.header}, t.rows...) {
+		var b strings.Builder
+		for i, c := range row {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if t.right[i] {
+				b.WriteString(pad + c)
+			} else {
+				b.WriteString(c + pad)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+func boolMark(over bool) string {
+	if over {
+		return "✗"
+	}
+	return ""
+}
+
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// formatRate prints a rate without float noise: 10, 0.0167, 1,000.
+func formatRate(r float64) string {
+	if r >= 100 && r == math.Trunc(r) {
+		return sizing.FormatCount(r)
+	}
+	return strconv.FormatFloat(r, 'g', 4, 64)
+}
+
+type estimateJSON struct {
+	Bucket       string  `json:"bucket"`
+	Seconds      float64 `json:"seconds"`
+	WorstSeconds float64 `json:"worst_seconds"`
+	EventBuckets int     `json:"event_buckets"`
+	Rows         float64 `json:"rows"`
+	Bytes        float64 `json:"bytes"`
+	WorstRows    float64 `json:"worst_rows"`
+	WorstBytes   float64 `json:"worst_bytes"`
+	Size         string  `json:"size"`
+	SizeMark     string  `json:"size_mark"`
+	RowsOver     bool    `json:"rows_over"`
+	Verdict      string  `json:"verdict"`
+}
+
+func toEstimateJSON(e sizing.Estimate) estimateJSON {
+	return estimateJSON{
+		Bucket: e.Granularity.Name, Seconds: e.Granularity.Seconds, WorstSeconds: e.Granularity.WorstSeconds,
+		EventBuckets: e.EventBuckets, Rows: e.Rows, Bytes: e.Bytes, WorstRows: e.WorstRows, WorstBytes: e.WorstBytes,
+		Size: sizing.FormatBytes(e.Bytes), SizeMark: e.Mark.String(), RowsOver: e.RowsOver, Verdict: e.Verdict.String(),
+	}
+}
+
+func (r planReport) toJSON() any {
+	type guidance struct {
+		MinBytes       float64 `json:"min_bytes"`
+		TargetMinBytes float64 `json:"target_min_bytes"`
+		MaxBytes       float64 `json:"max_bytes"`
+		MaxRows        float64 `json:"max_rows"`
+	}
+	type recommendation struct {
+		Policy   string         `json:"policy"`
+		Fits     bool           `json:"fits"`
+		Reason   string         `json:"reason"`
+		Estimate estimateJSON   `json:"estimate"`
+		Options  []estimateJSON `json:"options,omitempty"`
+	}
+	type topic struct {
+		Name       string       `json:"name"`
+		KafkaTopic string       `json:"kafka_topic"`
+		Width      string       `json:"width"`
+		Estimate   estimateJSON `json:"estimate"`
+		OverBudget bool         `json:"over_budget"`
+	}
+	out := struct {
+		RatePerEntity  float64        `json:"rate_per_entity"`
+		RowBytes       float64        `json:"row_bytes"`
+		Entities       int64          `json:"entities,omitempty"`
+		Guidance       guidance       `json:"guidance"`
+		Candidates     []estimateJSON `json:"candidates"`
+		Recommendation recommendation `json:"recommendation"`
+		Topic          *topic         `json:"topic,omitempty"`
+	}{
+		RatePerEntity: r.Input.Rate, RowBytes: r.Input.RowBytes, Entities: r.Entities,
+		Guidance: guidance{r.Guidance.Min, r.Guidance.TargetMin, r.Guidance.Max, r.Guidance.MaxRows},
+	}
+	for _, e := range r.Table {
+		out.Candidates = append(out.Candidates, toEstimateJSON(e))
+	}
+	rec := r.Recommendation
+	out.Recommendation = recommendation{Policy: policyName(rec.Choice), Fits: rec.Fits, Reason: rec.Reason, Estimate: toEstimateJSON(rec.Choice)}
+	for _, o := range rec.Options {
+		out.Recommendation.Options = append(out.Recommendation.Options, toEstimateJSON(o))
+	}
+	if t := r.Topic; t != nil {
+		out.Topic = &topic{Name: t.Name, KafkaTopic: t.Topic, Width: t.Width, Estimate: toEstimateJSON(t.Estimate),
+			OverBudget: t.Estimate.Verdict == sizing.TooBig}
+	}
+	return out
+}

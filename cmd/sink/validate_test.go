@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestValidateExamples(t *testing.T) {
+	for file, want := range map[string]string{
+		"../../examples/local.yaml":          "config OK: 1 topic (readings)\n",
+		"../../examples/iot-sensors.yaml":    "config OK: 1 topic (readings)\n",
+		"../../examples/service-events.yaml": "config OK: 1 topic (service_events)\n",
+		"../../examples/high-volume.yaml":    "config OK: 1 topic (firehose)\n",
+		"../../examples/metrics-slices.yaml": "config OK: 1 topic (metrics)\n",
+	} {
+		code, out, errOut := runCmd(t, runValidate, "--config", file)
+		if code != exitOK || out != want || errOut != "" {
+			t.Errorf("validate %s: exit %d, stdout %q, stderr %q; want 0 and %q", file, code, out, errOut, want)
+		}
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	code, out, errOut := runCmd(t, runValidate, "--config", "../../config/testdata/bad/clustering.yaml")
+	if code != exitConfig || out != "" {
+		t.Fatalf("exit %d stdout %q, want %d and nothing on stdout", code, out, exitConfig)
+	}
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "topics.readings.clustering[0].order: ") ||
+		lines[4] != "../../config/testdata/bad/clustering.yaml: 4 problems" {
+		t.Errorf("stderr:\n%s\nwant 4 problems, one per line, then the count", errOut)
+	}
+}
+
+func TestValidateUsage(t *testing.T) {
+	for _, args := range [][]string{{}, {"--config"}, {"--config", "a.yaml", "b"}, {"--nope"}} {
+		if code, _, _ := runCmd(t, runValidate, args...); code != exitUsage {
+			t.Errorf("validate %q: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+	if code, _, errOut := runCmd(t, runValidate, "--config", "does-not-exist.yaml"); code != exitConfig || !strings.Contains(errOut, "does-not-exist.yaml") {
+		t.Errorf("missing file: exit %d, stderr %q", code, errOut)
+	}
+}
