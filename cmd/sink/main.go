@@ -32,7 +32,6 @@ const (
 func commands() map[string]command {
 	return map[string]command{
 		"version":  {"print the version and exit", runVersion},
-		"run":      {"run the sink daemon: consume Kafka, write Cassandra, at least once", runRun},
 		"validate": {"check a config file and print every problem", runValidate},
 		"plan":     {"size partitions per bucket width for a write rate; judge a topic's policy", runPlan},
 		"generate": {"produce sample sensor events to Kafka (demos, benchmarks)", runGenerate},
