@@ -1,0 +1,305 @@
+package cassandra
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
+)
+
+// The DDL below is generated from the mapper's view of each topic (mapper.Table), so the tables
+// `sink schema` creates are exactly the ones the INSERTs bind. Identifiers come from a validated
+// config (plain CQL identifiers, no reserved words) and are written unquoted, as the INSERTs
+// write them; option values are numbers computed here or replication settings, quoted as CQL
+// string literals.
+
+// SchemaDDL returns the CREATE TABLE IF NOT EXISTS statements of topics.<topic>: one table, or,
+// for a sliced topic, the table of the slice holding now and the table of the next slice (create
+// the following ones ahead of time by running it again, e.g. daily). Statements carry no
+// trailing semicolon. The keyspace statement comes from KeyspaceDDL.
+func SchemaDDL(cfg *config.Config, topic string, now time.Time) ([]string, error) {
+	m, err := mapper.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := m.Table(topic)
+	if !ok {
+		return nil, fmt.Errorf("topics.%s: no such topic; configured: %s", topic, strings.Join(m.Topics(), ", "))
+	}
+	return tableDDL(t, cfg.Topics[topic], now), nil
+}
+
+// Schema returns every statement `sink schema` prints for the given topics (all when empty):
+// each keyspace they use, once, then the tables of each topic in name order.
+func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error) {
+	m, err := mapper.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(topics) == 0 {
+		topics = m.Topics()
+	}
+	var keyspaces, tables []string
+	for _, name := range topics {
+		t, ok := m.Table(name)
+		if !ok {
+			return nil, fmt.Errorf("topics.%s: no such topic; configured: %s", name, strings.Join(m.Topics(), ", "))
+		}
+		if !slices.Contains(keyspaces, t.Keyspace) {
+			keyspaces = append(keyspaces, t.Keyspace)
+		}
+		tables = append(tables, tableDDL(t, cfg.Topics[name], now)...)
+	}
+	out := make([]string, 0, len(keyspaces)+len(tables))
+	for _, ks := range keyspaces {
+		out = append(out, KeyspaceDDL(cfg, ks))
+	}
+	return append(out, tables...), nil
+}
+
+// KeyspaceDDL is the CREATE KEYSPACE IF NOT EXISTS statement of keyspace, with the replication
+// of cassandra.replication (SimpleStrategy with one replica when it is empty). An existing
+// keyspace is left as it is: replication is the operator's to change.
+func KeyspaceDDL(cfg *config.Config, keyspace string) string {
+	repl := cfg.Cassandra.Replication
+	if len(repl) == 0 {
+		repl = map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}
+	}
+	keys := make([]string, 0, len(repl))
+	for k := range repl {
+		if k != "class" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := []string{cqlString("class") + ": " + cqlString(repl["class"])}
+	for _, k := range keys {
+		parts = append(parts, cqlString(k)+": "+cqlString(repl[k]))
+	}
+	return "CREATE KEYSPACE IF NOT EXISTS " + keyspace + " WITH replication = {" + strings.Join(parts, ", ") + "}"
+}
+
+// cqlString quotes s as a CQL string literal.
+func cqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// tableDDL renders the table(s) of one topic at time now.
+func tableDDL(t mapper.Table, tc config.Topic, now time.Time) []string {
+	if _, sliced := t.Policy.Sliced(); sliced {
+		s := t.Policy.SliceIndex(now)
+		return []string{createTable(t, tc, t.NameOfSlice(s)), createTable(t, tc, t.NameOfSlice(s+1))}
+	}
+	return []string{createTable(t, tc, t.Name)}
+}
+
+func createTable(t mapper.Table, tc config.Topic, name string) string {
+	var b strings.Builder
+	b.WriteString("CREATE TABLE IF NOT EXISTS " + t.Keyspace + "." + name + " (\n")
+	for _, c := range t.Columns {
+		b.WriteString("    " + c.Name + " " + c.Type + ",\n")
+	}
+	b.WriteString("    PRIMARY KEY ((" + strings.Join(t.PartitionKey, ", ") + ")")
+	for _, c := range t.Clustering {
+		b.WriteString(", " + c.Name)
+	}
+	b.WriteString(")\n)")
+	with := "WITH "
+	if len(t.Clustering) > 0 {
+		order := make([]string, len(t.Clustering))
+		for i, c := range t.Clustering {
+			order[i] = c.Name + " " + map[bool]string{true: "DESC", false: "ASC"}[c.Desc]
+		}
+		b.WriteString(" WITH CLUSTERING ORDER BY (" + strings.Join(order, ", ") + ")")
+		with = "AND "
+	}
+	unit, size := CompactionWindow(t.Policy.Width())
+	b.WriteString("\n    " + with + "compaction = {'class': 'TimeWindowCompactionStrategy', " +
+		"'compaction_window_unit': '" + unit + "', 'compaction_window_size': '" + strconv.Itoa(size) + "'}")
+	if t.TTL > 0 {
+		b.WriteString("\n    AND default_time_to_live = " + strconv.FormatInt(int64(t.TTL/time.Second), 10))
+	}
+	b.WriteString("\n    AND gc_grace_seconds = " + strconv.FormatInt(int64(time.Duration(tc.GCGrace)/time.Second), 10))
+	return b.String()
+}
+
+// CompactionWindow is the TimeWindowCompactionStrategy window matching a bucket width, so each
+// SSTable window holds about one bucket and expires whole under a TTL. Fixed widths map exactly
+// to DAYS, HOURS or MINUTES (a sub-minute width gets a one-minute window, TWCS's finest). Calendar
+// units are approximations, since TWCS windows are fixed: a week is 7 DAYS (exact), a month 30
+// DAYS and a year 365 DAYS.
+func CompactionWindow(w bucketer.Width) (unit string, size int) {
+	switch w.Unit {
+	case bucketer.Week:
+		return "DAYS", 7
+	case bucketer.Month:
+		return "DAYS", 30
+	case bucketer.Year:
+		return "DAYS", 365
+	}
+	s := w.Seconds
+	switch {
+	case s%86400 == 0:
+		return "DAYS", int(s / 86400)
+	case s%3600 == 0:
+		return "HOURS", int(s / 3600)
+	case s%60 == 0:
+		return "MINUTES", int(s / 60)
+	}
+	return "MINUTES", max(1, int(s/60))
+}
+
+// SchemaColumn is one row of system_schema.columns.
+type SchemaColumn struct {
+	Name     string
+	Kind     string // partition_key, clustering, regular, static
+	Position int
+	Order    string // clustering_order: asc, desc, none
+	Type     string
+}
+
+// ApplySchema runs the statements of Schema against the cluster, then checks that every table
+// they name, new or already there, has the columns, partition key and clustering the policy
+// needs. CREATE ... IF NOT EXISTS makes it idempotent; it never alters or drops anything.
+func ApplySchema(ctx context.Context, s *Session, cfg *config.Config, topics []string, now time.Time) error {
+	stmts, err := Schema(cfg, topics, now)
+	if err != nil {
+		return err
+	}
+	for _, stmt := range stmts {
+		if err := s.gs.Query(stmt).WithContext(ctx).Exec(); err != nil {
+			head, _, _ := strings.Cut(stmt, "(")
+			return fmt.Errorf("applying %s: %w", strings.TrimSpace(head), err)
+		}
+	}
+	m, err := mapper.New(cfg)
+	if err != nil {
+		return err
+	}
+	if len(topics) == 0 {
+		topics = m.Topics()
+	}
+	for _, name := range topics {
+		t, _ := m.Table(name)
+		names := []string{t.Name}
+		if _, sliced := t.Policy.Sliced(); sliced {
+			sl := t.Policy.SliceIndex(now)
+			names = []string{t.NameOfSlice(sl), t.NameOfSlice(sl + 1)}
+		}
+		for _, table := range names {
+			cols, err := ReadSchemaColumns(ctx, s, t.Keyspace, table)
+			if err != nil {
+				return err
+			}
+			if err := CheckTable(t, table, cols); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ReadSchemaColumns reads the columns of keyspace.table from system_schema.columns.
+func ReadSchemaColumns(ctx context.Context, s *Session, keyspace, table string) ([]SchemaColumn, error) {
+	iter := s.gs.Query(`SELECT column_name, kind, position, clustering_order, type FROM system_schema.columns `+
+		`WHERE keyspace_name = ? AND table_name = ?`, keyspace, table).WithContext(ctx).Iter()
+	var out []SchemaColumn
+	var c SchemaColumn
+	for iter.Scan(&c.Name, &c.Kind, &c.Position, &c.Order, &c.Type) {
+		out = append(out, c)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("reading system_schema.columns of %s.%s: %w", keyspace, table, err)
+	}
+	return out, nil
+}
+
+// CheckTable compares an existing table (its system_schema.columns rows) with what topic t needs.
+// A table created earlier for another policy keeps its old key after CREATE TABLE IF NOT EXISTS,
+// and rows would then land in partitions readers do not expect: that is an error, with the fix.
+func CheckTable(t mapper.Table, table string, cols []SchemaColumn) error {
+	full := t.Keyspace + "." + table
+	if len(cols) == 0 {
+		return fmt.Errorf("table %s does not exist after CREATE TABLE IF NOT EXISTS; check the keyspace and permissions", full)
+	}
+	byName := make(map[string]SchemaColumn, len(cols))
+	var pk, ck []SchemaColumn
+	for _, c := range cols {
+		byName[c.Name] = c
+		switch c.Kind {
+		case "partition_key":
+			pk = append(pk, c)
+		case "clustering":
+			ck = append(ck, c)
+		}
+	}
+	byPos := func(a, b SchemaColumn) int { return a.Position - b.Position }
+	slices.SortFunc(pk, byPos)
+	slices.SortFunc(ck, byPos)
+	fix := fmt.Sprintf("the table was created for another policy; drop it (if its data can go) or set topics.%s.table to a new table", t.Topic)
+
+	var gotPK []string
+	for _, c := range pk {
+		gotPK = append(gotPK, c.Name)
+	}
+	wantPK := lower(t.PartitionKey)
+	if !slices.Equal(gotPK, wantPK) {
+		return fmt.Errorf("table %s has partition key (%s), but topics.%s needs (%s); %s",
+			full, strings.Join(gotPK, ", "), t.Topic, strings.Join(wantPK, ", "), fix)
+	}
+	var gotCK, wantCK []string
+	for _, c := range ck {
+		gotCK = append(gotCK, c.Name+" "+strings.ToUpper(c.Order))
+	}
+	for _, c := range t.Clustering {
+		wantCK = append(wantCK, strings.ToLower(c.Name)+" "+map[bool]string{true: "DESC", false: "ASC"}[c.Desc])
+	}
+	if !slices.Equal(gotCK, wantCK) {
+		return fmt.Errorf("table %s has clustering (%s), but topics.%s needs (%s); %s",
+			full, strings.Join(gotCK, ", "), t.Topic, strings.Join(wantCK, ", "), fix)
+	}
+	for _, c := range t.Columns {
+		got, ok := byName[strings.ToLower(c.Name)]
+		switch {
+		case !ok:
+			return fmt.Errorf("table %s has no column %s (%s) that topics.%s writes; add it with ALTER TABLE %s ADD %s %s",
+				full, c.Name, c.Type, t.Topic, full, c.Name, c.Type)
+		case normalizeType(got.Type) != normalizeType(c.Type):
+			return fmt.Errorf("table %s column %s is %s, but topics.%s writes it as %s; %s",
+				full, c.Name, got.Type, t.Topic, c.Type, fix)
+		}
+	}
+	return nil
+}
+
+func lower(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strings.ToLower(n)
+	}
+	return out
+}
+
+// normalizeType compares CQL type names as system_schema spells them: varchar is text, and
+// spaces inside collections do not matter.
+func normalizeType(s string) string {
+	s = strings.ReplaceAll(strings.ToLower(s), " ", "")
+	return strings.ReplaceAll(s, "varchar", "text")
+}
+
+// FormatDDL renders statements as a CQL script, each ending in a semicolon, blank lines between.
+func FormatDDL(stmts []string) string {
+	var b strings.Builder
+	for i, s := range stmts {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(s + ";\n")
+	}
+	return b.String()
+}

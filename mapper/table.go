@@ -1,0 +1,79 @@
+package mapper
+
+import (
+	"sort"
+	"time"
+
+	"github.com/bucketsink/sink/bucketer"
+)
+
+// Table is the shape of the table(s) a topic writes, as the mapper binds them: what `sink schema`
+// turns into DDL and checks an existing table against, so the two cannot drift apart.
+type Table struct {
+	Topic    string // topics.<name>
+	Keyspace string
+	// Name is the table name; a sliced topic writes Name_<slice suffix> (see NameOfSlice).
+	Name string
+	// Columns are in INSERT order: the mapped columns, the bucket column, the event bucket column.
+	Columns      []TableColumn
+	PartitionKey []string // id columns, bucket column, event bucket column (with event buckets)
+	Clustering   []TableClustering
+	Policy       *bucketer.Policy
+	TTL          time.Duration // 0 = none
+}
+
+// TableColumn is one column and its CQL type (canonical spelling, e.g. "map<text, int>").
+type TableColumn struct {
+	Name string
+	Type string
+}
+
+// TableClustering is one clustering column and its order.
+type TableClustering struct {
+	Name string
+	Desc bool
+}
+
+// Topics lists the configured topic names, sorted.
+func (m *Mapper) Topics() []string {
+	out := make([]string, 0, len(m.byName))
+	for n := range m.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Table describes the table of topics.<topic>; false when there is no such topic.
+func (m *Mapper) Table(topic string) (Table, bool) {
+	p, ok := m.byName[topic]
+	if !ok {
+		return Table{}, false
+	}
+	t := Table{Topic: p.name, Keyspace: p.keyspace, Name: p.table, Policy: p.policy, TTL: p.ttl}
+	for _, c := range p.cols {
+		t.Columns = append(t.Columns, TableColumn{Name: c.name, Type: c.typ.name})
+	}
+	t.Columns = append(t.Columns, TableColumn{Name: p.bucketColumn, Type: p.policy.CQLType()})
+	for _, ci := range p.ids {
+		t.PartitionKey = append(t.PartitionKey, p.cols[ci].name)
+	}
+	t.PartitionKey = append(t.PartitionKey, p.bucketColumn)
+	if p.eventBuckets > 1 {
+		t.Columns = append(t.Columns, TableColumn{Name: p.eventBucketColumn, Type: "int"})
+		t.PartitionKey = append(t.PartitionKey, p.eventBucketColumn)
+	}
+	for i, ci := range p.clustering {
+		t.Clustering = append(t.Clustering, TableClustering{Name: p.cols[ci].name, Desc: p.clusteringDesc[i]})
+	}
+	return t, true
+}
+
+// NameOfSlice is the table of slice s (a bucketer SliceIndex): Name_<suffix>, or Name when the
+// topic is not sliced.
+func (t Table) NameOfSlice(s int64) string {
+	if _, sliced := t.Policy.Sliced(); !sliced {
+		return t.Name
+	}
+	return t.Name + "_" + string(t.Policy.AppendSliceSuffix(nil, s))
+}
