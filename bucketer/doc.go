@@ -22,6 +22,13 @@
 //   - month is the UTC calendar month, index (year-1970)*12 + month-1; year is the UTC
 //     calendar year, index year-1970.
 //
+// # Determinism
+//
+// Every result is a pure function of the instant and the Spec: no clock, no time.Local, no
+// time zone database, no map iteration, no randomness. The same event gets the same bucket,
+// key, event bucket and table on every machine, on every replay, and in every version of this
+// package; the key formats and the hash below never change without a new policy name.
+//
 // # Keys
 //
 // The bucket column takes one of five forms (Spec.Key), all derived from the bucket's start:
@@ -67,20 +74,22 @@
 //
 // Enumerate lists the (slice, bucket, event bucket) partitions a reader must visit for the
 // instants between from (included) and to (excluded): oldest first when from is before to,
-// newest first when from is after to. It fails rather than truncate when the list would
-// exceed the caller's limit.
+// newest first when from is after to, every event bucket of each time bucket in turn. It fails
+// rather than truncate when the list would exceed the caller's limit (itself capped at
+// MaxPartitions).
 //
 // # Computing the same keys elsewhere
 //
 // Take the event time as seconds since the Unix epoch (u, drop sub-seconds toward the past),
-// floor-divide by the width to get the index, multiply back to get the start, and format the
-// start in UTC. Any language with a UTC calendar and ISO week support (Java's IsoFields,
+// floor-divide by the width in seconds to get the index (rounding toward negative infinity:
+// Math.floorDiv in Java, // in Python), multiply back to get the start, and format the start in
+// UTC. Calendar units use the index formulas above. Any language with a UTC calendar and ISO week support (Java's IsoFields,
 // Python's date.isocalendar) gets the same result. Example for width 1h, key text, 4 event
 // buckets, id "sensor-42", event time 2024-01-15T14:37:12+05:30:
 //
 //	u     = 1705309632                     (2024-01-15T09:07:12Z)
 //	index = floor(1705309632 / 3600) = 473697
-//	start = 473697 * 3600 = 1705308000     (2024-01-15T09:00:00Z)
+//	start = 473697 * 3600 = 1705309200     (2024-01-15T09:00:00Z)
 //	text  = "2024-01-15-09", int = 2024011509, number = 473697
 //	week  = 2024-W03 (index 2820, int 202403)
 //	FNV-1a 64("sensor-42") = 5480530964706277968; mod 4 = 0 → event bucket 0

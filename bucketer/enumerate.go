@@ -24,6 +24,10 @@ type Partition struct {
 //   - from after to: the instants (to, from], buckets in descending time order (newest first);
 //   - from equal to to: no instants, no partitions.
 //
+// So a bucket starting exactly at to is left out going up and visited going down (the
+// instants just after to are in the range), and a bucket starting exactly at from is visited
+// either way.
+//
 // Within one time bucket the event buckets come in ascending order 0..N-1 (their rows
 // interleave in time, so a reader merges them). It returns an error, never a shortened list,
 // when more than max (at most MaxPartitions) partitions would be produced, when the range leaves the supported years,

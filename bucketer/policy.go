@@ -106,9 +106,15 @@ type Policy struct {
 }
 
 // MinTime and MaxTime bound the instants whose keys are part of the contract: four-digit years.
+// They are informational; the package itself uses private copies, so changing them changes nothing.
 var (
-	MinTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
-	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+	MinTime = minTime
+	MaxTime = maxTime
+)
+
+var (
+	minTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
 )
 
 // New validates and compiles a spec. The error lists every problem found, each a *FieldError
@@ -239,19 +245,19 @@ func checkSlice(bucket, slice Width) error {
 // bounds computes the first and last bucket whose keys are in the contract: the bucket and its
 // slice start in year 0000 or later, and the bucket holds an instant up to MaxTime.
 func (p *Policy) bounds() {
-	lo := p.width.index(MinTime.Unix())
+	lo := p.width.index(minTime.Unix())
 	if floorDiv(p.width.start(lo), secondsPerDay) < daysFromCivil(0, 1, 1) {
 		lo++
 	}
 	if p.sliced {
-		s := p.slice.index(MinTime.Unix())
+		s := p.slice.index(minTime.Unix())
 		if floorDiv(p.slice.start(s), secondsPerDay) < daysFromCivil(0, 1, 1) {
 			s++
 		}
 		lo = max(lo, p.width.index(p.slice.start(s)))
 	}
 	p.minIdx = lo
-	p.maxIdx = p.width.index(MaxTime.Unix())
+	p.maxIdx = p.width.index(maxTime.Unix())
 }
 
 // Width is the bucket width.

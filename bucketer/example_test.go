@@ -1,0 +1,65 @@
+package bucketer_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bucketsink/sink/bucketer"
+)
+
+// The worked example of the package documentation; go test checks its output.
+func Example() {
+	at, _ := time.Parse(time.RFC3339, "2024-01-15T14:37:12+05:30")
+	p, err := bucketer.New(bucketer.Spec{Width: "1h", EventBuckets: 4})
+	if err != nil {
+		panic(err)
+	}
+	i := p.Index(at)
+	fmt.Println(at.Unix(), i, p.Start(i).Unix(), p.Start(i).Format(time.RFC3339))
+	fmt.Println(p.Text(i), p.KeyInt(i), p.CQLType())
+
+	w, _ := bucketer.New(bucketer.Spec{Width: "week"})
+	fmt.Println(w.Text(w.Index(at)), w.Index(at), w.KeyInt(w.Index(at)))
+
+	fmt.Println(bucketer.EventBucket([]byte("sensor-42"), p.EventBuckets()))
+	h := bucketer.NewIDHash()
+	h.PartString("site-7")
+	h.PartString("sensor-42")
+	fmt.Println(h.Sum64(), h.Bucket(4))
+	// Output:
+	// 1705309632 473697 1705309200 2024-01-15T09:00:00Z
+	// 2024-01-15-09 2024011509 text
+	// 2024-W03 2820 202403
+	// 0
+	// 12616644721313318105 1
+}
+
+// A reader walking a day of hourly, 2-way event-bucketed, daily-sliced partitions newest first.
+func ExamplePolicy_Enumerate() {
+	p, _ := bucketer.New(bucketer.Spec{Width: "1h", Slice: "1d", EventBuckets: 2})
+	from := time.Date(2024, 1, 16, 1, 0, 0, 0, time.UTC) // included
+	// to is excluded, but the instants just after it are in the range, so the bucket that
+	// starts at to is visited.
+	to := time.Date(2024, 1, 15, 23, 0, 0, 0, time.UTC)
+	parts, err := p.Enumerate(from, to, 100)
+	if err != nil {
+		panic(err)
+	}
+	for _, pt := range parts {
+		fmt.Println("readings_"+pt.Slice, p.Text(pt.Index), pt.EventBucket)
+	}
+	// Output:
+	// readings_20240116 2024-01-16-01 0
+	// readings_20240116 2024-01-16-01 1
+	// readings_20240116 2024-01-16-00 0
+	// readings_20240116 2024-01-16-00 1
+	// readings_20240115 2024-01-15-23 0
+	// readings_20240115 2024-01-15-23 1
+}
+
+func ExampleNew_error() {
+	_, err := bucketer.New(bucketer.Spec{Width: "7m", Key: "date"})
+	fmt.Println(err)
+	// Output:
+	// width: "7m" does not divide a day and is not whole days; use one of 1m, 2m, 3m, 4m, 5m, 6m, 10m, 12m, 15m, 20m, 30m, 1h, 2h, 3h, 4h, 6h, 8h, 12h, 1d, or whole days (2d, 7d, ...)
+}
