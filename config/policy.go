@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bucketsink/sink/bucketer"
 )
@@ -60,7 +61,44 @@ func (c *Config) validateBucket(v *validator, p string, t Topic) {
 	}
 	if _, err := bucketer.New(t.Spec()); err != nil {
 		addBucketErrors(v, p, err)
+		return
 	}
+	if t.Bucket.Rolling > 0 {
+		validateRollingTTL(v, p, t)
+	}
+}
+
+// validateRollingTTL: a rolling key comes round again after Rolling buckets and the rows of the
+// previous cycle are still in that partition unless they have expired, so without a TTL of at
+// most one cycle the partition grows without bound, which is what bucketing exists to prevent.
+func validateRollingTTL(v *validator, p string, t Topic) {
+	w, err := bucketer.ParseWidth(t.Bucket.Width)
+	if err != nil {
+		return // reported by bucketer.New
+	}
+	var shortest time.Duration // the shortest bucket of the width
+	switch w.Unit {
+	case bucketer.Week:
+		shortest = Week
+	case bucketer.Month:
+		shortest = 28 * Day
+	case bucketer.Year:
+		shortest = 365 * Day
+	default:
+		shortest = time.Duration(w.Seconds) * time.Second
+	}
+	cycle := Duration(shortest * time.Duration(t.Bucket.Rolling))
+	if t.TTL <= 0 || t.TTL > cycle {
+		v.add(p+".ttl", "%s with bucket.rolling %d of %s: a key is reused after %s; set ttl to at most %s so the previous cycle's rows expire first, or the partition grows without bound",
+			ttlText(t.TTL), t.Bucket.Rolling, t.Bucket.Width, cycle, cycle)
+	}
+}
+
+func ttlText(d Duration) string {
+	if d <= 0 {
+		return "no ttl"
+	}
+	return d.String()
 }
 
 // addBucketErrors prefixes each bucketer.FieldError with the key path of its Spec field.
