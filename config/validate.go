@@ -92,6 +92,14 @@ func (c *Config) validateKafka(v *validator) {
 	}
 	v.positive("kafka.fetch_max_bytes", int64(k.FetchMaxBytes), k.FetchMaxBytes.String())
 	v.positive("kafka.fetch_max_partition_bytes", int64(k.FetchMaxPartitionBytes), k.FetchMaxPartitionBytes.String())
+	for _, f := range []struct {
+		key string
+		v   Bytes
+	}{{"kafka.fetch_max_bytes", k.FetchMaxBytes}, {"kafka.fetch_max_partition_bytes", k.FetchMaxPartitionBytes}} {
+		if f.v > maxFetchBytes {
+			v.add(f.key, "%s is more than %s; the Kafka protocol carries it as a 32-bit number, and fetches that large stall the pipeline anyway", f.v, maxFetchBytes)
+		}
+	}
 	if k.FetchMaxPartitionBytes > k.FetchMaxBytes && k.FetchMaxBytes > 0 {
 		v.add("kafka.fetch_max_partition_bytes", "%s is larger than kafka.fetch_max_bytes (%s); make it at most that",
 			k.FetchMaxPartitionBytes, k.FetchMaxBytes)
@@ -247,6 +255,9 @@ func (c *Config) validateWriter(v *validator) {
 	w := c.Writer
 	v.positive("writer.batch_max_rows", int64(w.BatchMaxRows), strconv.Itoa(w.BatchMaxRows))
 	v.positive("writer.batch_max_bytes", int64(w.BatchMaxBytes), w.BatchMaxBytes.String())
+	if w.BatchMaxBytes > maxBatchBytes {
+		v.add("writer.batch_max_bytes", "%s is more than %s; Cassandra rejects a mutation over half its commit log segment (16 MiB by default), and batches that large hurt latency; use e.g. 32KiB", w.BatchMaxBytes, maxBatchBytes)
+	}
 	if w.Linger < 0 {
 		v.add("writer.linger", "negative (%s); use 0 to write every batch at once, or e.g. 5ms", w.Linger)
 	}
@@ -494,6 +505,12 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	}
 	c.validateBucket(v, p, t)
 }
+
+// Upper bounds on sizes that reach a protocol.
+const (
+	maxFetchBytes = Bytes(1 << 30)
+	maxBatchBytes = Bytes(8 << 20)
+)
 
 // maxTTLSeconds is Cassandra's limit on a TTL (20 years).
 const maxTTLSeconds = 20 * 365 * 24 * 3600
