@@ -33,6 +33,8 @@ func commands() map[string]command {
 	return map[string]command{
 		"version":  {"print the version and exit", runVersion},
 		"validate": {"check a config file and print every problem", runValidate},
+		"schema":   {"print (and --apply) the CQL tables each topic's policy needs", runSchema},
+		"explain":  {"show the partition, table and INSERT one record maps to", runExplain},
 		"plan":     {"size partitions per bucket width for a write rate; judge a topic's policy", runPlan},
 		"generate": {"produce sample sensor events to Kafka (demos, benchmarks)", runGenerate},
 	}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
+)
+
+// runExplain shows where one record would land, or why it would be dead-lettered.
+func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sink explain --config FILE --topic NAME --record JSON [--key K] [--timestamp RFC3339]")
+		fmt.Fprintln(stderr, "                    [--partition P] [--offset O]")
+		fmt.Fprintln(stderr, "\nMaps one record exactly as `sink run` would and prints the table, the full partition key")
+		fmt.Fprintln(stderr, "(id values, time bucket with its UTC start and end, event bucket, slice), the clustering")
+		fmt.Fprintln(stderr, "values, the TTL, the write timestamp, and the INSERT with its bound values. A record that")
+		fmt.Fprintln(stderr, "would go to the dead-letter topic prints the exact error instead.")
+		fmt.Fprintln(stderr, "\n--record takes the JSON value itself, @FILE to read it from a file, or - for stdin.")
+		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 2 usage error; 3 invalid")
+		fmt.Fprintln(stderr, "configuration.")
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	path := fs.String("config", "", "the YAML config file (required)")
+	topic := fs.String("topic", "", "the topic: a key under topics:, or its Kafka topic (required)")
+	record := fs.String("record", "", "the record value: JSON, @FILE or - (required)")
+	key := fs.String("key", "", "the Kafka record key (default: no key)")
+	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 (default now)")
+	partition := fs.Int("partition", 0, "the Kafka partition")
+	offset := fs.Int64("offset", 0, "the Kafka offset")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sink explain: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	for _, req := range []struct{ name, val string }{{"config", *path}, {"topic", *topic}, {"record", *record}} {
+		if req.val == "" {
+			fmt.Fprintf(stderr, "sink explain: --%s is required\n", req.name)
+			return exitUsage
+		}
+	}
+	if *partition < 0 || *partition > 1<<31-1 || *offset < 0 {
+		fmt.Fprintln(stderr, "sink explain: --partition and --offset must not be negative")
+		return exitUsage
+	}
+	ts := time.Now().UTC()
+	if *stamp != "" {
+		t, err := time.Parse(time.RFC3339, *stamp)
+		if err != nil {
+			fmt.Fprintf(stderr, "sink explain: --timestamp %q is not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)\n", *stamp)
+			return exitUsage
+		}
+		ts = t
+	}
+	value, err := readRecord(*record)
+	if err != nil {
+		fmt.Fprintf(stderr, "sink explain: --record: %v\n", err)
+		return exitUsage
+	}
+
+	cfg, code := loadConfig(*path, stderr)
+	if cfg == nil {
+		return code
+	}
+	kafkaTopic := ""
+	if t, ok := cfg.Topics[*topic]; ok {
+		kafkaTopic = t.Topic
+	} else {
+		for _, name := range cfg.TopicNames() {
+			if cfg.Topics[name].Topic == *topic {
+				kafkaTopic = *topic
+			}
+		}
+	}
+	if kafkaTopic == "" {
+		fmt.Fprintf(stderr, "sink explain: --topic %q is neither a configured topic nor the Kafka topic of one; topics: %v\n", *topic, cfg.TopicNames())
+		return exitUsage
+	}
+	m, err := mapper.New(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "sink explain: %v\n", err)
+		return exitConfig
+	}
+	rec := mapper.Record{Topic: kafkaTopic, Partition: int32(*partition), Offset: *offset, Value: value, Timestamp: ts}
+	if *key != "" {
+		rec.Key = []byte(*key)
+	}
+	ex, err := m.Explain(rec)
+	if err != nil {
+		var re *mapper.RecordError
+		if errors.As(err, &re) {
+			fmt.Fprintf(stdout, "dead letter (reason %s): %v\n", re.Reason, err)
+			return exitBadData
+		}
+		fmt.Fprintf(stderr, "sink explain: %v\n", err)
+		return exitFailure
+	}
+	printExplanation(stdout, ex, rec)
+	return exitOK
+}
+
+func readRecord(arg string) ([]byte, error) {
+	switch {
+	case arg == "-":
+		return io.ReadAll(os.Stdin)
+	case strings.HasPrefix(arg, "@"):
+		return os.ReadFile(arg[1:])
+	}
+	return []byte(arg), nil
+}
+
+const rfc3339Milli = "2006-01-02T15:04:05.000Z07:00"
+
+func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
+	line("topic\t%s (Kafka topic %s, partition %d, offset %d)", ex.Topic, ex.KafkaTopic, rec.Partition, rec.Offset)
+	line("event time\t%s", ex.EventTime.UTC().Format(time.RFC3339Nano))
+	line("table\t%s.%s", ex.Keyspace, ex.Table)
+	if ex.Slice != "" {
+		line("slice\t%s", ex.Slice)
+	} else {
+		line("slice\tnone (not sliced)")
+	}
+	names := make([]string, len(ex.PartitionKey))
+	for i, v := range ex.PartitionKey {
+		names[i] = v.Column
+	}
+	line("partition key\t(%s)", strings.Join(names, ", "))
+	nk := len(ex.PartitionKey)
+	if ex.EventBuckets > 1 {
+		nk--
+	}
+	for i, v := range ex.PartitionKey {
+		note := ""
+		switch {
+		case i == nk-1:
+			note = fmt.Sprintf("  time bucket %d, %s to %s", ex.Bucket,
+				ex.BucketStart.Format(time.RFC3339), ex.BucketEnd.Format(time.RFC3339))
+		case i == nk:
+			note = fmt.Sprintf("  event bucket %d of %d", ex.EventBucket, ex.EventBuckets)
+		}
+		line("  %s\t= %s%s", v.Column, v.Literal(), note)
+	}
+	if ex.EventBuckets <= 1 {
+		line("event bucket\tnone (one partition per id and time bucket)")
+	}
+	order := make([]string, len(ex.Clustering))
+	for i, v := range ex.Clustering {
+		order[i] = v.Column + " " + strings.ToUpper(v.Order)
+	}
+	line("clustering\t(%s)", strings.Join(order, ", "))
+	for _, v := range ex.Clustering {
+		line("  %s\t= %s", v.Column, v.Literal())
+	}
+	if ex.TTL > 0 {
+		line("ttl\t%d s (%s)", int64(ex.TTL/time.Second), config.Duration(ex.TTL))
+	} else {
+		line("ttl\tnone")
+	}
+	switch ex.WriteTimestampSource {
+	case "kafka":
+		line("write timestamp\t%d µs (kafka: record timestamp %s in µs + offset %d mod 1000)",
+			ex.WriteTimestamp, rec.Timestamp.UTC().Format(rfc3339Milli), rec.Offset)
+	case "event_time":
+		line("write timestamp\t%d µs (event_time)", ex.WriteTimestamp)
+	default:
+		line("write timestamp\tnone (server: Cassandra stamps the write)")
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n%s\n\nbound values:\n", ex.CQL)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i, v := range ex.Bound {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal())
+	}
+	tw.Flush()
+}

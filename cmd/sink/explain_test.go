@@ -1,0 +1,119 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var updateExplain = flag.Bool("update-explain", false, "rewrite testdata/explain golden files")
+
+const sensorRecord = `{"device_id":"dev-0042","ts":"2024-01-15T14:37:22.123Z","temperature":21.5,` +
+	`"humidity":40.2,"battery":3.71,"site":{"id":"plant-1"}}`
+
+// TestExplainGolden runs `sink explain` on records of each example and compares exit code and
+// output with testdata/explain/<name>.golden (-update-explain rewrites them).
+func TestExplainGolden(t *testing.T) {
+	common := []string{"--timestamp", "2024-01-15T14:37:23.5Z", "--partition", "3", "--offset", "1207"}
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"iot-sensors", []string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings", "--record", sensorRecord}},
+		{"service-events", []string{"--config", "../../examples/service-events.yaml", "--topic", "service-events", "--key", "acme/billing",
+			"--record", `{"tenant":"acme","service":"billing","type":"invoice.created","ts":1705329442123,"trace_id":"4bf92f3577b34da6"}`}},
+		{"high-volume", []string{"--config", "../../examples/high-volume.yaml", "--topic", "firehose", "--record", sensorRecord}},
+		{"metrics-slices", []string{"--config", "../../examples/metrics-slices.yaml", "--topic", "metrics", "--record", sensorRecord}},
+		{"dead-letter-missing", []string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings",
+			"--record", `{"device_id":"dev-0042","ts":"2024-01-15T14:37:22.123Z","humidity":40.2}`}},
+		{"dead-letter-type", []string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings",
+			"--record", `{"device_id":"dev-0042","ts":"2024-01-15T14:37:22.123Z","temperature":"warm"}`}},
+		{"dead-letter-time", []string{"--config", "../../examples/service-events.yaml", "--topic", "service_events",
+			"--record", `{"tenant":"acme","service":"billing","type":"x","ts":"2024-01-15T14:37:22Z"}`}},
+		{"dead-letter-json", []string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings", "--record", `{"device_id":"dev-0042",`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCmd(t, runExplain, append(append([]string(nil), common...), tc.args...)...)
+			if errOut != "" {
+				t.Errorf("stderr: %s", errOut)
+			}
+			got := "exit " + strconv.Itoa(code) + "\n" + out
+			golden := filepath.Join("testdata", "explain", tc.name+".golden")
+			if *updateExplain {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update-explain to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("output differs from %s:\n%s", golden, got)
+			}
+		})
+	}
+}
+
+func TestExplainUsage(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"--topic", "readings", "--record", "{}"}, exitUsage, "sink explain: --config is required\n"},
+		{[]string{"--config", "../../examples/iot-sensors.yaml", "--record", "{}"}, exitUsage, "sink explain: --topic is required\n"},
+		{[]string{"--config", "../../examples/iot-sensors.yaml", "--topic", "nope", "--record", "{}"}, exitUsage,
+			"sink explain: --topic \"nope\" is neither a configured topic nor the Kafka topic of one; topics: [readings]\n"},
+		{[]string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings", "--record", "{}", "--timestamp", "yesterday"}, exitUsage,
+			"sink explain: --timestamp \"yesterday\" is not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)\n"},
+		{[]string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings", "--record", "@testdata/explain/does-not-exist.json"}, exitUsage,
+			"sink explain: --record: open testdata/explain/does-not-exist.json: no such file or directory\n"},
+		{[]string{"--config", "../../config/testdata/bad/clustering.yaml", "--topic", "readings", "--record", "{}"}, exitConfig, ""},
+	}
+	for _, tc := range cases {
+		code, _, errOut := runCmd(t, runExplain, tc.args...)
+		if code != tc.code || (tc.err != "" && errOut != tc.err) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d, %q", tc.args, code, errOut, tc.code, tc.err)
+		}
+	}
+}
+
+// TestSchemaCommand checks that `sink schema` prints exactly the DDL of the cassandra package's
+// golden files (the same rendering, at the same instant).
+func TestSchemaCommand(t *testing.T) {
+	for _, ex := range []string{"iot-sensors", "service-events", "high-volume", "metrics-slices"} {
+		code, out, errOut := runCmd(t, runSchema, "--config", "../../examples/"+ex+".yaml", "--at", "2024-01-15T12:00:00Z")
+		want, err := os.ReadFile("../../cassandra/testdata/schema/" + ex + ".cql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != exitOK || errOut != "" || out != string(want) {
+			t.Errorf("%s: exit %d, stderr %q, output:\n%s", ex, code, errOut, out)
+		}
+	}
+	code, out, _ := runCmd(t, runSchema, "--config", "../../examples/metrics-slices.yaml", "--topic", "metrics", "--at", "2024-03-31T23:00:00+00:00")
+	if code != exitOK || !strings.Contains(out, "metrics.device_metrics_20240331 (") || !strings.Contains(out, "metrics.device_metrics_20240401 (") {
+		t.Errorf("slices at --at: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{
+		{},
+		{"--config", "../../examples/iot-sensors.yaml", "--at", "noon"},
+		{"--config", "../../examples/iot-sensors.yaml", "--topic", "nope"},
+		{"--config", "../../examples/iot-sensors.yaml", "extra"},
+	} {
+		if code, _, _ := runCmd(t, runSchema, args...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+	if code, _, _ := runCmd(t, runSchema, "--config", "../../config/testdata/bad/clustering.yaml"); code != exitConfig {
+		t.Errorf("bad config: exit %d, want %d", code, exitConfig)
+	}
+}

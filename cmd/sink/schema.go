@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/bucketsink/sink/cassandra"
+)
+
+// runSchema prints the CQL DDL every topic's policy needs and, with --apply, creates it.
+func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("schema", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sink schema --config FILE [--topic NAME] [--at RFC3339] [--apply]")
+		fmt.Fprintln(stderr, "\nPrints the CREATE KEYSPACE and CREATE TABLE statements that match each topic's policy:")
+		fmt.Fprintln(stderr, "partition key (id columns, bucket column, event bucket column), clustering order, TTL,")
+		fmt.Fprintln(stderr, "TimeWindowCompactionStrategy with the bucket width as window, gc_grace_seconds. A sliced")
+		fmt.Fprintln(stderr, "topic gets the tables of the slice holding --at and of the next slice; run it on a schedule")
+		fmt.Fprintln(stderr, "(e.g. daily with --apply) so each slice's table exists before its first record.")
+		fmt.Fprintln(stderr, "\nWith --apply the statements run against cassandra.hosts (IF NOT EXISTS: nothing is altered")
+		fmt.Fprintln(stderr, "or dropped), then every table is checked against the policy in system_schema; a table created")
+		fmt.Fprintln(stderr, "earlier with another key fails the command.")
+		fmt.Fprintln(stderr, "\nExit codes: 0 ok; 1 cannot reach Cassandra, a statement failed or a table does not match;")
+		fmt.Fprintln(stderr, "2 usage error; 3 invalid configuration.")
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	path := fs.String("config", "", "the YAML config file (required)")
+	topic := fs.String("topic", "", "only this topic (a key under topics:); default all")
+	at := fs.String("at", "", "the time whose slice tables to create, RFC 3339 (default now)")
+	apply := fs.Bool("apply", false, "run the statements against the cluster and check the tables")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sink schema: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "sink schema: --config is required")
+		return exitUsage
+	}
+	now := time.Now().UTC()
+	if *at != "" {
+		t, err := time.Parse(time.RFC3339, *at)
+		if err != nil {
+			fmt.Fprintf(stderr, "sink schema: --at %q is not RFC 3339 with an offset (e.g. 2024-01-15T00:00:00Z)\n", *at)
+			return exitUsage
+		}
+		now = t
+	}
+	cfg, code := loadConfig(*path, stderr)
+	if cfg == nil {
+		return code
+	}
+	var topics []string
+	if *topic != "" {
+		if _, ok := cfg.Topics[*topic]; !ok {
+			fmt.Fprintf(stderr, "sink schema: --topic %q is not configured; topics: %v\n", *topic, cfg.TopicNames())
+			return exitUsage
+		}
+		topics = []string{*topic}
+	}
+	stmts, err := cassandra.Schema(cfg, topics, now)
+	if err != nil {
+		fmt.Fprintf(stderr, "sink schema: %v\n", err)
+		return exitConfig
+	}
+	fmt.Fprint(stdout, cassandra.FormatDDL(stmts))
+	if !*apply {
+		return exitOK
+	}
+
+	s, err := cassandra.Connect(ctx, cfg.Cassandra)
+	if err != nil {
+		fmt.Fprintf(stderr, "sink schema: %v\n", err)
+		return exitFailure
+	}
+	defer s.Close()
+	if err := cassandra.ApplySchema(ctx, s, cfg, topics, now); err != nil {
+		fmt.Fprintf(stderr, "sink schema: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintf(stdout, "\n-- applied %d %s; every table matches its topic's policy\n", len(stmts), plural(len(stmts), "statement", "statements"))
+	return exitOK
+}
