@@ -132,7 +132,8 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 func parseRate(s string) (float64, error) {
 	num, unit, _ := strings.Cut(strings.TrimSpace(s), "/")
 	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+	// The upper bound keeps every product (rows a month, bytes) finite; no entity writes 10^12 rows/s.
+	if err != nil || math.IsNaN(v) || v <= 0 || v > 1e12 {
 		return 0, fmt.Errorf("%q is not a positive rate; use rows per second, e.g. 10 or 10/s, or 600/m, 2/h, 5/d", s)
 	}
 	switch strings.ToLower(strings.TrimSpace(unit)) {

@@ -140,6 +140,7 @@ func TestPlanUsageErrors(t *testing.T) {
 		{"--rate", "10"},
 		{"--rate", "fast", "--row-bytes", "100"},
 		{"--rate", "-1", "--row-bytes", "100"},
+		{"--rate", "1e308", "--row-bytes", "100"},
 		{"--rate", "10/week", "--row-bytes", "100"},
 		{"--rate", "10", "--row-bytes", "0"},
 		{"--rate", "10", "--row-bytes", "100", "--topic", "readings"},
