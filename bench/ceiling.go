@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,18 +9,28 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/cassandra"
 )
 
 // ceilingSetting is one configuration of the direct writer.
 type ceilingSetting struct {
+	// Writer is "gocql" (batches built and executed here, straight on the driver) or "sink" (the
+	// sink's own cassandra.Writer, with its retry loop and observer calls). Both are direct: no
+	// Kafka, no decoding in the timed part. Trying both tells the writer's own cost apart.
+	Writer      string
 	BatchRows   int
 	BatchBytes  int
 	Concurrency int
 	NumConns    int
 }
 
+const (
+	writerGocql = "gocql"
+	writerSink  = "sink"
+)
+
 func (s ceilingSetting) String() string {
-	return fmt.Sprintf("%d rows/batch, %d in flight, %d conns", s.BatchRows, s.Concurrency, s.NumConns)
+	return fmt.Sprintf("%s writer, %d rows/batch, %d in flight, %d conns", s.Writer, s.BatchRows, s.Concurrency, s.NumConns)
 }
 
 // ceilingGrid is the settings the ceiling tries. The sink's own defaults (100 rows or 32 KiB, 64 in
@@ -29,16 +38,17 @@ func (s ceilingSetting) String() string {
 // allowed; the others probe larger batches and more or less concurrency, which on a CPU-bound
 // single node can go either way.
 func ceilingGrid(quick bool, sinkRows, sinkBytes, sinkInFlight, sinkConns int) []ceilingSetting {
-	base := ceilingSetting{BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: sinkInFlight, NumConns: sinkConns}
+	base := ceilingSetting{Writer: writerGocql, BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: sinkInFlight, NumConns: sinkConns}
 	if quick {
 		return []ceilingSetting{base}
 	}
 	grid := []ceilingSetting{base}
 	for _, s := range []ceilingSetting{
-		{BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: 16, NumConns: sinkConns},
-		{BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: 256, NumConns: sinkConns},
-		{BatchRows: 4 * sinkRows, BatchBytes: 4 * sinkBytes, Concurrency: sinkInFlight, NumConns: sinkConns},
-		{BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: sinkInFlight, NumConns: 1},
+		{Writer: writerSink, BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: sinkInFlight, NumConns: sinkConns},
+		{Writer: writerGocql, BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: 16, NumConns: sinkConns},
+		{Writer: writerGocql, BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: 256, NumConns: sinkConns},
+		{Writer: writerGocql, BatchRows: 4 * sinkRows, BatchBytes: 4 * sinkBytes, Concurrency: sinkInFlight, NumConns: sinkConns},
+		{Writer: writerGocql, BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: sinkInFlight, NumConns: 1},
 	} {
 		if s != base {
 			grid = append(grid, s)
@@ -80,7 +90,7 @@ func ceilingSession(hosts []string, keyspace string, numConns int) (*gocql.Sessi
 // writeCeiling writes batches with a fixed pool of workers and returns the elapsed time. Every
 // entry is idempotent, so the driver may retry it; the harness retries a failed batch a few times
 // itself (the sink does too), and gives up on the run when one keeps failing.
-func writeCeiling(ctx context.Context, s *gocql.Session, batches []*batcher.Batch, concurrency int, consistency gocql.Consistency, done *atomic.Int64) (time.Duration, error) {
+func writeCeiling(ctx context.Context, write func(context.Context, *batcher.Batch) error, batches []*batcher.Batch, concurrency int, done *atomic.Int64) (time.Duration, error) {
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
@@ -99,7 +109,7 @@ func writeCeiling(ctx context.Context, s *gocql.Session, batches []*batcher.Batc
 				if i >= int64(len(batches)) || ctx.Err() != nil {
 					return
 				}
-				if err := execBatch(ctx, s, batches[i], consistency); err != nil {
+				if err := write(ctx, batches[i]); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
@@ -134,4 +144,17 @@ func execBatch(ctx context.Context, s *gocql.Session, b *batcher.Batch, consiste
 	return fmt.Errorf("writing a batch of %d rows to %s.%s: %w", len(b.Rows), b.Target.Keyspace, b.Target.Table, err)
 }
 
-var errNoRows = errors.New("no rows to write")
+// sinkWrite adapts the sink's cassandra.Writer to writeCeiling. A row the writer gives back as
+// refused is an error here: every backlog row is valid, so a refusal means the run is broken.
+func sinkWrite(w *cassandra.Writer) func(context.Context, *batcher.Batch) error {
+	return func(ctx context.Context, b *batcher.Batch) error {
+		failed, err := w.Write(ctx, b)
+		if err != nil {
+			return err
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("%d rows of a batch refused; first: %w", len(failed), failed[0].Err)
+		}
+		return nil
+	}
+}

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/bucketsink/sink/gen"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -175,10 +175,15 @@ func endOffsets(ctx context.Context, adm *kadm.Client, topic string) (map[int32]
 // have committed nothing).
 func committed(ctx context.Context, adm *kadm.Client, group, topic string) (map[int32]int64, error) {
 	resp, err := adm.FetchOffsetsForTopics(ctx, group, topic)
-	if err != nil {
-		return nil, fmt.Errorf("fetching committed offsets of group %s: %w", group, err)
+	if err == nil {
+		err = resp.Error()
 	}
-	if err := resp.Error(); err != nil {
+	if err != nil {
+		// A coordinator that is loading or moving answers with a retriable error; the next poll
+		// will do, and meanwhile nothing new counts as committed.
+		if kerr.IsRetriable(err) {
+			return map[int32]int64{}, nil
+		}
 		return nil, fmt.Errorf("fetching committed offsets of group %s: %w", group, err)
 	}
 	out := make(map[int32]int64)
@@ -189,8 +194,6 @@ func committed(ctx context.Context, adm *kadm.Client, group, topic string) (map[
 	})
 	return out, nil
 }
-
-var errNotDone = errors.New("not all committed")
 
 // allCommitted reports how many records are committed and whether every partition reached its end.
 func allCommitted(got, end map[int32]int64) (int64, bool) {

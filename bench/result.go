@@ -77,6 +77,7 @@ type Ceiling struct {
 
 // CeilingTrial is one direct-writer setting and what it achieved.
 type CeilingTrial struct {
+	Writer      string  `json:"writer"` // "gocql": batches straight on the driver; "sink": the sink's cassandra.Writer
 	Table       string  `json:"table"`
 	BatchRows   int     `json:"batch_rows"`
 	Concurrency int     `json:"concurrency"`
@@ -188,8 +189,8 @@ func (r *Result) PrintTable(w io.Writer) {
 		if t.Final {
 			label = "ceiling"
 		}
-		fmt.Fprintf(tw, "%s\t%s rows/s\t%d rows/batch, %d in flight, %d conns, %d rows in %.1f s\n",
-			label, num(t.RowsPerS), t.BatchRows, t.Concurrency, t.NumConns, t.Rows, t.Seconds)
+		fmt.Fprintf(tw, "%s\t%s rows/s\t%s writer, %d rows/batch, %d in flight, %d conns, %d rows in %.1f s\n",
+			label, num(t.RowsPerS), t.Writer, t.BatchRows, t.Concurrency, t.NumConns, t.Rows, t.Seconds)
 	}
 	s := r.Sink
 	fmt.Fprintf(tw, "sink\t%s rows/s\t%.3f × ceiling; %.1f s; %.2f CPU-s per million; peak RSS %.0f MiB\n",

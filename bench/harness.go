@@ -1,0 +1,625 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Options configure one run of the harness.
+type Options struct {
+	Events     int // backlog size; default 1,000,000
+	Entities   int // distinct devices; default 10,000
+	Partitions int // partitions of each fresh topic; default 6
+	// Quick tries a single ceiling setting and measures latency briefly: for smoke tests and a
+	// first look, not for published numbers.
+	Quick bool
+
+	Brokers   []string // Kafka; default 127.0.0.1:9092
+	Cassandra []string // default 127.0.0.1:9042
+	Keyspace  string   // default "sinkbench"; created if missing
+	// Prefix starts every topic, table and group name of the run; default "bench_<unix seconds>".
+	// It must be a valid CQL identifier start (letters, digits, underscores).
+	Prefix string
+
+	// SinkBinary is the sink executable run as `SinkBinary run --config F` and
+	// `SinkBinary bench --discard-daemon --config F`. Default: this process's executable.
+	SinkBinary string
+	// CommitInterval is writer.commit_interval of the daemons; default 1s.
+	CommitInterval time.Duration
+	// LatencyFor is how long the fixed-rate phase produces; default 30s (5s with Quick).
+	// Negative skips the phase.
+	LatencyFor time.Duration
+	// ProfileDir, when set, receives a CPU profile of the sink (sink.pprof) taken over its run.
+	ProfileDir string
+	// WorkDir holds configs and daemon logs; default a fresh temporary directory, kept on failure.
+	WorkDir string
+	// Progress receives progress lines while the run goes; nil discards them.
+	Progress io.Writer
+}
+
+func (o *Options) defaults() error {
+	if o.Events == 0 {
+		o.Events = 1_000_000
+	}
+	if o.Entities == 0 {
+		o.Entities = 10_000
+	}
+	if o.Partitions == 0 {
+		o.Partitions = 6
+	}
+	if len(o.Brokers) == 0 {
+		o.Brokers = []string{"127.0.0.1:9092"}
+	}
+	if len(o.Cassandra) == 0 {
+		o.Cassandra = []string{"127.0.0.1:9042"}
+	}
+	if o.Keyspace == "" {
+		o.Keyspace = "sinkbench"
+	}
+	if o.Prefix == "" {
+		o.Prefix = fmt.Sprintf("bench_%d", time.Now().Unix())
+	}
+	if o.CommitInterval == 0 {
+		o.CommitInterval = time.Second
+	}
+	if o.LatencyFor == 0 {
+		o.LatencyFor = 30 * time.Second
+		if o.Quick {
+			o.LatencyFor = 5 * time.Second
+		}
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.SinkBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding the sink binary (set SinkBinary): %w", err)
+		}
+		o.SinkBinary = exe
+	}
+	var errs []error
+	if o.Events < 1 {
+		errs = append(errs, fmt.Errorf("events: %d, want at least 1", o.Events))
+	}
+	if o.Entities < 2 {
+		errs = append(errs, fmt.Errorf("entities: %d, want at least 2 (the Zipf draw needs a range)", o.Entities))
+	}
+	if o.Partitions < 1 {
+		errs = append(errs, fmt.Errorf("partitions: %d, want at least 1", o.Partitions))
+	}
+	return errors.Join(errs...)
+}
+
+// Run executes every phase and returns the result. It leaves the topics and tables it made in
+// place (names start with Options.Prefix) so a surprising number can be inspected afterwards.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.defaults(); err != nil {
+		return nil, fmt.Errorf("bench options: %w", err)
+	}
+	if o.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "sinkbench-")
+		if err != nil {
+			return nil, fmt.Errorf("creating the work directory: %w", err)
+		}
+		o.WorkDir = dir
+	}
+	h := &harness{o: o, p: newProgress(o.Progress)}
+	defer h.p.stop()
+	res, err := h.run(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w (configs and daemon logs are in %s)", err, o.WorkDir)
+	}
+	return res, nil
+}
+
+type harness struct {
+	o     Options
+	p     *progress
+	adm   *kadm.Client
+	admin *gocql.Session
+	res   Result
+}
+
+func (h *harness) run(ctx context.Context) (*Result, error) {
+	o := h.o
+	kcl, err := kgo.NewClient(kgo.SeedBrokers(o.Brokers...))
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kafka admin client for %v: %w", o.Brokers, err)
+	}
+	defer kcl.Close()
+	h.adm = kadm.NewClient(kcl)
+
+	h.admin, err = ceilingSession(o.Cassandra, "", 1)
+	if err != nil {
+		return nil, err
+	}
+	defer h.admin.Close()
+
+	r := &h.res
+	r.Date = time.Now().UTC()
+	r.GitCommit, r.GitDirty = gitCommit()
+	r.Machine = h.machine(ctx)
+	r.Params = Params{
+		Events: o.Events, Entities: o.Entities, Partitions: o.Partitions, Quick: o.Quick,
+		Compression: compressionName, CommitInterval: o.CommitInterval.String(),
+	}
+	h.p.logf("bench: %d events, %d entities, %d partitions; %d cores, %s, Kafka %s, Cassandra %s",
+		o.Events, o.Entities, o.Partitions, r.Machine.Cores, r.Machine.Go, r.Machine.Kafka, r.Machine.Cassandra)
+
+	// Phase 1: the backlog.
+	topic := o.Prefix + "_backlog"
+	if err := createTopic(ctx, h.adm, topic, o.Partitions); err != nil {
+		return nil, err
+	}
+	var produced atomic.Int64
+	h.p.phase("produce", int64(o.Events), "events", &produced)
+	start := time.Now()
+	records, bytes, err := produceBacklog(ctx, o.Brokers, topic, o.Events, o.Entities, &produced)
+	if err != nil {
+		return nil, err
+	}
+	el := time.Since(start)
+	h.p.done()
+	r.Produce = Produce{
+		Topic: topic, Events: len(records), Bytes: bytes, AvgEventBytes: float64(bytes) / float64(len(records)),
+		Seconds: el.Seconds(), EventsPerSec: float64(len(records)) / el.Seconds(),
+	}
+	end := make(map[int32]int64)
+	for _, rec := range records {
+		end[rec.Partition] = max(end[rec.Partition], rec.Offset+1)
+	}
+
+	// The sink's config, loaded with its own loader: the ceiling uses the same policy, the same
+	// consistency and, as its baseline setting, the same writer limits.
+	base := setup{
+		Brokers: o.Brokers, Hosts: o.Cassandra, Keyspace: o.Keyspace, Topic: topic,
+		Table: o.Prefix + "_sink", Group: o.Prefix + "_sink", CommitInterval: o.CommitInterval,
+	}
+	if base.Metrics, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	sinkPath, sinkCfg, err := base.write(o.WorkDir, "sink")
+	if err != nil {
+		return nil, err
+	}
+	w := sinkCfg.Writer
+	r.Params.BatchMaxRows, r.Params.BatchMaxBytes = w.BatchMaxRows, int64(w.BatchMaxBytes)
+	r.Params.Linger, r.Params.MaxInFlight = w.Linger.Std().String(), w.MaxInFlight
+
+	// Phase 2: the ceiling.
+	if err := h.ceiling(ctx, base, records, sinkCfg); err != nil {
+		return nil, err
+	}
+	records = nil // the backlog copy is not needed past the ceiling; let the GC have it
+
+	// Phase 3: the sink over the backlog.
+	if err := h.createTable(ctx, sinkCfg); err != nil {
+		return nil, err
+	}
+	sink, err := h.daemon(ctx, "sink", []string{"run", "--config", sinkPath}, base, end, o.ProfileDir)
+	if err != nil {
+		return nil, err
+	}
+	sink.Table = base.Table
+	sink.RatioToCeiling = sink.PerSec / r.Ceiling.RowsPerS
+	r.Sink = *sink
+
+	// Phase 4: the pipeline alone, with the discarding writer, over the same backlog.
+	pipe := base
+	pipe.Group = o.Prefix + "_pipeline"
+	if pipe.Metrics, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	pipePath, _, err := pipe.write(o.WorkDir, "pipeline")
+	if err != nil {
+		return nil, err
+	}
+	pl, err := h.daemon(ctx, "pipeline", []string{"bench", "--discard-daemon", "--config", pipePath}, pipe, end, "")
+	if err != nil {
+		return nil, err
+	}
+	r.Pipeline = *pl
+
+	// Phase 5: latency at half the sink's measured rate.
+	if o.LatencyFor > 0 {
+		if err := h.latency(ctx, sink.PerSec/2); err != nil {
+			return nil, err
+		}
+	}
+
+	r.judge()
+	return r, nil
+}
+
+// createTable applies the schema `sink schema` would print for the bench topic: the keyspace if
+// missing, and the table.
+func (h *harness) createTable(ctx context.Context, cfg *config.Config) error {
+	ddl, err := cassandra.Schema(cfg, []string{topicName}, time.Now())
+	if err != nil {
+		return fmt.Errorf("generating the schema of topics.%s: %w", topicName, err)
+	}
+	for _, stmt := range ddl {
+		if err := h.admin.Query(stmt).ExecContext(ctx); err != nil {
+			return fmt.Errorf("applying %q: %w", firstLine(stmt), err)
+		}
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// ceiling maps the backlog records once per trial (outside the timed part) into a fresh table and
+// writes them directly with each setting of the grid, then repeats the best setting over every
+// row if the trials used a sample.
+func (h *harness) ceiling(ctx context.Context, base setup, records []record, sinkCfg *config.Config) error {
+	o := h.o
+	w := sinkCfg.Writer
+	grid := ceilingGrid(o.Quick, w.BatchMaxRows, int(w.BatchMaxBytes), w.MaxInFlight, sinkCfg.Cassandra.NumConns)
+	consistency, err := gocql.ParseConsistencyWrapper(sinkCfg.Topics[topicName].Consistency)
+	if err != nil {
+		return fmt.Errorf("topics.%s.consistency: %w", topicName, err)
+	}
+	// Trials run on a sample so a grid of settings fits in minutes; the winner then writes every
+	// row, and that final run is the ceiling. With Quick there is one setting and no sample.
+	sample := len(records)
+	if len(grid) > 1 {
+		sample = min(len(records), max(200_000, len(records)/5))
+	}
+	var (
+		best        CeilingTrial
+		bestSetting ceilingSetting
+	)
+	for i, s := range grid {
+		t, err := h.ceilingTrial(ctx, base, fmt.Sprintf("ceiling%d", i), records[:sample], s, consistency)
+		if err != nil {
+			return err
+		}
+		t.Final = len(grid) == 1
+		h.res.Ceiling.Trials = append(h.res.Ceiling.Trials, t)
+		if t.RowsPerS > best.RowsPerS {
+			best, bestSetting = t, s
+		}
+	}
+	if len(grid) > 1 {
+		s := bestSetting
+		t, err := h.ceilingTrial(ctx, base, "ceiling", records, s, consistency)
+		if err != nil {
+			return err
+		}
+		t.Final = true
+		h.res.Ceiling.Trials = append(h.res.Ceiling.Trials, t)
+		best = t
+	}
+	h.res.Ceiling.Best = best
+	h.res.Ceiling.RowsPerS = best.RowsPerS
+	return nil
+}
+
+func (h *harness) ceilingTrial(ctx context.Context, base setup, name string, records []record, s ceilingSetting, consistency gocql.Consistency) (CeilingTrial, error) {
+	st := base
+	st.Table = h.o.Prefix + "_" + name
+	_, cfg, err := st.write(h.o.WorkDir, name)
+	if err != nil {
+		return CeilingTrial{}, err
+	}
+	if err := h.createTable(ctx, cfg); err != nil {
+		return CeilingTrial{}, err
+	}
+	m, err := mapper.New(cfg)
+	if err != nil {
+		return CeilingTrial{}, fmt.Errorf("compiling the mapper for the ceiling: %w", err)
+	}
+	mapStart := time.Now()
+	rows := make([]batcher.Row, len(records))
+	for i, rec := range records {
+		row, err := m.Map(mapper.Record{
+			Topic: base.Topic, Partition: rec.Partition, Offset: rec.Offset,
+			Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp,
+		})
+		if err != nil {
+			return CeilingTrial{}, fmt.Errorf("mapping a backlog record for the ceiling: %w", err)
+		}
+		rows[i] = row
+	}
+	h.res.Ceiling.MapSecond = time.Since(mapStart).Seconds()
+	batches := groupRows(rows, s)
+
+	var write func(context.Context, *batcher.Batch) error
+	switch s.Writer {
+	case writerSink:
+		cc := cfg.Cassandra
+		cc.NumConns = s.NumConns
+		sess, err := cassandra.Connect(ctx, cc)
+		if err != nil {
+			return CeilingTrial{}, err
+		}
+		defer sess.Close()
+		w := cfg.Writer
+		write = sinkWrite(cassandra.NewWriter(sess, cassandra.WriterConfig{
+			MaxInFlight: s.Concurrency, RetryInitial: w.RetryInitial.Std(), RetryMax: w.RetryMax.Std(), RetryAttempts: 5,
+		}, nil))
+	default:
+		sess, err := ceilingSession(h.o.Cassandra, h.o.Keyspace, s.NumConns)
+		if err != nil {
+			return CeilingTrial{}, err
+		}
+		defer sess.Close()
+		write = func(ctx context.Context, b *batcher.Batch) error { return execBatch(ctx, sess, b, consistency) }
+	}
+	var done atomic.Int64
+	h.p.phase(name+" ("+s.String()+")", int64(len(rows)), "rows", &done)
+	el, err := writeCeiling(ctx, write, batches, s.Concurrency, &done)
+	h.p.done()
+	if err != nil {
+		return CeilingTrial{}, err
+	}
+	return CeilingTrial{
+		Writer: s.Writer, Table: st.Table, BatchRows: s.BatchRows, Concurrency: s.Concurrency, NumConns: s.NumConns,
+		Rows: len(rows), Batches: len(batches), Seconds: el.Seconds(), RowsPerS: float64(len(rows)) / el.Seconds(),
+	}, nil
+}
+
+// daemon runs one daemon over the backlog: from ready until every partition's committed offset
+// reaches its end. CPU and peak RSS come from /proc of the daemon alone.
+func (h *harness) daemon(ctx context.Context, name string, args []string, st setup, end map[int32]int64, profileDir string) (*Process, error) {
+	var total int64
+	for _, e := range end {
+		total += e
+	}
+	d, err := startDaemon(name, h.o.SinkBinary, args, st.Metrics, h.o.WorkDir, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer d.stop(time.Minute)
+	if err := d.waitReady(ctx, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	ready := time.Now()
+	cpu0, err := readCPU(d.pid())
+	if err != nil {
+		return nil, err
+	}
+
+	var prof chan error
+	if profileDir != "" {
+		prof = make(chan error, 1)
+		go func() { prof <- fetchProfile(ctx, d.metrics, filepath.Join(profileDir, name+".pprof"), total) }()
+	}
+
+	var done atomic.Int64
+	h.p.phase(name, total, "events", &done)
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	var finish time.Time
+	for finish.IsZero() {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-d.exited:
+			return nil, d.failure()
+		case <-tick.C:
+		}
+		got, err := committed(ctx, h.adm, st.Group, st.Topic)
+		if err != nil {
+			return nil, err
+		}
+		n, all := allCommitted(got, end)
+		done.Store(n)
+		if all {
+			finish = time.Now()
+		}
+	}
+	h.p.done()
+	cpu1, err := readCPU(d.pid())
+	if err != nil {
+		return nil, err
+	}
+	rss, err := readPeakRSS(d.pid())
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{Group: st.Group, Events: int(total), PeakRSSBytes: rss, StartupSeconds: ready.Sub(d.started).Seconds()}
+	if v, ok, err := d.metricSum(ctx, "sink_records_written_total"); err == nil && ok {
+		p.Written = int64(v)
+	}
+	if v, ok, err := d.metricSum(ctx, "sink_records_dead_lettered_total"); err == nil && ok {
+		p.DeadLettered = int64(v)
+	}
+	el := finish.Sub(ready)
+	cpu := (cpu1.CPU - cpu0.CPU).Seconds()
+	p.Seconds = el.Seconds()
+	p.PerSec = float64(total) / el.Seconds()
+	p.CPUSeconds = cpu
+	if cpu > 0 {
+		p.PerCPUSecond = float64(total) / cpu
+	}
+	p.CPUPerMillion = cpu / float64(total) * 1e6
+	if prof != nil {
+		if err := <-prof; err != nil {
+			h.p.logf("%s: no CPU profile: %v", name, err)
+		} else {
+			p.Profile = filepath.Join(profileDir, name+".pprof")
+		}
+	}
+	if err := d.stop(time.Minute); err != nil {
+		return nil, err
+	}
+	h.p.logf("%s: %s events/s, %.2f CPU-s per million, peak RSS %.0f MiB", name, num(p.PerSec), p.CPUPerMillion, float64(rss)/(1<<20))
+	return p, nil
+}
+
+// fetchProfile takes a CPU profile of the daemon from its /debug/pprof endpoint. Its length is a
+// guess at the run's duration from the backlog size; a profile that outlasts the run only adds
+// idle time, which pprof shows apart.
+func fetchProfile(ctx context.Context, addr, path string, events int64) error {
+	secs := max(5, min(120, int(events/40_000)))
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("fetching %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fetching %s: %s", url, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("saving %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// latency runs the sink on a fresh, empty topic, produces to it at rate for LatencyFor, and pairs
+// each record's produce time with the first committed offset observed past it.
+func (h *harness) latency(ctx context.Context, rate float64) error {
+	o := h.o
+	if rate < 1 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		return fmt.Errorf("latency phase: rate %v derived from the sink is not usable", rate)
+	}
+	st := setup{
+		Brokers: o.Brokers, Hosts: o.Cassandra, Keyspace: o.Keyspace, Topic: o.Prefix + "_live",
+		Table: o.Prefix + "_live", Group: o.Prefix + "_live", CommitInterval: o.CommitInterval,
+	}
+	var err error
+	if st.Metrics, err = freeAddr(); err != nil {
+		return err
+	}
+	if err := createTopic(ctx, h.adm, st.Topic, o.Partitions); err != nil {
+		return err
+	}
+	path, cfg, err := st.write(o.WorkDir, "live")
+	if err != nil {
+		return err
+	}
+	if err := h.createTable(ctx, cfg); err != nil {
+		return err
+	}
+	d, err := startDaemon("live", o.SinkBinary, []string{"run", "--config", path}, st.Metrics, o.WorkDir, nil)
+	if err != nil {
+		return err
+	}
+	defer d.stop(time.Minute)
+	if err := d.waitReady(ctx, 2*time.Minute); err != nil {
+		return err
+	}
+
+	log := newProduceLog()
+	var seen []commitSeen
+	var produced atomic.Int64
+	total := int64(rate * o.LatencyFor.Seconds())
+	h.p.phase(fmt.Sprintf("latency at %s events/s", num(rate)), total, "events", &produced)
+	prodErr := make(chan error, 1)
+	var sent int
+	go func() {
+		var err error
+		sent, err = producePaced(ctx, o.Brokers, st.Topic, o.Entities, rate, o.LatencyFor, log, &produced)
+		prodErr <- err
+	}()
+
+	// Poll committed offsets until the producer is done and every partition has committed its end.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var end map[int32]int64
+	deadline := time.Now().Add(o.LatencyFor + 2*time.Minute)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-d.exited:
+			return d.failure()
+		case err := <-prodErr:
+			if err != nil {
+				return err
+			}
+			if end, err = endOffsets(ctx, h.adm, st.Topic); err != nil {
+				return err
+			}
+			prodErr = nil
+		case <-tick.C:
+		}
+		got, err := committed(ctx, h.adm, st.Group, st.Topic)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		for p, off := range got {
+			seen = append(seen, commitSeen{Partition: p, Offset: off, At: now})
+		}
+		if end != nil {
+			if _, all := allCommitted(got, end); all {
+				break
+			}
+		}
+		if now.After(deadline) {
+			return fmt.Errorf("latency phase: group %s did not commit the end of topic %s within %v of the last record", st.Group, st.Topic, 2*time.Minute)
+		}
+	}
+	h.p.done()
+	if err := d.stop(time.Minute); err != nil {
+		return err
+	}
+	lat := commitLatencies(log.parts, seen)
+	l := &h.res.Latency
+	l.Rate, l.Events, l.Covered, l.Seconds = rate, sent, len(lat), o.LatencyFor.Seconds()
+	l.P50Millis = float64(percentile(lat, 0.50)) / 1e6
+	l.P99Millis = float64(percentile(lat, 0.99)) / 1e6
+	l.MaxMillis = float64(percentile(lat, 1)) / 1e6
+	h.res.Params.LatencyRate, h.res.Params.LatencyFor = rate, o.LatencyFor.String()
+	if len(lat) != sent {
+		return fmt.Errorf("latency phase: %d records produced but %d seen committed", sent, len(lat))
+	}
+	h.p.logf("latency: p50 %.0f ms, p99 %.0f ms at %s events/s", l.P50Millis, l.P99Millis, num(rate))
+	return nil
+}
+
+// machine collects what the numbers were measured on. A version that cannot be read is reported
+// as "unknown" rather than failing the run.
+func (h *harness) machine(ctx context.Context) Machine {
+	m := Machine{Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(),
+		Java: javaVersion(ctx), Kafka: "unknown", Cassandra: "unknown", CPUModel: cpuModel()}
+	if v, err := h.adm.ApiVersions(ctx); err == nil {
+		v.Each(func(b kadm.BrokerApiVersions) {
+			if b.Err == nil {
+				m.Kafka = b.VersionGuess()
+			}
+		})
+	}
+	var rel string
+	if err := h.admin.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&rel); err == nil {
+		m.Cassandra = rel
+	}
+	return m
+}

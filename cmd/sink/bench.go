@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/bucketsink/sink/bench"
+)
+
+// runBench measures the sink end to end against the raw Cassandra ceiling (package bench). It also
+// serves as the discard daemon the harness runs for its pipeline-only phase: the same binary, so
+// that phase measures exactly the code `sink run` executes, minus the Cassandra writes.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sink bench [--events N] [--entities N] [--quick] [flags]")
+		fmt.Fprintln(stderr, "\nOn a running Kafka and Cassandra (scripts/stack up): produces N sample events to a fresh topic,")
+		fmt.Fprintln(stderr, "measures the direct-write ceiling, the sink, the pipeline alone, peak RSS and event-to-commit")
+		fmt.Fprintln(stderr, "latency; prints a table and writes a JSON result. Progress goes to stderr.")
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	var (
+		events     = fs.Int("events", 1_000_000, "backlog size in events")
+		entities   = fs.Int("entities", 10_000, "distinct devices (Zipf-skewed)")
+		partitions = fs.Int("partitions", 6, "partitions of each fresh topic")
+		quick      = fs.Bool("quick", false, "one ceiling setting and a short latency phase: a first look, not for publishing")
+		brokers    = fs.String("brokers", "127.0.0.1:9092", "Kafka bootstrap brokers, comma separated")
+		hosts      = fs.String("cassandra", "127.0.0.1:9042", "Cassandra hosts, comma separated")
+		keyspace   = fs.String("keyspace", "sinkbench", "keyspace of the bench tables (created if missing)")
+		results    = fs.String("results", "bench/results", "directory for the JSON result (empty: do not write)")
+		profile    = fs.String("profile", "", "directory for a CPU profile of the sink taken from its /debug/pprof")
+		commitIvl  = fs.Duration("commit-interval", time.Second, "writer.commit_interval of the daemons")
+		latencyFor = fs.Duration("latency-for", 0, "length of the fixed-rate latency phase (default 30s, 5s with --quick; negative skips it)")
+		sinkBin    = fs.String("sink-binary", "", "sink executable to measure (default: this one)")
+		discard    = fs.Bool("discard-daemon", false, "internal: run the pipeline with a discarding writer (the harness's pipeline-only phase)")
+		cfgPath    = fs.String("config", "", "internal, with --discard-daemon: the daemon config")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sink bench: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *discard {
+		if *cfgPath == "" {
+			fmt.Fprintln(stderr, "sink bench: --discard-daemon needs --config")
+			return exitUsage
+		}
+		if err := bench.RunDiscardDaemon(ctx, *cfgPath, stderr); err != nil {
+			fmt.Fprintf(stderr, "sink bench: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
+	}
+
+	res, err := bench.Run(ctx, bench.Options{
+		Events: *events, Entities: *entities, Partitions: *partitions, Quick: *quick,
+		Brokers: splitList(*brokers), Cassandra: splitList(*hosts), Keyspace: *keyspace,
+		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor,
+		ProfileDir: *profile, Progress: stderr,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "sink bench: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintln(stdout)
+	res.PrintTable(stdout)
+	if *results != "" {
+		path, err := res.WriteJSON(*results)
+		if err != nil {
+			fmt.Fprintf(stderr, "sink bench: %v\n", err)
+			return exitFailure
+		}
+		fmt.Fprintf(stdout, "\nresult written to %s\n", path)
+	}
+	return exitOK
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
