@@ -124,28 +124,20 @@ func (c *Config) ApplyDefaults() {
 	c.applyDefaults(func(_ string, zero bool) bool { return zero })
 }
 
+// setDefault stores v in *p when unset(path, *p is zero) says the key was not given.
+func setDefault[T comparable](unset func(path string, zero bool) bool, path string, p *T, v T) {
+	var zero T
+	if unset(path, *p == zero) {
+		*p = v
+	}
+}
+
 // applyDefaults sets each default where unset(path, isZero) says the key was not given.
 func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
-	str := func(path string, p *string, v string) {
-		if unset(path, *p == "") {
-			*p = v
-		}
-	}
-	num := func(path string, p *int, v int) {
-		if unset(path, *p == 0) {
-			*p = v
-		}
-	}
-	dur := func(path string, p *Duration, v Duration) {
-		if unset(path, *p == 0) {
-			*p = v
-		}
-	}
-	size := func(path string, p *Bytes, v Bytes) {
-		if unset(path, *p == 0) {
-			*p = v
-		}
-	}
+	str := func(path string, p *string, v string) { setDefault(unset, path, p, v) }
+	num := func(path string, p *int, v int) { setDefault(unset, path, p, v) }
+	dur := func(path string, p *Duration, v Duration) { setDefault(unset, path, p, v) }
+	size := func(path string, p *Bytes, v Bytes) { setDefault(unset, path, p, v) }
 
 	k := &c.Kafka
 	str("kafka.group", &k.Group, DefaultGroup)

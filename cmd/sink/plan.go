@@ -255,7 +255,7 @@ func (r planReport) writeText(w io.Writer) {
 	if t := r.Topic; t != nil {
 		e := t.Estimate
 		fmt.Fprintf(w, "\nTopic %s (Kafka %s): bucket width %s, %d event %s, budget %s\n", t.Name, t.Topic, t.Width,
-			e.EventBuckets, pluralWord(e.EventBuckets, "bucket", "buckets"), sizing.FormatBytes(gd.Max))
+			e.EventBuckets, plural(e.EventBuckets, "bucket", "buckets"), sizing.FormatBytes(gd.Max))
 		fmt.Fprintf(w, "  per partition: %s rows, %s: %s\n", sizing.FormatCount(e.WorstRows), sizing.FormatBytes(e.WorstBytes), verdictText(e, gd))
 		if e.Verdict == sizing.TooBig {
 			fmt.Fprintf(w, "  over budget: use %s, or %d event buckets at width %s\n", policyName(c),
@@ -303,13 +303,6 @@ func boolMark(over bool) string {
 		return "✗"
 	}
 	return ""
-}
-
-func pluralWord(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // formatRate prints a rate without float noise: 10, 0.0167, 1,000.
