@@ -223,6 +223,9 @@ type Recommendation struct {
 //     time bucket fans out to fewer partitions, while the number of partitions a longer range
 //     touches is the same at any granularity.
 func (in Input) Recommend(candidates []Granularity, gd Guidance) Recommendation {
+	if len(candidates) == 0 {
+		return Recommendation{Reason: "no candidate widths"}
+	}
 	table := in.Table(candidates, gd)
 	for _, want := range []Verdict{InTarget, Small, TooSmall} {
 		for i := len(table) - 1; i >= 0; i-- {
