@@ -498,7 +498,12 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 		components++
 	}
 	for _, ci := range p.ids {
+		at := len(key)
 		key = appendComponent(key, components, p.cols[ci].typ.kind, vals[ci])
+		if n := len(key) - at; n > maxKeyComponent+3 {
+			s.key = key[:0]
+			return out, ReasonMap, fmt.Errorf("column %s: the value is %d bytes; Cassandra limits a partition key value to %d", p.cols[ci].name, n-3, maxKeyComponent)
+		}
 	}
 	if components == 1 {
 		key = append(key, b.ser...)
@@ -528,6 +533,9 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 	}
 	return out, "", nil
 }
+
+// maxKeyComponent is Cassandra's limit on one partition key value (its length is a uint16).
+const maxKeyComponent = 65535
 
 // rowOverhead approximates the framing of one batch entry around its values: kind, prepared id
 // (16 bytes plus length), value count.

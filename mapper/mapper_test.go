@@ -552,6 +552,8 @@ func TestMapErrors(t *testing.T) {
 		{`{` + good + `,"li":[1,null]}`, "map", `column li: field "li" element 1 is null, null, and CQL collections cannot hold nulls`},
 		{`{` + good + `,"li":{"a":1}}`, "map", `column li: field "li" is {"a":1}, not a JSON array for CQL list<int>`},
 		{`{` + good + `,"mp":{"a":true}}`, "map", `column mp: field "mp" key "a" is true, not a number for CQL int`},
+		{`{"device_id":"` + strings.Repeat("d", 70000) + `","ts":"2024-01-15T14:37:22Z","temperature":1}`, "map",
+			"column device_id: the value is 70000 bytes; Cassandra limits a partition key value to 65535"},
 		{`{` + good + `,"site":{"id":"` + strings.Repeat("x", 100) + `"},"humidity":"` + strings.Repeat("y", 100) + `"}`, "map",
 			`column humidity: field "humidity" is "` + strings.Repeat("y", 63) + `..., not a number for CQL double`},
 	}
