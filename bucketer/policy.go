@@ -204,7 +204,7 @@ func New(s Spec) (*Policy, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if w.Unit == Fixed && w.Seconds > 1 && w.Seconds < secondsPerDay {
+	if w.Unit == Fixed && w.Seconds > 1 && w.Seconds <= secondsPerDay {
 		p.perDay = secondsPerDay / w.Seconds
 		p.recip = ^uint64(0)/uint64(w.Seconds) + 1
 	}
@@ -320,7 +320,8 @@ func (p *Policy) AppendText(dst []byte, i int64) []byte {
 	return appendStamp(dst, p.layout, p.width.stamp(i))
 }
 
-// Text is the text form of bucket i; it allocates only the returned string.
+// Text is the text form of bucket i; it allocates only the returned string (for keys of up to
+// 48 bytes, which every layout without long runs of separators gives).
 func (p *Policy) Text(i int64) string {
 	var buf [48]byte
 	return string(p.AppendText(buf[:0], i))
