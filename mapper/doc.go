@@ -36,7 +36,8 @@
 // timestamp takes RFC 3339 with an offset or epoch milliseconds; date takes 2006-01-02; uuid
 // takes the canonical form; blob takes base64. A missing or null field is an error for id,
 // clustering and required columns; otherwise the column is bound as gocql.UnsetValue, which
-// writes nothing (no tombstone).
+// writes nothing (no tombstone), or as null when cassandra.protocol_version pins protocol 3,
+// which has no unset values.
 //
 // Row.Key is the partition's routing key, the bytes Cassandra hashes to a token: the serialized
 // value for a one-column key; for a composite key, per column a 2-byte big-endian length, the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,6 +140,7 @@ type plan struct {
 	nvals             int      // len(insertCols) + TTL + timestamp
 	topicValue        any      // the Kafka topic, boxed once
 	ebValues          []any    // int32(0..eventBuckets-1), boxed once
+	absent            any      // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
 	target            *batcher.Target
 	targets           sync.Map                    // slice index (int64) → *batcher.Target
 	last              atomic.Pointer[bucketEntry] // the bucket most recently mapped
@@ -173,6 +175,11 @@ func New(cfg *config.Config) (*Mapper, error) {
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		// Unset values need native protocol 4; a session pinned to protocol 3 writes nulls instead.
+		p.absent = gocql.UnsetValue
+		if cfg.Cassandra.ProtocolVersion == 3 {
+			p.absent = nil
 		}
 		m.byKafka[p.kafkaTopic] = p
 		m.byName[name] = p
@@ -407,6 +414,7 @@ func (m *Mapper) kafkaTopics() []string {
 	for _, p := range m.byName {
 		out = append(out, p.kafkaTopic)
 	}
+	sort.Strings(out)
 	return out
 }
 
@@ -456,7 +464,7 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 		h := bucketer.NewIDHash()
 		for _, ci := range p.hashCols {
 			v := vals[ci]
-			if v == gocql.UnsetValue {
+			if v == p.absent {
 				return out, ReasonMap, fmt.Errorf("event bucket: column %s has no value to hash", p.cols[ci].name)
 			}
 			if str, ok := v.(string); ok {
@@ -610,7 +618,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			}
 			// Unset, not null: a null would write a tombstone cell that every read must skip,
 			// while an unset column costs nothing and reads back as null all the same.
-			return gocql.UnsetValue, nil
+			return p.absent, nil
 		}
 		x, pr := convert(c.typ, v, &s.buf)
 		if !pr.ok() {
@@ -627,7 +635,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			if c.need != "" {
 				return nil, fmt.Errorf("column %s: the record has no Kafka timestamp, and %s", c.name, c.need)
 			}
-			return gocql.UnsetValue, nil
+			return p.absent, nil
 		}
 		return rec.Timestamp.UTC(), nil
 	case srcKafkaKey:
@@ -635,7 +643,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			if c.need != "" {
 				return nil, fmt.Errorf("column %s: the record has no Kafka key, and %s", c.name, c.need)
 			}
-			return gocql.UnsetValue, nil
+			return p.absent, nil
 		}
 		return bytesAs(c, rec.Key, "Kafka key")
 	case srcRaw:

@@ -281,6 +281,23 @@ func TestMissingOptionalColumnIsUnset(t *testing.T) {
 	}
 }
 
+func TestMissingOptionalColumnOnProtocol3IsNull(t *testing.T) {
+	c := baseConfig()
+	c.Cassandra.ProtocolVersion = 3
+	c.ApplyDefaults()
+	m, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := m.Map(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Values[2] != nil {
+		t.Errorf("missing site_id = %#v, want nil: protocol 3 has no unset values", row.Values[2])
+	}
+}
+
 func TestSlicedTargets(t *testing.T) {
 	m := newMapper(t, func(tp *config.Topic) {
 		tp.Bucket = config.Bucket{Width: "10m", Key: "int", Slice: "1d", Column: "bucket"}
