@@ -63,7 +63,7 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 	}
 	s := m.pool.Get().(*scratch)
 	out, reason, err := p.mapRecord(&rec, s)
-	m.pool.Put(s)
+	m.release(s)
 	if err != nil {
 		return Explanation{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
 	}

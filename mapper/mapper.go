@@ -402,11 +402,25 @@ func (m *Mapper) Map(rec Record) (batcher.Row, error) {
 	}
 	s := m.pool.Get().(*scratch)
 	out, reason, err := p.mapRecord(&rec, s)
-	m.pool.Put(s)
+	m.release(s)
 	if err != nil {
 		return batcher.Row{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
 	}
 	return out.row, nil
+}
+
+// maxScratch bounds the buffers a pooled scratch keeps, so one huge record does not pin its
+// size in memory for every goroutine's scratch afterwards.
+const maxScratch = 64 << 10
+
+func (m *Mapper) release(s *scratch) {
+	if cap(s.buf) > maxScratch {
+		s.buf = make([]byte, 0, 256)
+	}
+	if cap(s.key) > maxScratch {
+		s.key = make([]byte, 0, 128)
+	}
+	m.pool.Put(s)
 }
 
 func (m *Mapper) kafkaTopics() []string {
