@@ -730,6 +730,13 @@ func FuzzMap(f *testing.F) {
 		if row.Target == nil || len(row.Values) != len(row.Target.Columns)+2 || row.Key == "" {
 			t.Fatalf("malformed row %+v", row)
 		}
+		ex, err := m.Explain(r)
+		if err != nil || ex.Row.Key != row.Key {
+			t.Fatalf("Explain disagrees with Map: %v", err)
+		}
+		for _, v := range ex.Bound {
+			_ = v.Literal()
+		}
 	})
 }
 
