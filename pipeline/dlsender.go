@@ -99,7 +99,7 @@ func (s *deadLetterSender) send(batch []deadLetter) bool {
 				continue
 			}
 			p.pl.metrics.RecordsDeadLettered.WithLabelValues(p.tp.topic, d.reason).Inc()
-			p.log.Warn("record dead-lettered", slog.Int64("offset", d.rec.Offset), slog.String("reason", d.reason),
+			p.log.Info("record dead-lettered", slog.Int64("offset", d.rec.Offset), slog.String("reason", d.reason),
 				slog.String("dead_letter_topic", p.topic.deadLetterTopic), slog.Any("error", d.err))
 			if attempt > 1 {
 				p.setStuck(d.rec.Offset, false)

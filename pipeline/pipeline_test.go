@@ -1,0 +1,542 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// The fast tests run the real pipeline against kfake, an in-process Kafka cluster speaking the real
+// protocol, with an in-memory writer in place of Cassandra. They check the commit rules; the integration
+// tests check the same against the real stack.
+
+const (
+	testTopic = "events"
+	testDLQ   = "events.dlq"
+	testParts = 3
+)
+
+// fakeMapper maps a record to a one-row batch of its own (the record key is the partition key, and keys
+// are unique), so a held or failing row affects exactly one record. Values starting with "bad" are bad
+// input.
+type fakeMapper struct{ target *batcher.Target }
+
+func (m fakeMapper) Map(r mapper.Record) (batcher.Row, error) {
+	if bytes.HasPrefix(r.Value, []byte("bad")) {
+		return batcher.Row{}, &mapper.RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+			Reason: mapper.ReasonDecode, Err: errors.New("decoding JSON: not an object")}
+	}
+	return batcher.Row{
+		Target:    m.target,
+		Key:       string(r.Key),
+		Values:    []any{string(r.Value)},
+		Size:      len(r.Value) + 16,
+		Source:    batcher.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
+		EventTime: r.Timestamp,
+	}, nil
+}
+
+// memWriter is Cassandra in a map. hold makes a batch wait for release (or for ctx); fail makes it fail.
+type memWriter struct {
+	mu      sync.Mutex
+	rows    map[batcher.Source]int // writes per row: replays show up as counts above 1
+	hold    func(batcher.Source) bool
+	fail    func(batcher.Source) error
+	release chan struct{}
+}
+
+func newMemWriter() *memWriter {
+	return &memWriter{rows: make(map[batcher.Source]int), release: make(chan struct{})}
+}
+
+func (w *memWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
+	for _, r := range b.Rows {
+		if w.hold != nil && w.hold(r.Source) {
+			select {
+			case <-w.release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			break
+		}
+	}
+	for _, r := range b.Rows {
+		if w.fail != nil {
+			if err := w.fail(r.Source); err != nil {
+				return nil, err
+			}
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range b.Rows {
+		w.rows[r.Source]++
+	}
+	return nil, nil
+}
+
+func (w *memWriter) has(src batcher.Source) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rows[src] > 0
+}
+
+func (w *memWriter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.rows)
+}
+
+type fixture struct {
+	t       *testing.T
+	cluster *kfake.Cluster
+	addrs   []string
+	adm     *kadm.Client
+	admCl   *kgo.Client
+	group   string
+	end     map[int32]int64
+	bad     map[batcher.Source]bool
+}
+
+// newFixture starts a cluster with the topic (3 partitions) and its dead-letter topic and produces n
+// records to every partition; every badEvery-th is bad input (0 = none).
+func newFixture(t *testing.T, n, badEvery int) *fixture {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testParts, testTopic), kfake.SeedTopics(1, testDLQ))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, cluster: c, addrs: c.ListenAddrs(), group: "g-" + strings.ToLower(t.Name()),
+		end: make(map[int32]int64), bad: make(map[batcher.Source]bool)}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.admCl = cl
+	f.adm = kadm.NewClient(cl)
+	t.Cleanup(func() {
+		cl.Close()
+		c.Close()
+	})
+	var recs []*kgo.Record
+	for p := range int32(testParts) {
+		for i := range n {
+			v := fmt.Sprintf(`{"n":%d}`, i)
+			if badEvery > 0 && i%badEvery == badEvery-1 {
+				v = "bad " + v
+				f.bad[batcher.Source{Topic: testTopic, Partition: p, Offset: int64(i)}] = true
+			}
+			recs = append(recs, &kgo.Record{Topic: testTopic, Partition: p,
+				Key: []byte(fmt.Sprintf("k-%d-%d", p, i)), Value: []byte(v)})
+		}
+		f.end[p] = int64(n)
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) config(mut func(*config.Config)) *config.Config {
+	cfg := &config.Config{
+		Kafka: config.Kafka{Brokers: f.addrs, Group: f.group,
+			SessionTimeout: config.Duration(6 * time.Second), RebalanceTimeout: config.Duration(10 * time.Second)},
+		Writer: config.Writer{
+			Linger:          config.Duration(time.Millisecond),
+			CommitInterval:  config.Duration(100 * time.Millisecond),
+			ShutdownTimeout: config.Duration(5 * time.Second),
+			RetryInitial:    config.Duration(10 * time.Millisecond),
+			RetryMax:        config.Duration(100 * time.Millisecond),
+		},
+		Topics: map[string]config.Topic{"events": {
+			Topic: testTopic, Table: "events", DeadLetterTopic: testDLQ,
+			Bucket: config.Bucket{Width: "1h"},
+		}},
+	}
+	cfg.ApplyDefaults()
+	if mut != nil {
+		mut(cfg)
+	}
+	return cfg
+}
+
+type member struct {
+	pl     *Pipeline
+	w      *memWriter
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
+	errc   chan error
+}
+
+func (f *fixture) start(cfg *config.Config, w *memWriter) *member {
+	f.t.Helper()
+	reg := prometheus.NewRegistry()
+	pl, err := New(Config{
+		Sink:    cfg,
+		Mapper:  fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}},
+		Writer:  w,
+		Metrics: NewMetrics(reg),
+		Logger:  slog.New(slog.NewTextHandler(tWriter{f.t}, &slog.HandlerOptions{Level: testLogLevel})),
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &member{pl: pl, w: w, reg: reg, cancel: cancel, errc: make(chan error, 1)}
+	go func() { m.errc <- pl.Run(ctx) }()
+	f.t.Cleanup(func() { _ = m.stop() })
+	f.waitFor(20*time.Second, "member joined", func() bool {
+		select {
+		case err := <-m.errc:
+			f.t.Fatalf("Run returned before joining: %v", err)
+		default:
+		}
+		return pl.joined.Load()
+	})
+	return m
+}
+
+// stop shuts the member down gracefully; idempotent.
+func (m *member) stop() error {
+	m.cancel()
+	err, ok := <-m.errc
+	if ok {
+		close(m.errc)
+	}
+	return err
+}
+
+func (f *fixture) committed() map[int32]int64 {
+	f.t.Helper()
+	resp, err := f.adm.FetchOffsets(context.Background(), f.group)
+	if err != nil {
+		return nil
+	}
+	out := make(map[int32]int64)
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == testTopic && o.Err == nil {
+			out[o.Partition] = o.At
+		}
+	})
+	return out
+}
+
+// waitFor polls cond until it holds or the deadline passes. Kafka is asynchronous, so a test can only
+// observe a state once it is reached; nothing here sleeps for a fixed time to make something happen.
+func (f *fixture) waitFor(d time.Duration, what string, cond func() bool) {
+	f.t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (f *fixture) allCommitted() bool {
+	c := f.committed()
+	for p, end := range f.end {
+		if c[p] != end {
+			return false
+		}
+	}
+	return true
+}
+
+// deadLetters reads the dead-letter topic to its end.
+func (f *fixture) deadLetters(want int) []*kgo.Record {
+	f.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.addrs...), kgo.ConsumeTopics(testDLQ),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for len(out) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			f.t.Fatalf("read %d dead letters, want %d", len(out), want)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+func header(r *kgo.Record, key string) string {
+	v := ""
+	for _, h := range r.Headers {
+		if h.Key == key {
+			v = string(h.Value)
+		}
+	}
+	return v
+}
+
+func TestWritesEverythingAndDeadLettersBadRecords(t *testing.T) {
+	f := newFixture(t, 200, 20)
+	w := newMemWriter()
+	m := f.start(f.config(nil), w)
+	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
+
+	for p := range int32(testParts) {
+		for o := range f.end[p] {
+			src := batcher.Source{Topic: testTopic, Partition: p, Offset: o}
+			if got := w.has(src); got == f.bad[src] {
+				t.Errorf("partition %d offset %d: written %v, bad %v", p, o, got, f.bad[src])
+			}
+		}
+	}
+	dls := f.deadLetters(len(f.bad))
+	if len(dls) != len(f.bad) {
+		t.Fatalf("%d dead letters, want %d", len(dls), len(f.bad))
+	}
+	for _, r := range dls {
+		p, _ := strconv.Atoi(header(r, HeaderSourcePartition))
+		o, _ := strconv.ParseInt(header(r, HeaderSourceOffset), 10, 64)
+		src := batcher.Source{Topic: header(r, HeaderSourceTopic), Partition: int32(p), Offset: o}
+		if !f.bad[src] {
+			t.Errorf("dead letter for %+v, which is not a bad record", src)
+		}
+		if !bytes.HasPrefix(r.Value, []byte("bad")) || header(r, HeaderReason) != ReasonDecode ||
+			!strings.Contains(header(r, HeaderError), "not an object") {
+			t.Errorf("dead letter %+v: value %q reason %q error %q", src, r.Value, header(r, HeaderReason), header(r, HeaderError))
+		}
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	good := 3*200 - len(f.bad)
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsWritten.WithLabelValues(testTopic)); got != float64(good) {
+		t.Errorf("sink_records_written_total %v, want %d", got, good)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonDecode)); got != float64(len(f.bad)) {
+		t.Errorf("sink_records_dead_lettered_total %v, want %d", got, len(f.bad))
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.BufferedBytes); got != 0 {
+		t.Errorf("sink_buffered_bytes %v after shutdown, want 0", got)
+	}
+}
+
+// TestCommitStaysBelowUnacknowledgedWrite holds one row's write: later rows of the same partition are
+// written (they are other batches), yet the committed offset must not pass the held row until its write
+// is acknowledged.
+func TestCommitStaysBelowUnacknowledgedWrite(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	w := newMemWriter()
+	held := batcher.Source{Topic: testTopic, Partition: 0, Offset: 40}
+	w.hold = func(s batcher.Source) bool { return s == held }
+	m := f.start(f.config(nil), w)
+
+	f.waitFor(20*time.Second, "every other row written", func() bool { return w.count() == 3*100-1 })
+	f.waitFor(20*time.Second, "partitions 1 and 2 committed", func() bool {
+		c := f.committed()
+		return c[1] == 100 && c[2] == 100 && c[0] == 40
+	})
+	// Give the periodic committer many intervals (100ms) to get it wrong.
+	for range 20 {
+		if c := f.committed(); c[0] > 40 {
+			t.Fatalf("partition 0 committed %d past the unacknowledged offset 40", c[0])
+		}
+		if mk := m.pl.client.MarkedOffsets()[testTopic][0]; mk.Offset > 40 {
+			t.Fatalf("partition 0 marked %d past the unacknowledged offset 40", mk.Offset)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	close(w.release)
+	f.waitFor(20*time.Second, "all committed after the ack", f.allCommitted)
+}
+
+// TestWriteFailureStopsThePartition: a writer that gives up on partition 1 from offset 30 stops that
+// partition there (loudly: not ready, sink_records_failed_total) while the others finish.
+func TestWriteFailureStopsThePartition(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	w := newMemWriter()
+	w.fail = func(s batcher.Source) error {
+		if s.Partition == 1 && s.Offset >= 30 {
+			return errors.New("retries exhausted")
+		}
+		return nil
+	}
+	m := f.start(f.config(nil), w)
+	f.waitFor(20*time.Second, "partitions 0 and 2 committed, 1 at the failure", func() bool {
+		c := f.committed()
+		return c[0] == 100 && c[2] == 100 && c[1] == 30
+	})
+	if err := m.pl.Ready(); err == nil || !strings.Contains(err.Error(), "partition 1 is stuck") {
+		t.Errorf("Ready() = %v, want partition 1 stuck", err)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)); got < 1 {
+		t.Errorf("sink_records_failed_total %v, want at least 1", got)
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.committed(); c[1] != 30 {
+		t.Errorf("partition 1 committed %d after shutdown, want 30", c[1])
+	}
+}
+
+// TestBadRecordWithoutDeadLetterTopicStopsThePartition: with no dead_letter_topic a bad record is never
+// skipped.
+func TestBadRecordWithoutDeadLetterTopicStopsThePartition(t *testing.T) {
+	f := newFixture(t, 50, 25) // offsets 24 and 49 of each partition are bad
+	w := newMemWriter()
+	m := f.start(f.config(func(c *config.Config) {
+		tp := c.Topics["events"]
+		tp.DeadLetterTopic = ""
+		c.Topics["events"] = tp
+	}), w)
+	f.waitFor(20*time.Second, "every partition committed up to its first bad record", func() bool {
+		c := f.committed()
+		return c[0] == 24 && c[1] == 24 && c[2] == 24
+	})
+	if err := m.pl.Ready(); err == nil {
+		t.Error("ready with stuck partitions")
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.committed(); c[0] != 24 || c[1] != 24 || c[2] != 24 {
+		t.Errorf("committed %v after shutdown, want 24 everywhere", c)
+	}
+}
+
+// TestRevokeCommitsTheWatermark turns the periodic commit off: the only commits are those of revokes.
+// When a second member joins, the partitions the first gives up must be committed at their watermark.
+func TestRevokeCommitsTheWatermark(t *testing.T) {
+	f := newFixture(t, 100, 10)
+	noAuto := func(c *config.Config) { c.Writer.CommitInterval = config.Duration(time.Hour) }
+	w1 := newMemWriter()
+	m1 := f.start(f.config(noAuto), w1)
+	f.waitFor(20*time.Second, "all rows written by the first member", func() bool { return w1.count() == 3*90 })
+	if c := f.committed(); len(c) != 0 {
+		t.Fatalf("committed %v before any revoke, with the periodic commit off", c)
+	}
+	m2 := f.start(f.config(noAuto), newMemWriter())
+	f.waitFor(30*time.Second, "a revoked partition committed at its end", func() bool {
+		for _, o := range f.committed() {
+			if o == 100 {
+				return true
+			}
+		}
+		return false
+	})
+	if err := m1.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !f.allCommitted() {
+		t.Fatalf("committed %v after both members left, want 100 everywhere", f.committed())
+	}
+}
+
+// TestLateAckAfterRevokeDoesNotMark guards the late-mark rewind (DRIVER-NOTES R5.2-2): a write
+// acknowledged after its partition was revoked (the revoke gave up waiting) must not mark, or the client
+// would commit that partition on behalf of its new owner.
+func TestLateAckAfterRevokeDoesNotMark(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	slow := func(c *config.Config) {
+		c.Writer.CommitInterval = config.Duration(time.Hour)
+		c.Writer.ShutdownTimeout = config.Duration(200 * time.Millisecond)
+	}
+	w1 := newMemWriter()
+	w1.hold = func(s batcher.Source) bool { return s.Offset >= 10 && s.Offset < 20 }
+	m1 := f.start(f.config(slow), w1)
+	f.waitFor(20*time.Second, "offsets below 10 marked everywhere", func() bool {
+		mk := m1.pl.client.MarkedOffsets()[testTopic]
+		return len(mk) == 3 && mk[0].Offset == 10 && mk[1].Offset == 10 && mk[2].Offset == 10
+	})
+
+	m1.pl.mu.Lock()
+	before := maps.Clone(m1.pl.parts)
+	m1.pl.mu.Unlock()
+
+	m2 := f.start(f.config(slow), newMemWriter())
+	var revoked int32 = -1
+	f.waitFor(30*time.Second, "the first member to give up a partition", func() bool {
+		m1.pl.mu.Lock()
+		defer m1.pl.mu.Unlock()
+		if len(m1.pl.parts) == 3 {
+			return false
+		}
+		for p := range int32(testParts) {
+			if m1.pl.parts[topicPartition{testTopic, p}] == nil {
+				revoked = p
+			}
+		}
+		return true
+	})
+	// The revoke gives up waiting for the held writes after shutdown_timeout.
+	gone := before[topicPartition{testTopic, revoked}]
+	f.waitFor(20*time.Second, "the revoke to give up the partition", func() bool {
+		gone.mu.Lock()
+		defer gone.mu.Unlock()
+		return gone.revoked
+	})
+	if mk, ok := m1.pl.client.MarkedOffsets()[testTopic][revoked]; ok && mk.Offset != 10 {
+		t.Fatalf("revoked partition %d marked at %d before the late acks, want 10", revoked, mk.Offset)
+	}
+	// Now let the held writes finish: their acknowledgements arrive after the revoke.
+	close(w1.release)
+	f.waitFor(20*time.Second, "the late writes of the revoked partition", func() bool {
+		return w1.has(batcher.Source{Topic: testTopic, Partition: revoked, Offset: 19})
+	})
+	// The late acks complete asynchronously after the write returns; wait for the writer goroutines.
+	f.waitFor(20*time.Second, "no write in flight", func() bool { return len(m1.pl.writes.slots) == 0 })
+	if mk, ok := m1.pl.client.MarkedOffsets()[testTopic][revoked]; ok && mk.Offset > 10 {
+		t.Fatalf("revoked partition %d marked at %d by a late acknowledgement", revoked, mk.Offset)
+	}
+	if err := m1.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testLogLevel is warn unless SINK_TEST_DEBUG is set, for reading what the pipeline and the client do.
+var testLogLevel = func() slog.Level {
+	if os.Getenv("SINK_TEST_DEBUG") != "" {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
+}()
+
+// tWriter sends log lines to the test's output.
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
