@@ -32,6 +32,7 @@ const (
 func commands() map[string]command {
 	return map[string]command{
 		"version":  {"print the version and exit", runVersion},
+		"run":      {"run the sink daemon: consume Kafka, write Cassandra, at least once", runRun},
 		"validate": {"check a config file and print every problem", runValidate},
 		"schema":   {"print (and --apply) the CQL tables each topic's policy needs", runSchema},
 		"explain":  {"show the partition, table and INSERT one record maps to", runExplain},

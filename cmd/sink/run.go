@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline"
+)
+
+// runRun is the daemon: consume the configured topics and write them to Cassandra until a signal.
+//
+// Stop order: the first SIGINT/SIGTERM cancels ctx (main's NotifyContext); readiness turns false at once,
+// the pipeline stops fetching, flushes, waits for writes up to writer.shutdown_timeout, commits and leaves
+// the group; then the HTTP server and the Cassandra session close. A second signal exits at once with 1.
+func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: sink run --config FILE")
+		fmt.Fprintln(stderr, "\nRuns the sink: consumes the configured topics as a member of kafka.group and writes")
+		fmt.Fprintln(stderr, "every record to its Cassandra partition, at least once. Serves /metrics, /healthz,")
+		fmt.Fprintln(stderr, "/readyz and /debug/partitions on metrics.address. SIGINT or SIGTERM stops it")
+		fmt.Fprintln(stderr, "gracefully (flush, commit, leave the group); a second signal exits at once.")
+		fmt.Fprintln(stderr, "Exit codes: 0 stopped cleanly, 1 runtime failure, 2 usage, 3 invalid config.")
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	path := fs.String("config", "", "the YAML config file (required)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 || *path == "" {
+		fmt.Fprintln(stderr, "sink run: --config FILE is required and takes no arguments")
+		return exitUsage
+	}
+
+	// Count signals ourselves for the second-signal hard exit; main's NotifyContext handles the first.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		<-sigs
+		<-sigs
+		fmt.Fprintln(stderr, "sink run: second signal; exiting without flushing")
+		os.Exit(exitFailure)
+	}()
+
+	cfg, code := loadConfig(*path, stderr)
+	if cfg == nil {
+		return code
+	}
+	log := newLogger(cfg.Log, stderr)
+	if err := serve(ctx, cfg, log); err != nil {
+		log.Error("sink run failed", slog.Any("error", err))
+		return exitFailure
+	}
+	return exitOK
+}
+
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := pipeline.NewMetrics(reg)
+	metrics.SetBuildInfo(buildVersion())
+
+	m, err := mapper.New(cfg)
+	if err != nil {
+		return fmt.Errorf("compiling topics: %w", err)
+	}
+	connectCtx, cancel := context.WithTimeout(ctx, time.Duration(cfg.Cassandra.ConnectTimeout)+30*time.Second)
+	session, err := cassandra.Connect(connectCtx, cfg.Cassandra)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connecting to cassandra (cassandra.hosts %v): %w", cfg.Cassandra.Hosts, err)
+	}
+	defer session.Close()
+	w := cfg.Writer
+	writer := cassandra.NewWriter(session, cassandra.WriterConfig{
+		MaxInFlight:    w.MaxInFlight,
+		RetryInitial:   w.RetryInitial.Std(),
+		RetryMax:       w.RetryMax.Std(),
+		RetryAttempts:  w.RetryAttempts,
+		AttemptTimeout: cfg.Cassandra.Timeout.Std(),
+	}, metrics)
+
+	pl, err := pipeline.New(pipeline.Config{
+		Sink:    cfg,
+		Mapper:  m,
+		Writer:  writer,
+		Metrics: metrics,
+		Logger:  log,
+		Ping: func(ctx context.Context) error {
+			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
+		},
+	})
+	if err != nil {
+		return err
+	}
+
+	var srv *http.Server
+	srvDone := make(chan error, 1)
+	if addr := cfg.Metrics.Address; addr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.Handle("/", pl.Handler())
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("metrics.address %q: %w", addr, err)
+		}
+		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { srvDone <- srv.Serve(ln) }()
+		log.Info("serving metrics and health", slog.String("address", ln.Addr().String()))
+	}
+
+	runErr := pl.Run(ctx)
+
+	// The HTTP server outlives the pipeline so /readyz reports "shutting down" throughout the drain.
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = srv.Shutdown(sctx)
+		cancel()
+		if err := <-srvDone; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("metrics server", slog.Any("error", err))
+		}
+	}
+	return runErr
+}
+
+// newLogger builds the slog logger of log.level and log.format.
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	switch strings.ToLower(c.Level) {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	default:
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if strings.EqualFold(c.Format, "text") {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
