@@ -1,0 +1,59 @@
+package pipeline
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestOpenPartitionsRanksAndPrunesClosedBuckets(t *testing.T) {
+	t0 := time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
+	hourEnd := t0.Add(time.Hour)
+	o := newOpenPartitions(100)
+	o.add("t", "readings", "small", 1, 100, hourEnd, t0)
+	o.add("t", "readings", "big", 3, 900, hourEnd, t0)
+	o.add("t", "readings", "big", 2, 600, hourEnd, t0)
+	o.add("t", "readings", "soon-closed", 9, 9000, t0.Add(time.Minute), t0)
+	o.add("t", "readings", "already-closed", 9, 9000, t0, t0) // a late event: its bucket is closed
+
+	top := o.top("t", 2, t0.Add(2*time.Minute))
+	if len(top) != 2 {
+		t.Fatalf("top %v, want 2 entries", top)
+	}
+	if top[0].Key != "big" || top[0].Rows != 5 || top[0].Bytes != 1500 || top[0].Rank != 1 {
+		t.Errorf("rank 1 = %+v, want big with 5 rows, 1500 bytes", top[0])
+	}
+	if top[1].Key != "small" || top[1].Rank != 2 {
+		t.Errorf("rank 2 = %+v, want small", top[1])
+	}
+	if _, ok := o.topics["t"][openKey{"readings", "soon-closed"}]; ok {
+		t.Error("a closed bucket survived top()")
+	}
+}
+
+func TestOpenPartitionsStaysBounded(t *testing.T) {
+	t0 := time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
+	o := newOpenPartitions(100)
+	o.add("t", "r", "hot", 1, 1<<20, t0.Add(time.Hour), t0)
+	for i := range 10_000 {
+		o.add("t", "r", fmt.Sprintf("k%d", i), 1, int64(i%50), t0.Add(time.Hour), t0)
+		if n := len(o.topics["t"]); n > 100 {
+			t.Fatalf("%d entries after %d adds, cap 100", n, i+1)
+		}
+	}
+	if top := o.top("t", 1, t0); top[0].Key != "hot" {
+		t.Errorf("the largest partition was evicted: top is %+v", top[0])
+	}
+}
+
+func TestPrintableKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"dev-00042":             "dev-00042",
+		"\x00\x03abc\x00":       "0x0003616263" + "00",
+		string([]byte{0xff, 1}): "0xff01",
+	} {
+		if got := printableKey(in); got != want {
+			t.Errorf("printableKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
