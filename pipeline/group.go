@@ -126,6 +126,7 @@ func (pl *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[stri
 // set revoked so no late acknowledgement marks again, and commit the marked watermarks synchronously. A
 // custom revoke callback must commit itself (DRIVER-NOTES R5.1). It also runs on Close.
 func (pl *Pipeline) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	start := time.Now()
 	parts := pl.take(revoked)
 	if len(parts) > 0 {
 		deadline, cancel := context.WithTimeout(ctx, pl.shutdownTimeout)
@@ -151,7 +152,6 @@ func (pl *Pipeline) revoked(ctx context.Context, cl *kgo.Client, revoked map[str
 	}
 	// Commit even when nothing was revoked now: this callback ends every group session, and the marks of
 	// all owned partitions are worth committing before the session changes.
-	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
 	defer cancel()
 	if err := cl.CommitMarkedOffsets(cctx); err != nil {

@@ -93,6 +93,7 @@ func (pl *Pipeline) debugPartitions(w http.ResponseWriter, _ *http.Request) {
 func (pl *Pipeline) pingLoop(ctx context.Context) {
 	t := time.NewTicker(pl.cfg.PingInterval)
 	defer t.Stop()
+	first := true
 	for {
 		pctx, cancel := context.WithTimeout(ctx, pl.cfg.PingInterval)
 		err := pl.cfg.Ping(pctx)
@@ -100,13 +101,14 @@ func (pl *Pipeline) pingLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if was := pl.cassOK.Swap(err == nil); was != (err == nil) {
-			if err != nil {
-				pl.log.Error("cassandra does not answer; not ready", slog.Any("error", err))
-			} else {
-				pl.log.Info("cassandra answers again")
-			}
+		was := pl.cassOK.Swap(err == nil)
+		switch {
+		case err != nil && (was || first):
+			pl.log.Error("cassandra does not answer; not ready", slog.Any("error", err))
+		case err == nil && !was && !first:
+			pl.log.Info("cassandra answers again")
 		}
+		first = false
 		pl.updateReady()
 		select {
 		case <-ctx.Done():

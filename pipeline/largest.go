@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/hex"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -119,20 +120,38 @@ func (o *openPartitions) top(topic string, n int, now time.Time) []PartitionStat
 	return out
 }
 
-// printableKey shows a routing key as text when it is printable, since a single text id serialises to
-// itself; composite and binary keys print as hex.
+// printableKey shows a routing key readably. A single-column key is the column's serialized value, text for
+// a text id; a composite key is, per column, a 2-byte length, the bytes and a 0x00, shown as its columns
+// joined by " | ". Columns that are not printable text (ints, timestamps) print as "0x" + hex.
 func printableKey(k string) string {
-	if utf8.ValidString(k) {
-		printable := true
-		for _, r := range k {
-			if r < 0x20 || r == 0x7f {
-				printable = false
-				break
-			}
+	if parts, ok := splitComposite(k); ok {
+		for i, p := range parts {
+			parts[i] = printableComponent(p)
 		}
-		if printable {
-			return k
+		return strings.Join(parts, " | ")
+	}
+	return printableComponent(k)
+}
+
+func splitComposite(k string) ([]string, bool) {
+	var parts []string
+	for len(k) > 0 {
+		if len(k) < 3 {
+			return nil, false
 		}
+		n := int(k[0])<<8 | int(k[1])
+		if len(k) < 2+n+1 || k[2+n] != 0 {
+			return nil, false
+		}
+		parts = append(parts, k[2:2+n])
+		k = k[2+n+1:]
+	}
+	return parts, len(parts) >= 2
+}
+
+func printableComponent(k string) string {
+	if k != "" && utf8.ValidString(k) && !strings.ContainsFunc(k, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return k
 	}
 	return "0x" + hex.EncodeToString([]byte(k))
 }

@@ -48,9 +48,10 @@ func TestOpenPartitionsStaysBounded(t *testing.T) {
 
 func TestPrintableKey(t *testing.T) {
 	for in, want := range map[string]string{
-		"dev-00042":             "dev-00042",
-		"\x00\x03abc\x00":       "0x0003616263" + "00",
-		string([]byte{0xff, 1}): "0xff01",
+		"dev-00042":                           "dev-00042",
+		"\x00\x03abc\x00":                     "0x000361626300", // one component is not a composite key
+		"\x00\x03abc\x00\x00\x02\x07\xe8\x00": "abc | 0x07e8",
+		string([]byte{0xff, 1}):               "0xff01",
 	} {
 		if got := printableKey(in); got != want {
 			t.Errorf("printableKey(%q) = %q, want %q", in, got, want)
