@@ -167,19 +167,25 @@ func (p *partition) halt(offset int64, reason string, err error) {
 // not done: the partition stops advancing at it until the process restarts and replays it.
 func (p *partition) writeFailed(offsets []int64, err error) {
 	p.mu.Lock()
-	revoked := p.revoked
-	if !revoked {
-		p.blocked += len(offsets)
+	if p.revoked {
+		p.mu.Unlock()
+		return // no longer ours: the next owner replays the rows
 	}
-	p.mu.Unlock()
-	if revoked || errors.Is(err, context.Canceled) && p.pl.stopping.Load() {
-		return // the partition is no longer ours or we are shutting down: the rows will be replayed
-	}
-	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Add(float64(len(offsets)))
-	p.log.Error("writing rows failed; partition stopped before them until restart",
-		slog.Int64("offset", offsets[0]), slog.Int("rows", len(offsets)), slog.Any("error", err))
+	failed := offsets[:0:0]
 	for _, o := range offsets {
-		p.setStuck(o, true)
+		if p.tr.isPending(o) && !p.stuck[o] {
+			failed = append(failed, o)
+		}
+	}
+	p.blocked += len(failed)
+	p.mu.Unlock()
+	if len(failed) > 0 && !(errors.Is(err, context.Canceled) && p.pl.stopping.Load()) {
+		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Add(float64(len(failed)))
+		p.log.Error("writing rows failed; partition stopped before them until restart",
+			slog.Int64("offset", failed[0]), slog.Int("rows", len(failed)), slog.Any("error", err))
+		for _, o := range failed {
+			p.setStuck(o, true)
+		}
 	}
 	p.checkDrained()
 }
@@ -235,16 +241,19 @@ func (p *partition) record(offset int64) *kgo.Record {
 // the pipeline when the partition as a whole becomes stuck or recovers.
 func (p *partition) setStuck(offset int64, stuck bool) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.revoked {
+		return
+	}
 	before := len(p.stuck) > 0
 	if stuck {
 		p.stuck[offset] = true
 	} else {
 		delete(p.stuck, offset)
 	}
-	after := len(p.stuck) > 0
-	revoked := p.revoked
-	p.mu.Unlock()
-	if before != after && !revoked {
+	if after := len(p.stuck) > 0; before != after {
+		// Under mu, so that a concurrent giveUp cannot clear the pipeline's state for this partition
+		// and then have it set again by us.
 		p.pl.partitionStuck(p.tp, after)
 	}
 }

@@ -110,3 +110,10 @@ func (t *tracker) dropLast(offset int64) {
 	t.pending = t.pending[:n-1]
 	t.undone--
 }
+
+// isPending reports whether offset is registered and not yet done.
+func (t *tracker) isPending(offset int64) bool {
+	live := t.pending[t.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
+	return i < len(live) && live[i].offset == offset && !live[i].done
+}

@@ -67,8 +67,15 @@ func (s *writeStage) run() {
 				close(m.flush)
 				break
 			}
-			// A partition's rows all leave the batcher (revoke flushes) before a new assignment of it can
-			// add rows, so at any instant the buffered rows of one partition belong to one assignment.
+			// Rows are mapped back to their assignment by partition when a batch leaves the batcher, so
+			// the batcher must never hold rows of two assignments of one partition. A revoke flushes before
+			// the partition can be assigned again; a lost partition does not, so a new assignment's first
+			// row flushes out whatever the old one left.
+			if old, ok := s.owners[m.owner.tp]; ok && old != m.owner {
+				for _, b := range s.b.Flush() {
+					s.dispatch(b)
+				}
+			}
 			s.owners[m.owner.tp] = m.owner
 			for _, b := range s.b.Add(m.row, s.pl.now()) {
 				s.dispatch(b)
