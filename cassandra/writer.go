@@ -257,8 +257,8 @@ func (w *Writer) retry(ctx context.Context, op func(context.Context) error, obse
 		err := op(actx)
 		d := time.Since(start)
 		cancel()
+		w.obs.InFlight(-1) // before the slot is free, so the gauge never reads above MaxInFlight
 		<-w.sem
-		w.obs.InFlight(-1)
 
 		if err == nil {
 			if observe != nil {
