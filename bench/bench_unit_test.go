@@ -149,7 +149,7 @@ func TestSetupConfigLoads(t *testing.T) {
 		Topic: "bench_1_backlog", Table: "bench_1_sink", Group: "bench_1_sink", Metrics: "127.0.0.1:9999",
 		CommitInterval: time.Second,
 	}
-	_, cfg, err := s.write(t.TempDir(), "sink")
+	_, cfg, err := s.write(t.TempDir(), "sink", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,5 +177,26 @@ func TestResultFinite(t *testing.T) {
 	r.Sink.RatioToCeiling = math.Inf(1)
 	if err := r.Finite(); err == nil {
 		t.Error("an infinite ratio passed")
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	stat := "cpu  100 5 50 800 20 3 2 0 7 0\ncpu0 50 2 25 400 10 1 1 0 0 0\nintr 1\n"
+	busy, total, err := parseProcStat([]byte(stat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.Second / time.Duration(clockTicks)
+	// Guest time (the ninth field) is already inside user, so it is not added again.
+	if want := time.Duration(100+5+50+3+2) * tick; busy != want {
+		t.Errorf("busy = %v, want %v", busy, want)
+	}
+	if want := time.Duration(100+5+50+800+20+3+2) * tick; total != want {
+		t.Errorf("total = %v, want %v", total, want)
+	}
+	a := machineSample{At: time.Unix(0, 0), Busy: 0}
+	b := machineSample{At: time.Unix(2, 0), Busy: 3 * time.Second}
+	if got := coresBusy(a, b); got != 1.5 {
+		t.Errorf("coresBusy = %v, want 1.5", got)
 	}
 }

@@ -48,6 +48,7 @@ func ceilingGrid(quick bool, sinkRows, sinkBytes, sinkInFlight, sinkConns int) [
 		{Writer: writerGocql, BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: 16, NumConns: sinkConns},
 		{Writer: writerGocql, BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: 256, NumConns: sinkConns},
 		{Writer: writerGocql, BatchRows: 4 * sinkRows, BatchBytes: 4 * sinkBytes, Concurrency: sinkInFlight, NumConns: sinkConns},
+		{Writer: writerGocql, BatchRows: 4 * sinkRows, BatchBytes: 4 * sinkBytes, Concurrency: 4 * sinkInFlight, NumConns: sinkConns},
 		{Writer: writerGocql, BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: sinkInFlight, NumConns: 1},
 	} {
 		if s != base {

@@ -73,14 +73,15 @@ topics:
 		topicName, q(s.Topic), q(s.Table))
 }
 
-// write saves the config into dir as <name>.yaml, loads it back with the daemon's own loader and
-// validates it, so a harness config the daemon would reject fails here with the loader's message.
-func (s setup) write(dir, name string) (string, *config.Config, error) {
+// write saves the config into dir as <name>.yaml, loads it back with the daemon's own loader (with
+// the daemon's environment overrides) and validates it, so a harness config the daemon would
+// reject fails here with the loader's message, and the harness sees the settings the daemon uses.
+func (s setup) write(dir, name string, env []string) (string, *config.Config, error) {
 	path := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(s.yaml()), 0o644); err != nil {
 		return "", nil, fmt.Errorf("writing bench config %s: %w", path, err)
 	}
-	cfg, err := config.Load(path, nil)
+	cfg, err := config.Load(path, env)
 	if err != nil {
 		return "", nil, fmt.Errorf("loading bench config %s: %w", path, err)
 	}

@@ -47,6 +47,9 @@ type Options struct {
 	// LatencyFor is how long the fixed-rate phase produces; default 30s (5s with Quick).
 	// Negative skips the phase.
 	LatencyFor time.Duration
+	// DaemonEnv are extra NAME=value variables for every daemon, e.g. SINK_WRITER__LINGER=50ms to
+	// measure a setting other than the shipped default; they are recorded in the result.
+	DaemonEnv []string
 	// ProfileDir, when set, receives a CPU profile of the sink (sink.pprof) taken over its run.
 	ProfileDir string
 	// WorkDir holds configs and daemon logs; default a fresh temporary directory, kept on failure.
@@ -160,7 +163,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	r.Machine = h.machine(ctx)
 	r.Params = Params{
 		Events: o.Events, Entities: o.Entities, Partitions: o.Partitions, Quick: o.Quick,
-		Compression: compressionName, CommitInterval: o.CommitInterval.String(),
+		Compression: compressionName, CommitInterval: o.CommitInterval.String(), DaemonEnv: o.DaemonEnv,
 	}
 	h.p.logf("bench: %d events, %d entities, %d partitions; %d cores, %s, Kafka %s, Cassandra %s",
 		o.Events, o.Entities, o.Partitions, r.Machine.Cores, r.Machine.Go, r.Machine.Kafka, r.Machine.Cassandra)
@@ -197,7 +200,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if base.Metrics, err = freeAddr(); err != nil {
 		return nil, err
 	}
-	sinkPath, sinkCfg, err := base.write(o.WorkDir, "sink")
+	sinkPath, sinkCfg, err := base.write(o.WorkDir, "sink", o.DaemonEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +218,14 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := h.createTable(ctx, sinkCfg); err != nil {
 		return nil, err
 	}
-	sink, err := h.daemon(ctx, "sink", []string{"run", "--config", sinkPath}, base, end, o.ProfileDir)
+	// Profile lengths are guesses at each phase's duration, rounded down so the profile covers
+	// steady work rather than the idle tail.
+	var total int64
+	for _, e := range end {
+		total += e
+	}
+	sink, err := h.daemon(ctx, "sink", []string{"run", "--config", sinkPath}, base, end, o.ProfileDir,
+		int(max(3, min(120, total/40_000))))
 	if err != nil {
 		return nil, err
 	}
@@ -229,11 +239,12 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if pipe.Metrics, err = freeAddr(); err != nil {
 		return nil, err
 	}
-	pipePath, _, err := pipe.write(o.WorkDir, "pipeline")
+	pipePath, _, err := pipe.write(o.WorkDir, "pipeline", o.DaemonEnv)
 	if err != nil {
 		return nil, err
 	}
-	pl, err := h.daemon(ctx, "pipeline", []string{"bench", "--discard-daemon", "--config", pipePath}, pipe, end, "")
+	pl, err := h.daemon(ctx, "pipeline", []string{"bench", "--discard-daemon", "--config", pipePath}, pipe, end, o.ProfileDir,
+		int(max(2, min(60, total/250_000))))
 	if err != nil {
 		return nil, err
 	}
@@ -287,6 +298,13 @@ func (h *harness) ceiling(ctx context.Context, base setup, records []record, sin
 	if len(grid) > 1 {
 		sample = min(len(records), max(200_000, len(records)/5))
 	}
+	// A first untimed pass warms Cassandra's JIT and memtables, which would otherwise make whichever
+	// setting runs first look worst.
+	if !o.Quick {
+		if _, err := h.ceilingTrial(ctx, base, "warmup", records[:sample], grid[0], consistency); err != nil {
+			return err
+		}
+	}
 	var (
 		best        CeilingTrial
 		bestSetting ceilingSetting
@@ -320,7 +338,7 @@ func (h *harness) ceiling(ctx context.Context, base setup, records []record, sin
 func (h *harness) ceilingTrial(ctx context.Context, base setup, name string, records []record, s ceilingSetting, consistency gocql.Consistency) (CeilingTrial, error) {
 	st := base
 	st.Table = h.o.Prefix + "_" + name
-	_, cfg, err := st.write(h.o.WorkDir, name)
+	_, cfg, err := st.write(h.o.WorkDir, name, h.o.DaemonEnv)
 	if err != nil {
 		return CeilingTrial{}, err
 	}
@@ -370,25 +388,43 @@ func (h *harness) ceilingTrial(ctx context.Context, base setup, name string, rec
 	}
 	var done atomic.Int64
 	h.p.phase(name+" ("+s.String()+")", int64(len(rows)), "rows", &done)
+	cpu0, err := readCPU(os.Getpid())
+	if err != nil {
+		return CeilingTrial{}, err
+	}
+	m0, err := readMachine()
+	if err != nil {
+		return CeilingTrial{}, err
+	}
 	el, err := writeCeiling(ctx, write, batches, s.Concurrency, &done)
 	h.p.done()
+	if err != nil {
+		return CeilingTrial{}, err
+	}
+	cpu1, err := readCPU(os.Getpid())
+	if err != nil {
+		return CeilingTrial{}, err
+	}
+	m1, err := readMachine()
 	if err != nil {
 		return CeilingTrial{}, err
 	}
 	return CeilingTrial{
 		Writer: s.Writer, Table: st.Table, BatchRows: s.BatchRows, Concurrency: s.Concurrency, NumConns: s.NumConns,
 		Rows: len(rows), Batches: len(batches), Seconds: el.Seconds(), RowsPerS: float64(len(rows)) / el.Seconds(),
+		CPUPerMillion: (cpu1.CPU - cpu0.CPU).Seconds() / float64(len(rows)) * 1e6,
+		CoresBusy:     coresBusy(m0, m1),
 	}, nil
 }
 
 // daemon runs one daemon over the backlog: from ready until every partition's committed offset
 // reaches its end. CPU and peak RSS come from /proc of the daemon alone.
-func (h *harness) daemon(ctx context.Context, name string, args []string, st setup, end map[int32]int64, profileDir string) (*Process, error) {
+func (h *harness) daemon(ctx context.Context, name string, args []string, st setup, end map[int32]int64, profileDir string, profileSecs int) (*Process, error) {
 	var total int64
 	for _, e := range end {
 		total += e
 	}
-	d, err := startDaemon(name, h.o.SinkBinary, args, st.Metrics, h.o.WorkDir, nil)
+	d, err := startDaemon(name, h.o.SinkBinary, args, st.Metrics, h.o.WorkDir, h.o.DaemonEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -401,11 +437,15 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 	if err != nil {
 		return nil, err
 	}
+	m0, err := readMachine()
+	if err != nil {
+		return nil, err
+	}
 
 	var prof chan error
 	if profileDir != "" {
 		prof = make(chan error, 1)
-		go func() { prof <- fetchProfile(ctx, d.metrics, filepath.Join(profileDir, name+".pprof"), total) }()
+		go func() { prof <- fetchProfile(ctx, d.metrics, filepath.Join(profileDir, name+".pprof"), profileSecs) }()
 	}
 
 	var done atomic.Int64
@@ -440,7 +480,17 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{Group: st.Group, Events: int(total), PeakRSSBytes: rss, StartupSeconds: ready.Sub(d.started).Seconds()}
+	m1, err := readMachine()
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{Group: st.Group, Events: int(total), PeakRSSBytes: rss, StartupSeconds: ready.Sub(d.started).Seconds(),
+		CoresBusy: coresBusy(m0, m1)}
+	if sum, ok, err := d.metricSum(ctx, "sink_batch_rows_sum"); err == nil && ok {
+		if n, ok, err := d.metricSum(ctx, "sink_batch_rows_count"); err == nil && ok && n > 0 {
+			p.MeanBatchRows = sum / n
+		}
+	}
 	if v, ok, err := d.metricSum(ctx, "sink_records_written_total"); err == nil && ok {
 		p.Written = int64(v)
 	}
@@ -470,11 +520,10 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 	return p, nil
 }
 
-// fetchProfile takes a CPU profile of the daemon from its /debug/pprof endpoint. Its length is a
-// guess at the run's duration from the backlog size; a profile that outlasts the run only adds
-// idle time, which pprof shows apart.
-func fetchProfile(ctx context.Context, addr, path string, events int64) error {
-	secs := max(5, min(120, int(events/40_000)))
+// fetchProfile takes a CPU profile of the daemon from its /debug/pprof endpoint for secs seconds.
+// The caller guesses the length from the backlog; a profile that outlasts the run only adds idle
+// time, which pprof shows apart.
+func fetchProfile(ctx context.Context, addr, path string, secs int) error {
 	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -520,14 +569,14 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	if err := createTopic(ctx, h.adm, st.Topic, o.Partitions); err != nil {
 		return err
 	}
-	path, cfg, err := st.write(o.WorkDir, "live")
+	path, cfg, err := st.write(o.WorkDir, "live", o.DaemonEnv)
 	if err != nil {
 		return err
 	}
 	if err := h.createTable(ctx, cfg); err != nil {
 		return err
 	}
-	d, err := startDaemon("live", o.SinkBinary, []string{"run", "--config", path}, st.Metrics, o.WorkDir, nil)
+	d, err := startDaemon("live", o.SinkBinary, []string{"run", "--config", path}, st.Metrics, o.WorkDir, o.DaemonEnv)
 	if err != nil {
 		return err
 	}

@@ -108,3 +108,61 @@ func parseStatusKB(status []byte, name string) (int64, error) {
 	}
 	return 0, fmt.Errorf("no %s line in /proc status", name)
 }
+
+// machineSample is the CPU time the whole machine has spent busy and in total, from /proc/stat.
+type machineSample struct {
+	At          time.Time
+	Busy, Total time.Duration
+}
+
+// readMachine reads the aggregate "cpu" line of /proc/stat. Busy is everything but idle and iowait.
+func readMachine() (machineSample, error) {
+	now := time.Now()
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineSample{}, fmt.Errorf("reading machine CPU time: %w", err)
+	}
+	busy, total, err := parseProcStat(b)
+	if err != nil {
+		return machineSample{}, fmt.Errorf("reading machine CPU time: %w", err)
+	}
+	return machineSample{At: now, Busy: busy, Total: total}, nil
+}
+
+func parseProcStat(stat []byte) (busy, total time.Duration, err error) {
+	for line := range strings.Lines(string(stat)) {
+		rest, ok := strings.CutPrefix(line, "cpu ")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 5 {
+			return 0, 0, fmt.Errorf("cpu line %q has %d fields, want at least 5", strings.TrimSpace(line), len(f))
+		}
+		var sum, idle int64
+		// user nice system idle iowait irq softirq steal [guest guest_nice]; guest time is already
+		// counted in user, so only the first eight are added up.
+		for i := 0; i < len(f) && i < 8; i++ {
+			v, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("parsing field %d of the cpu line: %w", i+1, err)
+			}
+			sum += v
+			if i == 3 || i == 4 {
+				idle += v
+			}
+		}
+		tick := time.Second / time.Duration(clockTicks)
+		return time.Duration(sum-idle) * tick, time.Duration(sum) * tick, nil
+	}
+	return 0, 0, fmt.Errorf("no aggregate cpu line in /proc/stat")
+}
+
+// coresBusy is how many cores the machine kept busy on average between two samples.
+func coresBusy(a, b machineSample) float64 {
+	wall := b.At.Sub(a.At)
+	if wall <= 0 {
+		return 0
+	}
+	return float64(b.Busy-a.Busy) / float64(wall)
+}

@@ -41,19 +41,20 @@ type Machine struct {
 
 // Params are the inputs of the run.
 type Params struct {
-	Events         int     `json:"events"`
-	Entities       int     `json:"entities"`
-	Partitions     int     `json:"partitions"`
-	Quick          bool    `json:"quick"`
-	Compression    string  `json:"compression"`
-	BatchMaxRows   int     `json:"batch_max_rows"`
-	BatchMaxBytes  int64   `json:"batch_max_bytes"`
-	Linger         string  `json:"linger"`
-	MaxInFlight    int     `json:"max_in_flight"`
-	CommitInterval string  `json:"commit_interval"`
-	GOMAXPROCS     int     `json:"sink_gomaxprocs,omitempty"`
-	LatencyFor     string  `json:"latency_duration"`
-	LatencyRate    float64 `json:"latency_rate"` // events/s asked of the producer; 0 when latency was not measured
+	Events         int      `json:"events"`
+	Entities       int      `json:"entities"`
+	Partitions     int      `json:"partitions"`
+	Quick          bool     `json:"quick"`
+	Compression    string   `json:"compression"`
+	BatchMaxRows   int      `json:"batch_max_rows"`
+	BatchMaxBytes  int64    `json:"batch_max_bytes"`
+	Linger         string   `json:"linger"`
+	MaxInFlight    int      `json:"max_in_flight"`
+	CommitInterval string   `json:"commit_interval"`
+	GOMAXPROCS     int      `json:"sink_gomaxprocs,omitempty"`
+	LatencyFor     string   `json:"latency_duration"`
+	LatencyRate    float64  `json:"latency_rate"`         // events/s asked of the producer; 0 when latency was not measured
+	DaemonEnv      []string `json:"daemon_env,omitempty"` // config overrides given to the daemons
 }
 
 // Produce is phase 1: loading the backlog.
@@ -86,7 +87,10 @@ type CeilingTrial struct {
 	Batches     int     `json:"batches"`
 	Seconds     float64 `json:"seconds"`
 	RowsPerS    float64 `json:"rows_per_s"`
-	Final       bool    `json:"final"` // the run over every row with the best setting
+	// CPUPerMillion is the writer's own CPU (the harness process) per million rows.
+	CPUPerMillion float64 `json:"cpu_seconds_per_million"`
+	CoresBusy     float64 `json:"machine_cores_busy"` // whole machine, Cassandra included
+	Final         bool    `json:"final"`              // the run over every row with the best setting
 }
 
 // Process is phase 3 or 4: the daemon as a subprocess, from ready to committed at the end.
@@ -103,7 +107,9 @@ type Process struct {
 	PerCPUSecond   float64 `json:"per_cpu_second"`
 	CPUPerMillion  float64 `json:"cpu_seconds_per_million"`
 	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
-	StartupSeconds float64 `json:"startup_seconds"` // process start to ready, outside the timed part
+	MeanBatchRows  float64 `json:"mean_batch_rows"`    // from sink_batch_rows; 0 if unavailable
+	CoresBusy      float64 `json:"machine_cores_busy"` // whole machine, Kafka and Cassandra included
+	StartupSeconds float64 `json:"startup_seconds"`    // process start to ready, outside the timed part
 	Profile        string  `json:"cpu_profile,omitempty"`
 }
 
@@ -189,15 +195,15 @@ func (r *Result) PrintTable(w io.Writer) {
 		if t.Final {
 			label = "ceiling"
 		}
-		fmt.Fprintf(tw, "%s\t%s rows/s\t%s writer, %d rows/batch, %d in flight, %d conns, %d rows in %.1f s\n",
-			label, num(t.RowsPerS), t.Writer, t.BatchRows, t.Concurrency, t.NumConns, t.Rows, t.Seconds)
+		fmt.Fprintf(tw, "%s\t%s rows/s\t%s writer, %d rows/batch, %d in flight, %d conns; %d rows in %d batches, %.1f s; %.2f CPU-s per million; machine %.2f cores busy\n",
+			label, num(t.RowsPerS), t.Writer, t.BatchRows, t.Concurrency, t.NumConns, t.Rows, t.Batches, t.Seconds, t.CPUPerMillion, t.CoresBusy)
 	}
 	s := r.Sink
-	fmt.Fprintf(tw, "sink\t%s rows/s\t%.3f × ceiling; %.1f s; %.2f CPU-s per million; peak RSS %.0f MiB\n",
-		num(s.PerSec), s.RatioToCeiling, s.Seconds, s.CPUPerMillion, float64(s.PeakRSSBytes)/(1<<20))
+	fmt.Fprintf(tw, "sink\t%s rows/s\t%.3f × ceiling; %.1f s; %.2f CPU-s per million; peak RSS %.0f MiB; %.1f rows per batch; machine %.2f cores busy\n",
+		num(s.PerSec), s.RatioToCeiling, s.Seconds, s.CPUPerMillion, float64(s.PeakRSSBytes)/(1<<20), s.MeanBatchRows, s.CoresBusy)
 	p := r.Pipeline
-	fmt.Fprintf(tw, "pipeline only\t%s events/s\t%s events per CPU-second; %.1f s; peak RSS %.0f MiB\n",
-		num(p.PerSec), num(p.PerCPUSecond), p.Seconds, float64(p.PeakRSSBytes)/(1<<20))
+	fmt.Fprintf(tw, "pipeline only\t%s events/s\t%s events per CPU-second; %.1f s; peak RSS %.0f MiB; %.1f rows per batch\n",
+		num(p.PerSec), num(p.PerCPUSecond), p.Seconds, float64(p.PeakRSSBytes)/(1<<20), p.MeanBatchRows)
 	if l := r.Latency; l.Events > 0 {
 		fmt.Fprintf(tw, "latency\tp50 %.0f ms, p99 %.0f ms\tat %s events/s for %.0f s (%d events, commit interval %s)\n",
 			l.P50Millis, l.P99Millis, num(l.Rate), l.Seconds, l.Events, r.Params.CommitInterval)

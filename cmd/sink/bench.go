@@ -39,6 +39,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		commitIvl  = fs.Duration("commit-interval", time.Second, "writer.commit_interval of the daemons")
 		latencyFor = fs.Duration("latency-for", 0, "length of the fixed-rate latency phase (default 30s, 5s with --quick; negative skips it)")
 		sinkBin    = fs.String("sink-binary", "", "sink executable to measure (default: this one)")
+		daemonEnv  = fs.String("daemon-env", "", "config overrides for the daemons, comma separated, e.g. SINK_WRITER__LINGER=50ms (recorded in the result)")
 		discard    = fs.Bool("discard-daemon", false, "internal: run the pipeline with a discarding writer (the harness's pipeline-only phase)")
 		cfgPath    = fs.String("config", "", "internal, with --discard-daemon: the daemon config")
 	)
@@ -68,7 +69,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Events: *events, Entities: *entities, Partitions: *partitions, Quick: *quick,
 		Brokers: splitList(*brokers), Cassandra: splitList(*hosts), Keyspace: *keyspace,
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor,
-		ProfileDir: *profile, Progress: stderr,
+		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "sink bench: %v\n", err)
