@@ -1,0 +1,88 @@
+package cassandra
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/bucketsink/sink/config"
+)
+
+func TestNewCluster(t *testing.T) {
+	cluster, cons, err := newCluster(config.Cassandra{
+		Hosts: []string{"10.0.0.1:9142", "10.0.0.2"}, LocalDC: "dc1", Consistency: "local_one",
+		Timeout: config.Duration(3 * time.Second), NumConns: 4, ProtocolVersion: 5,
+		Auth: config.Auth{Username: "sink", Password: "s3cret"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cons != gocql.LocalOne || cluster.Consistency != gocql.LocalOne {
+		t.Errorf("consistency %v/%v, want LOCAL_ONE", cons, cluster.Consistency)
+	}
+	if cluster.Timeout != 3*time.Second || cluster.ConnectTimeout != defaultConnectTimeout || cluster.NumConns != 4 || cluster.ProtoVersion != 5 {
+		t.Errorf("timeout %v connect %v conns %d proto %d", cluster.Timeout, cluster.ConnectTimeout, cluster.NumConns, cluster.ProtoVersion)
+	}
+	// Guards against a driver retry policy sneaking in: ours is the only retry loop.
+	if cluster.RetryPolicy != nil {
+		t.Errorf("RetryPolicy %T set; the writer retries itself", cluster.RetryPolicy)
+	}
+	if cluster.Keyspace != "" {
+		t.Errorf("session keyspace %q set; batches carry their own", cluster.Keyspace)
+	}
+	if a, ok := cluster.Authenticator.(gocql.PasswordAuthenticator); !ok || a.Username != "sink" || a.Password != "s3cret" {
+		t.Errorf("authenticator %#v", cluster.Authenticator)
+	}
+	if cluster.PoolConfig.HostSelectionPolicy == nil || cluster.SslOpts != nil {
+		t.Errorf("policy %v, TLS %v", cluster.PoolConfig.HostSelectionPolicy, cluster.SslOpts)
+	}
+
+	def, cons, err := newCluster(config.Cassandra{Hosts: []string{"h"}})
+	if err != nil || cons != gocql.LocalQuorum || def.Timeout != defaultTimeout || def.NumConns != defaultNumConns || def.Authenticator != nil {
+		t.Errorf("defaults: %v %v timeout %v conns %d auth %v", err, cons, def.Timeout, def.NumConns, def.Authenticator)
+	}
+}
+
+func TestNewClusterErrors(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		c    config.Cassandra
+		want string
+	}{
+		{"no hosts", config.Cassandra{}, "cassandra.hosts"},
+		{"unknown consistency", config.Cassandra{Hosts: []string{"h"}, Consistency: "MOST"}, "cassandra.consistency"},
+		{"serial consistency", config.Cassandra{Hosts: []string{"h"}, Consistency: "SERIAL"}, "cassandra.consistency"},
+		{"missing CA file", config.Cassandra{Hosts: []string{"h"}, TLS: config.TLS{Enabled: true, CAFile: filepath.Join(dir, "none.pem")}}, "cassandra.tls.ca_file"},
+		{"CA file without PEM", config.Cassandra{Hosts: []string{"h"}, TLS: config.TLS{Enabled: true, CAFile: notPEM}}, "cassandra.tls.ca_file"},
+		{"cert without key", config.Cassandra{Hosts: []string{"h"}, TLS: config.TLS{Enabled: true, CertFile: notPEM}}, "cassandra.tls"},
+		{"bad key pair", config.Cassandra{Hosts: []string{"h"}, TLS: config.TLS{Enabled: true, CertFile: notPEM, KeyFile: notPEM}}, "cassandra.tls.cert_file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := newCluster(tt.c)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewClusterTLS(t *testing.T) {
+	cluster, _, err := newCluster(config.Cassandra{Hosts: []string{"h"}, TLS: config.TLS{Enabled: true, ServerName: "cass.example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cluster.SslOpts == nil || !cluster.SslOpts.EnableHostVerification || cluster.SslOpts.Config.ServerName != "cass.example" ||
+		cluster.SslOpts.Config.InsecureSkipVerify {
+		t.Fatalf("TLS options %+v", cluster.SslOpts)
+	}
+}
