@@ -272,13 +272,11 @@ func (w *Writer) retry(ctx context.Context, op func(context.Context) error, obse
 			cls = classFatal
 			err = fmt.Errorf("%w (last error: %v)", context.Cause(ctx), err)
 		}
-		if cls == classLimited && attempt >= limitedAttempts {
+		outOfAttempts := w.cfg.RetryAttempts > 0 && attempt >= w.cfg.RetryAttempts
+		if cls == classLimited && (attempt >= limitedAttempts || outOfAttempts) {
 			cls = classRejected
 		}
-		again := cls == classTransient || cls == classLimited
-		if again && w.cfg.RetryAttempts > 0 && attempt >= w.cfg.RetryAttempts {
-			again = false
-		}
+		again := (cls == classTransient || cls == classLimited) && !outOfAttempts
 		if !again {
 			if observe != nil {
 				observe(d, OutcomeError)

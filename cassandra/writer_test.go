@@ -85,6 +85,13 @@ func TestRetry(t *testing.T) {
 			attempts: limitedAttempts, outcomes: []string{"retry", "retry", "error"}, retries: []string{"other", "other"},
 		},
 		{
+			name:    "write failure with fewer attempts allowed is rejected when they run out",
+			cfg:     WriterConfig{RetryAttempts: 2},
+			errs:    []error{&gocql.RequestErrWriteFailure{}, &gocql.RequestErrWriteFailure{}},
+			wantErr: true, class: classRejected,
+			attempts: 2, outcomes: []string{"retry", "error"}, retries: []string{"other"},
+		},
+		{
 			name: "invalid is not retried",
 			errs: []error{&gocql.RequestErrInvalid{}}, wantErr: true, class: classRejected,
 			attempts: 1, outcomes: []string{"error"},
