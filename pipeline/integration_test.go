@@ -1,0 +1,729 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/testenv"
+	"github.com/bucketsink/sink/mapper"
+)
+
+// The integration tests run the pipeline against the real Kafka and Cassandra of internal/testenv
+// (`scripts/stack up`, then SINK_TEST_KAFKA and SINK_TEST_CASSANDRA). Each test uses its own topics,
+// group and keyspace, and checks what it asserts exactly: every good record in the Cassandra partition its
+// policy computes, every bad one in the dead-letter topic with its coordinates, committed offsets never
+// ahead of what Cassandra holds.
+
+// itRecord is one produced record and what should become of it.
+type itRecord struct {
+	device string
+	ts     time.Time
+	bad    string // "" for good input, else the expected dead-letter reason
+	value  []byte
+	// Kafka coordinates, known once produced.
+	partition int32
+	offset    int64
+}
+
+// stack is the per-test environment: topics, group, keyspace and clients.
+type stack struct {
+	t        *testing.T
+	cfg      *config.Config
+	topic    string
+	dlq      string
+	ks       string
+	group    string
+	cl       *kgo.Client
+	adm      *kadm.Client
+	session  *cassandra.Session
+	policy   *bucketer.Policy
+	recsMu   sync.Mutex
+	recs     []*itRecord
+	produced map[int32]int64 // end offset per partition of what was produced
+}
+
+var itBase = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+
+func newStack(t *testing.T, partitions int32, dlqConfigs map[string]*string) *stack {
+	t.Helper()
+	brokers := testenv.Kafka(t)
+	hosts := testenv.Cassandra(t)
+	s := &stack{t: t, topic: testenv.Name(t, "in"), ks: testenv.Name(t, "ks"), group: testenv.Name(t, "g"),
+		produced: make(map[int32]int64)}
+	s.dlq = s.topic + "_dlq"
+	s.cfg = &config.Config{
+		Kafka: config.Kafka{Brokers: brokers, Group: s.group,
+			SessionTimeout: config.Duration(10 * time.Second), RebalanceTimeout: config.Duration(30 * time.Second)},
+		Cassandra: config.Cassandra{Hosts: hosts, Keyspace: s.ks, Consistency: "ONE",
+			Replication: map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}},
+		Writer: config.Writer{
+			CommitInterval:  config.Duration(200 * time.Millisecond),
+			ShutdownTimeout: config.Duration(15 * time.Second),
+			RetryInitial:    config.Duration(50 * time.Millisecond),
+			RetryMax:        config.Duration(time.Second),
+		},
+		Metrics: config.Metrics{Address: ""},
+		Topics: map[string]config.Topic{"readings": {
+			Topic:  s.topic,
+			ID:     []string{"device_id"},
+			Time:   config.EventTime{Source: "field", Field: "ts", Format: "rfc3339"},
+			Bucket: config.Bucket{Width: "1h", Key: "text"},
+			Table:  "readings",
+			Columns: []config.Column{
+				{Name: "device_id", Type: "text", Field: "device_id"},
+				{Name: "ts", Type: "timestamp", Source: "event_time"},
+				{Name: "value", Type: "double", Field: "value", Required: true},
+			},
+			Clustering:      []config.Clustering{{Column: "ts", Order: "desc"}},
+			DeadLetterTopic: s.dlq,
+		}},
+	}
+	s.cfg.ApplyDefaults()
+	s.cfg.Metrics.Address = ""
+	if err := s.cfg.Validate(); err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	var err error
+	if s.policy, err = s.cfg.Policy("readings"); err != nil {
+		t.Fatal(err)
+	}
+
+	s.cl, err = kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.adm = kadm.NewClient(s.cl)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.adm.CreateTopic(ctx, partitions, 1, nil, s.topic); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.adm.CreateTopic(ctx, 1, 1, dlqConfigs, s.dlq); err != nil {
+		t.Fatal(err)
+	}
+	s.session, err = cassandra.Connect(ctx, s.cfg.Cassandra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cassandra.ApplySchema(ctx, s.session, s.cfg, nil, itBase); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.session.Driver().Query("DROP KEYSPACE IF EXISTS " + s.ks).Exec()
+		s.session.Close()
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = s.adm.DeleteTopics(dctx, s.topic, s.dlq)
+		_, _ = s.adm.DeleteGroup(dctx, s.group)
+		s.cl.Close()
+	})
+	return s
+}
+
+// makeRecords builds n records over `partitions` partitions, every badEvery-th bad (cycling through the
+// kinds of bad input). Event times step by 2s from itBase, so 5,000 records span three hourly buckets,
+// and each (device, time) is unique: no row overwrites another.
+func makeRecords(n, badEvery int, partitions int32) []*itRecord {
+	recs := make([]*itRecord, n)
+	kinds := []string{"malformed", "missing id", "missing time", "bad time", "bad value"}
+	for i := range n {
+		r := &itRecord{device: fmt.Sprintf("dev-%03d", i%37), ts: itBase.Add(time.Duration(i) * 2 * time.Second)}
+		// Devices map to partitions like keys would, but explicitly, so tests can target partitions.
+		r.partition = int32(i%37) % partitions
+		ts := r.ts.Format(time.RFC3339Nano)
+		r.value = fmt.Appendf(nil, `{"device_id":%q,"ts":%q,"value":%d.5}`, r.device, ts, i)
+		if badEvery > 0 && i%badEvery == badEvery-1 {
+			switch kinds[(i/badEvery)%len(kinds)] {
+			case "malformed":
+				r.bad, r.value = mapper.ReasonDecode, fmt.Appendf(nil, `{"device_id":%q,"ts":`, r.device)
+			case "missing id":
+				r.bad, r.value = mapper.ReasonMap, fmt.Appendf(nil, `{"ts":%q,"value":1}`, ts)
+			case "missing time":
+				r.bad, r.value = mapper.ReasonMap, fmt.Appendf(nil, `{"device_id":%q,"value":1}`, r.device)
+			case "bad time":
+				r.bad, r.value = mapper.ReasonMap, fmt.Appendf(nil, `{"device_id":%q,"ts":"yesterday","value":1}`, r.device)
+			case "bad value":
+				r.bad, r.value = mapper.ReasonMap, fmt.Appendf(nil, `{"device_id":%q,"ts":%q,"value":"n/a"}`, r.device, ts)
+			}
+		}
+		recs[i] = r
+	}
+	return recs
+}
+
+// produce writes recs in order and records their offsets.
+func (s *stack) produce(recs []*itRecord) {
+	s.t.Helper()
+	krs := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		krs[i] = &kgo.Record{Topic: s.topic, Partition: r.partition, Key: []byte(r.device), Value: r.value}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	results := s.cl.ProduceSync(ctx, krs...)
+	if err := results.FirstErr(); err != nil {
+		s.t.Errorf("producing: %v", err)
+		return
+	}
+	s.recsMu.Lock()
+	defer s.recsMu.Unlock()
+	// Results come back per partition batch, not in the order given: match them by record.
+	index := make(map[*kgo.Record]*itRecord, len(krs))
+	for i, kr := range krs {
+		index[kr] = recs[i]
+	}
+	for _, res := range results {
+		r := index[res.Record]
+		r.offset = res.Record.Offset
+		s.produced[r.partition] = max(s.produced[r.partition], r.offset+1)
+	}
+	s.recs = append(s.recs, recs...)
+}
+
+// produceStream produces recs in chunks with a pause between them, so consumers see a stream.
+func (s *stack) produceStream(recs []*itRecord, chunk int, pause time.Duration) {
+	for len(recs) > 0 {
+		n := min(chunk, len(recs))
+		s.produce(recs[:n])
+		recs = recs[n:]
+		time.Sleep(pause)
+	}
+}
+
+func (s *stack) committed() map[int32]int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := s.adm.FetchOffsets(ctx, s.group)
+	if err != nil {
+		return nil
+	}
+	out := make(map[int32]int64)
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == s.topic && o.Err == nil {
+			out[o.Partition] = o.At
+		}
+	})
+	return out
+}
+
+func (s *stack) allCommitted() bool {
+	s.recsMu.Lock()
+	end := make(map[int32]int64, len(s.produced))
+	for p, o := range s.produced {
+		end[p] = o
+	}
+	s.recsMu.Unlock()
+	c := s.committed()
+	for p, o := range end {
+		if c[p] != o {
+			return false
+		}
+	}
+	return len(end) > 0
+}
+
+func (s *stack) waitFor(d time.Duration, what string, cond func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("timed out after %s waiting for %s (committed %v, produced %v)", d, what, s.committed(), s.produced)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// rowKey identifies one row: partition key values and clustering value.
+type rowKey struct {
+	device, bucket string
+	ts             time.Time
+}
+
+// rows reads every row of the table.
+func (s *stack) rows() map[rowKey]bool {
+	s.t.Helper()
+	iter := s.session.Driver().Query("SELECT device_id, bucket, ts FROM " + s.ks + ".readings").
+		WithContext(context.Background()).PageSize(5000).Iter()
+	out := make(map[rowKey]bool)
+	var k rowKey
+	for iter.Scan(&k.device, &k.bucket, &k.ts) {
+		k.ts = k.ts.UTC()
+		out[k] = true
+	}
+	if err := iter.Close(); err != nil {
+		s.t.Fatalf("reading %s.readings: %v", s.ks, err)
+	}
+	return out
+}
+
+// expectedKey is where the policy says a good record lands.
+func (s *stack) expectedKey(r *itRecord) rowKey {
+	return rowKey{device: r.device, bucket: s.policy.Text(s.policy.Index(r.ts)), ts: r.ts}
+}
+
+// checkPlacement asserts every good record is in exactly the partition its policy computes, by querying
+// each expected partition, and that the table holds nothing else.
+func (s *stack) checkPlacement() {
+	s.t.Helper()
+	want := make(map[[2]string]map[time.Time]bool)
+	good := 0
+	for _, r := range s.recs {
+		if r.bad != "" {
+			continue
+		}
+		good++
+		k := s.expectedKey(r)
+		pk := [2]string{k.device, k.bucket}
+		if want[pk] == nil {
+			want[pk] = make(map[time.Time]bool)
+		}
+		want[pk][k.ts] = true
+	}
+	for pk, times := range want {
+		iter := s.session.Driver().Query("SELECT ts FROM "+s.ks+".readings WHERE device_id = ? AND bucket = ?", pk[0], pk[1]).
+			WithContext(context.Background()).Iter()
+		got := make(map[time.Time]bool)
+		var ts time.Time
+		for iter.Scan(&ts) {
+			got[ts.UTC()] = true
+		}
+		if err := iter.Close(); err != nil {
+			s.t.Fatal(err)
+		}
+		if len(got) != len(times) {
+			s.t.Errorf("partition (%s, %s): %d rows, want %d", pk[0], pk[1], len(got), len(times))
+		}
+		for ts := range times {
+			if !got[ts] {
+				s.t.Errorf("partition (%s, %s): no row at %s", pk[0], pk[1], ts)
+			}
+		}
+	}
+	var total int
+	if err := s.session.Driver().Query("SELECT COUNT(*) FROM " + s.ks + ".readings").Scan(&total); err != nil {
+		s.t.Fatal(err)
+	}
+	if total != good {
+		s.t.Errorf("%s.readings holds %d rows, want exactly the %d good records", s.ks, total, good)
+	}
+	s.t.Logf("%d good records in %d partitions, each where its policy puts it; %d rows in all", good, len(want), total)
+}
+
+// checkDeadLetters asserts the dead-letter topic holds every bad record (at least once; exactly once
+// when exact) with its coordinates and reason, and nothing else.
+func (s *stack) checkDeadLetters(exact bool) {
+	s.t.Helper()
+	bad := make(map[[2]int64]*itRecord)
+	for _, r := range s.recs {
+		if r.bad != "" {
+			bad[[2]int64{int64(r.partition), r.offset}] = r
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Kafka.Brokers...), kgo.ConsumeTopics(s.dlq),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ends, err := s.adm.ListEndOffsets(ctx, s.dlq)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	end, _ := ends.Lookup(s.dlq, 0)
+	seen := make(map[[2]int64]int)
+	var n int64
+	for n < end.Offset {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			s.t.Fatalf("read %d of %d dead letters", n, end.Offset)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			p, _ := strconv.ParseInt(header(r, HeaderSourcePartition), 10, 32)
+			o, _ := strconv.ParseInt(header(r, HeaderSourceOffset), 10, 64)
+			k := [2]int64{p, o}
+			src := bad[k]
+			switch {
+			case header(r, HeaderSourceTopic) != s.topic || src == nil:
+				s.t.Errorf("dead letter for %s/%d/%d, which is not a bad record", header(r, HeaderSourceTopic), p, o)
+			case string(r.Value) != string(src.value) || string(r.Key) != src.device:
+				s.t.Errorf("dead letter %v: key/value %q/%q, want the original %q/%q", k, r.Key, r.Value, src.device, src.value)
+			case header(r, HeaderReason) != src.bad || header(r, HeaderError) == "" || header(r, HeaderSourceTimestamp) == "":
+				s.t.Errorf("dead letter %v: reason %q error %q timestamp %q, want reason %q", k,
+					header(r, HeaderReason), header(r, HeaderError), header(r, HeaderSourceTimestamp), src.bad)
+			}
+			seen[k]++
+		})
+	}
+	for k, r := range bad {
+		if seen[k] == 0 {
+			s.t.Errorf("bad record %v (%s) is not in the dead-letter topic", k, r.value)
+		} else if exact && seen[k] > 1 {
+			s.t.Errorf("bad record %v dead-lettered %d times", k, seen[k])
+		}
+	}
+	s.t.Logf("%d dead letters for %d bad records", n, len(bad))
+}
+
+// ackLog remembers when Cassandra acknowledged each row, across members.
+type ackLog struct {
+	mu    sync.Mutex
+	acked map[[2]int64]time.Time
+}
+
+type itMember struct {
+	pl      *Pipeline
+	metrics *Metrics
+	cancel  context.CancelFunc
+	errc    chan error
+	once    sync.Once
+	err     error
+}
+
+// start runs an in-process pipeline with the real mapper and Cassandra writer; wrap may decorate the writer.
+func (s *stack) start(wrap func(BatchWriter) BatchWriter) *itMember {
+	s.t.Helper()
+	m, err := mapper.New(s.cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	metrics := NewMetrics(prometheus.NewRegistry())
+	var w BatchWriter = cassandra.NewWriter(s.session, cassandra.WriterConfig{
+		MaxInFlight: s.cfg.Writer.MaxInFlight, RetryInitial: s.cfg.Writer.RetryInitial.Std(),
+		RetryMax: s.cfg.Writer.RetryMax.Std(), RetryAttempts: s.cfg.Writer.RetryAttempts,
+	}, metrics)
+	if wrap != nil {
+		w = wrap(w)
+	}
+	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Metrics: metrics,
+		Logger: slog.New(slog.NewTextHandler(tWriter{s.t}, &slog.HandlerOptions{Level: max(testLogLevel, slog.LevelError)}))})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	im := &itMember{pl: pl, metrics: metrics, cancel: cancel, errc: make(chan error, 1)}
+	go func() { im.errc <- pl.Run(ctx) }()
+	s.t.Cleanup(func() { _ = im.stop() })
+	return im
+}
+
+func (m *itMember) stop() error {
+	m.once.Do(func() {
+		m.cancel()
+		m.err = <-m.errc
+	})
+	return m.err
+}
+
+// TestIntegrationEndToEnd: 5,000 records with 50 bad ones of five kinds over three partitions. Every good
+// record lands in exactly the partition its policy computes, every bad one is dead-lettered once with its
+// coordinates, and the committed offsets reach the end.
+func TestIntegrationEndToEnd(t *testing.T) {
+	s := newStack(t, 3, nil)
+	s.produce(makeRecords(5000, 100, 3))
+	m := s.start(nil)
+	s.waitFor(2*time.Minute, "committed offsets to reach the end", s.allCommitted)
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s.checkPlacement()
+	s.checkDeadLetters(true)
+	if got := testutil.ToFloat64(m.metrics.RecordsWritten.WithLabelValues(s.topic)); got != 4950 {
+		t.Errorf("sink_records_written_total %v, want 4950", got)
+	}
+	dl := testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, mapper.ReasonDecode)) +
+		testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, mapper.ReasonMap))
+	if dl != 50 {
+		t.Errorf("sink_records_dead_lettered_total %v, want 50", dl)
+	}
+}
+
+// TestIntegrationRebalance: a second member joins mid-stream, then the first leaves. Nothing is lost,
+// and at every sampled instant every record below the committed offset had already been acknowledged by
+// Cassandra (the commit-after-acknowledgement invariant, observed from outside).
+func TestIntegrationRebalance(t *testing.T) {
+	s := newStack(t, 3, nil)
+	recs := makeRecords(6000, 100, 3)
+	acks := &ackLog{acked: make(map[[2]int64]time.Time)}
+	wrap := func(w BatchWriter) BatchWriter { return &ackLogFor{log: acks, w: w} }
+
+	type sample struct {
+		at        time.Time
+		committed map[int32]int64
+	}
+	var samples []sample
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stopSampling:
+				return
+			default:
+			}
+			c := s.committed()
+			samples = append(samples, sample{at: time.Now(), committed: c})
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+
+	first := s.start(wrap)
+	s.produceStream(recs[:2000], 200, 50*time.Millisecond)
+	second := s.start(wrap)
+	s.produceStream(recs[2000:4000], 200, 50*time.Millisecond)
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s.produceStream(recs[4000:], 200, 50*time.Millisecond)
+	s.waitFor(2*time.Minute, "committed offsets to reach the end", s.allCommitted)
+	close(stopSampling)
+	<-sampled
+	if err := second.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	byCoord := make(map[[2]int64]*itRecord)
+	for _, r := range s.recs {
+		byCoord[[2]int64{int64(r.partition), r.offset}] = r
+	}
+	acks.mu.Lock()
+	defer acks.mu.Unlock()
+	violations := 0
+	for _, sm := range samples {
+		for p, c := range sm.committed {
+			for o := int64(0); o < c; o++ {
+				r := byCoord[[2]int64{int64(p), o}]
+				if r == nil || r.bad != "" {
+					continue
+				}
+				if at, ok := acks.acked[[2]int64{int64(p), o}]; !ok || at.After(sm.at) {
+					violations++
+					if violations < 10 {
+						t.Errorf("at %s partition %d was committed at %d, but offset %d was acknowledged at %v",
+							sm.at.Format(time.StampMicro), p, c, o, at)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d samples of committed offsets checked against %d acknowledgements", len(samples), len(acks.acked))
+	s.checkPlacement()
+	s.checkDeadLetters(false)
+}
+
+// ackLogFor wraps one member's writer and logs its acknowledgements in the shared ackLog.
+type ackLogFor struct {
+	log *ackLog
+	w   BatchWriter
+}
+
+func (a *ackLogFor) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
+	failures, err := a.w.Write(ctx, b)
+	if err != nil {
+		return failures, err
+	}
+	now := time.Now()
+	a.log.mu.Lock()
+	defer a.log.mu.Unlock()
+rows:
+	for _, r := range b.Rows {
+		for _, f := range failures {
+			if f.Row.Source == r.Source {
+				continue rows
+			}
+		}
+		k := [2]int64{int64(r.Source.Partition), r.Source.Offset}
+		if _, ok := a.log.acked[k]; !ok {
+			a.log.acked[k] = now
+		}
+	}
+	return failures, nil
+}
+
+// TestIntegrationUnwritableDeadLetterTopic: the dead-letter topic refuses the bad record (its
+// max.message.bytes is smaller). That partition's committed offset stays below the bad record, the
+// daemon is not ready, the failure is counted, and the other partitions still reach the end.
+func TestIntegrationUnwritableDeadLetterTopic(t *testing.T) {
+	tiny := "200"
+	s := newStack(t, 3, map[string]*string{"max.message.bytes": &tiny})
+	recs := makeRecords(300, 0, 3)
+	// One bad record, bigger than the dead-letter topic accepts, in partition 0.
+	var badAt int
+	for i, r := range recs {
+		if r.partition == 0 && i > 100 {
+			r.bad = mapper.ReasonDecode
+			r.value = []byte("not json " + strings.Repeat("x", 1000))
+			badAt = i
+			break
+		}
+	}
+	s.produce(recs)
+	m := s.start(nil)
+	badOffset := recs[badAt].offset
+	s.waitFor(2*time.Minute, "partitions 1 and 2 at the end, 0 at its bad record", func() bool {
+		c := s.committed()
+		return c[0] == badOffset && c[1] == s.produced[1] && c[2] == s.produced[2]
+	})
+	s.waitFor(30*time.Second, "readiness to report the stuck partition", func() bool {
+		err := m.pl.Ready()
+		return err != nil && strings.Contains(err.Error(), "partition 0 is stuck")
+	})
+	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got < 1 {
+		t.Errorf("sink_records_failed_total %v, want at least 1", got)
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.committed(); c[0] != badOffset {
+		t.Errorf("partition 0 committed %d after shutdown, want %d (the unwritable bad record)", c[0], badOffset)
+	}
+}
+
+// sinkBinary builds cmd/sink once per test binary, for the tests that kill the process.
+var sinkBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "sink-it-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "sink")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/bucketsink/sink/cmd/sink").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building cmd/sink: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// writeConfig renders the stack's config as the YAML `sink run` reads.
+func (s *stack) writeConfig() string {
+	s.t.Helper()
+	q := func(ss []string) string { return `["` + strings.Join(ss, `", "`) + `"]` }
+	yaml := fmt.Sprintf(`kafka:
+  brokers: %s
+  group: %s
+  session_timeout: 10s
+  rebalance_timeout: 30s
+cassandra:
+  hosts: %s
+  keyspace: %s
+  consistency: ONE
+writer:
+  commit_interval: 200ms
+  shutdown_timeout: 15s
+  linger: 5ms
+  max_in_flight: 8
+metrics:
+  address: ""
+log:
+  level: warn
+topics:
+  readings:
+    topic: %s
+    id: [device_id]
+    time: {source: field, field: ts, format: rfc3339}
+    bucket: {width: 1h, key: text}
+    table: readings
+    columns:
+      - {name: device_id, type: text, field: device_id}
+      - {name: ts, type: timestamp, source: event_time}
+      - {name: value, type: double, field: value, required: true}
+    clustering:
+      - {column: ts, order: desc}
+    dead_letter_topic: %s
+`, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks, s.topic, s.dlq)
+	path := filepath.Join(s.t.TempDir(), "sink.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	return path
+}
+
+// TestIntegrationKillAndRestart kills the daemon with SIGKILL mid-stream (no flush, no commit). At the
+// moment of the kill every record below the committed offsets must be in Cassandra; after a restart,
+// every record is.
+func TestIntegrationKillAndRestart(t *testing.T) {
+	bin, err := sinkBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStack(t, 3, nil)
+	cfgPath := s.writeConfig()
+	recs := makeRecords(6000, 100, 3)
+	run := func() *exec.Cmd {
+		cmd := exec.Command(bin, "run", "--config", cfgPath)
+		cmd.Stderr = tWriter{t}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+
+	cmd := run()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.produceStream(recs, 100, 20*time.Millisecond)
+	}()
+	s.waitFor(2*time.Minute, "a third of the records committed", func() bool {
+		var n int64
+		for _, o := range s.committed() {
+			n += o
+		}
+		return n >= 2000
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	atKill := s.committed()
+	rows := s.rows()
+	s.recsMu.Lock()
+	missing := 0
+	for _, r := range s.recs {
+		if r.bad == "" && r.offset < atKill[r.partition] && !rows[s.expectedKey(r)] {
+			missing++
+			if missing < 10 {
+				t.Errorf("killed with partition %d committed at %d, but offset %d is not in Cassandra", r.partition, atKill[r.partition], r.offset)
+			}
+		}
+	}
+	s.recsMu.Unlock()
+	t.Logf("at the kill: committed %v, %d rows in Cassandra", atKill, len(rows))
+	<-done
+
+	cmd = run()
+	s.waitFor(3*time.Minute, "committed offsets to reach the end after the restart", s.allCommitted)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 0 {
+			t.Errorf("sink run after SIGTERM: %v", err)
+		}
+	}
+	s.checkPlacement()
+	s.checkDeadLetters(false)
+}
