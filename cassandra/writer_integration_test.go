@@ -60,12 +60,15 @@ type fixture struct {
 	recorder *pickRecorder
 }
 
-func setup(t testing.TB) *fixture {
+func setup(t testing.TB) *fixture { return setupProto(t, 0) }
+
+// setupProto is setup with a fixed native protocol version (0 negotiates).
+func setupProto(t testing.TB, proto int) *fixture {
 	t.Helper()
 	hosts := testenv.Cassandra(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cluster, cons, err := newCluster(config.Cassandra{Hosts: hosts, Consistency: "LOCAL_QUORUM"})
+	cluster, cons, err := newCluster(config.Cassandra{Hosts: hosts, Consistency: "LOCAL_QUORUM", ProtocolVersion: proto})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,8 +171,18 @@ func TestIntegrationWriteBatch(t *testing.T) {
 // TestIntegrationRouting proves the driver routes our batches by the partition key with the
 // target's keyspace (DRIVER-NOTES F2.1/F2.2): the routing key the policy sees equals Row.Key, and
 // its keyspace is the target's although the session has none.
+//
+// Batch.SetKeyspace is documented for protocol 5 only: there it also travels in the frame. On
+// protocol 4 the driver still uses it for routing and for the prepared-statement cache, and our
+// statements name their keyspace, so both versions are checked.
 func TestIntegrationRouting(t *testing.T) {
-	f := setup(t)
+	for _, proto := range []int{4, 5} {
+		t.Run(fmt.Sprint("protocol ", proto), func(t *testing.T) { testRouting(t, proto) })
+	}
+}
+
+func testRouting(t *testing.T, proto int) {
+	f := setupProto(t, proto)
 	tgt := f.readings(t)
 	f.exec(t, fmt.Sprintf("CREATE TABLE %s.single (k bigint PRIMARY KEY, v text)", f.ks))
 	single := &batcher.Target{Keyspace: f.ks, Table: "single", Columns: []string{"k", "v"},
@@ -365,4 +378,26 @@ func BenchmarkIntegrationWrite(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N*100)/time.Since(start).Seconds(), "rows/s")
+}
+
+func TestIntegrationConnect(t *testing.T) {
+	hosts := testenv.Cassandra(t)
+	s, err := Connect(t.Context(), config.Cassandra{Hosts: hosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	if err := s.Driver().Query("SELECT release_version FROM system.local").ScanContext(t.Context(), &v); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Cassandra %s, default write consistency %v", v, s.Consistency())
+	s.Close()
+	s.Close() // idempotent
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err = Connect(ctx, config.Cassandra{Hosts: []string{"127.0.0.1:1"}, ConnectTimeout: config.Duration(time.Second)})
+	if err == nil || !strings.Contains(err.Error(), "cassandra.hosts") {
+		t.Fatalf("connecting to a closed port: %v, want an error naming cassandra.hosts", err)
+	}
 }
