@@ -1,0 +1,157 @@
+package mapper_test
+
+import (
+	"context"
+	"math/big"
+	"net"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"gopkg.in/inf.v0"
+
+	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/testenv"
+	"github.com/bucketsink/sink/mapper"
+)
+
+// TestRowsOnCassandra writes mapped rows of every column type through the INSERT the mapper
+// built, into the table `sink schema` created, and reads them back: every bound value must be one
+// gocql marshals and Cassandra stores, Row.Key must hash to the partition's real token, and the
+// write timestamp and TTL must be the ones the mapper chose.
+func TestRowsOnCassandra(t *testing.T) {
+	hosts := testenv.Cassandra(t)
+	ks := testenv.Name(t, "mapper")
+	cfg := &config.Config{
+		Kafka: config.Kafka{Brokers: []string{"127.0.0.1:9092"}},
+		Cassandra: config.Cassandra{Hosts: hosts, Keyspace: ks,
+			Replication: map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}},
+		Topics: map[string]config.Topic{
+			"all": {
+				Topic:  "all-types",
+				ID:     []string{"tenant", "device"},
+				Time:   config.EventTime{Source: "field", Field: "ts", Format: "unix_ms"},
+				Bucket: config.Bucket{Width: "1h", Key: "timestamp", EventBuckets: 4},
+				Table:  "all_types",
+				Columns: []config.Column{
+					{Name: "tenant", Type: "text", Field: "tenant"},
+					{Name: "device", Type: "int", Field: "device"},
+					{Name: "id", Type: "timeuuid", Source: "timeuuid"},
+					{Name: "at", Type: "timestamp", Source: "event_time"},
+					{Name: "a", Type: "ascii", Field: "a"},
+					{Name: "bi", Type: "bigint", Field: "bi"},
+					{Name: "si", Type: "smallint", Field: "si"},
+					{Name: "ti", Type: "tinyint", Field: "ti"},
+					{Name: "f", Type: "float", Field: "f"},
+					{Name: "d", Type: "double", Field: "d"},
+					{Name: "b", Type: "boolean", Field: "b"},
+					{Name: "day", Type: "date", Field: "day"},
+					{Name: "u", Type: "uuid", Field: "u"},
+					{Name: "bl", Type: "blob", Field: "bl"},
+					{Name: "ip", Type: "inet", Field: "ip"},
+					{Name: "dec", Type: "decimal", Field: "dec"},
+					{Name: "vi", Type: "varint", Field: "vi"},
+					{Name: "tags", Type: "set<text>", Field: "tags"},
+					{Name: "vals", Type: "list<double>", Field: "vals"},
+					{Name: "attrs", Type: "map<text, int>", Field: "attrs"},
+					{Name: "missing", Type: "text", Field: "nope"},
+					{Name: "k", Type: "text", Source: "kafka_key"},
+					{Name: "off", Type: "bigint", Source: "kafka_offset"},
+				},
+				Clustering: []config.Clustering{{Column: "id", Order: "desc"}},
+				TTL:        config.Duration(24 * time.Hour),
+			},
+		},
+	}
+	cfg.ApplyDefaults()
+	m, err := mapper.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := cassandra.Connect(ctx, cfg.Cassandra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t.Cleanup(func() { _ = s.Driver().Query("DROP KEYSPACE IF EXISTS " + ks).Exec() })
+	if err := cassandra.ApplySchema(ctx, s, cfg, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	const value = `{"tenant":"acme","device":7,"ts":1705329442123,"a":"plain","bi":-9000000000,"si":-300,` +
+		`"ti":12,"f":1.5,"d":-2.25e-3,"b":true,"day":"2024-01-15","u":"0b6a1f6e-3f0c-4a53-9b8f-1f2a3b4c5d6e",` +
+		`"bl":"AAEC/w==","ip":"2001:db8::1","dec":"-12345678901234567890.0100","vi":-123456789012345678901234567890,` +
+		`"tags":["x","y"],"vals":[1,2.5],"attrs":{"p":1,"q":-2}}`
+	kafkaTS := time.Now().Truncate(time.Millisecond)
+	for offset := int64(41); offset <= 42; offset++ {
+		rec := mapper.Record{Topic: "all-types", Partition: 5, Offset: offset, Key: []byte("k1"), Value: []byte(value), Timestamp: kafkaTS}
+		row, err := m.Map(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Driver().Query(row.Target.Insert, row.Values...).WithContext(ctx).Exec(); err != nil {
+			t.Fatalf("insert: %v", err)
+		}
+		n := len(row.Target.Columns)
+		bucket, shard := row.Values[n-2], row.Values[n-1]
+
+		var (
+			token, wt int64
+			ttl       int
+			id        gocql.UUID
+			a, k      string
+			bi, off   int64
+			si        int16
+			ti        int8
+			f         float32
+			d         float64
+			b         bool
+			day       time.Time
+			u         gocql.UUID
+			bl        []byte
+			ip        net.IP
+			dec       *inf.Dec
+			vi        *big.Int
+			tags      []string
+			vals      []float64
+			attrs     map[string]int
+			missing   *string
+		)
+		err = s.Driver().Query(`SELECT token(tenant, device, bucket, event_bucket), writetime(a), ttl(a), id, a, k, bi, off, si, ti, f, d, b, day, u, bl, ip, dec, vi, tags, vals, attrs, missing `+
+			`FROM `+ks+`.all_types WHERE tenant = ? AND device = ? AND bucket = ? AND event_bucket = ? AND id = ?`,
+			"acme", int32(7), bucket, shard, row.Values[2]).WithContext(ctx).
+			Scan(&token, &wt, &ttl, &id, &a, &k, &bi, &off, &si, &ti, &f, &d, &b, &day, &u, &bl, &ip, &dec, &vi, &tags, &vals, &attrs, &missing)
+		if err != nil {
+			t.Fatalf("offset %d: reading the row back: %v", offset, err)
+		}
+		if want := cassandra.Token([]byte(row.Key)); token != want {
+			t.Errorf("token(pk) = %d, Token(Row.Key) = %d: Row.Key is not the routing key", token, want)
+		}
+		if want := kafkaTS.UnixMicro() + offset%1000; wt != want {
+			t.Errorf("writetime %d, want %d", wt, want)
+		}
+		if ttl <= 0 || ttl > 24*3600 {
+			t.Errorf("ttl %d", ttl)
+		}
+		if id != row.Values[2].(gocql.UUID) || off != offset || k != "k1" {
+			t.Errorf("id %v off %d key %q", id, off, k)
+		}
+		if a != "plain" || bi != -9000000000 || si != -300 || ti != 12 || f != 1.5 || d != -2.25e-3 || !b ||
+			!day.Equal(time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC)) || u.String() != "0b6a1f6e-3f0c-4a53-9b8f-1f2a3b4c5d6e" ||
+			string(bl) != "\x00\x01\x02\xff" || !ip.Equal(net.ParseIP("2001:db8::1")) {
+			t.Errorf("scalars read back wrong: %v %v %v %v %v %v %v %v %v %x %v", a, bi, si, ti, f, d, b, day, u, bl, ip)
+		}
+		if dec.String() != "-12345678901234567890.0100" || vi.String() != "-123456789012345678901234567890" {
+			t.Errorf("decimal %s varint %s", dec, vi)
+		}
+		if len(tags) != 2 || tags[0] != "x" || len(vals) != 2 || vals[1] != 2.5 || attrs["q"] != -2 {
+			t.Errorf("collections %v %v %v", tags, vals, attrs)
+		}
+		if missing != nil {
+			t.Errorf("unset column reads %q, want null", *missing)
+		}
+	}
+}
