@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -467,7 +468,12 @@ func TestIntegrationRebalance(t *testing.T) {
 	s := newStack(t, 3, nil)
 	recs := makeRecords(6000, 100, 3)
 	acks := &ackLog{acked: make(map[[2]int64]time.Time)}
-	wrap := func(w BatchWriter) BatchWriter { return &ackLogFor{log: acks, w: w} }
+	var writers []*ackLogFor
+	wrap := func(w BatchWriter) BatchWriter {
+		a := &ackLogFor{log: acks, w: w}
+		writers = append(writers, a)
+		return a
+	}
 
 	type sample struct {
 		at        time.Time
@@ -529,15 +535,25 @@ func TestIntegrationRebalance(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d samples of committed offsets checked against %d acknowledgements", len(samples), len(acks.acked))
+	t.Logf("%d samples of committed offsets checked against %d acknowledgements; rows written by the members: %d, %d",
+		len(samples), len(acks.acked), writers[0].rows.Load(), writers[1].rows.Load())
+	if writers[0].rows.Load() == 0 || writers[1].rows.Load() == 0 {
+		t.Error("one member wrote nothing: the test did not exercise a rebalance")
+	}
+	// A clean handover commits everything written before the partition moves, so nothing is written twice
+	// (the Kafka Connect bounce test's rule: duplicates only after unclean stops).
+	if n := writers[0].rows.Load() + writers[1].rows.Load(); n != 5940 {
+		t.Errorf("%d rows written in all, want 5940: a clean rebalance replayed rows", n)
+	}
 	s.checkPlacement()
 	s.checkDeadLetters(false)
 }
 
 // ackLogFor wraps one member's writer and logs its acknowledgements in the shared ackLog.
 type ackLogFor struct {
-	log *ackLog
-	w   BatchWriter
+	log  *ackLog
+	w    BatchWriter
+	rows atomic.Int64 // rows this member wrote
 }
 
 func (a *ackLogFor) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
@@ -545,6 +561,7 @@ func (a *ackLogFor) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.Ro
 	if err != nil {
 		return failures, err
 	}
+	a.rows.Add(int64(len(b.Rows) - len(failures)))
 	now := time.Now()
 	a.log.mu.Lock()
 	defer a.log.mu.Unlock()
@@ -581,6 +598,8 @@ func TestIntegrationUnwritableDeadLetterTopic(t *testing.T) {
 		}
 	}
 	s.produce(recs)
+	// The stuck dead letter keeps being retried until shutdown gives up on it after shutdown_timeout.
+	s.cfg.Writer.ShutdownTimeout = config.Duration(2 * time.Second)
 	m := s.start(nil)
 	badOffset := recs[badAt].offset
 	s.waitFor(2*time.Minute, "partitions 1 and 2 at the end, 0 at its bad record", func() bool {
