@@ -11,8 +11,8 @@
 // These decide which partition and which row a record lands in; changing any of them moves data,
 // so they change only with a new policy name.
 //
-//   - Event bucket: FNV-1a 64 (bucketer.EventBucket) of the canonical text of each id value (or of
-//     the bucket.event_bucket_field column), joined with one 0x00 byte between values, modulo
+//   - Event bucket: FNV-1a 64 (bucketer.EventBucket) of the canonical text of each clustering value
+//     (or of the bucket.event_bucket_field column), joined with one 0x00 byte between values, modulo
 //     bucket.event_buckets. Canonical text: text as is; integers in decimal; float and double in
 //     the shortest form that reads back exactly (strconv 'g', -1); boolean true/false; timestamp
 //     as 2006-01-02T15:04:05.000Z in UTC; date as 2006-01-02; uuid and timeuuid in lower-case

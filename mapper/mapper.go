@@ -273,7 +273,10 @@ func compile(name string, t config.Topic) (*plan, error) {
 		p.clusteringDesc = append(p.clusteringDesc, !strings.EqualFold(cl.Order, "asc"))
 		p.cols[ci].need = "a clustering column needs a value"
 	}
-	p.hashCols = p.ids
+	// The event bucket must vary between the rows of one entity, or it splits nothing: the id columns
+	// are already in the partition key, so by default the clustering values (which tell one row of an
+	// entity from the next, and are the same on replay) feed the hash.
+	p.hashCols = p.clustering
 	if p.eventBuckets > 1 {
 		if !identRE.MatchString(p.eventBucketColumn) {
 			return nil, fmt.Errorf("%s.bucket.event_bucket_column: %q is not a plain CQL identifier", kp, p.eventBucketColumn)

@@ -183,7 +183,7 @@ func typeOf(name string) gocql.Type {
 }
 
 func TestRowKeyIdentifiesPartition(t *testing.T) {
-	m := newMapper(t, func(tp *config.Topic) { tp.Bucket.EventBuckets = 4 })
+	m := newMapper(t, nil)
 	key := func(id, ts string) string {
 		t.Helper()
 		row, err := m.Map(rec(`{"device_id":"` + id + `","ts":"` + ts + `","temperature":1}`))
@@ -213,15 +213,24 @@ func TestEventBucketHashContract(t *testing.T) {
 		tp.ID = []string{"device_id", "site_id"}
 		tp.Bucket.EventBuckets = 16
 	})
-	for _, id := range []string{"dev-1", "dev-2", "dev-3", "dev-4", "dev-5"} {
-		row, err := m.Map(rec(`{"device_id":"` + id + `","site":{"id":"plant-1"},"ts":"2024-01-15T00:00:00Z","temperature":1}`))
+	// By default the clustering values feed the hash: the id is already in the partition key, so
+	// hashing it would put every row of an entity in the same event bucket and split nothing.
+	seen := map[int32]bool{}
+	for _, ts := range []string{"2024-01-15T00:00:00.000Z", "2024-01-15T00:00:01.000Z", "2024-01-15T00:00:02.000Z",
+		"2024-01-15T00:00:03.000Z", "2024-01-15T00:00:04.000Z", "2024-01-15T00:00:05.000Z"} {
+		row, err := m.Map(rec(`{"device_id":"dev-1","site":{"id":"plant-1"},"ts":"` + ts + `","temperature":1}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := int32(bucketer.EventBucket([]byte(id+"\x00plant-1"), 16))
-		if got := row.Values[7]; got != want {
-			t.Errorf("%s: event bucket %v, want %v", id, got, want)
+		want := int32(bucketer.EventBucket([]byte(ts), 16))
+		got := row.Values[7]
+		if got != want {
+			t.Errorf("%s: event bucket %v, want %v", ts, got, want)
 		}
+		seen[got.(int32)] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("six rows of one entity all landed in event bucket %v: the event bucket splits nothing", seen)
 	}
 	// A non-text hash column hashes its canonical text.
 	m = newMapper(t, func(tp *config.Topic) {
