@@ -1,0 +1,52 @@
+# sink: build and test entry points. `make help` lists the targets.
+#
+# `make run` runs the main job end to end on the local stack (scripts/demo).
+
+SHELL := /usr/bin/env bash
+STACK := scripts/stack
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
+
+.PHONY: help build run test test-clean stack-up stack-down stack-status
+
+help:
+	@echo "make build        build bin/sink (version $(VERSION))"
+	@echo "make run          the main job end to end: stack up, schema, sample events, sink run until caught up,"
+	@echo "                  SIGTERM, summary (scripts/demo; DEMO_COUNT, DEMO_BAD_FRACTION, DEMO_CONFIG)"
+	@echo "make test         start the local Kafka + Cassandra stack (if needed) and run every test against it;"
+	@echo "                  the stack stays up for the next run (STACK_DOWN=1 make test stops it afterwards)"
+	@echo "make test-clean   make test, then stop the stack"
+	@echo "make stack-up / stack-down / stack-status"
+
+build:
+	go build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
+
+run:
+	scripts/demo
+
+# With SINK_TEST_KAFKA and SINK_TEST_CASSANDRA both set, the tests use those servers and the stack is not touched.
+# Otherwise the stack is started (a no-op when it already serves) and its addresses are exported. The exit status
+# is go test's, also when STACK_DOWN=1 stops the stack afterwards.
+test:
+	@if [[ -n "$$SINK_TEST_KAFKA" && -n "$$SINK_TEST_CASSANDRA" ]]; then \
+		echo "make test: using SINK_TEST_KAFKA=$$SINK_TEST_KAFKA SINK_TEST_CASSANDRA=$$SINK_TEST_CASSANDRA"; \
+	else \
+		$(STACK) up || exit 1; \
+		export $$($(STACK) env); \
+	fi; \
+	status=0; \
+	go test $(GO_TEST_FLAGS) ./... || status=$$?; \
+	if [[ "$(STACK_DOWN)" == 1 ]]; then $(STACK) down; fi; \
+	exit $$status
+
+test-clean:
+	@$(MAKE) --no-print-directory test STACK_DOWN=1
+
+stack-up:
+	$(STACK) up
+
+stack-down:
+	$(STACK) down
+
+stack-status:
+	$(STACK) status
