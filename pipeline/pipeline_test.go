@@ -11,14 +11,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
 	"github.com/bucketsink/sink/batcher"
@@ -539,4 +542,120 @@ type tWriter struct{ t *testing.T }
 func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestBackpressureBoundsBufferedBytes holds every write, so nothing completes: the buffered bytes must stop
+// growing near writer.max_buffered_bytes (fetching paused) instead of reaching the backlog's size, and once
+// the writes are released everything is written, committed, and resumed.
+func TestBackpressureBoundsBufferedBytes(t *testing.T) {
+	f := newFixture(t, 0, 0)
+	// Many small batches, so fetches can stop at the partition byte limit.
+	var recs []*kgo.Record
+	for p := range int32(testParts) {
+		for i := range 3000 {
+			recs = append(recs, &kgo.Record{Topic: testTopic, Partition: p,
+				Key: []byte(fmt.Sprintf("k-%d-%d", p, i)), Value: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+		}
+		f.end[p] = 3000
+	}
+	for len(recs) > 0 {
+		n := min(25, len(recs))
+		if err := f.admCl.ProduceSync(context.Background(), recs[:n]...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		recs = recs[n:]
+	}
+	const budget = 32 << 10
+	w := newMemWriter()
+	w.hold = func(batcher.Source) bool { return true }
+	m := f.start(f.config(func(c *config.Config) {
+		c.Writer.MaxBufferedBytes = budget
+		c.Kafka.FetchMaxBytes = 8 << 10
+		c.Kafka.FetchMaxPartitionBytes = 4 << 10
+	}), w)
+
+	var peak float64
+	f.waitFor(20*time.Second, "every partition paused", func() bool {
+		peak = max(peak, testutil.ToFloat64(m.pl.metrics.BufferedBytes))
+		return testutil.ToFloat64(m.pl.metrics.PausedPartitions) == testParts
+	})
+	// Paused: the total must stay put for a while, however long the writes are held.
+	for range 30 {
+		peak = max(peak, testutil.ToFloat64(m.pl.metrics.BufferedBytes))
+		time.Sleep(10 * time.Millisecond)
+	}
+	total := 9000 * float64(recordBytes(&kgo.Record{Key: []byte("k-0-0000"), Value: []byte(`{"n":0000}`)}))
+	t.Logf("buffered bytes peaked at %.0f with a budget of %d (the backlog is about %.0f)", peak, budget, total)
+	// The overshoot is bounded by what the client had buffered when the budget was crossed (4 concurrent
+	// fetches of fetch_max_bytes), and the rows of records already queued are charged when they are mapped
+	// (about a third of a record's size here).
+	if limit := 1.5 * float64(budget+4*(8<<10)); peak > limit {
+		t.Errorf("buffered bytes peaked at %.0f, over %0.f", peak, limit)
+	}
+	close(w.release)
+	f.waitFor(30*time.Second, "all committed after the release", f.allCommitted)
+	f.waitFor(10*time.Second, "fetching resumed", func() bool {
+		return testutil.ToFloat64(m.pl.metrics.PausedPartitions) == 0
+	})
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.BufferedBytes); got != 0 {
+		t.Errorf("%v bytes still counted as buffered after everything was written", got)
+	}
+}
+
+// TestLostPartitionsCommitNothing makes the coordinator forget the member (UNKNOWN_MEMBER_ID on a
+// heartbeat): its partitions are lost, not revoked, so nothing is committed for them, and the writes still
+// in flight from before the loss never mark, even when they finish after the member got the partitions back.
+func TestLostPartitionsCommitNothing(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	w := newMemWriter()
+	w.hold = func(s batcher.Source) bool { return s.Offset >= 10 && s.Offset < 20 }
+	m := f.start(f.config(func(c *config.Config) { c.Writer.CommitInterval = config.Duration(time.Hour) }), w)
+	f.waitFor(20*time.Second, "offsets below 10 marked everywhere", func() bool {
+		mk := m.pl.client.MarkedOffsets()[testTopic]
+		return len(mk) == 3 && mk[0].Offset == 10 && mk[1].Offset == 10 && mk[2].Offset == 10
+	})
+	m.pl.mu.Lock()
+	before := maps.Clone(m.pl.parts)
+	m.pl.mu.Unlock()
+
+	var injected atomic.Bool
+	f.cluster.ControlKey(kmsg.Heartbeat.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		f.cluster.KeepControl()
+		if injected.Swap(true) {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil, true
+	})
+	f.waitFor(30*time.Second, "the partitions to be lost", func() bool {
+		for _, p := range before {
+			p.mu.Lock()
+			gone := p.revoked
+			p.mu.Unlock()
+			if !gone {
+				return false
+			}
+		}
+		return true
+	})
+	if c := f.committed(); len(c) != 0 {
+		t.Fatalf("committed %v for lost partitions", c)
+	}
+	f.waitFor(30*time.Second, "the partitions to be assigned again", func() bool {
+		m.pl.mu.Lock()
+		defer m.pl.mu.Unlock()
+		return len(m.pl.parts) == 3
+	})
+	close(w.release)
+	f.waitFor(30*time.Second, "every row written", func() bool { return w.count() == 300 })
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !f.allCommitted() {
+		t.Fatalf("committed %v after shutdown, want 100 everywhere", f.committed())
+	}
 }
