@@ -186,7 +186,7 @@ func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
 // the rows in skip. Rows of one batch usually come from one Kafka partition, so this is one call.
 func eachOwner(b *batcher.Batch, owners []*partition, skip map[int]error, fn func(*partition, []int64)) {
 	var cur *partition
-	var offsets []int64
+	offsets := make([]int64, 0, len(b.Rows))
 	for i := range b.Rows {
 		if _, ok := skip[i]; ok {
 			continue
@@ -196,7 +196,7 @@ func eachOwner(b *batcher.Batch, owners []*partition, skip map[int]error, fn fun
 			if cur != nil {
 				fn(cur, offsets)
 			}
-			offsets = nil
+			offsets = make([]int64, 0, len(b.Rows)-i)
 		}
 		cur = p
 		offsets = append(offsets, b.Rows[i].Source.Offset)
