@@ -36,6 +36,7 @@ test:
 	fi; \
 	status=0; \
 	go test $(GO_TEST_FLAGS) ./... || status=$$?; \
+	(cd deploy/checks && GOFLAGS="$$GOFLAGS -mod=mod" go test -count=1 -timeout 15m ./...) || status=$$?; \
 	if [[ "$(STACK_DOWN)" == 1 ]]; then $(STACK) down; fi; \
 	exit $$status
 
