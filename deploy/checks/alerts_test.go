@@ -21,7 +21,7 @@ func TestAlertRules(t *testing.T) {
 	if len(errs) > 0 {
 		t.FailNow()
 	}
-	metrics := designMetrics(t)
+	metrics := exportedMetrics(t)
 	alerts := map[string]rulefmt.Rule{}
 	for _, g := range groups.Groups {
 		for _, r := range g.Rules {

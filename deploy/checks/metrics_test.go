@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/bucketsink/sink/pipeline"
 )
 
 const (
@@ -17,11 +19,32 @@ const (
 	designFile    = "../../docs/DESIGN.md"
 )
 
-// exported is the set of metric names the daemon exports, with their types.
+// exported maps each metric name the daemon exports to its type.
 type exported map[string]string
 
-// designMetrics reads the metric table of docs/DESIGN.md ("## Metrics"): the contract the
-// daemon's registry is built from.
+// exportedMetrics is what the daemon registers (pipeline.MetricNames), typed by the contract
+// table of docs/DESIGN.md ("## Metrics"). The two must list the same names: a metric added to
+// one and not the other fails here, before a dashboard or alert can depend on it.
+func exportedMetrics(t *testing.T) exported {
+	t.Helper()
+	design := designMetrics(t)
+	m := exported{}
+	for _, name := range pipeline.MetricNames() {
+		typ, ok := design[name]
+		if !ok {
+			t.Errorf("the daemon exports %s, which docs/DESIGN.md does not list", name)
+		}
+		m[name] = typ
+	}
+	for name := range design {
+		if _, ok := m[name]; !ok {
+			t.Errorf("docs/DESIGN.md lists %s, which pipeline.MetricNames does not export", name)
+		}
+	}
+	return m
+}
+
+// designMetrics reads the metric table of docs/DESIGN.md, names and types.
 func designMetrics(t *testing.T) exported {
 	t.Helper()
 	raw, err := os.ReadFile(designFile)
@@ -129,7 +152,7 @@ type panel struct {
 // Prometheus's parser and checks that each metric it selects is one the daemon exports. It also
 // checks that the dashboard covers what an operator needs to see.
 func TestDashboardQueriesExportedMetrics(t *testing.T) {
-	metrics := designMetrics(t)
+	metrics := exportedMetrics(t)
 	raw, err := os.ReadFile(dashboardFile)
 	if err != nil {
 		t.Fatal(err)
@@ -203,9 +226,10 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	}
 }
 
-// TestExportedMetricNames guards the parser of the design table itself: a few names it must find.
+// TestExportedMetricNames checks that the daemon's metric list and the design table agree, and
+// guards the table's parser: a few names and types it must find.
 func TestExportedMetricNames(t *testing.T) {
-	m := designMetrics(t)
+	m := exportedMetrics(t)
 	for name, typ := range map[string]string{
 		"sink_write_duration_seconds": "histogram", "sink_records_written_total": "counter", "sink_ready": "gauge",
 	} {
