@@ -42,7 +42,9 @@ type Options struct {
 	// SinkBinary is the sink executable run as `SinkBinary run --config F` and
 	// `SinkBinary bench --discard-daemon --config F`. Default: this process's executable.
 	SinkBinary string
-	// CommitInterval is writer.commit_interval of the daemons; default 1s.
+	// CommitInterval is writer.commit_interval of the daemons; default 250ms. A phase ends when the
+	// committed offsets reach the end of the topic, so the interval bounds how late that is seen
+	// (half of it on average), and it is most of the event-to-commit latency.
 	CommitInterval time.Duration
 	// LatencyFor is how long the fixed-rate phase produces; default 30s (5s with Quick).
 	// Negative skips the phase.
@@ -81,7 +83,7 @@ func (o *Options) defaults() error {
 		o.Prefix = fmt.Sprintf("bench_%d", time.Now().Unix())
 	}
 	if o.CommitInterval == 0 {
-		o.CommitInterval = time.Second
+		o.CommitInterval = 250 * time.Millisecond
 	}
 	if o.LatencyFor == 0 {
 		o.LatencyFor = 30 * time.Second

@@ -36,7 +36,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		keyspace   = fs.String("keyspace", "sinkbench", "keyspace of the bench tables (created if missing)")
 		results    = fs.String("results", "bench/results", "directory for the JSON result (empty: do not write)")
 		profile    = fs.String("profile", "", "directory for a CPU profile of the sink taken from its /debug/pprof")
-		commitIvl  = fs.Duration("commit-interval", time.Second, "writer.commit_interval of the daemons")
+		commitIvl  = fs.Duration("commit-interval", 250*time.Millisecond, "writer.commit_interval of the daemons; it bounds how late the end of a phase is seen")
 		latencyFor = fs.Duration("latency-for", 0, "length of the fixed-rate latency phase (default 30s, 5s with --quick; negative skips it)")
 		sinkBin    = fs.String("sink-binary", "", "sink executable to measure (default: this one)")
 		daemonEnv  = fs.String("daemon-env", "", "config overrides for the daemons, comma separated, e.g. SINK_WRITER__LINGER=50ms (recorded in the result)")

@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketsink/sink/internal/testenv"
+)
+
+// TestSmoke runs the whole harness on a small backlog so it never rots: it asserts only that every
+// phase completes and that the ratios come out finite and positive. The numbers of so short a run
+// mean nothing; `make bench` is the measurement.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the smoke run builds the sink and needs Kafka and Cassandra; skipped with -short")
+	}
+	brokers := testenv.Kafka(t)
+	hosts := testenv.Cassandra(t)
+	prefix := testenv.Name(t, "bench")
+
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sink")
+	build := exec.Command("go", "build", "-o", bin, "github.com/bucketsink/sink/cmd/sink")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the sink: %v\n%s", err, out)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	res, err := Run(ctx, Options{
+		Events: 20_000, Entities: 1_000, Partitions: 3, Quick: true,
+		Brokers: brokers, Cassandra: hosts, Prefix: prefix,
+		SinkBinary: bin, LatencyFor: 3 * time.Second, WorkDir: dir, Progress: &progress,
+	})
+	if err != nil {
+		t.Fatalf("bench run: %v\nprogress:\n%s", err, progress.String())
+	}
+	if err := res.Finite(); err != nil {
+		t.Errorf("%v\nprogress:\n%s", err, progress.String())
+	}
+	if res.Sink.PeakRSSBytes <= 0 || res.Pipeline.PeakRSSBytes <= 0 {
+		t.Errorf("peak RSS not measured: sink %d, pipeline %d", res.Sink.PeakRSSBytes, res.Pipeline.PeakRSSBytes)
+	}
+	if l := res.Latency; l.Covered != l.Events || l.Events == 0 || math.IsNaN(l.P99Millis) || l.P99Millis <= 0 {
+		t.Errorf("latency phase incomplete: %+v", l)
+	}
+	if len(res.Targets) != 3 {
+		t.Errorf("%d targets judged, want 3", len(res.Targets))
+	}
+	var table strings.Builder
+	res.PrintTable(&table)
+	if _, err := res.WriteJSON(t.TempDir()); err != nil {
+		t.Error(err)
+	}
+	t.Logf("\n%s", table.String())
+}
