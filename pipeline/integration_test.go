@@ -983,7 +983,7 @@ func TestIntegrationThreePolicies(t *testing.T) {
 		}
 		for table, n := range tables {
 			var total int
-			if err := s.session.Driver().Query("SELECT COUNT(*) FROM "+s.ks+"."+table).WithContext(ctx).Scan(&total); err != nil {
+			if err := s.session.Driver().Query("SELECT COUNT(*) FROM " + s.ks + "." + table).WithContext(ctx).Scan(&total); err != nil {
 				t.Fatal(err)
 			}
 			if total != n {
