@@ -7,7 +7,7 @@ STACK := scripts/stack
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
 
-.PHONY: help build run test test-clean stack-up stack-down stack-status
+.PHONY: help build run test test-clean stack-up stack-down stack-status bench
 
 help:
 	@echo "make build        build bin/sink (version $(VERSION))"
@@ -17,6 +17,8 @@ help:
 	@echo "                  the stack stays up for the next run (STACK_DOWN=1 make test stops it afterwards)"
 	@echo "make test-clean   make test, then stop the stack"
 	@echo "make stack-up / stack-down / stack-status"
+	@echo "make bench        end-to-end benchmark on the local stack: sink vs the raw Cassandra ceiling, 1,000,000 events;"
+	@echo "                  result JSON in bench/results (BENCH_FLAGS, e.g. BENCH_FLAGS=\"--events 200000 --quick\")"
 
 build:
 	go build -trimpath -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -51,3 +53,9 @@ stack-down:
 
 stack-status:
 	$(STACK) status
+
+# The full benchmark (package bench, docs/PERFORMANCE.md). It measures the binary it runs from, so it builds first.
+bench: build
+	@$(STACK) up || exit 1; \
+	export $$($(STACK) env); \
+	bin/sink bench --brokers "$$SINK_TEST_KAFKA" --cassandra "$$SINK_TEST_CASSANDRA" $(BENCH_FLAGS)

@@ -54,7 +54,8 @@ type Options struct {
 	DaemonEnv []string
 	// ProfileDir, when set, receives a CPU profile of the sink (sink.pprof) taken over its run.
 	ProfileDir string
-	// WorkDir holds configs and daemon logs; default a fresh temporary directory, kept on failure.
+	// WorkDir holds configs and daemon logs; default a fresh temporary directory, removed after a
+	// successful run and kept after a failed one.
 	WorkDir string
 	// Progress receives progress lines while the run goes; nil discards them.
 	Progress io.Writer
@@ -120,7 +121,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.defaults(); err != nil {
 		return nil, fmt.Errorf("bench options: %w", err)
 	}
-	if o.WorkDir == "" {
+	ownDir := o.WorkDir == ""
+	if ownDir {
 		dir, err := os.MkdirTemp("", "sinkbench-")
 		if err != nil {
 			return nil, fmt.Errorf("creating the work directory: %w", err)
@@ -132,6 +134,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res, err := h.run(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w (configs and daemon logs are in %s)", err, o.WorkDir)
+	}
+	if ownDir {
+		os.RemoveAll(o.WorkDir)
 	}
 	return res, nil
 }
