@@ -110,6 +110,9 @@ type Generator struct {
 	start  time.Time
 	n      int64 // records generated so far
 	buf    []byte
+
+	tsSecond int64  // the Unix second tsPrefix formats
+	tsPrefix []byte // "2024-01-15T14:37:22."
 }
 
 // New validates cfg, applies its defaults and returns a generator positioned at the first record.
@@ -192,17 +195,17 @@ func (g *Generator) Append(dst []byte) ([]byte, Event) {
 		dst = append(dst, `",`...)
 	}
 	dst = append(dst, `"ts":"`...)
-	dst = t.AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+	dst = g.appendTime(dst, t)
 	dst = append(dst, `","temperature":`...)
 	if defect == BadTemperature {
 		dst = append(dst, `"n/a"`...)
 	} else {
-		dst = strconv.AppendFloat(dst, round(temperature, 100), 'f', -1, 64)
+		dst = appendFixed(dst, temperature, 2)
 	}
 	dst = append(dst, `,"humidity":`...)
-	dst = strconv.AppendFloat(dst, round(humidity, 10), 'f', -1, 64)
+	dst = appendFixed(dst, humidity, 1)
 	dst = append(dst, `,"battery":`...)
-	dst = strconv.AppendFloat(dst, round(battery, 100), 'f', -1, 64)
+	dst = appendFixed(dst, battery, 2)
 	dst = append(dst, `,"site":{"id":"plant-`...)
 	dst = strconv.AppendInt(dst, int64(device%g.cfg.Sites), 10)
 	dst = append(dst, `"}}`...)
@@ -234,4 +237,35 @@ func (g *Generator) appendID(dst []byte, device int) []byte {
 // DeviceID returns the id of device number i as it appears in this generator's records.
 func (g *Generator) DeviceID(i int) string { return string(g.appendID(nil, i)) }
 
-func round(v, scale float64) float64 { return math.Round(v*scale) / scale }
+// appendTime appends t as RFC 3339 UTC with milliseconds. Consecutive events mostly share their
+// second, so the text up to the seconds is formatted once per second and reused.
+func (g *Generator) appendTime(dst []byte, t time.Time) []byte {
+	if sec := t.Unix(); sec != g.tsSecond || g.tsPrefix == nil {
+		g.tsSecond = sec
+		g.tsPrefix = t.Truncate(time.Second).AppendFormat(g.tsPrefix[:0], "2006-01-02T15:04:05.")
+	}
+	dst = append(dst, g.tsPrefix...)
+	ms := t.Nanosecond() / int(time.Millisecond)
+	return append(dst, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
+// appendFixed appends v rounded to the given number of decimals (1 or 2), always with that
+// many digits after the point: integer arithmetic, much cheaper than formatting a float.
+func appendFixed(dst []byte, v float64, decimals int) []byte {
+	scale := int64(10)
+	if decimals == 2 {
+		scale = 100
+	}
+	n := int64(math.Round(v * float64(scale)))
+	if n < 0 {
+		dst = append(dst, '-')
+		n = -n
+	}
+	dst = strconv.AppendInt(dst, n/scale, 10)
+	dst = append(dst, '.')
+	frac := n % scale
+	if decimals == 2 && frac < 10 {
+		dst = append(dst, '0')
+	}
+	return strconv.AppendInt(dst, frac, 10)
+}

@@ -245,3 +245,18 @@ func BenchmarkNext(b *testing.B) {
 	}
 	b.SetBytes(bytes / int64(b.N))
 }
+
+func TestAppendFixed(t *testing.T) {
+	for _, tc := range []struct {
+		v        float64
+		decimals int
+		want     string
+	}{
+		{21.534, 2, "21.53"}, {21.5, 2, "21.50"}, {3.705, 2, "3.71"}, {0.04, 2, "0.04"},
+		{40.25, 1, "40.3"}, {40, 1, "40.0"}, {-1.234, 2, "-1.23"}, {-0.001, 2, "0.00"},
+	} {
+		if got := string(appendFixed(nil, tc.v, tc.decimals)); got != tc.want {
+			t.Errorf("appendFixed(%v, %d) = %s, want %s", tc.v, tc.decimals, got, tc.want)
+		}
+	}
+}
