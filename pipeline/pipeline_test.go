@@ -70,6 +70,7 @@ type memWriter struct {
 	rows    map[batcher.Source]int // writes per row: replays show up as counts above 1
 	hold    func(batcher.Source) bool
 	fail    func(batcher.Source) error
+	reject  func(batcher.Source) bool
 	release chan struct{}
 }
 
@@ -95,12 +96,30 @@ func (w *memWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.Ro
 			}
 		}
 	}
+	failures := w.rejected(b)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+rows:
 	for _, r := range b.Rows {
+		for _, f := range failures {
+			if f.Row.Source == r.Source {
+				continue rows
+			}
+		}
 		w.rows[r.Source]++
 	}
-	return nil, nil
+	return failures, nil
+}
+
+// rejected lists the rows w.reject refuses for good (RowFailures); the rest of the batch is written.
+func (w *memWriter) rejected(b *batcher.Batch) []cassandra.RowFailure {
+	var out []cassandra.RowFailure
+	for _, r := range b.Rows {
+		if w.reject != nil && w.reject(r.Source) {
+			out = append(out, cassandra.RowFailure{Row: r, Err: errors.New("Invalid query: value too large")})
+		}
+	}
+	return out
 }
 
 func (w *memWriter) has(src batcher.Source) bool {
@@ -657,5 +676,33 @@ func TestLostPartitionsCommitNothing(t *testing.T) {
 	}
 	if !f.allCommitted() {
 		t.Fatalf("committed %v after shutdown, want 100 everywhere", f.committed())
+	}
+}
+
+// TestRowsRejectedByCassandraAreDeadLettered: rows the writer refuses for good go to the dead-letter topic
+// with reason "write" and the original record; the offsets pass them once the dead letters are acknowledged.
+func TestRowsRejectedByCassandraAreDeadLettered(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	w := newMemWriter()
+	w.reject = func(s batcher.Source) bool { return s.Offset%30 == 7 } // offsets 7, 37, 67, 97
+	m := f.start(f.config(nil), w)
+	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
+	dls := f.deadLetters(12)
+	for _, r := range dls {
+		o, _ := strconv.ParseInt(header(r, HeaderSourceOffset), 10, 64)
+		p := header(r, HeaderSourcePartition)
+		if o%30 != 7 || header(r, HeaderReason) != ReasonWrite || !strings.Contains(header(r, HeaderError), "value too large") ||
+			string(r.Key) != fmt.Sprintf("k-%s-%d", p, o) {
+			t.Errorf("dead letter %s/%d: key %q reason %q error %q", p, o, r.Key, header(r, HeaderReason), header(r, HeaderError))
+		}
+	}
+	if len(dls) != 12 {
+		t.Errorf("%d dead letters, want 12", len(dls))
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonWrite)); got != 12 {
+		t.Errorf("sink_records_dead_lettered_total{reason=write} %v, want 12", got)
 	}
 }
