@@ -30,8 +30,6 @@ type ProduceConfig struct {
 	// Progress, when set, is called about every ProgressInterval and once at the end.
 	Progress         func(Stats)
 	ProgressInterval time.Duration // default 1s
-	// Opts are extra client options (tests use them for short timeouts).
-	Opts []kgo.Opt
 }
 
 // Stats counts what happened so far.
@@ -54,7 +52,7 @@ func Produce(ctx context.Context, g *Generator, cfg ProduceConfig) (Stats, error
 	if cfg.ProgressInterval <= 0 {
 		cfg.ProgressInterval = time.Second
 	}
-	opts := append([]kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.ClientID("sink-generate"),
@@ -64,28 +62,34 @@ func Produce(ctx context.Context, g *Generator, cfg ProduceConfig) (Stats, error
 		kgo.ProducerLinger(5 * time.Millisecond),
 		kgo.ProducerBatchCompression(kgo.Lz4Compression()),
 		kgo.MaxBufferedRecords(50_000),
-	}, cfg.Opts...)
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return Stats{}, fmt.Errorf("creating the Kafka producer for %v: %w", cfg.Brokers, err)
 	}
 	defer cl.Close()
 
-	if err := ensureTopic(ctx, kadm.NewClient(cl), cfg.Topic, cfg.Partitions); err != nil {
+	// Bounded, so that unreachable brokers end the command with an error instead of a hang.
+	topicCtx, cancelTopic := context.WithTimeout(ctx, topicTimeout)
+	err = ensureTopic(topicCtx, kadm.NewClient(cl), cfg.Topic, cfg.Partitions)
+	cancelTopic()
+	if err != nil {
 		return Stats{}, err
 	}
 
 	var (
 		acked, failed atomic.Int64
+		errMu         sync.Mutex
 		firstErr      error
-		errOnce       sync.Once
 	)
 	onAck := func(r *kgo.Record, err error) {
 		if err != nil {
 			failed.Add(1)
-			errOnce.Do(func() {
+			errMu.Lock()
+			if firstErr == nil {
 				firstErr = fmt.Errorf("producing to topic %s partition %d: %w", cfg.Topic, r.Partition, err)
-			})
+			}
+			errMu.Unlock()
 			return
 		}
 		acked.Add(1)
@@ -150,6 +154,8 @@ func Produce(ctx context.Context, g *Generator, cfg ProduceConfig) (Stats, error
 			cfg.Topic, final.Acked, final.Produced, flushTimeout, flushErr)
 	}
 	if final.Failed > 0 {
+		errMu.Lock()
+		defer errMu.Unlock()
 		return final, fmt.Errorf("%d of %d records failed; first: %w", final.Failed, final.Produced, firstErr)
 	}
 	return final, nil
@@ -158,6 +164,9 @@ func Produce(ctx context.Context, g *Generator, cfg ProduceConfig) (Stats, error
 // flushTimeout bounds the wait for outstanding acknowledgements once generation stops. It is
 // shorter than the usual 30s container stop grace so a stopped generator still reports.
 const flushTimeout = 20 * time.Second
+
+// topicTimeout bounds looking up (and creating) the topic before producing.
+const topicTimeout = 30 * time.Second
 
 // ensureTopic creates topic when it is missing. Replication is left to the broker default so the
 // same command works against a single-node demo broker and a real cluster.
