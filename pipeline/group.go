@@ -100,7 +100,6 @@ func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
 // assigned starts a worker for every newly assigned partition.
 func (pl *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	pl.mu.Lock()
-	defer pl.mu.Unlock()
 	for topic, parts := range assigned {
 		info := pl.topics[topic]
 		if info == nil {
@@ -117,8 +116,9 @@ func (pl *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[stri
 		}
 		pl.log.Info("partitions assigned", slog.String("topic", topic), slog.Any("partitions", parts))
 	}
+	pl.mu.Unlock()
 	pl.joined.Store(true)
-	go pl.updateReady()
+	pl.updateReady()
 }
 
 // revoked gives up partitions cleanly: stop their workers, flush the batcher, wait for their in-flight

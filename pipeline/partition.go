@@ -118,6 +118,8 @@ func (p *partition) handle(r *kgo.Record) bool {
 		// choice that cannot commit past an unprocessed record.
 		p.log.Error("record out of order; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
 		p.pl.release(p.tp, bytes)
+		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Inc()
+		p.setStuck(r.Offset, true)
 		return false
 	}
 	p.held[r.Offset] = held{rec: r, bytes: bytes}
