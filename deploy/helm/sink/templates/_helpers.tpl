@@ -88,12 +88,17 @@ the forms of the config's Duration made of whole numbers ("30s", "1m30s", "500ms
 {{- $names | sortAlpha | uniq | toJson -}}
 {{- end -}}
 
-{{- define "sink.checkReplicas" -}}
+{{/* Combinations of values that render but cannot work. */}}
+{{- define "sink.checkValues" -}}
 {{- if and (not .Values.autoscaling.enabled) (gt (int .Values.replicaCount) (int .Values.partitions)) -}}
 {{- fail (printf "replicaCount (%d) exceeds partitions (%d): Kafka gives each partition to one group member, so the extra pods would sit idle" (int .Values.replicaCount) (int .Values.partitions)) -}}
 {{- end -}}
 {{- if and .Values.secrets.kafkaSasl.existingSecret (not ((.Values.config.kafka.sasl | default dict).mechanism)) -}}
 {{- fail "secrets.kafkaSasl.existingSecret is set but config.kafka.sasl.mechanism is not: the password would be ignored" -}}
+{{- end -}}
+{{- $kafka := .Values.config.kafka -}}
+{{- if and .Values.autoscaling.enabled (not .Values.autoscaling.authenticationRef) (or (($kafka.sasl | default dict).mechanism) (($kafka.tls | default dict).enabled)) -}}
+{{- fail "autoscaling.authenticationRef must name a KEDA TriggerAuthentication: Kafka uses SASL or TLS, and the lag scaler could not connect without it" -}}
 {{- end -}}
 {{- end -}}
 
