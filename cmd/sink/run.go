@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -123,6 +124,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if addr := cfg.Metrics.Address; addr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		// Profiles on the metrics port, as Prometheus serves them: `make bench` takes the sink's CPU
+		// profile here, and an operator can do the same on a live daemon.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.Handle("/", pl.Handler())
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
