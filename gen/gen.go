@@ -149,12 +149,6 @@ func New(cfg Config) (*Generator, error) {
 	}, nil
 }
 
-// Config returns the configuration in effect, defaults applied.
-func (g *Generator) Config() Config { return g.cfg }
-
-// Count is how many records have been generated.
-func (g *Generator) Count() int64 { return g.n }
-
 // Next generates the next record into the generator's reused buffer.
 func (g *Generator) Next() Event {
 	var ev Event
@@ -176,8 +170,8 @@ func (g *Generator) Append(dst []byte) ([]byte, Event) {
 		defect = Defect(1 + g.rng.IntN(int(numDefects)-1))
 	}
 
-	// The readings drift per device around a base that depends on the device only, so a device's
-	// series looks like one sensor rather than noise.
+	// The readings vary around a base that depends on the device only, so a device's series looks
+	// like one sensor rather than noise.
 	base := float64(device%17) * 0.7
 	temperature := 15 + base + g.rng.NormFloat64()*0.8
 	humidity := 35 + float64(device%23) + g.rng.Float64()*5
@@ -185,8 +179,7 @@ func (g *Generator) Append(dst []byte) ([]byte, Event) {
 
 	start := len(dst)
 	dst = g.appendID(dst, device)
-	keyEnd := len(dst)
-	valStart := len(dst)
+	keyEnd, valStart := len(dst), len(dst)
 
 	dst = append(dst, '{')
 	if defect != MissingID {
