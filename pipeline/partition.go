@@ -38,18 +38,11 @@ type partition struct {
 	mu       sync.Mutex
 	tr       *tracker
 	revoked  bool           // set once, under mu, before the revoke commit; no mark after it
-	held     map[int64]held // registered records not yet done: what to release, what to dead-letter
 	stuck    map[int64]bool // offsets that failed and hold the watermark; non-empty means stuck
 	blocked  int            // records that cannot finish in this assignment (the worker halted on them)
 	drained  chan struct{}  // closed when stopping and every record that can finish has
 	stopping bool           // the worker is stopped; waiting for in-flight work
 	hwm      int64          // high watermark of the last fetch, for the lag gauge
-}
-
-// held is what the pipeline keeps of a registered record until it is done.
-type held struct {
-	rec   *kgo.Record
-	bytes int64
 }
 
 func newPartition(pl *Pipeline, tp topicPartition, topic *topicInfo) *partition {
@@ -65,7 +58,6 @@ func newPartition(pl *Pipeline, tp topicPartition, topic *topicInfo) *partition 
 		ctx:        ctx,
 		cancel:     cancel,
 		tr:         newTracker(),
-		held:       make(map[int64]held),
 		stuck:      make(map[int64]bool),
 		hwm:        -1,
 	}
@@ -79,18 +71,33 @@ func (p *partition) start() {
 	go p.dl.run()
 }
 
+// handOffRows is how many rows a worker hands to the write stage in one message: one channel operation per
+// row would cost more than mapping the row.
+const handOffRows = 256
+
 // work takes records in offset order and turns each into a row for the write stage or a dead letter.
 func (p *partition) work() {
 	defer close(p.workerDone)
+	rows := make([]batcher.Row, 0, handOffRows)
 	for {
 		recs, ok := p.queue.next(p.quit)
 		if !ok {
 			return
 		}
 		for i, r := range recs {
-			if !p.handle(r) {
-				// Stopped mid-slice, or halted on a record that cannot be dead-lettered. The rest goes back
-				// so that its bytes are released when the partition is given up.
+			row, ok, cont := p.handle(r)
+			if ok {
+				rows = append(rows, row)
+			}
+			if len(rows) == cap(rows) || i == len(recs)-1 || !cont {
+				if !p.handOff(rows) {
+					cont = false
+				}
+				rows = make([]batcher.Row, 0, handOffRows)
+			}
+			if !cont {
+				// Stopped, or halted on a record that cannot be dead-lettered. The rest goes back so that
+				// its bytes are released when the partition is given up.
 				p.queue.pushFront(recs[i+1:])
 				<-p.quit
 				return
@@ -99,56 +106,67 @@ func (p *partition) work() {
 	}
 }
 
-// handle maps one record and hands it on. It returns false when the worker must stop taking records.
-func (p *partition) handle(r *kgo.Record) bool {
+// handle maps and registers one record. It returns the row when there is one to write, and cont=false
+// when the worker must stop taking records.
+func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont bool) {
 	row, err := p.pl.mapper.Map(mapper.Record{
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
 	})
 	bytes := recordBytes(r)
 	if err == nil {
-		// The record's bytes were charged when it was queued; the decoded row is charged now.
-		p.pl.charge(p.tp, int64(row.Size))
+		// The record's bytes were charged when it was queued; the decoded row is charged by handOff,
+		// before any of it can complete and be released.
 		bytes += int64(row.Size)
 	}
 	p.mu.Lock()
-	if rerr := p.tr.register(r.Offset, r.LeaderEpoch); rerr != nil {
-		p.mu.Unlock()
+	// Registered before it is handed on, so its acknowledgement always finds it.
+	rerr := p.tr.register(r.Offset, r.LeaderEpoch, bytes, r)
+	p.mu.Unlock()
+	if rerr != nil {
 		// Kafka never hands out a partition's records out of order; if it happens, stopping is the only
 		// choice that cannot commit past an unprocessed record.
 		p.log.Error("record out of order; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
-		p.pl.release(p.tp, bytes)
+		p.pl.release(p.tp, recordBytes(r)) // the row's bytes were not charged yet
 		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Inc()
 		p.setStuck(r.Offset, true)
-		return false
+		return row, false, false
 	}
-	p.held[r.Offset] = held{rec: r, bytes: bytes}
-	p.mu.Unlock()
+	if err == nil {
+		return row, true, true
+	}
+	reason := mapper.ReasonMap
+	var re *mapper.RecordError
+	if errors.As(err, &re) && re.Reason != "" {
+		reason = re.Reason
+	}
+	if p.topic.deadLetterTopic == "" {
+		p.halt(r.Offset, reason, err)
+		return row, false, false
+	}
+	p.dl.add(deadLetter{rec: r, reason: reason, err: err})
+	return row, false, true
+}
 
-	if err != nil {
-		reason := mapper.ReasonMap
-		var re *mapper.RecordError
-		if errors.As(err, &re) && re.Reason != "" {
-			reason = re.Reason
-		}
-		if p.topic.deadLetterTopic == "" {
-			p.halt(r.Offset, reason, err)
-			return false
-		}
-		p.dl.add(deadLetter{rec: r, reason: reason, err: err})
+// handOff sends rows to the write stage; it returns false if the partition was stopped first.
+func (p *partition) handOff(rows []batcher.Row) bool {
+	if len(rows) == 0 {
 		return true
 	}
+	var n int64
+	for i := range rows {
+		n += int64(rows[i].Size)
+	}
+	p.pl.charge(p.tp, n)
 	select {
-	case p.pl.writes.in <- writeMsg{row: row, owner: p}:
+	case p.pl.writes.in <- writeMsg{rows: rows, owner: p}:
 		return true
 	case <-p.quit:
-		// Registered but never handed on: forget it, or the revoke would wait for a write that never
-		// comes. It is the last registered record, so nothing after it can have moved the watermark.
+		// Registered but never handed on: they cannot finish in this assignment, so the revoke must not
+		// wait for them; they stay undone, so the watermark stops before the first of them.
 		p.mu.Lock()
-		delete(p.held, r.Offset)
-		p.tr.dropLast(r.Offset)
+		p.blocked += len(rows)
 		p.mu.Unlock()
-		p.pl.release(p.tp, bytes)
 		return false
 	}
 }
@@ -199,13 +217,12 @@ func (p *partition) complete(offsets []int64) {
 	p.mu.Lock()
 	moved := false
 	for _, o := range offsets {
-		advanced, known := p.tr.done(o)
+		bytes, advanced, known := p.tr.done(o)
 		if !known {
 			continue
 		}
 		moved = moved || advanced
-		freed += p.held[o].bytes
-		delete(p.held, o)
+		freed += bytes
 	}
 	if p.revoked {
 		// The partition's budget was forgotten as a whole when it was given up; releasing again would
@@ -236,7 +253,7 @@ func (p *partition) complete(offsets []int64) {
 func (p *partition) record(offset int64) *kgo.Record {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.held[offset].rec
+	return p.tr.record(offset)
 }
 
 // setStuck records that the record at offset cannot make progress (or no longer is stuck), and tells
@@ -411,9 +428,9 @@ func (q *recordQueue) drain() int64 {
 	return n
 }
 
-// writeMsg carries one row to the write stage, or a flush request.
+// writeMsg carries rows of one partition to the write stage, or a flush request.
 type writeMsg struct {
-	row   batcher.Row
+	rows  []batcher.Row
 	owner *partition
-	flush chan struct{} // non-nil: flush every open batch, then close it
+	flush chan struct{} // non-nil: take every open batch out of the batcher, then close it
 }

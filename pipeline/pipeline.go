@@ -205,11 +205,11 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	if len(rest) > 0 {
 		pl.lose(rest, "client closed")
 	}
-	// 3. No worker is left, so nothing sends to the stage: close it. It flushes into writers whose owners
-	//    are all given up: their acknowledgements change nothing, so cancel them at once.
+	// 3. Every partition is given up, so whatever the write stage still holds or writes changes nothing:
+	//    cancel it, then close it (no worker is left to send) and wait for its goroutines.
+	cancelWrites()
 	close(pl.writes.in)
 	<-pl.writes.done
-	cancelWrites()
 	pl.writes.wg.Wait()
 	stopPing()
 	pingDone.Wait()

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"sort"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // tracker is the offset bookkeeping of one Kafka partition. Records are registered in offset order as the
@@ -26,6 +28,8 @@ type pendingRecord struct {
 	offset int64
 	epoch  int32
 	done   bool
+	bytes  int64       // what the record holds against the byte budget until it is done
+	rec    *kgo.Record // kept for dead-lettering a row Cassandra rejects; nil once done
 }
 
 func newTracker() *tracker {
@@ -34,29 +38,40 @@ func newTracker() *tracker {
 
 // register adds a record. Offsets must strictly increase: a worker takes records in offset order, and a
 // repeated or lower offset would mean two records share a place in the watermark.
-func (t *tracker) register(offset int64, epoch int32) error {
+func (t *tracker) register(offset int64, epoch int32, bytes int64, rec *kgo.Record) error {
 	if offset <= t.last {
 		return fmt.Errorf("offset %d registered after offset %d: records must arrive in increasing offset order", offset, t.last)
 	}
 	t.last = offset
-	t.pending = append(t.pending, pendingRecord{offset: offset, epoch: epoch})
+	t.pending = append(t.pending, pendingRecord{offset: offset, epoch: epoch, bytes: bytes, rec: rec})
 	t.undone++
 	return nil
 }
 
-// done marks a registered record complete and reports whether the committable offset moved. It returns
-// known=false for an offset that is not pending (never registered, or already done and retired), so a
-// duplicate acknowledgement cannot be counted twice.
-func (t *tracker) done(offset int64) (advanced, known bool) {
+// find returns the index in pending of a live entry for offset, or -1.
+func (t *tracker) find(offset int64) int {
 	live := t.pending[t.head:]
 	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
-	if i == len(live) || live[i].offset != offset || live[i].done {
-		return false, false
+	if i == len(live) || live[i].offset != offset {
+		return -1
 	}
-	live[i].done = true
+	return t.head + i
+}
+
+// done marks a registered record complete, reports whether the committable offset moved, and returns the
+// bytes the record held. It returns known=false for an offset that is not pending (never registered, or
+// already done), so a duplicate acknowledgement cannot be counted twice.
+func (t *tracker) done(offset int64) (bytes int64, advanced, known bool) {
+	i := t.find(offset)
+	if i < 0 || t.pending[i].done {
+		return 0, false, false
+	}
+	e := &t.pending[i]
+	e.done = true
+	bytes, e.bytes, e.rec = e.bytes, 0, nil
 	t.undone--
-	if i != 0 {
-		return false, true
+	if i != t.head {
+		return bytes, false, true
 	}
 	for t.head < len(t.pending) && t.pending[t.head].done {
 		r := t.pending[t.head]
@@ -64,7 +79,7 @@ func (t *tracker) done(offset int64) (advanced, known bool) {
 		t.head++
 	}
 	t.compact()
-	return true, true
+	return bytes, true, true
 }
 
 // compact releases the retired prefix once it dominates the slice, keeping memory proportional to the
@@ -100,20 +115,16 @@ func (t *tracker) firstUndone() (int64, bool) {
 	return 0, false
 }
 
-// dropLast forgets the last registered record if it is offset and not done: the worker registered it
-// but was stopped before handing it on, so it will never complete in this assignment.
-func (t *tracker) dropLast(offset int64) {
-	n := len(t.pending)
-	if n == t.head || t.pending[n-1].offset != offset || t.pending[n-1].done {
-		return
-	}
-	t.pending = t.pending[:n-1]
-	t.undone--
-}
-
 // isPending reports whether offset is registered and not yet done.
 func (t *tracker) isPending(offset int64) bool {
-	live := t.pending[t.head:]
-	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
-	return i < len(live) && live[i].offset == offset && !live[i].done
+	i := t.find(offset)
+	return i >= 0 && !t.pending[i].done
+}
+
+// record returns the source record of a pending offset, or nil.
+func (t *tracker) record(offset int64) *kgo.Record {
+	if i := t.find(offset); i >= 0 {
+		return t.pending[i].rec
+	}
+	return nil
 }

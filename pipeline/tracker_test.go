@@ -3,6 +3,8 @@ package pipeline
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestTracker(t *testing.T) {
@@ -40,7 +42,7 @@ func TestTracker(t *testing.T) {
 			tr := newTracker()
 			for i, s := range tc.steps {
 				for _, o := range s.register {
-					if err := tr.register(o, 1); err != nil {
+					if err := tr.register(o, 1, 0, nil); err != nil {
 						t.Fatalf("step %d: register(%d): %v", i, o, err)
 					}
 				}
@@ -61,11 +63,11 @@ func TestTracker(t *testing.T) {
 
 func TestTrackerRejectsOutOfOrderRegistration(t *testing.T) {
 	tr := newTracker()
-	if err := tr.register(5, 0); err != nil {
+	if err := tr.register(5, 0, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range []int64{5, 4} {
-		if err := tr.register(o, 0); err == nil {
+		if err := tr.register(o, 0, 0, nil); err == nil {
 			t.Errorf("register(%d) after 5: no error", o)
 		}
 	}
@@ -73,18 +75,18 @@ func TestTrackerRejectsOutOfOrderRegistration(t *testing.T) {
 
 func TestTrackerDoneReportsKnownOnce(t *testing.T) {
 	tr := newTracker()
-	_ = tr.register(1, 0)
-	_ = tr.register(2, 0)
-	if adv, known := tr.done(2); adv || !known {
+	_ = tr.register(1, 0, 0, nil)
+	_ = tr.register(2, 0, 0, nil)
+	if _, adv, known := tr.done(2); adv || !known {
 		t.Fatalf("done(2) = %v, %v; want false, true", adv, known)
 	}
-	if _, known := tr.done(2); known {
+	if _, _, known := tr.done(2); known {
 		t.Fatal("second done(2) reported known; a duplicate ack would be counted twice")
 	}
-	if adv, known := tr.done(1); !adv || !known {
+	if _, adv, known := tr.done(1); !adv || !known {
 		t.Fatalf("done(1) = %v, %v; want true, true", adv, known)
 	}
-	if _, known := tr.done(1); known {
+	if _, _, known := tr.done(1); known {
 		t.Fatal("done(1) after retirement reported known")
 	}
 	if tr.inFlight() != 0 {
@@ -92,25 +94,32 @@ func TestTrackerDoneReportsKnownOnce(t *testing.T) {
 	}
 }
 
-func TestTrackerDropLast(t *testing.T) {
+func TestTrackerKeepsBytesAndRecordUntilDone(t *testing.T) {
 	tr := newTracker()
-	_ = tr.register(1, 0)
-	_ = tr.register(2, 0)
-	tr.dropLast(1) // not the last: ignored
-	tr.dropLast(2)
-	if tr.inFlight() != 1 {
-		t.Fatalf("inFlight %d, want 1", tr.inFlight())
+	rec := &kgo.Record{Offset: 2}
+	_ = tr.register(1, 0, 10, nil)
+	_ = tr.register(2, 0, 20, rec)
+	if got := tr.record(2); got != rec {
+		t.Fatalf("record(2) = %v, want the registered record", got)
 	}
-	tr.done(1)
-	if got, _, _ := tr.watermark(); got != 2 {
-		t.Fatalf("watermark %d, want 2", got)
+	if b, _, _ := tr.done(2); b != 20 {
+		t.Fatalf("done(2) released %d bytes, want 20", b)
+	}
+	if tr.record(2) != nil {
+		t.Fatal("a done record is still held")
+	}
+	if !tr.isPending(1) || tr.isPending(2) || tr.isPending(3) {
+		t.Fatal("isPending wrong")
+	}
+	if b, _, _ := tr.done(1); b != 10 {
+		t.Fatalf("done(1) released %d bytes, want 10", b)
 	}
 }
 
 func TestTrackerEpochIsThatOfTheLastRetiredRecord(t *testing.T) {
 	tr := newTracker()
-	_ = tr.register(1, 3)
-	_ = tr.register(2, 4)
+	_ = tr.register(1, 3, 0, nil)
+	_ = tr.register(2, 4, 0, nil)
 	tr.done(2)
 	tr.done(1)
 	if off, ep, _ := tr.watermark(); off != 3 || ep != 4 {
@@ -138,7 +147,7 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 		for _, i := range order {
 			// Register lazily, in offset order, up to the record about to complete and a bit beyond.
 			for registered < n && (registered <= i || rng.IntN(4) == 0) {
-				if err := tr.register(offsets[registered], 0); err != nil {
+				if err := tr.register(offsets[registered], 0, 0, nil); err != nil {
 					t.Fatal(err)
 				}
 				registered++
@@ -173,7 +182,7 @@ func BenchmarkTrackerInOrder(b *testing.B) {
 	tr := newTracker()
 	var o int64
 	for b.Loop() {
-		_ = tr.register(o, 0)
+		_ = tr.register(o, 0, 0, nil)
 		tr.done(o)
 		o++
 	}
@@ -190,7 +199,7 @@ func BenchmarkTrackerWindow(b *testing.B) {
 	var base int64
 	for b.Loop() {
 		for i := range window {
-			_ = tr.register(base+int64(i), 0)
+			_ = tr.register(base+int64(i), 0, 0, nil)
 		}
 		for _, i := range perm {
 			tr.done(base + int64(i))

@@ -17,26 +17,41 @@ type BatchWriter interface {
 	Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error)
 }
 
-// writeStage owns the batcher. One goroutine feeds it from a bounded channel, flushes full batches at once
-// and due ones on a single reused timer, and hands each batch to a writer goroutine; at most maxInFlight of
-// those run at a time. When all slots are taken the stage blocks, the channel fills, and the partition
-// workers block on it: that is the only place a worker waits, never the poll loop.
+// writeStage owns the batcher. One goroutine feeds it from a bounded channel and hands batches to writer
+// goroutines, at most maxInFlight at a time: full batches as soon as a slot is free, due ones (linger
+// passed, on a single reused timer) likewise. While every slot is taken, due batches stay in the batcher
+// and keep growing, so under load batches fill up instead of going out small: the batch size adapts to
+// what Cassandra absorbs. The stage keeps taking rows meanwhile; memory stays bounded by the byte budget,
+// which pauses fetching. Workers block only when the channel is full, never the poll loop.
 type writeStage struct {
 	pl     *Pipeline
 	in     chan writeMsg
 	b      *batcher.Batcher
-	owners map[topicPartition]*partition // the assignment each buffered row belongs to; see dispatch
+	linger time.Duration
+	owners map[topicPartition]*partition // the assignment each buffered row belongs to; see take
+	ready  []readyBatch                  // out of the batcher, waiting for a slot, oldest first
+	due    bool                          // the timer fired: due batches wait for a slot
 	slots  chan struct{}
 	wg     sync.WaitGroup  // writer goroutines
 	ctx    context.Context // canceled at hard stop: in-flight writes give up
 	done   chan struct{}   // closed when run returns
 }
 
+// readyBatch is a batch with the assignment of each of its rows, resolved when it left the batcher.
+type readyBatch struct {
+	b      *batcher.Batch
+	owners []*partition
+}
+
+// overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
+const overdue = 100 * time.Millisecond
+
 func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInFlight int) *writeStage {
 	return &writeStage{
 		pl:     pl,
-		in:     make(chan writeMsg, 4*maxInFlight),
+		in:     make(chan writeMsg, 2*maxInFlight),
 		b:      batcher.New(cfg),
+		linger: cfg.Linger,
 		owners: make(map[topicPartition]*partition),
 		slots:  make(chan struct{}, maxInFlight),
 		ctx:    ctx,
@@ -44,47 +59,58 @@ func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInF
 	}
 }
 
-// run is the stage's goroutine. It returns when in is closed, after flushing and dispatching what it held.
+// run is the stage's goroutine. When in is closed it writes out what it holds and returns; when ctx ends
+// it returns at once, leaving what it holds unwritten (and unacknowledged).
 func (s *writeStage) run() {
 	defer close(s.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var armed time.Time // the deadline the timer is set for; zero when stopped
+	in := s.in
 	for {
+		if in == nil && len(s.ready) == 0 {
+			return // closed and everything handed to writers
+		}
+		var slot chan struct{}
+		if len(s.ready) > 0 || s.due {
+			slot = s.slots // offer to take a slot only with something to send
+		}
 		select {
-		case m, ok := <-s.in:
+		case <-s.ctx.Done():
+			timer.Stop()
+			return
+		case m, ok := <-in:
 			if !ok {
-				timer.Stop()
-				for _, b := range s.b.Flush() {
-					s.dispatch(b)
-				}
-				return
+				in = nil
+				s.take(s.b.Flush())
+				break
 			}
 			if m.flush != nil {
-				for _, b := range s.b.Flush() {
-					s.dispatch(b)
-				}
+				s.take(s.b.Flush())
 				close(m.flush)
 				break
 			}
-			// Rows are mapped back to their assignment by partition when a batch leaves the batcher, so
-			// the batcher must never hold rows of two assignments of one partition. A revoke flushes before
-			// the partition can be assigned again; a lost partition does not, so a new assignment's first
-			// row flushes out whatever the old one left.
-			if old, ok := s.owners[m.owner.tp]; ok && old != m.owner {
-				for _, b := range s.b.Flush() {
-					s.dispatch(b)
-				}
-			}
-			s.owners[m.owner.tp] = m.owner
-			for _, b := range s.b.Add(m.row, s.pl.now()) {
-				s.dispatch(b)
-			}
+			s.add(m)
 		case <-timer.C:
 			armed = time.Time{}
-			for _, b := range s.b.Due(s.pl.now()) {
-				s.dispatch(b)
+			s.due = true
+		case slot <- struct{}{}:
+			now := s.pl.now()
+			if next, ok := s.b.NextDue(); ok && (len(s.ready) == 0 || now.Sub(next) > overdue) {
+				s.take(s.b.Due(now))
 			}
+			s.due = false
+			if len(s.ready) == 0 {
+				<-s.slots // nothing to send after all
+				break
+			}
+			rb := s.ready[0]
+			s.ready[0] = readyBatch{}
+			s.ready = s.ready[1:]
+			s.start(rb)
+		}
+		if s.due {
+			continue // the timer's work waits for a slot; no need to set it again
 		}
 		next, ok := s.b.NextDue()
 		switch {
@@ -98,8 +124,41 @@ func (s *writeStage) run() {
 	}
 }
 
-// flush asks the stage to write out every open batch and waits until it has been handed to writers, or
-// until ctx ends.
+// add puts a message's rows into the batcher; batches that fill up become ready.
+func (s *writeStage) add(m writeMsg) {
+	// Rows are mapped back to their assignment by partition when a batch leaves the batcher, so the
+	// batcher must never hold rows of two assignments of one partition. A revoke flushes before the
+	// partition can be assigned again; a lost partition does not, so a new assignment's first rows flush
+	// out whatever the old one left.
+	if old, ok := s.owners[m.owner.tp]; ok && old != m.owner {
+		s.take(s.b.Flush())
+	}
+	s.owners[m.owner.tp] = m.owner
+	now := s.pl.now()
+	for _, r := range m.rows {
+		s.take(s.b.Add(r, now))
+	}
+}
+
+// take moves batches out of the batcher into the ready queue, resolving the owner of every row now, while
+// the batcher holds only rows of current assignments.
+func (s *writeStage) take(bs []*batcher.Batch) {
+	for _, b := range bs {
+		owners := make([]*partition, len(b.Rows))
+		var last *partition
+		for i := range b.Rows {
+			src := b.Rows[i].Source
+			if last == nil || last.tp.topic != src.Topic || last.tp.partition != src.Partition {
+				last = s.owners[topicPartition{src.Topic, src.Partition}]
+			}
+			owners[i] = last
+		}
+		s.ready = append(s.ready, readyBatch{b: b, owners: owners})
+	}
+}
+
+// flush asks the stage to take every open batch out of the batcher and waits until it has, or until ctx
+// ends. The batches are then written as slots allow.
 func (s *writeStage) flush(ctx context.Context) bool {
 	done := make(chan struct{})
 	select {
@@ -115,24 +174,12 @@ func (s *writeStage) flush(ctx context.Context) bool {
 	}
 }
 
-// dispatch resolves the owner of every row now, while the batcher holds only rows of current assignments,
-// takes a slot and starts the write.
-func (s *writeStage) dispatch(b *batcher.Batch) {
-	owners := make([]*partition, len(b.Rows))
-	for i := range b.Rows {
-		src := b.Rows[i].Source
-		owners[i] = s.owners[topicPartition{src.Topic, src.Partition}]
-	}
-	select {
-	case s.slots <- struct{}{}:
-	case <-s.ctx.Done():
-		// Hard stop: the rows stay not done and are replayed after restart.
-		return
-	}
-	s.pl.metrics.BatchRows.Observe(float64(len(b.Rows)))
-	s.pl.metrics.BatchBytes.Observe(float64(b.Bytes))
+// start runs one batch's write on the slot the caller took.
+func (s *writeStage) start(rb readyBatch) {
+	s.pl.metrics.BatchRows.Observe(float64(len(rb.b.Rows)))
+	s.pl.metrics.BatchBytes.Observe(float64(rb.b.Bytes))
 	s.wg.Add(1)
-	go s.write(b, owners)
+	go s.write(rb.b, rb.owners)
 }
 
 func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
