@@ -706,3 +706,77 @@ func TestRowsRejectedByCassandraAreDeadLettered(t *testing.T) {
 		t.Errorf("sink_records_dead_lettered_total{reason=write} %v, want 12", got)
 	}
 }
+
+// sizeWriter records the size of every batch and holds the first one until released.
+type sizeWriter struct {
+	mu      sync.Mutex
+	sizes   []int
+	release chan struct{}
+}
+
+func (w *sizeWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
+	w.mu.Lock()
+	first := len(w.sizes) == 0
+	w.sizes = append(w.sizes, len(b.Rows))
+	w.mu.Unlock()
+	if first {
+		select {
+		case <-w.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return nil, nil
+}
+
+// oneKeyMapper puts every record of a partition into one Cassandra partition.
+type oneKeyMapper struct{ fakeMapper }
+
+func (m oneKeyMapper) Map(r mapper.Record) (batcher.Row, error) {
+	row, err := m.fakeMapper.Map(r)
+	row.Key = strconv.Itoa(int(r.Partition))
+	return row, err
+}
+
+// TestBatchesGrowWhileWritesAreBusy: with one write slot taken, due batches must not go out half empty
+// the moment a slot frees; they keep filling while the slot is busy, so batch size follows the load.
+func TestBatchesGrowWhileWritesAreBusy(t *testing.T) {
+	f := newFixture(t, 1000, 0)
+	cfg := f.config(func(c *config.Config) {
+		c.Writer.MaxInFlight = 1
+		c.Writer.BatchMaxRows = 100
+	})
+	w := &sizeWriter{release: make(chan struct{})}
+	pl, err := New(Config{Sink: cfg, Mapper: oneKeyMapper{fakeMapper{target: &batcher.Target{Table: "events"}}},
+		Writer: w, Metrics: NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- pl.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}()
+	f.waitFor(20*time.Second, "every record consumed", func() bool {
+		return testutil.ToFloat64(pl.metrics.RecordsConsumed.WithLabelValues(testTopic)) == 3000
+	})
+	close(w.release)
+	f.waitFor(20*time.Second, "all committed", f.allCommitted)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	full := 0
+	for _, n := range w.sizes[1:] {
+		if n == 100 {
+			full++
+		}
+	}
+	// 3,000 rows in 3 Cassandra partitions: after the held first batch, nearly all batches are full.
+	if len(w.sizes) > 40 || full < 25 {
+		t.Errorf("%d batches, %d of them full, sizes %v: batches did not grow while the slot was busy", len(w.sizes), full, w.sizes)
+	}
+	t.Logf("%d batches for 3,000 rows with one write slot; %d full", len(w.sizes), full)
+}
