@@ -49,6 +49,9 @@ type Options struct {
 	// LatencyFor is how long the fixed-rate phase produces; default 30s (5s with Quick).
 	// Negative skips the phase.
 	LatencyFor time.Duration
+	// LatencyRate is the produce rate of the latency phase in events/s; 0 means half the sink's
+	// measured backlog rate.
+	LatencyRate float64
 	// DaemonEnv are extra NAME=value variables for every daemon, e.g. SINK_WRITER__LINGER=50ms to
 	// measure a setting other than the shipped default; they are recorded in the result.
 	DaemonEnv []string
@@ -259,7 +262,11 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 
 	// Phase 5: latency at half the sink's measured rate.
 	if o.LatencyFor > 0 {
-		if err := h.latency(ctx, sink.PerSec/2); err != nil {
+		rate := o.LatencyRate
+		if rate == 0 {
+			rate = sink.PerSec / 2
+		}
+		if err := h.latency(ctx, rate); err != nil {
 			return nil, err
 		}
 	}
@@ -598,10 +605,13 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	total := int64(rate * o.LatencyFor.Seconds())
 	h.p.phase(fmt.Sprintf("latency at %s events/s", num(rate)), total, "events", &produced)
 	prodErr := make(chan error, 1)
-	var sent int
+	var (
+		sent    int
+		sending time.Duration
+	)
 	go func() {
 		var err error
-		sent, err = producePaced(ctx, o.Brokers, st.Topic, o.Entities, rate, o.LatencyFor, log, &produced)
+		sent, sending, err = producePaced(ctx, o.Brokers, st.Topic, o.Entities, rate, o.LatencyFor, log, &produced)
 		prodErr <- err
 	}()
 
@@ -650,6 +660,7 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	lat := commitLatencies(log.parts, seen)
 	l := &h.res.Latency
 	l.Rate, l.Events, l.Covered, l.Seconds = rate, sent, len(lat), o.LatencyFor.Seconds()
+	l.AchievedRate = float64(sent) / sending.Seconds()
 	l.P50Millis = float64(percentile(lat, 0.50)) / 1e6
 	l.P99Millis = float64(percentile(lat, 0.99)) / 1e6
 	l.MaxMillis = float64(percentile(lat, 1)) / 1e6

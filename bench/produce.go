@@ -105,15 +105,17 @@ func produceBacklog(ctx context.Context, brokers []string, topic string, n, enti
 // paced produces generated events at rate per second for d, logging each record's produce time.
 // The record timestamp is the produce time, and the generator's event times follow the same
 // schedule, so the event time in the JSON is within a tick of when the record was sent.
-func producePaced(ctx context.Context, brokers []string, topic string, entities int, rate float64, d time.Duration, log *produceLog, done *atomic.Int64) (int, error) {
+// It returns how many records it sent and how long sending them took, which exceeds d when the
+// machine could not keep up with the rate.
+func producePaced(ctx context.Context, brokers []string, topic string, entities int, rate float64, d time.Duration, log *produceLog, done *atomic.Int64) (int, time.Duration, error) {
 	start := time.Now()
 	g, err := gen.New(gen.Config{Entities: entities, Seed: 2, Start: start, Rate: rate})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	cl, err := kgo.NewClient(producerOpts(brokers, topic)...)
 	if err != nil {
-		return 0, fmt.Errorf("creating the Kafka producer for %v: %w", brokers, err)
+		return 0, 0, fmt.Errorf("creating the Kafka producer for %v: %w", brokers, err)
 	}
 	defer cl.Close()
 
@@ -130,7 +132,7 @@ func producePaced(ctx context.Context, brokers []string, topic string, entities 
 	for sent < total {
 		select {
 		case <-ctx.Done():
-			return sent, ctx.Err()
+			return sent, time.Since(start), ctx.Err()
 		case <-tick.C:
 		}
 		due := min(total, int(time.Since(start).Seconds()*rate))
@@ -149,9 +151,9 @@ func producePaced(ctx context.Context, brokers []string, topic string, entities 
 		}
 	}
 	if err := cl.Flush(ctx); err != nil {
-		return sent, fmt.Errorf("flushing records to topic %s: %w", topic, err)
+		return sent, time.Since(start), fmt.Errorf("flushing records to topic %s: %w", topic, err)
 	}
-	return sent, firstErr
+	return sent, time.Since(start), firstErr
 }
 
 // endOffsets returns the high watermark of every partition of topic.
