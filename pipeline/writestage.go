@@ -32,9 +32,13 @@ type writeStage struct {
 	ready  []readyBatch                  // out of the batcher, waiting for a slot, oldest first
 	due    bool                          // the timer fired: due batches wait for a slot
 	slots  chan struct{}
-	wg     sync.WaitGroup  // writer goroutines
-	ctx    context.Context // canceled at hard stop: in-flight writes give up
-	done   chan struct{}   // closed when run returns
+	// partial is how many writes may be in flight for a batch that is not full to be sent: above it,
+	// partial batches keep filling until a write finishes (freed) or they are overdue.
+	partial int
+	freed   chan struct{}   // a write finished and gave its slot back
+	wg      sync.WaitGroup  // writer goroutines
+	ctx     context.Context // canceled at hard stop: in-flight writes give up
+	done    chan struct{}   // closed when run returns
 }
 
 // readyBatch is a batch with the assignment of each of its rows, resolved when it left the batcher.
@@ -48,14 +52,16 @@ const overdue = 100 * time.Millisecond
 
 func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInFlight int) *writeStage {
 	return &writeStage{
-		pl:     pl,
-		in:     make(chan writeMsg, 2*maxInFlight),
-		b:      batcher.New(cfg),
-		linger: cfg.Linger,
-		owners: make(map[topicPartition]*partition),
-		slots:  make(chan struct{}, maxInFlight),
-		ctx:    ctx,
-		done:   make(chan struct{}),
+		pl:      pl,
+		in:      make(chan writeMsg, 2*maxInFlight),
+		b:       batcher.New(cfg),
+		linger:  cfg.Linger,
+		owners:  make(map[topicPartition]*partition),
+		slots:   make(chan struct{}, maxInFlight),
+		partial: max(1, maxInFlight/2),
+		freed:   make(chan struct{}, 1),
+		ctx:     ctx,
+		done:    make(chan struct{}),
 	}
 }
 
@@ -71,14 +77,25 @@ func (s *writeStage) run() {
 		if in == nil && len(s.ready) == 0 {
 			return // closed and everything handed to writers
 		}
+		// Offer to take a slot only with something to send: a full (or flushed) batch, or due batches
+		// when few writes are in flight or they have waited long enough.
 		var slot chan struct{}
-		if len(s.ready) > 0 || s.due {
-			slot = s.slots // offer to take a slot only with something to send
+		holdPartial := false
+		if len(s.ready) > 0 {
+			slot = s.slots
+		} else if s.due {
+			if len(s.slots) < s.partial || s.overdue(s.pl.now()) {
+				slot = s.slots
+			} else {
+				holdPartial = true
+			}
 		}
 		select {
 		case <-s.ctx.Done():
 			timer.Stop()
 			return
+		case <-s.freed:
+			// A slot came back: look again at what may be sent.
 		case m, ok := <-in:
 			if !ok {
 				in = nil
@@ -95,9 +112,12 @@ func (s *writeStage) run() {
 			armed = time.Time{}
 			s.due = true
 		case slot <- struct{}{}:
-			now := s.pl.now()
-			if next, ok := s.b.NextDue(); ok && (len(s.ready) == 0 || now.Sub(next) > overdue) {
-				s.take(s.b.Due(now))
+			if now := s.pl.now(); len(s.ready) == 0 || s.overdue(now) {
+				// Only the oldest due batches (those whose rows arrived together), not every due batch:
+				// the others keep filling while this slot is busy.
+				if next, ok := s.b.NextDue(); ok && !next.After(now) {
+					s.take(s.b.Due(next))
+				}
 			}
 			s.due = false
 			if len(s.ready) == 0 {
@@ -110,7 +130,14 @@ func (s *writeStage) run() {
 			s.start(rb)
 		}
 		if s.due {
-			continue // the timer's work waits for a slot; no need to set it again
+			if holdPartial && armed.IsZero() {
+				// Held back while many writes are in flight: wake up when the oldest becomes overdue.
+				if next, ok := s.b.NextDue(); ok {
+					timer.Reset(max(next.Add(overdue).Sub(s.pl.now()), 0))
+					armed = next.Add(overdue)
+				}
+			}
+			continue // otherwise the timer's work waits for a slot; no need to set it again
 		}
 		next, ok := s.b.NextDue()
 		switch {
@@ -122,6 +149,12 @@ func (s *writeStage) run() {
 			armed = next
 		}
 	}
+}
+
+// overdue reports whether the oldest open batch has waited past its linger by more than overdue.
+func (s *writeStage) overdue(now time.Time) bool {
+	next, ok := s.b.NextDue()
+	return ok && now.Sub(next) > overdue
 }
 
 // add puts a message's rows into the batcher; batches that fill up become ready.
@@ -184,7 +217,13 @@ func (s *writeStage) start(rb readyBatch) {
 
 func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
 	defer s.wg.Done()
-	defer func() { <-s.slots }()
+	defer func() {
+		<-s.slots
+		select {
+		case s.freed <- struct{}{}:
+		default:
+		}
+	}()
 	failures, err := s.pl.writer.Write(s.ctx, b)
 	if err != nil {
 		eachOwner(b, owners, nil, func(p *partition, offsets []int64) { p.writeFailed(offsets, err) })
