@@ -151,44 +151,20 @@ func inTimeRange(t time.Time) bool { return t.After(minTime) && !t.After(maxTime
 
 // convertScalar converts one JSON value to the Go value gocql binds for CQL type k.
 // buf is scratch space; the returned value never aliases it or the parser's memory.
+// The kinds row memory holds (see rowmem.go) are converted by the typed helpers below, which
+// mapRecord also calls directly, so both paths share one definition of each conversion.
 func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
 	switch k {
 	case kText, kASCII:
-		var s string
-		if v.Type() == fastjson.TypeString {
-			b, _ := v.StringBytes()
-			s = string(b)
-		} else {
-			if v.Type() == fastjson.TypeNumber {
-				if _, ok := numberText(v, *buf); !ok {
-					return nil, fail(v, "not a valid JSON number")
-				}
-			}
-			// Numbers, booleans, objects and arrays are kept as their JSON text.
-			*buf = v.MarshalTo((*buf)[:0])
-			s = string(*buf)
+		b, pr := textOf(k, v, buf)
+		if !pr.ok() {
+			return nil, pr
 		}
-		if k == kASCII {
-			for i := 0; i < len(s); i++ {
-				if s[i] >= 0x80 {
-					return nil, fail(v, "not ASCII for CQL ascii")
-				}
-			}
-		}
-		return s, problem{}
-
+		return string(b), problem{}
 	case kInt, kBigint, kSmallint, kTinyint:
-		text, ok := numberText(v, *buf)
-		*buf = text
-		if !ok {
-			return nil, fail(v, "not a number for CQL "+kindNames[k])
-		}
-		n, st := parseIntegral(bstr(text))
-		switch {
-		case st == intFraction:
-			return nil, fail(v, "not a whole number for CQL "+kindNames[k])
-		case st == intRange, n < intBounds[k][0], n > intBounds[k][1]:
-			return nil, fail(v, rangeMsgs[k])
+		n, pr := intOf(k, v, buf)
+		if !pr.ok() {
+			return nil, pr
 		}
 		switch k {
 		case kInt:
@@ -199,21 +175,33 @@ func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
 			return int8(n), problem{}
 		}
 		return n, problem{}
-
 	case kFloat, kDouble:
-		text, ok := numberText(v, *buf)
-		*buf = text
-		if !ok {
-			return nil, fail(v, "not a number for CQL "+kindNames[k])
-		}
-		f, err := strconv.ParseFloat(bstr(text), 64)
-		if err != nil || (k == kFloat && math.Abs(f) > math.MaxFloat32) {
-			return nil, fail(v, "out of range for CQL "+kindNames[k])
+		f, pr := floatOf(k, v, buf)
+		if !pr.ok() {
+			return nil, pr
 		}
 		if k == kFloat {
 			return float32(f), problem{}
 		}
 		return f, problem{}
+	case kTimestamp:
+		t, pr := timestampOf(v, buf)
+		if !pr.ok() {
+			return nil, pr
+		}
+		return t, problem{}
+	case kDate:
+		t, pr := dateOf(v)
+		if !pr.ok() {
+			return nil, pr
+		}
+		return t, problem{}
+	case kUUID, kTimeUUID:
+		u, pr := uuidOf(k, v)
+		if !pr.ok() {
+			return nil, pr
+		}
+		return u, problem{}
 
 	case kBoolean:
 		switch v.Type() {
@@ -231,54 +219,6 @@ func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
 			}
 		}
 		return nil, fail(v, "not true or false for CQL boolean")
-
-	case kTimestamp:
-		if v.Type() == fastjson.TypeString {
-			b, _ := v.StringBytes()
-			if !isNumber(bstr(b)) {
-				t, err := time.Parse(time.RFC3339, bstr(b))
-				if err != nil {
-					return nil, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
-				}
-				if !inTimeRange(t) {
-					return nil, fail(v, "out of range for CQL timestamp (years 0001 to 9999)")
-				}
-				return t.UTC(), problem{}
-			}
-		}
-		text, ok := numberText(v, *buf)
-		*buf = text
-		if !ok {
-			return nil, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
-		}
-		t, ok := parseUnix(bstr(text), unixMS)
-		if !ok {
-			return nil, fail(v, "out of range for CQL timestamp (years 0001 to 9999)")
-		}
-		return t, problem{}
-
-	case kDate:
-		if v.Type() == fastjson.TypeString {
-			b, _ := v.StringBytes()
-			if len(b) == len(time.DateOnly) {
-				if t, err := time.Parse(time.DateOnly, bstr(b)); err == nil && inTimeRange(t) {
-					return t, problem{}
-				}
-			}
-		}
-		return nil, fail(v, "not a date (YYYY-MM-DD) for CQL date")
-
-	case kUUID, kTimeUUID:
-		if v.Type() == fastjson.TypeString {
-			b, _ := v.StringBytes()
-			if u, ok := parseCanonicalUUID(b); ok {
-				if k == kTimeUUID && u.Version() != 1 {
-					return nil, fail(v, "not a version 1 UUID for CQL timeuuid")
-				}
-				return u, problem{}
-			}
-		}
-		return nil, fail(v, "not a UUID (8-4-4-4-12 hex digits) for CQL "+kindNames[k])
 
 	case kBlob:
 		if v.Type() == fastjson.TypeString {
@@ -329,6 +269,117 @@ func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
 		return n, problem{}
 	}
 	return nil, fail(v, "of an unsupported type")
+}
+
+// textOf is the text of a text or ascii column: a JSON string as is, any other JSON value as
+// its JSON text. The bytes alias the parser's memory or *buf: copy them before the next record.
+func textOf(k kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
+	var b []byte
+	if v.Type() == fastjson.TypeString {
+		b, _ = v.StringBytes()
+	} else {
+		if v.Type() == fastjson.TypeNumber {
+			if _, ok := numberText(v, *buf); !ok {
+				return nil, fail(v, "not a valid JSON number")
+			}
+		}
+		// Numbers, booleans, objects and arrays are kept as their JSON text.
+		*buf = v.MarshalTo((*buf)[:0])
+		b = *buf
+	}
+	if k == kASCII {
+		for i := 0; i < len(b); i++ {
+			if b[i] >= 0x80 {
+				return nil, fail(v, "not ASCII for CQL ascii")
+			}
+		}
+	}
+	return b, problem{}
+}
+
+// intOf is the value of an int, bigint, smallint or tinyint column, range-checked for k.
+func intOf(k kind, v *fastjson.Value, buf *[]byte) (int64, problem) {
+	text, ok := numberText(v, *buf)
+	*buf = text
+	if !ok {
+		return 0, fail(v, "not a number for CQL "+kindNames[k])
+	}
+	n, st := parseIntegral(bstr(text))
+	switch {
+	case st == intFraction:
+		return 0, fail(v, "not a whole number for CQL "+kindNames[k])
+	case st == intRange, n < intBounds[k][0], n > intBounds[k][1]:
+		return 0, fail(v, rangeMsgs[k])
+	}
+	return n, problem{}
+}
+
+// floatOf is the value of a float or double column, range-checked for k.
+func floatOf(k kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
+	text, ok := numberText(v, *buf)
+	*buf = text
+	if !ok {
+		return 0, fail(v, "not a number for CQL "+kindNames[k])
+	}
+	f, err := strconv.ParseFloat(bstr(text), 64)
+	if err != nil || (k == kFloat && math.Abs(f) > math.MaxFloat32) {
+		return 0, fail(v, "out of range for CQL "+kindNames[k])
+	}
+	return f, problem{}
+}
+
+// timestampOf is the value of a timestamp column: RFC 3339 with an offset, or epoch milliseconds.
+func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
+	if v.Type() == fastjson.TypeString {
+		b, _ := v.StringBytes()
+		if !isNumber(bstr(b)) {
+			t, err := time.Parse(time.RFC3339, bstr(b))
+			if err != nil {
+				return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
+			}
+			if !inTimeRange(t) {
+				return time.Time{}, fail(v, "out of range for CQL timestamp (years 0001 to 9999)")
+			}
+			return t.UTC(), problem{}
+		}
+	}
+	text, ok := numberText(v, *buf)
+	*buf = text
+	if !ok {
+		return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
+	}
+	t, ok := parseUnix(bstr(text), unixMS)
+	if !ok {
+		return time.Time{}, fail(v, "out of range for CQL timestamp (years 0001 to 9999)")
+	}
+	return t, problem{}
+}
+
+// dateOf is the value of a date column: YYYY-MM-DD, as midnight UTC.
+func dateOf(v *fastjson.Value) (time.Time, problem) {
+	if v.Type() == fastjson.TypeString {
+		b, _ := v.StringBytes()
+		if len(b) == len(time.DateOnly) {
+			if t, err := time.Parse(time.DateOnly, bstr(b)); err == nil && inTimeRange(t) {
+				return t, problem{}
+			}
+		}
+	}
+	return time.Time{}, fail(v, "not a date (YYYY-MM-DD) for CQL date")
+}
+
+// uuidOf is the value of a uuid or timeuuid column.
+func uuidOf(k kind, v *fastjson.Value) (gocql.UUID, problem) {
+	if v.Type() == fastjson.TypeString {
+		b, _ := v.StringBytes()
+		if u, ok := parseCanonicalUUID(b); ok {
+			if k == kTimeUUID && u.Version() != 1 {
+				return u, fail(v, "not a version 1 UUID for CQL timeuuid")
+			}
+			return u, problem{}
+		}
+	}
+	return gocql.UUID{}, fail(v, "not a UUID (8-4-4-4-12 hex digits) for CQL "+kindNames[k])
 }
 
 // maxExponent bounds the decimal exponent a record may carry: "1e999999999" must not make the
