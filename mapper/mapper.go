@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/valyala/fastjson"
@@ -71,7 +72,16 @@ type scratch struct {
 	parser fastjson.Parser
 	buf    []byte
 	key    []byte
+	// text collects the bytes of the row's string values while they are converted, and texts
+	// says which string slot holds which bytes. Once the row is complete, text and the key are
+	// copied into one allocation the row owns and the slots are pointed there (finishRow), so a
+	// row's strings cost one allocation however many there are.
+	text  []byte
+	texts []textRef
 }
+
+// textRef is a string slot of row memory and where its bytes are in scratch.text.
+type textRef struct{ slot, off, n int }
 
 type source uint8
 
@@ -99,9 +109,11 @@ type column struct {
 	name   string
 	typ    cqlType
 	source source
-	field  string   // dot path as configured, for messages
-	path   []string // field split at dots, once
-	need   string   // why a value is mandatory ("an id column", ...); "" when it may be absent
+	field  string    // dot path as configured, for messages
+	path   []string  // field split at dots, once
+	need   string    // why a value is mandatory ("an id column", ...); "" when it may be absent
+	slot   slotClass // where the converted value lives in row memory
+	at     int       // its index within that class's slots
 }
 
 type writeTS uint8
@@ -136,11 +148,13 @@ type plan struct {
 	ttlValue          any // int32 seconds, boxed once; nil without TTL
 	wts               writeTS
 	consistency       string
-	insertCols        []string // cols, bucket column, event bucket column
-	nvals             int      // len(insertCols) + TTL + timestamp
-	topicValue        any      // the Kafka topic, boxed once
-	ebValues          []any    // int32(0..eventBuckets-1), boxed once
-	absent            any      // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
+	insertCols        []string  // cols, bucket column, event bucket column
+	nvals             int       // len(insertCols) + TTL + timestamp
+	topicValue        any       // the Kafka topic, boxed once
+	ebValues          []any     // int32(0..eventBuckets-1), boxed once
+	absent            any       // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
+	mem               rowLayout // the row memory block (rowmem.go)
+	wtsWord           int       // the word slot of the write timestamp
 	target            *batcher.Target
 	targets           sync.Map                    // slice index (int64) → *batcher.Target
 	last              atomic.Pointer[bucketEntry] // the bucket most recently mapped
@@ -168,7 +182,9 @@ func New(cfg *config.Config) (*Mapper, error) {
 		return nil, err
 	}
 	m := &Mapper{byKafka: map[string]*plan{}, byName: map[string]*plan{}}
-	m.pool.New = func() any { return &scratch{buf: make([]byte, 0, 256), key: make([]byte, 0, 128)} }
+	m.pool.New = func() any {
+		return &scratch{buf: make([]byte, 0, 256), key: make([]byte, 0, 128), text: make([]byte, 0, 256)}
+	}
 	var errs []error
 	for _, name := range cfg.TopicNames() {
 		p, err := compile(name, cfg.Topics[name])
@@ -336,7 +352,55 @@ func compile(name string, t config.Topic) (*plan, error) {
 	if !sliced {
 		p.target = p.newTarget(p.table)
 	}
+	p.layoutRowMemory()
 	return p, nil
+}
+
+// layoutRowMemory gives every column whose value row memory can hold its slot, and the write
+// timestamp its word.
+func (p *plan) layoutRowMemory() {
+	var nstr, ntime, nword int
+	for i := range p.cols {
+		c := &p.cols[i]
+		c.slot = slotNone
+		switch c.source {
+		case srcField:
+			switch c.typ.kind {
+			case kText, kASCII:
+				c.slot = slotString
+			case kInt, kBigint, kSmallint, kTinyint, kFloat, kDouble:
+				c.slot = slotWord
+			case kTimestamp, kDate:
+				c.slot = slotTime
+			case kUUID, kTimeUUID:
+				c.slot = slotUUID
+			}
+		case srcKafkaKey, srcRaw:
+			if c.typ.kind != kBlob {
+				c.slot = slotString
+			}
+		case srcEventTime, srcKafkaTimestamp:
+			c.slot = slotTime
+		case srcKafkaPartition, srcKafkaOffset:
+			c.slot = slotWord
+		case srcTimeUUID:
+			c.slot = slotUUID
+		}
+		switch c.slot {
+		case slotString:
+			c.at, nstr = nstr, nstr+1
+		case slotTime:
+			c.at, ntime = ntime, ntime+1
+		case slotWord:
+			c.at, nword = nword, nword+1
+		case slotUUID:
+			c.at, nword = nword, nword+2
+		}
+	}
+	if p.wts != wtsServer {
+		p.wtsWord, nword = nword, nword+1
+	}
+	p.mem = newRowLayout(p.nvals, nstr, ntime, nword)
 }
 
 // newTarget builds the target of one table: its INSERT binds every column, then the TTL and the
@@ -423,6 +487,9 @@ func (m *Mapper) release(s *scratch) {
 	if cap(s.key) > maxScratch {
 		s.key = make([]byte, 0, 128)
 	}
+	if cap(s.text) > maxScratch {
+		s.text = make([]byte, 0, 256)
+	}
 	m.pool.Put(s)
 }
 
@@ -463,9 +530,11 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 	}
 	out.eventTime = t
 
-	vals := make([]any, p.nvals)
+	mem := p.mem.alloc()
+	vals := mem.values()
+	s.text, s.texts = s.text[:0], s.texts[:0]
 	for i := range p.cols {
-		v, err := p.value(&p.cols[i], root, rec, t, s)
+		v, err := p.value(&p.cols[i], root, rec, t, s, mem)
 		if err != nil {
 			return out, ReasonMap, err
 		}
@@ -510,10 +579,10 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 		}
 		// The offset tiebreak orders records of one partition produced in the same millisecond.
 		out.writeTS = rec.Timestamp.UnixMilli()*1000 + rec.Offset%1000
-		vals[n] = out.writeTS
+		vals[n] = mem.putInt64(p.wtsWord, out.writeTS)
 	case wtsEventTime:
 		out.writeTS = t.UnixMicro()
-		vals[n] = out.writeTS
+		vals[n] = mem.putInt64(p.wtsWord, out.writeTS)
 	}
 
 	// Row key: the routing key of the full partition key (ids, bucket, event bucket).
@@ -550,13 +619,28 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 	}
 	out.row = batcher.Row{
 		Target:    b.target,
-		Key:       string(key),
+		Key:       finishRow(mem, s, key),
 		Values:    vals,
 		Size:      size,
 		Source:    batcher.Source{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset},
 		EventTime: t,
 	}
 	return out, "", nil
+}
+
+// finishRow copies the row's string bytes and its key into one allocation, points the string
+// slots there, and returns the key. Until now the slots pointed into scratch.text, which the
+// next record reuses.
+func finishRow(mem rowMem, s *scratch, key []byte) string {
+	own := make([]byte, len(s.text)+len(key))
+	copy(own, s.text)
+	copy(own[len(s.text):], key)
+	for _, r := range s.texts {
+		if r.n > 0 {
+			*mem.str(r.slot) = unsafe.String(&own[r.off], r.n)
+		}
+	}
+	return unsafe.String(&own[len(s.text)], len(key))
 }
 
 // maxKeyComponent is Cassandra's limit on one partition key value (its length is a uint16).
@@ -620,8 +704,8 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 	return t, nil
 }
 
-// value computes the bound value of one column.
-func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, s *scratch) (any, error) {
+// value computes the bound value of one column, in its row memory slot when it has one.
+func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, s *scratch, mem rowMem) (any, error) {
 	switch c.source {
 	case srcField:
 		v := root.Get(c.path...)
@@ -637,7 +721,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			// while an unset column costs nothing and reads back as null all the same.
 			return p.absent, nil
 		}
-		x, pr := convert(c.typ, v, &s.buf)
+		x, pr := p.convertField(c, v, s, mem)
 		if !pr.ok() {
 			if pr.elem != "" {
 				return nil, fmt.Errorf("column %s: field %q %s is %s, %s", c.name, c.field, pr.elem, show(pr.val, s), pr.msg)
@@ -646,7 +730,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 		}
 		return x, nil
 	case srcEventTime:
-		return t, nil
+		return mem.putTime(c.at, t), nil
 	case srcKafkaTimestamp:
 		if rec.Timestamp.IsZero() {
 			if c.need != "" {
@@ -654,7 +738,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			}
 			return p.absent, nil
 		}
-		return rec.Timestamp.UTC(), nil
+		return mem.putTime(c.at, rec.Timestamp.UTC()), nil
 	case srcKafkaKey:
 		if rec.Key == nil {
 			if c.need != "" {
@@ -662,30 +746,97 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			}
 			return p.absent, nil
 		}
-		return bytesAs(c, rec.Key, "Kafka key")
+		return bytesAs(c, rec.Key, "Kafka key", s, mem)
 	case srcRaw:
-		return bytesAs(c, rec.Value, "record value")
+		return bytesAs(c, rec.Value, "record value", s, mem)
 	case srcKafkaTopic:
 		return p.topicValue, nil
 	case srcKafkaPartition:
 		if c.typ.kind == kBigint {
-			return int64(rec.Partition), nil
+			return mem.putInt64(c.at, int64(rec.Partition)), nil
 		}
-		return rec.Partition, nil
+		return mem.putInt32(c.at, rec.Partition), nil
 	case srcKafkaOffset:
-		return rec.Offset, nil
+		return mem.putInt64(c.at, rec.Offset), nil
 	case srcTimeUUID:
 		u, ok := timeUUID(t, rec.Topic, rec.Partition, rec.Offset)
 		if !ok {
 			return nil, fmt.Errorf("column %s: event time %s is outside the range of a timeuuid (1582-10-15 to 5236)", c.name, t.Format(time.RFC3339Nano))
 		}
-		return u, nil
+		return mem.putUUID(c.at, u), nil
 	}
 	return nil, fmt.Errorf("column %s: unsupported source", c.name)
 }
 
+// convertField converts a field's JSON value for column c: the kinds row memory holds are
+// stored in their slot, the others boxed by convert.
+func (p *plan) convertField(c *column, v *fastjson.Value, s *scratch, mem rowMem) (any, problem) {
+	k := c.typ.kind
+	switch c.slot {
+	case slotString:
+		b, pr := textOf(k, v, &s.buf)
+		if !pr.ok() {
+			return nil, pr
+		}
+		return putText(c, b, s, mem), problem{}
+	case slotWord:
+		if k == kFloat || k == kDouble {
+			f, pr := floatOf(k, v, &s.buf)
+			if !pr.ok() {
+				return nil, pr
+			}
+			if k == kFloat {
+				return mem.putFloat32(c.at, float32(f)), problem{}
+			}
+			return mem.putFloat64(c.at, f), problem{}
+		}
+		n, pr := intOf(k, v, &s.buf)
+		if !pr.ok() {
+			return nil, pr
+		}
+		switch k {
+		case kInt:
+			return mem.putInt32(c.at, int32(n)), problem{}
+		case kSmallint:
+			return mem.putInt16(c.at, int16(n)), problem{}
+		case kTinyint:
+			return mem.putInt8(c.at, int8(n)), problem{}
+		}
+		return mem.putInt64(c.at, n), problem{}
+	case slotTime:
+		var t time.Time
+		var pr problem
+		if k == kDate {
+			t, pr = dateOf(v)
+		} else {
+			t, pr = timestampOf(v, &s.buf)
+		}
+		if !pr.ok() {
+			return nil, pr
+		}
+		return mem.putTime(c.at, t), problem{}
+	case slotUUID:
+		u, pr := uuidOf(k, v)
+		if !pr.ok() {
+			return nil, pr
+		}
+		return mem.putUUID(c.at, u), problem{}
+	}
+	return convert(c.typ, v, &s.buf)
+}
+
+// putText stores the text of column c's string slot. Its bytes go to scratch.text for now
+// (finishRow moves them into memory the row owns); the slot meanwhile points there, so the event
+// bucket hash can read it.
+func putText(c *column, b []byte, s *scratch, mem rowMem) any {
+	off := len(s.text)
+	s.text = append(s.text, b...)
+	s.texts = append(s.texts, textRef{slot: c.at, off: off, n: len(b)})
+	return mem.putString(c.at, bstr(s.text[off:]))
+}
+
 // bytesAs binds Kafka bytes to a text, ascii or blob column.
-func bytesAs(c *column, b []byte, what string) (any, error) {
+func bytesAs(c *column, b []byte, what string, s *scratch, mem rowMem) (any, error) {
 	switch c.typ.kind {
 	case kBlob:
 		return append([]byte(nil), b...), nil
@@ -696,7 +847,7 @@ func bytesAs(c *column, b []byte, what string) (any, error) {
 			}
 		}
 	}
-	return string(b), nil
+	return putText(c, b, s, mem), nil
 }
 
 // maxShown bounds how much of a bad value an error message repeats.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package mapper
+
+const raceEnabled = false
