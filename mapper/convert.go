@@ -333,14 +333,14 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
 		if !isNumber(bstr(b)) {
-			t, err := time.Parse(time.RFC3339, bstr(b))
+			t, err := parseRFC3339(bstr(b))
 			if err != nil {
 				return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
 			}
 			if !inTimeRange(t) {
 				return time.Time{}, fail(v, "out of range for CQL timestamp (years 0001 to 9999)")
 			}
-			return t.UTC(), problem{}
+			return t, problem{}
 		}
 	}
 	text, ok := numberText(v, *buf)

@@ -683,11 +683,11 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 	if p.timeUnit == 0 {
 		if v.Type() == fastjson.TypeString {
 			b, _ := v.StringBytes()
-			if t, err := time.Parse(time.RFC3339, bstr(b)); err == nil {
+			if t, err := parseRFC3339(bstr(b)); err == nil {
 				if !inTimeRange(t) {
 					return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range (years 0001 to 9999)", p.timeField, show(v, s))
 				}
-				return t.UTC(), nil
+				return t, nil
 			}
 		}
 		return time.Time{}, fmt.Errorf("event time: field %q is %s, not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)", p.timeField, show(v, s))
