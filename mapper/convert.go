@@ -321,7 +321,7 @@ func floatOf(k kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
 	if !ok {
 		return 0, fail(v, "not a number for CQL "+kindNames[k])
 	}
-	f, err := strconv.ParseFloat(bstr(text), 64)
+	f, err := parseFloat(bstr(text))
 	if err != nil || (k == kFloat && math.Abs(f) > math.MaxFloat32) {
 		return 0, fail(v, "out of range for CQL "+kindNames[k])
 	}
