@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // validator collects every problem instead of stopping at the first, so one run of
@@ -275,6 +276,10 @@ func (c *Config) validateWriter(v *validator) {
 		v.add("writer.retry_attempts", "negative (%d); use 0 to retry until shutdown, or a positive cap", w.RetryAttempts)
 	}
 	v.positive("writer.commit_interval", int64(w.CommitInterval), w.CommitInterval.String())
+	if w.CommitInterval > 0 && time.Duration(w.CommitInterval) < 100*time.Millisecond {
+		// franz-go refuses an autocommit interval under 100ms when the client is built.
+		v.add("writer.commit_interval", "%s is under 100ms, the shortest interval the Kafka client accepts; use e.g. 1s", w.CommitInterval)
+	}
 	v.positive("writer.shutdown_timeout", int64(w.ShutdownTimeout), w.ShutdownTimeout.String())
 	if w.TopPartitions < 0 {
 		v.add("writer.top_partitions", "negative (%d); use 0 to export none, or e.g. 10", w.TopPartitions)
