@@ -39,6 +39,13 @@
 // writes nothing (no tombstone), or as null when cassandra.protocol_version pins protocol 3,
 // which has no unset values.
 //
+// # Memory
+//
+// A row costs two allocations whatever its column count: one block holding Row.Values and the
+// typed values they box (see rowmem.go), and one byte slice holding the row's strings and its
+// key. Rows stay buffered until their batch is written, so every object a row holds is marked
+// by each collection; fewer objects per row is less collector work for the whole process.
+//
 // Row.Key is the partition's routing key, the bytes Cassandra hashes to a token: the serialized
 // value for a one-column key; for a composite key, per column a 2-byte big-endian length, the
 // bytes and a 0x00.
