@@ -78,6 +78,7 @@ type scratch struct {
 	// row's strings cost one allocation however many there are.
 	text  []byte
 	texts []textRef
+	top   []*fastjson.Value // the record's top-level fields, by plan.topFields index (lookupTop)
 }
 
 // textRef is a string slot of row memory and where its bytes are in scratch.text.
@@ -378,27 +379,26 @@ func (p *plan) topField(name string) int {
 	return len(p.topFields) - 1
 }
 
-// maxStackFields is how many top-level fields mapRecord looks up in an array on its stack;
-// stores there need no GC write barrier, stores into heap scratch do while a collection marks.
-const maxStackFields = 16
-
 // lookupTop finds the value of every top-level field the topic reads, in one pass over the
 // record's keys: calling Get per field walked the keys once per field, 8% of a sensor record.
-// top has one nil entry per topFields entry. As with Get, the first of duplicate keys wins; a
-// field that is absent stays nil.
-func (p *plan) lookupTop(root *fastjson.Value, top []*fastjson.Value) {
+// As with Get, the first of duplicate keys wins; a field that is absent stays nil.
+func (p *plan) lookupTop(root *fastjson.Value, s *scratch) {
+	s.top = s.top[:0]
+	for range p.topFields {
+		s.top = append(s.top, nil)
+	}
 	o, err := root.Object()
 	if err != nil {
 		return
 	}
 	found := 0
 	o.Visit(func(key []byte, v *fastjson.Value) {
-		if found == len(top) {
+		if found == len(s.top) {
 			return
 		}
 		for i, f := range p.topFields {
-			if top[i] == nil && string(key) == f {
-				top[i] = v
+			if s.top[i] == nil && string(key) == f {
+				s.top[i] = v
 				found++
 				return
 			}
@@ -406,8 +406,9 @@ func (p *plan) lookupTop(root *fastjson.Value, top []*fastjson.Value) {
 	})
 }
 
-// field is the value at a field path whose first segment's value is v (from lookupTop), or nil.
-func field(v *fastjson.Value, path []string) *fastjson.Value {
+// field is the value at a field path whose first segment is topFields[top], or nil.
+func (s *scratch) field(top int, path []string) *fastjson.Value {
+	v := s.top[top]
 	if v != nil && len(path) > 1 {
 		v = v.Get(path[1:]...)
 	}
@@ -582,14 +583,8 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 		return out, ReasonDecode, fmt.Errorf("decoding JSON: the value is a JSON %s, not an object", root.Type())
 	}
 
-	var stackTop [maxStackFields]*fastjson.Value
-	top := stackTop[:0]
-	if len(p.topFields) > maxStackFields {
-		top = make([]*fastjson.Value, 0, len(p.topFields))
-	}
-	top = top[:len(p.topFields)]
-	p.lookupTop(root, top)
-	t, err := p.eventTime(rec, s, top)
+	p.lookupTop(root, s)
+	t, err := p.eventTime(rec, s)
 	if err != nil {
 		return out, ReasonMap, err
 	}
@@ -599,7 +594,7 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 	vals := mem.values()
 	s.text, s.texts = s.text[:0], s.texts[:0]
 	for i := range p.cols {
-		v, err := p.value(&p.cols[i], rec, t, s, mem, top)
+		v, err := p.value(&p.cols[i], rec, t, s, mem)
 		if err != nil {
 			return out, ReasonMap, err
 		}
@@ -728,7 +723,7 @@ func appendComponent(dst []byte, components int, k kind, v any) []byte {
 }
 
 // eventTime finds the record's event time per the topic's time settings.
-func (p *plan) eventTime(rec *Record, s *scratch, top []*fastjson.Value) (time.Time, error) {
+func (p *plan) eventTime(rec *Record, s *scratch) (time.Time, error) {
 	if p.timeFromKafka {
 		if rec.Timestamp.IsZero() {
 			return time.Time{}, errors.New("event time: the record has no Kafka timestamp")
@@ -738,7 +733,7 @@ func (p *plan) eventTime(rec *Record, s *scratch, top []*fastjson.Value) (time.T
 		}
 		return rec.Timestamp.UTC(), nil
 	}
-	v := field(top[p.timeTop], p.timePath)
+	v := s.field(p.timeTop, p.timePath)
 	if v == nil {
 		return time.Time{}, fmt.Errorf("event time: field %q is missing", p.timeField)
 	}
@@ -770,10 +765,10 @@ func (p *plan) eventTime(rec *Record, s *scratch, top []*fastjson.Value) (time.T
 }
 
 // value computes the bound value of one column, in its row memory slot when it has one.
-func (p *plan) value(c *column, rec *Record, t time.Time, s *scratch, mem rowMem, top []*fastjson.Value) (any, error) {
+func (p *plan) value(c *column, rec *Record, t time.Time, s *scratch, mem rowMem) (any, error) {
 	switch c.source {
 	case srcField:
-		v := field(top[c.top], c.path)
+		v := s.field(c.top, c.path)
 		if v == nil || v.Type() == fastjson.TypeNull {
 			state := "missing"
 			if v != nil {
