@@ -78,7 +78,6 @@ type scratch struct {
 	// row's strings cost one allocation however many there are.
 	text  []byte
 	texts []textRef
-	top   []*fastjson.Value // the record's top-level fields, by plan.topFields index (lookupTop)
 }
 
 // textRef is a string slot of row memory and where its bytes are in scratch.text.
@@ -112,7 +111,6 @@ type column struct {
 	source source
 	field  string    // dot path as configured, for messages
 	path   []string  // field split at dots, once
-	top    int       // index of path[0] in plan.topFields
 	need   string    // why a value is mandatory ("an id column", ...); "" when it may be absent
 	slot   slotClass // where the converted value lives in row memory
 	at     int       // its index within that class's slots
@@ -144,8 +142,6 @@ type plan struct {
 	timeFromKafka     bool
 	timeField         string
 	timePath          []string
-	timeTop           int      // index of timePath[0] in topFields
-	topFields         []string // the distinct first path segments of every field read, looked up in one pass
 	timeFormat        string
 	timeUnit          unit
 	ttl               time.Duration
@@ -357,62 +353,7 @@ func compile(name string, t config.Topic) (*plan, error) {
 		p.target = p.newTarget(p.table)
 	}
 	p.layoutRowMemory()
-	for i := range p.cols {
-		if c := &p.cols[i]; c.source == srcField {
-			c.top = p.topField(c.path[0])
-		}
-	}
-	if !p.timeFromKafka {
-		p.timeTop = p.topField(p.timePath[0])
-	}
 	return p, nil
-}
-
-// topField returns the index of name in topFields, adding it when new.
-func (p *plan) topField(name string) int {
-	for i, f := range p.topFields {
-		if f == name {
-			return i
-		}
-	}
-	p.topFields = append(p.topFields, name)
-	return len(p.topFields) - 1
-}
-
-// lookupTop finds the value of every top-level field the topic reads, in one pass over the
-// record's keys: calling Get per field walked the keys once per field, 8% of a sensor record.
-// As with Get, the first of duplicate keys wins; a field that is absent stays nil.
-func (p *plan) lookupTop(root *fastjson.Value, s *scratch) {
-	s.top = s.top[:0]
-	for range p.topFields {
-		s.top = append(s.top, nil)
-	}
-	o, err := root.Object()
-	if err != nil {
-		return
-	}
-	found := 0
-	o.Visit(func(key []byte, v *fastjson.Value) {
-		if found == len(s.top) {
-			return
-		}
-		for i, f := range p.topFields {
-			if s.top[i] == nil && string(key) == f {
-				s.top[i] = v
-				found++
-				return
-			}
-		}
-	})
-}
-
-// field is the value at a field path whose first segment is topFields[top], or nil.
-func (s *scratch) field(top int, path []string) *fastjson.Value {
-	v := s.top[top]
-	if v != nil && len(path) > 1 {
-		v = v.Get(path[1:]...)
-	}
-	return v
 }
 
 // layoutRowMemory gives every column whose value row memory can hold its slot, and the write
@@ -583,8 +524,7 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 		return out, ReasonDecode, fmt.Errorf("decoding JSON: the value is a JSON %s, not an object", root.Type())
 	}
 
-	p.lookupTop(root, s)
-	t, err := p.eventTime(rec, s)
+	t, err := p.eventTime(root, rec, s)
 	if err != nil {
 		return out, ReasonMap, err
 	}
@@ -594,7 +534,7 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 	vals := mem.values()
 	s.text, s.texts = s.text[:0], s.texts[:0]
 	for i := range p.cols {
-		v, err := p.value(&p.cols[i], rec, t, s, mem)
+		v, err := p.value(&p.cols[i], root, rec, t, s, mem)
 		if err != nil {
 			return out, ReasonMap, err
 		}
@@ -723,7 +663,7 @@ func appendComponent(dst []byte, components int, k kind, v any) []byte {
 }
 
 // eventTime finds the record's event time per the topic's time settings.
-func (p *plan) eventTime(rec *Record, s *scratch) (time.Time, error) {
+func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Time, error) {
 	if p.timeFromKafka {
 		if rec.Timestamp.IsZero() {
 			return time.Time{}, errors.New("event time: the record has no Kafka timestamp")
@@ -733,7 +673,7 @@ func (p *plan) eventTime(rec *Record, s *scratch) (time.Time, error) {
 		}
 		return rec.Timestamp.UTC(), nil
 	}
-	v := s.field(p.timeTop, p.timePath)
+	v := root.Get(p.timePath...)
 	if v == nil {
 		return time.Time{}, fmt.Errorf("event time: field %q is missing", p.timeField)
 	}
@@ -765,10 +705,10 @@ func (p *plan) eventTime(rec *Record, s *scratch) (time.Time, error) {
 }
 
 // value computes the bound value of one column, in its row memory slot when it has one.
-func (p *plan) value(c *column, rec *Record, t time.Time, s *scratch, mem rowMem) (any, error) {
+func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, s *scratch, mem rowMem) (any, error) {
 	switch c.source {
 	case srcField:
-		v := s.field(c.top, c.path)
+		v := root.Get(c.path...)
 		if v == nil || v.Type() == fastjson.TypeNull {
 			state := "missing"
 			if v != nil {
