@@ -481,7 +481,11 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 	h.p.phase(name, total, "events", &done)
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
-	var finish time.Time
+	var (
+		finish   time.Time
+		last     int64 = -1
+		progress       = time.Now()
+	)
 	for finish.IsZero() {
 		select {
 		case <-ctx.Done():
@@ -496,8 +500,17 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 		}
 		n, all := allCommitted(got, end)
 		done.Store(n)
+		now := time.Now()
 		if all {
-			finish = time.Now()
+			finish = now
+		}
+		// A daemon that stops committing (a halted partition, a write that keeps failing) would
+		// otherwise hold the run forever; its log says why.
+		if n != last {
+			last, progress = n, now
+		} else if now.Sub(progress) > stallAfter {
+			return nil, fmt.Errorf("%s committed nothing new for %v (%d of %d); last lines of %s:\n%s",
+				name, stallAfter, n, total, d.logPath, tail(d.logPath, 20))
 		}
 	}
 	h.p.done()
@@ -548,6 +561,9 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 	h.p.logf("%s: %s events/s, %.2f CPU-s per million, peak RSS %.0f MiB", name, num(p.PerSec), p.CPUPerMillion, float64(rss)/(1<<20))
 	return p, nil
 }
+
+// stallAfter is how long a daemon may go without committing anything new before the run fails.
+const stallAfter = 2 * time.Minute
 
 // fetchProfile takes a CPU profile of the daemon from its /debug/pprof endpoint for secs seconds.
 // The caller guesses the length from the backlog; a profile that outlasts the run only adds idle
@@ -633,8 +649,11 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	// Poll committed offsets until the producer is done and every partition has committed its end.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	var end map[int32]int64
-	deadline := time.Now().Add(o.LatencyFor + 2*time.Minute)
+	var (
+		end      map[int32]int64
+		lastSeen = make(map[int32]int64)
+		progress = time.Now()
+	)
 	for {
 		select {
 		case <-ctx.Done():
@@ -657,15 +676,20 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		}
 		now := time.Now()
 		for p, off := range got {
-			seen = append(seen, commitSeen{Partition: p, Offset: off, At: now})
+			if prev, ok := lastSeen[p]; !ok || off != prev {
+				seen = append(seen, commitSeen{Partition: p, Offset: off, At: now})
+				lastSeen[p] = off
+				progress = now
+			}
 		}
 		if end != nil {
 			if _, all := allCommitted(got, end); all {
 				break
 			}
-		}
-		if now.After(deadline) {
-			return fmt.Errorf("latency phase: group %s did not commit the end of topic %s within %v of the last record", st.Group, st.Topic, 2*time.Minute)
+			if now.Sub(progress) > stallAfter {
+				return fmt.Errorf("latency phase: group %s committed nothing new on topic %s for %v; last lines of %s:\n%s",
+					st.Group, st.Topic, stallAfter, d.logPath, tail(d.logPath, 20))
+			}
 		}
 	}
 	h.p.done()
