@@ -10,13 +10,14 @@ const (
 	// DefaultGroup and DefaultClientID name the consumer group and client when none is given.
 	DefaultGroup    = "sink"
 	DefaultClientID = "sink"
-	// DefaultFetchMaxBytes bounds one fetch response. 16 MiB is enough for a few hundred
-	// thousand small records per round trip while keeping the fetch buffer an order of magnitude
-	// below the default writer.max_buffered_bytes.
-	DefaultFetchMaxBytes = Bytes(16 << 20)
-	// DefaultFetchMaxPartitionBytes: 4 MiB per partition lets one fetch carry at least four
+	// DefaultFetchMaxBytes bounds one fetch response. 4 MiB of lz4-compressed records is tens of
+	// thousands of small records per round trip, and decompressed and parsed (about three times
+	// its size) two such fetches stay well below the default writer.max_buffered_bytes, which
+	// they overshoot before the budget sees them.
+	DefaultFetchMaxBytes = Bytes(4 << 20)
+	// DefaultFetchMaxPartitionBytes: 1 MiB per partition lets one fetch carry at least four
 	// partitions at full size, so one busy partition cannot starve the rest.
-	DefaultFetchMaxPartitionBytes = Bytes(4 << 20)
+	DefaultFetchMaxPartitionBytes = Bytes(1 << 20)
 	// DefaultSessionTimeout is the Kafka client default of recent brokers (45s): long enough to
 	// ride out a GC pause or a slow Cassandra write, short enough to fail over within a minute.
 	DefaultSessionTimeout = Duration(45 * time.Second)
@@ -51,9 +52,21 @@ const (
 	// DefaultMaxInFlight: 64 concurrent batches of ≤32 KiB is ≤2 MiB on the wire, enough to keep a
 	// small cluster busy without queueing on the coordinators.
 	DefaultMaxInFlight = 64
-	// DefaultMaxBufferedBytes: 64 MiB of decoded rows holds four full fetches (16 MiB each) and
-	// bounds memory well below a 512 MiB container limit.
-	DefaultMaxBufferedBytes = Bytes(64 << 20)
+	// DefaultMaxBufferedBytes: 32 MiB of records and rows, charged at what they really pin (about
+	// 800 bytes for a 150-byte JSON record and its row), is some 40,000 records in memory: enough
+	// rows per Cassandra partition for full batches from a backlog, and with the fetch memory and
+	// the collector's headroom it keeps the process under DefaultMemoryLimit.
+	DefaultMaxBufferedBytes = Bytes(32 << 20)
+	// DefaultMemoryLimit is the Go soft memory limit of `sink run`. Live memory with the defaults
+	// is the budget (32 MiB) plus the fetch memory (16 MiB compressed, about three times that once
+	// parsed) plus the driver and runtime (about 20 MiB): near 100 MiB. 192 MiB leaves the
+	// collector almost its default headroom (GOGC=100) and caps the garbage it lets float, so the
+	// process stays well under a 256 MiB container limit. Larger buffers raise it: see
+	// MemoryLimitFloor.
+	DefaultMemoryLimit = Bytes(192 << 20)
+	// MinMemoryLimit: below 64 MiB the driver, the client and the runtime alone leave the
+	// collector no room, and it would run continuously.
+	MinMemoryLimit = Bytes(64 << 20)
 	// DefaultRetryInitial and DefaultRetryMax: start near a request's own latency, cap at 10s so
 	// a recovered cluster is noticed quickly.
 	DefaultRetryInitial = Duration(100 * time.Millisecond)
@@ -117,6 +130,30 @@ const (
 	SourceRaw            = "raw"
 )
 
+// MaxConcurrentFetches is how many fetch responses the Kafka client may hold before the pipeline
+// polls them: enough that a fetch is always under way (two), more while four parsed fetches (about
+// three times their compressed size each) stay within writer.max_buffered_bytes, at most four.
+func MaxConcurrentFetches(maxBuffered, fetchMax Bytes) int {
+	if fetchMax <= 0 {
+		return 1
+	}
+	return int(min(max(maxBuffered/(4*fetchMax), 1), 4))
+}
+
+// FetchMemory bounds what fetched records can hold outside the byte budget: the responses the client
+// buffers, and as much again charged only after the budget was crossed (the budget is checked when
+// records are queued). Compressed sizes: parsed, they take about three times as much.
+func FetchMemory(maxBuffered, fetchMax Bytes) Bytes {
+	return 2 * Bytes(MaxConcurrentFetches(maxBuffered, fetchMax)) * fetchMax
+}
+
+// MemoryLimitFloor is the smallest default writer.memory_limit for these buffer sizes: twice the
+// budget plus the fetch memory, for the collector's headroom, plus 64 MiB for the driver, the
+// client and the runtime. With the shipped sizes it is below DefaultMemoryLimit.
+func MemoryLimitFloor(maxBuffered, fetchMax Bytes) Bytes {
+	return 2*(maxBuffered+FetchMemory(maxBuffered, fetchMax)) + MinMemoryLimit
+}
+
 // ApplyDefaults fills every zero-valued key with its default, for a Config built in Go (tests,
 // tools). Load applies the same defaults, but only to keys absent from the file and the
 // environment, so an explicit zero (`linger: 0`, `address: ""`) keeps its meaning there.
@@ -169,6 +206,8 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	dur("writer.linger", &w.Linger, DefaultLinger)
 	num("writer.max_in_flight", &w.MaxInFlight, DefaultMaxInFlight)
 	size("writer.max_buffered_bytes", &w.MaxBufferedBytes, DefaultMaxBufferedBytes)
+	// After the buffer and fetch sizes, from which a larger default follows.
+	size("writer.memory_limit", &w.MemoryLimit, max(DefaultMemoryLimit, MemoryLimitFloor(w.MaxBufferedBytes, k.FetchMaxBytes)))
 	dur("writer.retry_initial", &w.RetryInitial, DefaultRetryInitial)
 	dur("writer.retry_max", &w.RetryMax, DefaultRetryMax)
 	dur("writer.commit_interval", &w.CommitInterval, DefaultCommitInterval)

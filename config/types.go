@@ -20,10 +20,11 @@ type Kafka struct {
 	ClientID string   `koanf:"client_id"` // default "sink"
 	TLS      TLS      `koanf:"tls"`
 	SASL     SASL     `koanf:"sasl"`
-	// FetchMaxBytes bounds one fetch response; with MaxConcurrentFetches it bounds the memory the client
-	// holds before records reach the pipeline. Default 16 MiB.
+	// FetchMaxBytes bounds one fetch response; with the fetch concurrency (MaxConcurrentFetches, derived
+	// from this and writer.max_buffered_bytes) it bounds the memory the client holds before records
+	// reach the pipeline. Default 4 MiB.
 	FetchMaxBytes Bytes `koanf:"fetch_max_bytes"`
-	// FetchMaxPartitionBytes bounds one partition inside a fetch. Default 4 MiB.
+	// FetchMaxPartitionBytes bounds one partition inside a fetch. Default 1 MiB.
 	FetchMaxPartitionBytes Bytes `koanf:"fetch_max_partition_bytes"`
 	// SessionTimeout and RebalanceTimeout are the group timeouts; RebalanceTimeout must exceed
 	// writer.shutdown_timeout so a revoke can flush before the coordinator gives up on us.
@@ -87,9 +88,16 @@ type Writer struct {
 	Linger Duration `koanf:"linger"`
 	// MaxInFlight bounds concurrent batch requests to Cassandra. Default 64.
 	MaxInFlight int `koanf:"max_in_flight"`
-	// MaxBufferedBytes bounds decoded rows held in memory (batched, queued or in flight);
-	// over it, fetching pauses. Default 64 MiB.
+	// MaxBufferedBytes bounds the memory held by fetched records and their decoded rows (queued,
+	// batched or in flight), estimated per record as what it really pins (docs/PIPELINE.md); over
+	// it, fetching pauses. Default 32 MiB.
 	MaxBufferedBytes Bytes `koanf:"max_buffered_bytes"`
+	// MemoryLimit is the Go runtime's soft memory limit for `sink run` (debug.SetMemoryLimit): the
+	// collector runs more often as the heap nears it instead of letting garbage double the live
+	// heap. 0 leaves the runtime alone; the GOMEMLIMIT environment variable, when set, wins.
+	// Default 192 MiB, or MemoryLimitFloor of the buffers when that is larger; at least 64 MiB and
+	// above writer.max_buffered_bytes plus the fetch memory.
+	MemoryLimit Bytes `koanf:"memory_limit"`
 	// Retry: capped exponential backoff with full jitter, for retryable errors only.
 	RetryInitial Duration `koanf:"retry_initial"` // default 100ms
 	RetryMax     Duration `koanf:"retry_max"`     // default 10s

@@ -267,6 +267,16 @@ func (c *Config) validateWriter(v *validator) {
 	if w.BatchMaxBytes > 0 && w.MaxBufferedBytes > 0 && w.MaxBufferedBytes < w.BatchMaxBytes {
 		v.add("writer.max_buffered_bytes", "%s is smaller than one batch (writer.batch_max_bytes %s); raise it", w.MaxBufferedBytes, w.BatchMaxBytes)
 	}
+	if w.MemoryLimit < 0 {
+		v.add("writer.memory_limit", "negative (%s); use 0 to leave the Go runtime's memory limit alone, or e.g. %s", w.MemoryLimit, DefaultMemoryLimit)
+	} else if w.MemoryLimit > 0 {
+		fetch := FetchMemory(w.MaxBufferedBytes, c.Kafka.FetchMaxBytes)
+		if need := w.MaxBufferedBytes + fetch; w.MemoryLimit <= need {
+			v.add("writer.memory_limit", "%s does not exceed writer.max_buffered_bytes (%s) plus the fetch memory (%s: 2 × %d concurrent fetches of kafka.fetch_max_bytes); the collector would run without pause; raise it to at least %s, or lower those", w.MemoryLimit, w.MaxBufferedBytes, fetch, MaxConcurrentFetches(w.MaxBufferedBytes, c.Kafka.FetchMaxBytes), MemoryLimitFloor(w.MaxBufferedBytes, c.Kafka.FetchMaxBytes))
+		} else if w.MemoryLimit < MinMemoryLimit {
+			v.add("writer.memory_limit", "%s is below %s, too little for the driver, the Kafka client and the runtime; raise it, or use 0 to leave the Go runtime alone", w.MemoryLimit, MinMemoryLimit)
+		}
+	}
 	v.positive("writer.retry_initial", int64(w.RetryInitial), w.RetryInitial.String())
 	v.positive("writer.retry_max", int64(w.RetryMax), w.RetryMax.String())
 	if w.RetryInitial > 0 && w.RetryMax > 0 && w.RetryMax < w.RetryInitial {

@@ -51,12 +51,3 @@ func deadLetterRecord(dlqTopic string, src *kgo.Record, reason string, cause err
 		Timestamp: time.Time{}, // the producer stamps the time of dead-lettering; the source time is a header
 	}
 }
-
-// recordBytes estimates the memory a fetched record pins: its key, value and headers.
-func recordBytes(r *kgo.Record) int64 {
-	n := len(r.Key) + len(r.Value) + 64 // the Record struct itself, roughly
-	for _, h := range r.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return int64(n)
-}

@@ -74,11 +74,13 @@ func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
 		kgo.OnPartitionsRevoked(pl.revoked),
 		kgo.OnPartitionsLost(pl.lost),
 		// Fetch memory is bounded by FetchMaxBytes × MaxConcurrentFetches, on top of the byte budget of
-		// the pipeline itself (see docs/PIPELINE.md, "Memory").
+		// the pipeline itself, and the concurrency is derived from both (docs/PIPELINE.md, "Backpressure
+		// and memory").
 		kgo.FetchMaxBytes(fetchMax),
 		kgo.BrokerMaxReadBytes(max(fetchMax+(1<<20), 100<<20)),
 		kgo.FetchMaxPartitionBytes(int32(orDefault(k.FetchMaxPartitionBytes, config.DefaultFetchMaxPartitionBytes))),
-		kgo.MaxConcurrentFetches(4),
+		kgo.MaxConcurrentFetches(config.MaxConcurrentFetches(
+			orDefault(w.MaxBufferedBytes, config.DefaultMaxBufferedBytes), config.Bytes(fetchMax))),
 		kgo.FetchMaxWait(time.Second),
 		kgo.WithHooks(commitHook{pl.metrics}),
 	)

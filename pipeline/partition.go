@@ -113,11 +113,11 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont bool) {
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
 	})
-	bytes := recordBytes(r)
+	bytes := recordCost(r)
 	if err == nil {
 		// The record's bytes were charged when it was queued; the decoded row is charged by handOff,
 		// before any of it can complete and be released.
-		bytes += int64(row.Size)
+		bytes += rowCost(&row)
 	}
 	p.mu.Lock()
 	// Registered before it is handed on, so its acknowledgement always finds it.
@@ -127,7 +127,7 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont bool) {
 		// Kafka never hands out a partition's records out of order; if it happens, stopping is the only
 		// choice that cannot commit past an unprocessed record.
 		p.log.Error("record out of order; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
-		p.pl.release(p.tp, recordBytes(r)) // the row's bytes were not charged yet
+		p.pl.release(p.tp, recordCost(r)) // the row's bytes were not charged yet
 		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Inc()
 		p.setStuck(r.Offset, true)
 		return row, false, false
@@ -155,7 +155,7 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 	}
 	var n int64
 	for i := range rows {
-		n += int64(rows[i].Size)
+		n += rowCost(&rows[i])
 	}
 	p.pl.charge(p.tp, n)
 	select {
@@ -421,7 +421,7 @@ func (q *recordQueue) drain() int64 {
 	var n int64
 	for _, c := range q.chunks {
 		for _, r := range c {
-			n += recordBytes(r)
+			n += recordCost(r)
 		}
 	}
 	q.chunks = nil

@@ -308,7 +308,7 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 	}
 	var n int64
 	for _, r := range f.Records {
-		n += recordBytes(r)
+		n += recordCost(r)
 	}
 	pl.metrics.RecordsConsumed.WithLabelValues(f.Topic).Add(float64(len(f.Records)))
 	p.queue.push(f.Records)

@@ -603,12 +603,17 @@ func TestBackpressureBoundsBufferedBytes(t *testing.T) {
 		peak = max(peak, testutil.ToFloat64(m.pl.metrics.BufferedBytes))
 		time.Sleep(10 * time.Millisecond)
 	}
-	total := 9000 * float64(recordBytes(&kgo.Record{Key: []byte("k-0-0000"), Value: []byte(`{"n":0000}`)}))
+	sample := &kgo.Record{Key: []byte("k-0-0000"), Value: []byte(`{"n":0000}`)}
+	// A record and its row as charged: the row is its overhead plus a few small values and the key.
+	perRecord := float64(recordCost(sample) + rowOverhead + 64)
+	total := 9000 * perRecord
 	t.Logf("buffered bytes peaked at %.0f with a budget of %d (the backlog is about %.0f)", peak, budget, total)
-	// The overshoot is bounded by what the client had buffered when the budget was crossed (4 concurrent
-	// fetches of fetch_max_bytes), and the rows of records already queued are charged when they are mapped
-	// (about a third of a record's size here).
-	if limit := 1.5 * float64(budget+4*(8<<10)); peak > limit {
+	// The overshoot is bounded by what the client had fetched when the budget was crossed: a partition is
+	// paused only when it is charged, so at most one fetch of each partition plus the one in flight, each
+	// fetch_max_bytes (8 KiB) of records encoded in about 30 bytes, each charged its cost and, once mapped,
+	// its row's.
+	perFetch := float64(8<<10) / 30
+	if limit := budget + (testParts+1)*perFetch*perRecord; peak > limit {
 		t.Errorf("buffered bytes peaked at %.0f, over %0.f", peak, limit)
 	}
 	close(w.release)
