@@ -38,6 +38,7 @@ func commands() map[string]command {
 		"explain":  {"show the partition, table and INSERT one record maps to", runExplain},
 		"plan":     {"size partitions per bucket width for a write rate; judge a topic's policy", runPlan},
 		"generate": {"produce sample sensor events to Kafka (demos, benchmarks)", runGenerate},
+		"gen":      {"short for generate", runGenerate},
 		"bench":    {"measure the sink end to end against the raw Cassandra ceiling", runBench},
 	}
 }
