@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,11 @@ func RunDiscardDaemon(ctx context.Context, path string, stderr io.Writer) error 
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// The same soft memory limit `sink run` applies (writer.memory_limit unless GOMEMLIMIT is set), so
+	// the collector works as hard here as in the daemon being compared.
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok && cfg.Writer.MemoryLimit > 0 {
+		debug.SetMemoryLimit(int64(cfg.Writer.MemoryLimit))
+	}
 	reg := prometheus.NewRegistry()
 	metrics := pipeline.NewMetrics(reg)
 	m, err := mapper.New(cfg)
