@@ -220,6 +220,8 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	w := sinkCfg.Writer
 	r.Params.BatchMaxRows, r.Params.BatchMaxBytes = w.BatchMaxRows, int64(w.BatchMaxBytes)
 	r.Params.Linger, r.Params.MaxInFlight = w.Linger.Std().String(), w.MaxInFlight
+	r.Params.MaxBuffered, r.Params.MemoryLimit = int64(w.MaxBufferedBytes), int64(w.MemoryLimit)
+	r.Params.FetchMaxBytes = int64(sinkCfg.Kafka.FetchMaxBytes)
 
 	// Phase 2: the ceiling.
 	if err := h.ceiling(ctx, base, records, sinkCfg); err != nil {

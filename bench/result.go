@@ -50,6 +50,9 @@ type Params struct {
 	BatchMaxBytes  int64    `json:"batch_max_bytes"`
 	Linger         string   `json:"linger"`
 	MaxInFlight    int      `json:"max_in_flight"`
+	MaxBuffered    int64    `json:"max_buffered_bytes"`
+	MemoryLimit    int64    `json:"memory_limit"`
+	FetchMaxBytes  int64    `json:"fetch_max_bytes"`
 	CommitInterval string   `json:"commit_interval"`
 	GOMAXPROCS     int      `json:"sink_gomaxprocs,omitempty"`
 	LatencyFor     string   `json:"latency_duration"`
