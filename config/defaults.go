@@ -10,14 +10,15 @@ const (
 	// DefaultGroup and DefaultClientID name the consumer group and client when none is given.
 	DefaultGroup    = "sink"
 	DefaultClientID = "sink"
-	// DefaultFetchMaxBytes bounds one fetch response. 4 MiB of lz4-compressed records is tens of
-	// thousands of small records per round trip, and decompressed and parsed (about three times
-	// its size) two such fetches stay well below the default writer.max_buffered_bytes, which
-	// they overshoot before the budget sees them.
-	DefaultFetchMaxBytes = Bytes(4 << 20)
-	// DefaultFetchMaxPartitionBytes: 1 MiB per partition lets one fetch carry at least four
+	// DefaultFetchMaxBytes bounds one fetch response. 512 KiB of lz4-compressed JSON is some
+	// 16,000 small records per round trip, a few round trips a second at full speed; buffered, the
+	// records and their rows take up to FetchExpansion times that (16 MiB), so the two fetches the
+	// client may hold stay within writer.max_buffered_bytes, which they can overshoot before the
+	// budget sees them. 16 MiB fetches expanded to 25 times the whole default budget.
+	DefaultFetchMaxBytes = Bytes(512 << 10)
+	// DefaultFetchMaxPartitionBytes: 128 KiB per partition lets one fetch carry at least four
 	// partitions at full size, so one busy partition cannot starve the rest.
-	DefaultFetchMaxPartitionBytes = Bytes(1 << 20)
+	DefaultFetchMaxPartitionBytes = Bytes(128 << 10)
 	// DefaultSessionTimeout is the Kafka client default of recent brokers (45s): long enough to
 	// ride out a GC pause or a slow Cassandra write, short enough to fail over within a minute.
 	DefaultSessionTimeout = Duration(45 * time.Second)
@@ -58,8 +59,8 @@ const (
 	// the collector's headroom it keeps the process under DefaultMemoryLimit.
 	DefaultMaxBufferedBytes = Bytes(32 << 20)
 	// DefaultMemoryLimit is the Go soft memory limit of `sink run`. Live memory with the defaults
-	// is the budget (32 MiB) plus the fetch memory (16 MiB compressed, about three times that once
-	// parsed) plus the driver and runtime (about 20 MiB): near 100 MiB. 192 MiB leaves the
+	// is at most the budget (32 MiB) plus the fetch memory (two 512 KiB fetches, expanded: 32 MiB)
+	// plus the driver, client and runtime (about 20 MiB): under 100 MiB. 192 MiB leaves the
 	// collector almost its default headroom (GOGC=100) and caps the garbage it lets float, so the
 	// process stays well under a 256 MiB container limit. Larger buffers raise it: see
 	// MemoryLimitFloor.
@@ -130,28 +131,37 @@ const (
 	SourceRaw            = "raw"
 )
 
-// MaxConcurrentFetches is how many fetch responses the Kafka client may hold before the pipeline
-// polls them: enough that a fetch is always under way (two), more while four parsed fetches (about
-// three times their compressed size each) stay within writer.max_buffered_bytes, at most four.
+// FetchExpansion is how many bytes of memory one byte of a fetch response can become once its records
+// are buffered: decompressed, parsed into kgo.Record structs, tracked and mapped into rows, all of which
+// the byte budget charges (docs/PIPELINE.md, "Backpressure and memory"). Measured 25 for ~150-byte JSON
+// records, which lz4 batches shrink to 32 bytes each; larger or less compressible records expand less.
+const FetchExpansion = 32
+
+// MaxConcurrentFetches is how many fetch responses the Kafka client may hold before the pipeline polls
+// them (franz-go's MaxConcurrentFetches): as many as fit, expanded, in writer.max_buffered_bytes, at
+// least one and at most four. A fetch that arrives after the budget was crossed is charged all the
+// same, so these bound the overshoot.
 func MaxConcurrentFetches(maxBuffered, fetchMax Bytes) int {
 	if fetchMax <= 0 {
 		return 1
 	}
-	return int(min(max(maxBuffered/(4*fetchMax), 1), 4))
+	return int(min(max(maxBuffered/(FetchExpansion*fetchMax), 1), 4))
 }
 
-// FetchMemory bounds what fetched records can hold outside the byte budget: the responses the client
-// buffers, and as much again charged only after the budget was crossed (the budget is checked when
-// records are queued). Compressed sizes: parsed, they take about three times as much.
+// FetchMemory bounds what fetched records can hold beyond writer.max_buffered_bytes: the responses in
+// flight or buffered in the client when the budget is crossed, once expanded.
 func FetchMemory(maxBuffered, fetchMax Bytes) Bytes {
-	return 2 * Bytes(MaxConcurrentFetches(maxBuffered, fetchMax)) * fetchMax
+	return Bytes(MaxConcurrentFetches(maxBuffered, fetchMax)) * fetchMax * FetchExpansion
 }
 
-// MemoryLimitFloor is the smallest default writer.memory_limit for these buffer sizes: twice the
-// budget plus the fetch memory, for the collector's headroom, plus 64 MiB for the driver, the
-// client and the runtime. With the shipped sizes it is below DefaultMemoryLimit.
+// MemoryLimitFloor is the smallest default writer.memory_limit for these buffer sizes: the budget plus
+// the fetch memory with half as much again as collector headroom, plus 64 MiB for the driver, the
+// client and the runtime, rounded up to a MiB. With the shipped sizes (32 MiB + 32 MiB) it is 160 MiB, below
+// DefaultMemoryLimit.
 func MemoryLimitFloor(maxBuffered, fetchMax Bytes) Bytes {
-	return 2*(maxBuffered+FetchMemory(maxBuffered, fetchMax)) + MinMemoryLimit
+	const mib = 1 << 20
+	n := (maxBuffered+FetchMemory(maxBuffered, fetchMax))*3/2 + MinMemoryLimit
+	return (n + mib - 1) / mib * mib // whole MiB, as an operator would write it
 }
 
 // ApplyDefaults fills every zero-valued key with its default, for a Config built in Go (tests,

@@ -22,9 +22,9 @@ type Kafka struct {
 	SASL     SASL     `koanf:"sasl"`
 	// FetchMaxBytes bounds one fetch response; with the fetch concurrency (MaxConcurrentFetches, derived
 	// from this and writer.max_buffered_bytes) it bounds the memory the client holds before records
-	// reach the pipeline. Default 4 MiB.
+	// reach the pipeline. Default 512 KiB.
 	FetchMaxBytes Bytes `koanf:"fetch_max_bytes"`
-	// FetchMaxPartitionBytes bounds one partition inside a fetch. Default 1 MiB.
+	// FetchMaxPartitionBytes bounds one partition inside a fetch. Default 128 KiB.
 	FetchMaxPartitionBytes Bytes `koanf:"fetch_max_partition_bytes"`
 	// SessionTimeout and RebalanceTimeout are the group timeouts; RebalanceTimeout must exceed
 	// writer.shutdown_timeout so a revoke can flush before the coordinator gives up on us.

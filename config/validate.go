@@ -272,7 +272,7 @@ func (c *Config) validateWriter(v *validator) {
 	} else if w.MemoryLimit > 0 {
 		fetch := FetchMemory(w.MaxBufferedBytes, c.Kafka.FetchMaxBytes)
 		if need := w.MaxBufferedBytes + fetch; w.MemoryLimit <= need {
-			v.add("writer.memory_limit", "%s does not exceed writer.max_buffered_bytes (%s) plus the fetch memory (%s: 2 × %d concurrent fetches of kafka.fetch_max_bytes); the collector would run without pause; raise it to at least %s, or lower those", w.MemoryLimit, w.MaxBufferedBytes, fetch, MaxConcurrentFetches(w.MaxBufferedBytes, c.Kafka.FetchMaxBytes), MemoryLimitFloor(w.MaxBufferedBytes, c.Kafka.FetchMaxBytes))
+			v.add("writer.memory_limit", "%s does not exceed writer.max_buffered_bytes (%s) plus the fetch memory (%s: %d concurrent fetches of kafka.fetch_max_bytes, ×%d once buffered); the collector would run without pause; raise it to at least %s, or lower those", w.MemoryLimit, w.MaxBufferedBytes, fetch, MaxConcurrentFetches(w.MaxBufferedBytes, c.Kafka.FetchMaxBytes), FetchExpansion, MemoryLimitFloor(w.MaxBufferedBytes, c.Kafka.FetchMaxBytes))
 		} else if w.MemoryLimit < MinMemoryLimit {
 			v.add("writer.memory_limit", "%s is below %s, too little for the driver, the Kafka client and the runtime; raise it, or use 0 to leave the Go runtime alone", w.MemoryLimit, MinMemoryLimit)
 		}

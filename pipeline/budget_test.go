@@ -3,6 +3,10 @@ package pipeline
 import (
 	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bucketsink/sink/batcher"
 )
 
 func TestBudgetPausesTheChargedPartitionAndResumesAtLowWater(t *testing.T) {
@@ -68,5 +72,27 @@ func TestBudgetForgetReleasesEverything(t *testing.T) {
 	}
 	if bg.total != 41 {
 		t.Fatalf("total %d, want 41", bg.total)
+	}
+}
+
+// TestCostsChargeWhatIsPinned: a record costs its payload plus the structures franz-go and the tracker
+// keep for it, each header its own struct and bytes; a row costs its estimated values plus its struct
+// copies, its key and one interface per value.
+func TestCostsChargeWhatIsPinned(t *testing.T) {
+	r := &kgo.Record{Key: []byte("device-1"), Value: make([]byte, 141)}
+	if got, want := recordCost(r), recordOverhead+8+141; got != want {
+		t.Errorf("record cost %d, want %d", got, want)
+	}
+	if recordOverhead < 160 {
+		t.Errorf("record overhead %d is below the size of a kgo.Record alone", recordOverhead)
+	}
+	withHeader := *r
+	withHeader.Headers = []kgo.RecordHeader{{Key: "trace", Value: []byte("abc")}}
+	if got, want := recordCost(&withHeader)-recordCost(r), headerOverhead+5+3; got != want {
+		t.Errorf("a header costs %d, want %d", got, want)
+	}
+	row := batcher.Row{Key: "device-1", Values: make([]any, 6), Size: 90}
+	if got, want := rowCost(&row), rowOverhead+90+8+6*16; got != want {
+		t.Errorf("row cost %d, want %d", got, want)
 	}
 }
