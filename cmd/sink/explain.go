@@ -40,11 +40,8 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 (default now)")
 	partition := fs.Int("partition", 0, "the Kafka partition")
 	offset := fs.Int64("offset", 0, "the Kafka offset")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "sink explain: unexpected argument %q\n", fs.Arg(0))

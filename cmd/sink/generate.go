@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,11 +41,8 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	)
 	fs.Var(&rate, "rate", "records per second of wall time, e.g. 200/s or 5000 (0: as fast as acknowledged)")
 	fs.Var(&eventRate, "event-rate", "events per second of event time (default: --rate, or 100/s without one)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "sink generate: "+format+"\n", a...)

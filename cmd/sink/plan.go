@@ -44,11 +44,8 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		topicName = fs.String("topic", "", "topic of --config to judge (default: the only one)")
 		asJSON    = fs.Bool("json", false, "print JSON instead of a table")
 	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "sink plan: "+format+"\n", a...)

@@ -46,11 +46,8 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	path := fs.String("config", "", "the YAML config file (required)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 || *path == "" {
 		fmt.Fprintln(stderr, "sink run: --config FILE is required and takes no arguments")

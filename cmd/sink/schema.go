@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,11 +33,8 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	topic := fs.String("topic", "", "only this topic (a key under topics:); default all")
 	at := fs.String("at", "", "the time whose slice tables to create, RFC 3339 (default now)")
 	apply := fs.Bool("apply", false, "run the statements against the cluster and check the tables")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "sink schema: unexpected argument %q\n", fs.Arg(0))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,11 +24,8 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		fs.PrintDefaults()
 	}
 	path := fs.String("config", "", "the YAML config file (required)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "sink validate: unexpected argument %q\n", fs.Arg(0))
