@@ -3,6 +3,8 @@ package batcher
 import (
 	"errors"
 	"fmt"
+	"math/bits"
+	"sync"
 	"time"
 )
 
@@ -52,6 +54,8 @@ type Batch struct {
 	Key    string
 	Rows   []Row
 	Bytes  int // sum of Rows[i].Size
+
+	buf *rowBuf // the pooled backing array of Rows; see Release
 }
 
 // Config holds the flush limits of a Batcher.
@@ -103,13 +107,47 @@ type partKey struct {
 	key    string
 }
 
-// open is the map entry of a batch still accepting rows. seq tells a live queue entry from a stale one.
-type open struct {
-	batch *Batch
-	seq   uint64
+// node is an open batch with its bookkeeping. The Batch is embedded so that a batch and its node are
+// one allocation; the caller gets &node.Batch.
+type node struct {
+	Batch
+	key   partKey
+	seq   uint64    // tells a live queue entry from a stale one
+	first time.Time // when its first row arrived
+	// prev and next link the node into its size class: the list of open batches with the same number of
+	// rows (see Pick), in the order they reached that size.
+	prev, next *node
+	class      int
 }
 
-// queued is one open batch in creation order. Batches flushed by Add leave their entry behind;
+// sizeList is one size class, oldest arrival at that size first.
+type sizeList struct{ head, tail *node }
+
+func (l *sizeList) push(n *node) {
+	n.prev, n.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = n
+	} else {
+		l.head = n
+	}
+	l.tail = n
+}
+
+func (l *sizeList) remove(n *node) {
+	if n.prev != nil {
+		n.prev.next = n.next
+	} else {
+		l.head = n.next
+	}
+	if n.next != nil {
+		n.next.prev = n.prev
+	} else {
+		l.tail = n.prev
+	}
+	n.prev, n.next = nil, nil
+}
+
+// queued is one open batch in creation order. Batches flushed by Add or Pick leave their entry behind;
 // it is recognised as stale (the map no longer holds that seq) and skipped when it reaches the head.
 type queued struct {
 	key   partKey
@@ -117,19 +155,23 @@ type queued struct {
 	first time.Time
 }
 
+// maxClasses bounds the number of size classes; batches with more rows share the last class.
+const maxClasses = 1024
+
 // Batcher groups rows by (Target, Key) into batches. It is a pure state machine: it starts no
 // goroutines and reads no clock; every time comes in as an argument. It is not safe for concurrent use:
-// one goroutine (a partition worker) owns it.
+// one goroutine (the pipeline's write stage) owns it. Release alone may be called from any goroutine.
 type Batcher struct {
-	cfg   Config
-	open  map[partKey]open
-	queue []queued // ordered by first; live entries are exactly the open batches
-	head  int      // queue[:head] is consumed
-	seq   uint64
-	last  time.Time // latest now seen; see Add
-	rows  int
-	bytes int
-	out   [2]*Batch // Add's result buffer
+	cfg     Config
+	open    map[partKey]*node
+	queue   []queued // ordered by first; live entries are exactly the open batches
+	head    int      // queue[:head] is consumed
+	classes []sizeList
+	seq     uint64
+	last    time.Time // latest now seen; see Add
+	rows    int
+	bytes   int
+	out     [2]*Batch // Add's result buffer
 }
 
 // New returns an empty Batcher. Zero Config fields take their defaults; New panics if cfg.Validate
@@ -138,7 +180,8 @@ func New(cfg Config) *Batcher {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	return &Batcher{cfg: cfg.withDefaults(), open: make(map[partKey]open)}
+	cfg = cfg.withDefaults()
+	return &Batcher{cfg: cfg, open: make(map[partKey]*node), classes: make([]sizeList, min(cfg.MaxRows, maxClasses)+1)}
 }
 
 // Add puts r into its partition's batch and returns the batches that must be written now, oldest
@@ -155,34 +198,40 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 	n := 0
 	k := partKey{r.Target, r.Key}
 	e, ok := b.open[k]
-	if ok && e.batch.Bytes+r.Size > b.cfg.MaxBytes {
-		b.out[n] = b.take(k, e.batch)
+	if ok && e.Bytes+r.Size > b.cfg.MaxBytes {
+		b.out[n] = b.take(e)
 		n++
 		ok = false
 	}
 	if !ok {
 		b.seq++
-		e = open{batch: &Batch{Target: r.Target, Key: r.Key}, seq: b.seq}
+		e = &node{Batch: Batch{Target: r.Target, Key: r.Key}, key: k, seq: b.seq, first: b.last}
 	}
-	bt := e.batch
-	bt.Rows = append(bt.Rows, r)
-	bt.Bytes += r.Size
+	appendRow(&e.Batch, r)
 	b.rows++
 	b.bytes += r.Size
 	switch {
-	case len(bt.Rows) >= b.cfg.MaxRows || bt.Bytes >= b.cfg.MaxBytes:
+	case len(e.Rows) >= b.cfg.MaxRows || e.Bytes >= b.cfg.MaxBytes:
 		if ok {
-			b.take(k, bt)
+			b.take(e)
 		} else {
-			// Full at its first row: it never entered the map or the queue.
-			b.rows -= len(bt.Rows)
-			b.bytes -= bt.Bytes
+			// Full at its first row: it never entered the map, the queue or a size class.
+			b.rows -= len(e.Rows)
+			b.bytes -= e.Bytes
 		}
-		b.out[n] = bt
+		b.out[n] = &e.Batch
 		n++
 	case !ok:
 		b.open[k] = e
-		b.queue = append(b.queue, queued{key: k, seq: e.seq, first: b.last})
+		b.queue = append(b.queue, queued{key: k, seq: e.seq, first: e.first})
+		b.classes[1].push(e)
+		e.class = 1
+	default:
+		if c := min(len(e.Rows), len(b.classes)-1); c != e.class {
+			b.classes[e.class].remove(e)
+			b.classes[c].push(e)
+			e.class = c
+		}
 	}
 	if n == 0 {
 		return nil
@@ -190,21 +239,57 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 	return b.out[:n]
 }
 
-// take removes an open batch from the map; its queue entry becomes stale.
-func (b *Batcher) take(k partKey, bt *Batch) *Batch {
-	delete(b.open, k)
-	b.rows -= len(bt.Rows)
-	b.bytes -= bt.Bytes
-	return bt
+// take removes an open batch from the map and its size class; its queue entry becomes stale.
+func (b *Batcher) take(e *node) *Batch {
+	delete(b.open, e.key)
+	b.classes[e.class].remove(e)
+	b.rows -= len(e.Rows)
+	b.bytes -= e.Bytes
+	return &e.Batch
+}
+
+// Pick removes and returns the open batch that is best to send when a writer is free and no batch is
+// full: the one with the largest product of its rows and its age (now minus its first row's arrival),
+// or nil when no batch is open.
+//
+// Why that product: a single-partition batch costs Cassandra and the driver a fixed amount per request
+// plus an amount per row, so under load the sink wants few, large requests, while the byte budget bounds
+// how many rows may wait. Sending the oldest batch first holds every partition for about the same time,
+// so a partition that receives one row a second goes out as one-row batches. Holding a partition for a
+// time inversely proportional to the square root of its row rate minimises the requests per row for the
+// rows held, and sending the largest rows×age first is that rule without knowing the rates. A simulation
+// of the benchmark's key skew (Zipf 1.1 over 10,000 keys, 100 rows per batch at most) gives 10 to 25% more
+// rows per batch than oldest-first for the same rows held (TestPickBeatsOldestFirst). A batch
+// waiting alone still wins eventually, since its age grows.
+//
+// Only the longest-waiting batch of each size class is considered, so Pick costs one comparison per
+// class (at most min(MaxRows, 1024)), not one per open batch.
+func (b *Batcher) Pick(now time.Time) *Batch {
+	var best *node
+	var score float64
+	for c := 1; c < len(b.classes); c++ {
+		e := b.classes[c].head
+		if e == nil {
+			continue
+		}
+		// +1 ns: rows that arrived at now still rank by their count.
+		if s := float64(len(e.Rows)) * float64(max(now.Sub(e.first), 0)+1); best == nil || s > score {
+			best, score = e, s
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return b.take(best)
 }
 
 // live reports whether a queue entry still stands for an open batch.
-func (b *Batcher) live(q queued) (*Batch, bool) {
+func (b *Batcher) live(q queued) (*node, bool) {
 	e, ok := b.open[q.key]
 	if !ok || e.seq != q.seq {
 		return nil, false
 	}
-	return e.batch, true
+	return e, true
 }
 
 // pop drops the head of the queue and compacts the slice once half of it is consumed,
@@ -228,13 +313,13 @@ func (b *Batcher) Due(now time.Time) []*Batch {
 	var due []*Batch
 	for b.head < len(b.queue) {
 		q := b.queue[b.head]
-		bt, ok := b.live(q)
+		e, ok := b.live(q)
 		if ok && now.Sub(q.first) < b.cfg.Linger {
 			break
 		}
 		b.pop()
 		if ok {
-			due = append(due, b.take(q.key, bt))
+			due = append(due, b.take(e))
 		}
 	}
 	return due
@@ -261,8 +346,8 @@ func (b *Batcher) Flush() []*Batch {
 	}
 	for b.head < len(b.queue) {
 		q := b.queue[b.head]
-		if bt, ok := b.live(q); ok {
-			all = append(all, b.take(q.key, bt))
+		if e, ok := b.live(q); ok {
+			all = append(all, b.take(e))
 		}
 		b.pop()
 	}
@@ -277,3 +362,51 @@ func (b *Batcher) Rows() int { return b.rows }
 
 // Bytes returns the sum of Row.Size over the rows held in open batches.
 func (b *Batcher) Bytes() int { return b.bytes }
+
+// Row slices are pooled by capacity (powers of two from minRows): a batch grows its Rows by doubling
+// like append would, but the outgrown array goes back to its pool and Release returns the last one, so
+// under a steady load batching allocates no row arrays at all (they were a tenth of what the sink
+// allocated per event).
+const minRows = 4
+
+type rowBuf struct{ rows []Row }
+
+var rowPools [40]sync.Pool // by bits.Len(capacity)
+
+func getRowBuf(capacity int) *rowBuf {
+	if rb, ok := rowPools[bits.Len(uint(capacity))].Get().(*rowBuf); ok {
+		return rb
+	}
+	return &rowBuf{rows: make([]Row, 0, capacity)}
+}
+
+func putRowBuf(rb *rowBuf, rows []Row) {
+	clear(rows) // drop the references to keys, targets and values
+	rb.rows = rows[:0]
+	rowPools[bits.Len(uint(cap(rows)))].Put(rb)
+}
+
+// appendRow appends r to bt's rows, growing them through the pool.
+func appendRow(bt *Batch, r Row) {
+	if len(bt.Rows) == cap(bt.Rows) {
+		nb := getRowBuf(max(2*cap(bt.Rows), minRows))
+		nb.rows = append(nb.rows[:0], bt.Rows...)
+		if bt.buf != nil {
+			putRowBuf(bt.buf, bt.Rows)
+		}
+		bt.buf, bt.Rows = nb, nb.rows
+	}
+	bt.Rows = append(bt.Rows, r)
+	bt.Bytes += r.Size
+}
+
+// Release returns the batch's row array for reuse by later batches. Call it once, when nothing will read
+// bt.Rows again (after the write and everything that looks at the written rows); bt.Rows is nil after.
+// Not calling it is safe: the array is then collected as garbage. Safe for concurrent use.
+func Release(bt *Batch) {
+	if bt == nil || bt.buf == nil {
+		return
+	}
+	putRowBuf(bt.buf, bt.Rows)
+	bt.buf, bt.Rows = nil, nil
+}

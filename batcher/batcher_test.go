@@ -2,7 +2,9 @@ package batcher
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
 	"time"
 )
@@ -253,10 +255,43 @@ func TestProperties(t *testing.T) {
 		b := New(cfg)
 		keys := 1 + rng.IntN(30)
 		now := t0
-		var out []*Batch
-		collect := func(bs []*Batch) { out = append(out, bs...) }
+		seen := make(map[int64]int)
+		last := map[partKey]int64{}
+		// check verifies each batch as it leaves, then releases half of them at once: a reused row array
+		// must never show up in a batch still held (the later checks would see foreign or missing rows).
+		check := func(bs []*Batch) {
+			for _, bt := range bs {
+				if len(bt.Rows) == 0 {
+					t.Fatalf("seed %d: empty batch", seed)
+				}
+				sum := 0
+				for _, r := range bt.Rows {
+					if r.Target != bt.Target || r.Key != bt.Key {
+						t.Fatalf("seed %d: batch %s/%s holds a row of %s/%s", seed, bt.Target.Table, bt.Key, r.Target.Table, r.Key)
+					}
+					seen[r.Source.Offset]++
+					k := partKey{r.Target, r.Key}
+					if prev, ok := last[k]; ok && prev >= r.Source.Offset {
+						t.Fatalf("seed %d: partition %s/%s: offset %d after %d", seed, r.Target.Table, r.Key, r.Source.Offset, prev)
+					}
+					last[k] = r.Source.Offset
+					sum += r.Size
+				}
+				if sum != bt.Bytes {
+					t.Fatalf("seed %d: Bytes %d, rows sum to %d", seed, bt.Bytes, sum)
+				}
+				if len(bt.Rows) > cfg.MaxRows {
+					t.Fatalf("seed %d: %d rows > MaxRows %d", seed, len(bt.Rows), cfg.MaxRows)
+				}
+				if bt.Bytes > cfg.MaxBytes && len(bt.Rows) != 1 {
+					t.Fatalf("seed %d: %d bytes in %d rows > MaxBytes %d", seed, bt.Bytes, len(bt.Rows), cfg.MaxBytes)
+				}
+				if rng.IntN(2) == 0 {
+					Release(bt)
+				}
+			}
+		}
 		nrows := rng.IntN(2000)
-		sent := make([]Row, 0, nrows)
 		for i := 0; i < nrows; i++ {
 			now = now.Add(time.Duration(rng.IntN(5)) * time.Millisecond)
 			size := rng.IntN(cfg.MaxBytes/4 + 2)
@@ -264,54 +299,144 @@ func TestProperties(t *testing.T) {
 				size = cfg.MaxBytes + rng.IntN(100) // oversize
 			}
 			r := row(targets[rng.IntN(len(targets))], fmt.Sprint("k", rng.IntN(keys)), size, int64(i))
-			sent = append(sent, r)
-			collect(b.Add(r, now))
-			if rng.IntN(10) == 0 {
-				collect(b.Due(now))
+			check(b.Add(r, now))
+			switch rng.IntN(10) {
+			case 0:
+				check(b.Due(now))
 				if at, ok := b.NextDue(); ok && !at.After(now) {
 					t.Fatalf("seed %d: after Due(%v) a batch is still due at %v", seed, now, at)
 				}
+			case 1:
+				rows, open := b.Rows(), b.Len()
+				bt := b.Pick(now)
+				if (bt == nil) != (open == 0) {
+					t.Fatalf("seed %d: Pick with %d open batches returned %v", seed, open, bt)
+				}
+				if bt != nil {
+					if b.Len() != open-1 || b.Rows() != rows-len(bt.Rows) {
+						t.Fatalf("seed %d: Pick took %d rows; counters went from %d/%d to %d/%d", seed, len(bt.Rows), open, rows, b.Len(), b.Rows())
+					}
+					check([]*Batch{bt})
+				}
 			}
 		}
-		collect(b.Flush())
+		check(b.Flush())
 		if b.Len() != 0 || b.Rows() != 0 || b.Bytes() != 0 {
 			t.Fatalf("seed %d: counters not zero after Flush", seed)
 		}
-
-		seen := make(map[int64]int)
-		last := map[partKey]int64{}
-		for _, bt := range out {
-			if len(bt.Rows) == 0 {
-				t.Fatalf("seed %d: empty batch", seed)
-			}
-			sum := 0
-			for _, r := range bt.Rows {
-				if r.Target != bt.Target || r.Key != bt.Key {
-					t.Fatalf("seed %d: batch %s/%s holds a row of %s/%s", seed, bt.Target.Table, bt.Key, r.Target.Table, r.Key)
-				}
-				seen[r.Source.Offset]++
-				k := partKey{r.Target, r.Key}
-				if prev, ok := last[k]; ok && prev >= r.Source.Offset {
-					t.Fatalf("seed %d: partition %s/%s: offset %d after %d", seed, r.Target.Table, r.Key, r.Source.Offset, prev)
-				}
-				last[k] = r.Source.Offset
-				sum += r.Size
-			}
-			if sum != bt.Bytes {
-				t.Fatalf("seed %d: Bytes %d, rows sum to %d", seed, bt.Bytes, sum)
-			}
-			if len(bt.Rows) > cfg.MaxRows {
-				t.Fatalf("seed %d: %d rows > MaxRows %d", seed, len(bt.Rows), cfg.MaxRows)
-			}
-			if bt.Bytes > cfg.MaxBytes && len(bt.Rows) != 1 {
-				t.Fatalf("seed %d: %d bytes in %d rows > MaxBytes %d", seed, bt.Bytes, len(bt.Rows), cfg.MaxBytes)
-			}
+		if b.Pick(now) != nil {
+			t.Fatalf("seed %d: Pick found a batch after Flush", seed)
 		}
-		for i := range sent {
+		for i := 0; i < nrows; i++ {
 			if seen[int64(i)] != 1 {
 				t.Fatalf("seed %d: row %d appears %d times", seed, i, seen[int64(i)])
 			}
 		}
+	}
+}
+
+func TestPickTakesMostRowsTimesAge(t *testing.T) {
+	b := New(Config{MaxRows: 100, MaxBytes: 1 << 20, Linger: 5 * time.Millisecond})
+	// "old": 1 row, 100 ms old. "busy": 30 rows, 10 ms old. "mid": 4 rows, 50 ms old.
+	b.Add(row(tgtA, "old", 10, 0), t0)
+	for i := range 4 {
+		b.Add(row(tgtA, "mid", 10, int64(10+i)), t0.Add(50*time.Millisecond))
+	}
+	for i := range 30 {
+		b.Add(row(tgtA, "busy", 10, int64(100+i)), t0.Add(90*time.Millisecond))
+	}
+	now := t0.Add(100 * time.Millisecond)
+	var got []string
+	for bt := b.Pick(now); bt != nil; bt = b.Pick(now) {
+		got = append(got, fmt.Sprintf("%s:%d", bt.Key, len(bt.Rows)))
+	}
+	// busy 30×10ms=300, mid 4×50ms=200, old 1×100ms=100.
+	if want := "[busy:30 mid:4 old:1]"; fmt.Sprint(got) != want {
+		t.Fatalf("Pick order %v, want %s", got, want)
+	}
+	if b.Len() != 0 || b.Rows() != 0 {
+		t.Fatalf("counters %d/%d after picking everything", b.Len(), b.Rows())
+	}
+	if _, ok := b.NextDue(); ok {
+		t.Fatal("NextDue still reports a batch after Pick took them all")
+	}
+}
+
+// TestPickBeatsOldestFirst is the simulation behind Pick's rule: rows of 10,000 keys with a Zipf skew
+// arrive while at most a fixed number of rows may be held, and every time the holding limit is reached
+// one batch leaves (as when a writer slot frees under load). Picking by rows×age must send fewer,
+// larger batches than oldest-first for the same rows held. Deterministic (fixed seed, simulated time).
+func TestPickBeatsOldestFirst(t *testing.T) {
+	perBatch := func(pick bool) float64 {
+		rng := rand.New(rand.NewPCG(7, 7))
+		zipf := newZipf(rng, 1.1, 10000)
+		b := New(Config{MaxRows: 100, MaxBytes: 1 << 20, Linger: time.Millisecond})
+		keys := make([]string, 10000)
+		for i := range keys {
+			keys[i] = fmt.Sprint("dev-", i)
+		}
+		const held, total = 20000, 400000
+		now := t0
+		rows, batches := 0, 0
+		for i := 0; rows < total; i++ {
+			for b.Rows() < held {
+				now = now.Add(time.Microsecond)
+				for _, bt := range b.Add(row(tgtA, keys[zipf()], 100, int64(i)), now) {
+					rows += len(bt.Rows)
+					batches++
+					Release(bt)
+				}
+			}
+			var bt *Batch
+			if pick {
+				bt = b.Pick(now)
+			} else if next, ok := b.NextDue(); ok {
+				bt = b.Due(next)[0]
+			}
+			rows += len(bt.Rows)
+			batches++
+			Release(bt)
+		}
+		return float64(rows) / float64(batches)
+	}
+	fifo, pick := perBatch(false), perBatch(true)
+	t.Logf("rows per batch: oldest first %.1f, Pick %.1f", fifo, pick)
+	if pick < 1.1*fifo {
+		t.Fatalf("Pick sent %.1f rows per batch, oldest first %.1f: want at least 10%% more", pick, fifo)
+	}
+}
+
+// newZipf returns a Zipf(s) sampler over [0, n) by inverting the cumulative distribution.
+func newZipf(rng *rand.Rand, s float64, n int) func() int {
+	cdf := make([]float64, n)
+	sum := 0.0
+	for i := range cdf {
+		sum += math.Pow(float64(i+1), -s)
+		cdf[i] = sum
+	}
+	return func() int {
+		u := rng.Float64() * sum
+		return sort.SearchFloat64s(cdf, u)
+	}
+}
+
+func TestReleaseReusesRowArrays(t *testing.T) {
+	b := New(Config{MaxRows: 64, MaxBytes: 1 << 20})
+	rows := make([]Row, 64)
+	for i := range rows {
+		rows[i] = row(tgtA, "k", 10, int64(i))
+	}
+	fill := func() {
+		for i := range rows {
+			for _, bt := range b.Add(rows[i], t0) {
+				Release(bt)
+			}
+		}
+	}
+	fill() // warm the pools
+	if n := testing.AllocsPerRun(100, fill); n > 1.5 {
+		// One allocation per batch (its node) is expected; growing the rows must come from the pools.
+		t.Fatalf("%.1f allocations per 64-row batch, want at most 1 (the batch itself)", n)
 	}
 }
 
@@ -333,12 +458,18 @@ func BenchmarkAdd(b *testing.B) {
 			batches := 0
 			b.ReportAllocs()
 			b.ResetTimer()
+			release := func(bs []*Batch) int {
+				for _, x := range bs {
+					Release(x) // as the write stage does once a batch is written
+				}
+				return len(bs)
+			}
 			for i := 0; i < b.N; i++ {
 				if i%100 == 0 {
 					now = now.Add(time.Millisecond)
-					batches += len(bt.Due(now))
+					batches += release(bt.Due(now))
 				}
-				batches += len(bt.Add(rows[i%len(rows)], now))
+				batches += release(bt.Add(rows[i%len(rows)], now))
 			}
 			b.ReportMetric(float64(b.N)/float64(max(batches, 1)), "rows/batch")
 		})

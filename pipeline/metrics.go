@@ -25,6 +25,7 @@ type Metrics struct {
 	WriteRetries        *prometheus.CounterVec
 	WritesInFlight      prometheus.Gauge
 	BufferedBytes       prometheus.Gauge
+	OpenBatchRows       prometheus.Gauge
 	PausedPartitions    prometheus.Gauge
 	CommitDuration      prometheus.Histogram
 	CommitFailures      prometheus.Counter
@@ -83,6 +84,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "buffered_bytes",
 			Help: "Bytes of fetched records and their rows held in memory until written or dead-lettered.",
 		}),
+		OpenBatchRows: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "open_batch_rows",
+			Help: "Rows in open batches, waiting for more rows of their Cassandra partition or for a free writer.",
+		}),
 		PausedPartitions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "paused_partitions",
 			Help: "Kafka partitions whose fetching is paused, for backpressure or because a record is stuck.",
@@ -117,7 +122,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(
 		m.RecordsConsumed, m.RecordsWritten, m.RecordsDeadLettered, m.RecordsFailed,
 		m.BatchRows, m.BatchBytes, m.WriteDuration, m.WriteRetries, m.WritesInFlight,
-		m.BufferedBytes, m.PausedPartitions, m.CommitDuration, m.CommitFailures,
+		m.BufferedBytes, m.OpenBatchRows, m.PausedPartitions, m.CommitDuration, m.CommitFailures,
 		m.ConsumerLag, m.PartitionBudget, m.Ready, m.BuildInfo, m.live,
 	)
 	return m
@@ -142,6 +147,7 @@ func MetricNames() []string {
 		"sink_write_retries_total",
 		"sink_writes_in_flight",
 		"sink_buffered_bytes",
+		"sink_open_batch_rows",
 		"sink_paused_partitions",
 		"sink_commit_duration_seconds",
 		"sink_commit_failures_total",

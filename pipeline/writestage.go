@@ -50,6 +50,11 @@ type readyBatch struct {
 // overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
 const overdue = 100 * time.Millisecond
 
+// starve bounds how long past its linger the batching policy may hold a row under load: older batches
+// go out in arrival order, ahead of full ones. Under a backlog the sink waits much less than this for
+// every batch; the bound is for a pathological mix of keys.
+const starve = 10 * time.Second
+
 func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInFlight int) *writeStage {
 	return &writeStage{
 		pl:      pl,
@@ -99,11 +104,11 @@ func (s *writeStage) run() {
 		case m, ok := <-in:
 			if !ok {
 				in = nil
-				s.take(s.b.Flush())
+				s.take(s.b.Flush()...)
 				break
 			}
 			if m.flush != nil {
-				s.take(s.b.Flush())
+				s.take(s.b.Flush()...)
 				close(m.flush)
 				break
 			}
@@ -112,11 +117,23 @@ func (s *writeStage) run() {
 			armed = time.Time{}
 			s.due = true
 		case slot <- struct{}{}:
-			if now := s.pl.now(); len(s.ready) == 0 || s.overdue(now) {
-				// Only the oldest due batches (those whose rows arrived together), not every due batch:
-				// the others keep filling while this slot is busy.
-				if next, ok := s.b.NextDue(); ok && !next.After(now) {
-					s.take(s.b.Due(next))
+			now := s.pl.now()
+			if next, ok := s.b.NextDue(); ok && !next.After(now) {
+				switch {
+				case now.Sub(next) > starve:
+					// The oldest batches go first, ahead of full ones, whatever else waits.
+					s.take(s.b.Due(next)...)
+				case len(s.ready) > 0:
+					// Full batches are the best use of a slot.
+				case len(s.slots) <= s.partial:
+					// Light load: only the oldest due batches (those whose rows arrived together), not
+					// every due batch: the others keep filling while this slot is busy.
+					s.take(s.b.Due(next)...)
+				default:
+					// Under load, the batch that sends the most rows for the wait (see batcher.Pick).
+					if bt := s.b.Pick(now); bt != nil {
+						s.take(bt)
+					}
 				}
 			}
 			s.due = false
@@ -129,6 +146,7 @@ func (s *writeStage) run() {
 			s.ready = s.ready[1:]
 			s.start(rb)
 		}
+		s.pl.metrics.OpenBatchRows.Set(float64(s.b.Rows()))
 		if s.due {
 			if holdPartial && armed.IsZero() {
 				// Held back while many writes are in flight: wake up when the oldest becomes overdue.
@@ -164,18 +182,18 @@ func (s *writeStage) add(m writeMsg) {
 	// partition can be assigned again; a lost partition does not, so a new assignment's first rows flush
 	// out whatever the old one left.
 	if old, ok := s.owners[m.owner.tp]; ok && old != m.owner {
-		s.take(s.b.Flush())
+		s.take(s.b.Flush()...)
 	}
 	s.owners[m.owner.tp] = m.owner
 	now := s.pl.now()
 	for _, r := range m.rows {
-		s.take(s.b.Add(r, now))
+		s.take(s.b.Add(r, now)...)
 	}
 }
 
 // take moves batches out of the batcher into the ready queue, resolving the owner of every row now, while
 // the batcher holds only rows of current assignments.
-func (s *writeStage) take(bs []*batcher.Batch) {
+func (s *writeStage) take(bs ...*batcher.Batch) {
 	for _, b := range bs {
 		owners := make([]*partition, len(b.Rows))
 		var last *partition
@@ -217,6 +235,7 @@ func (s *writeStage) start(rb readyBatch) {
 
 func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
 	defer s.wg.Done()
+	defer batcher.Release(b) // after everything below: none of it keeps b.Rows
 	defer func() {
 		<-s.slots
 		select {
