@@ -10,32 +10,40 @@ import (
 
 // What the budget charges: the heap a buffered record and its row keep alive, not just their payload.
 // Counting key and value bytes alone let the process hold two to three times writer.max_buffered_bytes
-// (docs/PERFORMANCE.md, "Memory"). The estimate follows how franz-go (v1.22) and the write stage hold
-// data:
+// (docs/PERFORMANCE.md, "Memory"). A record is charged from the moment it is queued until its worker has
+// mapped it (recordCost); from then on only its row and its tracker entry are (rowCost, entryCost), since
+// nothing keeps the record once it is mapped (a row Cassandra refuses is dead-lettered from the record
+// read back from Kafka, reread.go). A record that fails mapping stays referenced by the dead-letter
+// sender until it is produced, so its record cost moves to its tracker entry. The estimates follow how
+// franz-go (v1.22) and the write stage hold data:
 //
 //   - A fetched record is one kgo.Record in its batch's record slab, a pointer to it in the fetch's list,
 //     and its own encoding inside the decompressed batch, where its key, value and header bytes live:
 //     those bytes plus about a dozen bytes of varint framing (length, attributes, timestamp and offset
-//     deltas, key and value lengths). Headers add a kgo.RecordHeader each. The tracker holds one
-//     pendingRecord until it is done. The slabs and the decompressed batch stay alive as long as any of
-//     their records is buffered, so charging each record its share is exact only on average.
+//     deltas, key and value lengths). Headers add a kgo.RecordHeader each. The slabs and the decompressed
+//     batch stay alive as long as any of their records is, so the worker returns the cost of a chunk of
+//     records (one partition's share of a poll) when it has mapped the whole chunk, and charging each
+//     record its share is exact only on average.
 //   - A mapped row is a batcher.Row, copied into the hand-off slice and then into its batch's row slice,
 //     which grows by append (charged twice, for the copy and the slice's spare capacity); its values are
 //     interfaces (16 bytes each) boxing typed slots and strings in the mapper's row block, whose bytes
 //     Row.Size estimates (encoded size), plus the routing key.
+//   - A tracker entry is one pendingRecord in its partition's slice, which grows by append and retires
+//     its done prefix lazily (charged twice).
 //
 // Checked against the live heap of `sink run` under a 1,000,000-record backlog of ~150-byte JSON records
 // (docs/PIPELINE.md, "Backpressure and memory").
 const (
 	recordFraming  = 12
-	recordOverhead = int64(unsafe.Sizeof(kgo.Record{})) + int64(unsafe.Sizeof((*kgo.Record)(nil))) +
-		recordFraming + int64(unsafe.Sizeof(pendingRecord{}))
+	recordOverhead = int64(unsafe.Sizeof(kgo.Record{})) + int64(unsafe.Sizeof((*kgo.Record)(nil))) + recordFraming
 	headerOverhead = int64(unsafe.Sizeof(kgo.RecordHeader{}))
 	rowOverhead    = 2 * int64(unsafe.Sizeof(batcher.Row{}))
 	valueOverhead  = int64(unsafe.Sizeof(any(nil)))
+	// entryCost is what the tracker holds per registered record until it is done.
+	entryCost = 2 * int64(unsafe.Sizeof(pendingRecord{}))
 )
 
-// recordCost is what a fetched record pins in memory while it is buffered.
+// recordCost is what a fetched record pins in memory from the moment it is queued until it is mapped.
 func recordCost(r *kgo.Record) int64 {
 	n := recordOverhead + int64(len(r.Key)+len(r.Value))
 	for _, h := range r.Headers {
@@ -44,7 +52,7 @@ func recordCost(r *kgo.Record) int64 {
 	return n
 }
 
-// rowCost is what a mapped row adds to its record's cost until it is written.
+// rowCost is what a mapped row holds until it is written.
 func rowCost(row *batcher.Row) int64 {
 	return rowOverhead + int64(row.Size) + int64(len(row.Key)) + valueOverhead*int64(len(row.Values))
 }

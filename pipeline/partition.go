@@ -84,8 +84,16 @@ func (p *partition) work() {
 		if !ok {
 			return
 		}
+		// What the chunk's records were charged when they were queued, returned once the worker lets go
+		// of the chunk: after mapping, nothing keeps a record but the dead-letter sender (a bad one, whose
+		// cost moves to its tracker entry). The records of a chunk share slabs and decompressed batches,
+		// which live until the last of them is mapped, so the release waits for the whole chunk.
+		var freed int64
 		for i, r := range recs {
-			row, ok, cont := p.handle(r)
+			row, ok, cont, held := p.handle(r)
+			if !held {
+				freed += recordCost(r)
+			}
 			if ok {
 				rows = append(rows, row)
 			}
@@ -99,53 +107,66 @@ func (p *partition) work() {
 				// Stopped, or halted on a record that cannot be dead-lettered. The rest goes back so that
 				// its bytes are released when the partition is given up.
 				p.queue.pushFront(recs[i+1:])
+				p.pl.release(p.tp, freed)
 				<-p.quit
 				return
 			}
 		}
+		p.pl.release(p.tp, freed)
 	}
 }
 
-// handle maps and registers one record. It returns the row when there is one to write, and cont=false
-// when the worker must stop taking records.
-func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont bool) {
+// handle maps and registers one record. It returns the row when there is one to write, cont=false when
+// the worker must stop taking records, and held=true when the record stays referenced after it (a bad
+// record on its way to the dead-letter topic), so that its cost stays charged.
+//
+// A mapped record is not kept: its row holds copies of what it needs (the mapper copies every string
+// and the key into the row's own memory), and if Cassandra refuses the row the dead-letter sender reads
+// the record back from Kafka (reread.go).
+func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool) {
 	row, err := p.pl.mapper.Map(mapper.Record{
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
 	})
-	bytes := recordCost(r)
-	if err == nil {
-		// The record's bytes were charged when it was queued; the decoded row is charged by handOff,
-		// before any of it can complete and be released.
+	bytes := entryCost
+	switch {
+	case err == nil:
+		// Charged by handOff with the tracker entry, before the row can complete and be released.
 		bytes += rowCost(&row)
+	case p.topic.deadLetterTopic != "":
+		// The dead-letter sender holds the record until it is produced: the cost charged when it was
+		// queued moves to its tracker entry instead of being released with its chunk.
+		bytes += recordCost(r)
 	}
 	p.mu.Lock()
 	// Registered before it is handed on, so its acknowledgement always finds it.
-	rerr := p.tr.register(r.Offset, r.LeaderEpoch, bytes, r)
+	rerr := p.tr.register(r.Offset, r.LeaderEpoch, bytes)
 	p.mu.Unlock()
 	if rerr != nil {
 		// Kafka never hands out a partition's records out of order; if it happens, stopping is the only
 		// choice that cannot commit past an unprocessed record.
 		p.log.Error("record out of order; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
-		p.pl.release(p.tp, recordCost(r)) // the row's bytes were not charged yet
 		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Inc()
 		p.setStuck(r.Offset, true)
-		return row, false, false
+		return row, false, false, false
 	}
 	if err == nil {
-		return row, true, true
+		return row, true, true, false
 	}
 	reason := mapper.ReasonMap
 	var re *mapper.RecordError
 	if errors.As(err, &re) && re.Reason != "" {
 		reason = re.Reason
 	}
+	// A bad record has no row to hand off with its tracker entry; the entry is charged here, before the
+	// dead letter can be acknowledged and release it.
+	p.pl.charge(p.tp, entryCost)
 	if p.topic.deadLetterTopic == "" {
 		p.halt(r.Offset, reason, err)
-		return row, false, false
+		return row, false, false, false
 	}
-	p.dl.add(deadLetter{rec: r, reason: reason, err: err})
-	return row, false, true
+	p.dl.add(deadLetter{offset: r.Offset, rec: r, reason: reason, err: err})
+	return row, false, true, true
 }
 
 // handOff sends rows to the write stage; it returns false if the partition was stopped first.
@@ -153,7 +174,7 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 	if len(rows) == 0 {
 		return true
 	}
-	var n int64
+	n := entryCost * int64(len(rows))
 	for i := range rows {
 		n += rowCost(&rows[i])
 	}
@@ -249,11 +270,28 @@ func (p *partition) complete(offsets []int64) {
 	p.checkDrained()
 }
 
-// record returns the held source record at offset, for dead-lettering a row the writer rejected.
-func (p *partition) record(offset int64) *kgo.Record {
+// pending reports whether the record at offset is registered and not yet done: false once the
+// partition was given up and a new assignment's tracker took over, or when it is already done.
+func (p *partition) pending(offset int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.tr.record(offset)
+	return !p.revoked && p.tr.isPending(offset)
+}
+
+// unreadable stops the partition at a row Cassandra refused whose source record the partition's log no
+// longer holds (reread.go), so it cannot be dead-lettered with its original key, value and headers.
+// Skipping it would lose it without a trace, so the partition stops advancing before it, loudly; an
+// operator decides (restore the record, or move the group's offset past it knowingly).
+func (p *partition) unreadable(offset int64, reason string, cause error) {
+	p.log.Error("row refused by Cassandra and its record can no longer be read from Kafka to dead-letter it; partition stopped",
+		slog.Int64("offset", offset), slog.String("reason", reason), slog.Any("refused", cause),
+		slog.Any("error", errRecordGone))
+	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Inc()
+	p.mu.Lock()
+	p.blocked++
+	p.mu.Unlock()
+	p.setStuck(offset, true)
+	p.checkDrained()
 }
 
 // setStuck records that the record at offset cannot make progress (or no longer is stuck), and tells

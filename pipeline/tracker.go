@@ -3,8 +3,6 @@ package pipeline
 import (
 	"fmt"
 	"sort"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // tracker is the offset bookkeeping of one Kafka partition. Records are registered in offset order as the
@@ -24,12 +22,15 @@ type tracker struct {
 	undone  int             // registered records not yet done
 }
 
+// pendingRecord is the whole of what the pipeline keeps of a record between mapping and done, besides
+// its row: no reference to the record itself, which would pin its franz-go slab, decompressed batch and
+// fetch response until the row is written. A row Cassandra refuses is dead-lettered from the record
+// read back from Kafka (reread.go).
 type pendingRecord struct {
 	offset int64
 	epoch  int32
 	done   bool
-	bytes  int64       // what the record holds against the byte budget until it is done
-	rec    *kgo.Record // kept for dead-lettering a row Cassandra rejects; nil once done
+	bytes  int64 // what the record holds against the byte budget until it is done
 }
 
 func newTracker() *tracker {
@@ -38,12 +39,12 @@ func newTracker() *tracker {
 
 // register adds a record. Offsets must strictly increase: a worker takes records in offset order, and a
 // repeated or lower offset would mean two records share a place in the watermark.
-func (t *tracker) register(offset int64, epoch int32, bytes int64, rec *kgo.Record) error {
+func (t *tracker) register(offset int64, epoch int32, bytes int64) error {
 	if offset <= t.last {
 		return fmt.Errorf("offset %d registered after offset %d: records must arrive in increasing offset order", offset, t.last)
 	}
 	t.last = offset
-	t.pending = append(t.pending, pendingRecord{offset: offset, epoch: epoch, bytes: bytes, rec: rec})
+	t.pending = append(t.pending, pendingRecord{offset: offset, epoch: epoch, bytes: bytes})
 	t.undone++
 	return nil
 }
@@ -68,7 +69,7 @@ func (t *tracker) done(offset int64) (bytes int64, advanced, known bool) {
 	}
 	e := &t.pending[i]
 	e.done = true
-	bytes, e.bytes, e.rec = e.bytes, 0, nil
+	bytes, e.bytes = e.bytes, 0
 	t.undone--
 	if i != t.head {
 		return bytes, false, true
@@ -119,12 +120,4 @@ func (t *tracker) firstUndone() (int64, bool) {
 func (t *tracker) isPending(offset int64) bool {
 	i := t.find(offset)
 	return i >= 0 && !t.pending[i].done
-}
-
-// record returns the source record of a pending offset, or nil.
-func (t *tracker) record(offset int64) *kgo.Record {
-	if i := t.find(offset); i >= 0 {
-		return t.pending[i].rec
-	}
-	return nil
 }

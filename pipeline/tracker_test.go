@@ -3,8 +3,6 @@ package pipeline
 import (
 	"math/rand/v2"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestTracker(t *testing.T) {
@@ -42,7 +40,7 @@ func TestTracker(t *testing.T) {
 			tr := newTracker()
 			for i, s := range tc.steps {
 				for _, o := range s.register {
-					if err := tr.register(o, 1, 0, nil); err != nil {
+					if err := tr.register(o, 1, 0); err != nil {
 						t.Fatalf("step %d: register(%d): %v", i, o, err)
 					}
 				}
@@ -63,11 +61,11 @@ func TestTracker(t *testing.T) {
 
 func TestTrackerRejectsOutOfOrderRegistration(t *testing.T) {
 	tr := newTracker()
-	if err := tr.register(5, 0, 0, nil); err != nil {
+	if err := tr.register(5, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range []int64{5, 4} {
-		if err := tr.register(o, 0, 0, nil); err == nil {
+		if err := tr.register(o, 0, 0); err == nil {
 			t.Errorf("register(%d) after 5: no error", o)
 		}
 	}
@@ -75,8 +73,8 @@ func TestTrackerRejectsOutOfOrderRegistration(t *testing.T) {
 
 func TestTrackerDoneReportsKnownOnce(t *testing.T) {
 	tr := newTracker()
-	_ = tr.register(1, 0, 0, nil)
-	_ = tr.register(2, 0, 0, nil)
+	_ = tr.register(1, 0, 0)
+	_ = tr.register(2, 0, 0)
 	if _, adv, known := tr.done(2); adv || !known {
 		t.Fatalf("done(2) = %v, %v; want false, true", adv, known)
 	}
@@ -94,19 +92,15 @@ func TestTrackerDoneReportsKnownOnce(t *testing.T) {
 	}
 }
 
-func TestTrackerKeepsBytesAndRecordUntilDone(t *testing.T) {
+func TestTrackerKeepsBytesUntilDone(t *testing.T) {
 	tr := newTracker()
-	rec := &kgo.Record{Offset: 2}
-	_ = tr.register(1, 0, 10, nil)
-	_ = tr.register(2, 0, 20, rec)
-	if got := tr.record(2); got != rec {
-		t.Fatalf("record(2) = %v, want the registered record", got)
-	}
+	_ = tr.register(1, 0, 10)
+	_ = tr.register(2, 0, 20)
 	if b, _, _ := tr.done(2); b != 20 {
 		t.Fatalf("done(2) released %d bytes, want 20", b)
 	}
-	if tr.record(2) != nil {
-		t.Fatal("a done record is still held")
+	if b, _, known := tr.done(2); known || b != 0 {
+		t.Fatalf("second done(2) released %d bytes (known %v), want nothing", b, known)
 	}
 	if !tr.isPending(1) || tr.isPending(2) || tr.isPending(3) {
 		t.Fatal("isPending wrong")
@@ -118,8 +112,8 @@ func TestTrackerKeepsBytesAndRecordUntilDone(t *testing.T) {
 
 func TestTrackerEpochIsThatOfTheLastRetiredRecord(t *testing.T) {
 	tr := newTracker()
-	_ = tr.register(1, 3, 0, nil)
-	_ = tr.register(2, 4, 0, nil)
+	_ = tr.register(1, 3, 0)
+	_ = tr.register(2, 4, 0)
 	tr.done(2)
 	tr.done(1)
 	if off, ep, _ := tr.watermark(); off != 3 || ep != 4 {
@@ -147,7 +141,7 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 		for _, i := range order {
 			// Register lazily, in offset order, up to the record about to complete and a bit beyond.
 			for registered < n && (registered <= i || rng.IntN(4) == 0) {
-				if err := tr.register(offsets[registered], 0, 0, nil); err != nil {
+				if err := tr.register(offsets[registered], 0, 0); err != nil {
 					t.Fatal(err)
 				}
 				registered++
@@ -182,7 +176,7 @@ func BenchmarkTrackerInOrder(b *testing.B) {
 	tr := newTracker()
 	var o int64
 	for b.Loop() {
-		_ = tr.register(o, 0, 0, nil)
+		_ = tr.register(o, 0, 0)
 		tr.done(o)
 		o++
 	}
@@ -199,7 +193,7 @@ func BenchmarkTrackerWindow(b *testing.B) {
 	var base int64
 	for b.Loop() {
 		for i := range window {
-			_ = tr.register(base+int64(i), 0, 0, nil)
+			_ = tr.register(base+int64(i), 0, 0)
 		}
 		for _, i := range perm {
 			tr.done(base + int64(i))

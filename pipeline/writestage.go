@@ -271,8 +271,7 @@ func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
 				continue
 			}
 			off := b.Rows[i].Source.Offset
-			rec := p.record(off)
-			if rec == nil {
+			if !p.pending(off) {
 				continue // given up meanwhile
 			}
 			if p.topic.deadLetterTopic == "" {
@@ -281,7 +280,7 @@ func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
 			}
 			p.log.Warn("row rejected by Cassandra; dead-lettering it", slog.Int64("offset", off),
 				slog.String("table", b.Target.Table), slog.Any("error", ferr))
-			p.dl.add(deadLetter{rec: rec, reason: ReasonWrite, err: ferr})
+			p.dl.add(deadLetter{offset: off, reason: ReasonWrite, err: ferr}) // the sender re-reads the record
 		}
 	}
 	eachOwner(b, owners, rejected, func(p *partition, offsets []int64) { p.complete(offsets) })

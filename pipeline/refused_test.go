@@ -1,0 +1,191 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
+)
+
+// produceWithHeaders produces n records to every partition of the fixture's topic, each with two headers
+// naming it, and a fixed timestamp per offset.
+func (f *fixture) produceWithHeaders(n int) {
+	f.t.Helper()
+	var recs []*kgo.Record
+	for p := range int32(testParts) {
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: testTopic, Partition: p,
+				Key: fmt.Appendf(nil, "k-%d-%d", p, i), Value: fmt.Appendf(nil, `{"n":%d,"p":%d}`, i, p),
+				Headers: []kgo.RecordHeader{
+					{Key: "trace-id", Value: fmt.Appendf(nil, "trace-%d-%d", p, i)},
+					{Key: "content-type", Value: []byte("application/json")},
+				},
+				Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)).UTC()})
+		}
+		f.end[p] += int64(n)
+	}
+	if err := f.admCl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestRefusedRowDeadLetterCarriesTheOriginalRecord guards the re-read of refused rows: the pipeline
+// keeps nothing of a record once it is mapped, so the dead letter of a row Cassandra refuses is built from
+// the record read back from Kafka, and must be exactly what it would have been from the record in hand:
+// original key, value, headers in order, then the source coordinates, timestamp, reason and error.
+func TestRefusedRowDeadLetterCarriesTheOriginalRecord(t *testing.T) {
+	f := newFixture(t, 0, 0)
+	f.produceWithHeaders(100)
+	w := newMemWriter()
+	w.reject = func(s batcher.Source) bool { return s.Offset%30 == 7 } // offsets 7, 37, 67, 97
+	m := f.start(f.config(nil), w)
+	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
+	dls := f.deadLetters(12)
+	seen := make(map[[2]int64]bool)
+	for _, r := range dls {
+		p, _ := strconv.ParseInt(header(r, HeaderSourcePartition), 10, 32)
+		o, _ := strconv.ParseInt(header(r, HeaderSourceOffset), 10, 64)
+		seen[[2]int64{p, o}] = true
+		want := []string{
+			"trace-id=" + fmt.Sprintf("trace-%d-%d", p, o), "content-type=application/json",
+			HeaderSourceTopic + "=" + testTopic, HeaderSourcePartition + "=" + strconv.FormatInt(p, 10),
+			HeaderSourceOffset + "=" + strconv.FormatInt(o, 10),
+			HeaderSourceTimestamp + "=" + time.UnixMilli(1_700_000_000_000+o).UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+			HeaderError + "=Invalid query: value too large", HeaderReason + "=" + ReasonWrite,
+		}
+		var got []string
+		for _, h := range r.Headers {
+			got = append(got, h.Key+"="+string(h.Value))
+		}
+		if o%30 != 7 || string(r.Key) != fmt.Sprintf("k-%d-%d", p, o) || string(r.Value) != fmt.Sprintf(`{"n":%d,"p":%d}`, o, p) ||
+			strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("dead letter %d/%d: key %q value %q headers\n%s\nwant\n%s", p, o, r.Key, r.Value,
+				strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	if len(dls) != 12 || len(seen) != 12 {
+		t.Errorf("%d dead letters for %d refused rows, want 12 for 12", len(dls), len(seen))
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonWrite)); got != 12 {
+		t.Errorf("sink_records_dead_lettered_total{reason=write} %v, want 12", got)
+	}
+}
+
+// TestRefusedRowWhoseRecordIsGoneStopsThePartition: retention removed a refused row's record before it
+// could be read back. It cannot be dead-lettered as it was, so its partition stops before it (committed
+// offset at it, not ready, counted) instead of skipping it; the other partitions finish.
+func TestRefusedRowWhoseRecordIsGoneStopsThePartition(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	w := newMemWriter()
+	refused := batcher.Source{Topic: testTopic, Partition: 1, Offset: 40}
+	w.hold = func(s batcher.Source) bool { return s == refused }
+	w.reject = func(s batcher.Source) bool { return s == refused }
+	m := f.start(f.config(func(c *config.Config) { c.Writer.ShutdownTimeout = config.Duration(time.Second) }), w)
+	f.waitFor(20*time.Second, "partition 1 to wait at the held row", func() bool {
+		c := f.committed()
+		return c[0] == 100 && c[1] == 40 && c[2] == 100
+	})
+	resp, err := f.adm.DeleteRecords(t.Context(), kadm.Offsets{testTopic: {1: {Topic: testTopic, Partition: 1, At: 60}}})
+	if err != nil || resp.Error() != nil {
+		t.Fatalf("deleting records: %v %v", err, resp.Error())
+	}
+	close(w.release)
+	f.waitFor(20*time.Second, "readiness to report the stuck partition", func() bool {
+		err := m.pl.Ready()
+		return err != nil && strings.Contains(err.Error(), "partition 1 is stuck")
+	})
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)); got != 1 {
+		t.Errorf("sink_records_failed_total %v, want 1", got)
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.committed(); c[1] != 40 {
+		t.Errorf("partition 1 committed %d, want 40: the refused row whose record is gone must hold it", c[1])
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonWrite)); got != 0 {
+		t.Errorf("%v dead letters for a record that could not be read back", got)
+	}
+}
+
+// cleanupMapper maps like fakeMapper and counts the records whose value's memory (the fetched batch it
+// lives in) the collector has freed.
+type cleanupMapper struct {
+	fakeMapper
+	mapped, freed *atomic.Int64
+}
+
+func (m cleanupMapper) Map(r mapper.Record) (batcher.Row, error) {
+	if len(r.Value) > 0 {
+		runtime.AddCleanup(&r.Value[0], func(n *atomic.Int64) { n.Add(1) }, m.freed)
+	}
+	m.mapped.Add(1)
+	return m.fakeMapper.Map(r)
+}
+
+// TestMappedRecordsAreNotRetained guards what the byte budget assumes: once mapped, a record's memory
+// (record struct, slab, decompressed batch, fetch response) is free even while its row waits to be
+// written. The tracker used to keep every record until its row was written, for the rare dead letter of
+// a refused row; this test failed then (no record was freed while writes were held).
+func TestMappedRecordsAreNotRetained(t *testing.T) {
+	f := newFixture(t, 2000, 0)
+	w := newMemWriter()
+	w.hold = func(batcher.Source) bool { return true }
+	var mapped, freed atomic.Int64
+	cfg := f.config(func(c *config.Config) { c.Writer.MaxBufferedBytes = 64 << 20 })
+	pl, err := New(Config{
+		Sink:    cfg,
+		Mapper:  cleanupMapper{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}}, &mapped, &freed},
+		Writer:  w,
+		Metrics: NewMetrics(prometheus.NewRegistry()),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- pl.Run(ctx) }()
+	defer func() {
+		close(w.release)
+		cancel()
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}()
+	f.waitFor(20*time.Second, "every record mapped", func() bool { return mapped.Load() == 3*2000 })
+	// Every row is still held by the writer, so every record is still registered and undone. The values'
+	// memory must be collectable all the same.
+	f.waitFor(20*time.Second, "the mapped records' memory to be freed", func() bool {
+		runtime.GC()
+		return freed.Load() == mapped.Load()
+	})
+	pl.mu.Lock()
+	parts := maps.Clone(pl.parts)
+	pl.mu.Unlock()
+	var undone int
+	for _, p := range parts {
+		p.mu.Lock()
+		undone += p.tr.inFlight()
+		p.mu.Unlock()
+	}
+	if undone != 3*2000 {
+		t.Errorf("%d records in flight, want all 6000 (the writes are held)", undone)
+	}
+}
