@@ -44,6 +44,8 @@ type itRecord struct {
 	ts     time.Time
 	bad    string // "" for good input, else the expected dead-letter reason
 	value  []byte
+	// headers are produced with the record; a dead letter must carry them first, in order.
+	headers []kgo.RecordHeader
 	// Kafka coordinates, known once produced.
 	partition int32
 	offset    int64
@@ -180,7 +182,7 @@ func (s *stack) produce(recs []*itRecord) {
 	s.t.Helper()
 	krs := make([]*kgo.Record, len(recs))
 	for i, r := range recs {
-		krs[i] = &kgo.Record{Topic: s.topic, Partition: r.partition, Key: []byte(r.device), Value: r.value}
+		krs[i] = &kgo.Record{Topic: s.topic, Partition: r.partition, Key: []byte(r.device), Value: r.value, Headers: r.headers}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -377,6 +379,8 @@ func (s *stack) checkDeadLetters(exact bool) {
 			case header(r, HeaderReason) != src.bad || header(r, HeaderError) == "" || header(r, HeaderSourceTimestamp) == "":
 				s.t.Errorf("dead letter %v: reason %q error %q timestamp %q, want reason %q", k,
 					header(r, HeaderReason), header(r, HeaderError), header(r, HeaderSourceTimestamp), src.bad)
+			case !originalHeadersFirst(r.Headers, src.headers):
+				s.t.Errorf("dead letter %v: headers %v, want the original %v first, then the sink.* ones", k, r.Headers, src.headers)
 			}
 			seen[k]++
 		})
@@ -1141,4 +1145,62 @@ func TestIntegrationCassandraOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.checkPlacement()
+}
+
+// originalHeadersFirst reports whether a dead letter's headers are the original record's, in order,
+// followed by the six sink.* headers only.
+func originalHeadersFirst(got, original []kgo.RecordHeader) bool {
+	if len(got) != len(original)+6 {
+		return false
+	}
+	for i, h := range original {
+		if got[i].Key != h.Key || string(got[i].Value) != string(h.Value) {
+			return false
+		}
+	}
+	for _, h := range got[len(original):] {
+		if !strings.HasPrefix(h.Key, "sink.") {
+			return false
+		}
+	}
+	return true
+}
+
+// TestIntegrationRefusedRowsAreDeadLetteredAsProduced: Cassandra itself refuses rows whose text is not
+// valid UTF-8 (the mapper passes JSON string bytes through; the server validates text). The pipeline keeps
+// nothing of a record once it is mapped, so each refused row's dead letter is built from its record read
+// back from Kafka: it must carry the original key, value and headers, the source coordinates and reason
+// "write", exactly once; every other row is written where its policy puts it, and the committed offsets
+// reach the end only as the dead letters are acknowledged.
+func TestIntegrationRefusedRowsAreDeadLetteredAsProduced(t *testing.T) {
+	s := newStack(t, 3, nil)
+	recs := makeRecords(3000, 0, 3)
+	for i, r := range recs {
+		r.headers = []kgo.RecordHeader{
+			{Key: "trace-id", Value: fmt.Appendf(nil, "trace-%d", i)},
+			{Key: "source", Value: []byte("integration")},
+			{Key: "empty"},
+		}
+		if i%250 == 123 {
+			// Bytes 0xff 0xfe in the device id: valid JSON, not UTF-8. Refused in the batch it joins, which
+			// the writer then isolates row by row.
+			r.bad = ReasonWrite
+			r.value = fmt.Appendf(nil, `{"device_id":"%s","ts":%q,"value":%d.5}`, r.device+"\xff\xfe",
+				r.ts.Format(time.RFC3339Nano), i)
+		}
+	}
+	s.produce(recs)
+	m := s.start(nil)
+	s.waitFor(2*time.Minute, "committed offsets to reach the end", s.allCommitted)
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s.checkPlacement()
+	s.checkDeadLetters(true)
+	if got := testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, ReasonWrite)); got != 12 {
+		t.Errorf("sink_records_dead_lettered_total{reason=write} %v, want 12", got)
+	}
+	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got != 0 {
+		t.Errorf("sink_records_failed_total %v, want 0: every refused row's record could be read back", got)
+	}
 }
