@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/memlimit"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline"
 )
@@ -113,11 +113,9 @@ func RunDiscardDaemon(ctx context.Context, path string, stderr io.Writer) error 
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	// The same soft memory limit `sink run` applies (writer.memory_limit unless GOMEMLIMIT is set), so
+	// The same memory settings `sink run` applies (writer.memory_limit unless GOMEMLIMIT is set), so
 	// the collector works as hard here as in the daemon being compared.
-	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok && cfg.Writer.MemoryLimit > 0 {
-		debug.SetMemoryLimit(int64(cfg.Writer.MemoryLimit))
-	}
+	memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
 	reg := prometheus.NewRegistry()
 	metrics := pipeline.NewMetrics(reg)
 	m, err := mapper.New(cfg)

@@ -12,7 +12,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/memlimit"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline"
 )
@@ -70,29 +70,12 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(cfg.Log, stderr)
-	applyMemoryLimit(cfg.Writer.MemoryLimit, os.LookupEnv, log)
+	memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
 	if err := serve(ctx, cfg, log); err != nil {
 		log.Error("sink run failed", slog.Any("error", err))
 		return exitFailure
 	}
 	return exitOK
-}
-
-// applyMemoryLimit sets the Go runtime's soft memory limit to writer.memory_limit, so the collector works
-// harder as the heap nears it instead of letting garbage grow to twice the live heap (GOGC=100). An
-// operator's GOMEMLIMIT, which the runtime has already applied, wins; a limit of 0 leaves the runtime's
-// own setting.
-func applyMemoryLimit(limit config.Bytes, getenv func(string) (string, bool), log *slog.Logger) {
-	if env, ok := getenv("GOMEMLIMIT"); ok {
-		log.Info("GOMEMLIMIT is set; writer.memory_limit not applied", slog.String("gomemlimit", env),
-			slog.String("memory_limit", limit.String()))
-		return
-	}
-	if limit <= 0 {
-		return
-	}
-	debug.SetMemoryLimit(int64(limit))
-	log.Info("Go memory limit set", slog.String("memory_limit", limit.String()))
 }
 
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
