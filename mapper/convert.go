@@ -151,8 +151,9 @@ func inTimeRange(t time.Time) bool { return t.After(minTime) && !t.After(maxTime
 
 // convertScalar converts one JSON value to the Go value gocql binds for CQL type k.
 // buf is scratch space; the returned value never aliases it or the parser's memory.
-// The kinds row memory holds (see rowmem.go) are converted by the typed helpers below, which
-// mapRecord also calls directly, so both paths share one definition of each conversion.
+// Collections use it for their elements; the kinds row memory holds (see rowmem.go) are
+// converted by the typed helpers below, which convertCell also calls for a column's value, so
+// both paths share one definition of each conversion.
 func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
 	switch k {
 	case kText, kASCII:
@@ -541,9 +542,9 @@ func appendCanonical(dst []byte, val any) []byte {
 	case bool:
 		return strconv.AppendBool(dst, x)
 	case time.Time:
-		return x.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+		return appendTimeCanonical(dst, x)
 	case gocql.UUID:
-		return append(dst, x.String()...)
+		return appendUUIDCanonical(dst, x)
 	case []byte:
 		return hex.AppendEncode(dst, x)
 	case net.IP:
@@ -556,15 +557,36 @@ func appendCanonical(dst []byte, val any) []byte {
 	return dst
 }
 
+// appendTimeCanonical is appendCanonical for a CQL timestamp: milliseconds, UTC.
+func appendTimeCanonical(dst []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+}
+
 // appendDateCanonical is appendCanonical for a CQL date, which holds no time of day.
 func appendDateCanonical(dst []byte, t time.Time) []byte {
 	return t.UTC().AppendFormat(dst, time.DateOnly)
+}
+
+// appendUUIDCanonical appends u in lower-case 8-4-4-4-12 form, the text of gocql.UUID.String
+// without its allocation.
+func appendUUIDCanonical(dst []byte, u gocql.UUID) []byte {
+	dst = hex.AppendEncode(dst, u[0:4])
+	dst = append(dst, '-')
+	dst = hex.AppendEncode(dst, u[4:6])
+	dst = append(dst, '-')
+	dst = hex.AppendEncode(dst, u[6:8])
+	dst = append(dst, '-')
+	dst = hex.AppendEncode(dst, u[8:10])
+	dst = append(dst, '-')
+	return hex.AppendEncode(dst, u[10:16])
 }
 
 // appendSerialized appends the native-protocol encoding of a scalar value of kind k, the bytes
 // Cassandra hashes for the token of a partition key component (the same bytes gocql.Marshal gives).
 func appendSerialized(dst []byte, k kind, val any) []byte {
 	switch x := val.(type) {
+	case encoded:
+		return append(dst, x.wire()...)
 	case string:
 		return append(dst, x...)
 	case int8:
@@ -637,9 +659,12 @@ func appendVarint(dst []byte, n *big.Int) []byte {
 	return dst
 }
 
-// encodedSize estimates the native-protocol size of a bound value, without its 4-byte length.
+// encodedSize estimates the native-protocol size of a bound value, without its 4-byte length;
+// exact for an encoded value.
 func encodedSize(val any) int {
 	switch x := val.(type) {
+	case encoded:
+		return len(x.wire())
 	case nil:
 		return 0
 	case string:

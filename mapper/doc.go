@@ -39,12 +39,21 @@
 // writes nothing (no tombstone), or as null when cassandra.protocol_version pins protocol 3,
 // which has no unset values.
 //
-// # Memory
+// # Memory and encoding
 //
 // A row costs two allocations whatever its column count: one block holding Row.Values and the
-// typed values they box (see rowmem.go), and one byte slice holding the row's strings and its
-// key. Rows stay buffered until their batch is written, so every object a row holds is marked
-// by each collection; fewer objects per row is less collector work for the whole process.
+// bytes of its values, and one byte slice holding its strings and its key (see rowmem.go). Rows
+// stay buffered until their batch is written, so every object a row holds is marked by each
+// collection; fewer and smaller objects per row is less collector work for the whole process.
+//
+// Values of text, ascii, the integer types, float, double, timestamp, date, uuid and timeuuid,
+// and the write timestamp, bucket value and TTL, are bound pre-encoded: Row.Values holds a
+// pointer to the exact bytes gocql.Marshal would produce for the Go value and the column's type,
+// and the pointer's MarshalCQL returns them without allocating (see encoded.go). MarshalCQL
+// checks the bind marker's type and fails with a *BindTypeError when the table's column type is
+// not the configured one. GoValue turns such a value back into its Go value. The event bucket,
+// gocql.UnsetValue (or nil on protocol 3) for an absent value, and the other types are bound as
+// ordinary Go values.
 //
 // Row.Key is the partition's routing key, the bytes Cassandra hashes to a token: the serialized
 // value for a one-column key; for a composite key, per column a 2-byte big-endian length, the

@@ -19,7 +19,7 @@ import (
 type Value struct {
 	Column string
 	Type   string // CQL type
-	Value  any    // the bound Go value
+	Value  any    // the bound value as a Go value (GoValue of the pre-encoded ones)
 	Order  string // clustering order (asc, desc); "" elsewhere
 }
 
@@ -49,8 +49,8 @@ type Explanation struct {
 	WriteTimestamp       int64
 	WriteTimestampSource string
 	CQL                  string
-	Bound                []Value // every bound value in statement order, TTL and timestamp included
-	Row                  batcher.Row
+	Bound                []Value     // every bound value in statement order, TTL and timestamp included
+	Row                  batcher.Row // the row Map returns, its values as bound (see GoValue)
 }
 
 // Explain maps rec like Map and also reports how: table, partition key, bucket, clustering
@@ -87,19 +87,19 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 		Row:                  out.row,
 	}
 	for _, ci := range p.ids {
-		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: vals[ci]})
+		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: GoValue(vals[ci])})
 	}
 	n := len(p.cols)
-	ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.bucketColumn, Type: p.policy.CQLType(), Value: vals[n]})
+	ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.bucketColumn, Type: p.policy.CQLType(), Value: GoValue(vals[n])})
 	if p.eventBuckets > 1 {
-		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.eventBucketColumn, Type: "int", Value: vals[n+1]})
+		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.eventBucketColumn, Type: "int", Value: GoValue(vals[n+1])})
 	}
 	for i, ci := range p.clustering {
 		order := "asc"
 		if p.clusteringDesc[i] {
 			order = "desc"
 		}
-		ex.Clustering = append(ex.Clustering, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: vals[ci], Order: order})
+		ex.Clustering = append(ex.Clustering, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: GoValue(vals[ci]), Order: order})
 	}
 	for i, name := range p.insertCols {
 		typ := "int"
@@ -109,15 +109,15 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 		case i == len(p.cols):
 			typ = p.policy.CQLType()
 		}
-		ex.Bound = append(ex.Bound, Value{Column: name, Type: typ, Value: vals[i]})
+		ex.Bound = append(ex.Bound, Value{Column: name, Type: typ, Value: GoValue(vals[i])})
 	}
 	i := len(p.insertCols)
 	if p.ttlValue != nil {
-		ex.Bound = append(ex.Bound, Value{Column: "[ttl]", Type: "int", Value: vals[i]})
+		ex.Bound = append(ex.Bound, Value{Column: "[ttl]", Type: "int", Value: GoValue(vals[i])})
 		i++
 	}
 	if p.wts != wtsServer {
-		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: vals[i]})
+		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: GoValue(vals[i])})
 	}
 	return ex, nil
 }

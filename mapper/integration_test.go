@@ -136,7 +136,7 @@ func TestRowsOnCassandra(t *testing.T) {
 		if ttl <= 0 || ttl > 24*3600 {
 			t.Errorf("ttl %d", ttl)
 		}
-		if id != row.Values[2].(gocql.UUID) || off != offset || k != "k1" {
+		if id != mapper.GoValue(row.Values[2]).(gocql.UUID) || off != offset || k != "k1" {
 			t.Errorf("id %v off %d key %q", id, off, k)
 		}
 		if a != "plain" || bi != -9000000000 || si != -300 || ti != 12 || f != 1.5 || d != -2.25e-3 || !b ||

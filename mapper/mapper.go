@@ -78,7 +78,14 @@ type scratch struct {
 	// row's strings cost one allocation however many there are.
 	text  []byte
 	texts []textRef
+	// canonText collects the canonical text of the row's hashed columns while they are converted,
+	// from the typed values before encoding; canon says where each one is (see column.hash).
+	canonText []byte
+	canon     []span
 }
+
+// span is a range of a scratch buffer.
+type span struct{ off, n int }
 
 // textRef is a string slot of row memory and where its bytes are in scratch.text.
 type textRef struct{ slot, off, n int }
@@ -113,7 +120,9 @@ type column struct {
 	path   []string  // field split at dots, once
 	need   string    // why a value is mandatory ("an id column", ...); "" when it may be absent
 	slot   slotClass // where the converted value lives in row memory
-	at     int       // its index within that class's slots
+	at     int       // its string slot, or its byte offset in the fixed part
+	hash   int       // its index in scratch.canon when the event bucket hashes it; -1 otherwise
+	shared any       // the value of every row, for a kafka_topic column
 }
 
 type writeTS uint8
@@ -145,16 +154,16 @@ type plan struct {
 	timeFormat        string
 	timeUnit          unit
 	ttl               time.Duration
-	ttlValue          any // int32 seconds, boxed once; nil without TTL
+	ttlValue          any // int32 seconds, encoded once; nil without TTL
 	wts               writeTS
 	consistency       string
 	insertCols        []string  // cols, bucket column, event bucket column
 	nvals             int       // len(insertCols) + TTL + timestamp
-	topicValue        any       // the Kafka topic, boxed once
 	ebValues          []any     // int32(0..eventBuckets-1), boxed once
 	absent            any       // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
 	mem               rowLayout // the row memory block (rowmem.go)
-	wtsWord           int       // the word slot of the write timestamp
+	wtsAt             int       // the byte offset of the write timestamp in row memory
+	nhash             int       // how many columns record their canonical text in scratch.canon
 	target            *batcher.Target
 	targets           sync.Map                    // slice index (int64) → *batcher.Target
 	last              atomic.Pointer[bucketEntry] // the bucket most recently mapped
@@ -164,7 +173,7 @@ type plan struct {
 // order, so caching the last one spares the key formatting and the slice lookup on most records.
 type bucketEntry struct {
 	idx    int64
-	value  any
+	value  any    // the bound value, encoded once for every row of the bucket
 	ser    []byte // the bucket value as a routing-key component
 	target *batcher.Target
 	suffix string
@@ -221,7 +230,6 @@ func compile(name string, t config.Topic) (*plan, error) {
 		eventBucketColumn: t.Bucket.EventBucketColumn,
 		ttl:               time.Duration(t.TTL),
 		consistency:       t.Consistency,
-		topicValue:        t.Topic,
 	}
 	for _, id := range []string{p.keyspace, p.table, p.bucketColumn} {
 		if !identRE.MatchString(id) {
@@ -343,7 +351,7 @@ func compile(name string, t config.Topic) (*plan, error) {
 	}
 	p.nvals = len(p.insertCols)
 	if p.ttl > 0 {
-		p.ttlValue = int32(p.ttl / time.Second)
+		p.ttlValue = encodeShared(kInt, int32(p.ttl/time.Second))
 		p.nvals++
 	}
 	if p.wts != wtsServer {
@@ -356,51 +364,49 @@ func compile(name string, t config.Topic) (*plan, error) {
 	return p, nil
 }
 
-// layoutRowMemory gives every column whose value row memory can hold its slot, and the write
-// timestamp its word.
+// layoutRowMemory gives every column whose value row memory can hold its slot, the write
+// timestamp its bytes, each hashed column its canonical-text entry, and each kafka_topic column
+// its shared encoded value.
 func (p *plan) layoutRowMemory() {
-	var nstr, ntime, nword int
+	var nstr, nbytes int
 	for i := range p.cols {
 		c := &p.cols[i]
-		c.slot = slotNone
+		c.slot, c.hash, c.shared = slotNone, -1, nil
 		switch c.source {
-		case srcField:
-			switch c.typ.kind {
-			case kText, kASCII:
+		case srcField, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
+			switch {
+			case c.typ.kind == kText || c.typ.kind == kASCII:
 				c.slot = slotString
-			case kInt, kBigint, kSmallint, kTinyint, kFloat, kDouble:
-				c.slot = slotWord
-			case kTimestamp, kDate:
-				c.slot = slotTime
-			case kUUID, kTimeUUID:
-				c.slot = slotUUID
+			case fixedWidth(c.typ.kind) > 0:
+				c.slot = slotFixed
 			}
 		case srcKafkaKey, srcRaw:
-			if c.typ.kind != kBlob {
+			if c.typ.kind == kText || c.typ.kind == kASCII {
 				c.slot = slotString
 			}
-		case srcEventTime, srcKafkaTimestamp:
-			c.slot = slotTime
-		case srcKafkaPartition, srcKafkaOffset:
-			c.slot = slotWord
-		case srcTimeUUID:
-			c.slot = slotUUID
+		case srcKafkaTopic:
+			c.shared = encodeShared(c.typ.kind, p.kafkaTopic)
 		}
 		switch c.slot {
 		case slotString:
 			c.at, nstr = nstr, nstr+1
-		case slotTime:
-			c.at, ntime = ntime, ntime+1
-		case slotWord:
-			c.at, nword = nword, nword+1
-		case slotUUID:
-			c.at, nword = nword, nword+2
+		case slotFixed:
+			c.at, nbytes = nbytes, nbytes+fixedWidth(c.typ.kind)
+		}
+	}
+	p.nhash = 0
+	if p.eventBuckets > 1 {
+		for _, ci := range p.hashCols {
+			c := &p.cols[ci]
+			if c.hash < 0 && (c.slot != slotNone || c.source == srcKafkaTopic) {
+				c.hash, p.nhash = p.nhash, p.nhash+1
+			}
 		}
 	}
 	if p.wts != wtsServer {
-		p.wtsWord, nword = nword, nword+1
+		p.wtsAt, nbytes = nbytes, nbytes+fixedWidth(kBigint)
 	}
-	p.mem = newRowLayout(p.nvals, nstr, ntime, nword)
+	p.mem = newRowLayout(p.nvals, nstr, nbytes)
 }
 
 // newTarget builds the target of one table: its INSERT binds every column, then the TTL and the
@@ -444,8 +450,9 @@ func (p *plan) bucket(idx int64) *bucketEntry {
 	if e := p.last.Load(); e != nil && e.idx == idx {
 		return e
 	}
-	e := &bucketEntry{idx: idx, value: p.policy.Value(idx), target: p.target}
-	e.ser = appendSerialized(nil, p.bucketKind, e.value)
+	v := p.policy.Value(idx)
+	e := &bucketEntry{idx: idx, value: encodeShared(p.bucketKind, v), target: p.target}
+	e.ser = appendSerialized(nil, p.bucketKind, v)
 	if p.sliced {
 		s := p.policy.SliceOfBucket(idx)
 		e.suffix = string(p.policy.AppendSliceSuffix(nil, s))
@@ -533,6 +540,11 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 	mem := p.mem.alloc()
 	vals := mem.values()
 	s.text, s.texts = s.text[:0], s.texts[:0]
+	s.canonText = s.canonText[:0]
+	if cap(s.canon) < p.nhash {
+		s.canon = make([]span, p.nhash)
+	}
+	s.canon = s.canon[:p.nhash]
 	for i := range p.cols {
 		v, err := p.value(&p.cols[i], root, rec, t, s, mem)
 		if err != nil {
@@ -549,19 +561,18 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 	if p.eventBuckets > 1 {
 		h := bucketer.NewIDHash()
 		for _, ci := range p.hashCols {
+			c := &p.cols[ci]
 			v := vals[ci]
 			if v == p.absent {
-				return out, ReasonMap, fmt.Errorf("event bucket: column %s has no value to hash", p.cols[ci].name)
+				return out, ReasonMap, fmt.Errorf("event bucket: column %s has no value to hash", c.name)
 			}
-			if str, ok := v.(string); ok {
-				h.PartString(str)
+			if c.hash >= 0 {
+				// Encoded: its canonical text was taken from the typed value (value, store).
+				sp := s.canon[c.hash]
+				h.Part(s.canonText[sp.off : sp.off+sp.n])
 				continue
 			}
-			if p.cols[ci].typ.kind == kDate {
-				s.buf = appendDateCanonical(s.buf[:0], v.(time.Time))
-			} else {
-				s.buf = appendCanonical(s.buf[:0], v)
-			}
+			s.buf = appendCanonical(s.buf[:0], v)
 			h.Part(s.buf)
 		}
 		out.eventBucket = h.Bucket(p.eventBuckets)
@@ -579,10 +590,13 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 		}
 		// The offset tiebreak orders records of one partition produced in the same millisecond.
 		out.writeTS = rec.Timestamp.UnixMilli()*1000 + rec.Offset%1000
-		vals[n] = mem.putInt64(p.wtsWord, out.writeTS)
 	case wtsEventTime:
 		out.writeTS = t.UnixMicro()
-		vals[n] = mem.putInt64(p.wtsWord, out.writeTS)
+	}
+	if p.wts != wtsServer {
+		e := mem.bigint(p.wtsAt)
+		e.set(out.writeTS)
+		vals[n] = e
 	}
 
 	// Row key: the routing key of the full partition key (ids, bucket, event bucket).
@@ -704,8 +718,10 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 	return t, nil
 }
 
-// value computes the bound value of one column, in its row memory slot when it has one.
+// value computes the bound value of one column: encoded in its row memory slot when it has one
+// (store), shared, or boxed.
 func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, s *scratch, mem rowMem) (any, error) {
+	var x cell
 	switch c.source {
 	case srcField:
 		v := root.Get(c.path...)
@@ -721,16 +737,23 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			// while an unset column costs nothing and reads back as null all the same.
 			return p.absent, nil
 		}
-		x, pr := p.convertField(c, v, s, mem)
+		var pr problem
+		if c.slot == slotNone {
+			var out any
+			if out, pr = convert(c.typ, v, &s.buf); pr.ok() {
+				return out, nil
+			}
+		} else {
+			pr = convertCell(c.typ.kind, v, &s.buf, &x)
+		}
 		if !pr.ok() {
 			if pr.elem != "" {
 				return nil, fmt.Errorf("column %s: field %q %s is %s, %s", c.name, c.field, pr.elem, show(pr.val, s), pr.msg)
 			}
 			return nil, fmt.Errorf("column %s: field %q is %s, %s", c.name, c.field, show(pr.val, s), pr.msg)
 		}
-		return x, nil
 	case srcEventTime:
-		return mem.putTime(c.at, t), nil
+		x.t = t
 	case srcKafkaTimestamp:
 		if rec.Timestamp.IsZero() {
 			if c.need != "" {
@@ -738,116 +761,174 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			}
 			return p.absent, nil
 		}
-		return mem.putTime(c.at, rec.Timestamp.UTC()), nil
-	case srcKafkaKey:
-		if rec.Key == nil {
-			if c.need != "" {
-				return nil, fmt.Errorf("column %s: the record has no Kafka key, and %s", c.name, c.need)
+		x.t = rec.Timestamp.UTC()
+	case srcKafkaKey, srcRaw:
+		b, what := rec.Value, "record value"
+		if c.source == srcKafkaKey {
+			b, what = rec.Key, "Kafka key"
+			if b == nil {
+				if c.need != "" {
+					return nil, fmt.Errorf("column %s: the record has no Kafka key, and %s", c.name, c.need)
+				}
+				return p.absent, nil
 			}
-			return p.absent, nil
 		}
-		return bytesAs(c, rec.Key, "Kafka key", s, mem)
-	case srcRaw:
-		return bytesAs(c, rec.Value, "record value", s, mem)
+		if c.slot == slotNone { // blob
+			return append([]byte(nil), b...), nil
+		}
+		if c.typ.kind == kASCII {
+			for _, ch := range b {
+				if ch >= 0x80 {
+					return nil, fmt.Errorf("column %s: the %s is not ASCII for CQL ascii", c.name, what)
+				}
+			}
+		}
+		x.b = b
 	case srcKafkaTopic:
-		return p.topicValue, nil
-	case srcKafkaPartition:
-		if c.typ.kind == kBigint {
-			return mem.putInt64(c.at, int64(rec.Partition)), nil
+		if c.hash >= 0 {
+			x.b = unsafe.Slice(unsafe.StringData(p.kafkaTopic), len(p.kafkaTopic))
+			s.canonical(c, &x)
 		}
-		return mem.putInt32(c.at, rec.Partition), nil
+		return c.shared, nil
+	case srcKafkaPartition:
+		x.n = int64(rec.Partition)
 	case srcKafkaOffset:
-		return mem.putInt64(c.at, rec.Offset), nil
+		x.n = rec.Offset
 	case srcTimeUUID:
 		u, ok := timeUUID(t, rec.Topic, rec.Partition, rec.Offset)
 		if !ok {
 			return nil, fmt.Errorf("column %s: event time %s is outside the range of a timeuuid (1582-10-15 to 5236)", c.name, t.Format(time.RFC3339Nano))
 		}
-		return mem.putUUID(c.at, u), nil
+		x.u = u
+	default:
+		return nil, fmt.Errorf("column %s: unsupported source", c.name)
 	}
-	return nil, fmt.Errorf("column %s: unsupported source", c.name)
+	return store(c, &x, s, mem), nil
 }
 
-// convertField converts a field's JSON value for column c: the kinds row memory holds are
-// stored in their slot, the others boxed by convert.
-func (p *plan) convertField(c *column, v *fastjson.Value, s *scratch, mem rowMem) (any, problem) {
-	k := c.typ.kind
-	switch c.slot {
-	case slotString:
-		b, pr := textOf(k, v, &s.buf)
-		if !pr.ok() {
-			return nil, pr
-		}
-		return putText(c, b, s, mem), problem{}
-	case slotWord:
-		if k == kFloat || k == kDouble {
-			f, pr := floatOf(k, v, &s.buf)
-			if !pr.ok() {
-				return nil, pr
-			}
-			if k == kFloat {
-				return mem.putFloat32(c.at, float32(f)), problem{}
-			}
-			return mem.putFloat64(c.at, f), problem{}
-		}
-		n, pr := intOf(k, v, &s.buf)
-		if !pr.ok() {
-			return nil, pr
-		}
-		switch k {
-		case kInt:
-			return mem.putInt32(c.at, int32(n)), problem{}
-		case kSmallint:
-			return mem.putInt16(c.at, int16(n)), problem{}
-		case kTinyint:
-			return mem.putInt8(c.at, int8(n)), problem{}
-		}
-		return mem.putInt64(c.at, n), problem{}
-	case slotTime:
-		var t time.Time
-		var pr problem
-		if k == kDate {
-			t, pr = dateOf(v)
-		} else {
-			t, pr = timestampOf(v, &s.buf)
-		}
-		if !pr.ok() {
-			return nil, pr
-		}
-		return mem.putTime(c.at, t), problem{}
-	case slotUUID:
-		u, pr := uuidOf(k, v)
-		if !pr.ok() {
-			return nil, pr
-		}
-		return mem.putUUID(c.at, u), problem{}
+// cell is one converted value of a row memory column on its way to being encoded; only the
+// field of the column's kind is set.
+type cell struct {
+	b []byte     // text, ascii: the bytes; they alias the parser, the record or scratch.buf
+	n int64      // tinyint, smallint, int, bigint (range-checked for the kind)
+	f float64    // float (in range for float32), double
+	t time.Time  // timestamp, date; never the zero time
+	u gocql.UUID // uuid, timeuuid
+}
+
+// convertCell converts a field's JSON value for a column of kind k that row memory holds.
+func convertCell(k kind, v *fastjson.Value, buf *[]byte, x *cell) problem {
+	var pr problem
+	switch k {
+	case kText, kASCII:
+		x.b, pr = textOf(k, v, buf)
+	case kInt, kBigint, kSmallint, kTinyint:
+		x.n, pr = intOf(k, v, buf)
+	case kFloat, kDouble:
+		x.f, pr = floatOf(k, v, buf)
+	case kTimestamp:
+		x.t, pr = timestampOf(v, buf)
+	case kDate:
+		x.t, pr = dateOf(v)
+	case kUUID, kTimeUUID:
+		x.u, pr = uuidOf(k, v)
+	default:
+		pr = fail(v, "of an unsupported type")
 	}
-	return convert(c.typ, v, &s.buf)
+	return pr
+}
+
+// store encodes the value of column c into its row memory slot and returns the bound value: a
+// pointer to the encoding, typed for the column's CQL type. A hashed column first records its
+// canonical text, from the typed value.
+func store(c *column, x *cell, s *scratch, mem rowMem) any {
+	if c.hash >= 0 {
+		s.canonical(c, x)
+	}
+	switch c.typ.kind {
+	case kText, kASCII:
+		return putText(c, x.b, s, mem)
+	case kBigint:
+		e := mem.bigint(c.at)
+		e.set(x.n)
+		return e
+	case kInt:
+		e := mem.int(c.at)
+		e.set(int32(x.n))
+		return e
+	case kSmallint:
+		e := mem.smallint(c.at)
+		e.set(int16(x.n))
+		return e
+	case kTinyint:
+		e := mem.tinyint(c.at)
+		e.set(int8(x.n))
+		return e
+	case kFloat:
+		e := mem.float(c.at)
+		e.set(float32(x.f))
+		return e
+	case kDouble:
+		e := mem.double(c.at)
+		e.set(x.f)
+		return e
+	case kTimestamp:
+		e := mem.timestamp(c.at)
+		e.set(x.t)
+		return e
+	case kDate:
+		e := mem.date(c.at)
+		e.set(x.t)
+		return e
+	case kUUID:
+		e := mem.uuid(c.at)
+		e.set(x.u)
+		return e
+	case kTimeUUID:
+		e := mem.timeUUID(c.at)
+		e.set(x.u)
+		return e
+	}
+	panic("mapper: column " + c.name + " has a row memory slot but no encoding") // layoutRowMemory gives slots only to the kinds above
+}
+
+// canonical records the canonical text of column c's typed value (the event bucket hash
+// contract, see the package comment) in scratch.canon.
+func (s *scratch) canonical(c *column, x *cell) {
+	off := len(s.canonText)
+	b := s.canonText
+	switch k := c.typ.kind; k {
+	case kText, kASCII:
+		b = append(b, x.b...)
+	case kTinyint, kSmallint, kInt, kBigint:
+		b = strconv.AppendInt(b, x.n, 10)
+	case kFloat:
+		b = strconv.AppendFloat(b, float64(float32(x.f)), 'g', -1, 32)
+	case kDouble:
+		b = strconv.AppendFloat(b, x.f, 'g', -1, 64)
+	case kTimestamp:
+		b = appendTimeCanonical(b, x.t)
+	case kDate:
+		b = appendDateCanonical(b, x.t)
+	case kUUID, kTimeUUID:
+		b = appendUUIDCanonical(b, x.u)
+	}
+	s.canonText = b
+	s.canon[c.hash] = span{off, len(b) - off}
 }
 
 // putText stores the text of column c's string slot. Its bytes go to scratch.text for now
-// (finishRow moves them into memory the row owns); the slot meanwhile points there, so the event
-// bucket hash can read it.
+// (finishRow moves them into memory the row owns).
 func putText(c *column, b []byte, s *scratch, mem rowMem) any {
 	off := len(s.text)
 	s.text = append(s.text, b...)
 	s.texts = append(s.texts, textRef{slot: c.at, off: off, n: len(b)})
-	return mem.putString(c.at, bstr(s.text[off:]))
-}
-
-// bytesAs binds Kafka bytes to a text, ascii or blob column.
-func bytesAs(c *column, b []byte, what string, s *scratch, mem rowMem) (any, error) {
-	switch c.typ.kind {
-	case kBlob:
-		return append([]byte(nil), b...), nil
-	case kASCII:
-		for _, x := range b {
-			if x >= 0x80 {
-				return nil, fmt.Errorf("column %s: the %s is not ASCII for CQL ascii", c.name, what)
-			}
-		}
+	p := mem.str(c.at)
+	*p = bstr(s.text[off:])
+	if c.typ.kind == kASCII {
+		return (*encASCII)(p)
 	}
-	return putText(c, b, s, mem), nil
+	return (*encText)(p)
 }
 
 // maxShown bounds how much of a bad value an error message repeats.

@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/big"
@@ -80,8 +81,8 @@ func TestMapSensorRecord(t *testing.T) {
 	ts := time.Date(2024, 1, 15, 14, 37, 22, 123e6, time.UTC)
 	want := []any{"dev-0042", ts, "plant-1", 21.5, 40.2, float32(3.71), "2024-01-15",
 		int32(90 * 24 * 3600), kafkaTS.UnixMicro() + 207}
-	if !reflect.DeepEqual(row.Values, want) {
-		t.Errorf("values\n got %#v\nwant %#v", row.Values, want)
+	if got := decoded(t, row.Values); !reflect.DeepEqual(got, want) {
+		t.Errorf("values\n got %#v\nwant %#v", got, want)
 	}
 	const insert = "INSERT INTO telemetry.sensor_readings (device_id, reading_time, site_id, temperature, humidity, battery, day) " +
 		"VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ? AND TIMESTAMP ?"
@@ -271,7 +272,7 @@ func TestWriteTimestampAndTTL(t *testing.T) {
 		if !strings.HasSuffix(row.Target.Insert, "VALUES (?, ?, ?, ?, ?, ?, ?)"+tc.insert) {
 			t.Errorf("%s/%v: insert %s", tc.wts, tc.ttl, row.Target.Insert)
 		}
-		if got := row.Values[7:]; !reflect.DeepEqual(got, tc.tail) && !(len(got) == 0 && tc.tail == nil) {
+		if got := decoded(t, row.Values[7:]); !reflect.DeepEqual(got, tc.tail) && !(len(got) == 0 && tc.tail == nil) {
 			t.Errorf("%s/%v: tail %#v, want %#v", tc.wts, tc.ttl, got, tc.tail)
 		}
 	}
@@ -332,8 +333,8 @@ func TestSlicedTargets(t *testing.T) {
 	if !strings.HasPrefix(r3.Target.Insert, "INSERT INTO telemetry.metrics_20240116 (") {
 		t.Errorf("insert %s", r3.Target.Insert)
 	}
-	if r1.Values[6] != int64(202401150000) {
-		t.Errorf("bucket value %#v", r1.Values[6])
+	if got := decoded(t, r1.Values[6:7])[0]; got != int64(202401150000) {
+		t.Errorf("bucket value %#v", got)
 	}
 }
 
@@ -359,7 +360,7 @@ func TestSources(t *testing.T) {
 	}
 	u, _ := timeUUID(time.Date(2024, 1, 15, 14, 37, 22, 0, time.UTC), "sensor-readings", 3, 1207)
 	want := []any{"dev-key", []byte("dev-key"), kafkaTS, "sensor-readings", int32(3), int64(3), int64(1207), string(r.Value), u}
-	if got := row.Values[6:15]; !reflect.DeepEqual(got, want) {
+	if got := decoded(t, row.Values[6:15]); !reflect.DeepEqual(got, want) {
 		t.Errorf("sources\n got %#v\nwant %#v", got, want)
 	}
 	r.Key = nil
@@ -461,15 +462,24 @@ func TestConversions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := row.Values[6]
-			if !equalValue(got, tc.want) {
+			bound := row.Values[6]
+			if got := decoded(t, row.Values[6:7])[0]; !equalValue(got, tc.want) {
 				t.Errorf("got %#v, want %#v", got, tc.want)
 			}
-			// Whatever we bind, gocql must be able to marshal it into the column type.
-			if typ, err := gocqlType(tc.typ); err != nil {
+			// Whatever we bind, gocql must marshal it into the column type, to the bytes of the
+			// Go value the column's type stands for.
+			typ, err := gocqlType(tc.typ)
+			if err != nil {
 				t.Fatal(err)
-			} else if _, err := gocql.Marshal(typ, got); err != nil {
-				t.Errorf("gocql cannot marshal %#v as %s: %v", got, tc.typ, err)
+			}
+			got, err := gocql.Marshal(typ, bound)
+			if err != nil {
+				t.Fatalf("gocql cannot marshal %#v as %s: %v", bound, tc.typ, err)
+			}
+			if _, ok := bound.(encoded); ok {
+				if want, err := gocql.Marshal(typ, tc.want); err != nil || !bytes.Equal(got, want) {
+					t.Errorf("bound bytes %x, gocql gives %x, %v for %#v", got, want, err, tc.want)
+				}
 			}
 		})
 	}
@@ -500,6 +510,60 @@ func mustBig(s string) *big.Int {
 		panic(s)
 	}
 	return n
+}
+
+// decoded returns vals with every pre-encoded value replaced by what gocql unmarshals its bytes
+// to, the Go type the mapper bound before it encoded (string, int64, int32, ..., time.Time,
+// gocql.UUID); other values as they are. It goes through gocql, not GoValue.
+func decoded(t testing.TB, vals []any) []any {
+	t.Helper()
+	out := make([]any, len(vals))
+	for i, v := range vals {
+		out[i] = v
+		if _, ok := v.(encoded); !ok {
+			continue
+		}
+		var k kind
+		var dst any
+		switch v.(type) {
+		case *encText:
+			k, dst = kText, new(string)
+		case *encASCII:
+			k, dst = kASCII, new(string)
+		case *encBigint:
+			k, dst = kBigint, new(int64)
+		case *encInt:
+			k, dst = kInt, new(int32)
+		case *encSmallint:
+			k, dst = kSmallint, new(int16)
+		case *encTinyint:
+			k, dst = kTinyint, new(int8)
+		case *encFloat:
+			k, dst = kFloat, new(float32)
+		case *encDouble:
+			k, dst = kDouble, new(float64)
+		case *encTimestamp:
+			k, dst = kTimestamp, new(time.Time)
+		case *encDate:
+			k, dst = kDate, new(time.Time)
+		case *encUUID:
+			k, dst = kUUID, new(gocql.UUID)
+		case *encTimeUUID:
+			k, dst = kTimeUUID, new(gocql.UUID)
+		default:
+			t.Fatalf("value %d: encoded type %T unknown to the test", i, v)
+		}
+		info := gocql.NewNativeType(4, gocqlTypes[k], "")
+		b, err := gocql.Marshal(info, v)
+		if err != nil {
+			t.Fatalf("value %d: %v", i, err)
+		}
+		if err := gocql.Unmarshal(info, b, dst); err != nil {
+			t.Fatalf("value %d: %v", i, err)
+		}
+		out[i] = reflect.ValueOf(dst).Elem().Interface()
+	}
+	return out
 }
 
 func equalValue(a, b any) bool {

@@ -2,90 +2,62 @@ package mapper
 
 import (
 	"reflect"
-	"time"
 	"unsafe"
-
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
 // Row memory: why and how.
 //
-// Putting a string, float64, time.Time or int64 into an `any` allocates a copy of it on the heap,
-// so a sensor row used to cost one allocation per bound value, plus one per string's bytes, the
-// Values slice and the key: 11 per record, and GC a sixth of the process. Instead each row gets
-// one block, laid out per topic at New (reflect.StructOf, so the collector knows exactly which
-// words are pointers):
+// Rows stay buffered by the hundred thousand until their batch is written, so what one row holds
+// sets both the allocation rate and how much the collector marks at every cycle. A row keeps each
+// value in one form only: the bytes Cassandra will receive. The mapper converts a JSON value to
+// its Go value on the stack and encodes it at once (store, encoded.go) into the row's block, laid
+// out per topic at New with reflect.StructOf so that the collector knows which words are pointers:
 //
-//	struct { V [nvals]any; S [nstr]string; T [ntime]time.Time; W [nword]uint64 }
+//	struct { V [nvals]any; S [nstr]string; B [nbytes]byte }
 //
-// V is Row.Values. A converted value is stored in its typed slot of S, T or W, and V[i] is an
-// interface whose type word is the value's type and whose data word points at that slot: exactly
-// what the compiler's boxing builds, minus the allocation. The values in Row.Values are therefore
-// the same types and values as before (reflect.DeepEqual, ==, type switches and gocql.Marshal
-// see no difference; TestBoxAtIsBoxing and TestRowMemoryMarshalsLikeBoxing check it). The bytes
-// of every string value and of the routing key share a second allocation (see scratch.text).
-// A slot is written once, before the row is returned, and never again: an interface's data is
-// immutable, and nothing hands out a pointer to a slot.
-
-// eface is the runtime's layout of an interface value: type word, data word. Stable since Go 1.4
-// and relied on by the standard library's own reflect.
-type eface struct {
-	typ  unsafe.Pointer
-	data unsafe.Pointer
-}
-
-func typeWord(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
-
-// The type words of the types row memory holds; each is non-pointer-shaped, so its interface
-// data word points at the value (a pointer-shaped type would hold the value itself there).
-var (
-	tString  = typeWord("")
-	tTime    = typeWord(time.Time{})
-	tInt8    = typeWord(int8(0))
-	tInt16   = typeWord(int16(0))
-	tInt32   = typeWord(int32(0))
-	tInt64   = typeWord(int64(0))
-	tFloat32 = typeWord(float32(0))
-	tFloat64 = typeWord(float64(0))
-	tUUID    = typeWord(gocql.UUID{})
-)
-
-// boxAt returns an interface of type typ whose value is the one at p, without copying it.
-// typ must be the type word of *p's type, one of the t* words above.
-func boxAt(typ, p unsafe.Pointer) (v any) {
-	e := (*eface)(unsafe.Pointer(&v))
-	e.typ, e.data = typ, p
-	return v
-}
+// V is Row.Values. A text or ascii value is a string header in S whose bytes share the row's
+// second and last allocation with the routing key (finishRow); its V entry is a *encText or
+// *encASCII pointing at the header. Every fixed-width value (tinyint to bigint, float, double,
+// timestamp, date, uuid, timeuuid, and the write timestamp) is its wire bytes in B, packed back
+// to back at the column's offset, and its V entry is a pointer of the matching enc type into B.
+// A pointer stored in an interface allocates nothing, and MarshalCQL hands gocql the bytes in
+// place, so neither the mapper nor the driver allocates per value. The bytes are also smaller
+// than the Go values were: 8 for a timestamp instead of a 24-byte time.Time, 4 for a float
+// instead of a word.
+//
+// Values many rows bind are encoded once and shared: the bucket value per bucket, the TTL and the
+// Kafka topic per topic. The event bucket stays a boxed int32, shared per topic. The types the
+// mapper does not encode (collections, blob, inet, decimal, varint, boolean) are boxed the
+// ordinary way, one allocation each.
+//
+// A slot is written once, before the row is returned, and never again: the bytes a value points
+// at are immutable from then on, which is what lets gocql read them without a copy.
 
 // slotClass is where a column's converted value lives in row memory.
 type slotClass uint8
 
 const (
-	slotNone slotClass = iota // boxed the ordinary way (collections, blob, inet, decimal, varint, boolean, pre-boxed values)
-	slotString
-	slotTime
-	slotWord // int8 to int64, float32, float64: one 8-byte word
-	slotUUID // two words
+	slotNone   slotClass = iota // boxed the ordinary way, or a shared value
+	slotString                  // text and ascii: a string header in S
+	slotFixed                   // fixedWidth(kind) bytes in B
 )
 
 // rowLayout is the block type of one topic and where its parts start.
 type rowLayout struct {
-	typ                       reflect.Type
-	nvals, nstr, ntime, nword int
-	offStr, offTime, offWord  uintptr
+	typ                   reflect.Type
+	nvals, nstr, nbytes   int
+	offStr, offFixedBytes uintptr
 }
 
-func newRowLayout(nvals, nstr, ntime, nword int) rowLayout {
+func newRowLayout(nvals, nstr, nbytes int) rowLayout {
 	typ := reflect.StructOf([]reflect.StructField{
 		{Name: "V", Type: reflect.ArrayOf(nvals, reflect.TypeFor[any]())},
 		{Name: "S", Type: reflect.ArrayOf(nstr, reflect.TypeFor[string]())},
-		{Name: "T", Type: reflect.ArrayOf(ntime, reflect.TypeFor[time.Time]())},
-		{Name: "W", Type: reflect.ArrayOf(nword, reflect.TypeFor[uint64]())},
+		{Name: "B", Type: reflect.ArrayOf(nbytes, reflect.TypeFor[byte]())},
 	})
 	return rowLayout{
-		typ: typ, nvals: nvals, nstr: nstr, ntime: ntime, nword: nword,
-		offStr: typ.Field(1).Offset, offTime: typ.Field(2).Offset, offWord: typ.Field(3).Offset,
+		typ: typ, nvals: nvals, nstr: nstr, nbytes: nbytes,
+		offStr: typ.Field(1).Offset, offFixedBytes: typ.Field(2).Offset,
 	}
 }
 
@@ -102,66 +74,24 @@ func (l *rowLayout) alloc() rowMem {
 // values is the block's V array as a slice: Row.Values.
 func (m rowMem) values() []any { return unsafe.Slice((*any)(m.base), m.l.nvals) }
 
+// str is string slot i of S.
 func (m rowMem) str(i int) *string {
 	return (*string)(unsafe.Add(m.base, m.l.offStr+uintptr(i)*unsafe.Sizeof("")))
 }
 
-func (m rowMem) word(i int) unsafe.Pointer {
-	return unsafe.Add(m.base, m.l.offWord+uintptr(i)*8)
+// fixed is the address of byte off of B; the caller converts it to the enc type of the column,
+// whose width layoutRowMemory reserved there. The enc types are byte arrays: any offset is aligned.
+func (m rowMem) fixed(off int) unsafe.Pointer {
+	return unsafe.Add(m.base, m.l.offFixedBytes+uintptr(off))
 }
 
-func (m rowMem) putTime(i int, t time.Time) any {
-	p := (*time.Time)(unsafe.Add(m.base, m.l.offTime+uintptr(i)*unsafe.Sizeof(time.Time{})))
-	*p = t
-	return boxAt(tTime, unsafe.Pointer(p))
-}
-
-func (m rowMem) putInt64(i int, n int64) any {
-	p := m.word(i)
-	*(*int64)(p) = n
-	return boxAt(tInt64, p)
-}
-
-func (m rowMem) putInt32(i int, n int32) any {
-	p := m.word(i)
-	*(*int32)(p) = n
-	return boxAt(tInt32, p)
-}
-
-func (m rowMem) putInt16(i int, n int16) any {
-	p := m.word(i)
-	*(*int16)(p) = n
-	return boxAt(tInt16, p)
-}
-
-func (m rowMem) putInt8(i int, n int8) any {
-	p := m.word(i)
-	*(*int8)(p) = n
-	return boxAt(tInt8, p)
-}
-
-func (m rowMem) putFloat64(i int, f float64) any {
-	p := m.word(i)
-	*(*float64)(p) = f
-	return boxAt(tFloat64, p)
-}
-
-func (m rowMem) putFloat32(i int, f float32) any {
-	p := m.word(i)
-	*(*float32)(p) = f
-	return boxAt(tFloat32, p)
-}
-
-// putUUID uses words i and i+1.
-func (m rowMem) putUUID(i int, u gocql.UUID) any {
-	p := m.word(i)
-	*(*gocql.UUID)(p) = u
-	return boxAt(tUUID, p)
-}
-
-// putString stores s, which must already live in memory the row owns (see mapRecord).
-func (m rowMem) putString(i int, s string) any {
-	p := m.str(i)
-	*p = s
-	return boxAt(tString, unsafe.Pointer(p))
-}
+func (m rowMem) bigint(off int) *encBigint       { return (*encBigint)(m.fixed(off)) }
+func (m rowMem) int(off int) *encInt             { return (*encInt)(m.fixed(off)) }
+func (m rowMem) smallint(off int) *encSmallint   { return (*encSmallint)(m.fixed(off)) }
+func (m rowMem) tinyint(off int) *encTinyint     { return (*encTinyint)(m.fixed(off)) }
+func (m rowMem) float(off int) *encFloat         { return (*encFloat)(m.fixed(off)) }
+func (m rowMem) double(off int) *encDouble       { return (*encDouble)(m.fixed(off)) }
+func (m rowMem) timestamp(off int) *encTimestamp { return (*encTimestamp)(m.fixed(off)) }
+func (m rowMem) date(off int) *encDate           { return (*encDate)(m.fixed(off)) }
+func (m rowMem) uuid(off int) *encUUID           { return (*encUUID)(m.fixed(off)) }
+func (m rowMem) timeUUID(off int) *encTimeUUID   { return (*encTimeUUID)(m.fixed(off)) }
