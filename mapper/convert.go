@@ -585,8 +585,30 @@ func appendUUIDCanonical(dst []byte, u gocql.UUID) []byte {
 // Cassandra hashes for the token of a partition key component (the same bytes gocql.Marshal gives).
 func appendSerialized(dst []byte, k kind, val any) []byte {
 	switch x := val.(type) {
-	case encoded:
-		return append(dst, x.wire()...)
+	case *encText:
+		return append(dst, *x...)
+	case *encASCII:
+		return append(dst, *x...)
+	case *encBigint:
+		return append(dst, x[:]...)
+	case *encInt:
+		return append(dst, x[:]...)
+	case *encSmallint:
+		return append(dst, x[:]...)
+	case *encTinyint:
+		return append(dst, x[:]...)
+	case *encFloat:
+		return append(dst, x[:]...)
+	case *encDouble:
+		return append(dst, x[:]...)
+	case *encTimestamp:
+		return append(dst, x[:]...)
+	case *encDate:
+		return append(dst, x[:]...)
+	case *encUUID:
+		return append(dst, x[:]...)
+	case *encTimeUUID:
+		return append(dst, x[:]...)
 	case string:
 		return append(dst, x...)
 	case int8:
@@ -662,9 +684,23 @@ func appendVarint(dst []byte, n *big.Int) []byte {
 // encodedSize estimates the native-protocol size of a bound value, without its 4-byte length;
 // exact for an encoded value.
 func encodedSize(val any) int {
+	// The encoded types are listed one by one: a concrete case is a type-word comparison, a case
+	// of interface type a method-set lookup, and this runs for every value of every row.
 	switch x := val.(type) {
-	case encoded:
-		return len(x.wire())
+	case *encText:
+		return len(*x)
+	case *encASCII:
+		return len(*x)
+	case *encTinyint:
+		return 1
+	case *encSmallint:
+		return 2
+	case *encInt, *encFloat, *encDate:
+		return 4
+	case *encBigint, *encDouble, *encTimestamp:
+		return 8
+	case *encUUID, *encTimeUUID:
+		return 16
 	case nil:
 		return 0
 	case string:
