@@ -2,8 +2,10 @@ package mapper_test
 
 import (
 	"context"
+	"errors"
 	"math/big"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +155,82 @@ func TestRowsOnCassandra(t *testing.T) {
 		if missing != nil {
 			t.Errorf("unset column reads %q, want null", *missing)
 		}
+	}
+}
+
+// TestEncodedValueRefusesAlteredColumn binds pre-encoded values to a table whose column types are
+// not the configured ones, as after an ALTER TABLE or a hand-made table: the statement's real
+// bind metadata must make MarshalCQL refuse with a *BindTypeError, one the writer does not retry,
+// instead of sending 4 bytes of int into a bigint or text into an ascii column.
+func TestEncodedValueRefusesAlteredColumn(t *testing.T) {
+	hosts := testenv.Cassandra(t)
+	ks := testenv.Name(t, "mapper")
+	cfg := &config.Config{
+		Kafka: config.Kafka{Brokers: []string{"127.0.0.1:9092"}},
+		Cassandra: config.Cassandra{Hosts: hosts, Keyspace: ks,
+			Replication: map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}},
+		Topics: map[string]config.Topic{
+			"t": {
+				Topic:  "t",
+				ID:     []string{"k"},
+				Time:   config.EventTime{Source: "kafka"},
+				Bucket: config.Bucket{Width: "1d", Key: "date"},
+				Table:  "configured",
+				Columns: []config.Column{
+					{Name: "k", Type: "text", Field: "k"},
+					{Name: "n", Type: "int", Field: "n"},
+					{Name: "at", Type: "timestamp", Source: "event_time"},
+				},
+				Clustering: []config.Clustering{{Column: "at", Order: "desc"}},
+			},
+		},
+	}
+	cfg.ApplyDefaults()
+	m, err := mapper.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := cassandra.Connect(ctx, cfg.Cassandra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t.Cleanup(func() { _ = s.Driver().Query("DROP KEYSPACE IF EXISTS " + ks).Exec() })
+	if err := cassandra.ApplySchema(ctx, s, cfg, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Driver().Query("CREATE TABLE " + ks + ".altered (k ascii PRIMARY KEY, n bigint)").WithContext(ctx).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	row, err := m.Map(mapper.Record{Topic: "t", Value: []byte(`{"k":"a","n":7}`), Timestamp: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The configured table takes the values.
+	if err := s.Driver().Query(row.Target.Insert, row.Values...).WithContext(ctx).Exec(); err != nil {
+		t.Fatalf("insert into the configured table: %v", err)
+	}
+	for _, tc := range []struct {
+		insert string
+		values []any
+		want   string
+	}{
+		{"INSERT INTO " + ks + ".altered (k, n) VALUES ('a', ?)", row.Values[1:2], "int to a bind marker of CQL type bigint"},
+		{"INSERT INTO " + ks + ".altered (k, n) VALUES (?, 1)", row.Values[0:1], "text to a bind marker of CQL type ascii"},
+	} {
+		err := s.Driver().Query(tc.insert, tc.values...).WithContext(ctx).Exec()
+		var bte *mapper.BindTypeError
+		if !errors.As(err, &bte) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want a *mapper.BindTypeError (%s)", tc.insert, err, tc.want)
+		}
+		if cassandra.IsRetryable(err) {
+			t.Errorf("%s: %v is retryable; the same bytes would fail again", tc.insert, err)
+		}
+	}
+	var n int64
+	if err := s.Driver().Query("SELECT count(*) FROM " + ks + ".altered").WithContext(ctx).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the altered table holds %d rows (%v), want none", n, err)
 	}
 }
