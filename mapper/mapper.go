@@ -737,8 +737,8 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			// while an unset column costs nothing and reads back as null all the same.
 			return p.absent, nil
 		}
-		// The kinds row memory holds convert into x (inline here: a call per value showed in
-		// profiles), the others to their boxed Go value.
+		// The kinds row memory holds convert into x, to be encoded by store; the others to their
+		// boxed Go value.
 		var pr problem
 		switch k := c.typ.kind; {
 		case c.slot == slotNone:
@@ -799,6 +799,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 		x.b = b
 	case srcKafkaTopic:
 		if c.hash >= 0 {
+			// A view, not a copy: canonical only reads it.
 			x.b = unsafe.Slice(unsafe.StringData(p.kafkaTopic), len(p.kafkaTopic))
 			s.canonical(c, &x)
 		}
