@@ -28,8 +28,9 @@ import (
 //     which grows by append (charged twice, for the copy and the slice's spare capacity); its values are
 //     interfaces (16 bytes each) boxing typed slots and strings in the mapper's row block, whose bytes
 //     Row.Size estimates (encoded size), plus the routing key.
-//   - A tracker entry is one pendingRecord in its partition's slice, which grows by append and retires
-//     its done prefix lazily (charged twice).
+//   - A tracker entry is one pendingRecord in its partition's slice, held until the watermark passes it,
+//     which can be long after its record is done: one slow batch keeps the entries of every record
+//     registered after it. The slice grows by append and drops its retired prefix lazily (charged twice).
 //
 // Checked against the live heap of `sink run` under a 1,000,000-record backlog of ~150-byte JSON records
 // (docs/PIPELINE.md, "Backpressure and memory").
@@ -39,7 +40,7 @@ const (
 	headerOverhead = int64(unsafe.Sizeof(kgo.RecordHeader{}))
 	rowOverhead    = 2 * int64(unsafe.Sizeof(batcher.Row{}))
 	valueOverhead  = int64(unsafe.Sizeof(any(nil)))
-	// entryCost is what the tracker holds per registered record until it is done.
+	// entryCost is what the tracker holds per registered record until the watermark passes it.
 	entryCost = 2 * int64(unsafe.Sizeof(pendingRecord{}))
 )
 

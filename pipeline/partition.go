@@ -57,7 +57,7 @@ func newPartition(pl *Pipeline, tp topicPartition, topic *topicInfo) *partition 
 		workerDone: make(chan struct{}),
 		ctx:        ctx,
 		cancel:     cancel,
-		tr:         newTracker(),
+		tr:         newTracker(entryCost),
 		stuck:      make(map[int64]bool),
 		hwm:        -1,
 	}
@@ -128,15 +128,17 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
 	})
-	bytes := entryCost
+	// What the record holds until it is done; its tracker entry (entryCost, charged by handOff or below)
+	// is returned by the tracker when the watermark passes it.
+	var bytes int64
 	switch {
 	case err == nil:
-		// Charged by handOff with the tracker entry, before the row can complete and be released.
-		bytes += rowCost(&row)
+		// Charged by handOff, before the row can complete and be released.
+		bytes = rowCost(&row)
 	case p.topic.deadLetterTopic != "":
 		// The dead-letter sender holds the record until it is produced: the cost charged when it was
 		// queued moves to its tracker entry instead of being released with its chunk.
-		bytes += recordCost(r)
+		bytes = recordCost(r)
 	}
 	p.mu.Lock()
 	// Registered before it is handed on, so its acknowledgement always finds it.

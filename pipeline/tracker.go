@@ -13,13 +13,20 @@ import (
 // Offsets are tracked, not assumed contiguous: compaction and transaction markers leave gaps, so the tracker
 // only ever reasons about offsets it was given. It is not safe for concurrent use; the partition's mutex
 // guards it.
+//
+// Memory: an entry lives until it is retired (below the watermark), not until it is done, so one slow
+// record keeps the entries of every record registered after it. Under a backlog that span was measured at
+// over 100,000 entries per partition while a cold key's batch waited. So entries are charged to the byte
+// budget (entryBytes each) until retired, and the slice gives back capacity it no longer needs.
 type tracker struct {
-	pending []pendingRecord // registered and not yet below the watermark, ascending by offset
-	head    int             // pending[:head] have been retired; compacted lazily
-	next    int64           // next offset to commit; -1 until a record has been retired
-	epoch   int32           // leader epoch of the last retired record
-	last    int64           // last registered offset; -1 before the first
-	undone  int             // registered records not yet done
+	pending    []pendingRecord // registered and not yet below the watermark, ascending by offset
+	head       int             // pending[:head] have been retired; compacted lazily
+	next       int64           // next offset to commit; -1 until a record has been retired
+	epoch      int32           // leader epoch of the last retired record
+	last       int64           // last registered offset; -1 before the first
+	undone     int             // registered records not yet done
+	entryBytes int64           // budget charge of one entry, returned when it is retired
+	peak       int             // most entries (retired ones included) since the last drain or shrink
 }
 
 // pendingRecord is the whole of what the pipeline keeps of a record between mapping and done, besides
@@ -30,11 +37,12 @@ type pendingRecord struct {
 	offset int64
 	epoch  int32
 	done   bool
-	bytes  int64 // what the record holds against the byte budget until it is done
+	bytes  int64 // what the record holds against the byte budget until it is done, besides its entry
 }
 
-func newTracker() *tracker {
-	return &tracker{next: -1, last: -1}
+// newTracker returns an empty tracker whose entries each hold entryBytes of the budget until retired.
+func newTracker(entryBytes int64) *tracker {
+	return &tracker{next: -1, last: -1, entryBytes: entryBytes}
 }
 
 // register adds a record. Offsets must strictly increase: a worker takes records in offset order, and a
@@ -45,6 +53,7 @@ func (t *tracker) register(offset int64, epoch int32, bytes int64) error {
 	}
 	t.last = offset
 	t.pending = append(t.pending, pendingRecord{offset: offset, epoch: epoch, bytes: bytes})
+	t.peak = max(t.peak, len(t.pending))
 	t.undone++
 	return nil
 }
@@ -60,8 +69,9 @@ func (t *tracker) find(offset int64) int {
 }
 
 // done marks a registered record complete, reports whether the committable offset moved, and returns the
-// bytes the record held. It returns known=false for an offset that is not pending (never registered, or
-// already done), so a duplicate acknowledgement cannot be counted twice.
+// bytes to give back to the budget: what the record held, plus entryBytes for every entry the watermark
+// passed. It returns known=false for an offset that is not pending (never registered, or already done),
+// so a duplicate acknowledgement cannot be counted twice.
 func (t *tracker) done(offset int64) (bytes int64, advanced, known bool) {
 	i := t.find(offset)
 	if i < 0 || t.pending[i].done {
@@ -74,26 +84,41 @@ func (t *tracker) done(offset int64) (bytes int64, advanced, known bool) {
 	if i != t.head {
 		return bytes, false, true
 	}
+	retired := t.head
 	for t.head < len(t.pending) && t.pending[t.head].done {
 		r := t.pending[t.head]
 		t.next, t.epoch = r.offset+1, r.epoch
 		t.head++
 	}
+	bytes += int64(t.head-retired) * t.entryBytes
 	t.compact()
 	return bytes, true, true
 }
 
-// compact releases the retired prefix once it dominates the slice, keeping memory proportional to the
-// records in flight while amortising the copy.
+// trackerKeep is the capacity, in entries, a tracker keeps whatever its use (96 KiB): below it, giving
+// memory back is not worth the reallocation.
+const trackerKeep = 4096
+
+// compact drops the retired prefix once it dominates the slice (amortising the copy), and gives back
+// capacity that the entries since the partition last drained (or since the last shrink) used less than a
+// quarter of: after a spike (a slow batch holding the watermark back) the slice returns to what the
+// partition needs once it drains, while a steady flow keeps its array and allocates nothing.
 func (t *tracker) compact() {
-	if t.head == len(t.pending) {
-		t.pending, t.head = t.pending[:0], 0
+	live := len(t.pending) - t.head
+	if live > 0 && (t.head <= 1024 || t.head <= len(t.pending)/2) {
 		return
 	}
-	if t.head > 1024 && t.head > len(t.pending)/2 {
-		n := copy(t.pending, t.pending[t.head:])
-		clear(t.pending[n:])
-		t.pending, t.head = t.pending[:n], 0
+	if c := cap(t.pending); c > trackerKeep && 4*t.peak < c {
+		p := make([]pendingRecord, live, max(trackerKeep, 2*t.peak))
+		copy(p, t.pending[t.head:])
+		t.pending, t.peak = p, live
+	} else {
+		// No clear: entries hold no pointers.
+		t.pending = t.pending[:copy(t.pending, t.pending[t.head:])]
+	}
+	t.head = 0
+	if live == 0 {
+		t.peak = 0
 	}
 }
 

@@ -37,7 +37,7 @@ func TestTracker(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := newTracker()
+			tr := newTracker(0)
 			for i, s := range tc.steps {
 				for _, o := range s.register {
 					if err := tr.register(o, 1, 0); err != nil {
@@ -60,7 +60,7 @@ func TestTracker(t *testing.T) {
 }
 
 func TestTrackerRejectsOutOfOrderRegistration(t *testing.T) {
-	tr := newTracker()
+	tr := newTracker(0)
 	if err := tr.register(5, 0, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestTrackerRejectsOutOfOrderRegistration(t *testing.T) {
 }
 
 func TestTrackerDoneReportsKnownOnce(t *testing.T) {
-	tr := newTracker()
+	tr := newTracker(0)
 	_ = tr.register(1, 0, 0)
 	_ = tr.register(2, 0, 0)
 	if _, adv, known := tr.done(2); adv || !known {
@@ -92,12 +92,12 @@ func TestTrackerDoneReportsKnownOnce(t *testing.T) {
 	}
 }
 
-func TestTrackerKeepsBytesUntilDone(t *testing.T) {
-	tr := newTracker()
+func TestTrackerKeepsBytesUntilDoneAndEntriesUntilRetired(t *testing.T) {
+	tr := newTracker(5)
 	_ = tr.register(1, 0, 10)
 	_ = tr.register(2, 0, 20)
 	if b, _, _ := tr.done(2); b != 20 {
-		t.Fatalf("done(2) released %d bytes, want 20", b)
+		t.Fatalf("done(2) released %d bytes, want 20: its entry stays until the watermark passes it", b)
 	}
 	if b, _, known := tr.done(2); known || b != 0 {
 		t.Fatalf("second done(2) released %d bytes (known %v), want nothing", b, known)
@@ -105,13 +105,13 @@ func TestTrackerKeepsBytesUntilDone(t *testing.T) {
 	if !tr.isPending(1) || tr.isPending(2) || tr.isPending(3) {
 		t.Fatal("isPending wrong")
 	}
-	if b, _, _ := tr.done(1); b != 10 {
-		t.Fatalf("done(1) released %d bytes, want 10", b)
+	if b, _, _ := tr.done(1); b != 10+2*5 {
+		t.Fatalf("done(1) released %d bytes, want its 10 and both entries' 5", b)
 	}
 }
 
 func TestTrackerEpochIsThatOfTheLastRetiredRecord(t *testing.T) {
-	tr := newTracker()
+	tr := newTracker(0)
 	_ = tr.register(1, 3, 0)
 	_ = tr.register(2, 4, 0)
 	tr.done(2)
@@ -123,30 +123,38 @@ func TestTrackerEpochIsThatOfTheLastRetiredRecord(t *testing.T) {
 
 // TestTrackerPropertyNeverPassesUndone completes random subsets of randomly gapped offsets in random
 // order and checks after every step that the watermark is exactly one past the longest done prefix:
-// never beyond an undone record (the at-least-once invariant), never behind the done prefix.
+// never beyond an undone record (the at-least-once invariant), never behind the done prefix. It also
+// checks the budget bookkeeping: what is still charged is exactly the bytes of the undone records plus
+// one entry for every record the watermark has not passed.
 func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
+	const entry = 7
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 500 {
-		tr := newTracker()
+		tr := newTracker(entry)
 		n := 1 + rng.IntN(300)
 		offsets := make([]int64, n)
+		sizes := make([]int64, n)
 		off := int64(rng.IntN(1000))
 		for i := range offsets {
 			off += 1 + int64(rng.IntN(3)) // gaps, as compaction and transaction markers leave
 			offsets[i] = off
+			sizes[i] = 1 + int64(rng.IntN(50))
 		}
 		done := make(map[int64]bool, n)
 		registered := 0
+		var charged int64
 		order := rng.Perm(n)
 		for _, i := range order {
 			// Register lazily, in offset order, up to the record about to complete and a bit beyond.
 			for registered < n && (registered <= i || rng.IntN(4) == 0) {
-				if err := tr.register(offsets[registered], 0, 0); err != nil {
+				if err := tr.register(offsets[registered], 0, sizes[registered]); err != nil {
 					t.Fatal(err)
 				}
+				charged += sizes[registered] + entry
 				registered++
 			}
-			tr.done(offsets[i])
+			freed, _, _ := tr.done(offsets[i])
+			charged -= freed
 			done[offsets[i]] = true
 			want := int64(-1)
 			for j := 0; j < registered && done[offsets[j]]; j++ {
@@ -159,21 +167,67 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 			if got != want {
 				t.Fatalf("round %d: watermark %d, want %d", round, got, want)
 			}
+			var held int64
 			for j := range registered {
 				if !done[offsets[j]] && got > offsets[j] {
 					t.Fatalf("round %d: watermark %d passes undone offset %d", round, got, offsets[j])
 				}
+				if !done[offsets[j]] {
+					held += sizes[j]
+				}
+				if offsets[j] >= got {
+					held += entry
+				}
+			}
+			if charged != held {
+				t.Fatalf("round %d: %d bytes still charged, want %d (undone records and entries above the watermark)", round, charged, held)
 			}
 		}
-		if tr.inFlight() != 0 || len(tr.pending)-tr.head != 0 {
-			t.Fatalf("round %d: %d in flight, %d pending after all done", round, tr.inFlight(), len(tr.pending)-tr.head)
+		if tr.inFlight() != 0 || len(tr.pending)-tr.head != 0 || charged != 0 {
+			t.Fatalf("round %d: %d in flight, %d pending, %d bytes charged after all done", round, tr.inFlight(),
+				len(tr.pending)-tr.head, charged)
 		}
+	}
+}
+
+// TestTrackerGivesBackCapacityAfterASpike: one slow record held 100,000 entries; once it is done and a
+// later stretch needs far fewer, the slice shrinks back instead of keeping its peak for good. A steady
+// flow keeps its array and allocates nothing.
+func TestTrackerGivesBackCapacityAfterASpike(t *testing.T) {
+	tr := newTracker(0)
+	var o int64
+	for ; o < 100_000; o++ {
+		_ = tr.register(o, 0, 0)
+	}
+	for i := int64(1); i < o; i++ {
+		tr.done(i)
+	}
+	tr.done(0)
+	if c := cap(tr.pending); c < 100_000 {
+		t.Fatalf("capacity %d right after the spike; the test assumes it was kept until a smaller stretch", c)
+	}
+	cycle := func(n int) {
+		for range n {
+			_ = tr.register(o, 0, 0)
+			o++
+		}
+		for i := o - int64(n); i < o; i++ {
+			tr.done(i)
+		}
+	}
+	cycle(10)
+	if c := cap(tr.pending); c > 2*trackerKeep {
+		t.Fatalf("capacity %d after the spike and a 10-record stretch, want at most %d", c, 2*trackerKeep)
+	}
+	cycle(20_000) // grows again, to what the flow needs
+	if allocs := testing.AllocsPerRun(20, func() { cycle(20_000) }); allocs != 0 {
+		t.Errorf("%v allocations per steady 20,000-record stretch, want 0", allocs)
 	}
 }
 
 func BenchmarkTrackerInOrder(b *testing.B) {
 	b.ReportAllocs()
-	tr := newTracker()
+	tr := newTracker(0)
 	var o int64
 	for b.Loop() {
 		_ = tr.register(o, 0, 0)
@@ -189,7 +243,7 @@ func BenchmarkTrackerWindow(b *testing.B) {
 	const window = 1000
 	rng := rand.New(rand.NewPCG(3, 4))
 	perm := rng.Perm(window)
-	tr := newTracker()
+	tr := newTracker(0)
 	var base int64
 	for b.Loop() {
 		for i := range window {
