@@ -159,7 +159,7 @@ type plan struct {
 	consistency       string
 	insertCols        []string  // cols, bucket column, event bucket column
 	nvals             int       // len(insertCols) + TTL + timestamp
-	ebValues          []any     // int32(0..eventBuckets-1), boxed once
+	ebValues          []any     // int32(0..eventBuckets-1), encoded once
 	absent            any       // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
 	mem               rowLayout // the row memory block (rowmem.go)
 	wtsAt             int       // the byte offset of the write timestamp in row memory
@@ -316,7 +316,7 @@ func compile(name string, t config.Topic) (*plan, error) {
 			}
 		}
 		for i := range p.eventBuckets {
-			p.ebValues = append(p.ebValues, int32(i))
+			p.ebValues = append(p.ebValues, encodeShared(kInt, int32(i)))
 		}
 	}
 

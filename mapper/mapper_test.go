@@ -224,7 +224,7 @@ func TestEventBucketHashContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := int32(bucketer.EventBucket([]byte(ts), 16))
-		got := row.Values[7]
+		got := GoValue(row.Values[7])
 		if got != want {
 			t.Errorf("%s: event bucket %v, want %v", ts, got, want)
 		}
@@ -242,7 +242,7 @@ func TestEventBucketHashContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := row.Values[7], int32(bucketer.EventBucket([]byte("2024-01-15T14:37:22.123Z"), 8)); got != want {
+	if got, want := GoValue(row.Values[7]), int32(bucketer.EventBucket([]byte("2024-01-15T14:37:22.123Z"), 8)); got != want {
 		t.Errorf("event bucket %v, want %v", got, want)
 	}
 }
