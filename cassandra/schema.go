@@ -177,9 +177,25 @@ func ApplySchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 			return fmt.Errorf("applying %s: %w", strings.TrimSpace(head), err)
 		}
 	}
-	m, err := mapper.New(cfg)
+	missing, err := CheckSchema(ctx, s, cfg, topics, now)
 	if err != nil {
 		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("after applying the schema, tables are still missing: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// CheckSchema checks that every existing table the topics write to (all topics when topics is empty;
+// for a sliced policy the slice of now and the next) has the columns, column types, partition key and
+// clustering the configuration needs, and lists the tables that do not exist (keyspace.table). `sink
+// run` calls it before consuming: values are bound pre-encoded for the configured column types, so a
+// table whose column type differs would refuse every row; failing at start names the column instead.
+func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []string, now time.Time) (missing []string, err error) {
+	m, err := mapper.New(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if len(topics) == 0 {
 		topics = m.Topics()
@@ -194,14 +210,18 @@ func ApplySchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 		for _, table := range names {
 			cols, err := ReadSchemaColumns(ctx, s, t.Keyspace, table)
 			if err != nil {
-				return err
+				return nil, err
+			}
+			if len(cols) == 0 {
+				missing = append(missing, t.Keyspace+"."+table)
+				continue
 			}
 			if err := CheckTable(t, table, cols); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return missing, nil
 }
 
 // ReadSchemaColumns reads the columns of keyspace.table from system_schema.columns.

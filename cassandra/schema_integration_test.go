@@ -157,3 +157,41 @@ func TestApplySchemaRejectsOtherKey(t *testing.T) {
 		t.Errorf("apply over a table with another key:\n got %v\nwant %s...", err, want)
 	}
 }
+
+// TestCheckSchema: `sink run`'s start check lists missing tables and refuses a table whose column type
+// differs from the configured one (values are bound pre-encoded for the configured type).
+func TestCheckSchema(t *testing.T) {
+	cfg, ks := exampleOnStack(t, "iot-sensors")
+	s := connectForTest(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t.Cleanup(func() { _ = s.Driver().Query("DROP KEYSPACE IF EXISTS " + ks).Exec() })
+
+	missing, err := CheckSchema(ctx, s, cfg, nil, schemaNow)
+	if err != nil || len(missing) != 1 || missing[0] != ks+".sensor_readings" {
+		t.Fatalf("no tables yet: missing %v, err %v; want [%s.sensor_readings], nil", missing, err, ks)
+	}
+	for _, stmt := range []string{
+		KeyspaceDDL(cfg, ks),
+		"CREATE TABLE " + ks + ".sensor_readings (device_id text, day text, reading_time timestamp, site_id text, " +
+			"temperature float, humidity double, battery double, PRIMARY KEY ((device_id, day), reading_time)) " +
+			"WITH CLUSTERING ORDER BY (reading_time DESC)",
+	} {
+		if err := s.Driver().Query(stmt).WithContext(ctx).Exec(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = CheckSchema(ctx, s, cfg, nil, schemaNow)
+	if err == nil || !strings.Contains(err.Error(), "temperature") || !strings.Contains(err.Error(), "float") {
+		t.Fatalf("temperature is float in the table and double in the config: got %v, want an error naming the column and both types", err)
+	}
+	if err := s.Driver().Query("DROP TABLE " + ks + ".sensor_readings").WithContext(ctx).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ApplySchema(ctx, s, cfg, nil, schemaNow); err != nil {
+		t.Fatal(err)
+	}
+	if missing, err := CheckSchema(ctx, s, cfg, nil, schemaNow); err != nil || len(missing) != 0 {
+		t.Fatalf("after apply: missing %v, err %v; want none", missing, err)
+	}
+}

@@ -95,6 +95,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return fmt.Errorf("connecting to cassandra (cassandra.hosts %v): %w", cfg.Cassandra.Hosts, err)
 	}
 	defer session.Close()
+	// Values are bound pre-encoded for the configured column types: a table that disagrees would refuse
+	// every row, so say which column at start. A missing table is not fatal here (slices are created
+	// ahead by a scheduled `sink schema --apply`), but its rows cannot be written until it exists.
+	missing, err := cassandra.CheckSchema(ctx, session, cfg, nil, time.Now())
+	if err != nil {
+		return fmt.Errorf("checking the tables against the config: %w", err)
+	}
+	for _, t := range missing {
+		log.Warn("table does not exist; its rows wait until it does (run sink schema --apply)", slog.String("table", t))
+	}
 	w := cfg.Writer
 	writer := cassandra.NewWriter(session, cassandra.WriterConfig{
 		MaxInFlight:    w.MaxInFlight,
