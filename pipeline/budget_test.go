@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -75,9 +76,9 @@ func TestBudgetForgetReleasesEverything(t *testing.T) {
 	}
 }
 
-// TestCostsChargeWhatIsPinned: a record costs its payload plus the structures franz-go and the tracker
-// keep for it, each header its own struct and bytes; a row costs its estimated values plus its struct
-// copies, its key and one interface per value.
+// TestCostsChargeWhatIsPinned: a queued record costs its payload plus the structures franz-go keeps for
+// it, each header its own struct and bytes; a row costs its estimated values plus its struct copies, its
+// key and one interface per value; a tracker entry costs its struct, twice for the slice's growth.
 func TestCostsChargeWhatIsPinned(t *testing.T) {
 	r := &kgo.Record{Key: []byte("device-1"), Value: make([]byte, 141)}
 	if got, want := recordCost(r), recordOverhead+8+141; got != want {
@@ -94,5 +95,23 @@ func TestCostsChargeWhatIsPinned(t *testing.T) {
 	row := batcher.Row{Key: "device-1", Values: make([]any, 6), Size: 90}
 	if got, want := rowCost(&row), rowOverhead+90+8+6*16; got != want {
 		t.Errorf("row cost %d, want %d", got, want)
+	}
+	if entryCost != 48 {
+		t.Errorf("entry cost %d, want 48 (a 24-byte pendingRecord, twice)", entryCost)
+	}
+}
+
+// TestTrackerEntryHoldsNothingOfTheRecord guards the budget's premise that a mapped record is not
+// retained: a tracker entry lives until the watermark passes it, so a pointer in it (the tracker once
+// kept the *kgo.Record for dead letters) would pin the record's slab, decompressed batch and fetch
+// response for as long, uncharged.
+func TestTrackerEntryHoldsNothingOfTheRecord(t *testing.T) {
+	typ := reflect.TypeFor[pendingRecord]()
+	for f := range typ.Fields() {
+		switch f.Type.Kind() {
+		case reflect.Int64, reflect.Int32, reflect.Bool:
+		default:
+			t.Errorf("pendingRecord.%s is a %s: entries must hold plain values, no reference to the record", f.Name, f.Type)
+		}
 	}
 }
