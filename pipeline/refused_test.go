@@ -14,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
@@ -233,5 +235,73 @@ func TestMappedRecordsAreNotRetained(t *testing.T) {
 				t.Errorf("%v records dead-lettered: the test's records must all map", got)
 			}
 		})
+	}
+}
+
+// TestRefusedRowWaitsWhileItsRecordCannotBeReadBack: the broker refuses the re-read of a refused row's
+// record twice (an authorization error, as after an ACL change). The partition is stuck meanwhile (not
+// ready, failures counted, committed offset held at the row), nothing is skipped, and once the re-read
+// succeeds the dead letter goes out, the partition recovers and commits to the end.
+func TestRefusedRowWaitsWhileItsRecordCannotBeReadBack(t *testing.T) {
+	f := newFixture(t, 0, 0)
+	f.produceWithHeaders(60)
+	refused := batcher.Source{Topic: testTopic, Partition: 2, Offset: 25}
+	w := newMemWriter()
+	w.reject = func(s batcher.Source) bool { return s == refused }
+	// The pipeline's consumer fetches at most 256 KiB; the re-read client asks for 1 MiB, which tells its
+	// fetches apart. The first two are refused; later ones get empty answers until the test has seen the
+	// stuck partition (not ready, both failures counted).
+	var refusedFetches atomic.Int32
+	letThrough := make(chan struct{})
+	f.cluster.ControlKey(kmsg.Fetch.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		f.cluster.KeepControl()
+		fr := req.(*kmsg.FetchRequest)
+		if fr.MaxBytes != 1<<20 {
+			return nil, nil, false
+		}
+		select {
+		case <-letThrough:
+			return nil, nil, false
+		default:
+		}
+		if refusedFetches.Load() >= 2 {
+			// Held back until the test has seen the stuck state; an empty answer makes the client ask again.
+			resp := fr.ResponseKind().(*kmsg.FetchResponse)
+			return resp, nil, true
+		}
+		refusedFetches.Add(1)
+		resp := fr.ResponseKind().(*kmsg.FetchResponse)
+		for _, rt := range fr.Topics {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	m := f.start(f.config(func(c *config.Config) { c.Kafka.FetchMaxBytes = 256 << 10 }), w)
+	f.waitFor(20*time.Second, "readiness to report the stuck partition", func() bool {
+		err := m.pl.Ready()
+		return testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)) >= 2 &&
+			err != nil && strings.Contains(err.Error(), "partition 2 is stuck")
+	})
+	if c := f.committed(); c[2] > refused.Offset {
+		t.Fatalf("partition 2 committed %d past the refused row at %d before its dead letter", c[2], refused.Offset)
+	}
+	close(letThrough)
+	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
+	f.waitFor(10*time.Second, "readiness back", func() bool { return m.pl.Ready() == nil })
+	dls := f.deadLetters(1)
+	if len(dls) != 1 || header(dls[0], HeaderSourceOffset) != "25" || header(dls[0], "trace-id") != "trace-2-25" ||
+		string(dls[0].Value) != `{"n":25,"p":2}` {
+		t.Errorf("dead letters %v, want the one for 2/25 with its value and headers", dls)
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -95,8 +95,8 @@ func (s *rereadSweep) seek() (int64, bool) {
 // reread reads the records at offsets (ascending, distinct) of one partition, with clients built from
 // opts (the connection options: brokers, TLS, SASL) and closed before it returns. recs[i] is the record
 // at offsets[i]; gone[i] says the log no longer holds it. A non-nil error means the offsets neither found
-// nor gone could not be read now (ctx ended, or rereadTimeout passed without progress); what was
-// resolved is returned all the same.
+// nor gone could not be read now (ctx ended, the client reported an error, or timeout passed without
+// progress); what was resolved is returned all the same.
 func reread(ctx context.Context, opts []kgo.Opt, topic string, partition int32, offsets []int64, timeout time.Duration) (recs []*kgo.Record, gone []bool, err error) {
 	s := newRereadSweep(offsets)
 	for {
@@ -112,7 +112,7 @@ func reread(ctx context.Context, opts []kgo.Opt, topic string, partition int32, 
 
 // readFrom reads the partition from offset `from` with a client of its own until every offset is
 // resolved, or the broker reports the position out of the log's range (the offset is gone; the caller
-// starts again at the next one), or nothing was found for timeout.
+// starts again at the next one), or the client reports an error, or nothing was found for timeout.
 func (s *rereadSweep) readFrom(ctx context.Context, opts []kgo.Opt, topic string, partition int32, from int64, timeout time.Duration) error {
 	cl, err := kgo.NewClient(append(opts[:len(opts):len(opts)],
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
@@ -171,11 +171,14 @@ func (s *rereadSweep) readFrom(ctx context.Context, opts []kgo.Opt, topic string
 		if !ok {
 			return nil
 		}
+		if last != nil {
+			// The client retries what it can by itself; an error it hands back (authorization, a
+			// deleted topic) will not go away within this read. The sender retries after backoff.
+			return fmt.Errorf("re-reading %s/%d at offset %d: %w", topic, partition, o, last)
+		}
 		if time.Now().After(deadline) {
-			if last == nil {
-				last = context.DeadlineExceeded
-			}
-			return fmt.Errorf("re-reading %s/%d: offset %d not read within %s: %w", topic, partition, o, timeout, last)
+			return fmt.Errorf("re-reading %s/%d: offset %d not read within %s: %w", topic, partition, o, timeout,
+				context.DeadlineExceeded)
 		}
 		if o, ok := s.seek(); ok && o != sought {
 			// Buffered fetches from before the seek are dropped by the client; any that still arrive
