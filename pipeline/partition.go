@@ -107,12 +107,19 @@ func (p *partition) work() {
 				// Stopped, or halted on a record that cannot be dead-lettered. The rest goes back so that
 				// its bytes are released when the partition is given up.
 				p.queue.pushFront(recs[i+1:])
-				p.pl.release(p.tp, freed)
+				p.releaseMapped(freed)
 				<-p.quit
 				return
 			}
 		}
-		p.pl.release(p.tp, freed)
+		p.releaseMapped(freed)
+	}
+}
+
+// releaseMapped returns the queued cost of records the worker has mapped and no longer holds.
+func (p *partition) releaseMapped(n int64) {
+	if n > 0 {
+		p.pl.release(p.tp, n)
 	}
 }
 
