@@ -1204,3 +1204,83 @@ func TestIntegrationRefusedRowsAreDeadLetteredAsProduced(t *testing.T) {
 		t.Errorf("sink_records_failed_total %v, want 0: every refused row's record could be read back", got)
 	}
 }
+
+// holdWriter holds every batch with a row hold matches until release is closed, then writes it
+// through w; held is closed when the first such batch arrives.
+type holdWriter struct {
+	w        BatchWriter
+	hold     func(batcher.Source) bool
+	held     chan struct{}
+	heldOnce sync.Once
+	release  chan struct{}
+}
+
+func (h *holdWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
+	for i := range b.Rows {
+		if h.hold(b.Rows[i].Source) {
+			h.heldOnce.Do(func() { close(h.held) })
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			break
+		}
+	}
+	return h.w.Write(ctx, b)
+}
+
+// TestIntegrationRefusedRowWhoseRecordIsGoneStopsItsPartition: retention (here DeleteRecords) removes a
+// row's record while Cassandra is about to refuse the row. Its dead letter cannot carry the original
+// record, so the partition stops before it, loudly and counted, rather than skipping it; the other
+// partitions finish.
+func TestIntegrationRefusedRowWhoseRecordIsGoneStopsItsPartition(t *testing.T) {
+	s := newStack(t, 3, nil)
+	recs := makeRecords(600, 0, 3)
+	var bad *itRecord
+	for i, r := range recs {
+		if r.partition == 0 && i > 300 {
+			r.bad = ReasonWrite
+			r.value = fmt.Appendf(nil, `{"device_id":"%s","ts":%q,"value":1.5}`, r.device+"\xff\xfe", r.ts.Format(time.RFC3339Nano))
+			bad = r
+			break
+		}
+	}
+	s.produce(recs)
+	s.cfg.Writer.ShutdownTimeout = config.Duration(2 * time.Second)
+	hw := &holdWriter{held: make(chan struct{}), release: make(chan struct{}),
+		hold: func(src batcher.Source) bool { return src.Partition == 0 && src.Offset == bad.offset }}
+	m := s.start(func(w BatchWriter) BatchWriter { hw.w = w; return hw })
+	select {
+	case <-hw.held:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the refused row's batch never reached the writer")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := s.adm.DeleteRecords(ctx, kadm.Offsets{s.topic: {0: {Topic: s.topic, Partition: 0, At: bad.offset + 1}}})
+	if err != nil || resp.Error() != nil {
+		t.Fatalf("deleting the records of partition 0 up to %d: %v %v", bad.offset, err, resp.Error())
+	}
+	close(hw.release)
+	s.waitFor(2*time.Minute, "partitions 1 and 2 at the end, 0 at the refused row", func() bool {
+		c := s.committed()
+		return c[0] == bad.offset && c[1] == s.produced[1] && c[2] == s.produced[2]
+	})
+	s.waitFor(30*time.Second, "readiness to report the stuck partition", func() bool {
+		err := m.pl.Ready()
+		return err != nil && strings.Contains(err.Error(), "partition 0 is stuck")
+	})
+	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got != 1 {
+		t.Errorf("sink_records_failed_total %v, want 1", got)
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.committed(); c[0] != bad.offset {
+		t.Errorf("partition 0 committed %d after shutdown, want %d (the refused row whose record is gone)", c[0], bad.offset)
+	}
+	if got := testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, ReasonWrite)); got != 0 {
+		t.Errorf("%v dead letters for a record that could not be read back", got)
+	}
+}
