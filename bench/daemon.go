@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -137,6 +138,49 @@ func (d *daemon) metricSum(ctx context.Context, name string) (float64, bool, err
 	defer resp.Body.Close()
 	sum, found := sumSamples(resp.Body, name)
 	return sum, found, nil
+}
+
+// gaugeMeans samples gauges of a daemon while a phase runs and averages them, to show where its rows
+// were while it ran (open batches, bytes held against the budget, writes in flight).
+type gaugeMeans struct {
+	names []string
+	sums  []float64
+	n     int
+}
+
+func newGaugeMeans(names ...string) *gaugeMeans {
+	return &gaugeMeans{names: names, sums: make([]float64, len(names))}
+}
+
+// sample scrapes the daemon once and adds every gauge's current value. A failed scrape is skipped:
+// the figures are diagnostics, not the measurement.
+func (g *gaugeMeans) sample(ctx context.Context, d *daemon) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.metrics+"/metrics", nil)
+	if err != nil {
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return
+	}
+	for i, name := range g.names {
+		v, _ := sumSamples(bytes.NewReader(body), name)
+		g.sums[i] += v
+	}
+	g.n++
+}
+
+// mean returns the average of the i-th gauge, or 0 without samples.
+func (g *gaugeMeans) mean(i int) float64 {
+	if g.n == 0 {
+		return 0
+	}
+	return g.sums[i] / float64(g.n)
 }
 
 // sumSamples adds up the samples of one metric in the Prometheus text format.

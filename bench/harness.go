@@ -487,7 +487,9 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 		finish   time.Time
 		last     int64 = -1
 		progress       = time.Now()
+		ticks    int
 	)
+	gauges := newGaugeMeans("sink_open_batch_rows", "sink_buffered_bytes", "sink_writes_in_flight")
 	for finish.IsZero() {
 		select {
 		case <-ctx.Done():
@@ -495,6 +497,9 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 		case <-d.exited:
 			return nil, d.failure()
 		case <-tick.C:
+		}
+		if ticks++; ticks%20 == 0 { // every 500 ms
+			gauges.sample(ctx, d)
 		}
 		got, err := committed(ctx, h.adm, st.Group, st.Topic)
 		if err != nil {
@@ -535,6 +540,7 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 			p.MeanBatchRows = sum / n
 		}
 	}
+	p.MeanOpenBatchRows, p.MeanBufferedBytes, p.MeanWritesInFlight = gauges.mean(0), gauges.mean(1), gauges.mean(2)
 	if v, ok, err := d.metricSum(ctx, "sink_records_written_total"); err == nil && ok {
 		p.Written = int64(v)
 	}

@@ -112,10 +112,15 @@ type Process struct {
 	PerCPUSecond   float64 `json:"per_cpu_second"`
 	CPUPerMillion  float64 `json:"cpu_seconds_per_million"`
 	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
-	MeanBatchRows  float64 `json:"mean_batch_rows"`    // from sink_batch_rows; 0 if unavailable
-	CoresBusy      float64 `json:"machine_cores_busy"` // whole machine, Kafka and Cassandra included
-	StartupSeconds float64 `json:"startup_seconds"`    // process start to ready, outside the timed part
-	Profile        string  `json:"cpu_profile,omitempty"`
+	MeanBatchRows  float64 `json:"mean_batch_rows"` // from sink_batch_rows; 0 if unavailable
+	// Means of gauges sampled every 500 ms while the phase ran: rows waiting in open batches, bytes
+	// held against writer.max_buffered_bytes, Cassandra batches in flight.
+	MeanOpenBatchRows  float64 `json:"mean_open_batch_rows"`
+	MeanBufferedBytes  float64 `json:"mean_buffered_bytes"`
+	MeanWritesInFlight float64 `json:"mean_writes_in_flight"`
+	CoresBusy          float64 `json:"machine_cores_busy"` // whole machine, Kafka and Cassandra included
+	StartupSeconds     float64 `json:"startup_seconds"`    // process start to ready, outside the timed part
+	Profile            string  `json:"cpu_profile,omitempty"`
 }
 
 // Latency is phase 5: event-to-commit delay at a fixed produce rate.
@@ -211,6 +216,8 @@ func (r *Result) PrintTable(w io.Writer) {
 	s := r.Sink
 	fmt.Fprintf(tw, "sink\t%s rows/s\t%.3f × ceiling (the better of before and after); %.1f s; %.2f CPU-s per million; peak RSS %.0f MiB; %.1f rows per batch; machine %.2f cores busy\n",
 		num(s.PerSec), s.RatioToCeiling, s.Seconds, s.CPUPerMillion, float64(s.PeakRSSBytes)/(1<<20), s.MeanBatchRows, s.CoresBusy)
+	fmt.Fprintf(tw, "\t\ton average %.0f rows in open batches, %.1f MiB held against the budget, %.1f writes in flight\n",
+		s.MeanOpenBatchRows, s.MeanBufferedBytes/(1<<20), s.MeanWritesInFlight)
 	p := r.Pipeline
 	fmt.Fprintf(tw, "pipeline only\t%s events/s\t%s events per CPU-second; %.1f s; peak RSS %.0f MiB; %.1f rows per batch\n",
 		num(p.PerSec), num(p.PerCPUSecond), p.Seconds, float64(p.PeakRSSBytes)/(1<<20), p.MeanBatchRows)
