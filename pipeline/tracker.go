@@ -61,6 +61,14 @@ func (t *tracker) register(offset int64, epoch int32, bytes int64) error {
 // find returns the index in pending of a live entry for offset, or -1.
 func (t *tracker) find(offset int64) int {
 	live := t.pending[t.head:]
+	if len(live) == 0 {
+		return -1
+	}
+	// Offsets are usually contiguous (gaps come from compaction and transaction markers), so the entry
+	// is almost always at its distance from the first; search only when it is not.
+	if d := offset - live[0].offset; d >= 0 && d < int64(len(live)) && live[d].offset == offset {
+		return t.head + int(d)
+	}
 	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
 	if i == len(live) || live[i].offset != offset {
 		return -1
