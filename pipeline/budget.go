@@ -69,107 +69,78 @@ type topicPartition struct {
 	partition int32
 }
 
-// pauseReason says why fetching of a partition is paused; a partition resumes only when it has none.
-type pauseReason uint8
-
-const (
-	pausedOverBudget pauseReason = 1 << iota // the process holds more buffered bytes than writer.max_buffered_bytes
-	pausedStuck                              // a record of the partition cannot be written or dead-lettered
-)
-
 // budget is the pure backpressure state: how many bytes of records and rows each partition holds in
-// memory, and which partitions are paused for what reason. Charging bytes past the high-water mark pauses
-// the charged partition (a partition holding nothing is never paused for the budget: it is not the cause);
-// releasing bytes down to the low-water mark resumes every partition paused for the budget. The gap
-// between the marks stops pause/resume flapping on every record.
+// memory, whether the total is at writer.max_buffered_bytes, and which partitions are paused because
+// they are stuck.
 //
-// It is not safe for concurrent use and makes no calls: methods return the partitions whose fetch state
-// must change, and the caller applies that to the Kafka client under the same lock.
+// Over the budget the poll loop stops polling until enough is released (Pipeline.waitForBudget); it does
+// not pause partitions in the client. A pause makes franz-go drop what it already fetched for the
+// partition and fetch it again after the resume, so pausing at the budget and resuming well below it
+// (to keep that rare) left the sink holding about two thirds of its budget on average, and batches were
+// correspondingly smaller. Not polling keeps the client's buffered fetches (bounded by the fetch settings
+// and counted in writer.memory_limit's floor) and lets the sink hold its whole budget all the time. Stuck
+// partitions are still paused in the client: they must stop while the others go on.
+//
+// It is not safe for concurrent use and makes no calls: methods report what must change, and the caller
+// applies that to the Kafka client under the same lock.
 type budget struct {
-	high, low int64
-	total     int64
-	held      map[topicPartition]int64
-	paused    map[topicPartition]pauseReason
+	high  int64
+	total int64
+	held  map[topicPartition]int64
+	stuck map[topicPartition]bool
 }
 
 func newBudget(high int64) *budget {
 	return &budget{
-		high:   high,
-		low:    high / 2,
-		held:   make(map[topicPartition]int64),
-		paused: make(map[topicPartition]pauseReason),
+		high:  high,
+		held:  make(map[topicPartition]int64),
+		stuck: make(map[topicPartition]bool),
 	}
 }
 
-// charge adds n bytes held for tp and reports whether tp must now be paused.
-func (b *budget) charge(tp topicPartition, n int64) (pause bool) {
+// charge adds n bytes held for tp.
+func (b *budget) charge(tp topicPartition, n int64) {
 	b.total += n
 	b.held[tp] += n
-	if b.total > b.high && b.held[tp] > 0 {
-		return b.addReason(tp, pausedOverBudget)
-	}
-	return false
 }
 
-// release returns n bytes held for tp and lists the partitions to resume, if the total fell to the
-// low-water mark.
-func (b *budget) release(tp topicPartition, n int64) (resume []topicPartition) {
+// release returns n bytes held for tp and reports whether that brought the total back under the budget.
+func (b *budget) release(tp topicPartition, n int64) (underAgain bool) {
+	was := b.over()
 	b.total -= n
 	if h := b.held[tp] - n; h > 0 {
 		b.held[tp] = h
 	} else {
 		delete(b.held, tp)
 	}
-	if b.total > b.low {
-		return nil
-	}
-	for p, r := range b.paused {
-		if r&pausedOverBudget == 0 {
-			continue
-		}
-		if b.removeReason(p, pausedOverBudget) {
-			resume = append(resume, p)
-		}
-	}
-	return resume
+	return was && !b.over()
 }
 
-// setStuck pauses or unpauses tp because one of its records cannot make progress. It reports whether the
-// fetch state of tp changes.
+// over reports whether the bytes held reached the budget: polling waits.
+func (b *budget) over() bool { return b.total >= b.high }
+
+// setStuck marks or clears tp as stuck (one of its records cannot make progress). It reports whether tp
+// must now be paused or resumed in the client.
 func (b *budget) setStuck(tp topicPartition, stuck bool) (pause, resume bool) {
-	if stuck {
-		return b.addReason(tp, pausedStuck), false
+	if stuck == b.stuck[tp] {
+		return false, false
 	}
-	return false, b.removeReason(tp, pausedStuck)
+	if stuck {
+		b.stuck[tp] = true
+		return true, false
+	}
+	delete(b.stuck, tp)
+	return false, true
 }
 
-// forget drops every byte and pause of tp, when the partition is revoked or lost. It reports whether tp
-// was paused (the caller clears the client's pause so a later reassignment starts fetching) and lists
-// other partitions that may resume because the total fell.
-func (b *budget) forget(tp topicPartition) (wasPaused bool, resume []topicPartition) {
-	_, wasPaused = b.paused[tp]
-	delete(b.paused, tp)
+// forget drops every byte and the stuck mark of tp, when the partition is revoked or lost. It reports
+// whether tp was paused (the caller clears the client's pause so a later reassignment starts fetching)
+// and whether the total fell back under the budget.
+func (b *budget) forget(tp topicPartition) (wasPaused, underAgain bool) {
+	wasPaused = b.stuck[tp]
+	delete(b.stuck, tp)
 	return wasPaused, b.release(tp, b.held[tp])
 }
 
-func (b *budget) addReason(tp topicPartition, r pauseReason) (changed bool) {
-	old := b.paused[tp]
-	b.paused[tp] = old | r
-	return old == 0
-}
-
-func (b *budget) removeReason(tp topicPartition, r pauseReason) (changed bool) {
-	old, ok := b.paused[tp]
-	if !ok || old&r == 0 {
-		return false
-	}
-	if n := old &^ r; n != 0 {
-		b.paused[tp] = n
-		return false
-	}
-	delete(b.paused, tp)
-	return true
-}
-
-// pausedCount is the number of partitions whose fetching is paused.
-func (b *budget) pausedCount() int { return len(b.paused) }
+// stuckCount is the number of partitions paused because they are stuck.
+func (b *budget) stuckCount() int { return len(b.stuck) }

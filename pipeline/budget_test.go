@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"reflect"
-	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -10,51 +9,54 @@ import (
 	"github.com/bucketsink/sink/batcher"
 )
 
-func TestBudgetPausesTheChargedPartitionAndResumesAtLowWater(t *testing.T) {
+func TestBudgetIsOverAtTheLimitAndUnderAgainBelowIt(t *testing.T) {
 	a, b := topicPartition{"t", 0}, topicPartition{"t", 1}
-	bg := newBudget(100) // low water 50
-	if bg.charge(a, 60) {
-		t.Fatal("paused under the budget")
+	bg := newBudget(100)
+	bg.charge(a, 60)
+	if bg.over() {
+		t.Fatal("over the budget at 60 of 100")
 	}
-	if !bg.charge(b, 50) {
-		t.Fatal("b not paused when its charge passed the budget")
+	bg.charge(b, 40)
+	if !bg.over() {
+		t.Fatal("not over the budget at 100 of 100")
 	}
-	if bg.charge(b, 10) {
-		t.Fatal("b paused twice")
+	bg.charge(b, 10)
+	if bg.release(a, 5) {
+		t.Fatal("under again at 105 of 100")
 	}
-	if !bg.charge(a, 1) {
-		t.Fatal("a not paused when charged over the budget")
+	if !bg.release(a, 6) {
+		t.Fatal("not reported under again at 99 of 100")
 	}
-	if got := bg.pausedCount(); got != 2 {
-		t.Fatalf("paused %d, want 2", got)
+	if bg.release(b, 1) {
+		t.Fatal("reported under again twice: only the crossing wakes the poll loop")
 	}
-	if r := bg.release(a, 61); r != nil {
-		t.Fatalf("resumed %v at 60 bytes, above the low-water mark", r)
+	if bg.total != 98 || bg.held[a] != 49 || bg.held[b] != 49 {
+		t.Fatalf("total %d held %v, want 98 and 49 each", bg.total, bg.held)
 	}
-	r := bg.release(b, 10)
-	slices.SortFunc(r, func(x, y topicPartition) int { return int(x.partition - y.partition) })
-	if !slices.Equal(r, []topicPartition{a, b}) {
-		t.Fatalf("resumed %v at 50 bytes, want both", r)
-	}
-	if bg.total != 50 || bg.pausedCount() != 0 {
-		t.Fatalf("total %d paused %d, want 50 and 0", bg.total, bg.pausedCount())
+	if bg.stuckCount() != 0 {
+		t.Fatalf("%d partitions paused: the budget never pauses a partition", bg.stuckCount())
 	}
 }
 
-func TestBudgetStuckOutlivesBudgetResume(t *testing.T) {
+func TestBudgetStuckPausesAndResumesOnce(t *testing.T) {
 	a := topicPartition{"t", 0}
 	bg := newBudget(10)
 	if pause, _ := bg.setStuck(a, true); !pause {
 		t.Fatal("stuck did not pause")
 	}
-	if bg.charge(a, 20) {
-		t.Fatal("already paused: charge must not pause again")
+	if pause, resume := bg.setStuck(a, true); pause || resume {
+		t.Fatal("stuck twice changed the fetch state again")
 	}
-	if r := bg.release(a, 20); len(r) != 0 {
-		t.Fatalf("resumed %v while stuck", r)
+	bg.charge(a, 20)
+	bg.release(a, 20)
+	if bg.stuckCount() != 1 {
+		t.Fatal("the budget cleared a stuck pause")
 	}
 	if _, resume := bg.setStuck(a, false); !resume {
-		t.Fatal("not resumed when unstuck and under budget")
+		t.Fatal("not resumed when unstuck")
+	}
+	if _, resume := bg.setStuck(a, false); resume {
+		t.Fatal("resumed twice")
 	}
 }
 
@@ -62,17 +64,14 @@ func TestBudgetForgetReleasesEverything(t *testing.T) {
 	a, b := topicPartition{"t", 0}, topicPartition{"t", 1}
 	bg := newBudget(100)
 	bg.charge(b, 40)
-	bg.charge(a, 70) // pauses a
-	bg.charge(b, 1)  // pauses b
-	was, resume := bg.forget(a)
-	if !was {
-		t.Fatal("forget did not report a as paused")
+	bg.charge(a, 70)
+	bg.setStuck(a, true)
+	was, under := bg.forget(a)
+	if !was || !under {
+		t.Fatalf("forget reported paused=%v under=%v, want both: a was stuck and the total fell to 40", was, under)
 	}
-	if !slices.Equal(resume, []topicPartition{b}) {
-		t.Fatalf("resume %v, want [b]: the total fell to 41", resume)
-	}
-	if bg.total != 41 {
-		t.Fatalf("total %d, want 41", bg.total)
+	if bg.total != 40 || bg.stuckCount() != 0 {
+		t.Fatalf("total %d stuck %d, want 40 and 0", bg.total, bg.stuckCount())
 	}
 }
 

@@ -217,12 +217,14 @@ func (pl *Pipeline) giveUp(parts []*partition) {
 	}
 	pl.mu.Lock()
 	for _, p := range parts {
-		wasPaused, resume := pl.budget.forget(p.tp)
+		wasPaused, underAgain := pl.budget.forget(p.tp)
 		if wasPaused {
 			// Pauses outlive assignments in the client; clear it so a later assignment fetches.
 			pl.client.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
 		}
-		pl.resume(resume)
+		if underAgain {
+			pl.budgetFree()
+		}
 		delete(pl.stuck, p.tp)
 		pl.metrics.ConsumerLag.DeleteLabelValues(p.tp.topic, strconv.Itoa(int(p.tp.partition)))
 	}

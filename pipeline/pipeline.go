@@ -74,7 +74,9 @@ type Pipeline struct {
 	mu     sync.Mutex // guards parts and budget; lock order: a partition's mu before this one
 	parts  map[topicPartition]*partition
 	budget *budget
-	stuck  map[topicPartition]bool
+	// budgetFreed wakes the poll loop when a release brings the bytes held back under the budget.
+	budgetFreed chan struct{}
+	stuck       map[topicPartition]bool
 
 	joined    atomic.Bool
 	stopping  atomic.Bool
@@ -115,6 +117,7 @@ func New(cfg Config) (*Pipeline, error) {
 		shutdownTimeout: orDefault(w.ShutdownTimeout.Std(), config.DefaultShutdownTimeout.Std()),
 		parts:           make(map[topicPartition]*partition),
 		budget:          newBudget(int64(orDefault(w.MaxBufferedBytes, config.DefaultMaxBufferedBytes))),
+		budgetFreed:     make(chan struct{}, 1),
 		stuck:           make(map[topicPartition]bool),
 	}
 	for _, name := range cfg.Sink.TopicNames() {
@@ -237,6 +240,12 @@ func (pl *Pipeline) pollLoop(ctx context.Context) error {
 	}()
 	for {
 		pl.lastAlive.Store(pl.now().UnixNano())
+		if !pl.waitForBudget(ctx, 2*time.Second) {
+			continue // still over: refresh the liveness timestamp and wait again
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
 		// A bounded wait keeps the liveness timestamp fresh on an idle topic.
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		fetches := pl.client.PollRecords(pctx, maxPollRecords)
@@ -288,8 +297,7 @@ func isFatal(err error) bool {
 	return false
 }
 
-// dispatch queues one partition's fetched records on its worker and charges their bytes; over budget it
-// pauses fetching of the partition.
+// dispatch queues one partition's fetched records on its worker and charges their bytes.
 func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 	if len(f.Records) == 0 {
 		return
@@ -316,40 +324,71 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 	p.observeHighWatermark(f.HighWatermark)
 }
 
-// charge adds bytes held for tp, pausing tp's fetching when the total passes the budget.
+// waitForBudget returns true at once while the bytes held are under writer.max_buffered_bytes; over it,
+// it waits until a release brings them back under, ctx ends (true: the caller checks ctx), or max passes
+// (false). Nothing is polled meanwhile, so no partition's fetched data is dropped (see budget), and the
+// client lets rebalances through: BlockRebalanceOnPoll only holds them between a poll and AllowRebalance.
+func (pl *Pipeline) waitForBudget(ctx context.Context, max time.Duration) bool {
+	pl.mu.Lock()
+	over := pl.budget.over()
+	pl.mu.Unlock()
+	if !over {
+		return true
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-pl.budgetFreed:
+		case <-t.C:
+			return false
+		}
+		pl.mu.Lock()
+		over = pl.budget.over()
+		pl.mu.Unlock()
+		if !over {
+			return true
+		}
+	}
+}
+
+// charge adds bytes held for tp; at the budget, the poll loop stops polling until enough is released.
 func (pl *Pipeline) charge(tp topicPartition, n int64) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if pl.budget.charge(tp, n) {
-		pl.client.PauseFetchPartitions(map[string][]int32{tp.topic: {tp.partition}})
-		pl.log.Debug("buffer over budget; partition paused", slog.String("topic", tp.topic),
-			slog.Int("partition", int(tp.partition)), slog.Int64("buffered_bytes", pl.budget.total))
-	}
+	pl.budget.charge(tp, n)
 	pl.budgetGauges()
 }
 
-// release returns bytes held for tp, resuming paused partitions once the total is low enough.
+// release returns bytes held for tp, waking the poll loop when the total falls back under the budget.
 func (pl *Pipeline) release(tp topicPartition, n int64) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	pl.resume(pl.budget.release(tp, n))
+	if pl.budget.release(tp, n) {
+		pl.budgetFree()
+	}
 	pl.budgetGauges()
 }
 
-func (pl *Pipeline) resume(tps []topicPartition) {
-	if len(tps) == 0 {
-		return
+// budgetFree wakes a poll loop waiting for the budget.
+func (pl *Pipeline) budgetFree() {
+	select {
+	case pl.budgetFreed <- struct{}{}:
+	default:
 	}
-	m := make(map[string][]int32)
-	for _, tp := range tps {
-		m[tp.topic] = append(m[tp.topic], tp.partition)
-	}
-	pl.client.ResumeFetchPartitions(m)
 }
 
+// budgetGauges updates sink_buffered_bytes and sink_paused_partitions. While the budget is full no
+// assigned partition is being fetched, so all of them count as paused; otherwise the stuck ones do.
 func (pl *Pipeline) budgetGauges() {
 	pl.metrics.BufferedBytes.Set(float64(pl.budget.total))
-	pl.metrics.PausedPartitions.Set(float64(pl.budget.pausedCount()))
+	paused := pl.budget.stuckCount()
+	if pl.budget.over() {
+		paused = len(pl.parts)
+	}
+	pl.metrics.PausedPartitions.Set(float64(paused))
 }
 
 // partitionStuck pauses a partition that cannot advance (so its queue and tracker stop growing) and
@@ -361,7 +400,7 @@ func (pl *Pipeline) partitionStuck(tp topicPartition, stuck bool) {
 		pl.client.PauseFetchPartitions(map[string][]int32{tp.topic: {tp.partition}})
 	}
 	if resume {
-		pl.resume([]topicPartition{tp})
+		pl.client.ResumeFetchPartitions(map[string][]int32{tp.topic: {tp.partition}})
 	}
 	if stuck {
 		pl.stuck[tp] = true
