@@ -82,6 +82,8 @@ type scratch struct {
 	// from the typed values before encoding; canon says where each one is (see column.hash).
 	canonText []byte
 	canon     []span
+	// raw is where the single-pass scan found each field path of the topic (scan.go).
+	raw []rawValue
 }
 
 // span is a range of a scratch buffer.
@@ -160,6 +162,7 @@ type plan struct {
 	insertCols        []string  // cols, bucket column, event bucket column
 	nvals             int       // len(insertCols) + TTL + timestamp
 	ebValues          []any     // int32(0..eventBuckets-1), encoded once
+	scan              *scanPlan // the single-pass field reader (scan.go); nil: fastjson only
 	absent            any       // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
 	mem               rowLayout // the row memory block (rowmem.go)
 	wtsAt             int       // the byte offset of the write timestamp in row memory
@@ -361,6 +364,7 @@ func compile(name string, t config.Topic) (*plan, error) {
 		p.target = p.newTarget(p.table)
 	}
 	p.layoutRowMemory()
+	p.scan = newScanPlan(p)
 	return p, nil
 }
 
@@ -518,7 +522,19 @@ type outcome struct {
 	writeTS     int64
 }
 
+// mapRecord maps one record: by the single-pass scan when it handles the record (scan.go), else
+// by the fastjson path, which is the reference for every result and every error message.
 func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
+	if p.scan != nil {
+		if out, ok := p.mapScanned(rec, s); ok {
+			return out, "", nil
+		}
+	}
+	return p.mapParsed(rec, s)
+}
+
+// mapParsed maps one record from fastjson's value tree.
+func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	var out outcome
 	if len(rec.Value) == 0 {
 		return out, ReasonDecode, errors.New("decoding JSON: the value is empty, not a JSON object")
@@ -539,12 +555,7 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 
 	mem := p.mem.alloc()
 	vals := mem.values()
-	s.text, s.texts = s.text[:0], s.texts[:0]
-	s.canonText = s.canonText[:0]
-	if cap(s.canon) < p.nhash {
-		s.canon = make([]span, p.nhash)
-	}
-	s.canon = s.canon[:p.nhash]
+	s.begin(p)
 	for i := range p.cols {
 		v, err := p.value(&p.cols[i], root, rec, t, s, mem)
 		if err != nil {
@@ -552,6 +563,27 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 		}
 		vals[i] = v
 	}
+	if err := p.complete(&out, rec, s, mem); err != nil {
+		return out, ReasonMap, err
+	}
+	return out, "", nil
+}
+
+// begin readies the scratch buffers that collect a row's strings and canonical texts.
+func (s *scratch) begin(p *plan) {
+	s.text, s.texts = s.text[:0], s.texts[:0]
+	s.canonText = s.canonText[:0]
+	if cap(s.canon) < p.nhash {
+		s.canon = make([]span, p.nhash)
+	}
+	s.canon = s.canon[:p.nhash]
+}
+
+// complete finishes a row whose column values are in mem and whose event time is out.eventTime:
+// bucket, event bucket, TTL, write timestamp, routing key and size. Its errors are ReasonMap.
+func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error {
+	t := out.eventTime
+	vals := mem.values()
 	n := len(p.cols)
 
 	b := p.bucket(p.policy.Index(t))
@@ -564,7 +596,7 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 			c := &p.cols[ci]
 			v := vals[ci]
 			if v == p.absent {
-				return out, ReasonMap, fmt.Errorf("event bucket: column %s has no value to hash", c.name)
+				return fmt.Errorf("event bucket: column %s has no value to hash", c.name)
 			}
 			if c.hash >= 0 {
 				// Encoded: its canonical text was taken from the typed value (value, store).
@@ -586,7 +618,7 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 	switch p.wts {
 	case wtsKafka:
 		if rec.Timestamp.IsZero() {
-			return out, ReasonMap, errors.New("write timestamp: the record has no Kafka timestamp (write_timestamp kafka needs one)")
+			return errors.New("write timestamp: the record has no Kafka timestamp (write_timestamp kafka needs one)")
 		}
 		// The offset tiebreak orders records of one partition produced in the same millisecond.
 		out.writeTS = rec.Timestamp.UnixMilli()*1000 + rec.Offset%1000
@@ -610,7 +642,7 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 		key = appendComponent(key, components, p.cols[ci].typ.kind, vals[ci])
 		if n := len(key) - at; n > maxKeyComponent+3 {
 			s.key = key[:0]
-			return out, ReasonMap, fmt.Errorf("column %s: the value is %d bytes; Cassandra limits a partition key value to %d", p.cols[ci].name, n-3, maxKeyComponent)
+			return fmt.Errorf("column %s: the value is %d bytes; Cassandra limits a partition key value to %d", p.cols[ci].name, n-3, maxKeyComponent)
 		}
 	}
 	if components == 1 {
@@ -639,7 +671,7 @@ func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
 		Source:    batcher.Source{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset},
 		EventTime: t,
 	}
-	return out, "", nil
+	return nil
 }
 
 // finishRow copies the row's string bytes and its key into one allocation, points the string
