@@ -76,6 +76,9 @@ type Pipeline struct {
 	budget *budget
 	// budgetFreed wakes the poll loop when a release brings the bytes held back under the budget.
 	budgetFreed chan struct{}
+	// budgetFull mirrors budget.over() for the write stage, which picks batches by efficiency while it is
+	// set (writeStage.run).
+	budgetFull atomic.Bool
 	stuck       map[topicPartition]bool
 
 	joined    atomic.Bool
@@ -384,8 +387,10 @@ func (pl *Pipeline) budgetFree() {
 // assigned partition is being fetched, so all of them count as paused; otherwise the stuck ones do.
 func (pl *Pipeline) budgetGauges() {
 	pl.metrics.BufferedBytes.Set(float64(pl.budget.total))
+	over := pl.budget.over()
+	pl.budgetFull.Store(over)
 	paused := pl.budget.stuckCount()
-	if pl.budget.over() {
+	if over {
 		paused = len(pl.parts)
 	}
 	pl.metrics.PausedPartitions.Set(float64(paused))

@@ -50,9 +50,10 @@ type readyBatch struct {
 // overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
 const overdue = 100 * time.Millisecond
 
-// starve bounds how long past its linger the batching policy may hold a row under load: older batches
-// go out in arrival order, ahead of full ones. Under a backlog the sink waits much less than this for
-// every batch; the bound is for a pathological mix of keys.
+// starve bounds how long past its linger a row may be held while the byte budget is full: older
+// batches go out in arrival order, ahead of full ones. Picking by rows × age makes a sparse partition
+// wait longer than arrival order would (and the commit watermark with it); that is the point while the
+// sink works through a backlog, and this bound is for a pathological mix of keys.
 const starve = 10 * time.Second
 
 func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInFlight int) *writeStage {
@@ -125,12 +126,15 @@ func (s *writeStage) run() {
 					s.take(s.b.Due(next)...)
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
-				case len(s.slots) <= s.partial:
-					// Light load: only the oldest due batches (those whose rows arrived together), not
-					// every due batch: the others keep filling while this slot is busy.
+				case len(s.slots) <= s.partial || !s.pl.budgetFull.Load():
+					// Only the oldest due batches (those whose rows arrived together), not every due
+					// batch: the others keep filling while this slot is busy.
 					s.take(s.b.Due(next)...)
 				default:
-					// Under load, the batch that sends the most rows for the wait (see batcher.Pick).
+					// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra
+					// slower than the input) and holds all it may. Send the batch that carries the most
+					// rows for the wait (see batcher.Pick); every request then does more, and the backlog
+					// drains sooner. Below the budget, arrival order keeps latency low.
 					if bt := s.b.Pick(now); bt != nil {
 						s.take(bt)
 					}
