@@ -53,17 +53,18 @@ const (
 	// DefaultMaxInFlight: 64 concurrent batches of ≤32 KiB is ≤2 MiB on the wire, enough to keep a
 	// small cluster busy without queueing on the coordinators.
 	DefaultMaxInFlight = 64
-	// DefaultMaxBufferedBytes: 32 MiB of records and rows, charged at what they really pin (about
-	// 800 bytes for a 150-byte JSON record and its row), is some 40,000 records in memory: enough
-	// rows per Cassandra partition for full batches from a backlog, and with the fetch memory and
-	// the collector's headroom it keeps the process under DefaultMemoryLimit.
-	DefaultMaxBufferedBytes = Bytes(32 << 20)
-	// DefaultMemoryLimit is the Go soft memory limit of `sink run`. Live memory with the defaults
-	// is at most the budget (32 MiB) plus the fetch memory (two 512 KiB fetches, expanded: 32 MiB)
-	// plus the driver, client and runtime (about 20 MiB): under 100 MiB. 192 MiB leaves the
-	// collector almost its default headroom (GOGC=100) and caps the garbage it lets float, so the
-	// process stays well under a 256 MiB container limit. Larger buffers raise it: see
-	// MemoryLimitFloor.
+	// DefaultMaxBufferedBytes: 48 MiB of rows (and of records until they are mapped), charged at
+	// what they really pin (about 570 bytes for a 150-byte JSON record's row), is some 85,000 rows
+	// in memory. Batches can only be as large as the rows of a partition the sink holds: on the
+	// benchmark's backlog of 10,000 skewed keys, 32 MiB gave 26 rows per batch and 48 MiB 32, at
+	// about 210 MiB peak RSS with the memory limit below.
+	DefaultMaxBufferedBytes = Bytes(48 << 20)
+	// DefaultMemoryLimit is the least Go soft memory limit of `sink run`. Live memory with the
+	// defaults is at most the budget (48 MiB) plus the fetch memory (three 512 KiB fetches,
+	// expanded: 48 MiB) plus the driver, client and runtime (about 20 MiB). The default limit is
+	// MemoryLimitFloor of the buffers when that is larger (208 MiB with the shipped sizes): it
+	// leaves the collector headroom and caps the garbage it lets float, so the process stays under
+	// a 256 MiB container limit.
 	DefaultMemoryLimit = Bytes(192 << 20)
 	// MinMemoryLimit: below 64 MiB the driver, the client and the runtime alone leave the
 	// collector no room, and it would run continuously.
@@ -156,8 +157,8 @@ func FetchMemory(maxBuffered, fetchMax Bytes) Bytes {
 
 // MemoryLimitFloor is the smallest default writer.memory_limit for these buffer sizes: the budget plus
 // the fetch memory with half as much again as collector headroom, plus 64 MiB for the driver, the
-// client and the runtime, rounded up to a MiB. With the shipped sizes (32 MiB + 32 MiB) it is 160 MiB, below
-// DefaultMemoryLimit.
+// client and the runtime, rounded up to a MiB. With the shipped sizes (48 MiB + 48 MiB) it is 208 MiB, above
+// DefaultMemoryLimit, so it is the shipped limit.
 func MemoryLimitFloor(maxBuffered, fetchMax Bytes) Bytes {
 	const mib = 1 << 20
 	n := (maxBuffered+FetchMemory(maxBuffered, fetchMax))*3/2 + MinMemoryLimit
