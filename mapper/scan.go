@@ -50,15 +50,34 @@ type scanPlan struct {
 }
 
 // scanNode is one object level of the needed paths.
-type scanNode struct{ edges []scanEdge }
+type scanNode struct {
+	edges []scanEdge
+	// byLen[n] is 1 + the index of the first edge whose key is n bytes long (min(n, 31) bytes
+	// for longer keys), 0 when there is none; scanEdge.next chains the others of that length.
+	// A key of the record is compared with the keys of its length only.
+	byLen [32]uint16
+}
+
+// find returns the index of the edge of key, whose keyWord is w; -1 when key is not needed.
+func (n *scanNode) find(key []byte, w uint64) int {
+	for k := int(n.byLen[min(len(key), 31)]) - 1; k >= 0; k = int(n.edges[k].next) - 1 {
+		e := &n.edges[k]
+		if e.word == w && len(e.key) == len(key) && (len(key) <= 8 || string(key[8:]) == e.key[8:]) {
+			return k
+		}
+	}
+	return -1
+}
 
 // scanEdge is a key of an object level.
 type scanEdge struct {
-	key string
+	key  string
+	word uint64 // keyWord of key: its first 8 bytes, for a one-word first comparison
 	// slot is where the value of this key's first occurrence is recorded. Every edge has one, also
 	// one only passed through, so that a recorded value also says the key was seen.
 	slot int
-	node int // the level of the keys needed below this one; -1 when there is none
+	node int    // the level of the keys needed below this one; -1 when there is none
+	next uint16 // 1 + the index of the next edge in the byLen chain of its length; 0 at the end
 }
 
 // rawKind is what the scan found for a field path.
@@ -97,9 +116,17 @@ func newScanPlan(p *plan) *scanPlan {
 				}
 			}
 			if k < 0 {
-				sp.nodes[n].edges = append(sp.nodes[n].edges, scanEdge{key: key, slot: sp.nslots, node: -1})
+				nd := &sp.nodes[n]
+				k = len(nd.edges)
+				if k == math.MaxUint16 {
+					return -1 // no topic reads that many fields of one object; newScanPlan gives up
+				}
+				// Chained at the head: the chain's order does not matter, keys are unique in it.
+				l := min(len(key), 31)
+				w := keyWord([]byte(key), 0, len(key))
+				nd.edges = append(nd.edges, scanEdge{key: key, word: w, slot: sp.nslots, node: -1, next: nd.byLen[l]})
+				nd.byLen[l] = uint16(k + 1)
 				sp.nslots++
-				k = len(sp.nodes[n].edges) - 1
 			}
 			slot = sp.nodes[n].edges[k].slot
 			if depth == len(path)-1 {
@@ -122,10 +149,14 @@ func newScanPlan(p *plan) *scanPlan {
 		if c.slot == slotNone && c.typ.kind != kBoolean {
 			return nil
 		}
-		sp.colSlot[i] = add(c.path)
+		if sp.colSlot[i] = add(c.path); sp.colSlot[i] < 0 {
+			return nil
+		}
 	}
 	if !p.timeFromKafka {
-		sp.timeSlot = add(p.timePath)
+		if sp.timeSlot = add(p.timePath); sp.timeSlot < 0 {
+			return nil
+		}
 	}
 	return sp
 }
@@ -353,9 +384,29 @@ func (sp *scanPlan) scan(b []byte, raw []rawValue) bool {
 	return ok && skipSpace(b, i) == len(b)
 }
 
-// skipSpace skips the whitespace fastjson skips, which is JSON's.
+// keyWord is the first min(n, 8) bytes of b[i:i+n] as a little-endian word, zero-padded.
+func keyWord(b []byte, i, n int) uint64 {
+	if i+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		if n < 8 {
+			w &= 1<<(8*n) - 1
+		}
+		return w
+	}
+	var w uint64
+	for k := min(n, 8) - 1; k >= 0; k-- {
+		w = w<<8 | uint64(b[i+k])
+	}
+	return w
+}
+
+// skipSpace skips the whitespace fastjson skips, which is JSON's. Records seldom have any, so
+// the inlined first test usually decides.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+	if i < len(b) && b[i] > ' ' {
+		return i
+	}
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
 		i++
 	}
 	return i
@@ -365,7 +416,7 @@ func skipSpace(b []byte, i int) int {
 // '{'; it returns the index after the closing '}'. depth is the object's, counted as fastjson does
 // (the top-level value is 1).
 func (sp *scanPlan) object(b []byte, i, node int, raw []rawValue, depth int) (int, bool) {
-	edges := sp.nodes[node].edges
+	nd := &sp.nodes[node]
 	i = skipSpace(b, i)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
@@ -379,20 +430,14 @@ func (sp *scanPlan) object(b []byte, i, node int, raw []rawValue, depth int) (in
 			return i, false
 		}
 		key := b[i+1 : end]
+		w := keyWord(b, i+1, len(key))
 		i = skipSpace(b, end+1)
 		if i >= len(b) || b[i] != ':' {
 			return i, false
 		}
 		i = skipSpace(b, i+1)
-		e := -1
-		for k := range edges {
-			if string(key) == edges[k].key {
-				e = k
-				break
-			}
-		}
-		if e >= 0 && raw[edges[e].slot].kind == rawMissing {
-			i, ok = sp.value(b, i, &edges[e], raw, depth+1)
+		if e := nd.find(key, w); e >= 0 && raw[nd.edges[e].slot].kind == rawMissing {
+			i, ok = sp.value(b, i, &nd.edges[e], raw, depth+1)
 		} else {
 			i, ok = skipValue(b, i, depth+1)
 		}
@@ -562,8 +607,7 @@ func stringEnd(b []byte, i int) (end int, esc, ok bool) {
 // lsbs has the lowest bit of each byte of a word set.
 const lsbs = 0x0101010101010101
 
-// scalar returns the end and the kind of the literal or number at b[i]. A number is the run of
-// bytes fastjson takes as one (digits . e E + -), and must then be a JSON number.
+// scalar returns the end and the kind of the literal or number at b[i].
 func scalar(b []byte, i int) (int, rawKind, bool) {
 	switch rest := b[i:]; b[i] {
 	case 't':
@@ -579,12 +623,54 @@ func scalar(b []byte, i int) (int, rawKind, bool) {
 			return i + 4, rawNull, true
 		}
 	}
+	end, ok := number(b, i)
+	return end, rawNumber, ok
+}
+
+// number returns the end of the number at b[i]: fastjson's number token, the run of the bytes
+// numberByte allows, when that run is a JSON number as isNumber reads one; false otherwise.
+func number(b []byte, i int) (int, bool) {
 	j := i
-	for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == '-' || b[j] == '+' || b[j] == 'e' || b[j] == 'E') {
+	if j < len(b) && b[j] == '-' {
 		j++
 	}
-	if j == i || !isNumber(bstr(b[i:j])) {
-		return i, 0, false
+	d := j
+	for j < len(b) && b[j]-'0' < 10 {
+		j++
 	}
-	return j, rawNumber, true
+	if j == d {
+		return i, false
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		d = j
+		for j < len(b) && b[j]-'0' < 10 {
+			j++
+		}
+		if j == d {
+			return i, false
+		}
+	}
+	if j < len(b) && b[j]|0x20 == 'e' {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		d = j
+		for j < len(b) && b[j]-'0' < 10 {
+			j++
+		}
+		if j == d {
+			return i, false
+		}
+	}
+	if j < len(b) && numberByte(b[j]) {
+		return i, false // fastjson's token goes on ("1.5.2", "1e5-"): not a number
+	}
+	return j, true
+}
+
+// numberByte reports whether fastjson takes c as part of a number token.
+func numberByte(c byte) bool {
+	return c-'0' < 10 || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'
 }
