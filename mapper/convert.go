@@ -441,7 +441,9 @@ func parseCanonicalUUID(b []byte) (gocql.UUID, bool) {
 	}
 	j := 0
 	for i := 0; i < 36; {
-		if b[i] == '-' {
+		// Only the four hyphens checked above are skipped: one anywhere else (…-0000-0000000) is
+		// not a hex digit, and skipping it would read the 37th byte.
+		if i == 8 || i == 13 || i == 18 || i == 23 {
 			i++
 			continue
 		}
