@@ -78,6 +78,11 @@ type scanEdge struct {
 	slot int
 	node int    // the level of the keys needed below this one; -1 when there is none
 	next uint16 // 1 + the index of the next edge in the byLen chain of its length; 0 at the end
+	// leaf is set when a column or the event time reads the value of this key. The scan then
+	// gives up at once on a value it leaves to fastjson whatever the column's type: a string with
+	// an escape, an object or an array (as text it would be re-serialized, anything else refuses
+	// it), so that such a record does not pay for a whole scan before fastjson's parse.
+	leaf bool
 }
 
 // rawKind is what the scan found for a field path.
@@ -86,13 +91,12 @@ type rawKind uint8
 const (
 	rawMissing rawKind = iota
 	rawString          // a string without escapes: off:end is its content
-	rawEscaped         // a string with an escape (not handled)
+	rawEscaped         // a string with an escape, on the path to a field only
 	rawNumber          // off:end is its text, a JSON number (isNumber)
 	rawTrue            // off:end is the literal, as for false and null
 	rawFalse
 	rawNull
-	rawObject
-	rawArray
+	rawObject // on the path to a field only
 )
 
 // rawValue is where a field's value is in the record's bytes.
@@ -130,6 +134,7 @@ func newScanPlan(p *plan) *scanPlan {
 			}
 			slot = sp.nodes[n].edges[k].slot
 			if depth == len(path)-1 {
+				sp.nodes[n].edges[k].leaf = true
 				break
 			}
 			if sp.nodes[n].edges[k].node < 0 {
@@ -189,18 +194,11 @@ func (p *plan) mapScanned(rec *Record, s *scratch) (outcome, bool) {
 		out.eventTime = t
 	}
 
-	// The values the scan leaves to fastjson whatever they hold are looked for before the row
-	// memory is allocated, so that such a record does not cost a second block.
+	// A required value missing is looked for before the row memory is allocated, so that such a
+	// record does not cost a second block. (The scan already gave up on the other values left to
+	// fastjson whatever they hold: see scanEdge.leaf.)
 	for i, slot := range sp.colSlot {
-		if slot < 0 {
-			continue
-		}
-		switch raw[slot].kind {
-		case rawMissing, rawNull:
-			if p.cols[i].need != "" {
-				return out, false
-			}
-		case rawEscaped, rawObject, rawArray:
+		if slot >= 0 && p.cols[i].need != "" && (raw[slot].kind == rawMissing || raw[slot].kind == rawNull) {
 			return out, false
 		}
 	}
@@ -384,6 +382,36 @@ func (sp *scanPlan) scan(b []byte, raw []rawValue) bool {
 	return ok && skipSpace(b, i) == len(b)
 }
 
+// keyEnd returns the index of the closing quote of the key whose content starts at b[i], and its
+// keyWord; false for a key with an escape, or without an end. Most keys are shorter than 8 bytes,
+// and then one word holds the key and its closing quote, and is the key's word once masked.
+func keyEnd(b []byte, i int) (end int, w uint64, ok bool) {
+	if i+8 <= len(b) {
+		w = binary.LittleEndian.Uint64(b[i:])
+		if m := quoteOrBackslash(w); m != 0 {
+			n := bits.TrailingZeros64(m) >> 3
+			if b[i+n] != '"' {
+				return i, 0, false
+			}
+			return i + n, w & (1<<(8*n) - 1), true
+		}
+		end, esc, ok := stringEnd(b, i+8)
+		return end, w, ok && !esc
+	}
+	end, esc, ok := stringEnd(b, i)
+	if !ok || esc {
+		return i, 0, false
+	}
+	return end, keyWord(b, i, end-i), true
+}
+
+// quoteOrBackslash flags (0x80) the bytes of w that are '"' or '\\'. Only the lowest flag is sure:
+// a borrow may flag a byte above it.
+func quoteOrBackslash(w uint64) uint64 {
+	q, s := w^(lsbs*'"'), w^(lsbs*'\\')
+	return ((q-lsbs)&^q | (s-lsbs)&^s) & (lsbs * 0x80)
+}
+
 // keyWord is the first min(n, 8) bytes of b[i:i+n] as a little-endian word, zero-padded.
 func keyWord(b []byte, i, n int) uint64 {
 	if i+8 <= len(b) {
@@ -425,12 +453,11 @@ func (sp *scanPlan) object(b []byte, i, node int, raw []rawValue, depth int) (in
 		if i >= len(b) || b[i] != '"' {
 			return i, false
 		}
-		end, esc, ok := stringEnd(b, i+1)
-		if !ok || esc {
+		end, w, ok := keyEnd(b, i+1)
+		if !ok {
 			return i, false
 		}
 		key := b[i+1 : end]
-		w := keyWord(b, i+1, len(key))
 		i = skipSpace(b, end+1)
 		if i >= len(b) || b[i] != ':' {
 			return i, false
@@ -469,6 +496,9 @@ func (sp *scanPlan) value(b []byte, i int, e *scanEdge, raw []rawValue, depth in
 	var ok bool
 	switch b[i] {
 	case '{':
+		if e.leaf {
+			return i, false
+		}
 		r.kind, r.off = rawObject, i
 		if e.node >= 0 {
 			i, ok = sp.object(b, i+1, e.node, raw, depth)
@@ -478,16 +508,11 @@ func (sp *scanPlan) value(b []byte, i int, e *scanEdge, raw []rawValue, depth in
 		r.end = i
 		return i, ok
 	case '[':
-		if e.node >= 0 {
-			return i, false
-		}
-		r.kind, r.off = rawArray, i
-		i, ok = skipValue(b, i, depth)
-		r.end = i
-		return i, ok
+		// Read by a column, or on the way to one (fastjson indexes arrays by number).
+		return i, false
 	case '"':
 		end, esc, ok := stringEnd(b, i+1)
-		if !ok {
+		if !ok || esc && e.leaf {
 			return i, false
 		}
 		r.kind, r.off, r.end = rawString, i+1, end
@@ -580,11 +605,8 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 func stringEnd(b []byte, i int) (end int, esc, ok bool) {
 	for i < len(b) {
 		if i+8 <= len(b) {
-			// Eight bytes at a time: m flags the bytes that are '"' or '\\'. Only the lowest flag
-			// is sure (a borrow may flag a byte above it), and it is the one taken.
-			w := binary.LittleEndian.Uint64(b[i:])
-			q, s := w^(lsbs*'"'), w^(lsbs*'\\')
-			m := ((q-lsbs)&^q | (s-lsbs)&^s) & (lsbs * 0x80)
+			// Eight bytes at a time, up to the lowest flagged byte.
+			m := quoteOrBackslash(binary.LittleEndian.Uint64(b[i:]))
 			if m == 0 {
 				i += 8
 				continue
