@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/valyala/fastjson"
@@ -40,6 +41,20 @@ func BenchmarkParseSensor(b *testing.B) {
 			if p.cols[i].source == srcField && root.Get(p.cols[i].path...) == nil {
 				b.Fatal("missing field")
 			}
+		}
+	}
+}
+
+// BenchmarkMapSensorFallback maps a sensor record the scan leaves to fastjson (its device_id has
+// an escape): the cost of a record on the reference path, scan attempt included.
+func BenchmarkMapSensorFallback(b *testing.B) {
+	m := newMapper(b, nil)
+	r := rec(strings.Replace(sensorJSON, `"dev-0042"`, `"dev-\u0030042"`, 1))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(r.Value)))
+	for b.Loop() {
+		if _, err := m.Map(r); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
