@@ -340,8 +340,12 @@ func TestScanMatchesParse(t *testing.T) {
 		}
 	}
 	t.Logf("%d mappings; the scan handled %v per topic", n, handled)
+	least := 50 // of about 80,000 mappings per topic
+	if testing.Short() {
+		least = 1 // the seeds alone
+	}
 	for k, h := range handled {
-		if h < 50 {
+		if h < least {
 			t.Errorf("topic %q: the scan handled %d inputs, so the test compares next to nothing", diffTopics()[k].name, h)
 		}
 	}
