@@ -2,9 +2,14 @@
 //
 // New compiles every configured topic once: the column plan with each field path split at its
 // dots, the bucket policy, and the INSERT statement of each table. Map then decodes the record's
-// JSON value with a pooled fastjson parser, finds the event time, converts every column, and
-// returns a batcher.Row, or a *RecordError naming the topic, partition, offset and the exact
-// problem, which the pipeline sends to the dead-letter topic. A Mapper is safe for concurrent use.
+// JSON value, finds the event time, converts every column, and returns a batcher.Row, or a
+// *RecordError naming the topic, partition, offset and the exact problem, which the pipeline
+// sends to the dead-letter topic. A Mapper is safe for concurrent use.
+//
+// The JSON is read by one of two paths with the same results. A single pass over the bytes reads
+// just the fields the topic needs (scan.go) and maps most records; anything unusual about a
+// record, and every error, goes to the reference path, a pooled fastjson parser, which produces
+// the row or the error message.
 //
 // # On-disk contracts
 //
