@@ -26,8 +26,8 @@ import (
 //     maxScanDepth;
 //   - an escape in a key of an object the scan looks into (fastjson compares such keys raw or
 //     unescaped depending on the lookups before);
-//   - a needed value that is a string with an escape, an array with more of the path below it
-//     (fastjson indexes arrays by number), an object or array read by a column;
+//   - a value read by a column or as the event time that is a string with an escape, an object
+//     or an array, and an array on the way to a field (fastjson indexes arrays by number);
 //   - every failure: a value that does not convert, a required value missing or null, the later
 //     steps of the row (complete). The error always comes from the fastjson path, so its message
 //     is the reference's;
