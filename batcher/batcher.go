@@ -325,6 +325,18 @@ func (b *Batcher) Due(now time.Time) []*Batch {
 	return due
 }
 
+// Oldest removes and returns the open batch whose first row arrived first, or nil when none is open.
+func (b *Batcher) Oldest() *Batch {
+	for b.head < len(b.queue) {
+		q := b.queue[b.head]
+		b.pop()
+		if e, ok := b.live(q); ok {
+			return b.take(e)
+		}
+	}
+	return nil
+}
+
 // NextDue returns when the oldest open batch becomes due, and false when no batch is open.
 // It is amortised O(1): it only discards stale entries at the head of the queue.
 func (b *Batcher) NextDue() (time.Time, bool) {

@@ -306,15 +306,23 @@ func TestProperties(t *testing.T) {
 				if at, ok := b.NextDue(); ok && !at.After(now) {
 					t.Fatalf("seed %d: after Due(%v) a batch is still due at %v", seed, now, at)
 				}
-			case 1:
+			case 1, 2:
 				rows, open := b.Rows(), b.Len()
-				bt := b.Pick(now)
+				next, _ := b.NextDue()
+				var bt *Batch
+				if rng.IntN(2) == 0 {
+					bt = b.Pick(now)
+				} else if bt = b.Oldest(); bt != nil {
+					if after, ok := b.NextDue(); ok && after.Before(next) {
+						t.Fatalf("seed %d: after Oldest a batch is due at %v, before the one taken (%v)", seed, after, next)
+					}
+				}
 				if (bt == nil) != (open == 0) {
-					t.Fatalf("seed %d: Pick with %d open batches returned %v", seed, open, bt)
+					t.Fatalf("seed %d: Pick or Oldest with %d open batches returned %v", seed, open, bt)
 				}
 				if bt != nil {
 					if b.Len() != open-1 || b.Rows() != rows-len(bt.Rows) {
-						t.Fatalf("seed %d: Pick took %d rows; counters went from %d/%d to %d/%d", seed, len(bt.Rows), open, rows, b.Len(), b.Rows())
+						t.Fatalf("seed %d: Pick or Oldest took %d rows; counters went from %d/%d to %d/%d", seed, len(bt.Rows), open, rows, b.Len(), b.Rows())
 					}
 					check([]*Batch{bt})
 				}

@@ -79,7 +79,7 @@ type Pipeline struct {
 	// budgetFull mirrors budget.over() for the write stage, which picks batches by efficiency while it is
 	// set (writeStage.run).
 	budgetFull atomic.Bool
-	stuck       map[topicPartition]bool
+	stuck      map[topicPartition]bool
 
 	joined    atomic.Bool
 	stopping  atomic.Bool

@@ -50,11 +50,11 @@ type readyBatch struct {
 // overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
 const overdue = 100 * time.Millisecond
 
-// starve bounds how long past its linger a row may be held while the byte budget is full: older
-// batches go out in arrival order, ahead of full ones. Picking by rows × age makes a sparse partition
-// wait longer than arrival order would (and the commit watermark with it); that is the point while the
-// sink works through a backlog, and this bound is for a pathological mix of keys.
-const starve = 10 * time.Second
+// starve bounds how long past its linger a row may be held while the byte budget is full: the oldest
+// batch then goes out, ahead of full ones. Picking by rows × age makes a sparse partition wait longer
+// than arrival order would, and the commit watermark waits with it; every record behind the watermark
+// keeps its tracker entry charged to the budget, so a long hold also shrinks what the batches can hold.
+const starve = 3 * time.Second
 
 func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInFlight int) *writeStage {
 	return &writeStage{
@@ -122,8 +122,8 @@ func (s *writeStage) run() {
 			if next, ok := s.b.NextDue(); ok && !next.After(now) {
 				switch {
 				case now.Sub(next) > starve:
-					// The oldest batches go first, ahead of full ones, whatever else waits.
-					s.take(s.b.Due(next)...)
+					// The oldest batch goes first, ahead of full ones, whatever else waits.
+					s.take(s.b.Oldest())
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
 				case len(s.slots) <= s.partial || !s.pl.budgetFull.Load():
