@@ -442,9 +442,17 @@ func TestReleaseReusesRowArrays(t *testing.T) {
 		}
 	}
 	fill() // warm the pools
-	if n := testing.AllocsPerRun(100, fill); n > 1.5 {
-		// One allocation per batch (its node) is expected; growing the rows must come from the pools.
-		t.Fatalf("%.1f allocations per 64-row batch, want at most 1 (the batch itself)", n)
+	// One allocation per batch (its node) is expected; growing the rows (4, 8, 16, 32, 64) must come from
+	// the pools. Without them that is 11 allocations. The race detector makes sync.Pool drop a quarter of
+	// what is put back, so there a few arrays are allocated again: about 3.5 on average.
+	limit := 1.5
+	if raceEnabled {
+		limit = 6
+	}
+	n := testing.AllocsPerRun(100, fill)
+	t.Logf("%.2f allocations per 64-row batch", n)
+	if n > limit {
+		t.Fatalf("%.1f allocations per 64-row batch, want at most %.1f (the batch itself, and what the race detector's pool drops)", n, limit)
 	}
 }
 
