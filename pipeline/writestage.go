@@ -122,8 +122,12 @@ func (s *writeStage) run() {
 			if next, ok := s.b.NextDue(); ok && !next.After(now) {
 				switch {
 				case now.Sub(next) > starve:
-					// The oldest batch goes first, ahead of full ones, whatever else waits.
+					// The oldest batch takes this slot, ahead of full batches waiting for one.
 					s.take(s.b.Oldest())
+					n := len(s.ready) - 1
+					oldest := s.ready[n]
+					copy(s.ready[1:], s.ready[:n])
+					s.ready[0] = oldest
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
 				case len(s.slots) <= s.partial || !s.pl.budgetFull.Load():
