@@ -51,9 +51,10 @@ type readyBatch struct {
 const overdue = 100 * time.Millisecond
 
 // starve bounds how long past its linger a row may be held while the byte budget is full: the oldest
-// batch then goes out, ahead of full ones. Picking by rows × age makes a sparse partition wait longer
-// than arrival order would, and the commit watermark waits with it; every record behind the watermark
-// keeps its tracker entry charged to the budget, so a long hold also shrinks what the batches can hold.
+// batch then goes next, behind the full batches already waiting for a slot. Picking by rows × age makes
+// a sparse partition wait longer than arrival order would, and the commit watermark waits with it; every
+// record behind the watermark keeps its tracker entry charged to the budget, so a long hold also shrinks
+// what the batches can hold.
 const starve = 3 * time.Second
 
 func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInFlight int) *writeStage {
@@ -122,12 +123,9 @@ func (s *writeStage) run() {
 			if next, ok := s.b.NextDue(); ok && !next.After(now) {
 				switch {
 				case now.Sub(next) > starve:
-					// The oldest batch takes this slot, ahead of full batches waiting for one.
+					// The oldest batch goes next, before any other partial batch; full batches already
+					// waiting for a slot stay ahead of it (they are as old, and they carry the most rows).
 					s.take(s.b.Oldest())
-					n := len(s.ready) - 1
-					oldest := s.ready[n]
-					copy(s.ready[1:], s.ready[:n])
-					s.ready[0] = oldest
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
 				case len(s.slots) <= s.partial || !s.pl.budgetFull.Load():
