@@ -395,7 +395,7 @@ func (p *partition) undone() (int, int64) {
 
 // recordQueue hands fetched records from the poll loop to the worker. Push never blocks: the poll loop
 // must reach AllowRebalance promptly whatever the worker is doing (DRIVER-NOTES R5.2-3). Its size is
-// bounded by the byte budget, which pauses fetching instead.
+// bounded by the byte budget, at which the poll loop stops polling instead.
 type recordQueue struct {
 	mu     sync.Mutex
 	chunks [][]*kgo.Record

@@ -22,12 +22,11 @@ type BatchWriter interface {
 // passed, on a single reused timer) likewise. While every slot is taken, due batches stay in the batcher
 // and keep growing, so under load batches fill up instead of going out small: the batch size adapts to
 // what Cassandra absorbs. The stage keeps taking rows meanwhile; memory stays bounded by the byte budget,
-// which pauses fetching. Workers block only when the channel is full, never the poll loop.
+// at which the poll loop stops polling. Workers block only when the channel is full, never the poll loop.
 type writeStage struct {
 	pl     *Pipeline
 	in     chan writeMsg
 	b      *batcher.Batcher
-	linger time.Duration
 	owners map[topicPartition]*partition // the assignment each buffered row belongs to; see take
 	ready  []readyBatch                  // out of the batcher, waiting for a slot, oldest first
 	due    bool                          // the timer fired: due batches wait for a slot
@@ -62,7 +61,6 @@ func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInF
 		pl:      pl,
 		in:      make(chan writeMsg, 2*maxInFlight),
 		b:       batcher.New(cfg),
-		linger:  cfg.Linger,
 		owners:  make(map[topicPartition]*partition),
 		slots:   make(chan struct{}, maxInFlight),
 		partial: max(1, maxInFlight/2),

@@ -5,6 +5,7 @@ package memlimit
 import (
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/bucketsink/sink/config"
 )
@@ -32,7 +33,7 @@ func Apply(limit config.Bytes, getenv func(string) (string, bool), log *slog.Log
 	gogc := "operator's GOGC"
 	if _, ok := getenv("GOGC"); !ok {
 		debug.SetGCPercent(GCPercent)
-		gogc = "400"
+		gogc = strconv.Itoa(GCPercent)
 	}
 	log.Info("Go memory limit set", slog.String("memory_limit", limit.String()), slog.String("gogc", gogc))
 }
