@@ -73,6 +73,9 @@ func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
 		kgo.OnPartitionsAssigned(pl.assigned),
 		kgo.OnPartitionsRevoked(pl.revoked),
 		kgo.OnPartitionsLost(pl.lost),
+		// Record structs and decompressed batches are reused: the worker recycles each record once it is
+		// mapped (pools.go).
+		kgo.WithPools(&fetchPools{}),
 		// Fetch memory is bounded by FetchMaxBytes × MaxConcurrentFetches, on top of the byte budget of
 		// the pipeline itself, and the concurrency is derived from both (docs/PIPELINE.md, "Backpressure
 		// and memory").

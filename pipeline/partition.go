@@ -78,7 +78,7 @@ const handOffRows = 256
 // work takes records in offset order and turns each into a row for the write stage or a dead letter.
 func (p *partition) work() {
 	defer close(p.workerDone)
-	rows := make([]batcher.Row, 0, handOffRows)
+	rows := getHandOff()
 	for {
 		recs, ok := p.queue.next(p.quit)
 		if !ok {
@@ -94,14 +94,20 @@ func (p *partition) work() {
 			if !held {
 				freed += recordCost(r)
 			}
+			// Nothing refers to the record any more (a dead letter holds a clone): franz-go may reuse its
+			// memory once every record of its batch is recycled (pools.go).
+			r.Recycle()
 			if ok {
 				rows = append(rows, row)
 			}
 			if len(rows) == cap(rows) || i == len(recs)-1 || !cont {
+				sent := len(rows) > 0
 				if !p.handOff(rows) {
 					cont = false
 				}
-				rows = make([]batcher.Row, 0, handOffRows)
+				if sent {
+					rows = getHandOff() // the write stage gives the sent slice back (putHandOff)
+				}
 			}
 			if !cont {
 				// Stopped, or halted on a record that cannot be dead-lettered. The rest goes back so that
@@ -174,7 +180,7 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 		p.halt(r.Offset, reason, err)
 		return row, false, false, false
 	}
-	p.dl.add(deadLetter{offset: r.Offset, rec: r, reason: reason, err: err})
+	p.dl.add(deadLetter{offset: r.Offset, rec: cloneRecord(r), reason: reason, err: err})
 	return row, false, true, true
 }
 

@@ -193,6 +193,7 @@ func (s *writeStage) add(m writeMsg) {
 	for _, r := range m.rows {
 		s.take(s.b.Add(r, now)...)
 	}
+	putHandOff(m.rows)
 }
 
 // take moves batches out of the batcher into the ready queue, resolving the owner of every row now, while
