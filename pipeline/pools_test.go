@@ -35,11 +35,19 @@ func TestFetchPoolsReuse(t *testing.T) {
 	if len(buf) != 0 || cap(buf) < decompressGuess*len(compressed) {
 		t.Fatalf("GetDecompressBytes: len %d cap %d", len(buf), cap(buf))
 	}
-	grown := make([]byte, 0, 3*cap(buf)) // the codec needed more than the guess
-	p.PutDecompressBytes(grown[:cap(grown)])
-	if got := p.GetDecompressBytes(compressed, kgo.CodecLz4); cap(got) != cap(grown) {
-		// sync.Pool may drop entries at any GC; without one in between the grown buffer comes back.
-		t.Errorf("after putting back a grown buffer of cap %d, Get returned cap %d", cap(grown), cap(got))
+	// The codec needed more than the guess. sync.Pool may drop what is put (at a GC, and a quarter of
+	// puts at random under the race detector), so a few tries are allowed.
+	grown := make([]byte, 0, 3*cap(buf))
+	found := false
+	for range 20 {
+		p.PutDecompressBytes(grown[:cap(grown)])
+		if got := p.GetDecompressBytes(compressed, kgo.CodecLz4); cap(got) == cap(grown) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		t.Errorf("a grown buffer of cap %d put back is never handed out for the same compressed size", cap(grown))
 	}
 }
 
