@@ -95,8 +95,8 @@ func TestCostsChargeWhatIsPinned(t *testing.T) {
 	if got, want := rowCost(&row), rowOverhead+90+8+6*16; got != want {
 		t.Errorf("row cost %d, want %d", got, want)
 	}
-	if entryCost != 48 {
-		t.Errorf("entry cost %d, want 48 (a 24-byte pendingRecord, twice)", entryCost)
+	if entryCost != 24 {
+		t.Errorf("entry cost %d, want 24 (a 24-byte pendingRecord in a chunk)", entryCost)
 	}
 }
 

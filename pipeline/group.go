@@ -56,6 +56,7 @@ func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
 		start = kgo.NewOffset().AtEnd()
 	}
 	fetchMax := int32(orDefault(k.FetchMaxBytes, config.DefaultFetchMaxBytes))
+	pools := &fetchPools{}
 	consumer = append(append([]kgo.Opt{}, common...),
 		kgo.ConsumerGroup(orDefault(k.Group, config.DefaultGroup)),
 		kgo.ConsumeTopics(pl.kafkaTopics()...),
@@ -75,7 +76,7 @@ func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
 		kgo.OnPartitionsLost(pl.lost),
 		// Record structs and decompressed batches are reused: the worker recycles each record once it is
 		// mapped (pools.go).
-		kgo.WithPools(&fetchPools{}),
+		kgo.WithPools(pools), kgo.WithHooks(pools),
 		// Fetch memory is bounded by FetchMaxBytes × MaxConcurrentFetches, on top of the byte budget of
 		// the pipeline itself, and the concurrency is derived from both (docs/PIPELINE.md, "Backpressure
 		// and memory").

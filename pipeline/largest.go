@@ -94,28 +94,43 @@ func (o *openPartitions) shrink(m map[openKey]*openStat, now time.Time) {
 	}
 }
 
-// top returns the n largest open partitions of topic by bytes, pruning closed ones first.
+// top returns the n largest open partitions of topic by bytes, pruning closed ones first. It keeps only
+// the n best while it walks the tally (a topic holds up to max entries, a scrape wants a handful) and
+// formats only those keys.
 func (o *openPartitions) top(topic string, n int, now time.Time) []PartitionStat {
 	m := o.topics[topic]
-	out := make([]PartitionStat, 0, min(n, len(m)))
+	type ranked struct {
+		k openKey
+		s *openStat
+	}
+	// better orders by bytes, larger first, then by key for a stable order among equals.
+	better := func(a, b ranked) bool {
+		if a.s.bytes != b.s.bytes {
+			return a.s.bytes > b.s.bytes
+		}
+		return a.k.key < b.k.key
+	}
+	best := make([]ranked, 0, min(n, len(m))+1)
 	for k, s := range m {
 		if !s.closes.After(now) {
 			delete(m, k)
 			continue
 		}
-		out = append(out, PartitionStat{Table: k.table, Key: printableKey(k.key), Rows: s.rows, Bytes: s.bytes, Closes: s.closes})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Bytes != out[j].Bytes {
-			return out[i].Bytes > out[j].Bytes
+		r := ranked{k, s}
+		if len(best) == n && (n == 0 || !better(r, best[n-1])) {
+			continue
 		}
-		return out[i].Key < out[j].Key
-	})
-	if len(out) > n {
-		out = out[:n]
+		i := sort.Search(len(best), func(i int) bool { return better(r, best[i]) })
+		best = append(best, ranked{})
+		copy(best[i+1:], best[i:])
+		best[i] = r
+		if len(best) > n {
+			best = best[:n]
+		}
 	}
-	for i := range out {
-		out[i].Rank = i + 1
+	out := make([]PartitionStat, len(best))
+	for i, r := range best {
+		out[i] = PartitionStat{Rank: i + 1, Table: r.k.table, Key: printableKey(r.k.key), Rows: r.s.rows, Bytes: r.s.bytes, Closes: r.s.closes}
 	}
 	return out
 }

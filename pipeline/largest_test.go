@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"sort"
 	"testing"
 	"time"
 )
@@ -55,6 +57,44 @@ func TestPrintableKey(t *testing.T) {
 	} {
 		if got := printableKey(in); got != want {
 			t.Errorf("printableKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// top keeps only the n best while it walks the tally; it must rank exactly as sorting everything would,
+// ties (equal bytes) included.
+func TestOpenPartitionsTopMatchesFullSort(t *testing.T) {
+	t0 := time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 50 {
+		o := newOpenPartitions(10_000)
+		type kv struct {
+			key   string
+			bytes int64
+		}
+		var all []kv
+		for i := range rng.IntN(300) {
+			k := fmt.Sprintf("k%03d", i)
+			b := int64(rng.IntN(20)) // many ties
+			o.add("t", "r", k, 1, b, t0.Add(time.Hour), t0)
+			all = append(all, kv{k, b})
+		}
+		sort.Slice(all, func(i, j int) bool {
+			if all[i].bytes != all[j].bytes {
+				return all[i].bytes > all[j].bytes
+			}
+			return all[i].key < all[j].key
+		})
+		n := rng.IntN(15)
+		got := o.top("t", n, t0)
+		want := all[:min(n, len(all))]
+		if len(got) != len(want) {
+			t.Fatalf("round %d: top %d gave %d entries, want %d", round, n, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Key != want[i].key || got[i].Bytes != want[i].bytes || got[i].Rank != i+1 {
+				t.Fatalf("round %d: rank %d = %+v, want %s with %d bytes", round, i+1, got[i], want[i].key, want[i].bytes)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -26,20 +27,47 @@ import (
 // a row needs (see partition.handle), and a record bound for the dead-letter topic is cloned first.
 
 // fetchPools implements kgo.PoolRecords and kgo.PoolDecompressBytes with one sync.Pool per
-// power-of-two capacity.
+// power-of-two capacity, and kgo.HookFetchBatchRead to learn how much the topics' batches expand.
 type fetchPools struct {
 	recs  [poolClasses]sync.Pool // of *[]kgo.Record
 	bytes [poolClasses]sync.Pool // of *[]byte
+	// ratio is decompressed bytes per compressed byte, in sixteenths: the largest seen lately (it
+	// decays slowly toward smaller ratios). Zero until a compressed batch was read.
+	ratio atomic.Uint32
 }
 
 // poolClasses covers capacities up to 2^(poolClasses-1): 1 GiB of decompressed bytes, far above any
 // fetch size. Larger requests are allocated and not kept.
 const poolClasses = 31
 
-// decompressGuess is the decompressed size asked of the pool, per compressed byte. A buffer that
-// turns out too small is grown by franz-go and the grown one comes back, into its larger class, which
-// Get also looks in.
+// decompressGuess is the decompressed size asked of the pool, per compressed byte, until a batch was
+// read. A buffer that turns out too small is grown by franz-go and the grown one comes back, into its
+// larger class, which Get also looks in.
 const decompressGuess = 4
+
+// OnFetchBatchRead implements kgo.HookFetchBatchRead: it learns the expansion of compressed batches,
+// so that a decompression buffer is asked for at the size it will need and seldom grows.
+func (p *fetchPools) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.FetchBatchMetrics) {
+	if m.CompressedBytes <= 0 || m.UncompressedBytes <= m.CompressedBytes {
+		return
+	}
+	r := uint32(min(16*m.UncompressedBytes/m.CompressedBytes+1, 16*256))
+	// Racing updates lose one sample at worst.
+	if old := p.ratio.Load(); r > old {
+		p.ratio.Store(r)
+	} else {
+		p.ratio.Store(old - (old-r)/32)
+	}
+}
+
+// guess is the decompressed size to ask for a batch of n compressed bytes: the learned expansion
+// with a quarter more, or decompressGuess before any batch was read.
+func (p *fetchPools) guess(n int) int {
+	if r := p.ratio.Load(); r > 0 {
+		return n * int(r) * 5 / 64
+	}
+	return decompressGuess * n
+}
 
 // poolClass is the smallest class whose capacity, 1<<class, holds n.
 func poolClass(n int) int {
@@ -73,7 +101,7 @@ func (p *fetchPools) PutRecords(s []kgo.Record) {
 
 // GetDecompressBytes implements kgo.PoolDecompressBytes.
 func (p *fetchPools) GetDecompressBytes(compressed []byte, _ kgo.CompressionCodecType) []byte {
-	want := decompressGuess * len(compressed)
+	want := p.guess(len(compressed))
 	c := poolClass(want)
 	for k := c; k < min(c+3, poolClasses); k++ {
 		if v, ok := p.bytes[k].Get().(*[]byte); ok {

@@ -77,3 +77,28 @@ func TestCloneRecordSharesNothing(t *testing.T) {
 		t.Error("the clone's value is the original's memory")
 	}
 }
+
+// The decompression size follows what batches expand to: the first guess before any batch, then the
+// largest expansion seen with a quarter more, decaying slowly when batches expand less.
+func TestFetchPoolsLearnExpansion(t *testing.T) {
+	var p fetchPools
+	if got := p.guess(1000); got != decompressGuess*1000 {
+		t.Fatalf("guess before any batch = %d, want %d", got, decompressGuess*1000)
+	}
+	p.OnFetchBatchRead(kgo.BrokerMetadata{}, "t", 0, kgo.FetchBatchMetrics{CompressedBytes: 1000, UncompressedBytes: 8000})
+	if got := p.guess(1000); got < 10_000 || got > 10_200 {
+		t.Fatalf("guess after an 8x batch = %d, want about 10,000", got)
+	}
+	for range 10 {
+		p.OnFetchBatchRead(kgo.BrokerMetadata{}, "t", 0, kgo.FetchBatchMetrics{CompressedBytes: 1000, UncompressedBytes: 2000})
+	}
+	if got := p.guess(1000); got >= 10_000 || got < 7_000 {
+		t.Fatalf("guess after ten 2x batches = %d, want a little under 10,000", got)
+	}
+	// Uncompressed batches say nothing about compression.
+	before := p.guess(1000)
+	p.OnFetchBatchRead(kgo.BrokerMetadata{}, "t", 0, kgo.FetchBatchMetrics{CompressedBytes: 1000, UncompressedBytes: 1000})
+	if got := p.guess(1000); got != before {
+		t.Fatalf("an uncompressed batch moved the guess from %d to %d", before, got)
+	}
+}

@@ -200,7 +200,7 @@ func (s *writeStage) add(m writeMsg) {
 // the batcher holds only rows of current assignments.
 func (s *writeStage) take(bs ...*batcher.Batch) {
 	for _, b := range bs {
-		owners := make([]*partition, len(b.Rows))
+		owners := getOwners(len(b.Rows))
 		var last *partition
 		for i := range b.Rows {
 			src := b.Rows[i].Source
@@ -241,6 +241,7 @@ func (s *writeStage) start(rb readyBatch) {
 func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
 	defer s.wg.Done()
 	defer batcher.Release(b) // after everything below: none of it keeps b.Rows
+	defer putOwners(owners)
 	defer func() {
 		<-s.slots
 		select {
@@ -295,7 +296,9 @@ func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
 // the rows in skip. Rows of one batch usually come from one Kafka partition, so this is one call.
 func eachOwner(b *batcher.Batch, owners []*partition, skip map[int]error, fn func(*partition, []int64)) {
 	var cur *partition
-	offsets := make([]int64, 0, len(b.Rows))
+	buf := offsetsPool.Get().(*[]int64)
+	defer offsetsPool.Put(buf)
+	offsets := (*buf)[:0]
 	for i := range b.Rows {
 		if _, ok := skip[i]; ok {
 			continue
@@ -305,7 +308,7 @@ func eachOwner(b *batcher.Batch, owners []*partition, skip map[int]error, fn fun
 			if cur != nil {
 				fn(cur, offsets)
 			}
-			offsets = make([]int64, 0, len(b.Rows)-i)
+			offsets = offsets[:0] // fn keeps nothing of it
 		}
 		cur = p
 		offsets = append(offsets, b.Rows[i].Source.Offset)
@@ -313,6 +316,26 @@ func eachOwner(b *batcher.Batch, owners []*partition, skip map[int]error, fn fun
 	if cur != nil && len(offsets) > 0 {
 		fn(cur, offsets)
 	}
+	*buf = offsets[:0]
 }
 
-var _ cassandra.Observer = (*Metrics)(nil)
+// Per-batch bookkeeping is reused: a batch's owners live until its write is acknowledged, the
+// offsets only during eachOwner.
+var (
+	ownersPool  = sync.Pool{New: func() any { return new([]*partition) }}
+	offsetsPool = sync.Pool{New: func() any { return new([]int64) }}
+)
+
+func getOwners(n int) []*partition {
+	if p := ownersPool.Get().(*[]*partition); cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]*partition, n)
+}
+
+// putOwners takes back a batch's owners once its write is acknowledged; cleared, it keeps no
+// partition alive.
+func putOwners(o []*partition) {
+	clear(o)
+	ownersPool.Put(&o)
+}
