@@ -126,7 +126,7 @@ func execBatch(ctx context.Context, s *gocql.Session, b *batcher.Batch, consiste
 	gb := s.Batch(gocql.UnloggedBatch).Consistency(consistency)
 	gb.Entries = make([]gocql.BatchEntry, len(b.Rows))
 	for i, r := range b.Rows {
-		gb.Entries[i] = gocql.BatchEntry{Stmt: b.Target.Insert, Args: r.Values, Idempotent: true}
+		gb.Entries[i] = gocql.BatchEntry{Stmt: b.Target.Insert, Args: r.Values, Idempotent: true} // bound ready-made (ceilingTrial)
 	}
 	var err error
 	for attempt := range 5 {

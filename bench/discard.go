@@ -39,10 +39,14 @@ type discardWriter struct {
 
 	rows  atomic.Int64
 	bytes atomic.Int64 // marshaled bytes, so the work cannot be optimised away
+	// binders unpack packed rows, as the Cassandra writer's do.
+	binders sync.Pool
 }
 
 func newDiscardWriter(driver *gocql.Session) *discardWriter {
-	return &discardWriter{driver: driver, types: make(map[*batcher.Target][]gocql.TypeInfo)}
+	w := &discardWriter{driver: driver, types: make(map[*batcher.Target][]gocql.TypeInfo)}
+	w.binders.New = func() any { return new(mapper.Binder) }
+	return w
 }
 
 // bindTypes returns the types of the statement's bind markers, preparing it once on the server:
@@ -80,16 +84,20 @@ func (w *discardWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandr
 	}
 	var failed []cassandra.RowFailure
 	var n int64
-	for _, r := range b.Rows {
-		if len(r.Values) != len(ts) {
-			failed = append(failed, cassandra.RowFailure{Row: r, Err: fmt.Errorf("the row has %d values, the insert of %s.%s binds %d",
-				len(r.Values), b.Target.Keyspace, b.Target.Table, len(ts))})
+	bd := w.binders.Get().(*mapper.Binder)
+	defer func() { bd.Reset(); w.binders.Put(bd) }()
+	for i := range b.Rows {
+		r := &b.Rows[i]
+		args := bd.Args(r)
+		if len(args) != len(ts) {
+			failed = append(failed, cassandra.RowFailure{Row: *r, Err: fmt.Errorf("the row has %d values, the insert of %s.%s binds %d",
+				len(args), b.Target.Keyspace, b.Target.Table, len(ts))})
 			continue
 		}
-		for i, v := range r.Values {
+		for i, v := range args {
 			out, err := gocql.Marshal(ts[i], v)
 			if err != nil {
-				failed = append(failed, cassandra.RowFailure{Row: r, Err: fmt.Errorf("marshaling column %d of %s.%s: %w", i, b.Target.Keyspace, b.Target.Table, err)})
+				failed = append(failed, cassandra.RowFailure{Row: *r, Err: fmt.Errorf("marshaling column %d of %s.%s: %w", i, b.Target.Keyspace, b.Target.Table, err)})
 				break
 			}
 			n += int64(len(out))

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/mapper"
 )
 
 // Outcomes of one write attempt, the values of the outcome label of sink_write_duration_seconds.
@@ -150,7 +152,7 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 	rows := b.Rows
 	var failed []RowFailure
 	for i := range rows {
-		if len(rows[i].Values) != info.binds {
+		if mapper.NumValues(&rows[i]) != info.binds {
 			failed, rows = splitMismatched(rows, info.binds, t)
 			break
 		}
@@ -189,9 +191,9 @@ func splitMismatched(rows []batcher.Row, binds int, t *batcher.Target) ([]RowFai
 	var failed []RowFailure
 	ok := make([]batcher.Row, 0, len(rows))
 	for _, r := range rows {
-		if len(r.Values) != binds {
+		if n := mapper.NumValues(&r); n != binds {
 			failed = append(failed, RowFailure{Row: r, Err: fmt.Errorf("writing to %s.%s: the row has %d values, the insert binds %d",
-				t.Keyspace, t.Table, len(r.Values), binds)})
+				t.Keyspace, t.Table, n, binds)})
 			continue
 		}
 		ok = append(ok, r)
@@ -215,20 +217,26 @@ func (w *Writer) fail(b *batcher.Batch, attempts int, err error) error {
 // retry and speculative-execution policies only for idempotent batches, and ours are upserts with
 // deterministic timestamps. The keyspace is what the token-aware policy looks the replicas up by;
 // the routing key is the first entry's partition key, shared by every row of a batcher.Batch.
-func buildBatch(gs *gocql.Session, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row) *gocql.Batch {
+// The arguments of packed rows are unpacked by bd and valid until its Reset.
+func buildBatch(gs *gocql.Session, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row, bd *mapper.Binder) *gocql.Batch {
 	gb := gs.Batch(gocql.UnloggedBatch)
 	gb.Entries = make([]gocql.BatchEntry, len(rows))
 	for i := range rows {
-		gb.Entries[i] = gocql.BatchEntry{Stmt: t.Insert, Args: rows[i].Values, Idempotent: true}
+		gb.Entries[i] = gocql.BatchEntry{Stmt: t.Insert, Args: bd.Args(&rows[i]), Idempotent: true}
 	}
 	gb.SetKeyspace(t.Keyspace)
 	gb.Consistency(cons)
 	return gb
 }
 
+// binders hold the unpacked arguments of batches being sent.
+var binders = sync.Pool{New: func() any { return new(mapper.Binder) }}
+
 // send writes rows as one batch with retries, reporting every attempt to the observer.
 func (w *Writer) send(ctx context.Context, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row) (int, class, error) {
-	gb := buildBatch(w.s.gs, t, cons, rows) // v2 batches are immutable during execution: reuse across attempts
+	bd := binders.Get().(*mapper.Binder)
+	defer func() { bd.Reset(); binders.Put(bd) }() // the driver has framed the values by the time ExecContext returns
+	gb := buildBatch(w.s.gs, t, cons, rows, bd) // v2 batches are immutable during execution: reuse across attempts
 	size := 0
 	for i := range rows {
 		size += rows[i].Size

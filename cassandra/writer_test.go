@@ -12,6 +12,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/mapper"
 )
 
 // recorder is an Observer that keeps everything it is told.
@@ -238,11 +239,13 @@ func BenchmarkBuildBatch(b *testing.B) {
 		rows[i] = batcher.Row{Target: target, Key: "k", Values: []any{"id", "2024-01-15", time.Unix(int64(i), 0), float64(i)}, Size: 40}
 	}
 	gs := new(gocql.Session) // building needs no connection
+	var bd mapper.Binder
 	b.ReportAllocs()
 	for b.Loop() {
-		gb := buildBatch(gs, target, gocql.LocalQuorum, rows)
+		gb := buildBatch(gs, target, gocql.LocalQuorum, rows, &bd)
 		if len(gb.Entries) != 100 || !gb.IsIdempotent() {
 			b.Fatal("bad batch")
 		}
+		bd.Reset()
 	}
 }

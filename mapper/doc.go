@@ -46,19 +46,23 @@
 //
 // # Memory and encoding
 //
-// A row costs two allocations whatever its column count: one block holding Row.Values and the
-// bytes of its values, and one byte slice holding its strings and its key (see rowmem.go). Rows
-// stay buffered until their batch is written, so every object a row holds is marked by each
-// collection; fewer and smaller objects per row is less collector work for the whole process.
+// A row whose topic has only encoded column types (below) costs one allocation with no pointers
+// in it, whatever its column count: Row.Packed, the bytes of every bound value with a tag and a
+// length each, followed by the routing key, which Row.Key points into (see packed.go). Rows stay
+// buffered until their batch is written, so every pointer a row holds is marked by each
+// collection; a packed row gives the collector nothing to mark. A Binder turns packed rows into
+// bind arguments when their batch is written, into memory reused batch after batch. A topic with
+// another column type keeps two allocations per row: a block holding Row.Values and the bytes of
+// its values, and one for its strings and key (see rowmem.go).
 //
 // Values of text, ascii, the integer types, float, double, timestamp, date, uuid and timeuuid,
-// and the write timestamp, bucket value and TTL, are bound pre-encoded: Row.Values holds a
-// pointer to the exact bytes gocql.Marshal would produce for the Go value and the column's type,
-// and the pointer's MarshalCQL returns them without allocating (see encoded.go). MarshalCQL
-// checks the bind marker's type and fails with a *BindTypeError when the table's column type is
-// not the configured one. GoValue turns such a value back into its Go value. The event bucket,
-// gocql.UnsetValue (or nil on protocol 3) for an absent value, and the other types are bound as
-// ordinary Go values.
+// and the write timestamp, bucket value, event bucket and TTL, are encoded: the exact bytes
+// gocql.Marshal would produce for the Go value and the column's type, bound through a pointer
+// whose MarshalCQL returns them without allocating (see encoded.go). MarshalCQL checks the bind
+// marker's type and fails with a *BindTypeError when the table's column type is not the
+// configured one. Values returns a row's values as bound before packing; GoValue turns an encoded
+// value back into its Go value. gocql.UnsetValue (or nil on protocol 3) for an absent value, and
+// the other types, are bound as ordinary Go values.
 //
 // Row.Key is the partition's routing key, the bytes Cassandra hashes to a token: the serialized
 // value for a one-column key; for a composite key, per column a 2-byte big-endian length, the

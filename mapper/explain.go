@@ -67,7 +67,7 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 	if err != nil {
 		return Explanation{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
 	}
-	vals := out.row.Values
+	vals := Values(out.row)
 	ex := Explanation{
 		Topic:                p.name,
 		KafkaTopic:           p.kafkaTopic,

@@ -94,11 +94,11 @@ func TestRowsOnCassandra(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Driver().Query(row.Target.Insert, row.Values...).WithContext(ctx).Exec(); err != nil {
+		if err := s.Driver().Query(row.Target.Insert, mapper.Values(row)...).WithContext(ctx).Exec(); err != nil {
 			t.Fatalf("insert: %v", err)
 		}
 		n := len(row.Target.Columns)
-		bucket, shard := row.Values[n-2], row.Values[n-1]
+		bucket, shard := mapper.Values(row)[n-2], mapper.Values(row)[n-1]
 
 		var (
 			token, wt int64
@@ -124,7 +124,7 @@ func TestRowsOnCassandra(t *testing.T) {
 		)
 		err = s.Driver().Query(`SELECT token(tenant, device, bucket, event_bucket), writetime(a), ttl(a), id, a, k, bi, off, si, ti, f, d, b, day, u, bl, ip, dec, vi, tags, vals, attrs, missing `+
 			`FROM `+ks+`.all_types WHERE tenant = ? AND device = ? AND bucket = ? AND event_bucket = ? AND id = ?`,
-			"acme", int32(7), bucket, shard, row.Values[2]).WithContext(ctx).
+			"acme", int32(7), bucket, shard, mapper.Values(row)[2]).WithContext(ctx).
 			Scan(&token, &wt, &ttl, &id, &a, &k, &bi, &off, &si, &ti, &f, &d, &b, &day, &u, &bl, &ip, &dec, &vi, &tags, &vals, &attrs, &missing)
 		if err != nil {
 			t.Fatalf("offset %d: reading the row back: %v", offset, err)
@@ -138,7 +138,7 @@ func TestRowsOnCassandra(t *testing.T) {
 		if ttl <= 0 || ttl > 24*3600 {
 			t.Errorf("ttl %d", ttl)
 		}
-		if id != mapper.GoValue(row.Values[2]).(gocql.UUID) || off != offset || k != "k1" {
+		if id != mapper.GoValue(mapper.Values(row)[2]).(gocql.UUID) || off != offset || k != "k1" {
 			t.Errorf("id %v off %d key %q", id, off, k)
 		}
 		if a != "plain" || bi != -9000000000 || si != -300 || ti != 12 || f != 1.5 || d != -2.25e-3 || !b ||
@@ -209,7 +209,7 @@ func TestEncodedValueRefusesAlteredColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The configured table takes the values.
-	if err := s.Driver().Query(row.Target.Insert, row.Values...).WithContext(ctx).Exec(); err != nil {
+	if err := s.Driver().Query(row.Target.Insert, mapper.Values(row)...).WithContext(ctx).Exec(); err != nil {
 		t.Fatalf("insert into the configured table: %v", err)
 	}
 	for _, tc := range []struct {
@@ -217,8 +217,8 @@ func TestEncodedValueRefusesAlteredColumn(t *testing.T) {
 		values []any
 		want   string
 	}{
-		{"INSERT INTO " + ks + ".altered (k, n) VALUES ('a', ?)", row.Values[1:2], "int to a bind marker of CQL type bigint"},
-		{"INSERT INTO " + ks + ".altered (k, n) VALUES (?, 1)", row.Values[0:1], "text to a bind marker of CQL type ascii"},
+		{"INSERT INTO " + ks + ".altered (k, n) VALUES ('a', ?)", mapper.Values(row)[1:2], "int to a bind marker of CQL type bigint"},
+		{"INSERT INTO " + ks + ".altered (k, n) VALUES (?, 1)", mapper.Values(row)[0:1], "text to a bind marker of CQL type ascii"},
 	} {
 		err := s.Driver().Query(tc.insert, tc.values...).WithContext(ctx).Exec()
 		var bte *mapper.BindTypeError

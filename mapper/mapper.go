@@ -84,6 +84,12 @@ type scratch struct {
 	canon     []span
 	// raw is where the single-pass scan found each field path of the topic (scan.go).
 	raw []rawValue
+	// blocks is this scratch's row memory per topic, for rows that are packed (rowBlock); block
+	// and blockOf are the last one used.
+	blocks  map[*plan]rowMem
+	block   rowMem
+	blockOf *plan
+	noPack  bool // map into a block of the row's own (mapRecord)
 }
 
 // span is a range of a scratch buffer.
@@ -165,6 +171,7 @@ type plan struct {
 	scan              *scanPlan // the single-pass field reader (scan.go); nil: fastjson only
 	absent            any       // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
 	mem               rowLayout // the row memory block (rowmem.go)
+	packable          bool      // rows are packed (packed.go): every column's value is encoded
 	wtsAt             int       // the byte offset of the write timestamp in row memory
 	nhash             int       // how many columns record their canonical text in scratch.canon
 	target            *batcher.Target
@@ -411,6 +418,14 @@ func (p *plan) layoutRowMemory() {
 		p.wtsAt, nbytes = nbytes, nbytes+fixedWidth(kBigint)
 	}
 	p.mem = newRowLayout(p.nvals, nstr, nbytes)
+	// Packing needs every column's value encoded (or absent); the other values of a row always are.
+	p.packable = true
+	for i := range p.cols {
+		c := &p.cols[i]
+		if _, shared := c.shared.(encoded); c.slot == slotNone && !shared {
+			p.packable = false
+		}
+	}
 }
 
 // newTarget builds the target of one table: its INSERT binds every column, then the TTL and the
@@ -520,11 +535,24 @@ type outcome struct {
 	bucket      *bucketEntry
 	eventBucket int
 	writeTS     int64
+	unpacked    bool // built in scratch memory but pack refused a value: map again with noPack
 }
 
 // mapRecord maps one record: by the single-pass scan when it handles the record (scan.go), else
-// by the fastjson path, which is the reference for every result and every error message.
+// by the fastjson path, which is the reference for every result and every error message. A row
+// pack refused (a value of a kind it does not pack, such as a bucket at the zero time) is mapped
+// again into memory of its own.
 func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
+	out, reason, err := p.mapOnce(rec, s)
+	if err == nil && out.unpacked {
+		s.noPack = true
+		out, reason, err = p.mapOnce(rec, s)
+		s.noPack = false
+	}
+	return out, reason, err
+}
+
+func (p *plan) mapOnce(rec *Record, s *scratch) (outcome, string, error) {
 	if p.scan != nil {
 		if out, ok := p.mapScanned(rec, s); ok {
 			return out, "", nil
@@ -553,7 +581,7 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	}
 	out.eventTime = t
 
-	mem := p.mem.alloc()
+	mem := p.rowBlock(s)
 	vals := mem.values()
 	s.begin(p)
 	for i := range p.cols {
@@ -659,19 +687,48 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 	}
 	s.key = key
 
+	out.row = batcher.Row{
+		Target:    b.target,
+		Source:    batcher.Source{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset},
+		EventTime: t,
+	}
+	if mem.scratch {
+		// The values are in the scratch's block: copy their bytes out (packed.go).
+		if !pack(&out.row, vals, key) {
+			out.unpacked = true
+		}
+		return nil
+	}
 	size := rowOverhead
 	for _, v := range vals {
 		size += 4 + encodedSize(v)
 	}
-	out.row = batcher.Row{
-		Target:    b.target,
-		Key:       finishRow(mem, s, key),
-		Values:    vals,
-		Size:      size,
-		Source:    batcher.Source{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset},
-		EventTime: t,
-	}
+	out.row.Key = finishRow(mem, s, key)
+	out.row.Values = vals
+	out.row.Size = size
 	return nil
+}
+
+// rowBlock returns the row memory for the next row of p: the scratch's own block, reused row after
+// row, when the row will be packed, or a new block the row keeps (a topic with a column type the
+// mapper does not encode, or a row pack refused).
+func (p *plan) rowBlock(s *scratch) rowMem {
+	if !p.packable || s.noPack {
+		return p.mem.alloc()
+	}
+	if s.blockOf != p {
+		if s.blocks == nil {
+			s.blocks = make(map[*plan]rowMem)
+		}
+		m, ok := s.blocks[p]
+		if !ok {
+			m = p.mem.alloc()
+			m.scratch = true
+			s.blocks[p] = m
+		}
+		s.block, s.blockOf = m, p
+	}
+	return s.block
 }
 
 // finishRow copies the row's string bytes and its key into one allocation, points the string

@@ -81,7 +81,7 @@ func TestMapSensorRecord(t *testing.T) {
 	ts := time.Date(2024, 1, 15, 14, 37, 22, 123e6, time.UTC)
 	want := []any{"dev-0042", ts, "plant-1", 21.5, 40.2, float32(3.71), "2024-01-15",
 		int32(90 * 24 * 3600), kafkaTS.UnixMicro() + 207}
-	if got := decoded(t, row.Values); !reflect.DeepEqual(got, want) {
+	if got := decoded(t, Values(row)); !reflect.DeepEqual(got, want) {
 		t.Errorf("values\n got %#v\nwant %#v", got, want)
 	}
 	const insert = "INSERT INTO telemetry.sensor_readings (device_id, reading_time, site_id, temperature, humidity, battery, day) " +
@@ -152,8 +152,8 @@ func TestRoutingKeyMatchesGocql(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := m.byName["readings"]
-			bucketVal := row.Values[len(p.cols)]
-			ebVal := row.Values[len(p.cols)+1]
+			bucketVal := Values(row)[len(p.cols)]
+			ebVal := Values(row)[len(p.cols)+1]
 			var want []byte
 			for _, c := range []struct {
 				typ gocql.Type
@@ -224,7 +224,7 @@ func TestEventBucketHashContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := int32(bucketer.EventBucket([]byte(ts), 16))
-		got := GoValue(row.Values[7])
+		got := GoValue(Values(row)[7])
 		if got != want {
 			t.Errorf("%s: event bucket %v, want %v", ts, got, want)
 		}
@@ -242,7 +242,7 @@ func TestEventBucketHashContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := GoValue(row.Values[7]), int32(bucketer.EventBucket([]byte("2024-01-15T14:37:22.123Z"), 8)); got != want {
+	if got, want := GoValue(Values(row)[7]), int32(bucketer.EventBucket([]byte("2024-01-15T14:37:22.123Z"), 8)); got != want {
 		t.Errorf("event bucket %v, want %v", got, want)
 	}
 }
@@ -272,7 +272,7 @@ func TestWriteTimestampAndTTL(t *testing.T) {
 		if !strings.HasSuffix(row.Target.Insert, "VALUES (?, ?, ?, ?, ?, ?, ?)"+tc.insert) {
 			t.Errorf("%s/%v: insert %s", tc.wts, tc.ttl, row.Target.Insert)
 		}
-		if got := decoded(t, row.Values[7:]); !reflect.DeepEqual(got, tc.tail) && !(len(got) == 0 && tc.tail == nil) {
+		if got := decoded(t, Values(row)[7:]); !reflect.DeepEqual(got, tc.tail) && !(len(got) == 0 && tc.tail == nil) {
 			t.Errorf("%s/%v: tail %#v, want %#v", tc.wts, tc.ttl, got, tc.tail)
 		}
 	}
@@ -285,8 +285,8 @@ func TestMissingOptionalColumnIsUnset(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, i := range []int{2, 4, 5} { // site_id missing, humidity null, battery missing
-		if row.Values[i] != gocql.UnsetValue {
-			t.Errorf("value %d = %#v, want gocql.UnsetValue", i, row.Values[i])
+		if Values(row)[i] != gocql.UnsetValue {
+			t.Errorf("value %d = %#v, want gocql.UnsetValue", i, Values(row)[i])
 		}
 	}
 }
@@ -303,8 +303,8 @@ func TestMissingOptionalColumnOnProtocol3IsNull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row.Values[2] != nil {
-		t.Errorf("missing site_id = %#v, want nil: protocol 3 has no unset values", row.Values[2])
+	if Values(row)[2] != nil {
+		t.Errorf("missing site_id = %#v, want nil: protocol 3 has no unset values", Values(row)[2])
 	}
 }
 
@@ -333,7 +333,7 @@ func TestSlicedTargets(t *testing.T) {
 	if !strings.HasPrefix(r3.Target.Insert, "INSERT INTO telemetry.metrics_20240116 (") {
 		t.Errorf("insert %s", r3.Target.Insert)
 	}
-	if got := decoded(t, r1.Values[6:7])[0]; got != int64(202401150000) {
+	if got := decoded(t, Values(r1)[6:7])[0]; got != int64(202401150000) {
 		t.Errorf("bucket value %#v", got)
 	}
 }
@@ -360,7 +360,7 @@ func TestSources(t *testing.T) {
 	}
 	u, _ := timeUUID(time.Date(2024, 1, 15, 14, 37, 22, 0, time.UTC), "sensor-readings", 3, 1207)
 	want := []any{"dev-key", []byte("dev-key"), kafkaTS, "sensor-readings", int32(3), int64(3), int64(1207), string(r.Value), u}
-	if got := decoded(t, row.Values[6:15]); !reflect.DeepEqual(got, want) {
+	if got := decoded(t, Values(row)[6:15]); !reflect.DeepEqual(got, want) {
 		t.Errorf("sources\n got %#v\nwant %#v", got, want)
 	}
 	r.Key = nil
@@ -368,8 +368,8 @@ func TestSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row.Values[6] != gocql.UnsetValue {
-		t.Errorf("nil key: %#v, want unset", row.Values[6])
+	if Values(row)[6] != gocql.UnsetValue {
+		t.Errorf("nil key: %#v, want unset", Values(row)[6])
 	}
 }
 
@@ -462,8 +462,8 @@ func TestConversions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bound := row.Values[6]
-			if got := decoded(t, row.Values[6:7])[0]; !equalValue(got, tc.want) {
+			bound := Values(row)[6]
+			if got := decoded(t, Values(row)[6:7])[0]; !equalValue(got, tc.want) {
 				t.Errorf("got %#v, want %#v", got, tc.want)
 			}
 			// Whatever we bind, gocql must marshal it into the column type, to the bytes of the
@@ -754,7 +754,7 @@ func TestConcurrentMap(t *testing.T) {
 					errs <- err.Error()
 					return
 				}
-				if day == 15 && (row.Key != want.Key || !reflect.DeepEqual(row.Values, want.Values)) {
+				if day == 15 && (row.Key != want.Key || !reflect.DeepEqual(Values(row), Values(want))) {
 					errs <- "a concurrent mapping differs from the sequential one"
 					return
 				}
@@ -800,7 +800,7 @@ func FuzzMap(f *testing.F) {
 			}
 			return
 		}
-		if row.Target == nil || len(row.Values) != len(row.Target.Columns)+2 || row.Key == "" {
+		if row.Target == nil || len(Values(row)) != len(row.Target.Columns)+2 || row.Key == "" {
 			t.Fatalf("malformed row %+v", row)
 		}
 		ex, err := m.Explain(r)
@@ -871,7 +871,7 @@ func TestRowOwnsItsMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := decoded(t, row.Values)
+		want := decoded(t, Values(row))
 		for i, v := range want {
 			if b, ok := v.([]byte); ok {
 				want[i] = bytes.Clone(b) // a blob is bound as []byte, not encoded
@@ -884,7 +884,7 @@ func TestRowOwnsItsMemory(t *testing.T) {
 		for i := range r.Key {
 			r.Key[i] = 0xff
 		}
-		if got := decoded(t, row.Values); !reflect.DeepEqual(got, want) {
+		if got := decoded(t, Values(row)); !reflect.DeepEqual(got, want) {
 			t.Errorf("note %s: the row changed with the record's bytes\n got %#v\nwant %#v", note, got, want)
 		}
 		if row.Key != key {

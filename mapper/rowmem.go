@@ -10,8 +10,11 @@ import (
 // Rows stay buffered by the hundred thousand until their batch is written, so what one row holds
 // sets both the allocation rate and how much the collector marks at every cycle. A row keeps each
 // value in one form only: the bytes Cassandra will receive. The mapper converts a JSON value to
-// its Go value on the stack and encodes it at once (store, encoded.go) into the row's block, laid
-// out per topic at New with reflect.StructOf so that the collector knows which words are pointers:
+// its Go value on the stack and encodes it at once (store, encoded.go) into a block of row memory,
+// laid out per topic at New with reflect.StructOf so that the collector knows which words are
+// pointers. For a topic whose every column type is encoded, the block is the scratch's own, reused
+// row after row, and the finished row's bytes are packed out of it into one pointer-free
+// allocation (packed.go); for other topics the block is the row's and is bound as it is:
 //
 //	struct { V [nvals]any; S [nstr]string; B [nbytes]byte }
 //
@@ -26,7 +29,7 @@ import (
 // instead of a word.
 //
 // Values many rows bind are encoded once and shared: the bucket value per bucket, the TTL and the
-// Kafka topic per topic. The event bucket stays a boxed int32, shared per topic. The types the
+// Kafka topic per topic, and each event bucket number per topic. The types the
 // mapper does not encode (collections, blob, inet, decimal, varint, boolean) are boxed the
 // ordinary way, one allocation each.
 //
@@ -65,6 +68,9 @@ func newRowLayout(nvals, nstr, nbytes int) rowLayout {
 type rowMem struct {
 	base unsafe.Pointer
 	l    *rowLayout
+	// scratch: the block belongs to a scratch and is reused for the next row, so the row's values
+	// are packed out of it (packed.go) rather than bound from it.
+	scratch bool
 }
 
 func (l *rowLayout) alloc() rowMem {

@@ -203,7 +203,7 @@ func (p *plan) mapScanned(rec *Record, s *scratch) (outcome, bool) {
 		}
 	}
 
-	mem := p.mem.alloc()
+	mem := p.rowBlock(s)
 	vals := mem.values()
 	s.begin(p)
 	for i, slot := range sp.colSlot {

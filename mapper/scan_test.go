@@ -162,15 +162,17 @@ func diffOutcome(a, b outcome) string {
 		return fmt.Sprintf("source %+v, want %+v", ra.Source, rb.Source)
 	case ra.EventTime != rb.EventTime || a.eventTime != b.eventTime:
 		return fmt.Sprintf("event time %v (%v), want %v (%v)", ra.EventTime, a.eventTime, rb.EventTime, b.eventTime)
-	case len(ra.Values) != len(rb.Values):
-		return fmt.Sprintf("%d values, want %d", len(ra.Values), len(rb.Values))
+	case !bytes.Equal(ra.Packed, rb.Packed):
+		return fmt.Sprintf("packed values %x, want %x", ra.Packed, rb.Packed)
+	case len(Values(ra)) != len(Values(rb)):
+		return fmt.Sprintf("%d values, want %d", len(Values(ra)), len(Values(rb)))
 	}
 	if a.bucket != nil && b.bucket != nil && (a.bucket.idx != b.bucket.idx || a.bucket.suffix != b.bucket.suffix) ||
 		a.eventBucket != b.eventBucket || a.writeTS != b.writeTS {
 		return fmt.Sprintf("bucket, event bucket or write timestamp differ: %+v / %+v", a, b)
 	}
-	for i := range ra.Values {
-		va, vb := ra.Values[i], rb.Values[i]
+	for i := range Values(ra) {
+		va, vb := Values(ra)[i], Values(rb)[i]
 		if reflect.TypeOf(va) != reflect.TypeOf(vb) {
 			return fmt.Sprintf("value %d is %T, want %T", i, va, vb)
 		}

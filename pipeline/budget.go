@@ -61,6 +61,10 @@ func recordCost(r *kgo.Record) int64 {
 
 // rowCost is what a mapped row holds until it is written.
 func rowCost(row *batcher.Row) int64 {
+	if row.Packed != nil {
+		// One allocation: the values' bytes with a tag and a length each, then the key.
+		return rowOverhead + int64(cap(row.Packed)+len(row.Key))
+	}
 	return rowOverhead + int64(row.Size) + int64(len(row.Key)) + valueOverhead*int64(len(row.Values))
 }
 

@@ -958,7 +958,7 @@ func TestIntegrationThreePolicies(t *testing.T) {
 				if eb < 0 {
 					t.Fatalf("%s: the insert has no event_bucket column: %v", c.name, row.Target.Columns)
 				}
-				k.event = int(mapper.GoValue(row.Values[eb]).(int32))
+				k.event = int(mapper.GoValue(mapper.Values(row)[eb]).(int32))
 				if k.event < 0 || k.event >= c.bucket.EventBuckets {
 					t.Fatalf("%s: event bucket %d out of range", c.name, k.event)
 				}

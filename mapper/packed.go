@@ -1,0 +1,241 @@
+package mapper
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/bucketsink/sink/batcher"
+)
+
+// Packed rows.
+//
+// A row waits in its batch for up to seconds, by the hundred thousand, and a row whose values are
+// a []any of pointers into a block of row memory costs the collector a scan of every value at
+// every cycle, and the writer a handful of cold cache lines when it finally binds them. So the
+// mapper builds a row's values in scratch row memory (rowmem.go) and then packs their bytes, the
+// bytes Cassandra receives, into one allocation with no pointers, followed by the routing key:
+//
+//	count uint16 | per value: tag byte, length uint32, bytes | routing key
+//
+// The tag is the kind the bytes were encoded for (so binding still refuses a bind marker of
+// another type, see BindTypeError), or tagUnset or tagNull, which carry no bytes. Row.Packed is
+// the values part; Row.Key is a string over the key part, in the same allocation.
+//
+// Binder turns packed rows into bind arguments at write time, into memory reused batch after
+// batch. Topics with a column type the mapper does not encode (collections, blob, inet, decimal,
+// varint, boolean) keep Row.Values.
+
+const (
+	tagUnset = 0xfe // gocql.UnsetValue: the column is left as it is
+	tagNull  = 0xff // nil: the column is written null (protocol 3 has no unset)
+)
+
+// packedHeader is the size of the value count.
+const packedHeader = 2
+
+// pack serializes vals and key into one allocation and sets row.Packed, row.Key and row.Size.
+// It returns false, leaving row alone, if a value is of a kind it does not pack.
+func pack(row *batcher.Row, vals []any, key []byte) bool {
+	n := packedHeader
+	for _, v := range vals {
+		switch e := v.(type) {
+		case encoded:
+			n += 5 + len(e.wire())
+		case nil:
+			n++
+		default:
+			if v != gocql.UnsetValue {
+				return false
+			}
+			n++
+		}
+	}
+	own := make([]byte, n+len(key))
+	binary.BigEndian.PutUint16(own, uint16(len(vals)))
+	at := packedHeader
+	size := rowOverhead
+	for _, v := range vals {
+		e, ok := v.(encoded)
+		if !ok {
+			own[at] = tagUnset
+			if v == nil {
+				own[at] = tagNull
+			}
+			at++
+			size += 4
+			continue
+		}
+		w := e.wire()
+		own[at] = byte(kindOf(e))
+		binary.BigEndian.PutUint32(own[at+1:], uint32(len(w)))
+		at += 5 + copy(own[at+5:], w)
+		size += 4 + len(w)
+	}
+	copy(own[n:], key)
+	row.Packed = own[:n:n]
+	row.Values = nil
+	row.Size = size
+	if len(key) > 0 {
+		row.Key = unsafe.String(&own[n], len(key))
+	} else {
+		row.Key = ""
+	}
+	return true
+}
+
+// kindOf is the kind an encoded value was encoded for.
+func kindOf(e encoded) kind {
+	switch e.(type) {
+	case *encText:
+		return kText
+	case *encASCII:
+		return kASCII
+	case *encBigint:
+		return kBigint
+	case *encInt:
+		return kInt
+	case *encSmallint:
+		return kSmallint
+	case *encTinyint:
+		return kTinyint
+	case *encFloat:
+		return kFloat
+	case *encDouble:
+		return kDouble
+	case *encTimestamp:
+		return kTimestamp
+	case *encDate:
+		return kDate
+	case *encUUID:
+		return kUUID
+	case *encTimeUUID:
+		return kTimeUUID
+	}
+	panic(fmt.Sprintf("mapper: encoded type %T has no kind", e))
+}
+
+// NumValues is how many values a row binds, packed or not.
+func NumValues(r *batcher.Row) int {
+	if r.Packed != nil {
+		return int(binary.BigEndian.Uint16(r.Packed))
+	}
+	return len(r.Values)
+}
+
+// packedValue is one packed value being bound: gocql marshals it by calling MarshalCQL.
+type packedValue struct {
+	b []byte
+	k kind
+}
+
+// MarshalCQL returns the bytes for a bind marker of the type they were encoded for, and a
+// *BindTypeError for any other, as the encoded types do (encoded.go).
+func (v *packedValue) MarshalCQL(info gocql.TypeInfo) ([]byte, error) {
+	t := bindType(info)
+	if t != gocqlTypes[v.k] && (v.k != kText || t != gocql.TypeText) {
+		return nil, bindTypeError(v.k, info)
+	}
+	return v.b, nil
+}
+
+// Binder turns rows into bind arguments. A packed row's arguments point into the row and into the
+// binder's memory, which Reset lets the next batch reuse: arguments are valid until Reset. One
+// binder serves one goroutine; writers keep them in a sync.Pool.
+type Binder struct {
+	vals []packedValue
+	args []any
+}
+
+// Args returns the bind arguments of r: Values as they are, or the packed values unpacked.
+func (b *Binder) Args(r *batcher.Row) []any {
+	if r.Packed == nil {
+		return r.Values
+	}
+	p := r.Packed
+	n := int(binary.BigEndian.Uint16(p))
+	start := len(b.args)
+	at := packedHeader
+	for range n {
+		switch tag := p[at]; tag {
+		case tagUnset:
+			b.args = append(b.args, gocql.UnsetValue)
+			at++
+		case tagNull:
+			b.args = append(b.args, nil)
+			at++
+		default:
+			l := int(binary.BigEndian.Uint32(p[at+1:]))
+			// Earlier pointers stay valid if append moves vals: they keep the old array alive, and an
+			// entry is never written after its pointer is taken.
+			b.vals = append(b.vals, packedValue{b: p[at+5 : at+5+l : at+5+l], k: kind(tag)})
+			b.args = append(b.args, &b.vals[len(b.vals)-1])
+			at += 5 + l
+		}
+	}
+	return b.args[start:len(b.args):len(b.args)]
+}
+
+// Reset forgets every argument handed out, and what they referred to.
+func (b *Binder) Reset() {
+	clear(b.vals)
+	clear(b.args)
+	b.vals, b.args = b.vals[:0], b.args[:0]
+}
+
+// Values returns the values of r as the mapper bound them before packing: for a packed row, each
+// value as a pre-encoded value (see GoValue), gocql.UnsetValue or nil, in new memory. For tests,
+// `sink explain` and diagnostics; the write path uses a Binder.
+func Values(r batcher.Row) []any {
+	if r.Packed == nil {
+		return r.Values
+	}
+	var b Binder
+	args := b.Args(&r)
+	out := make([]any, len(args))
+	for i, a := range args {
+		pv, ok := a.(*packedValue)
+		if !ok {
+			out[i] = a
+			continue
+		}
+		out[i] = unpacked(pv.k, bytes.Clone(pv.b))
+	}
+	return out
+}
+
+// unpacked is the encoded value of kind k whose bytes are w, in memory of its own.
+func unpacked(k kind, w []byte) encoded {
+	switch k {
+	case kText:
+		e := encText(w)
+		return &e
+	case kASCII:
+		e := encASCII(w)
+		return &e
+	case kBigint:
+		return (*encBigint)(w)
+	case kInt:
+		return (*encInt)(w)
+	case kSmallint:
+		return (*encSmallint)(w)
+	case kTinyint:
+		return (*encTinyint)(w)
+	case kFloat:
+		return (*encFloat)(w)
+	case kDouble:
+		return (*encDouble)(w)
+	case kTimestamp:
+		return (*encTimestamp)(w)
+	case kDate:
+		return (*encDate)(w)
+	case kUUID:
+		return (*encUUID)(w)
+	case kTimeUUID:
+		return (*encTimeUUID)(w)
+	}
+	panic(fmt.Sprintf("mapper: packed value of kind %d", k))
+}
