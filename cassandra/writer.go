@@ -236,7 +236,7 @@ var binders = sync.Pool{New: func() any { return new(mapper.Binder) }}
 func (w *Writer) send(ctx context.Context, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row) (int, class, error) {
 	bd := binders.Get().(*mapper.Binder)
 	defer func() { bd.Reset(); binders.Put(bd) }() // the driver has framed the values by the time ExecContext returns
-	gb := buildBatch(w.s.gs, t, cons, rows, bd) // v2 batches are immutable during execution: reuse across attempts
+	gb := buildBatch(w.s.gs, t, cons, rows, bd)    // v2 batches are immutable during execution: reuse across attempts
 	size := 0
 	for i := range rows {
 		size += rows[i].Size
