@@ -136,11 +136,22 @@ type packedValue struct {
 // *BindTypeError for any other, as the encoded types do (encoded.go).
 func (v *packedValue) MarshalCQL(info gocql.TypeInfo) ([]byte, error) {
 	t := bindType(info)
-	if t != gocqlTypes[v.k] && (v.k != kText || t != gocql.TypeText) {
+	if t != packedTypes[v.k] && (v.k != kText || t != gocql.TypeText) {
 		return nil, bindTypeError(v.k, info)
 	}
 	return v.b, nil
 }
+
+// packedTypes is gocqlTypes as an array: MarshalCQL runs for every value of every row written.
+var packedTypes = func() (a [kMap + 1]gocql.Type) {
+	for i := range a {
+		a[i] = gocql.TypeCustom // matches no bind marker bindType reports for a native type
+	}
+	for k, t := range gocqlTypes {
+		a[k] = t
+	}
+	return a
+}()
 
 // Binder turns rows into bind arguments. A packed row's arguments point into the row and into the
 // binder's memory, which Reset lets the next batch reuse: arguments are valid until Reset. One
