@@ -89,7 +89,8 @@ type scratch struct {
 	blocks  map[*plan]rowMem
 	block   rowMem
 	blockOf *plan
-	noPack  bool // map into a block of the row's own (mapRecord)
+	noPack  bool   // map into a block of the row's own (mapRecord)
+	pack    []byte // the packed values of the row being finished (pack)
 }
 
 // span is a range of a scratch buffer.
@@ -513,6 +514,9 @@ func (m *Mapper) release(s *scratch) {
 	if cap(s.key) > maxScratch {
 		s.key = make([]byte, 0, 128)
 	}
+	if cap(s.pack) > maxScratch {
+		s.pack = nil
+	}
 	if cap(s.text) > maxScratch {
 		s.text = make([]byte, 0, 256)
 	}
@@ -694,7 +698,8 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 	}
 	if mem.scratch {
 		// The values are in the scratch's block: copy their bytes out (packed.go).
-		if !pack(&out.row, vals, key) {
+		var ok bool
+		if s.pack, ok = pack(&out.row, vals, key, s.pack); !ok {
 			out.unpacked = true
 		}
 		return nil

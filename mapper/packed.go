@@ -37,44 +37,61 @@ const (
 // packedHeader is the size of the value count.
 const packedHeader = 2
 
-// pack serializes vals and key into one allocation and sets row.Packed, row.Key and row.Size.
-// It returns false, leaving row alone, if a value is of a kind it does not pack.
-func pack(row *batcher.Row, vals []any, key []byte) bool {
-	n := packedHeader
-	for _, v := range vals {
-		switch e := v.(type) {
-		case encoded:
-			n += 5 + len(e.wire())
-		case nil:
-			n++
-		default:
-			if v != gocql.UnsetValue {
-				return false
-			}
-			n++
-		}
-	}
-	own := make([]byte, n+len(key))
-	binary.BigEndian.PutUint16(own, uint16(len(vals)))
-	at := packedHeader
+// pack serializes vals and key into one allocation and sets row.Packed, row.Key and row.Size,
+// building the values part in buf first (a scratch buffer, returned for reuse). It returns false,
+// leaving row alone, if a value is of a kind it does not pack. The switch is on concrete types:
+// asserting to the encoded interface costs an itab lookup per value.
+func pack(row *batcher.Row, vals []any, key, buf []byte) ([]byte, bool) {
+	buf = binary.BigEndian.AppendUint16(buf[:0], uint16(len(vals)))
 	size := rowOverhead
 	for _, v := range vals {
-		e, ok := v.(encoded)
-		if !ok {
-			own[at] = tagUnset
-			if v == nil {
-				own[at] = tagNull
+		var k kind
+		var w []byte
+		switch e := v.(type) {
+		case *encText:
+			k, w = kText, e.wire()
+		case *encASCII:
+			k, w = kASCII, e.wire()
+		case *encBigint:
+			k, w = kBigint, e[:]
+		case *encInt:
+			k, w = kInt, e[:]
+		case *encSmallint:
+			k, w = kSmallint, e[:]
+		case *encTinyint:
+			k, w = kTinyint, e[:]
+		case *encFloat:
+			k, w = kFloat, e[:]
+		case *encDouble:
+			k, w = kDouble, e[:]
+		case *encTimestamp:
+			k, w = kTimestamp, e[:]
+		case *encDate:
+			k, w = kDate, e[:]
+		case *encUUID:
+			k, w = kUUID, e[:]
+		case *encTimeUUID:
+			k, w = kTimeUUID, e[:]
+		case nil:
+			buf = append(buf, tagNull)
+			size += 4
+			continue
+		default:
+			if v != gocql.UnsetValue {
+				return buf, false
 			}
-			at++
+			buf = append(buf, tagUnset)
 			size += 4
 			continue
 		}
-		w := e.wire()
-		own[at] = byte(kindOf(e))
-		binary.BigEndian.PutUint32(own[at+1:], uint32(len(w)))
-		at += 5 + copy(own[at+5:], w)
+		buf = append(buf, byte(k))
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(w)))
+		buf = append(buf, w...)
 		size += 4 + len(w)
 	}
+	n := len(buf)
+	own := make([]byte, n+len(key))
+	copy(own, buf)
 	copy(own[n:], key)
 	row.Packed = own[:n:n]
 	row.Values = nil
@@ -84,38 +101,7 @@ func pack(row *batcher.Row, vals []any, key []byte) bool {
 	} else {
 		row.Key = ""
 	}
-	return true
-}
-
-// kindOf is the kind an encoded value was encoded for.
-func kindOf(e encoded) kind {
-	switch e.(type) {
-	case *encText:
-		return kText
-	case *encASCII:
-		return kASCII
-	case *encBigint:
-		return kBigint
-	case *encInt:
-		return kInt
-	case *encSmallint:
-		return kSmallint
-	case *encTinyint:
-		return kTinyint
-	case *encFloat:
-		return kFloat
-	case *encDouble:
-		return kDouble
-	case *encTimestamp:
-		return kTimestamp
-	case *encDate:
-		return kDate
-	case *encUUID:
-		return kUUID
-	case *encTimeUUID:
-		return kTimeUUID
-	}
-	panic(fmt.Sprintf("mapper: encoded type %T has no kind", e))
+	return buf, true
 }
 
 // NumValues is how many values a row binds, packed or not.

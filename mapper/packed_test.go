@@ -156,7 +156,7 @@ func TestUnpackableTopicKeepsValues(t *testing.T) {
 		t.Error("the binder copied Values instead of binding them as they are")
 	}
 	var r batcher.Row
-	if pack(&r, []any{true}, nil) || r.Packed != nil {
+	if _, ok := pack(&r, []any{true}, nil, nil); ok || r.Packed != nil {
 		t.Error("pack accepted a boxed boolean")
 	}
 }
