@@ -37,12 +37,13 @@ type partition struct {
 
 	mu       sync.Mutex
 	tr       *tracker
-	revoked  bool           // set once, under mu, before the revoke commit; no mark after it
-	stuck    map[int64]bool // offsets that failed and hold the watermark; non-empty means stuck
-	blocked  int            // records that cannot finish in this assignment (the worker halted on them)
-	drained  chan struct{}  // closed when stopping and every record that can finish has
-	stopping bool           // the worker is stopped; waiting for in-flight work
-	hwm      int64          // high watermark of the last fetch, for the lag gauge
+	revoked  bool                                 // set once, under mu, before the revoke commit; no mark after it
+	stuck    map[int64]bool                       // offsets that failed and hold the watermark; non-empty means stuck
+	blocked  int                                  // records that cannot finish in this assignment (the worker halted on them)
+	drained  chan struct{}                        // closed when stopping and every record that can finish has
+	stopping bool                                 // the worker is stopped; waiting for in-flight work
+	hwm      int64                                // high watermark of the last fetch, for the lag gauge
+	mark     map[string]map[int32]kgo.EpochOffset // the watermark handed to MarkCommitOffsets, reused
 }
 
 func newPartition(pl *Pipeline, tp topicPartition, topic *topicInfo) *partition {
@@ -269,9 +270,12 @@ func (p *partition) complete(offsets []int64) {
 		// Marking under mu with the revoked check is what keeps a late acknowledgement from re-creating
 		// a mark for a partition another member now owns.
 		next, epoch, _ := p.tr.watermark()
-		p.pl.client.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{
-			p.tp.topic: {p.tp.partition: {Epoch: epoch, Offset: next}},
-		})
+		// franz-go copies the mark out of the map, so the partition's one map is reused (under mu).
+		if p.mark == nil {
+			p.mark = map[string]map[int32]kgo.EpochOffset{p.tp.topic: {}}
+		}
+		p.mark[p.tp.topic][p.tp.partition] = kgo.EpochOffset{Epoch: epoch, Offset: next}
+		p.pl.client.MarkCommitOffsets(p.mark)
 		if p.hwm >= 0 {
 			p.lag.Set(float64(max(p.hwm-next, 0)))
 		}
