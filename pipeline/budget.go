@@ -28,10 +28,10 @@ import (
 //     which grows by append (charged twice, for the copy and the slice's spare capacity); its values are
 //     interfaces (16 bytes each) boxing typed slots and strings in the mapper's row block, whose bytes
 //     Row.Size estimates (encoded size), plus the routing key.
-//   - A tracker entry is one pendingRecord in its partition's chunks, held until the watermark passes it,
-//     which can be long after its record is done: one slow batch keeps the entries of every record
-//     registered after it. Chunks are filled in order and given back as the watermark passes them, so
-//     the memory beyond the entries is at most two partly used chunks per partition (48 KiB).
+//   - A tracker entry is two bits and two bytes in its partition's chunks (tracker.go), held until the
+//     watermark passes it, which can be long after its record is done: one slow batch keeps the entries
+//     of every record registered after it. Chunks are given back as the watermark passes them, so the
+//     memory beyond the entries is at most two partly used chunks per partition (18 KiB).
 //
 // Checked against the live heap of `sink run` (/debug/pprof/heap?gc=1, sampled every 2 to 3 s) under a
 // 1,000,000-record backlog of ~150-byte lz4-compressed JSON records, 6 partitions, shipped defaults: with
@@ -47,7 +47,7 @@ const (
 	rowOverhead    = 2 * int64(unsafe.Sizeof(batcher.Row{}))
 	valueOverhead  = int64(unsafe.Sizeof(any(nil)))
 	// entryCost is what the tracker holds per registered record until the watermark passes it.
-	entryCost = int64(unsafe.Sizeof(pendingRecord{}))
+	entryCost = trackerEntryBytes
 )
 
 // recordCost is what a fetched record pins in memory from the moment it is queued until it is mapped.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -95,8 +96,8 @@ func TestCostsChargeWhatIsPinned(t *testing.T) {
 	if got, want := rowCost(&row), rowOverhead+90+8+6*16; got != want {
 		t.Errorf("row cost %d, want %d", got, want)
 	}
-	if entryCost != 24 {
-		t.Errorf("entry cost %d, want 24 (a 24-byte pendingRecord in a chunk)", entryCost)
+	if got, want := int64(entryCost), int64((unsafe.Sizeof(trackerChunk{})+trackerChunkLen-1)/trackerChunkLen); got != want {
+		t.Errorf("entry cost %d, want %d (a chunk's bytes per offset, rounded up)", got, want)
 	}
 }
 
@@ -105,12 +106,15 @@ func TestCostsChargeWhatIsPinned(t *testing.T) {
 // kept the *kgo.Record for dead letters) would pin the record's slab, decompressed batch and fetch
 // response for as long, uncharged.
 func TestTrackerEntryHoldsNothingOfTheRecord(t *testing.T) {
-	typ := reflect.TypeFor[pendingRecord]()
+	typ := reflect.TypeFor[trackerChunk]()
 	for f := range typ.Fields() {
-		switch f.Type.Kind() {
-		case reflect.Int64, reflect.Int32, reflect.Bool:
+		if f.Type.Kind() != reflect.Array || f.Type.Elem().Kind() == reflect.Pointer || f.Type.Elem().Kind() == reflect.Interface {
+			t.Errorf("trackerChunk.%s is a %s: entries must hold plain values, no reference to the record", f.Name, f.Type)
+		}
+		switch f.Type.Elem().Kind() {
+		case reflect.Uint64, reflect.Uint16:
 		default:
-			t.Errorf("pendingRecord.%s is a %s: entries must hold plain values, no reference to the record", f.Name, f.Type)
+			t.Errorf("trackerChunk.%s holds %s: entries must hold plain values, no reference to the record", f.Name, f.Type.Elem())
 		}
 	}
 }

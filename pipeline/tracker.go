@@ -2,7 +2,8 @@ package pipeline
 
 import (
 	"fmt"
-	"sort"
+	"math"
+	"math/bits"
 	"sync"
 )
 
@@ -17,51 +18,89 @@ import (
 //
 // Memory: an entry lives until it is retired (below the watermark), not until it is done, so one slow
 // record keeps the entries of every record registered after it. Under a backlog that span was measured at
-// over 100,000 entries per partition while a cold key's batch waited. So entries are charged to the byte
-// budget (entryBytes each) until retired. They live in fixed chunks of trackerChunkLen entries, taken
-// from a pool shared by all partitions and given back as the watermark passes them: the span can grow and
-// shrink by a hundred thousand entries every few seconds without reallocating and copying a slice each
-// time (a growing slice was 80 of the 540 bytes allocated per event under the backlog).
+// 460,000 records over 6 partitions while cold keys' batches waited. So an entry is small: the offsets of
+// the window are covered by chunks of trackerChunkLen consecutive offsets (chunk n covers offsets
+// n·trackerChunkLen on), each holding two bits per offset (registered, done) and the two bytes of what the
+// record holds against the budget (larger charges, rare, go to a map). That is 2.25 bytes per offset, a
+// tenth of a struct per record, charged to the byte budget (entryBytes each) until retired. Offsets never
+// registered (gaps) are skipped by the watermark; a chunk holding no registered offset is never allocated,
+// so a gap of millions (compaction) costs nothing. Chunks come from a pool shared by all partitions and go
+// back as the watermark passes them.
 type tracker struct {
-	chunks     []*trackerChunk // the live entries, ascending by offset, from chunks[0][first]
-	first      int             // index in chunks[0] of the first live entry
-	n          int             // live entries: registered and not yet below the watermark
+	chunks     []*trackerChunk // the window's chunks, ascending
+	ids        []int64         // ids[k] is the number of chunks[k]: it covers offsets from ids[k]·trackerChunkLen
+	head       int64           // lowest offset not yet passed by the watermark; the scan resumes here
 	next       int64           // next offset to commit; -1 until a record has been retired
 	epoch      int32           // leader epoch of the last retired record
 	last       int64           // last registered offset; -1 before the first
+	lastEpoch  int32           // leader epoch of the last registered record
+	epochs     []epochMark     // where the leader epoch of registered records changed, ascending
+	big        map[int64]int64 // charges of trackerBig bytes or more, by offset
 	undone     int             // registered records not yet done
+	live       int             // registered records not yet retired
 	entryBytes int64           // budget charge of one entry, returned when it is retired
 }
 
-// trackerChunkLen entries make a chunk (24 KiB).
-const trackerChunkLen = 1024
-
-type trackerChunk [trackerChunkLen]pendingRecord
-
-// trackerChunks holds chunks no tracker uses. Entries hold no pointers, so a chunk goes back as it is;
-// register overwrites every field of an entry it uses.
-var trackerChunks = sync.Pool{New: func() any { return new(trackerChunk) }}
-
-// pendingRecord is the whole of what the pipeline keeps of a record between mapping and done, besides
-// its row: no reference to the record itself, which would pin its franz-go slab, decompressed batch and
-// fetch response until the row is written. A row Cassandra refuses is dead-lettered from the record
-// read back from Kafka (reread.go).
-type pendingRecord struct {
-	offset int64
-	epoch  int32
-	done   bool
-	bytes  int64 // what the record holds against the byte budget until it is done, besides its entry
+// epochMark says that registered records from offset on carry a leader epoch (until the next mark).
+type epochMark struct {
+	from  int64
+	epoch int32
 }
+
+// trackerChunkLen offsets make a chunk; a multiple of 64.
+const trackerChunkLen = 4096
+
+const trackerWords = trackerChunkLen / 64
+
+type trackerChunk struct {
+	reg   [trackerWords]uint64    // registered offsets
+	done  [trackerWords]uint64    // registered and done
+	bytes [trackerChunkLen]uint16 // what each holds against the budget; trackerBig: see tracker.big
+}
+
+// trackerBig marks a charge kept in tracker.big.
+const trackerBig = math.MaxUint16
+
+// trackerEntryBytes is what one offset of the window costs: its share of a chunk, rounded up.
+const trackerEntryBytes = 3
+
+// trackerChunks holds zeroed chunks no tracker uses.
+var trackerChunks = sync.Pool{New: func() any { return new(trackerChunk) }}
 
 // newTracker returns an empty tracker whose entries each hold entryBytes of the budget until retired.
 func newTracker(entryBytes int64) *tracker {
 	return &tracker{next: -1, last: -1, entryBytes: entryBytes}
 }
 
-// at is live entry i (0 is the first not yet retired).
-func (t *tracker) at(i int) *pendingRecord {
-	j := t.first + i
-	return &t.chunks[j/trackerChunkLen][j%trackerChunkLen]
+// chunkOf returns the position in chunks of chunk id, or the position of the first chunk after it and
+// false when the window has no chunk id.
+func (t *tracker) chunkOf(id int64) (int, bool) {
+	if len(t.ids) == 0 {
+		return 0, false
+	}
+	// Offsets are mostly contiguous, so chunk ids are too: try the distance from the first.
+	if k := id - t.ids[0]; k >= 0 && k < int64(len(t.ids)) && t.ids[k] == id {
+		return int(k), true
+	}
+	lo, hi := 0, len(t.ids)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.ids[m] < id {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(t.ids) && t.ids[lo] == id
+}
+
+// slot returns the chunk and index of offset, or nil when no chunk of the window covers it.
+func (t *tracker) slot(offset int64) (*trackerChunk, int) {
+	k, ok := t.chunkOf(offset / trackerChunkLen)
+	if !ok {
+		return nil, 0
+	}
+	return t.chunks[k], int(offset % trackerChunkLen)
 }
 
 // register adds a record. Offsets must strictly increase: a worker takes records in offset order, and a
@@ -70,31 +109,48 @@ func (t *tracker) register(offset int64, epoch int32, bytes int64) error {
 	if offset <= t.last {
 		return fmt.Errorf("offset %d registered after offset %d: records must arrive in increasing offset order", offset, t.last)
 	}
-	t.last = offset
-	if (t.first+t.n)/trackerChunkLen == len(t.chunks) {
-		t.chunks = append(t.chunks, trackerChunks.Get().(*trackerChunk))
+	if offset < 0 {
+		return fmt.Errorf("offset %d registered: offsets are not negative", offset)
 	}
-	*t.at(t.n) = pendingRecord{offset: offset, epoch: epoch, bytes: bytes}
-	t.n++
+	if t.live == 0 {
+		// Nothing in the window: it starts at this offset, however far the log skipped.
+		t.head = offset
+	}
+	if id := offset / trackerChunkLen; len(t.ids) == 0 || t.ids[len(t.ids)-1] < id {
+		t.chunks = append(t.chunks, trackerChunks.Get().(*trackerChunk))
+		t.ids = append(t.ids, id)
+	}
+	c, i := t.slot(offset)
+	c.reg[i/64] |= 1 << (i % 64)
+	if bytes >= trackerBig || bytes < 0 {
+		if t.big == nil {
+			t.big = make(map[int64]int64)
+		}
+		t.big[offset] = bytes
+		c.bytes[i] = trackerBig
+	} else {
+		c.bytes[i] = uint16(bytes)
+	}
+	if len(t.epochs) == 0 || epoch != t.lastEpoch {
+		t.epochs = append(t.epochs, epochMark{offset, epoch})
+	}
+	t.last, t.lastEpoch = offset, epoch
 	t.undone++
+	t.live++
 	return nil
 }
 
-// find returns the index among the live entries of the one for offset, or -1.
-func (t *tracker) find(offset int64) int {
-	if t.n == 0 {
-		return -1
+// pendingAt reports whether offset is registered and not done.
+func (t *tracker) pendingAt(offset int64) bool {
+	if offset < t.head || offset > t.last {
+		return false
 	}
-	// Offsets are usually contiguous (gaps come from compaction and transaction markers), so the entry
-	// is almost always at its distance from the first; search only when it is not.
-	if d := offset - t.at(0).offset; d >= 0 && d < int64(t.n) && t.at(int(d)).offset == offset {
-		return int(d)
+	c, i := t.slot(offset)
+	if c == nil {
+		return false
 	}
-	i := sort.Search(t.n, func(i int) bool { return t.at(i).offset >= offset })
-	if i == t.n || t.at(i).offset != offset {
-		return -1
-	}
-	return i
+	m := uint64(1) << (i % 64)
+	return c.reg[i/64]&m != 0 && c.done[i/64]&m == 0
 }
 
 // done marks a registered record complete, reports whether the committable offset moved, and returns the
@@ -102,42 +158,81 @@ func (t *tracker) find(offset int64) int {
 // passed. It returns known=false for an offset that is not pending (never registered, or already done),
 // so a duplicate acknowledgement cannot be counted twice.
 func (t *tracker) done(offset int64) (bytes int64, advanced, known bool) {
-	i := t.find(offset)
-	if i < 0 {
+	if !t.pendingAt(offset) {
 		return 0, false, false
 	}
-	e := t.at(i)
-	if e.done {
-		return 0, false, false
+	c, i := t.slot(offset)
+	c.done[i/64] |= 1 << (i % 64)
+	bytes = int64(c.bytes[i])
+	if c.bytes[i] == trackerBig {
+		bytes = t.big[offset]
+		delete(t.big, offset)
 	}
-	e.done = true
-	bytes, e.bytes = e.bytes, 0
+	c.bytes[i] = 0
 	t.undone--
-	if i != 0 {
+	retired, lastRetired := t.advance()
+	if retired == 0 {
 		return bytes, false, true
 	}
-	retired := 0
-	for t.n > 0 {
-		r := t.at(0)
-		if !r.done {
-			break
-		}
-		t.next, t.epoch = r.offset+1, r.epoch
-		t.n--
-		retired++
-		if t.first++; t.first == trackerChunkLen {
-			t.first = 0
-			trackerChunks.Put(t.chunks[0])
-			t.chunks[0] = nil
-			t.chunks = t.chunks[1:]
-		}
+	t.next = lastRetired + 1
+	for len(t.epochs) > 1 && t.epochs[1].from <= lastRetired {
+		t.epochs = t.epochs[1:]
 	}
-	if t.n == 0 && len(t.chunks) > 0 {
-		// Empty: start again at the front of the chunk kept, so a steady in-order flow stays in it.
-		t.first = 0
-	}
+	t.epoch = t.epochs[0].epoch
 	bytes += int64(retired) * t.entryBytes
 	return bytes, true, true
+}
+
+// advance moves head past every offset that is done or was never registered, up to the last registered
+// one, and returns how many registered records it passed and the highest of them. Chunks it leaves behind
+// go back to the pool.
+func (t *tracker) advance() (retired int, lastRetired int64) {
+	for t.head <= t.last {
+		k, ok := t.chunkOf(t.head / trackerChunkLen)
+		if !ok {
+			// No chunk: nothing registered here. Jump to the next chunk (there is one: last is in it).
+			t.head = t.ids[k] * trackerChunkLen
+			continue
+		}
+		c, i := t.chunks[k], int(t.head%trackerChunkLen)
+		w := i / 64
+		shift := uint(i % 64)
+		base := t.head - int64(shift) // the offset of the word's bit 0
+		// The offsets of this word from head on, up to the last registered.
+		span := uint64(math.MaxUint64) << shift
+		if end := t.last - base; end < 63 {
+			span &= (uint64(2) << uint(end)) - 1
+		}
+		blocking := c.reg[w] &^ c.done[w] & span
+		passed := span
+		if blocking != 0 {
+			passed = span & (uint64(1)<<uint(bits.TrailingZeros64(blocking)) - 1)
+		}
+		if reg := c.reg[w] & passed; reg != 0 {
+			retired += bits.OnesCount64(reg)
+			lastRetired = base + int64(63-bits.LeadingZeros64(reg))
+		}
+		t.head += int64(bits.OnesCount64(passed))
+		if blocking != 0 {
+			break
+		}
+	}
+	t.live -= retired
+	// Give back the chunks wholly behind head; keep the one head is in.
+	n, _ := t.chunkOf(t.head / trackerChunkLen)
+	t.release(n)
+	return retired, lastRetired
+}
+
+// release gives the first n chunks back to the pool, zeroed.
+func (t *tracker) release(n int) {
+	for _, c := range t.chunks[:n] {
+		*c = trackerChunk{}
+		trackerChunks.Put(c)
+	}
+	clear(t.chunks[:n])
+	t.chunks = t.chunks[n:]
+	t.ids = t.ids[n:]
 }
 
 // watermark returns the offset to commit and the leader epoch of the record before it; ok is false until
@@ -151,16 +246,28 @@ func (t *tracker) inFlight() int { return t.undone }
 
 // firstUndone returns the lowest registered offset not yet done, the one holding the watermark back.
 func (t *tracker) firstUndone() (int64, bool) {
-	for i := range t.n {
-		if r := t.at(i); !r.done {
-			return r.offset, true
+	if t.undone == 0 {
+		return 0, false
+	}
+	for o := t.head; o <= t.last; {
+		k, ok := t.chunkOf(o / trackerChunkLen)
+		if !ok {
+			o = t.ids[k] * trackerChunkLen
+			continue
 		}
+		i := int(o % trackerChunkLen)
+		w, shift := i/64, uint(i%64)
+		c := t.chunks[k]
+		if blocking := (c.reg[w] &^ c.done[w]) >> shift; blocking != 0 {
+			if f := o + int64(bits.TrailingZeros64(blocking)); f <= t.last {
+				return f, true
+			}
+			return 0, false
+		}
+		o += int64(64 - shift)
 	}
 	return 0, false
 }
 
 // isPending reports whether offset is registered and not yet done.
-func (t *tracker) isPending(offset int64) bool {
-	i := t.find(offset)
-	return i >= 0 && !t.at(i).done
-}
+func (t *tracker) isPending(offset int64) bool { return t.pendingAt(offset) }

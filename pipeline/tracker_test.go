@@ -135,10 +135,28 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 		offsets := make([]int64, n)
 		sizes := make([]int64, n)
 		off := int64(rng.IntN(1000))
+		epochs := make([]int32, n)
+		epoch := int32(rng.IntN(3))
 		for i := range offsets {
-			off += 1 + int64(rng.IntN(3)) // gaps, as compaction and transaction markers leave
+			// Gaps, as compaction and transaction markers leave: mostly small, sometimes across chunks,
+			// now and then millions of offsets.
+			switch r := rng.IntN(100); {
+			case r < 90:
+				off += 1 + int64(rng.IntN(3))
+			case r < 98:
+				off += 1 + int64(rng.IntN(3*trackerChunkLen))
+			default:
+				off += 1 + int64(rng.IntN(10_000_000))
+			}
 			offsets[i] = off
 			sizes[i] = 1 + int64(rng.IntN(50))
+			if rng.IntN(20) == 0 {
+				sizes[i] = trackerBig + int64(rng.IntN(1<<20)) // a charge too large for its two bytes
+			}
+			if rng.IntN(30) == 0 {
+				epoch++ // a leader change
+			}
+			epochs[i] = epoch
 		}
 		done := make(map[int64]bool, n)
 		registered := 0
@@ -147,7 +165,7 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 		for _, i := range order {
 			// Register lazily, in offset order, up to the record about to complete and a bit beyond.
 			for registered < n && (registered <= i || rng.IntN(4) == 0) {
-				if err := tr.register(offsets[registered], 0, sizes[registered]); err != nil {
+				if err := tr.register(offsets[registered], epochs[registered], sizes[registered]); err != nil {
 					t.Fatal(err)
 				}
 				charged += sizes[registered] + entry
@@ -156,16 +174,19 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 			freed, _, _ := tr.done(offsets[i])
 			charged -= freed
 			done[offsets[i]] = true
-			want := int64(-1)
+			want, wantEpoch := int64(-1), int32(0)
 			for j := 0; j < registered && done[offsets[j]]; j++ {
-				want = offsets[j] + 1
+				want, wantEpoch = offsets[j]+1, epochs[j]
 			}
-			got, _, ok := tr.watermark()
+			got, gotEpoch, ok := tr.watermark()
 			if !ok {
 				got = -1
 			}
-			if got != want {
-				t.Fatalf("round %d: watermark %d, want %d", round, got, want)
+			if got != want || (ok && gotEpoch != wantEpoch) {
+				t.Fatalf("round %d: watermark %d epoch %d, want %d epoch %d", round, got, gotEpoch, want, wantEpoch)
+			}
+			if first, ok := tr.firstUndone(); ok != (tr.inFlight() > 0) || ok && (done[first] || first < got) {
+				t.Fatalf("round %d: firstUndone %d (%v) with %d in flight, watermark %d", round, first, ok, tr.inFlight(), got)
 			}
 			var held int64
 			for j := range registered {
@@ -183,9 +204,12 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 				t.Fatalf("round %d: %d bytes still charged, want %d (undone records and entries above the watermark)", round, charged, held)
 			}
 		}
-		if tr.inFlight() != 0 || tr.n != 0 || charged != 0 {
-			t.Fatalf("round %d: %d in flight, %d pending, %d bytes charged after all done", round, tr.inFlight(),
-				tr.n, charged)
+		if tr.inFlight() != 0 || tr.live != 0 || charged != 0 || len(tr.big) != 0 {
+			t.Fatalf("round %d: %d in flight, %d pending, %d big charges, %d bytes charged after all done", round, tr.inFlight(),
+				tr.live, len(tr.big), charged)
+		}
+		if len(tr.chunks) > 1 {
+			t.Fatalf("round %d: %d chunks kept after all done, want at most 1", round, len(tr.chunks))
 		}
 	}
 }
@@ -225,9 +249,44 @@ func TestTrackerGivesBackChunksAfterASpike(t *testing.T) {
 	}
 	cycle(20_000)
 	// sync.Pool may drop chunks at a GC (and a quarter of puts under the race detector), so a stretch
-	// of 20 chunks may allocate a few; a slice growing to 20,000 entries would allocate every time.
-	if allocs := testing.AllocsPerRun(20, func() { cycle(20_000) }); allocs > 8 {
+	// of a few chunks may allocate some; a growing slice would allocate every time.
+	if allocs := testing.AllocsPerRun(20, func() { cycle(20_000) }); allocs > 4 {
 		t.Errorf("%v allocations per steady 20,000-record stretch, want almost none", allocs)
+	}
+}
+
+// A gap of millions of offsets (compaction) inside the window allocates no chunk for it.
+func TestTrackerSkipsHugeGapsWithoutMemory(t *testing.T) {
+	tr := newTracker(1)
+	_ = tr.register(10, 0, 5)
+	_ = tr.register(50_000_000, 0, 7)
+	_ = tr.register(50_000_001, 1, 9)
+	if len(tr.chunks) != 2 {
+		t.Fatalf("%d chunks for offsets 10 and 50,000,000-1, want 2", len(tr.chunks))
+	}
+	if b, adv, _ := tr.done(50_000_000); adv || b != 7 {
+		t.Fatalf("done(50,000,000) = %d bytes, advanced %v; want 7, false", b, adv)
+	}
+	if f, _ := tr.firstUndone(); f != 10 {
+		t.Fatalf("firstUndone %d, want 10", f)
+	}
+	if b, adv, _ := tr.done(10); !adv || b != 5+2 {
+		t.Fatalf("done(10) = %d bytes, advanced %v; want 5 and two entries, true", b, adv)
+	}
+	if next, ep, _ := tr.watermark(); next != 50_000_001 || ep != 0 {
+		t.Fatalf("watermark %d epoch %d, want 50,000,001 epoch 0", next, ep)
+	}
+	if f, _ := tr.firstUndone(); f != 50_000_001 {
+		t.Fatalf("firstUndone %d, want 50,000,001", f)
+	}
+	if len(tr.chunks) != 1 {
+		t.Fatalf("%d chunks after the watermark passed the gap, want 1", len(tr.chunks))
+	}
+	if b, _, _ := tr.done(50_000_001); b != 9+1 {
+		t.Fatalf("done(50,000,001) = %d bytes, want 9 and its entry", b)
+	}
+	if next, ep, _ := tr.watermark(); next != 50_000_002 || ep != 1 {
+		t.Fatalf("watermark %d epoch %d, want 50,000,002 epoch 1", next, ep)
 	}
 }
 
