@@ -383,8 +383,9 @@ func (b *Batcher) Bytes() int { return b.bytes }
 // Row slices are pooled by capacity (powers of two from minRows): a batch grows its Rows by doubling
 // like append would, but the outgrown array goes back to its pool and Release returns the last one, so
 // under a steady load batching allocates no row arrays at all (they were a tenth of what the sink
-// allocated per event).
-const minRows = 4
+// allocated per event). They start at one row: under skew most open batches are the cold keys' with a
+// row or two, and with four slots each those arrays were the largest item of the live heap.
+const minRows = 1
 
 type rowBuf struct{ rows []Row }
 
