@@ -140,17 +140,17 @@ func (t *tracker) register(offset int64, epoch int32, bytes int64) error {
 	return nil
 }
 
-// pendingAt reports whether offset is registered and not done.
-func (t *tracker) pendingAt(offset int64) bool {
+// pendingAt returns the chunk and index of offset if it is registered and not done.
+func (t *tracker) pendingAt(offset int64) (*trackerChunk, int, bool) {
 	if offset < t.head || offset > t.last {
-		return false
+		return nil, 0, false
 	}
 	c, i := t.slot(offset)
 	if c == nil {
-		return false
+		return nil, 0, false
 	}
 	m := uint64(1) << (i % 64)
-	return c.reg[i/64]&m != 0 && c.done[i/64]&m == 0
+	return c, i, c.reg[i/64]&m != 0 && c.done[i/64]&m == 0
 }
 
 // done marks a registered record complete, reports whether the committable offset moved, and returns the
@@ -158,10 +158,10 @@ func (t *tracker) pendingAt(offset int64) bool {
 // passed. It returns known=false for an offset that is not pending (never registered, or already done),
 // so a duplicate acknowledgement cannot be counted twice.
 func (t *tracker) done(offset int64) (bytes int64, advanced, known bool) {
-	if !t.pendingAt(offset) {
+	c, i, ok := t.pendingAt(offset)
+	if !ok {
 		return 0, false, false
 	}
-	c, i := t.slot(offset)
 	c.done[i/64] |= 1 << (i % 64)
 	bytes = int64(c.bytes[i])
 	if c.bytes[i] == trackerBig {
@@ -187,11 +187,12 @@ func (t *tracker) done(offset int64) (bytes int64, advanced, known bool) {
 // one, and returns how many registered records it passed and the highest of them. Chunks it leaves behind
 // go back to the pool.
 func (t *tracker) advance() (retired int, lastRetired int64) {
+	k, ok := t.chunkOf(t.head / trackerChunkLen)
 	for t.head <= t.last {
-		k, ok := t.chunkOf(t.head / trackerChunkLen)
 		if !ok {
 			// No chunk: nothing registered here. Jump to the next chunk (there is one: last is in it).
 			t.head = t.ids[k] * trackerChunkLen
+			ok = true
 			continue
 		}
 		c, i := t.chunks[k], int(t.head%trackerChunkLen)
@@ -216,11 +217,17 @@ func (t *tracker) advance() (retired int, lastRetired int64) {
 		if blocking != 0 {
 			break
 		}
+		if t.head%trackerChunkLen == 0 {
+			// Past chunk k: the next chunk, if the window has it, is k+1.
+			k++
+			ok = k < len(t.ids) && t.ids[k] == t.head/trackerChunkLen
+		}
 	}
 	t.live -= retired
 	// Give back the chunks wholly behind head; keep the one head is in.
-	n, _ := t.chunkOf(t.head / trackerChunkLen)
-	t.release(n)
+	if k > 0 {
+		t.release(min(k, len(t.chunks)))
+	}
 	return retired, lastRetired
 }
 
@@ -270,4 +277,7 @@ func (t *tracker) firstUndone() (int64, bool) {
 }
 
 // isPending reports whether offset is registered and not yet done.
-func (t *tracker) isPending(offset int64) bool { return t.pendingAt(offset) }
+func (t *tracker) isPending(offset int64) bool {
+	_, _, ok := t.pendingAt(offset)
+	return ok
+}
