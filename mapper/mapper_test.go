@@ -306,6 +306,10 @@ func TestMissingOptionalColumnOnProtocol3IsNull(t *testing.T) {
 	if Values(row)[2] != nil {
 		t.Errorf("missing site_id = %#v, want nil: protocol 3 has no unset values", Values(row)[2])
 	}
+	var bd Binder // packed as null, bound as nil
+	if args := bd.Args(&row); row.Packed == nil || args[2] != nil {
+		t.Errorf("missing site_id binds %#v (packed %v), want nil", args[2], row.Packed != nil)
+	}
 }
 
 func TestSlicedTargets(t *testing.T) {

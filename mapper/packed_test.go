@@ -120,25 +120,6 @@ func TestBinderKeepsEarlierArguments(t *testing.T) {
 	}
 }
 
-// Protocol 3 has no unset value: an absent column packs as null and binds nil.
-func TestPackedNullOnProtocol3(t *testing.T) {
-	c := baseConfig()
-	c.Cassandra.ProtocolVersion = 3
-	c.ApplyDefaults()
-	m, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	row, err := m.Map(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bd Binder
-	if args := bd.Args(&row); args[2] != nil {
-		t.Errorf("missing site_id binds %#v, want nil", args[2])
-	}
-}
-
 // A topic with a column type the mapper does not encode keeps Values; pack refuses such a value.
 func TestUnpackableTopicKeepsValues(t *testing.T) {
 	m := newMapper(t, func(tp *config.Topic) {
