@@ -141,3 +141,18 @@ func TestUnpackableTopicKeepsValues(t *testing.T) {
 		t.Error("pack accepted a boxed boolean")
 	}
 }
+
+// An empty text binds as an empty value, not as null: the packed bytes must come back as an empty,
+// non-nil slice.
+func TestPackedEmptyTextIsNotNull(t *testing.T) {
+	m := newMapper(t, nil)
+	row, err := m.Map(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1,"site":{"id":""}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bd Binder
+	b, err := gocql.Marshal(gocql.NewNativeType(4, gocql.TypeVarchar, ""), bd.Args(&row)[2])
+	if err != nil || b == nil || len(b) != 0 {
+		t.Fatalf("empty site_id binds %#v (%v), want an empty non-nil value", b, err)
+	}
+}
