@@ -35,6 +35,7 @@ type writeStage struct {
 	// partial batches keep filling until a write finishes (freed) or they are overdue.
 	partial int
 	freed   chan struct{}   // a write finished and gave its slot back
+	jobs    chan readyBatch // batches for the writer goroutines, one per slot taken
 	wg      sync.WaitGroup  // writer goroutines
 	ctx     context.Context // canceled at hard stop: in-flight writes give up
 	done    chan struct{}   // closed when run returns
@@ -63,6 +64,7 @@ func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInF
 		b:       batcher.New(cfg),
 		owners:  make(map[topicPartition]*partition),
 		slots:   make(chan struct{}, maxInFlight),
+		jobs:    make(chan readyBatch, maxInFlight),
 		partial: max(1, maxInFlight/2),
 		freed:   make(chan struct{}, 1),
 		ctx:     ctx,
@@ -74,6 +76,14 @@ func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInF
 // it returns at once, leaving what it holds unwritten (and unacknowledged).
 func (s *writeStage) run() {
 	defer close(s.done)
+	// maxInFlight writer goroutines for the stage's life: a batch taken a slot for goes to one of them.
+	// One goroutine per write cost a goroutine start and the growth of its stack to the driver's depth,
+	// every batch. Closing jobs lets them finish what was handed to them and exit.
+	for range cap(s.slots) {
+		s.wg.Add(1)
+		go s.writer()
+	}
+	defer close(s.jobs)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var armed time.Time // the deadline the timer is set for; zero when stopped
@@ -230,16 +240,23 @@ func (s *writeStage) flush(ctx context.Context) bool {
 	}
 }
 
-// start runs one batch's write on the slot the caller took.
+// start hands one batch to a writer goroutine, on the slot the caller took. jobs holds as many batches as
+// there are slots, so this never blocks.
 func (s *writeStage) start(rb readyBatch) {
 	s.pl.metrics.BatchRows.Observe(float64(len(rb.b.Rows)))
 	s.pl.metrics.BatchBytes.Observe(float64(rb.b.Bytes))
-	s.wg.Add(1)
-	go s.write(rb.b, rb.owners)
+	s.jobs <- rb
+}
+
+// writer writes the batches handed to it until jobs is closed.
+func (s *writeStage) writer() {
+	defer s.wg.Done()
+	for rb := range s.jobs {
+		s.write(rb.b, rb.owners)
+	}
 }
 
 func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
-	defer s.wg.Done()
 	defer batcher.Release(b) // after everything below: none of it keeps b.Rows
 	defer putOwners(owners)
 	defer func() {
