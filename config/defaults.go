@@ -54,10 +54,10 @@ const (
 	// small cluster busy without queueing on the coordinators.
 	DefaultMaxInFlight = 64
 	// DefaultMaxBufferedBytes: 48 MiB of rows (and of records until they are mapped), charged at
-	// what they really pin (about 570 bytes for a 150-byte JSON record's row), is some 85,000 rows
-	// in memory. Batches can only be as large as the rows of a partition the sink holds: on the
-	// benchmark's backlog of 10,000 skewed keys, 32 MiB gave 26 rows per batch and 48 MiB 32, at
-	// about 210 MiB peak RSS with the memory limit below.
+	// what they really pin (about 410 bytes for a 150-byte JSON record's packed row), is some
+	// 120,000 rows in memory. Batches can only be as large as the rows of a partition the sink
+	// holds: on the benchmark's backlog of 10,000 skewed keys, 48 MiB gives 35 to 39 rows per
+	// batch at 208 to 221 MiB peak RSS with the memory limit below (docs/PERFORMANCE.md).
 	DefaultMaxBufferedBytes = Bytes(48 << 20)
 	// DefaultMemoryLimit is the least Go soft memory limit of `sink run`. Live memory with the
 	// defaults is at most the budget (48 MiB) plus the fetch memory (three 512 KiB fetches,

@@ -14,8 +14,8 @@ import (
 // mapped it (recordCost); from then on only its row and its tracker entry are (rowCost, entryCost), since
 // nothing keeps the record once it is mapped (a row Cassandra refuses is dead-lettered from the record
 // read back from Kafka, reread.go). A record that fails mapping stays referenced by the dead-letter
-// sender until it is produced, so its record cost moves to its tracker entry. The estimates follow how
-// franz-go (v1.22) and the write stage hold data:
+// sender until it is produced (as a copy: the original is recycled), so its record cost moves to its
+// tracker entry. The estimates follow how franz-go (v1.22) and the write stage hold data:
 //
 //   - A fetched record is one kgo.Record in its batch's record slab, a pointer to it in the fetch's list,
 //     and its own encoding inside the decompressed batch, where its key, value and header bytes live:
@@ -25,9 +25,10 @@ import (
 //     records (one partition's share of a poll) when it has mapped the whole chunk, and charging each
 //     record its share is exact only on average.
 //   - A mapped row is a batcher.Row, copied into the hand-off slice and then into its batch's row slice,
-//     which grows by append (charged twice, for the copy and the slice's spare capacity); its values are
-//     interfaces (16 bytes each) boxing typed slots and strings in the mapper's row block, whose bytes
-//     Row.Size estimates (encoded size), plus the routing key.
+//     which grows by doubling (charged twice, for the copy and the slice's spare capacity), plus its
+//     packed values and routing key, one allocation (mapper/packed.go). A row of a topic the mapper
+//     does not pack keeps Row.Values: interfaces (16 bytes each) into the mapper's row block, whose
+//     bytes Row.Size estimates (encoded size), plus the routing key.
 //   - A tracker entry is two bits and two bytes in its partition's chunks (tracker.go), held until the
 //     watermark passes it, which can be long after its record is done: one slow batch keeps the entries
 //     of every record registered after it. Chunks are given back as the watermark passes them, so the
@@ -35,11 +36,12 @@ import (
 //
 // Checked against the live heap of `sink run` (/debug/pprof/heap?gc=1, sampled every 2 to 3 s) under a
 // 1,000,000-record backlog of ~150-byte lz4-compressed JSON records, 6 partitions, shipped defaults: with
-// this accounting the live heap was 10 to 73 MB while 0 to 30 MB were charged. What is not charged is
-// bounded elsewhere: lz4 decompression buffers (12 MB, fixed), gocql's frames of in-flight writes (up to
-// 11 MB), the client's fetches (docs/PIPELINE.md), the tracker slices' spare capacity (up to 9 MB). When
-// the tracker kept every record until its row was written, 77 to 157 MB were live at 17 to 34 MB
-// charged, 84 MB of it record slabs and decompressed batches.
+// this accounting the live heap was 10 to 73 MB while 0 to 30 MB were charged (32 MiB budget, before
+// packed rows); with packed rows and the 48 MiB budget, 77 to 101 MB were live at 45 to 47 MiB charged.
+// What is not charged is bounded elsewhere: lz4 decompression buffers (12 MB, fixed), gocql's frames of
+// in-flight writes (up to 11 MB), the client's fetches (docs/PIPELINE.md), the pools, at most two partly
+// used tracker chunks per partition. When the tracker kept every record until its row was written, 77 to
+// 157 MB were live at 17 to 34 MB charged, 84 MB of it record slabs and decompressed batches.
 const (
 	recordFraming  = 12
 	recordOverhead = int64(unsafe.Sizeof(kgo.Record{})) + int64(unsafe.Sizeof((*kgo.Record)(nil))) + recordFraming
