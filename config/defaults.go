@@ -54,8 +54,8 @@ const (
 	// small cluster busy without queueing on the coordinators.
 	DefaultMaxInFlight = 64
 	// DefaultMaxBufferedBytes: 48 MiB of rows (and of records until they are mapped), charged at
-	// what they really pin (about 410 bytes for a 150-byte JSON record's packed row), is some
-	// 120,000 rows in memory. Batches can only be as large as the rows of a partition the sink
+	// what they really pin (about 380 bytes for a 150-byte JSON record's packed row), is some
+	// 130,000 rows in memory. Batches can only be as large as the rows of a partition the sink
 	// holds: on the benchmark's backlog of 10,000 skewed keys, 48 MiB gives 35 to 39 rows per
 	// batch at 208 to 221 MiB peak RSS with the memory limit below (docs/PERFORMANCE.md).
 	DefaultMaxBufferedBytes = Bytes(48 << 20)
