@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
@@ -154,5 +155,30 @@ func TestPackedEmptyTextIsNotNull(t *testing.T) {
 	b, err := gocql.Marshal(gocql.NewNativeType(4, gocql.TypeVarchar, ""), bd.Args(&row)[2])
 	if err != nil || b == nil || len(b) != 0 {
 		t.Fatalf("empty site_id binds %#v (%v), want an empty non-nil value", b, err)
+	}
+}
+
+// A value pack does not take makes the row fall back to row memory of its own, with the same values:
+// a timestamp bucket that starts at the zero time (an event on 0001-01-01) stays a time.Time, which
+// gocql sends as an empty value.
+func TestPackRefusedFallsBackToValues(t *testing.T) {
+	m := newMapper(t, func(tp *config.Topic) { tp.Bucket.Key, tp.Bucket.Layout = "timestamp", "" })
+	row, err := m.Map(rec(`{"device_id":"d","ts":"0001-01-01T05:00:00Z","temperature":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Packed != nil || NumValues(&row) != len(row.Values) {
+		t.Fatalf("zero-time bucket: Packed %d bytes, %d Values; want the unpacked row", len(row.Packed), len(row.Values))
+	}
+	if b, ok := row.Values[6].(time.Time); !ok || !b.IsZero() {
+		t.Errorf("bucket value %#v, want the zero time.Time", row.Values[6])
+	}
+	if GoValue(row.Values[0]) != "d" || row.Key == "" {
+		t.Errorf("device_id %#v, key %q", GoValue(row.Values[0]), row.Key)
+	}
+	// The next row of the topic packs again.
+	next, err := m.Map(rec(sensorJSON))
+	if err != nil || next.Packed == nil {
+		t.Fatalf("the following row: packed %v, %v", next.Packed != nil, err)
 	}
 }
