@@ -17,12 +17,12 @@ import (
 // guards it.
 //
 // Memory: an entry lives until it is retired (below the watermark), not until it is done, so one slow
-// record keeps the entries of every record registered after it. Under a backlog that span was measured at
-// 460,000 records over 6 partitions while cold keys' batches waited. So an entry is small: the offsets of
-// the window are covered by chunks of trackerChunkLen consecutive offsets (chunk n covers offsets
-// n·trackerChunkLen on), each holding two bits per offset (registered, done) and the two bytes of what the
-// record holds against the budget (larger charges, rare, go to a map). That is 2.25 bytes per offset, a
-// tenth of a struct per record, charged to the byte budget (entryBytes each) until retired. Offsets never
+// record keeps the entries of every record registered after it. Under a backlog up to 550,000 records
+// over 6 partitions were consumed and not yet committed while cold keys' batches waited. So an entry is
+// small: the offsets of the window are covered by chunks of trackerChunkLen consecutive offsets (chunk n
+// covers offsets n·trackerChunkLen on), each holding two bits per offset (registered, done) and the two
+// bytes of what the record holds against the budget (larger charges, rare, go to a map). That is 2.25
+// bytes per offset, a tenth of a struct per record, charged to the byte budget (entryBytes each) until retired. Offsets never
 // registered (gaps) are skipped by the watermark; a chunk holding no registered offset is never allocated,
 // so a gap of millions (compaction) costs nothing. Chunks come from a pool shared by all partitions and go
 // back as the watermark passes them.
