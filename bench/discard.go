@@ -86,6 +86,7 @@ func (w *discardWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandr
 	var n int64
 	bd := w.binders.Get().(*mapper.Binder)
 	defer func() { bd.Reset(); w.binders.Put(bd) }()
+	bd.Reserve(b.Rows)
 	for i := range b.Rows {
 		r := &b.Rows[i]
 		args := bd.Args(r)

@@ -221,6 +221,7 @@ func (w *Writer) fail(b *batcher.Batch, attempts int, err error) error {
 func buildBatch(gs *gocql.Session, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row, bd *mapper.Binder) *gocql.Batch {
 	gb := gs.Batch(gocql.UnloggedBatch)
 	gb.Entries = make([]gocql.BatchEntry, len(rows))
+	bd.Reserve(rows)
 	for i := range rows {
 		gb.Entries[i] = gocql.BatchEntry{Stmt: t.Insert, Args: bd.Args(&rows[i]), Idempotent: true}
 	}

@@ -100,6 +100,9 @@ func TestBinderKeepsEarlierArguments(t *testing.T) {
 	}
 	for round := range 3 {
 		var all [][]any
+		if round == 1 {
+			bd.Reserve(rows) // the same arguments whether or not the room was made first
+		}
 		for i := range rows {
 			all = append(all, bd.Args(&rows[i]))
 		}
@@ -118,6 +121,16 @@ func TestBinderKeepsEarlierArguments(t *testing.T) {
 		bd.Reset()
 	}); allocs != 0 {
 		t.Errorf("%v allocations per batch once warm, want 0", allocs)
+	}
+	// A fresh binder that reserved room allocates for the arguments once, not while binding.
+	if allocs := testing.AllocsPerRun(20, func() {
+		var fresh Binder
+		fresh.Reserve(rows)
+		for i := range rows {
+			fresh.Args(&rows[i])
+		}
+	}); allocs != 2 {
+		t.Errorf("%v allocations for a batch after Reserve, want 2 (arguments and values)", allocs)
 	}
 }
 
