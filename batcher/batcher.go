@@ -3,9 +3,11 @@ package batcher
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/bits"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // Source is where a row came from: its Kafka coordinates. The pipeline acknowledges offsets by it.
@@ -112,17 +114,25 @@ type partKey struct {
 	key    string
 }
 
+// keyInline is how long a partition key the node keeps a copy of (see node.kbuf).
+const keyInline = 48
+
 // node is an open batch with its bookkeeping. The Batch is embedded so that a batch and its node are
 // one allocation; the caller gets &node.Batch.
 type node struct {
 	Batch
-	key   partKey
-	seq   uint64    // tells a live queue entry from a stale one
+	hash  uint64    // of the batch's Target and Key (keyHash)
+	chain *node     // the next open batch whose hash is the same
+	open  bool      // false once taken: its queue entry is stale
 	first time.Time // when its first row arrived
 	// prev and next link the node into its size class: the list of open batches with the same number of
 	// rows (see Pick), in the order they reached that size.
 	prev, next *node
 	class      int
+	// kbuf holds the partition key when it fits, and Batch.Key then points here: finding a row's batch
+	// compares keys, and the first row's own key, long out of the CPU caches by the time the next row
+	// arrives, would cost a memory access per row on top of the node's.
+	kbuf [keyInline]byte
 }
 
 // sizeList is one size class, oldest arrival at that size first.
@@ -153,12 +163,8 @@ func (l *sizeList) remove(n *node) {
 }
 
 // queued is one open batch in creation order. Batches flushed by Add or Pick leave their entry behind;
-// it is recognised as stale (the map no longer holds that seq) and skipped when it reaches the head.
-type queued struct {
-	key   partKey
-	seq   uint64
-	first time.Time
-}
+// it is recognised as stale (its node is no longer open) and skipped when it reaches the head.
+type queued struct{ n *node }
 
 // maxClasses bounds the number of size classes; batches with more rows share the last class.
 const maxClasses = 1024
@@ -167,12 +173,16 @@ const maxClasses = 1024
 // goroutines and reads no clock; every time comes in as an argument. It is not safe for concurrent use:
 // one goroutine (the pipeline's write stage) owns it. Release alone may be called from any goroutine.
 type Batcher struct {
-	cfg     Config
-	open    map[partKey]*node
-	queue   []queued // ordered by first; live entries are exactly the open batches
-	head    int      // queue[:head] is consumed
+	cfg Config
+	// open holds the open batches by keyHash; batches whose hashes collide are chained (node.chain).
+	// A map keyed by (Target, Key) would compare every row's key with the batch's first row's key.
+	open    map[uint64]*node
+	n       int // open batches
+	seed    maphash.Seed
+	hash    func(*Batcher, *Target, string) uint64 // keyHash; tests force collisions
+	queue   []queued                               // ordered by first; live entries are exactly the open batches
+	head    int                                    // queue[:head] is consumed
 	classes []sizeList
-	seq     uint64
 	last    time.Time // latest now seen; see Add
 	rows    int
 	bytes   int
@@ -186,7 +196,63 @@ func New(cfg Config) *Batcher {
 		panic(err)
 	}
 	cfg = cfg.withDefaults()
-	return &Batcher{cfg: cfg, open: make(map[partKey]*node), classes: make([]sizeList, min(cfg.MaxRows, maxClasses)+1)}
+	return &Batcher{cfg: cfg, open: make(map[uint64]*node), seed: maphash.MakeSeed(), hash: keyHash,
+		classes: make([]sizeList, min(cfg.MaxRows, maxClasses)+1)}
+}
+
+// keyHash hashes a partition of a table: the key's bytes and the Target's address (one Target per
+// table, never moved).
+func keyHash(b *Batcher, t *Target, key string) uint64 {
+	return maphash.String(b.seed, key) ^ uint64(uintptr(unsafe.Pointer(t)))*0x9e3779b97f4a7c15
+}
+
+// find returns the open batch of (t, key) and the hash to file a new one under.
+func (b *Batcher) find(t *Target, key string) (*node, uint64) {
+	h := b.hash(b, t, key)
+	for e := b.open[h]; e != nil; e = e.chain {
+		if e.Target == t && e.Key == key {
+			return e, h
+		}
+	}
+	return nil, h
+}
+
+// newNode is an open batch for r's partition, not yet filed.
+func (b *Batcher) newNode(r *Row, h uint64) *node {
+	e := &node{Batch: Batch{Target: r.Target, Key: r.Key}, hash: h, first: b.last}
+	if len(r.Key) > 0 && len(r.Key) <= keyInline {
+		copy(e.kbuf[:], r.Key)
+		e.Key = unsafe.String(&e.kbuf[0], len(r.Key))
+	}
+	return e
+}
+
+// file adds an open batch to the map, chained after any with the same hash.
+func (b *Batcher) file(e *node) {
+	e.chain = b.open[e.hash]
+	b.open[e.hash] = e
+	e.open = true
+	b.n++
+}
+
+// unfile removes an open batch from the map.
+func (b *Batcher) unfile(e *node) {
+	head := b.open[e.hash]
+	switch {
+	case head == e && e.chain == nil:
+		delete(b.open, e.hash)
+	case head == e:
+		b.open[e.hash] = e.chain
+	default:
+		for p := head; p != nil; p = p.chain {
+			if p.chain == e {
+				p.chain = e.chain
+				break
+			}
+		}
+	}
+	e.chain, e.open = nil, false
+	b.n--
 }
 
 // Add puts r into its partition's batch and returns the batches that must be written now, oldest
@@ -201,16 +267,15 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 		b.last = now
 	}
 	n := 0
-	k := partKey{r.Target, r.Key}
-	e, ok := b.open[k]
+	e, h := b.find(r.Target, r.Key)
+	ok := e != nil
 	if ok && e.Bytes+r.Size > b.cfg.MaxBytes {
 		b.out[n] = b.take(e)
 		n++
 		ok = false
 	}
 	if !ok {
-		b.seq++
-		e = &node{Batch: Batch{Target: r.Target, Key: r.Key}, key: k, seq: b.seq, first: b.last}
+		e = b.newNode(&r, h)
 	}
 	appendRow(&e.Batch, r)
 	b.rows++
@@ -227,8 +292,8 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 		b.out[n] = &e.Batch
 		n++
 	case !ok:
-		b.open[k] = e
-		b.queue = append(b.queue, queued{key: k, seq: e.seq, first: e.first})
+		b.file(e)
+		b.queue = append(b.queue, queued{n: e})
 		b.classes[1].push(e)
 		e.class = 1
 	default:
@@ -246,7 +311,7 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 
 // take removes an open batch from the map and its size class; its queue entry becomes stale.
 func (b *Batcher) take(e *node) *Batch {
-	delete(b.open, e.key)
+	b.unfile(e)
 	b.classes[e.class].remove(e)
 	b.rows -= len(e.Rows)
 	b.bytes -= e.Bytes
@@ -290,11 +355,7 @@ func (b *Batcher) Pick(now time.Time) *Batch {
 
 // live reports whether a queue entry still stands for an open batch.
 func (b *Batcher) live(q queued) (*node, bool) {
-	e, ok := b.open[q.key]
-	if !ok || e.seq != q.seq {
-		return nil, false
-	}
-	return e, true
+	return q.n, q.n.open
 }
 
 // pop drops the head of the queue and compacts the slice once half of it is consumed,
@@ -319,7 +380,7 @@ func (b *Batcher) Due(now time.Time) []*Batch {
 	for b.head < len(b.queue) {
 		q := b.queue[b.head]
 		e, ok := b.live(q)
-		if ok && now.Sub(q.first) < b.cfg.Linger {
+		if ok && now.Sub(q.n.first) < b.cfg.Linger {
 			break
 		}
 		b.pop()
@@ -348,7 +409,7 @@ func (b *Batcher) NextDue() (time.Time, bool) {
 	for b.head < len(b.queue) {
 		q := b.queue[b.head]
 		if _, ok := b.live(q); ok {
-			return q.first.Add(b.cfg.Linger), true
+			return q.n.first.Add(b.cfg.Linger), true
 		}
 		b.pop()
 	}
@@ -358,8 +419,8 @@ func (b *Batcher) NextDue() (time.Time, bool) {
 // Flush removes and returns every open batch, oldest first (on revoke and on shutdown).
 func (b *Batcher) Flush() []*Batch {
 	var all []*Batch
-	if len(b.open) > 0 {
-		all = make([]*Batch, 0, len(b.open))
+	if b.n > 0 {
+		all = make([]*Batch, 0, b.n)
 	}
 	for b.head < len(b.queue) {
 		q := b.queue[b.head]
@@ -372,7 +433,7 @@ func (b *Batcher) Flush() []*Batch {
 }
 
 // Len returns the number of open batches.
-func (b *Batcher) Len() int { return len(b.open) }
+func (b *Batcher) Len() int { return b.n }
 
 // Rows returns the number of rows held in open batches.
 func (b *Batcher) Rows() int { return b.rows }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -253,6 +254,10 @@ func TestProperties(t *testing.T) {
 			Linger:   time.Duration(rng.IntN(50)) * time.Millisecond,
 		}
 		b := New(cfg)
+		if seed%2 == 1 {
+			// Few hashes for many keys: batches share chains in the map, which must keep them apart.
+			b.hash = func(_ *Batcher, _ *Target, key string) uint64 { return uint64(len(key) % 3) }
+		}
 		keys := 1 + rng.IntN(30)
 		now := t0
 		seen := make(map[int64]int)
@@ -298,8 +303,13 @@ func TestProperties(t *testing.T) {
 			if rng.IntN(50) == 0 {
 				size = cfg.MaxBytes + rng.IntN(100) // oversize
 			}
-			r := row(targets[rng.IntN(len(targets))], fmt.Sprint("k", rng.IntN(keys)), size, int64(i))
+			key := fmt.Sprint("k", rng.IntN(keys))
+			if rng.IntN(4) == 0 {
+				key = strings.Repeat("x", keyInline-1) + key // longer than the node's copy of short keys
+			}
+			r := row(targets[rng.IntN(len(targets))], key, size, int64(i))
 			check(b.Add(r, now))
+			checkOpen(t, seed, b)
 			switch rng.IntN(10) {
 			case 0:
 				check(b.Due(now))
@@ -327,6 +337,7 @@ func TestProperties(t *testing.T) {
 					check([]*Batch{bt})
 				}
 			}
+			checkOpen(t, seed, b)
 		}
 		check(b.Flush())
 		if b.Len() != 0 || b.Rows() != 0 || b.Bytes() != 0 {
@@ -340,6 +351,27 @@ func TestProperties(t *testing.T) {
 				t.Fatalf("seed %d: row %d appears %d times", seed, i, seen[int64(i)])
 			}
 		}
+	}
+}
+
+// checkOpen verifies the map of open batches: every chained node is open and filed under its hash, no
+// partition has two open batches, and the count matches.
+func checkOpen(t *testing.T, seed uint64, b *Batcher) {
+	t.Helper()
+	seen := map[partKey]bool{}
+	n := 0
+	for h, e := range b.open {
+		for ; e != nil; e = e.chain {
+			k := partKey{e.Target, e.Key}
+			if !e.open || e.hash != h || seen[k] || b.hash(b, e.Target, e.Key) != h {
+				t.Fatalf("seed %d: open batch %s/%s: open %v, filed under %d with hash %d, seen before %v", seed, e.Target.Table, e.Key, e.open, h, e.hash, seen[k])
+			}
+			seen[k] = true
+			n++
+		}
+	}
+	if n != b.Len() {
+		t.Fatalf("seed %d: %d batches in the map, Len %d", seed, n, b.Len())
 	}
 }
 
