@@ -108,12 +108,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// partKey is the identity of an open batch: one Cassandra partition of one table.
-type partKey struct {
-	target *Target
-	key    string
-}
-
 // keyInline is how long a partition key the node keeps a copy of (see node.kbuf).
 const keyInline = 48
 

@@ -354,6 +354,12 @@ func TestProperties(t *testing.T) {
 	}
 }
 
+// partKey is one Cassandra partition of one table, as the tests tell batches apart.
+type partKey struct {
+	target *Target
+	key    string
+}
+
 // checkOpen verifies the map of open batches: every chained node is open and filed under its hash, no
 // partition has two open batches, and the count matches.
 func checkOpen(t *testing.T, seed uint64, b *Batcher) {
