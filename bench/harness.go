@@ -55,6 +55,9 @@ type Options struct {
 	// DaemonEnv are extra NAME=value variables for every daemon, e.g. SINK_WRITER__LINGER=50ms to
 	// measure a setting other than the shipped default; they are recorded in the result.
 	DaemonEnv []string
+	// SettleMax bounds the wait for a quiet machine before each measured write phase (see settle);
+	// default 30s (10s with Quick). Negative measures each phase right after the one before.
+	SettleMax time.Duration
 	// ProfileDir, when set, receives a CPU profile of the sink (sink.pprof) taken over its run.
 	ProfileDir string
 	// WorkDir holds configs and daemon logs; default a fresh temporary directory, removed after a
@@ -93,6 +96,12 @@ func (o *Options) defaults() error {
 		o.LatencyFor = 30 * time.Second
 		if o.Quick {
 			o.LatencyFor = 5 * time.Second
+		}
+	}
+	if o.SettleMax == 0 {
+		o.SettleMax = 30 * time.Second
+		if o.Quick {
+			o.SettleMax = 10 * time.Second
 		}
 	}
 	if o.Progress == nil {
@@ -177,6 +186,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	r.Params = Params{
 		Events: o.Events, Entities: o.Entities, Partitions: o.Partitions, Quick: o.Quick,
 		Compression: compressionName, CommitInterval: o.CommitInterval.String(), DaemonEnv: o.DaemonEnv,
+		SettleMax: o.SettleMax.String(),
 	}
 	h.p.logf("bench: %d events, %d entities, %d partitions; %d cores, %s, Kafka %s, Cassandra %s",
 		o.Events, o.Entities, o.Partitions, r.Machine.Cores, r.Machine.Go, r.Machine.Kafka, r.Machine.Cassandra)
@@ -231,6 +241,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := h.createTable(ctx, sinkCfg); err != nil {
 		return nil, err
 	}
+	if err := h.settle(ctx, "sink"); err != nil {
+		return nil, err
+	}
 	// Profile lengths are guesses at each phase's duration, rounded down so the profile covers
 	// steady work rather than the idle tail.
 	var total int64
@@ -247,6 +260,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	// The ceiling again, right after the sink, with the same setting: Cassandra's state drifts
 	// (memtable flushes, compactions of the tables just written, other load on the machine), and
 	// the sink is judged against the better of the two runs that bracket it, never the worse.
+	if err := h.settle(ctx, "ceiling_after"); err != nil {
+		return nil, err
+	}
 	after, err := h.ceilingTrial(ctx, base, "ceiling_after", records, h.bestSetting, h.consistency)
 	if err != nil {
 		return nil, err
@@ -269,6 +285,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := h.settle(ctx, "pipeline"); err != nil {
+		return nil, err
+	}
 	pl, err := h.daemon(ctx, "pipeline", []string{"bench", "--discard-daemon", "--config", pipePath}, pipe, end, o.ProfileDir,
 		int(max(2, min(60, total/250_000))))
 	if err != nil {
@@ -281,6 +300,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		rate := o.LatencyRate
 		if rate == 0 {
 			rate = sink.PerSec / 2
+		}
+		if err := h.settle(ctx, "latency"); err != nil {
+			return nil, err
 		}
 		if err := h.latency(ctx, rate); err != nil {
 			return nil, err
@@ -339,6 +361,12 @@ func (h *harness) ceiling(ctx context.Context, base setup, records []record, sin
 		best        CeilingTrial
 		bestSetting ceilingSetting
 	)
+	if len(grid) == 1 {
+		// The one setting writes every row: it is the ceiling.
+		if err := h.settle(ctx, "ceiling"); err != nil {
+			return err
+		}
+	}
 	for i, s := range grid {
 		t, err := h.ceilingTrial(ctx, base, fmt.Sprintf("ceiling%d", i), records[:sample], s, consistency)
 		if err != nil {
@@ -352,6 +380,9 @@ func (h *harness) ceiling(ctx context.Context, base setup, records []record, sin
 	}
 	if len(grid) > 1 {
 		s := bestSetting
+		if err := h.settle(ctx, "ceiling"); err != nil {
+			return err
+		}
 		t, err := h.ceilingTrial(ctx, base, "ceiling", records, s, consistency)
 		if err != nil {
 			return err
@@ -575,6 +606,54 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 
 // stallAfter is how long a daemon may go without committing anything new before the run fails.
 const stallAfter = 2 * time.Minute
+
+// A machine is quiet when fewer than settleBusy cores are busy over settleWindow: Kafka and Cassandra
+// idle take a few hundredths of a core.
+const (
+	settleBusy   = 0.3
+	settleWindow = time.Second
+)
+
+// settle waits, before the measured phase named before, until the machine is quiet or Options.SettleMax
+// passes, and records the wait in the result. For seconds after a phase that wrote a million rows,
+// Cassandra flushes and compacts them; a phase measured at once shares the cores, caches and memory
+// bandwidth with that work, and which phase comes right after which is an accident of the harness's
+// order. Every write phase waits the same way, so the ratio still compares like with like.
+func (h *harness) settle(ctx context.Context, before string) error {
+	if h.o.SettleMax < 0 {
+		return nil
+	}
+	start := time.Now()
+	st := Settle{Before: before}
+	for {
+		m0, err := readMachine()
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(settleWindow):
+		}
+		m1, err := readMachine()
+		if err != nil {
+			return err
+		}
+		st.CoresBusy = coresBusy(m0, m1)
+		st.Quiet = st.CoresBusy < settleBusy
+		if st.Quiet || time.Since(start) >= h.o.SettleMax {
+			break
+		}
+	}
+	st.Seconds = time.Since(start).Seconds()
+	h.res.Settles = append(h.res.Settles, st)
+	state := "quiet"
+	if !st.Quiet {
+		state = "not quiet; measuring anyway"
+	}
+	h.p.logf("settle before %s: %.1f s, %.2f cores busy at the end (%s)", before, st.Seconds, st.CoresBusy, state)
+	return nil
+}
 
 // fetchProfile takes a CPU profile of the daemon from its /debug/pprof endpoint for secs seconds.
 // The caller guesses the length from the backlog; a profile that outlasts the run only adds idle

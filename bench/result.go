@@ -26,6 +26,16 @@ type Result struct {
 	Pipeline  Process   `json:"pipeline"`
 	Latency   Latency   `json:"latency"`
 	Targets   []Target  `json:"targets"`
+	// Settles are the waits for a quiet machine before each measured write phase, in order.
+	Settles []Settle `json:"settles,omitempty"`
+}
+
+// Settle is one wait for a quiet machine (harness.settle).
+type Settle struct {
+	Before    string  `json:"before"` // the phase that followed
+	Seconds   float64 `json:"seconds"`
+	CoresBusy float64 `json:"machine_cores_busy"` // over the last second of the wait
+	Quiet     bool    `json:"quiet"`              // false: SettleMax passed first
 }
 
 // Machine names what the numbers were measured on.
@@ -58,6 +68,7 @@ type Params struct {
 	LatencyFor     string   `json:"latency_duration"`
 	LatencyRate    float64  `json:"latency_rate"`         // events/s asked of the producer; 0 when latency was not measured
 	DaemonEnv      []string `json:"daemon_env,omitempty"` // config overrides given to the daemons
+	SettleMax      string   `json:"settle_max,omitempty"` // longest wait for a quiet machine before a phase
 }
 
 // Produce is phase 1: loading the backlog.
@@ -224,6 +235,17 @@ func (r *Result) PrintTable(w io.Writer) {
 	if l := r.Latency; l.Events > 0 {
 		fmt.Fprintf(tw, "latency\tp50 %.0f ms, p99 %.0f ms\tat %s events/s asked, %s produced, for %.0f s (%d events, commit interval %s)\n",
 			l.P50Millis, l.P99Millis, num(l.Rate), num(l.AchievedRate), l.Seconds, l.Events, r.Params.CommitInterval)
+	}
+	if len(r.Settles) > 0 {
+		var waits []string
+		for _, st := range r.Settles {
+			w := fmt.Sprintf("%s %.1f s", st.Before, st.Seconds)
+			if !st.Quiet {
+				w += fmt.Sprintf(" (still %.2f cores busy)", st.CoresBusy)
+			}
+			waits = append(waits, w)
+		}
+		fmt.Fprintf(tw, "settle	quiet machine before each phase	%s\n", strings.Join(waits, ", "))
 	}
 	fmt.Fprintln(tw, "\t\t")
 	for _, t := range r.Targets {

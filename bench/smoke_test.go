@@ -38,6 +38,7 @@ func TestSmoke(t *testing.T) {
 		Events: 20_000, Entities: 1_000, Partitions: 3, Quick: true,
 		Brokers: brokers, Cassandra: hosts, Prefix: prefix,
 		SinkBinary: bin, LatencyFor: 3 * time.Second, WorkDir: dir, Progress: &progress,
+		SettleMax: 2 * time.Second, // other packages' tests share the machine: rarely quiet, so keep the waits short
 	})
 	if err != nil {
 		t.Fatalf("bench run: %v\nprogress:\n%s", err, progress.String())
@@ -50,6 +51,16 @@ func TestSmoke(t *testing.T) {
 	}
 	if l := res.Latency; l.Covered != l.Events || l.Events == 0 || math.IsNaN(l.P99Millis) || l.P99Millis <= 0 {
 		t.Errorf("latency phase incomplete: %+v", l)
+	}
+	var before []string
+	for _, st := range res.Settles {
+		before = append(before, st.Before)
+		if st.Seconds <= 0 || st.Seconds > 2+2 { // SettleMax plus the last one-second window, and slack
+			t.Errorf("settle before %s took %.1f s; want (0, 4]", st.Before, st.Seconds)
+		}
+	}
+	if got, want := strings.Join(before, " "), "ceiling sink ceiling_after pipeline latency"; got != want {
+		t.Errorf("settled before %q, want before %q", got, want)
 	}
 	if len(res.Targets) != 3 {
 		t.Errorf("%d targets judged, want 3", len(res.Targets))

@@ -38,6 +38,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		commitIvl  = fs.Duration("commit-interval", 250*time.Millisecond, "writer.commit_interval of the daemons; it bounds how late the end of a phase is seen")
 		latencyFor = fs.Duration("latency-for", 0, "length of the fixed-rate latency phase (default 30s, 5s with --quick; negative skips it)")
 		latRate    = fs.Float64("latency-rate", 0, "events/s of the latency phase (default: half the sink's measured rate)")
+		settleMax  = fs.Duration("settle-max", 0, "longest wait for a quiet machine before each measured phase (default 30s, 10s with --quick; negative: no wait)")
 		sinkBin    = fs.String("sink-binary", "", "sink executable to measure (default: this one)")
 		daemonEnv  = fs.String("daemon-env", "", "config overrides for the daemons, comma separated, e.g. SINK_WRITER__LINGER=50ms (recorded in the result)")
 		discard    = fs.Bool("discard-daemon", false, "internal: run the pipeline with a discarding writer (the harness's pipeline-only phase)")
@@ -66,7 +67,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Events: *events, Entities: *entities, Partitions: *partitions, Quick: *quick,
 		Brokers: splitList(*brokers), Cassandra: splitList(*hosts), Keyspace: *keyspace,
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor, LatencyRate: *latRate,
-		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr,
+		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "sink bench: %v\n", err)
