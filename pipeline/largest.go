@@ -62,6 +62,9 @@ func (o *openPartitions) add(topic, table, key string, rows, bytes int64, closes
 			o.shrink(m, now)
 		}
 		s = &openStat{closes: closes}
+		// The key is the batch's (batcher.Batch.Key points into the batch's own memory): a copy keeps
+		// the tally from holding every batch it has seen.
+		k.key = strings.Clone(key)
 		m[k] = s
 	}
 	s.rows += rows

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestOpenPartitionsRanksAndPrunesClosedBuckets(t *testing.T) {
@@ -96,5 +97,22 @@ func TestOpenPartitionsTopMatchesFullSort(t *testing.T) {
 				t.Fatalf("round %d: rank %d = %+v, want %s with %d bytes", round, i+1, got[i], want[i].key, want[i].bytes)
 			}
 		}
+	}
+}
+
+// The tally keeps its own copy of a key: the key it is given points into a batch's memory.
+func TestOpenPartitionsCopiesKeys(t *testing.T) {
+	t0 := time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
+	o := newOpenPartitions(100)
+	buf := []byte("device-1")
+	o.add("t", "r", unsafe.String(&buf[0], len(buf)), 1, 10, t0.Add(time.Hour), t0)
+	for k := range o.topics["t"] {
+		if unsafe.StringData(k.key) == &buf[0] {
+			t.Fatal("the tally keeps the caller's key memory")
+		}
+	}
+	copy(buf, "xxxxxxxx")
+	if top := o.top("t", 1, t0); len(top) != 1 || top[0].Key != "device-1" {
+		t.Errorf("top %+v, want device-1", top)
 	}
 }
