@@ -257,9 +257,10 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	}
 	sink.Table = base.Table
 
-	// The ceiling again, right after the sink, with the same setting: Cassandra's state drifts
-	// (memtable flushes, compactions of the tables just written, other load on the machine), and
-	// the sink is judged against the better of the two runs that bracket it, never the worse.
+	// The ceiling again, after the sink and the wait for a quiet machine, with the same setting:
+	// Cassandra's state drifts (memtable flushes, compactions of the tables just written, other load on
+	// the machine), and the sink is judged against the better of the two runs that bracket it, never
+	// the worse.
 	if err := h.settle(ctx, "ceiling_after"); err != nil {
 		return nil, err
 	}

@@ -245,7 +245,7 @@ func (r *Result) PrintTable(w io.Writer) {
 			}
 			waits = append(waits, w)
 		}
-		fmt.Fprintf(tw, "settle	quiet machine before each phase	%s\n", strings.Join(waits, ", "))
+		fmt.Fprintf(tw, "settle\tquiet machine before each phase\t%s\n", strings.Join(waits, ", "))
 	}
 	fmt.Fprintln(tw, "\t\t")
 	for _, t := range r.Targets {
