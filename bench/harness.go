@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,11 @@ type Options struct {
 	// WorkDir holds configs and daemon logs; default a fresh temporary directory, removed after a
 	// successful run and kept after a failed one.
 	WorkDir string
+	// KeepData keeps the run's tables and topics. By default each table is dropped as soon as its
+	// phase is measured, and the topics when the run ends, failed or not: a run writes several
+	// million rows, and tables left behind run after run fill Cassandra's heap until later runs
+	// measure its garbage collector (see drop).
+	KeepData bool
 	// Progress receives progress lines while the run goes; nil discards them.
 	Progress io.Writer
 }
@@ -162,9 +168,11 @@ type harness struct {
 	// The ceiling's winning setting, written again after the sink.
 	bestSetting ceilingSetting
 	consistency gocql.Consistency
+	// What the run created and has not dropped yet (see drop and cleanup).
+	tables, topics []string
 }
 
-func (h *harness) run(ctx context.Context) (*Result, error) {
+func (h *harness) run(ctx context.Context) (_ *Result, err error) {
 	o := h.o
 	kcl, err := kgo.NewClient(kgo.SeedBrokers(o.Brokers...))
 	if err != nil {
@@ -178,6 +186,14 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer h.admin.Close()
+	defer func() { // before the clients close
+		if cerr := h.cleanup(); cerr != nil {
+			h.p.logf("bench: %v", cerr)
+			if err == nil {
+				err = cerr
+			}
+		}
+	}()
 
 	r := &h.res
 	r.Date = time.Now().UTC()
@@ -186,7 +202,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	r.Params = Params{
 		Events: o.Events, Entities: o.Entities, Partitions: o.Partitions, Quick: o.Quick,
 		Compression: compressionName, CommitInterval: o.CommitInterval.String(), DaemonEnv: o.DaemonEnv,
-		SettleMax: o.SettleMax.String(),
+		SettleMax: o.SettleMax.String(), KeepData: o.KeepData,
 	}
 	h.p.logf("bench: %d events, %d entities, %d partitions; %d cores, %s, Kafka %s, Cassandra %s",
 		o.Events, o.Entities, o.Partitions, r.Machine.Cores, r.Machine.Go, r.Machine.Kafka, r.Machine.Cassandra)
@@ -196,6 +212,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if err := createTopic(ctx, h.adm, topic, o.Partitions); err != nil {
 		return nil, err
 	}
+	h.topics = append(h.topics, topic)
 	var produced atomic.Int64
 	h.p.phase("produce", int64(o.Events), "events", &produced)
 	start := time.Now()
@@ -256,6 +273,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	sink.Table = base.Table
+	if err := h.drop(ctx, base.Table); err != nil {
+		return nil, err
+	}
 
 	// The ceiling again, after the sink and the wait for a quiet machine, with the same setting:
 	// Cassandra's state drifts (memtable flushes, compactions of the tables just written, other load on
@@ -277,13 +297,17 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	r.Sink = *sink
 
 	// Phase 4: the pipeline alone, with the discarding writer, over the same backlog.
+	// It writes nothing, but prepares the sink's INSERT on a table of its own, empty.
 	pipe := base
-	pipe.Group = o.Prefix + "_pipeline"
+	pipe.Group, pipe.Table = o.Prefix+"_pipeline", o.Prefix+"_pipeline"
 	if pipe.Metrics, err = freeAddr(); err != nil {
 		return nil, err
 	}
-	pipePath, _, err := pipe.write(o.WorkDir, "pipeline", o.DaemonEnv)
+	pipePath, pipeCfg, err := pipe.write(o.WorkDir, "pipeline", o.DaemonEnv)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.createTable(ctx, pipeCfg); err != nil {
 		return nil, err
 	}
 	if err := h.settle(ctx, "pipeline"); err != nil {
@@ -321,12 +345,60 @@ func (h *harness) createTable(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("generating the schema of topics.%s: %w", topicName, err)
 	}
+	h.tables = append(h.tables, cfg.Topics[topicName].Table) // before the DDL: a half-made table is dropped too
 	for _, stmt := range ddl {
 		if err := h.admin.Query(stmt).ExecContext(ctx); err != nil {
 			return fmt.Errorf("applying %q: %w", firstLine(stmt), err)
 		}
 	}
 	return nil
+}
+
+// drop removes a table of the run once its phase is measured (unless KeepData), so that every
+// phase writes to a Cassandra that holds none of the earlier phases' rows. Kept, the tables of a
+// full run (about 3.4 million rows) and of the runs before it stay in memtables and caches: after
+// four runs on a 2-core machine with the stack's 1 GiB heap, Cassandra's old generation stayed
+// full, it spent seconds per minute in old-generation collections, and a run failed on write
+// timeouts. auto_snapshot is off in the stack, so a drop writes nothing.
+func (h *harness) drop(ctx context.Context, table string) error {
+	if h.o.KeepData {
+		return nil
+	}
+	stmt := fmt.Sprintf("DROP TABLE IF EXISTS %s.%s", h.o.Keyspace, table)
+	if err := h.admin.Query(stmt).ExecContext(ctx); err != nil {
+		return fmt.Errorf("dropping the measured table %s.%s: %w", h.o.Keyspace, table, err)
+	}
+	h.tables = slices.DeleteFunc(h.tables, func(t string) bool { return t == table })
+	return nil
+}
+
+// cleanup drops what the run created and still holds, whether it succeeded or not (unless
+// KeepData): the remaining tables and the topics. A failed run keeps its configs and daemon logs
+// in WorkDir; its data would only burden the next run.
+func (h *harness) cleanup() error {
+	if h.o.KeepData {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs []error
+	if h.admin != nil {
+		for _, t := range slices.Clone(h.tables) {
+			errs = append(errs, h.drop(ctx, t))
+		}
+	}
+	if h.adm != nil && len(h.topics) > 0 {
+		resps, err := h.adm.DeleteTopics(ctx, h.topics...)
+		if err == nil {
+			err = resps.Error()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("deleting the run's topics %v: %w", h.topics, err))
+		} else {
+			h.topics = nil
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func firstLine(s string) string {
@@ -473,6 +545,9 @@ func (h *harness) ceilingTrial(ctx context.Context, base setup, name string, rec
 	}
 	m1, err := readMachine()
 	if err != nil {
+		return CeilingTrial{}, err
+	}
+	if err := h.drop(ctx, st.Table); err != nil {
 		return CeilingTrial{}, err
 	}
 	return CeilingTrial{
@@ -705,6 +780,7 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	if err := createTopic(ctx, h.adm, st.Topic, o.Partitions); err != nil {
 		return err
 	}
+	h.topics = append(h.topics, st.Topic)
 	path, cfg, err := st.write(o.WorkDir, "live", o.DaemonEnv)
 	if err != nil {
 		return err

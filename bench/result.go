@@ -69,6 +69,7 @@ type Params struct {
 	LatencyRate    float64  `json:"latency_rate"`         // events/s asked of the producer; 0 when latency was not measured
 	DaemonEnv      []string `json:"daemon_env,omitempty"` // config overrides given to the daemons
 	SettleMax      string   `json:"settle_max,omitempty"` // longest wait for a quiet machine before a phase
+	KeepData       bool     `json:"keep_data,omitempty"`  // tables and topics kept (runs before this field kept them all; see Options.KeepData)
 }
 
 // Produce is phase 1: loading the backlog.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bucketsink/sink/internal/testenv"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestSmoke runs the whole harness on a small backlog so it never rots: it asserts only that every
@@ -64,6 +66,43 @@ func TestSmoke(t *testing.T) {
 	}
 	if len(res.Targets) != 3 {
 		t.Errorf("%d targets judged, want 3", len(res.Targets))
+	}
+	// The run dropped every table and topic it made.
+	sess, err := ceilingSession(hosts, "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var name string
+	var left []string
+	it := sess.Query("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", "sinkbench").Iter()
+	for it.Scan(&name) {
+		if strings.HasPrefix(name, prefix+"_") {
+			left = append(left, name)
+		}
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("tables left behind: %v", left)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topics, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range topics.Names() {
+		if strings.HasPrefix(tp, prefix+"_") {
+			t.Errorf("topic left behind: %s", tp)
+		}
+	}
+	if res.Produce.Topic == "" || res.Sink.Table == "" {
+		t.Errorf("the result does not name the backlog topic (%q) or the sink table (%q)", res.Produce.Topic, res.Sink.Table)
 	}
 	var table strings.Builder
 	res.PrintTable(&table)

@@ -39,6 +39,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		latencyFor = fs.Duration("latency-for", 0, "length of the fixed-rate latency phase (default 30s, 5s with --quick; negative skips it)")
 		latRate    = fs.Float64("latency-rate", 0, "events/s of the latency phase (default: half the sink's measured rate)")
 		settleMax  = fs.Duration("settle-max", 0, "longest wait for a quiet machine before each measured phase (default 30s, 10s with --quick; negative: no wait)")
+		keepData   = fs.Bool("keep-data", false, "keep the run's tables and topics (default: each table is dropped once its phase is measured, the topics at the end)")
 		sinkBin    = fs.String("sink-binary", "", "sink executable to measure (default: this one)")
 		daemonEnv  = fs.String("daemon-env", "", "config overrides for the daemons, comma separated, e.g. SINK_WRITER__LINGER=50ms (recorded in the result)")
 		discard    = fs.Bool("discard-daemon", false, "internal: run the pipeline with a discarding writer (the harness's pipeline-only phase)")
@@ -68,6 +69,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Brokers: splitList(*brokers), Cassandra: splitList(*hosts), Keyspace: *keyspace,
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor, LatencyRate: *latRate,
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
+		KeepData: *keepData,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "sink bench: %v\n", err)
