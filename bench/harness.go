@@ -243,6 +243,12 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	r.Params.MaxBuffered, r.Params.MemoryLimit = int64(w.MaxBufferedBytes), int64(w.MemoryLimit)
 	r.Params.FetchMaxBytes = int64(sinkCfg.Kafka.FetchMaxBytes)
 
+	// How fast this machine's cores are, before any phase loads Cassandra.
+	if r.Machine.MapNanos, err = calibrate(sinkCfg, topic, records); err != nil {
+		return nil, err
+	}
+	h.p.logf("bench: one core maps a backlog record in %.0f ns", r.Machine.MapNanos)
+
 	// Phase 2: the ceiling.
 	if err := h.ceiling(ctx, base, records, sinkCfg); err != nil {
 		return nil, err

@@ -47,6 +47,10 @@ type Machine struct {
 	Java      string `json:"java"`
 	Kafka     string `json:"kafka"`
 	Cassandra string `json:"cassandra"`
+	// MapNanos is how long one core of the machine took to map one backlog record, fastest of five
+	// 200 ms rounds before the ceiling (calibrate.go): for comparing machines, used in no target.
+	// Absent from results before it was added.
+	MapNanos float64 `json:"map_ns_per_record,omitempty"`
 }
 
 // Params are the inputs of the run.
@@ -208,6 +212,9 @@ func (r *Result) PrintTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	m := r.Machine
 	fmt.Fprintf(tw, "machine\t%d cores, %s, %s, Java %s, Kafka %s, Cassandra %s\n", m.Cores, m.OS, m.Go, m.Java, m.Kafka, m.Cassandra)
+	if m.MapNanos > 0 {
+		fmt.Fprintf(tw, "core speed\t%.0f ns to map one backlog record on one core (for comparing machines; no target uses it)\n", m.MapNanos)
+	}
 	fmt.Fprintf(tw, "commit\t%s%s, %s\n", r.GitCommit, map[bool]string{true: " (dirty)"}[r.GitDirty], r.Date.UTC().Format(time.RFC3339))
 	fmt.Fprintf(tw, "input\t%d events (%.0f B avg) over %d entities, %d partitions, %s\n",
 		r.Produce.Events, r.Produce.AvgEventBytes, r.Params.Entities, r.Params.Partitions, r.Params.Compression)

@@ -48,6 +48,9 @@ func TestSmoke(t *testing.T) {
 	if err := res.Finite(); err != nil {
 		t.Errorf("%v\nprogress:\n%s", err, progress.String())
 	}
+	if c := res.Machine.MapNanos; !(c > 0 && c < 1e6) {
+		t.Errorf("core speed not measured: %v ns per record", c)
+	}
 	if res.Sink.PeakRSSBytes <= 0 || res.Pipeline.PeakRSSBytes <= 0 {
 		t.Errorf("peak RSS not measured: sink %d, pipeline %d", res.Sink.PeakRSSBytes, res.Pipeline.PeakRSSBytes)
 	}
