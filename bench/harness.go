@@ -481,10 +481,7 @@ func (h *harness) ceilingTrial(ctx context.Context, base setup, name string, rec
 	mapStart := time.Now()
 	rows := make([]batcher.Row, len(records))
 	for i, rec := range records {
-		row, err := m.Map(mapper.Record{
-			Topic: base.Topic, Partition: rec.Partition, Offset: rec.Offset,
-			Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp,
-		})
+		row, err := m.Map(rec.mapperRecord(base.Topic))
 		if err != nil {
 			return CeilingTrial{}, fmt.Errorf("mapping a backlog record for the ceiling: %w", err)
 		}

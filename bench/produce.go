@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bucketsink/sink/gen"
+	"github.com/bucketsink/sink/mapper"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -21,6 +22,11 @@ type record struct {
 	Key       []byte
 	Value     []byte
 	Timestamp time.Time
+}
+
+// mapperRecord is r as the mapper takes it, read from topic.
+func (r record) mapperRecord(topic string) mapper.Record {
+	return mapper.Record{Topic: topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 }
 
 // backlogStart is the event time of the first backlog record: the start of the current UTC day.
