@@ -28,7 +28,18 @@ type Record struct {
 	Offset    int64
 	Key       []byte
 	Value     []byte
-	Timestamp time.Time // the record timestamp (create or log-append time)
+	Timestamp time.Time // the record timestamp (create or log-append time); see kafkaTime
+}
+
+// kafkaTime is the record's Kafka timestamp, and false when it has none. A record produced
+// without a timestamp carries -1, which franz-go hands on as 1969-12-31T23:59:59.999Z, and
+// brokers refuse every other negative timestamp, so any instant before the Unix epoch (the
+// zero time.Time included) means "no timestamp", never an event of 1969.
+func kafkaTime(rec *Record) (time.Time, bool) {
+	if rec.Timestamp.UnixMilli() < 0 {
+		return time.Time{}, false
+	}
+	return rec.Timestamp.UTC(), true
 }
 
 // Reasons of a RecordError, also the reason label of sink_records_dead_lettered_total.
@@ -649,11 +660,12 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 	}
 	switch p.wts {
 	case wtsKafka:
-		if rec.Timestamp.IsZero() {
-			return errors.New("write timestamp: the record has no Kafka timestamp (write_timestamp kafka needs one)")
+		kt, ok := kafkaTime(rec)
+		if !ok {
+			return errors.New("write timestamp: the record has no Kafka timestamp (-1); write_timestamp kafka needs one")
 		}
 		// The offset tiebreak orders records of one partition produced in the same millisecond.
-		out.writeTS = rec.Timestamp.UnixMilli()*1000 + rec.Offset%1000
+		out.writeTS = kt.UnixMilli()*1000 + rec.Offset%1000
 	case wtsEventTime:
 		out.writeTS = t.UnixMicro()
 	}
@@ -773,13 +785,14 @@ func appendComponent(dst []byte, components int, k kind, v any) []byte {
 // eventTime finds the record's event time per the topic's time settings.
 func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Time, error) {
 	if p.timeFromKafka {
-		if rec.Timestamp.IsZero() {
-			return time.Time{}, errors.New("event time: the record has no Kafka timestamp")
+		kt, ok := kafkaTime(rec)
+		if !ok {
+			return time.Time{}, errors.New("event time: the record has no Kafka timestamp (-1), and time.source kafka takes the event time from it")
 		}
-		if !inTimeRange(rec.Timestamp) {
-			return time.Time{}, fmt.Errorf("event time: the Kafka timestamp %s is out of range (years 0001 to 9999)", rec.Timestamp.UTC().Format(time.RFC3339Nano))
+		if !inTimeRange(kt) {
+			return time.Time{}, fmt.Errorf("event time: the Kafka timestamp %s is out of range (years 0000 to 9999)", kt.Format(time.RFC3339Nano))
 		}
-		return rec.Timestamp.UTC(), nil
+		return kt, nil
 	}
 	v := root.Get(p.timePath...)
 	if v == nil {
@@ -793,7 +806,7 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 			b, _ := v.StringBytes()
 			if t, err := parseRFC3339(bstr(b)); err == nil {
 				if !inTimeRange(t) {
-					return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range (years 0001 to 9999)", p.timeField, show(v, s))
+					return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range (years 0000 to 9999)", p.timeField, show(v, s))
 				}
 				return t, nil
 			}
@@ -807,7 +820,7 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 	}
 	t, ok := parseUnix(bstr(text), p.timeUnit)
 	if !ok {
-		return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range for %s (years 0001 to 9999)", p.timeField, show(v, s), p.timeFormat)
+		return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range for %s (years 0000 to 9999)", p.timeField, show(v, s), p.timeFormat)
 	}
 	return t, nil
 }
@@ -862,13 +875,14 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 	case srcEventTime:
 		x.t = t
 	case srcKafkaTimestamp:
-		if rec.Timestamp.IsZero() {
+		kt, ok := kafkaTime(rec)
+		if !ok {
 			if c.need != "" {
-				return nil, fmt.Errorf("column %s: the record has no Kafka timestamp, and %s", c.name, c.need)
+				return nil, fmt.Errorf("column %s: the record has no Kafka timestamp (-1), and %s", c.name, c.need)
 			}
 			return p.absent, nil
 		}
-		x.t = rec.Timestamp.UTC()
+		x.t = kt
 	case srcKafkaKey, srcRaw:
 		b, what := rec.Value, "record value"
 		if c.source == srcKafkaKey {
