@@ -28,6 +28,9 @@ const (
 	// DefaultStartOffset: a new group reads the topic from its beginning; skipping history
 	// silently is the surprise an operator cannot undo.
 	DefaultStartOffset = "earliest"
+	// DefaultIsolationLevel: a transaction its producer aborted never happened, so its records
+	// must not become rows.
+	DefaultIsolationLevel = IsolationReadCommitted
 
 	// DefaultConsistency: LOCAL_QUORUM survives one replica down per DC with RF 3 and never waits
 	// on a remote DC.
@@ -109,6 +112,9 @@ const (
 
 // Values of the enumerated keys.
 const (
+	IsolationReadCommitted   = "read_committed"
+	IsolationReadUncommitted = "read_uncommitted"
+
 	TimeSourceField = "field"
 	TimeSourceKafka = "kafka"
 
@@ -196,6 +202,8 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	dur("kafka.rebalance_timeout", &k.RebalanceTimeout, DefaultRebalanceTimeout)
 	str("kafka.start_offset", &k.StartOffset, DefaultStartOffset)
 	k.StartOffset = strings.ToLower(k.StartOffset)
+	str("kafka.isolation_level", &k.IsolationLevel, DefaultIsolationLevel)
+	k.IsolationLevel = strings.ToLower(k.IsolationLevel)
 	// SASL mechanism names are upper case in the protocol; accept any case in the file.
 	k.SASL.Mechanism = strings.ToUpper(k.SASL.Mechanism)
 

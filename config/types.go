@@ -32,6 +32,10 @@ type Kafka struct {
 	RebalanceTimeout Duration `koanf:"rebalance_timeout"` // default 60s
 	// StartOffset is where a group with no committed offset starts: "earliest" (default) or "latest".
 	StartOffset string `koanf:"start_offset"`
+	// IsolationLevel is what the consumer reads of transactional producers: "read_committed"
+	// (default: records of aborted transactions are never delivered, and open transactions hold
+	// the partition back until they end) or "read_uncommitted" (everything in the log).
+	IsolationLevel string `koanf:"isolation_level"`
 }
 
 // Cassandra holds the session settings.

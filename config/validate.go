@@ -112,6 +112,7 @@ func (c *Config) validateKafka(v *validator) {
 			k.RebalanceTimeout, c.Writer.ShutdownTimeout)
 	}
 	v.enum("kafka.start_offset", k.StartOffset, "earliest", "latest")
+	v.enum("kafka.isolation_level", k.IsolationLevel, IsolationReadCommitted, IsolationReadUncommitted)
 	validateTLS(v, "kafka.tls", k.TLS)
 
 	s := k.SASL
