@@ -82,7 +82,7 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 		EventBuckets:         p.eventBuckets,
 		TTL:                  p.ttl,
 		WriteTimestamp:       out.writeTS,
-		WriteTimestampSource: [...]string{"kafka", "event_time", "server"}[p.wts],
+		WriteTimestampSource: p.wts.String(),
 		CQL:                  out.row.Target.Insert,
 		Row:                  out.row,
 	}

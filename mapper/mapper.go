@@ -153,6 +153,11 @@ const (
 	wtsServer
 )
 
+// String is the write_timestamp value of w.
+func (w writeTS) String() string {
+	return [...]string{config.WriteTimestampKafka, config.WriteTimestampEventTime, config.WriteTimestampServer}[w]
+}
+
 // plan is one compiled topic.
 type plan struct {
 	name, kafkaTopic  string
