@@ -127,6 +127,7 @@ const (
 	WriteTimestampKafka     = "kafka"
 	WriteTimestampEventTime = "event_time"
 	WriteTimestampServer    = "server"
+	WriteTimestampOffset    = "offset"
 
 	SourceEventTime      = "event_time"
 	SourceKafkaKey       = "kafka_key"

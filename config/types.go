@@ -148,8 +148,9 @@ type Topic struct {
 	Consistency     string       `koanf:"consistency"` // default cassandra.consistency
 	DeadLetterTopic string       `koanf:"dead_letter_topic"`
 	// WriteTimestamp is the Cassandra write timestamp of each row: "kafka" (default: the record
-	// timestamp in µs, plus offset%1000 as a tiebreak), "event_time" (µs), or "server" (not
-	// deterministic on replay; discouraged).
+	// timestamp in µs, plus offset%1000 as a tiebreak, which wraps), "event_time" (µs), "offset"
+	// (the record's offset: of two versions of a row from one partition the later record always
+	// wins), or "server" (not deterministic on replay; discouraged).
 	WriteTimestamp string `koanf:"write_timestamp"`
 	// PartitionBudget is the size a partition should stay under; `sink plan` and the
 	// largest-partition metrics judge against it. Default 100 MB.

@@ -509,7 +509,7 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		v.add(p+".gc_grace", "negative (%s); use e.g. 1d", t.GCGrace)
 	}
 	v.enum(p+".consistency", t.Consistency, consistencies...)
-	v.enum(p+".write_timestamp", t.WriteTimestamp, WriteTimestampKafka, WriteTimestampEventTime, WriteTimestampServer)
+	v.enum(p+".write_timestamp", t.WriteTimestamp, WriteTimestampKafka, WriteTimestampEventTime, WriteTimestampOffset, WriteTimestampServer)
 	v.positive(p+".partition_budget", int64(t.PartitionBudget), t.PartitionBudget.String())
 	if d := t.DeadLetterTopic; d != "" {
 		if !kafkaTopicRE.MatchString(d) || d == "." || d == ".." {

@@ -151,11 +151,12 @@ const (
 	wtsKafka writeTS = iota
 	wtsEventTime
 	wtsServer
+	wtsOffset
 )
 
 // String is the write_timestamp value of w.
 func (w writeTS) String() string {
-	return [...]string{config.WriteTimestampKafka, config.WriteTimestampEventTime, config.WriteTimestampServer}[w]
+	return [...]string{config.WriteTimestampKafka, config.WriteTimestampEventTime, config.WriteTimestampServer, config.WriteTimestampOffset}[w]
 }
 
 // plan is one compiled topic.
@@ -367,6 +368,8 @@ func compile(name string, t config.Topic) (*plan, error) {
 		p.wts = wtsEventTime
 	case config.WriteTimestampServer:
 		p.wts = wtsServer
+	case config.WriteTimestampOffset:
+		p.wts = wtsOffset
 	}
 
 	for _, c := range p.cols {
@@ -669,10 +672,16 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 		if !ok {
 			return errors.New("write timestamp: the record has no Kafka timestamp (-1); write_timestamp kafka needs one")
 		}
-		// The offset tiebreak orders records of one partition produced in the same millisecond.
+		// The offset tiebreak orders records of one partition produced in the same millisecond,
+		// but only within a run of 1000 offsets: offset 2000 loses to 1999 (write_timestamp offset
+		// has no such wrap).
 		out.writeTS = kt.UnixMilli()*1000 + rec.Offset%1000
 	case wtsEventTime:
 		out.writeTS = t.UnixMicro()
+	case wtsOffset:
+		// Strictly increasing along a partition, the same on every replay, and independent of
+		// any clock.
+		out.writeTS = rec.Offset
 	}
 	if p.wts != wtsServer {
 		e := mem.bigint(p.wtsAt)
