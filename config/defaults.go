@@ -104,6 +104,9 @@ const (
 	// correct. Raise it to exceed the repair interval when rows are deleted explicitly.
 	DefaultGCGrace        = Duration(Day)
 	DefaultWriteTimestamp = WriteTimestampKafka
+	// DefaultTTLFrom is Cassandra's own meaning of a TTL, so a configured ttl means what it says in
+	// CQL; event_time is the choice for replays and rolling keys (docs/CONFIG.md).
+	DefaultTTLFrom = TTLFromWrite
 	// DefaultPartitionBudget is the guidance of the time-series literature: stay under 100 MB
 	// per partition (decimal megabytes, as nodetool reports them).
 	DefaultPartitionBudget = Bytes(100_000_000)
@@ -128,6 +131,9 @@ const (
 	WriteTimestampEventTime = "event_time"
 	WriteTimestampServer    = "server"
 	WriteTimestampOffset    = "offset"
+
+	TTLFromWrite     = "write"
+	TTLFromEventTime = "event_time"
 
 	SourceEventTime      = "event_time"
 	SourceKafkaKey       = "kafka_key"
@@ -266,6 +272,8 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		t.Consistency = strings.ToUpper(t.Consistency)
 		str(p+"write_timestamp", &t.WriteTimestamp, DefaultWriteTimestamp)
 		t.WriteTimestamp = strings.ToLower(t.WriteTimestamp)
+		str(p+"ttl_from", &t.TTLFrom, DefaultTTLFrom)
+		t.TTLFrom = strings.ToLower(t.TTLFrom)
 		size(p+"partition_budget", &t.PartitionBudget, DefaultPartitionBudget)
 		for i := range t.Clustering {
 			cl := &t.Clustering[i]

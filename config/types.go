@@ -155,6 +155,11 @@ type Topic struct {
 	// PartitionBudget is the size a partition should stay under; `sink plan` and the
 	// largest-partition metrics judge against it. Default 100 MB.
 	PartitionBudget Bytes `koanf:"partition_budget"`
+	// TTLFrom is what TTL counts from: "write" (default: Cassandra's own rule, the row expires ttl
+	// after it is written) or "event_time" (the row expires ttl after its event time: each row is
+	// written with ttl minus its age, and a record already older than ttl is dead-lettered with
+	// reason expired).
+	TTLFrom string `koanf:"ttl_from"`
 }
 
 // EventTime says where the event time of a record comes from.

@@ -505,6 +505,10 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	} else if t.TTL > 0 && t.TTL.Seconds() == 0 {
 		v.add(p+".ttl", "%s is under a second; CQL TTLs are whole seconds", t.TTL)
 	}
+	v.enum(p+".ttl_from", t.TTLFrom, TTLFromWrite, TTLFromEventTime)
+	if t.TTLFrom == TTLFromEventTime && t.TTL == 0 {
+		v.add(p+".ttl_from", "event_time without a ttl; set ttl, or remove ttl_from")
+	}
 	if t.GCGrace < 0 {
 		v.add(p+".gc_grace", "negative (%s); use e.g. 1d", t.GCGrace)
 	}

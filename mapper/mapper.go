@@ -44,8 +44,9 @@ func kafkaTime(rec *Record) (time.Time, bool) {
 
 // Reasons of a RecordError, also the reason label of sink_records_dead_lettered_total.
 const (
-	ReasonDecode = "decode" // the value is not a JSON object
-	ReasonMap    = "map"    // a field is missing or does not fit its column, or the time is unusable
+	ReasonDecode  = "decode"  // the value is not a JSON object
+	ReasonMap     = "map"     // a field is missing or does not fit its column, or the time is unusable
+	ReasonExpired = "expired" // ttl_from event_time: the event is older than the ttl, so its row would be born expired
 )
 
 // RecordError is why one record cannot become a row. The pipeline sends the record to its
@@ -54,7 +55,7 @@ type RecordError struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Reason    string // ReasonDecode or ReasonMap
+	Reason    string // ReasonDecode, ReasonMap or ReasonExpired
 	Err       error
 }
 
@@ -180,7 +181,10 @@ type plan struct {
 	timeFormat        string
 	timeUnit          unit
 	ttl               time.Duration
-	ttlValue          any // int32 seconds, encoded once; nil without TTL
+	ttlValue          any  // int32 seconds, encoded once; nil without TTL
+	ttlFromEvent      bool // ttl_from event_time: each row's TTL is ttl minus its age (rowTTL)
+	ttlAt             int  // with ttlFromEvent, the byte offset of the row's TTL in row memory
+	now               func() time.Time
 	wts               writeTS
 	consistency       string
 	insertCols        []string  // cols, bucket column, event bucket column
@@ -257,6 +261,8 @@ func compile(name string, t config.Topic) (*plan, error) {
 		bucketColumn:      t.Bucket.Column,
 		eventBucketColumn: t.Bucket.EventBucketColumn,
 		ttl:               time.Duration(t.TTL),
+		ttlFromEvent:      t.TTL > 0 && t.TTLFrom == config.TTLFromEventTime,
+		now:               time.Now,
 		consistency:       t.Consistency,
 	}
 	for _, id := range []string{p.keyspace, p.table, p.bucketColumn} {
@@ -437,6 +443,9 @@ func (p *plan) layoutRowMemory() {
 	if p.wts != wtsServer {
 		p.wtsAt, nbytes = nbytes, nbytes+fixedWidth(kBigint)
 	}
+	if p.ttlFromEvent {
+		p.ttlAt, nbytes = nbytes, nbytes+fixedWidth(kInt)
+	}
 	p.mem = newRowLayout(p.nvals, nstr, nbytes)
 	// Packing needs every column's value encoded (or absent); the other values of a row always are.
 	p.packable = true
@@ -557,6 +566,7 @@ type outcome struct {
 	eventTime   time.Time
 	bucket      *bucketEntry
 	eventBucket int
+	ttl         time.Duration // the TTL bound (0: none)
 	writeTS     int64
 	unpacked    bool // built in scratch memory but pack refused a value: map again with noPack
 }
@@ -615,6 +625,9 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 		vals[i] = v
 	}
 	if err := p.complete(&out, rec, s, mem); err != nil {
+		if errors.Is(err, errExpired) {
+			return out, ReasonExpired, err
+		}
 		return out, ReasonMap, err
 	}
 	return out, "", nil
@@ -662,7 +675,18 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 		vals[n] = p.ebValues[out.eventBucket]
 		n++
 	}
-	if p.ttlValue != nil {
+	out.ttl = p.ttl
+	if p.ttlFromEvent {
+		secs, err := p.rowTTL(t)
+		if err != nil {
+			return err
+		}
+		e := mem.int(p.ttlAt)
+		e.set(secs)
+		vals[n] = e
+		out.ttl = time.Duration(secs) * time.Second
+		n++
+	} else if p.ttlValue != nil {
 		vals[n] = p.ttlValue
 		n++
 	}
@@ -738,6 +762,32 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 	out.row.Values = vals
 	out.row.Size = size
 	return nil
+}
+
+// maxTTL is Cassandra's largest TTL, 20 years, in seconds.
+const maxTTL = 20 * 365 * 24 * 3600
+
+// errExpired is wrapped by the error of a record whose event is older than its topic's ttl under
+// ttl_from event_time; its reason is ReasonExpired.
+var errExpired = errors.New("expired")
+
+// rowTTL is the TTL of a row with event time t under ttl_from event_time: what is left of the ttl
+// at p.now(), in whole seconds rounded down, so that the row expires at t + ttl (later only by the
+// time between mapping and the write). Cassandra counts a TTL from the moment the coordinator
+// applies the write, whatever the write timestamp, so that is the only way to make the expiry a
+// function of the event: a replay a year later writes a TTL a year shorter, and the same expiry.
+// An event in the future gets more than ttl, up to Cassandra's limit of 20 years. Less than one
+// second left is errExpired: a TTL of 0 would mean "never expires".
+func (p *plan) rowTTL(t time.Time) (int32, error) {
+	age := p.now().Sub(t) // Sub saturates at the extremes; the comparisons below never overflow
+	switch {
+	case age > p.ttl-time.Second:
+		return 0, fmt.Errorf("%w: event time %s plus ttl %s was %s ago; the row would be born expired (ttl_from event_time)",
+			errExpired, t.Format(time.RFC3339Nano), config.Duration(p.ttl), config.Duration(age-p.ttl))
+	case age < p.ttl-maxTTL*time.Second:
+		return maxTTL, nil
+	}
+	return int32((p.ttl - age) / time.Second), nil
 }
 
 // rowBlock returns the row memory for the next row of p: the scratch's own block, reused row after
