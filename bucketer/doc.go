@@ -58,10 +58,23 @@
 //
 // # Event buckets
 //
-// With Spec.EventBuckets = N > 1, every (id, time bucket) is split into N partitions. The event
-// bucket of an id is FNV-1a 64-bit (offset basis 14695981039346656037, prime 1099511628211)
-// over the id's bytes, taken as an unsigned 64-bit integer, mod N. A composite id hashes its
-// parts' bytes joined by a single 0x00 byte. Readers must query all N.
+// With Spec.EventBuckets = N > 1, every (id, time bucket) is split into N partitions, and each
+// row goes to one of them by a hash of values that differ between the rows of one entity. The
+// entity id is not hashed: it is already in the partition key, so all rows of an entity would
+// hash alike and nothing would be split.
+//
+// The hashed values are the row's clustering column values, in clustering order, or, when the
+// topic sets bucket.event_bucket_field, that one column's value (see package mapper). Each value
+// is written as its canonical text: text as is; integers in decimal; float and double in the
+// shortest form that reads back exactly (Go's strconv 'g' with precision -1, e.g. 21.5, 1e+21);
+// boolean true or false; timestamp in UTC as 2006-01-02T15:04:05.000Z (always three fraction
+// digits: a CQL timestamp holds milliseconds); date as 2006-01-02; uuid and timeuuid in
+// lower-case 8-4-4-4-12 form; blob in lower-case hex; inet as Go's net.IP String; decimal and
+// varint in their exact decimal text. The event bucket is FNV-1a 64-bit (offset basis
+// 14695981039346656037, prime 1099511628211) over the canonical texts joined by a single 0x00
+// byte, taken as an unsigned 64-bit integer, mod N (EventBucket, IDHash). The hash is fixed
+// per row, so a replayed record lands in the same event bucket. Readers of a time bucket query
+// all N.
 //
 // # Slices
 //
@@ -83,15 +96,19 @@
 // Take the event time as seconds since the Unix epoch (u, drop sub-seconds toward the past),
 // floor-divide by the width in seconds to get the index (rounding toward negative infinity:
 // Math.floorDiv in Java, // in Python), multiply back to get the start, and format the start in
-// UTC. Calendar units use the index formulas above. Any language with a UTC calendar and ISO week support (Java's IsoFields,
-// Python's date.isocalendar) gets the same result. Example for width 1h, key text, 4 event
-// buckets, id "sensor-42", event time 2024-01-15T14:37:12+05:30:
+// UTC. Calendar units use the index formulas above. Any language with a UTC calendar and ISO
+// week support (Java's IsoFields, Python's date.isocalendar) gets the same result. Example for
+// width 1h, key text, 4 event buckets, id "sensor-42", clustering column ts (a timestamp holding
+// the event time), event time 2024-01-15T14:37:12+05:30:
 //
 //	u     = 1705309632                     (2024-01-15T09:07:12Z)
 //	index = floor(1705309632 / 3600) = 473697
 //	start = 473697 * 3600 = 1705309200     (2024-01-15T09:00:00Z)
 //	text  = "2024-01-15-09", int = 2024011509, number = 473697
 //	week  = 2024-W03 (index 2820, int 202403)
-//	FNV-1a 64("sensor-42") = 5480530964706277968; mod 4 = 0 → event bucket 0
-//	FNV-1a 64("site-7" 0x00 "sensor-42") = 12616644721313318105; mod 4 = 1
+//	FNV-1a 64("2024-01-15T09:07:12.000Z") = 9737493038805735161; mod 4 = 1 → event bucket 1
+//	with clustering (ts, seq) and seq an int of 7:
+//	FNV-1a 64("2024-01-15T09:07:12.000Z" 0x00 "7") = 350632916081792452; mod 4 = 0
+//
+// TestDocWorkedExample computes these lines through the real mapper.
 package bucketer

@@ -21,17 +21,18 @@ func Example() {
 	w, _ := bucketer.New(bucketer.Spec{Width: "week"})
 	fmt.Println(w.Text(w.Index(at)), w.Index(at), w.KeyInt(w.Index(at)))
 
-	fmt.Println(bucketer.EventBucket([]byte("sensor-42"), p.EventBuckets()))
+	// The event bucket hashes the canonical text of the clustering value(s), not the id.
+	fmt.Println(bucketer.EventBucket([]byte("2024-01-15T09:07:12.000Z"), p.EventBuckets()))
 	h := bucketer.NewIDHash()
-	h.PartString("site-7")
-	h.PartString("sensor-42")
+	h.PartString("2024-01-15T09:07:12.000Z")
+	h.PartString("7")
 	fmt.Println(h.Sum64(), h.Bucket(4))
 	// Output:
 	// 1705309632 473697 1705309200 2024-01-15T09:00:00Z
 	// 2024-01-15-09 2024011509 text
 	// 2024-W03 2820 202403
-	// 0
-	// 12616644721313318105 1
+	// 1
+	// 350632916081792452 0
 }
 
 // A reader walking a day of hourly, 2-way event-bucketed, daily-sliced partitions newest first.

@@ -1,14 +1,17 @@
 package bucketer
 
-// The event-bucket hash is FNV-1a, 64 bits, over the bytes of the entity id. It is part of the
-// on-disk contract: changing it would move every row of every sliced entity to another partition.
+// The event-bucket hash is FNV-1a, 64 bits, over the canonical text of the values the mapper
+// hashes (the clustering values, or the event_bucket_field column: see the package doc), joined
+// by 0x00. It is part of the on-disk contract: changing it would move every row of every split
+// entity to another partition.
 const (
 	fnvOffset64 = 14695981039346656037
 	fnvPrime64  = 1099511628211
 )
 
-// EventBucket returns the event bucket of an id among n: the FNV-1a 64-bit hash of the bytes,
-// as an unsigned integer, modulo n. n <= 1 means no event buckets and gives 0.
+// EventBucket returns the event bucket among n of one hashed value (its canonical text): the
+// FNV-1a 64-bit hash of the bytes, as an unsigned integer, modulo n. n <= 1 means no event
+// buckets and gives 0.
 func EventBucket(id []byte, n int) int {
 	if n <= 1 {
 		return 0
@@ -18,7 +21,7 @@ func EventBucket(id []byte, n int) int {
 	return int(h.sum % uint64(n))
 }
 
-// EventBucketString is EventBucket for an id held as a string; it does not allocate.
+// EventBucketString is EventBucket for a value held as a string; it does not allocate.
 func EventBucketString(id string, n int) int {
 	if n <= 1 {
 		return 0
@@ -28,8 +31,9 @@ func EventBucketString(id string, n int) int {
 	return int(h.sum % uint64(n))
 }
 
-// IDHash hashes a composite id part by part without building the joined bytes: the hash of
-// parts a, b, c equals EventBucket over a + 0x00 + b + 0x00 + c. The zero value is not ready;
+// IDHash hashes several values (the canonical texts of a row's clustering values) part by part
+// without building the joined bytes: the hash of parts a, b, c equals EventBucket over
+// a + 0x00 + b + 0x00 + c. The zero value is not ready;
 // start from NewIDHash.
 type IDHash struct {
 	sum   uint64
@@ -39,7 +43,7 @@ type IDHash struct {
 // NewIDHash returns the hash of no bytes.
 func NewIDHash() IDHash { return IDHash{sum: fnvOffset64} }
 
-// Part adds one part of a composite id; every part after the first is preceded by a 0x00 byte.
+// Part adds one value; every part after the first is preceded by a 0x00 byte.
 func (h *IDHash) Part(b []byte) {
 	if h.parts > 0 {
 		h.writeByte(0)

@@ -102,7 +102,7 @@ func createTable(t mapper.Table, tc config.Topic, name string) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE IF NOT EXISTS " + t.Keyspace + "." + name + " (\n")
 	for _, c := range t.Columns {
-		b.WriteString("    " + c.Name + " " + c.Type + ",\n")
+		b.WriteString("    " + c.Name + " " + ddlType(c.Type) + ",\n")
 	}
 	b.WriteString("    PRIMARY KEY ((" + strings.Join(t.PartitionKey, ", ") + ")")
 	for _, c := range t.Clustering {
@@ -126,6 +126,25 @@ func createTable(t mapper.Table, tc config.Topic, name string) string {
 	}
 	b.WriteString("\n    AND gc_grace_seconds = " + strconv.FormatInt(int64(time.Duration(tc.GCGrace)/time.Second), 10))
 	return b.String()
+}
+
+// ddlType is the type a column is created with: a collection is frozen. A row is always written
+// whole, so nothing is lost by freezing, and a frozen collection is one cell, overwritten whole by
+// a replay or a retried batch; a non-frozen list written again at the same write timestamp keeps
+// both copies of its elements (['a','b'] becomes ['a','b','a','b']). Sets and maps would survive
+// that, but one rule for every collection is simpler to reason about.
+func ddlType(typ string) string {
+	if isCollection(typ) {
+		return "frozen<" + typ + ">"
+	}
+	return typ
+}
+
+// isCollection reports whether typ (a config or system_schema spelling, not frozen) is a list, set
+// or map.
+func isCollection(typ string) bool {
+	t := normalizeType(typ)
+	return strings.HasPrefix(t, "list<") || strings.HasPrefix(t, "set<") || strings.HasPrefix(t, "map<")
 }
 
 // CompactionWindow is the TimeWindowCompactionStrategy window matching a bucket width, so each
@@ -285,16 +304,36 @@ func CheckTable(t mapper.Table, table string, cols []SchemaColumn) error {
 	}
 	for _, c := range t.Columns {
 		got, ok := byName[strings.ToLower(c.Name)]
-		switch {
-		case !ok:
+		if !ok {
 			return fmt.Errorf("table %s has no column %s (%s) that topics.%s writes; add it with ALTER TABLE %s ADD %s %s",
-				full, c.Name, c.Type, t.Topic, full, c.Name, c.Type)
-		case normalizeType(got.Type) != normalizeType(c.Type):
+				full, c.Name, ddlType(c.Type), t.Topic, full, c.Name, ddlType(c.Type))
+		}
+		// Frozen or not, a collection binds the same: compare what it holds, then whether a replay
+		// can write it again.
+		gotType, frozen := unfrozen(got.Type)
+		if gotType != normalizeType(c.Type) {
 			return fmt.Errorf("table %s column %s is %s, but topics.%s writes it as %s; %s",
 				full, c.Name, got.Type, t.Topic, c.Type, fix)
 		}
+		if !frozen && strings.HasPrefix(gotType, "list<") && t.DeterministicTimestamp() {
+			return fmt.Errorf("table %s column %s is a %s that is not frozen: with write_timestamp %s a replay or a retried batch writes a row again at the same timestamp, "+
+				"and Cassandra then keeps both copies of the list's elements (['a','b'] becomes ['a','b','a','b']); "+
+				"make it %s (what `sink schema` creates; ALTER TABLE %s DROP %s, then ADD %s %s, which drops the column's data), "+
+				"or use a new table, or set topics.%s.write_timestamp: server (not deterministic on replay)",
+				full, c.Name, got.Type, t.WriteTimestamp, ddlType(c.Type), full, c.Name, c.Name, ddlType(c.Type), t.Topic)
+		}
 	}
 	return nil
+}
+
+// unfrozen is a system_schema type normalized (normalizeType) without its frozen<...>, and whether
+// it had one.
+func unfrozen(typ string) (string, bool) {
+	t := normalizeType(typ)
+	if inner, ok := strings.CutPrefix(t, "frozen<"); ok {
+		return strings.TrimSuffix(inner, ">"), true
+	}
+	return t, false
 }
 
 func lower(names []string) []string {

@@ -117,6 +117,11 @@ func newCluster(c config.Cassandra) (*gocql.ClusterConfig, gocql.Consistency, er
 	// as success. The Writer retries in its own loop.
 	cluster.RetryPolicy = nil
 
+	// No client timestamp: gocql stamps every request with this machine's clock by default, which
+	// turns write_timestamp server into "client". The deterministic modes bind USING TIMESTAMP,
+	// which wins over a default timestamp anyway; server means the coordinator's clock.
+	cluster.DefaultTimestamp = false
+
 	// No session keyspace: `sink schema` connects before its keyspaces exist, and a session keyspace
 	// that does not exist fails the connection. Each batch names its keyspace instead
 	// (Batch.SetKeyspace), which is what the token-aware policy looks replicas up by.

@@ -86,3 +86,16 @@ func TestNewClusterTLS(t *testing.T) {
 		t.Fatalf("TLS options %+v", cluster.SslOpts)
 	}
 }
+
+// TestServerWriteTimestampIsNotStampedByTheClient: gocql sends a client-side default timestamp with
+// every request unless told not to, and Cassandra takes it as the write timestamp of a statement without
+// USING TIMESTAMP, so write_timestamp server would be this machine's clock. The session sends none.
+func TestServerWriteTimestampIsNotStampedByTheClient(t *testing.T) {
+	cluster, _, err := newCluster(config.Cassandra{Hosts: []string{"h"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cluster.DefaultTimestamp {
+		t.Error("the session sends a client timestamp with every request; write_timestamp server must be the coordinator's")
+	}
+}

@@ -28,6 +28,9 @@ const (
 	// DefaultStartOffset: a new group reads the topic from its beginning; skipping history
 	// silently is the surprise an operator cannot undo.
 	DefaultStartOffset = "earliest"
+	// DefaultIsolationLevel: a transaction its producer aborted never happened, so its records
+	// must not become rows.
+	DefaultIsolationLevel = IsolationReadCommitted
 
 	// DefaultConsistency: LOCAL_QUORUM survives one replica down per DC with RF 3 and never waits
 	// on a remote DC.
@@ -101,6 +104,9 @@ const (
 	// correct. Raise it to exceed the repair interval when rows are deleted explicitly.
 	DefaultGCGrace        = Duration(Day)
 	DefaultWriteTimestamp = WriteTimestampKafka
+	// DefaultTTLFrom is Cassandra's own meaning of a TTL, so a configured ttl means what it says in
+	// CQL; event_time is the choice for replays and rolling keys (docs/CONFIG.md).
+	DefaultTTLFrom = TTLFromWrite
 	// DefaultPartitionBudget is the guidance of the time-series literature: stay under 100 MB
 	// per partition (decimal megabytes, as nodetool reports them).
 	DefaultPartitionBudget = Bytes(100_000_000)
@@ -109,6 +115,9 @@ const (
 
 // Values of the enumerated keys.
 const (
+	IsolationReadCommitted   = "read_committed"
+	IsolationReadUncommitted = "read_uncommitted"
+
 	TimeSourceField = "field"
 	TimeSourceKafka = "kafka"
 
@@ -121,6 +130,10 @@ const (
 	WriteTimestampKafka     = "kafka"
 	WriteTimestampEventTime = "event_time"
 	WriteTimestampServer    = "server"
+	WriteTimestampOffset    = "offset"
+
+	TTLFromWrite     = "write"
+	TTLFromEventTime = "event_time"
 
 	SourceEventTime      = "event_time"
 	SourceKafkaKey       = "kafka_key"
@@ -196,6 +209,8 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	dur("kafka.rebalance_timeout", &k.RebalanceTimeout, DefaultRebalanceTimeout)
 	str("kafka.start_offset", &k.StartOffset, DefaultStartOffset)
 	k.StartOffset = strings.ToLower(k.StartOffset)
+	str("kafka.isolation_level", &k.IsolationLevel, DefaultIsolationLevel)
+	k.IsolationLevel = strings.ToLower(k.IsolationLevel)
 	// SASL mechanism names are upper case in the protocol; accept any case in the file.
 	k.SASL.Mechanism = strings.ToUpper(k.SASL.Mechanism)
 
@@ -257,6 +272,8 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		t.Consistency = strings.ToUpper(t.Consistency)
 		str(p+"write_timestamp", &t.WriteTimestamp, DefaultWriteTimestamp)
 		t.WriteTimestamp = strings.ToLower(t.WriteTimestamp)
+		str(p+"ttl_from", &t.TTLFrom, DefaultTTLFrom)
+		t.TTLFrom = strings.ToLower(t.TTLFrom)
 		size(p+"partition_budget", &t.PartitionBudget, DefaultPartitionBudget)
 		for i := range t.Clustering {
 			cl := &t.Clustering[i]

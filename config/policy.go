@@ -68,9 +68,12 @@ func (c *Config) validateBucket(v *validator, p string, t Topic) {
 	}
 }
 
-// validateRollingTTL: a rolling key comes round again after Rolling buckets and the rows of the
-// previous cycle are still in that partition unless they have expired, so without a TTL of at
-// most one cycle the partition grows without bound, which is what bucketing exists to prevent.
+// validateRollingTTL: a rolling key comes round again after Rolling buckets, and the rows of the
+// previous cycle are still in that partition unless they have expired. The partition of bucket b
+// is reused from start(b) + Rolling×w; its last rows have event times just short of start(b) + w,
+// so with the TTL counted from the event time they expire by then exactly when
+// ttl <= (Rolling-1)×w. Counted from the write, each row written after its bucket ended lives on
+// for that lag as well, which no bound on the TTL can cover (docs/CONFIG.md says so).
 func validateRollingTTL(v *validator, p string, t Topic) {
 	w, err := bucketer.ParseWidth(t.Bucket.Width)
 	if err != nil {
@@ -88,9 +91,13 @@ func validateRollingTTL(v *validator, p string, t Topic) {
 		shortest = time.Duration(w.Seconds) * time.Second
 	}
 	cycle := Duration(shortest * time.Duration(t.Bucket.Rolling))
-	if t.TTL <= 0 || t.TTL > cycle {
-		v.add(p+".ttl", "%s with bucket.rolling %d of %s: a key is reused after %s; set ttl to at most %s so the previous cycle's rows expire first, or the partition grows without bound",
-			ttlText(t.TTL), t.Bucket.Rolling, t.Bucket.Width, cycle, cycle)
+	bound := Duration(shortest * time.Duration(t.Bucket.Rolling-1))
+	switch {
+	case t.Bucket.Rolling == 1:
+		v.add(p+".bucket.rolling", "1 reuses the one key at every bucket, so the previous bucket's rows are always still there; use at least 2")
+	case t.TTL <= 0 || t.TTL > bound:
+		v.add(p+".ttl", "%s with bucket.rolling %d of %s: a key is reused %s after its bucket starts, and a row of the bucket's last moment must have expired by then; set ttl to at most %s (rolling - 1 buckets), with ttl_from: event_time, or the partition grows without bound",
+			ttlText(t.TTL), t.Bucket.Rolling, t.Bucket.Width, cycle, bound)
 	}
 }
 

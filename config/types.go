@@ -32,6 +32,10 @@ type Kafka struct {
 	RebalanceTimeout Duration `koanf:"rebalance_timeout"` // default 60s
 	// StartOffset is where a group with no committed offset starts: "earliest" (default) or "latest".
 	StartOffset string `koanf:"start_offset"`
+	// IsolationLevel is what the consumer reads of transactional producers: "read_committed"
+	// (default: records of aborted transactions are never delivered, and open transactions hold
+	// the partition back until they end) or "read_uncommitted" (everything in the log).
+	IsolationLevel string `koanf:"isolation_level"`
 }
 
 // Cassandra holds the session settings.
@@ -144,12 +148,18 @@ type Topic struct {
 	Consistency     string       `koanf:"consistency"` // default cassandra.consistency
 	DeadLetterTopic string       `koanf:"dead_letter_topic"`
 	// WriteTimestamp is the Cassandra write timestamp of each row: "kafka" (default: the record
-	// timestamp in µs, plus offset%1000 as a tiebreak), "event_time" (µs), or "server" (not
-	// deterministic on replay; discouraged).
+	// timestamp in µs, plus offset%1000 as a tiebreak, which wraps), "event_time" (µs), "offset"
+	// (the record's offset: of two versions of a row from one partition the later record always
+	// wins), or "server" (not deterministic on replay; discouraged).
 	WriteTimestamp string `koanf:"write_timestamp"`
 	// PartitionBudget is the size a partition should stay under; `sink plan` and the
 	// largest-partition metrics judge against it. Default 100 MB.
 	PartitionBudget Bytes `koanf:"partition_budget"`
+	// TTLFrom is what TTL counts from: "write" (default: Cassandra's own rule, the row expires ttl
+	// after it is written) or "event_time" (the row expires ttl after its event time: each row is
+	// written with ttl minus its age, and a record already older than ttl is dead-lettered with
+	// reason expired).
+	TTLFrom string `koanf:"ttl_from"`
 }
 
 // EventTime says where the event time of a record comes from.

@@ -112,6 +112,7 @@ func (c *Config) validateKafka(v *validator) {
 			k.RebalanceTimeout, c.Writer.ShutdownTimeout)
 	}
 	v.enum("kafka.start_offset", k.StartOffset, "earliest", "latest")
+	v.enum("kafka.isolation_level", k.IsolationLevel, IsolationReadCommitted, IsolationReadUncommitted)
 	validateTLS(v, "kafka.tls", k.TLS)
 
 	s := k.SASL
@@ -504,11 +505,15 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	} else if t.TTL > 0 && t.TTL.Seconds() == 0 {
 		v.add(p+".ttl", "%s is under a second; CQL TTLs are whole seconds", t.TTL)
 	}
+	v.enum(p+".ttl_from", t.TTLFrom, TTLFromWrite, TTLFromEventTime)
+	if t.TTLFrom == TTLFromEventTime && t.TTL == 0 {
+		v.add(p+".ttl_from", "event_time without a ttl; set ttl, or remove ttl_from")
+	}
 	if t.GCGrace < 0 {
 		v.add(p+".gc_grace", "negative (%s); use e.g. 1d", t.GCGrace)
 	}
 	v.enum(p+".consistency", t.Consistency, consistencies...)
-	v.enum(p+".write_timestamp", t.WriteTimestamp, WriteTimestampKafka, WriteTimestampEventTime, WriteTimestampServer)
+	v.enum(p+".write_timestamp", t.WriteTimestamp, WriteTimestampKafka, WriteTimestampEventTime, WriteTimestampOffset, WriteTimestampServer)
 	v.positive(p+".partition_budget", int64(t.PartitionBudget), t.PartitionBudget.String())
 	if d := t.DeadLetterTopic; d != "" {
 		if !kafkaTopicRE.MatchString(d) || d == "." || d == ".." {

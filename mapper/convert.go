@@ -15,6 +15,8 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/valyala/fastjson"
 	"gopkg.in/inf.v0"
+
+	"github.com/bucketsink/sink/bucketer"
 )
 
 // problem says why a JSON value does not fit a column type. The zero value means no problem.
@@ -138,16 +140,27 @@ var rangeMsgs = map[kind]string{
 	kBigint:   "out of range for CQL bigint (-9223372036854775808 to 9223372036854775807)",
 }
 
-// minTime and maxTime bound every time the mapper accepts: four-digit years, the range RFC 3339
-// can spell and the bucket keys are defined for.
+// minTime and maxTime bound every time the mapper accepts, both included: four-digit years, the
+// range RFC 3339 can spell and the bucket keys are defined for (bucketer.MinTime, MaxTime).
 var (
-	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+	minTime = bucketer.MinTime
+	maxTime = bucketer.MaxTime
 )
 
-// inTimeRange also excludes the zero time.Time (0001-01-01T00:00:00Z): gocql encodes it as an
-// empty value instead of that instant.
-func inTimeRange(t time.Time) bool { return t.After(minTime) && !t.After(maxTime) }
+// inTimeRange reports whether t is one the mapper writes. The zero time.Time
+// (0001-01-01T00:00:00Z) is an instant like any other here: the mapper encodes times itself
+// (encoded.go), and hands gocql none it would send as an empty value (see timeValue).
+func inTimeRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) }
+
+// timeValue is the Go value bound for a timestamp or date inside a collection, which gocql
+// encodes: gocql sends the zero time.Time as an empty value instead of that instant, so the zero
+// instant goes as its milliseconds (an int64 gocql encodes as the same instant, for both types).
+func timeValue(t time.Time) any {
+	if t.IsZero() {
+		return unixMilli(t)
+	}
+	return t
+}
 
 // convertScalar converts one JSON value to the Go value gocql binds for CQL type k.
 // buf is scratch space; the returned value never aliases it or the parser's memory.
@@ -190,13 +203,13 @@ func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
 		if !pr.ok() {
 			return nil, pr
 		}
-		return t, problem{}
+		return timeValue(t), problem{}
 	case kDate:
 		t, pr := dateOf(v)
 		if !pr.ok() {
 			return nil, pr
 		}
-		return t, problem{}
+		return timeValue(t), problem{}
 	case kUUID, kTimeUUID:
 		u, pr := uuidOf(k, v)
 		if !pr.ok() {
@@ -339,7 +352,7 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 				return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
 			}
 			if !inTimeRange(t) {
-				return time.Time{}, fail(v, "out of range for CQL timestamp (years 0001 to 9999)")
+				return time.Time{}, fail(v, "out of range for CQL timestamp (years 0000 to 9999)")
 			}
 			return t, problem{}
 		}
@@ -351,7 +364,7 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 	}
 	t, ok := parseUnix(bstr(text), unixMS)
 	if !ok {
-		return time.Time{}, fail(v, "out of range for CQL timestamp (years 0001 to 9999)")
+		return time.Time{}, fail(v, "out of range for CQL timestamp (years 0000 to 9999)")
 	}
 	return t, problem{}
 }

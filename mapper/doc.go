@@ -29,9 +29,11 @@
 //     two records of one Kafka partition never share a UUID.
 //   - Write timestamp (topics.<name>.write_timestamp): "kafka" is the record timestamp in
 //     microseconds (millisecond precision) plus offset mod 1000, so of two records of one
-//     partition stamped in the same millisecond the later offset wins (the tiebreak wraps every
-//     1000 offsets); "event_time" is the event time in microseconds; "server" binds none and lets
-//     Cassandra stamp the write, which a replay then re-stamps.
+//     partition stamped in the same millisecond the later offset wins unless their offsets
+//     straddle a multiple of 1000 (the tiebreak wraps: 2000 loses to 1999); "event_time" is the
+//     event time in microseconds; "offset" is the record's offset itself, so along one partition
+//     the later record always wins; "server" binds none and lets Cassandra stamp the write, which
+//     a replay then re-stamps.
 //
 // # Values
 //

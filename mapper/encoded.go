@@ -69,9 +69,9 @@ func fixedWidth(k kind) int {
 
 // The set methods encode exactly as gocql's marshalers do for the Go value of the column's
 // type (int64, int32, int16, int8, float32, float64, time.Time, gocql.UUID), with one
-// precondition: a time is never the zero time.Time, which gocql sends as an empty value. Every
-// time the mapper converts is within years 0001 to 9999 and after the zero instant (inTimeRange);
-// encodeShared keeps a zero time boxed.
+// difference: the zero time.Time, which gocql sends as an empty value, is encoded as the instant
+// 0001-01-01T00:00:00Z it is, since the mapper accepts every time of years 0000 to 9999
+// (inTimeRange).
 
 func (e *encBigint) set(n int64)        { binary.BigEndian.PutUint64(e[:], uint64(n)) }
 func (e *encInt) set(n int32)           { binary.BigEndian.PutUint32(e[:], uint32(n)) }
@@ -324,9 +324,6 @@ func encodeShared(k kind, v any) any {
 			return e
 		}
 	case time.Time:
-		if x.IsZero() {
-			break
-		}
 		switch k {
 		case kTimestamp:
 			e := new(encTimestamp)

@@ -251,8 +251,11 @@ func FuzzEncodedMatchesGocql(f *testing.F) {
 			x.f = math.Float64frombits(bits)
 		case kTimestamp, kDate:
 			x.t = time.Unix(sec, int64(nsec%1e9)).UTC()
-			if !inTimeRange(x.t) {
-				return // never encoded: the mapper rejects times outside 0001 to 9999
+			if !inTimeRange(x.t) || x.t.IsZero() {
+				// Never encoded: the mapper rejects times outside 0000 to 9999. The zero time is
+				// encoded as its instant on purpose, where gocql sends an empty value
+				// (TestEncodeShared).
+				return
 			}
 		case kUUID, kTimeUUID:
 			binary.BigEndian.PutUint64(x.u[:8], bits)
@@ -342,9 +345,14 @@ func TestEncodeShared(t *testing.T) {
 			t.Errorf("%s: GoValue %#v, want %#v", kindNames[tc.k], GoValue(e), tc.v)
 		}
 	}
-	// gocql sends the zero time as an empty value, which a fixed-width encoding cannot say: it
-	// stays the Go value, and so do combinations the mapper never makes.
-	for _, v := range []any{time.Time{}, int64(1), true} {
+	// gocql sends the zero time as an empty value; the mapper sends the instant it is
+	// (0001-01-01T00:00:00Z is a time the mapper accepts, see inTimeRange).
+	zero := encodeShared(kTimestamp, time.Time{})
+	if e, ok := zero.(*encTimestamp); !ok || int64(binary.BigEndian.Uint64(e[:])) != (time.Time{}).UnixMilli() {
+		t.Errorf("encodeShared(timestamp, zero time) = %#v, want the instant's milliseconds", zero)
+	}
+	// Combinations the mapper never makes stay the Go value.
+	for _, v := range []any{int64(1), true} {
 		if e := encodeShared(kTimestamp, v); e != v {
 			t.Errorf("encodeShared(timestamp, %#v) = %#v, want the value itself", v, e)
 		}

@@ -80,9 +80,9 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 		BucketEnd:            p.policy.End(out.bucket.idx),
 		EventBucket:          out.eventBucket,
 		EventBuckets:         p.eventBuckets,
-		TTL:                  p.ttl,
+		TTL:                  out.ttl,
 		WriteTimestamp:       out.writeTS,
-		WriteTimestampSource: [...]string{"kafka", "event_time", "server"}[p.wts],
+		WriteTimestampSource: p.wts.String(),
 		CQL:                  out.row.Target.Insert,
 		Row:                  out.row,
 	}

@@ -23,65 +23,42 @@ import (
 // gocql marshals and Cassandra stores, Row.Key must hash to the partition's real token, and the
 // write timestamp and TTL must be the ones the mapper chose.
 func TestRowsOnCassandra(t *testing.T) {
-	hosts := testenv.Cassandra(t)
-	ks := testenv.Name(t, "mapper")
-	cfg := &config.Config{
-		Kafka: config.Kafka{Brokers: []string{"127.0.0.1:9092"}},
-		Cassandra: config.Cassandra{Hosts: hosts, Keyspace: ks,
-			Replication: map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}},
-		Topics: map[string]config.Topic{
-			"all": {
-				Topic:  "all-types",
-				ID:     []string{"tenant", "device"},
-				Time:   config.EventTime{Source: "field", Field: "ts", Format: "unix_ms"},
-				Bucket: config.Bucket{Width: "1h", Key: "timestamp", EventBuckets: 4},
-				Table:  "all_types",
-				Columns: []config.Column{
-					{Name: "tenant", Type: "text", Field: "tenant"},
-					{Name: "device", Type: "int", Field: "device"},
-					{Name: "id", Type: "timeuuid", Source: "timeuuid"},
-					{Name: "at", Type: "timestamp", Source: "event_time"},
-					{Name: "a", Type: "ascii", Field: "a"},
-					{Name: "bi", Type: "bigint", Field: "bi"},
-					{Name: "si", Type: "smallint", Field: "si"},
-					{Name: "ti", Type: "tinyint", Field: "ti"},
-					{Name: "f", Type: "float", Field: "f"},
-					{Name: "d", Type: "double", Field: "d"},
-					{Name: "b", Type: "boolean", Field: "b"},
-					{Name: "day", Type: "date", Field: "day"},
-					{Name: "u", Type: "uuid", Field: "u"},
-					{Name: "bl", Type: "blob", Field: "bl"},
-					{Name: "ip", Type: "inet", Field: "ip"},
-					{Name: "dec", Type: "decimal", Field: "dec"},
-					{Name: "vi", Type: "varint", Field: "vi"},
-					{Name: "tags", Type: "set<text>", Field: "tags"},
-					{Name: "vals", Type: "list<double>", Field: "vals"},
-					{Name: "attrs", Type: "map<text, int>", Field: "attrs"},
-					{Name: "missing", Type: "text", Field: "nope"},
-					{Name: "k", Type: "text", Source: "kafka_key"},
-					{Name: "off", Type: "bigint", Source: "kafka_offset"},
-				},
-				Clustering: []config.Clustering{{Column: "id", Order: "desc"}},
-				TTL:        config.Duration(24 * time.Hour),
+	ks, m, s, ctx := onCassandra(t, map[string]config.Topic{
+		"all": {
+			Topic:  "all-types",
+			ID:     []string{"tenant", "device"},
+			Time:   config.EventTime{Source: "field", Field: "ts", Format: "unix_ms"},
+			Bucket: config.Bucket{Width: "1h", Key: "timestamp", EventBuckets: 4},
+			Table:  "all_types",
+			Columns: []config.Column{
+				{Name: "tenant", Type: "text", Field: "tenant"},
+				{Name: "device", Type: "int", Field: "device"},
+				{Name: "id", Type: "timeuuid", Source: "timeuuid"},
+				{Name: "at", Type: "timestamp", Source: "event_time"},
+				{Name: "a", Type: "ascii", Field: "a"},
+				{Name: "bi", Type: "bigint", Field: "bi"},
+				{Name: "si", Type: "smallint", Field: "si"},
+				{Name: "ti", Type: "tinyint", Field: "ti"},
+				{Name: "f", Type: "float", Field: "f"},
+				{Name: "d", Type: "double", Field: "d"},
+				{Name: "b", Type: "boolean", Field: "b"},
+				{Name: "day", Type: "date", Field: "day"},
+				{Name: "u", Type: "uuid", Field: "u"},
+				{Name: "bl", Type: "blob", Field: "bl"},
+				{Name: "ip", Type: "inet", Field: "ip"},
+				{Name: "dec", Type: "decimal", Field: "dec"},
+				{Name: "vi", Type: "varint", Field: "vi"},
+				{Name: "tags", Type: "set<text>", Field: "tags"},
+				{Name: "vals", Type: "list<double>", Field: "vals"},
+				{Name: "attrs", Type: "map<text, int>", Field: "attrs"},
+				{Name: "missing", Type: "text", Field: "nope"},
+				{Name: "k", Type: "text", Source: "kafka_key"},
+				{Name: "off", Type: "bigint", Source: "kafka_offset"},
 			},
+			Clustering: []config.Clustering{{Column: "id", Order: "desc"}},
+			TTL:        config.Duration(24 * time.Hour),
 		},
-	}
-	cfg.ApplyDefaults()
-	m, err := mapper.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := cassandra.Connect(ctx, cfg.Cassandra)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	t.Cleanup(func() { _ = s.Driver().Query("DROP KEYSPACE IF EXISTS " + ks).Exec() })
-	if err := cassandra.ApplySchema(ctx, s, cfg, nil, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	const value = `{"tenant":"acme","device":7,"ts":1705329442123,"a":"plain","bi":-9000000000,"si":-300,` +
 		`"ti":12,"f":1.5,"d":-2.25e-3,"b":true,"day":"2024-01-15","u":"0b6a1f6e-3f0c-4a53-9b8f-1f2a3b4c5d6e",` +
@@ -163,44 +140,21 @@ func TestRowsOnCassandra(t *testing.T) {
 // bind metadata must make MarshalCQL refuse with a *BindTypeError, one the writer does not retry,
 // instead of sending 4 bytes of int into a bigint or text into an ascii column.
 func TestEncodedValueRefusesAlteredColumn(t *testing.T) {
-	hosts := testenv.Cassandra(t)
-	ks := testenv.Name(t, "mapper")
-	cfg := &config.Config{
-		Kafka: config.Kafka{Brokers: []string{"127.0.0.1:9092"}},
-		Cassandra: config.Cassandra{Hosts: hosts, Keyspace: ks,
-			Replication: map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}},
-		Topics: map[string]config.Topic{
-			"t": {
-				Topic:  "t",
-				ID:     []string{"k"},
-				Time:   config.EventTime{Source: "kafka"},
-				Bucket: config.Bucket{Width: "1d", Key: "date"},
-				Table:  "configured",
-				Columns: []config.Column{
-					{Name: "k", Type: "text", Field: "k"},
-					{Name: "n", Type: "int", Field: "n"},
-					{Name: "at", Type: "timestamp", Source: "event_time"},
-				},
-				Clustering: []config.Clustering{{Column: "at", Order: "desc"}},
+	ks, m, s, ctx := onCassandra(t, map[string]config.Topic{
+		"t": {
+			Topic:  "t",
+			ID:     []string{"k"},
+			Time:   config.EventTime{Source: "kafka"},
+			Bucket: config.Bucket{Width: "1d", Key: "date"},
+			Table:  "configured",
+			Columns: []config.Column{
+				{Name: "k", Type: "text", Field: "k"},
+				{Name: "n", Type: "int", Field: "n"},
+				{Name: "at", Type: "timestamp", Source: "event_time"},
 			},
+			Clustering: []config.Clustering{{Column: "at", Order: "desc"}},
 		},
-	}
-	cfg.ApplyDefaults()
-	m, err := mapper.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := cassandra.Connect(ctx, cfg.Cassandra)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	t.Cleanup(func() { _ = s.Driver().Query("DROP KEYSPACE IF EXISTS " + ks).Exec() })
-	if err := cassandra.ApplySchema(ctx, s, cfg, nil, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	})
 	if err := s.Driver().Query("CREATE TABLE " + ks + ".altered (k ascii PRIMARY KEY, n bigint)").WithContext(ctx).Exec(); err != nil {
 		t.Fatal(err)
 	}
@@ -233,4 +187,38 @@ func TestEncodedValueRefusesAlteredColumn(t *testing.T) {
 	if err := s.Driver().Query("SELECT count(*) FROM " + ks + ".altered").WithContext(ctx).Scan(&n); err != nil || n != 0 {
 		t.Errorf("the altered table holds %d rows (%v), want none", n, err)
 	}
+}
+
+// onCassandra compiles a config of topics (which name no keyspace) whose keyspace is the test's own
+// on the test Cassandra, and applies its schema there. It returns the keyspace, the mapper, a session
+// closed at the end of the test and a context bounding the test.
+func onCassandra(t *testing.T, topics map[string]config.Topic) (string, *mapper.Mapper, *cassandra.Session, context.Context) {
+	t.Helper()
+	hosts := testenv.Cassandra(t)
+	ks := testenv.Name(t, "mapper")
+	cfg := &config.Config{
+		Kafka: config.Kafka{Brokers: []string{"127.0.0.1:9092"}},
+		Cassandra: config.Cassandra{Hosts: hosts, Keyspace: ks,
+			Replication: map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}},
+		Topics: topics,
+	}
+	cfg.ApplyDefaults()
+	m, err := mapper.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	s, err := cassandra.Connect(ctx, cfg.Cassandra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.Driver().Query("DROP KEYSPACE IF EXISTS " + ks).Exec()
+		s.Close()
+	})
+	if err := cassandra.ApplySchema(ctx, s, cfg, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return ks, m, s, ctx
 }

@@ -28,13 +28,25 @@ type Record struct {
 	Offset    int64
 	Key       []byte
 	Value     []byte
-	Timestamp time.Time // the record timestamp (create or log-append time)
+	Timestamp time.Time // the record timestamp (create or log-append time); see kafkaTime
+}
+
+// kafkaTime is the record's Kafka timestamp, and false when it has none. A record produced
+// without a timestamp carries -1, which franz-go hands on as 1969-12-31T23:59:59.999Z, and
+// brokers refuse every other negative timestamp, so any instant before the Unix epoch (the
+// zero time.Time included) means "no timestamp", never an event of 1969.
+func kafkaTime(rec *Record) (time.Time, bool) {
+	if rec.Timestamp.UnixMilli() < 0 {
+		return time.Time{}, false
+	}
+	return rec.Timestamp.UTC(), true
 }
 
 // Reasons of a RecordError, also the reason label of sink_records_dead_lettered_total.
 const (
-	ReasonDecode = "decode" // the value is not a JSON object
-	ReasonMap    = "map"    // a field is missing or does not fit its column, or the time is unusable
+	ReasonDecode  = "decode"  // the value is not a JSON object
+	ReasonMap     = "map"     // a field is missing or does not fit its column, or the time is unusable
+	ReasonExpired = "expired" // ttl_from event_time: the event is older than the ttl, so its row would be born expired
 )
 
 // RecordError is why one record cannot become a row. The pipeline sends the record to its
@@ -43,7 +55,7 @@ type RecordError struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Reason    string // ReasonDecode or ReasonMap
+	Reason    string // ReasonDecode, ReasonMap or ReasonExpired
 	Err       error
 }
 
@@ -140,7 +152,13 @@ const (
 	wtsKafka writeTS = iota
 	wtsEventTime
 	wtsServer
+	wtsOffset
 )
+
+// String is the write_timestamp value of w.
+func (w writeTS) String() string {
+	return [...]string{config.WriteTimestampKafka, config.WriteTimestampEventTime, config.WriteTimestampServer, config.WriteTimestampOffset}[w]
+}
 
 // plan is one compiled topic.
 type plan struct {
@@ -163,7 +181,10 @@ type plan struct {
 	timeFormat        string
 	timeUnit          unit
 	ttl               time.Duration
-	ttlValue          any // int32 seconds, encoded once; nil without TTL
+	ttlValue          any  // int32 seconds, encoded once; nil without TTL
+	ttlFromEvent      bool // ttl_from event_time: each row's TTL is ttl minus its age (rowTTL)
+	ttlAt             int  // with ttlFromEvent, the byte offset of the row's TTL in row memory
+	now               func() time.Time
 	wts               writeTS
 	consistency       string
 	insertCols        []string  // cols, bucket column, event bucket column
@@ -240,6 +261,8 @@ func compile(name string, t config.Topic) (*plan, error) {
 		bucketColumn:      t.Bucket.Column,
 		eventBucketColumn: t.Bucket.EventBucketColumn,
 		ttl:               time.Duration(t.TTL),
+		ttlFromEvent:      t.TTL > 0 && t.TTLFrom == config.TTLFromEventTime,
+		now:               time.Now,
 		consistency:       t.Consistency,
 	}
 	for _, id := range []string{p.keyspace, p.table, p.bucketColumn} {
@@ -351,6 +374,8 @@ func compile(name string, t config.Topic) (*plan, error) {
 		p.wts = wtsEventTime
 	case config.WriteTimestampServer:
 		p.wts = wtsServer
+	case config.WriteTimestampOffset:
+		p.wts = wtsOffset
 	}
 
 	for _, c := range p.cols {
@@ -417,6 +442,9 @@ func (p *plan) layoutRowMemory() {
 	}
 	if p.wts != wtsServer {
 		p.wtsAt, nbytes = nbytes, nbytes+fixedWidth(kBigint)
+	}
+	if p.ttlFromEvent {
+		p.ttlAt, nbytes = nbytes, nbytes+fixedWidth(kInt)
 	}
 	p.mem = newRowLayout(p.nvals, nstr, nbytes)
 	// Packing needs every column's value encoded (or absent); the other values of a row always are.
@@ -538,6 +566,7 @@ type outcome struct {
 	eventTime   time.Time
 	bucket      *bucketEntry
 	eventBucket int
+	ttl         time.Duration // the TTL bound (0: none)
 	writeTS     int64
 	unpacked    bool // built in scratch memory but pack refused a value: map again with noPack
 }
@@ -596,6 +625,9 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 		vals[i] = v
 	}
 	if err := p.complete(&out, rec, s, mem); err != nil {
+		if errors.Is(err, errExpired) {
+			return out, ReasonExpired, err
+		}
 		return out, ReasonMap, err
 	}
 	return out, "", nil
@@ -643,19 +675,37 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 		vals[n] = p.ebValues[out.eventBucket]
 		n++
 	}
-	if p.ttlValue != nil {
+	out.ttl = p.ttl
+	if p.ttlFromEvent {
+		secs, err := p.rowTTL(t)
+		if err != nil {
+			return err
+		}
+		e := mem.int(p.ttlAt)
+		e.set(secs)
+		vals[n] = e
+		out.ttl = time.Duration(secs) * time.Second
+		n++
+	} else if p.ttlValue != nil {
 		vals[n] = p.ttlValue
 		n++
 	}
 	switch p.wts {
 	case wtsKafka:
-		if rec.Timestamp.IsZero() {
-			return errors.New("write timestamp: the record has no Kafka timestamp (write_timestamp kafka needs one)")
+		kt, ok := kafkaTime(rec)
+		if !ok {
+			return errors.New("write timestamp: the record has no Kafka timestamp (-1); write_timestamp kafka needs one")
 		}
-		// The offset tiebreak orders records of one partition produced in the same millisecond.
-		out.writeTS = rec.Timestamp.UnixMilli()*1000 + rec.Offset%1000
+		// The offset tiebreak orders records of one partition produced in the same millisecond,
+		// but only within a run of 1000 offsets: offset 2000 loses to 1999 (write_timestamp offset
+		// has no such wrap).
+		out.writeTS = kt.UnixMilli()*1000 + rec.Offset%1000
 	case wtsEventTime:
 		out.writeTS = t.UnixMicro()
+	case wtsOffset:
+		// Strictly increasing along a partition, the same on every replay, and independent of
+		// any clock.
+		out.writeTS = rec.Offset
 	}
 	if p.wts != wtsServer {
 		e := mem.bigint(p.wtsAt)
@@ -712,6 +762,32 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 	out.row.Values = vals
 	out.row.Size = size
 	return nil
+}
+
+// maxTTL is Cassandra's largest TTL, 20 years, in seconds.
+const maxTTL = 20 * 365 * 24 * 3600
+
+// errExpired is wrapped by the error of a record whose event is older than its topic's ttl under
+// ttl_from event_time; its reason is ReasonExpired.
+var errExpired = errors.New("expired")
+
+// rowTTL is the TTL of a row with event time t under ttl_from event_time: what is left of the ttl
+// at p.now(), in whole seconds rounded down, so that the row expires at t + ttl (later only by the
+// time between mapping and the write). Cassandra counts a TTL from the moment the coordinator
+// applies the write, whatever the write timestamp, so that is the only way to make the expiry a
+// function of the event: a replay a year later writes a TTL a year shorter, and the same expiry.
+// An event in the future gets more than ttl, up to Cassandra's limit of 20 years. Less than one
+// second left is errExpired: a TTL of 0 would mean "never expires".
+func (p *plan) rowTTL(t time.Time) (int32, error) {
+	age := p.now().Sub(t) // Sub saturates at the extremes; the comparisons below never overflow
+	switch {
+	case age > p.ttl-time.Second:
+		return 0, fmt.Errorf("%w: event time %s plus ttl %s was %s ago; the row would be born expired (ttl_from event_time)",
+			errExpired, t.Format(time.RFC3339Nano), config.Duration(p.ttl), config.Duration(age-p.ttl))
+	case age < p.ttl-maxTTL*time.Second:
+		return maxTTL, nil
+	}
+	return int32((p.ttl - age) / time.Second), nil
 }
 
 // rowBlock returns the row memory for the next row of p: the scratch's own block, reused row after
@@ -773,13 +849,14 @@ func appendComponent(dst []byte, components int, k kind, v any) []byte {
 // eventTime finds the record's event time per the topic's time settings.
 func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Time, error) {
 	if p.timeFromKafka {
-		if rec.Timestamp.IsZero() {
-			return time.Time{}, errors.New("event time: the record has no Kafka timestamp")
+		kt, ok := kafkaTime(rec)
+		if !ok {
+			return time.Time{}, errors.New("event time: the record has no Kafka timestamp (-1), and time.source kafka takes the event time from it")
 		}
-		if !inTimeRange(rec.Timestamp) {
-			return time.Time{}, fmt.Errorf("event time: the Kafka timestamp %s is out of range (years 0001 to 9999)", rec.Timestamp.UTC().Format(time.RFC3339Nano))
+		if !inTimeRange(kt) {
+			return time.Time{}, fmt.Errorf("event time: the Kafka timestamp %s is out of range (years 0000 to 9999)", kt.Format(time.RFC3339Nano))
 		}
-		return rec.Timestamp.UTC(), nil
+		return kt, nil
 	}
 	v := root.Get(p.timePath...)
 	if v == nil {
@@ -793,7 +870,7 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 			b, _ := v.StringBytes()
 			if t, err := parseRFC3339(bstr(b)); err == nil {
 				if !inTimeRange(t) {
-					return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range (years 0001 to 9999)", p.timeField, show(v, s))
+					return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range (years 0000 to 9999)", p.timeField, show(v, s))
 				}
 				return t, nil
 			}
@@ -807,7 +884,7 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 	}
 	t, ok := parseUnix(bstr(text), p.timeUnit)
 	if !ok {
-		return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range for %s (years 0001 to 9999)", p.timeField, show(v, s), p.timeFormat)
+		return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range for %s (years 0000 to 9999)", p.timeField, show(v, s), p.timeFormat)
 	}
 	return t, nil
 }
@@ -862,13 +939,14 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 	case srcEventTime:
 		x.t = t
 	case srcKafkaTimestamp:
-		if rec.Timestamp.IsZero() {
+		kt, ok := kafkaTime(rec)
+		if !ok {
 			if c.need != "" {
-				return nil, fmt.Errorf("column %s: the record has no Kafka timestamp, and %s", c.name, c.need)
+				return nil, fmt.Errorf("column %s: the record has no Kafka timestamp (-1), and %s", c.name, c.need)
 			}
 			return p.absent, nil
 		}
-		x.t = rec.Timestamp.UTC()
+		x.t = kt
 	case srcKafkaKey, srcRaw:
 		b, what := rec.Value, "record value"
 		if c.source == srcKafkaKey {

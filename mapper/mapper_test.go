@@ -633,7 +633,7 @@ func TestMapErrors(t *testing.T) {
 		{`{` + good + `,"f":1e39}`, "map", `column f: field "f" is 1e39, out of range for CQL float`},
 		{`{` + good + `,"b":1}`, "map", `column b: field "b" is 1, not true or false for CQL boolean`},
 		{`{` + good + `,"tsv":"yesterday"}`, "map", `column tsv: field "tsv" is "yesterday", not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp`},
-		{`{` + good + `,"tsv":1e300}`, "map", `column tsv: field "tsv" is 1e300, out of range for CQL timestamp (years 0001 to 9999)`},
+		{`{` + good + `,"tsv":1e300}`, "map", `column tsv: field "tsv" is 1e300, out of range for CQL timestamp (years 0000 to 9999)`},
 		{`{` + good + `,"d":"2024-02-30"}`, "map", `column d: field "d" is "2024-02-30", not a date (YYYY-MM-DD) for CQL date`},
 		{`{` + good + `,"u":"not-a-uuid"}`, "map", `column u: field "u" is "not-a-uuid", not a UUID (8-4-4-4-12 hex digits) for CQL uuid`},
 		{`{` + good + `,"tu":"0b6a1f6e-3f0c-4a53-9b8f-1f2a3b4c5d6e"}`, "map", `column tu: field "tu" is "0b6a1f6e-3f0c-4a53-9b8f-1f2a3b4c5d6e", not a version 1 UUID for CQL timeuuid`},
@@ -669,7 +669,7 @@ func TestMapErrors(t *testing.T) {
 	}
 	r := rec(`{` + good + `}`)
 	r.Timestamp = time.Time{}
-	if _, err := m.Map(r); err == nil || err.Error() != prefix+"write timestamp: the record has no Kafka timestamp (write_timestamp kafka needs one)" {
+	if _, err := m.Map(r); err == nil || err.Error() != prefix+"write timestamp: the record has no Kafka timestamp (-1); write_timestamp kafka needs one" {
 		t.Errorf("no Kafka timestamp: %v", err)
 	}
 }
@@ -679,9 +679,9 @@ func TestEventTimeErrors(t *testing.T) {
 	cases := []struct{ format, value, msg string }{
 		{"unix_ms", `"soon"`, `event time: field "ts" is "soon", not a unix_ms number`},
 		{"unix_ms", `true`, `event time: field "ts" is true, not a unix_ms number`},
-		{"unix_s", `1e30`, `event time: field "ts" is 1e30, out of range for unix_s (years 0001 to 9999)`},
-		{"unix_s", `253402300800`, `event time: field "ts" is 253402300800, out of range for unix_s (years 0001 to 9999)`},
-		{"rfc3339", `"0000-01-01T00:00:00Z"`, `event time: field "ts" is "0000-01-01T00:00:00Z", out of range (years 0001 to 9999)`},
+		{"unix_s", `1e30`, `event time: field "ts" is 1e30, out of range for unix_s (years 0000 to 9999)`},
+		{"unix_s", `253402300800`, `event time: field "ts" is 253402300800, out of range for unix_s (years 0000 to 9999)`},
+		{"rfc3339", `"0000-01-01T00:30:00+01:00"`, `event time: field "ts" is "0000-01-01T00:30:00+01:00", out of range (years 0000 to 9999)`},
 	}
 	for _, tc := range cases {
 		m := newMapper(t, func(tp *config.Topic) { tp.Time.Format = tc.format })
@@ -693,7 +693,7 @@ func TestEventTimeErrors(t *testing.T) {
 	m := newMapper(t, func(tp *config.Topic) { tp.Time = config.EventTime{Source: "kafka"} })
 	r := rec(`{"device_id":"d","temperature":1}`)
 	r.Timestamp = time.Time{}
-	if _, err := m.Map(r); err == nil || err.Error() != prefix+"event time: the record has no Kafka timestamp" {
+	if _, err := m.Map(r); err == nil || err.Error() != prefix+"event time: the record has no Kafka timestamp (-1), and time.source kafka takes the event time from it" {
 		t.Errorf("kafka time missing: %v", err)
 	}
 }

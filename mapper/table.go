@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/config"
 )
 
 // Table is the shape of the table(s) a topic writes, as the mapper binds them: what `sink schema`
@@ -20,7 +21,15 @@ type Table struct {
 	Clustering   []TableClustering
 	Policy       *bucketer.Policy
 	TTL          time.Duration // 0 = none
+	// WriteTimestamp is the topic's write_timestamp. With any but "server" a replay or a retried
+	// batch writes a row again at the same timestamp, which a non-frozen list does not survive
+	// (Cassandra keeps both copies of its elements): see DeterministicTimestamp.
+	WriteTimestamp string
 }
+
+// DeterministicTimestamp reports whether a replay writes each row at the timestamp of its first
+// write (every write_timestamp but server).
+func (t Table) DeterministicTimestamp() bool { return t.WriteTimestamp != config.WriteTimestampServer }
 
 // TableColumn is one column and its CQL type (canonical spelling, e.g. "map<text, int>").
 type TableColumn struct {
@@ -50,7 +59,7 @@ func (m *Mapper) Table(topic string) (Table, bool) {
 	if !ok {
 		return Table{}, false
 	}
-	t := Table{Topic: p.name, Keyspace: p.keyspace, Name: p.table, Policy: p.policy, TTL: p.ttl}
+	t := Table{Topic: p.name, Keyspace: p.keyspace, Name: p.table, Policy: p.policy, TTL: p.ttl, WriteTimestamp: p.wts.String()}
 	for _, c := range p.cols {
 		t.Columns = append(t.Columns, TableColumn{Name: c.name, Type: c.typ.name})
 	}

@@ -23,7 +23,7 @@ const (
 // parseUnix parses an epoch number (a valid JSON number, see isNumber) in unit u, exactly: the
 // integer and fraction digits are handled as integers so "1705312800.123456789" keeps its
 // nanoseconds. Exponent forms go through float64 and must come out whole in u. The result is UTC
-// and within years 0001-9999.
+// and within years 0000-9999.
 func parseUnix(s string, u unit) (time.Time, bool) {
 	neg := false
 	if s != "" && s[0] == '-' {

@@ -35,6 +35,9 @@ func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
 		kgo.SeedBrokers(k.Brokers...),
 		kgo.ClientID(orDefault(k.ClientID, config.DefaultClientID)),
 		kgo.WithLogger(kgoLogger{pl.log}),
+		// In the common options, so that the re-read of a refused row's record (reread.go, with the
+		// producer's options) sees the log as the group did.
+		kgo.FetchIsolationLevel(isolationLevel(k.IsolationLevel)),
 	}
 	if k.TLS.Enabled {
 		tc, err := tlsConfig(k.TLS)
@@ -101,6 +104,15 @@ func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
 	consumer = append(consumer, pl.cfg.KafkaOptions...)
 	producer = append(producer, pl.cfg.KafkaOptions...)
 	return consumer, producer, nil
+}
+
+// isolationLevel is kafka.isolation_level as franz-go's option; read_committed unless the key says
+// read_uncommitted.
+func isolationLevel(s string) kgo.IsolationLevel {
+	if strings.EqualFold(s, config.IsolationReadUncommitted) {
+		return kgo.ReadUncommitted()
+	}
+	return kgo.ReadCommitted()
 }
 
 // assigned starts a worker for every newly assigned partition.

@@ -178,6 +178,8 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 			ex.WriteTimestamp, rec.Timestamp.UTC().Format(rfc3339Milli), rec.Offset)
 	case "event_time":
 		line("write timestamp\t%d µs (event_time)", ex.WriteTimestamp)
+	case "offset":
+		line("write timestamp\t%d (offset: the record's offset)", ex.WriteTimestamp)
 	default:
 		line("write timestamp\tnone (server: Cassandra stamps the write)")
 	}
