@@ -50,6 +50,18 @@ func (p Plan) Partitions() int {
 	return n
 }
 
+// RangeError is a range that cannot be planned: wider than the cap on partitions, outside the
+// years 0000-9999, or longer than a rolling cycle. Narrowing the range fixes it.
+type RangeError struct {
+	Topic string
+	Err   error
+}
+
+func (e *RangeError) Error() string {
+	return "planning a read of topics." + e.Topic + ": " + e.Err.Error()
+}
+func (e *RangeError) Unwrap() error { return e.Err }
+
 // MakePlan lists the partitions of table t that hold rows of the entity id (its id column values)
 // between from and to: [from, to) oldest first when from is before to, (to, from] newest first
 // when from is after to (instants are taken to the millisecond). It is the one place that decides
@@ -69,7 +81,7 @@ func MakePlan(t mapper.Table, id []any, from, to time.Time, maxPartitions int) (
 	lo, hi, desc := msRange(from, to)
 	parts, err := t.Policy.Enumerate(from, to, maxPartitions)
 	if err != nil {
-		return Plan{}, fmt.Errorf("planning a read of topics.%s: %w", t.Topic, err)
+		return Plan{}, &RangeError{Topic: t.Topic, Err: err}
 	}
 	plan := Plan{Desc: desc}
 	for len(parts) > 0 {

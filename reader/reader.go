@@ -25,7 +25,9 @@ const (
 
 // Config is what a Reader needs.
 type Config struct {
-	Session *gocql.Session // required; the reader does not close it
+	// Session runs the reads; the reader does not close it. Without one, a Reader still parses
+	// ids and plans queries (`sink query` checks its flags before it connects), but Read fails.
+	Session *gocql.Session
 	// Sink is the configuration `sink run` writes with, validated (config.Validate). The reader
 	// takes the table, its columns and types, the clustering order and the bucket policy from it.
 	Sink  *config.Config
@@ -109,8 +111,8 @@ type Page struct {
 // New prepares a reader of cfg.Topic. It checks that the topic can be read by time: its first
 // clustering column must hold the event time, as a timestamp or a timeuuid.
 func New(cfg Config) (*Reader, error) {
-	if cfg.Session == nil || cfg.Sink == nil {
-		return nil, errors.New("reader: Session and Sink are required")
+	if cfg.Sink == nil {
+		return nil, errors.New("reader: Sink is required")
 	}
 	name := cfg.Topic
 	tc, ok := cfg.Sink.Topics[name]
@@ -227,13 +229,36 @@ func (r *Reader) idNames() []string {
 	return out
 }
 
-// Plan is the partition plan of q (after its cursor, if any, is applied to the range).
+// Plan is the partition plan of q; with a cursor, of the range the cursor was made for. It
+// checks the id and the cursor like Read, without reading anything.
 func (r *Reader) Plan(q Query) (Plan, error) {
-	id, _, err := r.typedID(q.ID)
+	id, idText, err := r.typedID(q.ID)
 	if err != nil {
 		return Plan{}, err
 	}
+	if q.Cursor != "" {
+		c, err := r.decodeCursor(q.Cursor, idText)
+		if err != nil {
+			return Plan{}, err
+		}
+		q.From, q.To = c.from(), c.to()
+	}
 	return MakePlan(r.table, id, q.From, q.To, r.cfg.MaxPartitions)
+}
+
+// decodeCursor decodes a cursor and checks it was made for this topic and entity.
+func (r *Reader) decodeCursor(s string, idText []string) (cursor, error) {
+	c, err := decodeCursor(s)
+	if err != nil {
+		return cursor{}, err
+	}
+	if c.Query != fingerprint(r.topic, r.table.Name, idText) {
+		return cursor{}, fmt.Errorf("%w: it belongs to another topic or entity", ErrCursor)
+	}
+	if len(c.Last) != len(r.clus) {
+		return cursor{}, fmt.Errorf("%w: %d clustering values, the table has %d", ErrCursor, len(c.Last), len(r.clus))
+	}
+	return c, nil
 }
 
 // typedID parses string id values for non-text columns and returns the id's text forms.
@@ -276,6 +301,9 @@ func (r *Reader) Read(ctx context.Context, q Query) (Page, error) {
 // from fn ends the scan and is returned; the page's cursor then resumes after the last row fn
 // accepted.
 func (r *Reader) Scan(ctx context.Context, q Query, fn func(Row) error) (Page, error) {
+	if r.gs == nil {
+		return Page{}, errors.New("reader: no Session to read with")
+	}
 	id, idText, err := r.typedID(q.ID)
 	if err != nil {
 		return Page{}, err
@@ -283,15 +311,9 @@ func (r *Reader) Scan(ctx context.Context, q Query, fn func(Row) error) (Page, e
 	fp := fingerprint(r.topic, r.table.Name, idText)
 	var resume *cursor
 	if q.Cursor != "" {
-		c, err := decodeCursor(q.Cursor)
+		c, err := r.decodeCursor(q.Cursor, idText)
 		if err != nil {
 			return Page{}, err
-		}
-		if c.Query != fp {
-			return Page{}, fmt.Errorf("%w: it belongs to another topic or entity", ErrCursor)
-		}
-		if len(c.Last) != len(r.clus) {
-			return Page{}, fmt.Errorf("%w: %d clustering values, the table has %d", ErrCursor, len(c.Last), len(r.clus))
 		}
 		q.From, q.To, q.Limit = c.from(), c.to(), c.Limit
 		resume = &c
