@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/reader/readertest"
 )
 
 // BenchmarkIntegrationRead30DailyBuckets reads one entity's 30 days of daily buckets (300 rows a
@@ -15,10 +16,10 @@ func BenchmarkIntegrationRead30DailyBuckets(b *testing.B) {
 	const days, perDay = 30, 300
 	day0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	var seq int64
-	evs := series("daily", []string{"bench"}, day0, day0.AddDate(0, 0, days), 24*time.Hour/perDay, &seq)
-	f := newFixture(b, map[string]config.Topic{"daily": testTopic(config.Bucket{Width: "1d", Key: "text"}, "desc", "device_id")},
-		evs, []time.Time{day0})
-	r := f.reader(b, "daily", nil)
+	evs := readertest.Series("daily", []string{"bench"}, day0, day0.AddDate(0, 0, days), 24*time.Hour/perDay, &seq)
+	cfg := readertest.Config(b, map[string]config.Topic{"daily": readertest.Topic(config.Bucket{Width: "1d", Key: "text"}, "desc", "device_id")})
+	f := readertest.NewFixture(b, cfg, evs, []time.Time{day0})
+	r := reader(b, f, "daily", nil)
 	// Newest first, as "the last 30 days" reads; (to, from] takes in the first row, at day0 00:00.
 	from, to := day0.AddDate(0, 0, days), day0.Add(-time.Nanosecond)
 
@@ -42,7 +43,7 @@ func BenchmarkIntegrationRead30DailyBuckets(b *testing.B) {
 		for b.Loop() {
 			var rows []map[string]any
 			for d := days - 1; d >= 0; d-- {
-				iter := f.gs.Query(stmt, "bench", pol.Text(pol.Index(day0.AddDate(0, 0, d)))).
+				iter := f.Session.Query(stmt, "bench", pol.Text(pol.Index(day0.AddDate(0, 0, d)))).
 					PageSize(DefaultFetchSize).IterContext(b.Context())
 				for {
 					m := make(map[string]any, len(r.table.Columns))

@@ -3,6 +3,7 @@ package reader
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/reader/readertest"
 )
 
 func utc(s string) time.Time {
@@ -21,16 +23,6 @@ func utc(s string) time.Time {
 		panic(err)
 	}
 	return t.UTC()
-}
-
-// series is one entity's events every step over [from, to).
-func series(topic string, id []string, from, to time.Time, step time.Duration, seq *int64) []event {
-	var out []event
-	for ts := from; ts.Before(to); ts = ts.Add(step) {
-		*seq++
-		out = append(out, event{topic: topic, id: id, ts: ts, seq: *seq})
-	}
-	return out
 }
 
 // readerTopics covers every policy shape the issue names, each written across the calendar
@@ -48,15 +40,15 @@ func readerTopics() map[string]config.Topic {
 		},
 		Clustering: []config.Clustering{{Column: "event_id", Order: "desc"}},
 	}
-	rolling := testTopic(config.Bucket{Width: "1h", Key: "number", Rolling: 48}, "desc", "device_id")
+	rolling := readertest.Topic(config.Bucket{Width: "1h", Key: "number", Rolling: 48}, "desc", "device_id")
 	rolling.TTL = config.Duration(48 * time.Hour)
 	return map[string]config.Topic{
-		"daily":   testTopic(config.Bucket{Width: "1d", Key: "text"}, "desc", "device_id"),
-		"hourly":  testTopic(config.Bucket{Width: "1h", Key: "timestamp"}, "asc", "device_id"),
-		"weekly":  testTopic(config.Bucket{Width: "week", Key: "text"}, "desc", "device_id"),
-		"monthly": testTopic(config.Bucket{Width: "month", Key: "int"}, "desc", "device_id"),
-		"tenmin":  testTopic(config.Bucket{Width: "10m", Key: "timestamp", EventBuckets: 4}, "desc", "device_id"),
-		"sliced":  testTopic(config.Bucket{Width: "1h", Key: "int", Slice: "1d"}, "desc", "site", "device_id"),
+		"daily":   readertest.Topic(config.Bucket{Width: "1d", Key: "text"}, "desc", "device_id"),
+		"hourly":  readertest.Topic(config.Bucket{Width: "1h", Key: "timestamp"}, "asc", "device_id"),
+		"weekly":  readertest.Topic(config.Bucket{Width: "week", Key: "text"}, "desc", "device_id"),
+		"monthly": readertest.Topic(config.Bucket{Width: "month", Key: "int"}, "desc", "device_id"),
+		"tenmin":  readertest.Topic(config.Bucket{Width: "10m", Key: "timestamp", EventBuckets: 4}, "desc", "device_id"),
+		"sliced":  readertest.Topic(config.Bucket{Width: "1h", Key: "int", Slice: "1d"}, "desc", "site", "device_id"),
 		"rolling": rolling,
 		"events":  events,
 	}
@@ -68,7 +60,7 @@ type span struct {
 	from, to time.Time
 }
 
-func readerEvents() ([]event, map[string]span) {
+func readerEvents() ([]readertest.Event, map[string]span) {
 	var seq int64
 	d1 := []string{"d1"}
 	spans := map[string]span{
@@ -84,7 +76,7 @@ func readerEvents() ([]event, map[string]span) {
 	steps := map[string]time.Duration{"daily": 5 * time.Hour, "hourly": 7 * time.Minute, "weekly": 13 * time.Hour,
 		"monthly": 71 * time.Hour, "tenmin": 17 * time.Second, "sliced": 20 * time.Minute, "rolling": 10 * time.Minute,
 		"events": 9 * time.Minute}
-	var evs []event
+	var evs []readertest.Event
 	for _, topic := range slices.Sorted(func(yield func(string) bool) {
 		for k := range spans {
 			if !yield(k) {
@@ -93,18 +85,18 @@ func readerEvents() ([]event, map[string]span) {
 		}
 	}) {
 		s := spans[topic]
-		evs = append(evs, series(topic, s.id, s.from, s.to, steps[topic], &seq)...)
+		evs = append(evs, readertest.Series(topic, s.id, s.from, s.to, steps[topic], &seq)...)
 		// Another entity in the same partitions' neighbourhood, which no read of d1 may return.
 		other := slices.Clone(s.id)
 		other[len(other)-1] = "d2"
-		evs = append(evs, series(topic, other, s.from, s.to, 3*steps[topic], &seq)...)
+		evs = append(evs, readertest.Series(topic, other, s.from, s.to, 3*steps[topic], &seq)...)
 	}
 	// The rolling key of 2024-12-31T21:30 comes round again 48 hours later: a row of that next
 	// cycle sits in the same partition and must not be read as part of the first.
 	seq++
-	evs = append(evs, event{topic: "rolling", id: d1, ts: utc("2025-01-02T21:30:00Z"), seq: seq})
+	evs = append(evs, readertest.Event{Topic: "rolling", ID: d1, TS: utc("2025-01-02T21:30:00Z"), Seq: seq})
 	// A busy entity for latest-N: 40 rows a day for 10 days.
-	evs = append(evs, series("daily", []string{"busy"}, utc("2024-03-01T00:00:00Z"), utc("2024-03-11T00:00:00Z"), 36*time.Minute, &seq)...)
+	evs = append(evs, readertest.Series("daily", []string{"busy"}, utc("2024-03-01T00:00:00Z"), utc("2024-03-11T00:00:00Z"), 36*time.Minute, &seq)...)
 	return evs, spans
 }
 
@@ -114,11 +106,11 @@ func TestIntegrationReader(t *testing.T) {
 	evs, spans := readerEvents()
 	// Slice tables exist for 2024-05-31 and 2024-06-01 only (ApplySchema makes the slice of the
 	// instant and the next); 2024-06-02 is missing.
-	f := newFixture(t, readerTopics(), evs, []time.Time{utc("2024-05-31T12:00:00Z")})
+	f := readertest.NewFixture(t, readertest.Config(t, readerTopics()), evs, []time.Time{utc("2024-05-31T12:00:00Z")})
 
 	t.Run("ReturnsEveryRowOnceInClusteringOrderAcrossBoundaries", func(t *testing.T) {
 		for topic, s := range spans {
-			r := f.reader(t, topic, nil)
+			r := reader(t, f, topic, nil)
 			mid := s.from.Add(s.to.Sub(s.from) / 3)
 			end := s.to.Add(-s.to.Sub(s.from) / 5)
 			for _, rg := range [][2]time.Time{{s.from, s.to}, {s.to, s.from}, {mid, end}, {end, mid}} {
@@ -126,7 +118,7 @@ func TestIntegrationReader(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %v: %v", topic, rg, err)
 				}
-				want := f.expected(topic, s.id, rg[0], rg[1])
+				want := f.Expected(topic, s.id, rg[0], rg[1])
 				if got := seqs(page.Rows); !slices.Equal(got, want) || len(want) == 0 {
 					t.Errorf("%s from %s to %s: got %d rows %v, want %d %v", topic, rg[0], rg[1], len(got), head(got), len(want), head(want))
 				}
@@ -140,17 +132,33 @@ func TestIntegrationReader(t *testing.T) {
 
 	t.Run("MissingSliceTableReadsAsEmptyWithOneWarning", func(t *testing.T) {
 		s := spans["sliced"]
-		r := f.reader(t, "sliced", nil)
+		r := reader(t, f, "sliced", nil)
 		to := utc("2024-06-02T06:00:00Z")
 		page, err := r.Read(t.Context(), Query{ID: anys(s.id), From: s.from, To: to})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := seqs(page.Rows), f.expected("sliced", s.id, s.from, to); !slices.Equal(got, want) {
+		if got, want := seqs(page.Rows), f.Expected("sliced", s.id, s.from, to); !slices.Equal(got, want) {
 			t.Errorf("got %v, want %v", head(got), head(want))
 		}
 		if len(page.Warnings) != 1 || !strings.Contains(page.Warnings[0], "t_20240602") && !strings.Contains(page.Warnings[0], "sliced_20240602") {
 			t.Errorf("warnings %q, want one naming the table of 2024-06-02", page.Warnings)
+		}
+	})
+
+	t.Run("MissingTableOfAnUnslicedTopicIsAnError", func(t *testing.T) {
+		cfg := *f.Config
+		cfg.Topics = maps.Clone(cfg.Topics)
+		tc := cfg.Topics["daily"]
+		tc.Table = "not_created"
+		cfg.Topics["daily"] = tc
+		r, err := New(Config{Session: f.Session, Sink: &cfg, Topic: "daily"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := spans["daily"]
+		if _, err := r.Read(t.Context(), Query{ID: anys(s.id), From: s.from, To: s.to}); err == nil || !strings.Contains(err.Error(), "not_created") {
+			t.Errorf("reading a topic whose only table is missing: error %v, want one naming the table", err)
 		}
 	})
 
@@ -159,7 +167,7 @@ func TestIntegrationReader(t *testing.T) {
 			s := spans[topic]
 			for _, rg := range [][2]time.Time{{s.from, s.to}, {s.to, s.from}} {
 				got := readPaged(t, f, topic, Query{ID: anys(s.id), From: rg[0], To: rg[1], PageSize: 7})
-				if want := f.expected(topic, s.id, rg[0], rg[1]); !slices.Equal(got, want) {
+				if want := f.Expected(topic, s.id, rg[0], rg[1]); !slices.Equal(got, want) {
 					t.Errorf("%s from %s to %s in pages of 7: got %d rows %v, want %d %v", topic, rg[0], rg[1], len(got), head(got), len(want), head(want))
 				}
 			}
@@ -168,13 +176,13 @@ func TestIntegrationReader(t *testing.T) {
 
 	t.Run("LatestNReadsOnlyThePartitionsItNeeds", func(t *testing.T) {
 		var n atomic.Int64
-		r := f.reader(t, "daily", countQueries{&n})
+		r := reader(t, f, "daily", countQueries{&n})
 		now := utc("2024-03-10T23:59:59Z")
 		page, err := r.Read(t.Context(), Query{ID: []any{"busy"}, From: now, To: now.Add(-30 * 24 * time.Hour), Limit: 60})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := f.expected("daily", []string{"busy"}, now, now.Add(-30*24*time.Hour))[:60]
+		want := f.Expected("daily", []string{"busy"}, now, now.Add(-30*24*time.Hour))[:60]
 		if got := seqs(page.Rows); !slices.Equal(got, want) {
 			t.Errorf("latest 60: got %v, want %v", head(got), head(want))
 		}
@@ -187,20 +195,20 @@ func TestIntegrationReader(t *testing.T) {
 	t.Run("CursorResumesExactlyWhileRowsAreWritten", func(t *testing.T) {
 		s := spans["tenmin"]
 		q := Query{ID: anys(s.id), From: s.from, To: s.to, PageSize: 20}
-		before := f.expected("tenmin", s.id, s.from, s.to)
-		page, err := f.reader(t, "tenmin", nil).Read(t.Context(), q)
+		before := f.Expected("tenmin", s.id, s.from, s.to)
+		page, err := reader(t, f, "tenmin", nil).Read(t.Context(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := seqs(page.Rows)
 		// New rows land before and after the cursor's position, in several event buckets.
 		var seq int64 = 1 << 40
-		var more []event
+		var more []readertest.Event
 		for ts := s.from.Add(3500 * time.Millisecond); ts.Before(s.to); ts = ts.Add(61 * time.Second) {
 			seq++
-			more = append(more, event{topic: "tenmin", id: s.id, ts: ts, seq: seq})
+			more = append(more, readertest.Event{Topic: "tenmin", ID: s.id, TS: ts, Seq: seq})
 		}
-		f.write(t, more)
+		f.Write(t, more)
 		q.Cursor = page.Cursor
 		got = append(got, readPaged(t, f, "tenmin", q)...)
 		seen := make(map[int64]int)
@@ -214,7 +222,7 @@ func TestIntegrationReader(t *testing.T) {
 		}
 		last := got[19]
 		var after []int64
-		for _, v := range f.expected("tenmin", s.id, s.from, s.to) {
+		for _, v := range f.Expected("tenmin", s.id, s.from, s.to) {
 			if v == last {
 				after = nil
 				continue
@@ -240,7 +248,7 @@ func TestIntegrationReader(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				q.Limit = 1 + rng.IntN(100)
 			}
-			want := f.expected(topic, s.id, from, to)
+			want := f.Expected(topic, s.id, from, to)
 			if q.Limit > 0 && len(want) > q.Limit {
 				want = want[:q.Limit]
 			}
@@ -254,14 +262,14 @@ func TestIntegrationReader(t *testing.T) {
 
 // readPaged reads q page by page, each page with a new reader (as a new process would), and
 // returns the seq values in order.
-func readPaged(t *testing.T, f *fixture, topic string, q Query) []int64 {
+func readPaged(t *testing.T, f *readertest.Fixture, topic string, q Query) []int64 {
 	t.Helper()
 	var out []int64
 	for pages := 0; ; pages++ {
 		if pages > 10000 {
 			t.Fatal("more than 10000 pages: the cursor does not advance")
 		}
-		page, err := f.reader(t, topic, nil).Read(t.Context(), q)
+		page, err := reader(t, f, topic, nil).Read(t.Context(), q)
 		if err != nil {
 			t.Fatalf("%s page %d: %v", topic, pages, err)
 		}
@@ -310,3 +318,22 @@ func anys(ss []string) []any {
 }
 
 func head(v []int64) []int64 { return v[:min(len(v), 8)] }
+
+// reader is a new Reader of topic on f's stack.
+func reader(t testing.TB, f *readertest.Fixture, topic string, obs gocql.QueryObserver) *Reader {
+	t.Helper()
+	r, err := New(Config{Session: f.Session, Sink: f.Config, Topic: topic, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// seqs are the seq values of rows.
+func seqs(rows []Row) []int64 {
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = r.Values["seq"].(int64)
+	}
+	return out
+}

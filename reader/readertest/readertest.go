@@ -1,9 +1,14 @@
-package reader
+// Package readertest writes rows the way production does, for the tests of package reader and of
+// `sink query`: records produced to real Kafka topics, consumed and written by the pipeline with
+// the real mapper and Cassandra writer, on the stack of internal/testenv. It keeps the list of
+// events written, which is the oracle the reads are checked against.
+package readertest
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -20,63 +25,65 @@ import (
 	"github.com/bucketsink/sink/pipeline"
 )
 
-// The integration tests write their rows the way production does, through the pipeline with the
-// real mapper and Cassandra writer, from records produced to real Kafka topics, and read them back
-// through the reader. The oracle is the list of records produced.
-
-// event is one produced record: its topic (key under topics:), entity and time, and a sequence
+// Event is one produced record: its topic (key under topics:), entity and time, and a sequence
 // number stored in the row's seq column, which identifies the row when read back.
-type event struct {
-	topic  string
-	id     []string
-	ts     time.Time
-	seq    int64
-	extras map[string]any // more fields of the JSON record
+type Event struct {
+	Topic string
+	ID    []string
+	TS    time.Time
+	Seq   int64
 }
 
-// fixture is a keyspace, one Kafka topic per configured topic, and the events written.
-type fixture struct {
-	cfg     *config.Config
-	session *cassandra.Session
-	gs      *gocql.Session
-	events  []event
+// Fixture is a keyspace, one Kafka topic per configured topic, and the events written.
+type Fixture struct {
+	Config  *config.Config
+	Session *gocql.Session
+	Events  []Event // every event written, in order
 
 	cl         *kgo.Client
 	kafkaTopic map[string]string // by topic name
 }
 
-// newFixture creates the topics and tables of cfg (its Kafka topics and keyspace are renamed to
-// unique ones), produces events and runs a pipeline until every record is committed. sliceDays are
-// the instants whose slice tables are created for sliced topics (others are left missing).
-func newFixture(t testing.TB, topics map[string]config.Topic, events []event, sliceDays []time.Time) *fixture {
+// Config is a configuration of topics on the test stack, with unique Kafka topics, group and
+// keyspace (a topic's table defaults to its name). NewFixture creates them.
+func Config(t testing.TB, topics map[string]config.Topic) *config.Config {
 	t.Helper()
-	brokers := testenv.Kafka(t)
-	hosts := testenv.Cassandra(t)
-	ks := testenv.Name(t, "ks")
 	cfg := &config.Config{
-		Kafka: config.Kafka{Brokers: brokers, Group: testenv.Name(t, "g"),
+		Kafka: config.Kafka{Brokers: testenv.Kafka(t), Group: testenv.Name(t, "g"),
 			SessionTimeout: config.Duration(10 * time.Second), RebalanceTimeout: config.Duration(30 * time.Second)},
-		Cassandra: config.Cassandra{Hosts: hosts, Keyspace: ks, Consistency: "ONE",
+		Cassandra: config.Cassandra{Hosts: testenv.Cassandra(t), Keyspace: testenv.Name(t, "ks"), Consistency: "ONE",
 			Replication: map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}},
 		Writer: config.Writer{CommitInterval: config.Duration(200 * time.Millisecond),
 			ShutdownTimeout: config.Duration(15 * time.Second)},
 		Topics: make(map[string]config.Topic),
 	}
-	kafkaTopic := make(map[string]string)
 	for name, tc := range topics {
 		tc.Topic = testenv.Name(t, name)
 		if tc.Table == "" {
 			tc.Table = name
 		}
-		kafkaTopic[name] = tc.Topic
 		cfg.Topics[name] = tc
-		testenv.CreateTopic(t, brokers, tc.Topic, 2)
 	}
 	cfg.ApplyDefaults()
 	cfg.Metrics.Address = ""
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("test config: %v", err)
 	}
+	return cfg
+}
+
+// NewFixture creates the Kafka topics, keyspace and tables of cfg (whose names must be unique to
+// the test, see Config), starts a pipeline, and writes events through it. sliceDays are the
+// instants whose slice tables (that of the instant and the next) are created for sliced topics;
+// other slices are left missing. Everything is stopped and dropped when the test ends.
+func NewFixture(t testing.TB, cfg *config.Config, events []Event, sliceDays []time.Time) *Fixture {
+	t.Helper()
+	kafkaTopic := make(map[string]string)
+	for name, tc := range cfg.Topics {
+		kafkaTopic[name] = tc.Topic
+		testenv.CreateTopic(t, cfg.Kafka.Brokers, tc.Topic, 2)
+	}
+	brokers, ks := cfg.Kafka.Brokers, cfg.Cassandra.Keyspace
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	session, err := cassandra.Connect(ctx, cfg.Cassandra)
@@ -121,25 +128,25 @@ func newFixture(t testing.TB, topics map[string]config.Topic, events []event, sl
 			t.Errorf("pipeline: %v", err)
 		}
 	})
-	f := &fixture{cfg: cfg, session: session, gs: session.Driver(), cl: cl, kafkaTopic: kafkaTopic}
-	f.write(t, events)
+	f := &Fixture{Config: cfg, Session: session.Driver(), cl: cl, kafkaTopic: kafkaTopic}
+	f.Write(t, events)
 	return f
 }
 
-// write produces events and waits until the pipeline has committed them, i.e. written them.
-func (f *fixture) write(t testing.TB, events []event) {
+// Write produces events and waits until the pipeline has committed them, i.e. written them.
+func (f *Fixture) Write(t testing.TB, events []Event) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	recs := make([]*kgo.Record, 0, len(events))
 	for _, e := range events {
-		recs = append(recs, &kgo.Record{Topic: f.kafkaTopic[e.topic], Key: []byte(e.id[len(e.id)-1]), Value: e.json(f.cfg.Topics[e.topic])})
+		recs = append(recs, &kgo.Record{Topic: f.kafkaTopic[e.Topic], Key: []byte(e.ID[len(e.ID)-1]), Value: e.json(f.Config.Topics[e.Topic])})
 	}
 	if err := f.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("producing: %v", err)
 	}
-	waitCommitted(ctx, t, f.cl, f.cfg.Kafka.Group, f.kafkaTopic)
-	f.events = append(f.events, events...)
+	waitCommitted(ctx, t, f.cl, f.Config.Kafka.Group, f.kafkaTopic)
+	f.Events = append(f.Events, events...)
 }
 
 // waitCommitted waits until the group's committed offsets reach the end of every topic.
@@ -176,62 +183,59 @@ func waitCommitted(ctx context.Context, t testing.TB, cl *kgo.Client, group stri
 	}
 }
 
-// json renders the record of e for topic tc: the id fields, "ts" in RFC 3339, "seq", and extras.
-func (e event) json(tc config.Topic) []byte {
+// json renders the record of e for topic tc: the id fields, "ts" in RFC 3339, "seq".
+func (e Event) json(tc config.Topic) []byte {
 	b := []byte{'{'}
 	for i, c := range tc.ID {
-		b = fmt.Appendf(b, "%q:%q,", c, e.id[i])
+		b = fmt.Appendf(b, "%q:%q,", c, e.ID[i])
 	}
-	for k, v := range e.extras {
-		b = fmt.Appendf(b, "%q:%v,", k, v)
-	}
-	return fmt.Appendf(b, `"ts":%q,"seq":%d}`, e.ts.Format(time.RFC3339Nano), e.seq)
+	return fmt.Appendf(b, `"ts":%q,"seq":%d}`, e.TS.Format(time.RFC3339Nano), e.Seq)
 }
 
-// expected is the oracle: the seq of the events of topic and entity in the range, in reading
-// order (time, then seq for ties: the tests give every row of an entity its own time).
-func (f *fixture) expected(topic string, id []string, from, to time.Time) []int64 {
-	lo, hi, desc := msRange(from, to)
-	var in []event
-	for _, e := range f.events {
-		ms := e.ts.Truncate(time.Millisecond)
-		if e.topic == topic && fmt.Sprint(e.id) == fmt.Sprint(id) && !ms.Before(lo) && ms.Before(hi) {
+// Expected is the oracle: the seq of the events of topic and entity between from and to, in
+// reading order. From before To: [from, to) oldest first; from after to: (to, from] newest first;
+// at the millisecond, which is what Cassandra keeps of a timestamp. The tests give every row of an
+// entity its own instant, so the order is the order of the event times.
+func (f *Fixture) Expected(topic string, id []string, from, to time.Time) []int64 {
+	desc := from.After(to)
+	var in []Event
+	for _, e := range f.Events {
+		ms := e.TS.Truncate(time.Millisecond)
+		var inRange bool
+		if desc {
+			inRange = ms.After(to.Truncate(time.Millisecond)) && !ms.After(from)
+		} else {
+			inRange = !ms.Before(from) && ms.Before(to)
+		}
+		if e.Topic == topic && slices.Equal(e.ID, id) && inRange {
 			in = append(in, e)
 		}
 	}
 	sort.Slice(in, func(i, j int) bool {
 		if desc {
-			return in[i].ts.After(in[j].ts)
+			return in[i].TS.After(in[j].TS)
 		}
-		return in[i].ts.Before(in[j].ts)
+		return in[i].TS.Before(in[j].TS)
 	})
 	out := make([]int64, len(in))
 	for i, e := range in {
-		out[i] = e.seq
+		out[i] = e.Seq
 	}
 	return out
 }
 
-func (f *fixture) reader(t testing.TB, topic string, obs gocql.QueryObserver) *Reader {
-	t.Helper()
-	r, err := New(Config{Session: f.gs, Sink: f.cfg, Topic: topic, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// seqs are the seq values of rows.
-func seqs(rows []Row) []int64 {
-	out := make([]int64, len(rows))
-	for i, r := range rows {
-		out[i] = r.Values["seq"].(int64)
+// Series is one entity's events of topic every step over [from, to), numbered from *seq + 1.
+func Series(topic string, id []string, from, to time.Time, step time.Duration, seq *int64) []Event {
+	var out []Event
+	for ts := from; ts.Before(to); ts = ts.Add(step) {
+		*seq++
+		out = append(out, Event{Topic: topic, ID: id, TS: ts, Seq: *seq})
 	}
 	return out
 }
 
-// columns of every test topic: the id columns, the event time, a sequence number.
-func testColumns(ids ...string) []config.Column {
+// Columns are those of every test topic: the id columns (text), the event time ts, and seq.
+func Columns(ids ...string) []config.Column {
 	var cols []config.Column
 	for _, id := range ids {
 		cols = append(cols, config.Column{Name: id, Type: "text", Field: id})
@@ -241,12 +245,13 @@ func testColumns(ids ...string) []config.Column {
 		config.Column{Name: "seq", Type: "bigint", Field: "seq", Required: true})
 }
 
-func testTopic(bucket config.Bucket, order string, ids ...string) config.Topic {
+// Topic is a test topic with bucket policy b, clustered by ts in order, with the given id columns.
+func Topic(b config.Bucket, order string, ids ...string) config.Topic {
 	return config.Topic{
 		ID:         ids,
 		Time:       config.EventTime{Source: "field", Field: "ts", Format: "rfc3339"},
-		Bucket:     bucket,
-		Columns:    testColumns(ids...),
+		Bucket:     b,
+		Columns:    Columns(ids...),
 		Clustering: []config.Clustering{{Column: "ts", Order: order}},
 	}
 }
