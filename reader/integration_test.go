@@ -42,7 +42,11 @@ func readerTopics() map[string]config.Topic {
 	}
 	rolling := readertest.Topic(config.Bucket{Width: "1h", Key: "number", Rolling: 48}, "desc", "device_id")
 	rolling.TTL = config.Duration(48 * time.Hour)
+	// Two clustering columns in opposite orders, and event buckets hashed from both.
+	twocol := readertest.Topic(config.Bucket{Width: "1h", Key: "text", EventBuckets: 2}, "desc", "device_id")
+	twocol.Clustering = append(twocol.Clustering, config.Clustering{Column: "seq", Order: "asc"})
 	return map[string]config.Topic{
+		"twocol":  twocol,
 		"daily":   readertest.Topic(config.Bucket{Width: "1d", Key: "text"}, "desc", "device_id"),
 		"hourly":  readertest.Topic(config.Bucket{Width: "1h", Key: "timestamp"}, "asc", "device_id"),
 		"weekly":  readertest.Topic(config.Bucket{Width: "week", Key: "text"}, "desc", "device_id"),
@@ -72,10 +76,11 @@ func readerEvents() ([]readertest.Event, map[string]span) {
 		"sliced":  {[]string{"s1", "d1"}, utc("2024-05-31T20:00:00Z"), utc("2024-06-01T04:00:00Z")},
 		"rolling": {d1, utc("2024-12-31T20:00:00Z"), utc("2025-01-01T04:00:00Z")},
 		"events":  {d1, utc("2024-01-15T10:00:00Z"), utc("2024-01-15T13:00:00Z")},
+		"twocol":  {d1, utc("2024-07-01T10:00:00Z"), utc("2024-07-01T13:00:00Z")},
 	}
 	steps := map[string]time.Duration{"daily": 5 * time.Hour, "hourly": 7 * time.Minute, "weekly": 13 * time.Hour,
 		"monthly": 71 * time.Hour, "tenmin": 17 * time.Second, "sliced": 20 * time.Minute, "rolling": 10 * time.Minute,
-		"events": 9 * time.Minute}
+		"events": 9 * time.Minute, "twocol": 11 * time.Minute}
 	var evs []readertest.Event
 	for _, topic := range slices.Sorted(func(yield func(string) bool) {
 		for k := range spans {
@@ -126,6 +131,26 @@ func TestIntegrationReader(t *testing.T) {
 					t.Errorf("%s: a read without a page size or limit left a cursor", topic)
 				}
 				checkPartitions(t, r, page.Rows)
+			}
+		}
+	})
+
+	t.Run("WhereRestrictsAClusteringColumnAfterTheTime", func(t *testing.T) {
+		s := spans["twocol"]
+		all := f.Expected("twocol", s.id, s.to, s.from)
+		r := reader(t, f, "twocol", nil)
+		for _, v := range []any{all[3], fmt.Sprint(all[5])} { // typed, and text as the command line gives it
+			page, err := r.Read(t.Context(), Query{ID: anys(s.id), From: s.to, To: s.from, Where: map[string]any{"seq": v}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := seqs(page.Rows); len(got) != 1 || fmt.Sprint(got[0]) != fmt.Sprint(v) {
+				t.Errorf("where seq = %v: got %v", v, got)
+			}
+		}
+		for _, where := range []map[string]any{{"ts": s.from}, {"device_id": "d1"}, {"seq": "many"}} {
+			if _, err := r.Read(t.Context(), Query{ID: anys(s.id), From: s.to, To: s.from, Where: where}); err == nil {
+				t.Errorf("where %v: no error, want one (only clustering columns after the time, of their type)", where)
 			}
 		}
 	})

@@ -81,6 +81,10 @@ type Query struct {
 	// newest first when From is after To; to the millisecond. "The latest N" is From = now,
 	// To = now minus how far back to look, Limit = N.
 	From, To time.Time
+	// Where restricts clustering columns other than the first (the time) to one value each, e.g.
+	// {"event_type": "order_placed"}. Cassandra filters inside each partition's slice of the
+	// range (ALLOW FILTERING, bounded by that slice). Strings are parsed for other types.
+	Where map[string]any
 	// Limit caps the rows of the whole query, over all its pages; 0 = no cap.
 	Limit int
 	// PageSize caps the rows of one Read; 0 = no cap (up to Limit, or the whole range).
@@ -232,28 +236,83 @@ func (r *Reader) idNames() []string {
 // Plan is the partition plan of q; with a cursor, of the range the cursor was made for. It
 // checks the id and the cursor like Read, without reading anything.
 func (r *Reader) Plan(q Query) (Plan, error) {
-	id, idText, err := r.typedID(q.ID)
+	e, err := r.entity(q)
 	if err != nil {
 		return Plan{}, err
 	}
 	if q.Cursor != "" {
-		c, err := r.decodeCursor(q.Cursor, idText)
+		c, err := r.decodeCursor(q.Cursor, e.fingerprint)
 		if err != nil {
 			return Plan{}, err
 		}
 		q.From, q.To = c.from(), c.to()
 	}
-	return MakePlan(r.table, id, q.From, q.To, r.cfg.MaxPartitions)
+	return MakePlan(r.table, e.id, q.From, q.To, r.cfg.MaxPartitions)
 }
 
-// decodeCursor decodes a cursor and checks it was made for this topic and entity.
-func (r *Reader) decodeCursor(s string, idText []string) (cursor, error) {
+// entity is a query's id and restrictions, typed, and the fingerprint a cursor must carry.
+type entity struct {
+	id          []any
+	where       []restriction // in clustering order
+	fingerprint uint64
+}
+
+type restriction struct {
+	column string
+	value  any
+}
+
+func (r *Reader) entity(q Query) (entity, error) {
+	id, text, err := r.typedID(q.ID)
+	if err != nil {
+		return entity{}, err
+	}
+	e := entity{id: id}
+	left := len(q.Where)
+	for i, c := range r.clus {
+		v, ok := q.Where[c.name]
+		if !ok {
+			continue
+		}
+		if i == 0 {
+			return entity{}, fmt.Errorf("where %s: the first clustering column is the time; restrict it with the range", c.name)
+		}
+		left--
+		if str, isStr := v.(string); isStr {
+			if v, err = ParseValue(c.typ, str); err != nil {
+				return entity{}, fmt.Errorf("where %s (%s): %w", c.name, c.typ, err)
+			}
+		}
+		t, err := FormatValue(c.typ, v)
+		if err != nil {
+			return entity{}, fmt.Errorf("where %s (%s): %w", c.name, c.typ, err)
+		}
+		e.where = append(e.where, restriction{column: c.name, value: v})
+		text = append(text, c.name+"="+t)
+	}
+	if left > 0 {
+		return entity{}, fmt.Errorf("where: only clustering columns after the first can be restricted: %v", r.clusNames()[1:])
+	}
+	e.fingerprint = fingerprint(r.topic, r.table.Name, text)
+	return e, nil
+}
+
+func (r *Reader) clusNames() []string {
+	out := make([]string, len(r.clus))
+	for i, c := range r.clus {
+		out[i] = c.name
+	}
+	return out
+}
+
+// decodeCursor decodes a cursor and checks it was made for this topic, entity and restriction.
+func (r *Reader) decodeCursor(s string, fp uint64) (cursor, error) {
 	c, err := decodeCursor(s)
 	if err != nil {
 		return cursor{}, err
 	}
-	if c.Query != fingerprint(r.topic, r.table.Name, idText) {
-		return cursor{}, fmt.Errorf("%w: it belongs to another topic or entity", ErrCursor)
+	if c.Query != fp {
+		return cursor{}, fmt.Errorf("%w: it belongs to another topic, entity or restriction", ErrCursor)
 	}
 	if len(c.Last) != len(r.clus) {
 		return cursor{}, fmt.Errorf("%w: %d clustering values, the table has %d", ErrCursor, len(c.Last), len(r.clus))
@@ -304,25 +363,25 @@ func (r *Reader) Scan(ctx context.Context, q Query, fn func(Row) error) (Page, e
 	if r.gs == nil {
 		return Page{}, errors.New("reader: no Session to read with")
 	}
-	id, idText, err := r.typedID(q.ID)
+	e, err := r.entity(q)
 	if err != nil {
 		return Page{}, err
 	}
-	fp := fingerprint(r.topic, r.table.Name, idText)
+	fp := e.fingerprint
 	var resume *cursor
 	if q.Cursor != "" {
-		c, err := r.decodeCursor(q.Cursor, idText)
+		c, err := r.decodeCursor(q.Cursor, fp)
 		if err != nil {
 			return Page{}, err
 		}
 		q.From, q.To, q.Limit = c.from(), c.to(), c.Limit
 		resume = &c
 	}
-	plan, err := MakePlan(r.table, id, q.From, q.To, r.cfg.MaxPartitions)
+	plan, err := MakePlan(r.table, e.id, q.From, q.To, r.cfg.MaxPartitions)
 	if err != nil {
 		return Page{}, err
 	}
-	s := &scan{r: r, plan: plan, id: id, fn: fn,
+	s := &scan{r: r, plan: plan, e: e, fn: fn,
 		next: cursor{V: cursorVersion, Query: fp, From: q.From.UnixNano(), To: q.To.UnixNano(), Limit: q.Limit},
 		sem:  make(chan struct{}, r.cfg.Parallelism), missing: make(map[string]bool)}
 	start := 0
@@ -368,7 +427,7 @@ type scan struct {
 	r    *Reader
 	ctx  context.Context
 	plan Plan
-	id   []any
+	e    entity
 	fn   func(Row) error
 	want int // rows this page may return; 0 = no bound
 
@@ -473,7 +532,7 @@ func (s *scan) startBucket(i int) {
 	}
 	ss := make([]*stream, len(b.Partitions))
 	for k, p := range b.Partitions {
-		stmt, args := s.r.statement(b, p, s.plan.Desc, s.id, after)
+		stmt, args := s.r.statement(b, p, s.plan.Desc, s.e, after)
 		// The first page is asked for now: that is the read-ahead of partitions.
 		st := &stream{part: p, ch: make(chan chunk, 1), demand: make(chan struct{}, 1), asked: true}
 		ss[k] = st
@@ -487,9 +546,9 @@ func (s *scan) startBucket(i int) {
 
 // statement is the SELECT of one partition, restricted to the bucket's part of the range (and to
 // rows from the cursor's on, in the reading order), in the reading order.
-func (r *Reader) statement(b TimeBucket, p Partition, desc bool, id []any, after []any) (string, []any) {
+func (r *Reader) statement(b TimeBucket, p Partition, desc bool, e entity, after []any) (string, []any) {
 	var sb strings.Builder
-	args := make([]any, 0, len(id)+4)
+	args := make([]any, 0, len(e.id)+len(e.where)+4)
 	sb.WriteString("SELECT ")
 	sb.WriteString(r.selects)
 	sb.WriteString(" FROM ")
@@ -497,7 +556,7 @@ func (r *Reader) statement(b TimeBucket, p Partition, desc bool, id []any, after
 	sb.WriteString(" WHERE ")
 	for i, c := range r.ids {
 		sb.WriteString(c.name + " = ? AND ")
-		args = append(args, id[i])
+		args = append(args, e.id[i])
 	}
 	sb.WriteString(r.table.PartitionKey[len(r.ids)] + " = ?")
 	args = append(args, p.Key)
@@ -527,10 +586,19 @@ func (r *Reader) statement(b TimeBucket, p Partition, desc bool, id []any, after
 		bound(">=", b.Lo, false)
 		bound("<", b.Hi, false)
 	}
+	for _, w := range e.where {
+		sb.WriteString(" AND " + w.column + " = ?")
+		args = append(args, w.value)
+	}
 	if desc {
 		sb.WriteString(" ORDER BY " + r.timeCol + " DESC")
 	} else {
 		sb.WriteString(" ORDER BY " + r.timeCol + " ASC")
+	}
+	if len(e.where) > 0 {
+		// Safe here: the full partition key and a range of the first clustering column are
+		// given, so the filtering reads at most this partition's slice of the range.
+		sb.WriteString(" ALLOW FILTERING")
 	}
 	return sb.String(), args
 }

@@ -32,7 +32,8 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sink query --config FILE --topic NAME --id V [--id V2 ...] (--from X --to Y | --last D | --cursor C)")
-		fmt.Fprintln(stderr, "                  [--limit N] [--page-size P] [--format table|json|csv] [--max-partitions M]")
+		fmt.Fprintln(stderr, "                  [--where COLUMN=VALUE ...] [--limit N] [--page-size P] [--format table|json|csv]")
+		fmt.Fprintln(stderr, "                  [--max-partitions M]")
 		fmt.Fprintln(stderr, "\nReads one entity's rows back from the tables `sink run` writes, across every bucket, event bucket and")
 		fmt.Fprintln(stderr, "slice the range touches. --from before --to reads oldest first; --from after --to reads newest first;")
 		fmt.Fprintln(stderr, "--last 24h reads the newest rows of the last 24 hours. Times are RFC 3339 (2024-01-15T10:00:00Z).")
@@ -43,10 +44,11 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
-	var ids idFlags
+	var ids, wheres idFlags
 	path := fs.String("config", "", "the YAML config file (required)")
 	topic := fs.String("topic", "", "the topic: a key under topics:, or its Kafka topic (required)")
 	fs.Var(&ids, "id", "an id value; repeat for a composite id, in the order of topics.<t>.id (required)")
+	fs.Var(&wheres, "where", "COLUMN=VALUE: only rows with this value in a clustering column after the time; repeatable")
 	fromS := fs.String("from", "", "start of the range, RFC 3339 (included)")
 	toS := fs.String("to", "", "end of the range, RFC 3339 (excluded)")
 	last := fs.String("last", "", "the newest rows of this long before now, e.g. 24h, 7d (instead of --from/--to)")
@@ -77,6 +79,16 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr("give a range: --from and --to, or --last (or --cursor to resume)")
 	}
 	q := reader.Query{Limit: *limit, PageSize: *pageSize, Cursor: *cur}
+	for _, w := range wheres {
+		col, val, ok := strings.Cut(w, "=")
+		if !ok || col == "" {
+			return usageErr("--where %q: want COLUMN=VALUE", w)
+		}
+		if q.Where == nil {
+			q.Where = make(map[string]any)
+		}
+		q.Where[col] = val
+	}
 	if *last != "" {
 		d, err := config.ParseDuration(*last)
 		if err != nil || d <= 0 {
@@ -114,10 +126,14 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	q.ID = id
 	if _, err := r.Plan(q); err != nil {
-		if errors.Is(err, reader.ErrCursor) {
+		var rangeErr *reader.RangeError
+		switch {
+		case errors.Is(err, reader.ErrCursor):
 			return usageErr("--cursor: %v", err)
+		case errors.As(err, &rangeErr):
+			return usageErr("%v (or raise --max-partitions)", err)
 		}
-		return usageErr("%v (or raise --max-partitions)", err)
+		return usageErr("%v", err)
 	}
 
 	session, err := cassandra.Connect(ctx, cfg.Cassandra)

@@ -46,6 +46,8 @@ topics:
 		// A year of 10-minute buckets with 8 event buckets each is 421,632 partitions.
 		{[]string{"--config", hv, "--topic", "firehose", "--id", "d", "--from", "2024-01-01T00:00:00Z", "--to", "2025-01-01T00:00:00Z"}, "raise --max-partitions"},
 		{[]string{"--config", hv, "--topic", "firehose", "--id", "d", "--cursor", "not-a-cursor!"}, "invalid cursor"},
+		{[]string{"--config", hv, "--topic", "firehose", "--id", "d", "--last", "1h", "--where", "site_id"}, "want COLUMN=VALUE"},
+		{[]string{"--config", hv, "--topic", "firehose", "--id", "d", "--last", "1h", "--where", "site_id=p1"}, "only clustering columns after the first"},
 	} {
 		code, out, errOut := runCmd(t, runQuery, tc.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) {
