@@ -12,6 +12,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"go.uber.org/goleak"
 
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/reader/readertest"
@@ -257,6 +258,22 @@ func TestIntegrationReader(t *testing.T) {
 		if !slices.Equal(got[20:], after) {
 			t.Errorf("after the cursor: got %v, want every row after the last one returned %v", head(got[20:]), head(after))
 		}
+	})
+
+	t.Run("StoppingAtThePageSizeLeavesNoGoroutine", func(t *testing.T) {
+		s := spans["tenmin"]
+		r := reader(t, f, "tenmin", nil)
+		// Warm the driver (connections, prepared statements) so only the reader's goroutines count.
+		if _, err := r.Read(t.Context(), Query{ID: anys(s.id), From: s.to, To: s.from, PageSize: 3}); err != nil {
+			t.Fatal(err)
+		}
+		before := goleak.IgnoreCurrent()
+		// A page of 3 newest first from 4 event buckets, with read-ahead into later buckets.
+		page, err := r.Read(t.Context(), Query{ID: anys(s.id), From: s.to, To: s.from, PageSize: 3})
+		if err != nil || len(page.Rows) != 3 || page.Partitions < 4 {
+			t.Fatalf("%d rows from %d partitions, error %v", len(page.Rows), page.Partitions, err)
+		}
+		goleak.VerifyNone(t, before)
 	})
 
 	t.Run("RandomQueriesMatchTheOracle", func(t *testing.T) {

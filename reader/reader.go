@@ -211,18 +211,12 @@ func (r *Reader) Table() mapper.Table { return r.table }
 // ParseID converts the text form of an entity id, one value per id column, to typed values. Its
 // errors name the column and say what its type wants.
 func (r *Reader) ParseID(vals []string) ([]any, error) {
-	if len(vals) != len(r.ids) {
-		return nil, fmt.Errorf("topics.%s: %d id values given, the id has %d columns %v", r.topic, len(vals), len(r.ids), r.idNames())
-	}
-	out := make([]any, len(vals))
+	id := make([]any, len(vals))
 	for i, v := range vals {
-		x, err := ParseValue(r.ids[i].typ, v)
-		if err != nil {
-			return nil, fmt.Errorf("id column %s (%s): %w", r.ids[i].name, r.ids[i].typ, err)
-		}
-		out[i] = x
+		id[i] = v
 	}
-	return out, nil
+	out, _, err := r.typedID(id)
+	return out, err
 }
 
 func (r *Reader) idNames() []string {
