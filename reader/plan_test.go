@@ -83,3 +83,41 @@ func TestPlanRefusesARangeWiderThanTheCap(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNewRefusesTablesNotClusteredByEventTime: a time range is a slice of a partition only when
+// the first clustering column holds the event time the buckets were cut by.
+func TestNewRefusesTablesNotClusteredByEventTime(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*config.Topic)
+		ok     bool
+	}{
+		{"event_time source", func(*config.Topic) {}, true},
+		{"the time field itself", func(t *config.Topic) { t.Columns[2] = config.Column{Name: "ts", Type: "timestamp", Field: "ts"} }, true},
+		{"the time field in seconds", func(t *config.Topic) {
+			t.Time.Format = "unix_s"
+			t.Columns[2] = config.Column{Name: "ts", Type: "timestamp", Field: "ts"}
+		}, false},
+		{"another column first", func(t *config.Topic) {
+			t.Clustering = []config.Clustering{{Column: "seq", Order: "asc"}, {Column: "ts", Order: "desc"}}
+		}, false},
+	} {
+		cfg := &config.Config{
+			Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:1"}},
+			Cassandra: config.Cassandra{Hosts: []string{"127.0.0.1:1"}, Keyspace: "ks"},
+			Topics:    map[string]config.Topic{"x": readertest.Topic(config.Bucket{Width: "1d"}, "desc", "site", "device_id")},
+		}
+		topic := cfg.Topics["x"]
+		topic.Table = "t"
+		tc.change(&topic)
+		cfg.Topics["x"] = topic
+		cfg.ApplyDefaults()
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		_, err := New(Config{Sink: cfg, Topic: "x"})
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: error %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}

@@ -191,12 +191,15 @@ func (r *Reader) checkTimeColumn(tc config.Topic) error {
 	}
 	switch {
 	case normType(first.typ) == "timestamp" && col.Source == "event_time":
-	case normType(first.typ) == "timestamp" && col.Source == "" && tc.Time.Source != "kafka" && col.Field == tc.Time.Field:
+	case normType(first.typ) == "timestamp" && col.Source == "" && tc.Time.Source != "kafka" && col.Field == tc.Time.Field &&
+		(tc.Time.Format == "" || tc.Time.Format == "rfc3339" || tc.Time.Format == "unix_ms"):
+		// A timestamp column reads RFC 3339 text and epoch milliseconds like the event time does
+		// in those formats; with unix_s, unix_us or unix_ns the two would differ.
 	case normType(first.typ) == "timeuuid" && col.Source == "timeuuid":
 		r.timeUUID = true
 	default:
 		return fmt.Errorf("topics.%s.clustering[0]: reading by time needs the first clustering column to hold the event time "+
-			"(a timestamp with source event_time, or a timeuuid with source timeuuid); %s is not", r.topic, first.name)
+			"(a timestamp with source event_time or the time field, or a timeuuid with source timeuuid); %s is not", r.topic, first.name)
 	}
 	r.timeCol = first.name
 	return nil
