@@ -108,7 +108,7 @@ type Page struct {
 	Cursor string
 	// Warnings are reported once per query, e.g. a slice table that does not exist (read as empty).
 	Warnings []string
-	// Partitions is how many partitions the query has read from (tests and `sink query -v`).
+	// Partitions is how many partitions the query opened (read-ahead included).
 	Partitions int
 }
 
@@ -344,7 +344,7 @@ func (r *Reader) typedID(id []any) ([]any, []string, error) {
 // Read returns the next page of q: up to q.PageSize rows (all of them when 0, up to q.Limit),
 // and the cursor of the page after it.
 func (r *Reader) Read(ctx context.Context, q Query) (Page, error) {
-	var rows []Row
+	rows := make([]Row, 0, min(remaining(q.PageSize, q.Limit, 0), 4096)) // no bound: grows from 0
 	page, err := r.Scan(ctx, q, func(row Row) error {
 		rows = append(rows, row)
 		return nil
@@ -400,13 +400,28 @@ func (r *Reader) Scan(ctx context.Context, q Query, fn func(Row) error) (Page, e
 	s.ctx = ctx
 	more, err := s.run(start)
 	page := Page{Warnings: s.warnings, Partitions: s.opened}
-	if err == nil && more {
-		page.Cursor = s.next.encode()
-	}
-	if err != nil && s.emitted > 0 {
-		page.Cursor = s.next.encode() // the caller may resume after what it got
+	// After an error the caller may still resume after the rows it got.
+	if (err == nil && more) || (err != nil && s.emitted > 0) {
+		c, cerr := s.cursor()
+		if cerr != nil {
+			return page, cerr
+		}
+		page.Cursor = c
 	}
 	return page, err
+}
+
+// cursor encodes the position after the last row emitted.
+func (s *scan) cursor() (string, error) {
+	s.next.Last = s.next.Last[:0]
+	for k, c := range s.r.clus {
+		v, err := FormatValue(c.typ, s.lastKey[k])
+		if err != nil {
+			return "", fmt.Errorf("making the cursor: clustering column %s: %w", c.name, err)
+		}
+		s.next.Last = append(s.next.Last, v)
+	}
+	return s.next.encode(), nil
 }
 
 // remaining is how many rows a page may still return: the page size, bounded by what the limit
@@ -437,6 +452,7 @@ type scan struct {
 	afterRow []any // its clustering values, typed
 
 	next     cursor // the cursor after the last row emitted
+	lastKey  []any  // the clustering values of the last row emitted
 	emitted  int
 	opened   int
 	warnings []string
@@ -751,13 +767,13 @@ func (s *scan) mergeBucket(i int) (full bool, err error) {
 		s.rowsSeen++
 		s.next.Returned++
 		s.next.Bucket, s.next.Event = st.part.Bucket, st.part.EventBucket
-		s.next.Last = s.next.Last[:0]
-		for _, c := range s.r.clus {
-			v, err := FormatValue(c.typ, bestRow[c.name])
-			if err != nil {
-				return false, fmt.Errorf("reading %s: clustering column %s: %w", st.part.Table, c.name, err)
-			}
-			s.next.Last = append(s.next.Last, v)
+		// Kept as values and put in text form once, for the page's cursor: copied, because fn may
+		// change the row it was given.
+		if s.lastKey == nil {
+			s.lastKey = make([]any, len(s.r.clus))
+		}
+		for k, c := range s.r.clus {
+			s.lastKey[k] = bestRow[c.name]
 		}
 		if s.want > 0 && s.emitted >= s.want {
 			return true, nil
