@@ -105,6 +105,7 @@ type Row struct {
 type Page struct {
 	Rows []Row // nil from Scan, which hands the rows to its callback instead
 	// Cursor resumes after the last row of this page; "" when the range or the limit is exhausted.
+	// A full page that ends exactly at the end of the range still has one, and the next is empty.
 	Cursor string
 	// Warnings are reported once per query, e.g. a slice table that does not exist (read as empty).
 	Warnings []string
