@@ -42,6 +42,7 @@ func commands() map[string]command {
 		"generate": {"produce sample sensor events to Kafka (demos, benchmarks)", runGenerate},
 		"gen":      {"short for generate", runGenerate},
 		"bench":    {"measure the sink end to end against the raw Cassandra ceiling", runBench},
+		"query":    {"read one entity's rows back across buckets, a page at a time", runQuery},
 	}
 }
 

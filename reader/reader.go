@@ -1,0 +1,418 @@
+package reader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
+)
+
+// Defaults of Config.
+const (
+	DefaultParallelism   = 8
+	DefaultReadAhead     = 8
+	DefaultFetchSize     = 1000
+	DefaultMaxPartitions = 10000
+)
+
+// Config is what a Reader needs.
+type Config struct {
+	// Session runs the reads; the reader does not close it. Without one, a Reader still parses
+	// ids and plans queries (`sink query` checks its flags before it connects), but Read fails.
+	Session *gocql.Session
+	// Sink is the configuration `sink run` writes with, validated (config.Validate). The reader
+	// takes the table, its columns and types, the clustering order and the bucket policy from it.
+	Sink  *config.Config
+	Topic string // a key under topics:, or its Kafka topic
+	// Parallelism bounds the requests in flight at once (default 8).
+	Parallelism int
+	// ReadAhead is how many partitions beyond the time bucket being returned may be read before
+	// they are needed (default 8). A query with a limit opens only as many time buckets ahead as
+	// the rows seen so far say it needs, so "the latest 100" of a busy entity reads one or two.
+	ReadAhead int
+	// FetchSize is the rows asked for per request (default 1000), less when a limit needs fewer.
+	FetchSize int
+	// MaxPartitions caps the partitions one query's range may span (default 10000): a wider
+	// range is an error, not a slow read.
+	MaxPartitions int
+	// Consistency of the reads; 0 is the topic's consistency, else cassandra.consistency.
+	Consistency gocql.Consistency
+	// Observer, when set, sees every request the reader sends (tests count them).
+	Observer gocql.QueryObserver
+}
+
+// Reader reads the rows `sink run` wrote for one topic back, by entity and time range, from the
+// same configuration. It is safe for concurrent use; every query owns its goroutines and waits
+// for them before it returns.
+type Reader struct {
+	cfg      Config
+	gs       *gocql.Session
+	topic    string
+	table    mapper.Table
+	ids      []keyColumn
+	clus     []keyColumn // with desc set
+	timeCol  string
+	timeUUID bool // the time column is a timeuuid: range bounds go through minTimeuuid
+	eventCol string
+	selects  string // the selected columns, comma separated
+	cons     gocql.Consistency
+}
+
+type keyColumn struct {
+	name, typ string
+	desc      bool
+}
+
+// Query is one read of one entity.
+type Query struct {
+	// ID holds the values of the topic's id columns, in the order of topics.<t>.id. A string is
+	// parsed for a column of another type (see ParseValue), so command-line input can be passed
+	// as is.
+	ID []any
+	// From and To bound the range: [From, To) oldest first when From is before To, (To, From]
+	// newest first when From is after To; to the millisecond. "The latest N" is From = now,
+	// To = now minus how far back to look, Limit = N.
+	From, To time.Time
+	// Where restricts clustering columns other than the first (the time) to one value each, e.g.
+	// {"event_type": "order_placed"}. Cassandra filters inside each partition's slice of the
+	// range (ALLOW FILTERING, bounded by that slice). Strings are parsed for other types.
+	Where map[string]any
+	// Limit caps the rows of the whole query, over all its pages; 0 = no cap.
+	Limit int
+	// PageSize caps the rows of one Read; 0 = no cap (up to Limit, or the whole range).
+	PageSize int
+	// Cursor resumes a query after the last row of a previous page (Page.Cursor). The range and
+	// the limit then come from the cursor; ID must be the same entity.
+	Cursor string
+}
+
+// Row is one row: the Go values of the table's columns (as gocql returns them: string, int,
+// int64, float64, time.Time, gocql.UUID, ...) and the partition it came from.
+type Row struct {
+	Values    map[string]any
+	Partition Partition
+}
+
+// Page is the result of one Read.
+type Page struct {
+	Rows []Row // nil from Scan, which hands the rows to its callback instead
+	// Cursor resumes after the last row of this page; "" when the range or the limit is exhausted.
+	// A full page that ends exactly at the end of the range still has one, and the next is empty.
+	Cursor string
+	// Warnings are reported once per query, e.g. a slice table that does not exist (read as empty).
+	Warnings []string
+	// Partitions is how many partitions the query opened (read-ahead included).
+	Partitions int
+}
+
+// New prepares a reader of cfg.Topic. It checks that the topic can be read by time: its first
+// clustering column must hold the event time, as a timestamp or a timeuuid.
+func New(cfg Config) (*Reader, error) {
+	if cfg.Sink == nil {
+		return nil, errors.New("reader: Sink is required")
+	}
+	name := cfg.Topic
+	tc, ok := cfg.Sink.Topics[name]
+	if !ok {
+		for n, t := range cfg.Sink.Topics {
+			if t.Topic == cfg.Topic {
+				name, tc, ok = n, t, true
+				break
+			}
+		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("topics.%s: no such topic; configured: %v", cfg.Topic, cfg.Sink.TopicNames())
+	}
+	m, err := mapper.New(cfg.Sink)
+	if err != nil {
+		return nil, fmt.Errorf("reader: %w", err)
+	}
+	t, _ := m.Table(name)
+	r := &Reader{cfg: cfg, gs: cfg.Session, topic: name, table: t}
+	r.cfg.Parallelism = orDefault(cfg.Parallelism, DefaultParallelism)
+	r.cfg.ReadAhead = orDefault(cfg.ReadAhead, DefaultReadAhead)
+	r.cfg.FetchSize = orDefault(cfg.FetchSize, DefaultFetchSize)
+	r.cfg.MaxPartitions = orDefault(cfg.MaxPartitions, DefaultMaxPartitions)
+
+	types := make(map[string]string, len(t.Columns))
+	names := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		types[c.Name], names[i] = c.Type, c.Name
+	}
+	r.selects = strings.Join(names, ", ")
+	for _, c := range idColumns(t) {
+		r.ids = append(r.ids, keyColumn{name: c, typ: types[c]})
+	}
+	if t.Policy.EventBuckets() > 1 {
+		r.eventCol = t.PartitionKey[len(t.PartitionKey)-1]
+	}
+	for _, c := range t.Clustering {
+		if !comparableType(types[c.Name]) {
+			return nil, fmt.Errorf("topics.%s.clustering: column %s is a %s, which the reader cannot order", name, c.Name, types[c.Name])
+		}
+		r.clus = append(r.clus, keyColumn{name: c.Name, typ: types[c.Name], desc: c.Desc})
+	}
+	if err := r.checkTimeColumn(tc); err != nil {
+		return nil, err
+	}
+	cons := cfg.Consistency
+	if cons == 0 {
+		s := tc.Consistency
+		if s == "" {
+			s = cfg.Sink.Cassandra.Consistency
+		}
+		if s != "" {
+			if cons, err = gocql.ParseConsistencyWrapper(s); err != nil {
+				return nil, fmt.Errorf("topics.%s.consistency: %w", name, err)
+			}
+		}
+	}
+	r.cons = cons
+	return r, nil
+}
+
+// checkTimeColumn requires the first clustering column to be the event time, which is what the
+// buckets are cut by: then a time range is a slice of each partition.
+func (r *Reader) checkTimeColumn(tc config.Topic) error {
+	first := r.clus[0]
+	var col config.Column
+	for _, c := range tc.Columns {
+		if c.Name == first.name {
+			col = c
+		}
+	}
+	switch {
+	case normType(first.typ) == "timestamp" && col.Source == "event_time":
+	case normType(first.typ) == "timestamp" && col.Source == "" && tc.Time.Source != "kafka" && col.Field == tc.Time.Field &&
+		(tc.Time.Format == "" || tc.Time.Format == "rfc3339" || tc.Time.Format == "unix_ms"):
+		// A timestamp column reads RFC 3339 text and epoch milliseconds like the event time does
+		// in those formats; with unix_s, unix_us or unix_ns the two would differ.
+	case normType(first.typ) == "timeuuid" && col.Source == "timeuuid":
+		r.timeUUID = true
+	default:
+		return fmt.Errorf("topics.%s.clustering[0]: reading by time needs the first clustering column to hold the event time "+
+			"(a timestamp with source event_time or the time field, or a timeuuid with source timeuuid); %s is not", r.topic, first.name)
+	}
+	r.timeCol = first.name
+	return nil
+}
+
+// Topic is the name of the topic read (the key under topics:).
+func (r *Reader) Topic() string { return r.topic }
+
+// Table is the shape of the topic's table.
+func (r *Reader) Table() mapper.Table { return r.table }
+
+// ParseID converts the text form of an entity id, one value per id column, to typed values. Its
+// errors name the column and say what its type wants.
+func (r *Reader) ParseID(vals []string) ([]any, error) {
+	id := make([]any, len(vals))
+	for i, v := range vals {
+		id[i] = v
+	}
+	out, _, err := r.typedID(id)
+	return out, err
+}
+
+func (r *Reader) idNames() []string {
+	out := make([]string, len(r.ids))
+	for i, c := range r.ids {
+		out[i] = c.name
+	}
+	return out
+}
+
+// Plan is the partition plan of q; with a cursor, of the range the cursor was made for. It
+// checks the id and the cursor like Read, without reading anything.
+func (r *Reader) Plan(q Query) (Plan, error) {
+	e, err := r.entity(q)
+	if err != nil {
+		return Plan{}, err
+	}
+	if q.Cursor != "" {
+		c, err := r.decodeCursor(q.Cursor, e.fingerprint)
+		if err != nil {
+			return Plan{}, err
+		}
+		q.From, q.To = c.from(), c.to()
+	}
+	return MakePlan(r.table, e.id, q.From, q.To, r.cfg.MaxPartitions)
+}
+
+// entity is a query's id and restrictions, typed, and the fingerprint a cursor must carry.
+type entity struct {
+	id          []any
+	where       []restriction // in clustering order
+	fingerprint uint64
+}
+
+type restriction struct {
+	column string
+	value  any
+}
+
+func (r *Reader) entity(q Query) (entity, error) {
+	id, text, err := r.typedID(q.ID)
+	if err != nil {
+		return entity{}, err
+	}
+	e := entity{id: id}
+	left := len(q.Where)
+	for i, c := range r.clus {
+		v, ok := q.Where[c.name]
+		if !ok {
+			continue
+		}
+		if i == 0 {
+			return entity{}, fmt.Errorf("where %s: the first clustering column is the time; restrict it with the range", c.name)
+		}
+		left--
+		if str, isStr := v.(string); isStr {
+			if v, err = ParseValue(c.typ, str); err != nil {
+				return entity{}, fmt.Errorf("where %s (%s): %w", c.name, c.typ, err)
+			}
+		}
+		t, err := FormatValue(c.typ, v)
+		if err != nil {
+			return entity{}, fmt.Errorf("where %s (%s): %w", c.name, c.typ, err)
+		}
+		e.where = append(e.where, restriction{column: c.name, value: v})
+		text = append(text, c.name+"="+t)
+	}
+	if left > 0 {
+		return entity{}, fmt.Errorf("where: only clustering columns after the first can be restricted: %v", r.clusNames()[1:])
+	}
+	e.fingerprint = fingerprint(r.topic, r.table.Name, text)
+	return e, nil
+}
+
+func (r *Reader) clusNames() []string {
+	out := make([]string, len(r.clus))
+	for i, c := range r.clus {
+		out[i] = c.name
+	}
+	return out
+}
+
+// decodeCursor decodes a cursor and checks it was made for this topic, entity and restriction.
+func (r *Reader) decodeCursor(s string, fp uint64) (cursor, error) {
+	c, err := decodeCursor(s)
+	if err != nil {
+		return cursor{}, err
+	}
+	if c.Query != fp {
+		return cursor{}, fmt.Errorf("%w: it belongs to another topic, entity or restriction", ErrCursor)
+	}
+	if len(c.Last) != len(r.clus) {
+		return cursor{}, fmt.Errorf("%w: %d clustering values, the table has %d", ErrCursor, len(c.Last), len(r.clus))
+	}
+	return c, nil
+}
+
+// typedID parses string id values for non-text columns and returns the id's text forms.
+func (r *Reader) typedID(id []any) ([]any, []string, error) {
+	if len(id) != len(r.ids) {
+		return nil, nil, fmt.Errorf("topics.%s: %d id values given, the id has %d columns %v", r.topic, len(id), len(r.ids), r.idNames())
+	}
+	out := make([]any, len(id))
+	text := make([]string, len(id))
+	for i, v := range id {
+		if s, ok := v.(string); ok {
+			x, err := ParseValue(r.ids[i].typ, s)
+			if err != nil {
+				return nil, nil, fmt.Errorf("id column %s (%s): %w", r.ids[i].name, r.ids[i].typ, err)
+			}
+			v = x
+		}
+		s, err := FormatValue(r.ids[i].typ, v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("id column %s (%s): %w", r.ids[i].name, r.ids[i].typ, err)
+		}
+		out[i], text[i] = v, s
+	}
+	return out, text, nil
+}
+
+// Read returns the next page of q: up to q.PageSize rows (all of them when 0, up to q.Limit),
+// and the cursor of the page after it.
+func (r *Reader) Read(ctx context.Context, q Query) (Page, error) {
+	rows := make([]Row, 0, min(remaining(q.PageSize, q.Limit, 0), 4096)) // no bound: grows from 0
+	page, err := r.Scan(ctx, q, func(row Row) error {
+		rows = append(rows, row)
+		return nil
+	})
+	page.Rows = rows
+	return page, err
+}
+
+// Scan is Read that hands each row to fn as it is merged instead of collecting the page. An error
+// from fn ends the scan and is returned; the page's cursor then resumes after the last row fn
+// accepted.
+func (r *Reader) Scan(ctx context.Context, q Query, fn func(Row) error) (Page, error) {
+	if r.gs == nil {
+		return Page{}, errors.New("reader: no Session to read with")
+	}
+	e, err := r.entity(q)
+	if err != nil {
+		return Page{}, err
+	}
+	fp := e.fingerprint
+	var resume *cursor
+	if q.Cursor != "" {
+		c, err := r.decodeCursor(q.Cursor, fp)
+		if err != nil {
+			return Page{}, err
+		}
+		q.From, q.To, q.Limit = c.from(), c.to(), c.Limit
+		resume = &c
+	}
+	plan, err := MakePlan(r.table, e.id, q.From, q.To, r.cfg.MaxPartitions)
+	if err != nil {
+		return Page{}, err
+	}
+	s := &scan{r: r, plan: plan, e: e, fn: fn,
+		next: cursor{V: cursorVersion, Query: fp, From: q.From.UnixNano(), To: q.To.UnixNano(), Limit: q.Limit},
+		sem:  make(chan struct{}, r.cfg.Parallelism), missing: make(map[string]bool)}
+	start := 0
+	if resume != nil {
+		s.next.Returned = resume.Returned
+		if start, err = s.resumeAt(resume); err != nil {
+			return Page{}, err
+		}
+	}
+	s.want = remaining(q.PageSize, q.Limit, s.next.Returned)
+	if q.Limit > 0 && s.next.Returned >= q.Limit {
+		return Page{}, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		s.wg.Wait()
+	}()
+	s.ctx = ctx
+	more, err := s.run(start)
+	page := Page{Warnings: s.warnings, Partitions: s.opened}
+	// After an error the caller may still resume after the rows it got.
+	if (err == nil && more) || (err != nil && s.emitted > 0) {
+		c, cerr := s.cursor()
+		if cerr != nil {
+			return page, cerr
+		}
+		page.Cursor = c
+	}
+	return page, err
+}
+
+func orDefault(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
