@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,8 @@ const (
 	HeaderError           = "sink.error"
 	HeaderReason          = "sink.reason"
 	// HeaderTruncated is present only on a dead letter cut to fit the dead-letter topic: the parts that
-	// were cut or dropped, comma-separated, from "value", "headers" (the original headers) and "key".
+	// were cut or dropped, comma-separated, from "value", "headers" (the original headers), "key" and
+	// "error" (sink.error's tail).
 	HeaderTruncated = "sink.truncated"
 	// HeaderSourceValueSize is the source record's value size in bytes, on a truncated dead letter.
 	HeaderSourceValueSize = "sink.source.value.size"
@@ -47,6 +49,9 @@ const (
 // maxErrorBytes caps the sink.error header. Error messages can quote input (a field's value, a driver's
 // message with the statement); the header only has to say what went wrong.
 const maxErrorBytes = 1024
+
+// minErrorBytes is as short as sink.error is cut to make a dead letter fit: enough to say what failed.
+const minErrorBytes = 64
 
 // truncateUTF8 cuts s to at most n bytes without splitting a UTF-8 sequence, marking the cut.
 func truncateUTF8(s string, n int) string {
@@ -165,14 +170,14 @@ func recordWireSize(r *kgo.Record) int {
 
 // truncatedExtra bounds what the two headers of a truncated dead letter add: their keys, the longest
 // sink.truncated value, a 20-digit size, and their lengths.
-var truncatedExtra = 2*wireHeaderOverhead + len(HeaderTruncated) + len("value,headers,key") +
+var truncatedExtra = 2*wireHeaderOverhead + len(HeaderTruncated) + len("value,headers,key,error") +
 	len(HeaderSourceValueSize) + 20
 
 // fitDeadLetter returns r if a batch of r alone takes at most limit bytes; otherwise a truncated copy
 // that does. The last ours headers of r are the sink.* ones, which always stay; the rest are the source
 // record's. What goes, in order, until it fits: the value's tail, then the original headers, then the
-// key's tail. sink.truncated names what was cut and sink.source.value.size gives the original value's
-// size. ok is false when even the sink.* headers alone do not fit.
+// key's tail, then the tail of sink.error (down to minErrorBytes). sink.truncated names what was cut
+// and sink.source.value.size gives the original value's size. ok is false when even that does not fit.
 func fitDeadLetter(r *kgo.Record, ours, limit int) (fitted *kgo.Record, ok bool) {
 	if wireBatchOverhead+recordWireSize(r) <= limit {
 		return r, true
@@ -204,6 +209,21 @@ func fitDeadLetter(r *kgo.Record, ours, limit int) (fitted *kgo.Record, ok bool)
 	if n := excess(); n <= len(t.Key) {
 		t.Key = t.Key[:len(t.Key)-n]
 		return done()
+	}
+	t.Key = nil
+	// Last, sink.error: it may quote input, up to maxErrorBytes.
+	cut = append(cut, "error")
+	for i, h := range t.Headers {
+		if h.Key != HeaderError {
+			continue
+		}
+		n := excess()
+		if keep := len(h.Value) - n; keep >= minErrorBytes {
+			hs := slices.Clone(t.Headers)
+			hs[i].Value = []byte(truncateUTF8(string(h.Value), keep))
+			t.Headers = hs
+			return done()
+		}
 	}
 	return nil, false
 }

@@ -145,3 +145,25 @@ func TestRowDeadLetterRendersTheRowAsJSON(t *testing.T) {
 		t.Errorf("headers %s\nwant    %s", strings.Join(hs, " "), wantHs)
 	}
 }
+
+// TestOversizedDeadLetterCutsTheErrorLast: when the key, value and original headers are gone and the
+// dead letter still does not fit (an error that quotes input, a small max.message.bytes), sink.error is
+// cut too, never below minErrorBytes.
+func TestOversizedDeadLetterCutsTheErrorLast(t *testing.T) {
+	src := &kgo.Record{Topic: "readings", Partition: 0, Offset: 35, Key: []byte("dev-1"), Value: []byte(strings.Repeat("v", 3000))}
+	dl := deadLetterRecord("readings.dlq", src, ReasonDecode, errors.New("decoding JSON: unparsed tail: "+strings.Repeat("v", 2000)))
+	ours := len(dl.Headers) - len(src.Headers)
+	got, ok := fitDeadLetter(dl, ours, 600)
+	if !ok {
+		t.Fatal("does not fit 600 bytes")
+	}
+	e := header(got, HeaderError)
+	if n := wireBatchOverhead + recordWireSize(got); n > 600 || header(got, HeaderTruncated) != "value,key,error" ||
+		len(e) < minErrorBytes || !strings.HasPrefix(e, "decoding JSON: unparsed tail: ") || !strings.HasSuffix(e, "…(truncated)") ||
+		len(got.Key) != 0 || len(got.Value) != 0 {
+		t.Errorf("%d bytes, truncated %q, key %q, %d value bytes, error %q", n, header(got, HeaderTruncated), got.Key, len(got.Value), e)
+	}
+	if len(header(dl, HeaderError)) != maxErrorBytes {
+		t.Error("fitDeadLetter changed the headers of the record it was given")
+	}
+}
