@@ -370,40 +370,50 @@ const (
 
 // dlqLimits caches the effective max.message.bytes of each dead-letter topic, described once and again
 // when the broker refuses a dead letter as too large. A topic that cannot be described (it does not
-// exist yet, or the sink may not describe its configs) is described again at the next attempt.
+// exist yet, Kafka does not answer, or the sink may not describe its configs) is assumed to have Kafka's
+// default, and described again at most every describeRetry, so that a sink without the right to
+// describe configs does not ask (and warn) for every dead letter.
 type dlqLimits struct {
 	mu sync.Mutex
-	m  map[string]int
+	m  map[string]dlqLimit
 }
+
+type dlqLimit struct {
+	bytes int
+	known bool      // described; otherwise bytes is the default, assumed since at
+	at    time.Time // when the describe failed
+}
+
+// describeRetry is how long a failed describe stands before the topic is described again.
+const describeRetry = time.Minute
 
 // get returns how many bytes one record batch to topic may take; refresh describes the topic again.
 func (l *dlqLimits) get(ctx context.Context, pl *Pipeline, topic string, refresh bool) int {
 	l.mu.Lock()
-	n, ok := l.m[topic]
+	c, ok := l.m[topic]
 	l.mu.Unlock()
-	if ok && !refresh {
-		return n
+	if ok && !refresh && (c.known || time.Since(c.at) < describeRetry) {
+		return min(c.bytes, producerMaxBatchBytes)
 	}
 	n, err := describeMaxMessageBytes(ctx, kadm.NewClient(pl.producer), topic)
-	if err != nil {
-		if ctx.Err() == nil {
-			pl.log.Warn("describing the dead-letter topic's max.message.bytes failed; assuming Kafka's default",
-				slog.String("dead_letter_topic", topic), slog.Int("max_message_bytes", defaultMaxMessageBytes),
-				slog.Any("error", err))
-		}
-		return min(defaultMaxMessageBytes, producerMaxBatchBytes)
+	switch {
+	case err == nil:
+		c = dlqLimit{bytes: n, known: true}
+	case ctx.Err() != nil:
+		return min(defaultMaxMessageBytes, producerMaxBatchBytes) // stopping: nothing learned
+	default:
+		pl.log.Warn("describing the dead-letter topic's max.message.bytes failed; assuming Kafka's default",
+			slog.String("dead_letter_topic", topic), slog.Int("max_message_bytes", defaultMaxMessageBytes),
+			slog.Duration("described_again_in", describeRetry), slog.Any("error", err))
+		c = dlqLimit{bytes: defaultMaxMessageBytes, at: time.Now()}
 	}
-	l.set(topic, n)
-	return min(n, producerMaxBatchBytes)
-}
-
-func (l *dlqLimits) set(topic string, n int) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.m == nil {
-		l.m = make(map[string]int)
+		l.m = make(map[string]dlqLimit)
 	}
-	l.m[topic] = n
+	l.m[topic] = c
+	l.mu.Unlock()
+	return min(c.bytes, producerMaxBatchBytes)
 }
 
 // describeMaxMessageBytes returns the topic's effective max.message.bytes.
