@@ -331,9 +331,9 @@ func (p *partition) pending(offset int64) bool {
 }
 
 // unreadable stops the partition at a row Cassandra refused whose source record the partition's log no
-// longer holds (reread.go), so it cannot be dead-lettered with its original key, value and headers.
-// Skipping it would lose it without a trace, so the partition stops advancing before it, loudly; an
-// operator decides (restore the record, or move the group's offset past it knowingly).
+// longer holds (reread.go) and whose dead letter came without the row to send instead (the write stage
+// always hands the row over, so this is a safeguard). Skipping it would lose it without a trace, so the
+// partition stops advancing before it, loudly; an operator decides.
 func (p *partition) unreadable(offset int64, reason string, cause error) {
 	p.log.Error("row refused by Cassandra and its record can no longer be read from Kafka to dead-letter it; partition stopped",
 		slog.Int64("offset", offset), slog.String("reason", reason), slog.Any("refused", cause),
