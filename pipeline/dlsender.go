@@ -224,6 +224,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 	topicLimit := p.pl.dlqLimits.get(ctx, p.pl, dlq, false)
 	var reqs [][]*kgo.Record
 	byRec := make(map[*kgo.Record]deadLetter, len(batch))
+	truncated := make(map[*kgo.Record]bool, len(batch))
 	reqBytes := 0
 	for _, d := range batch {
 		rec, ours := d.record(dlq)
@@ -243,6 +244,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 				slog.String("truncated", string(fitted.Headers[len(fitted.Headers)-2].Value))) // sink.truncated
 		}
 		byRec[fitted] = d
+		truncated[fitted] = fitted != rec
 		size := recordWireSize(fitted)
 		if len(reqs) == 0 || d.alone || wireBatchOverhead+reqBytes+size > limit {
 			reqs = append(reqs, nil)
@@ -269,6 +271,9 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 			switch {
 			case res.Err == nil:
 				p.pl.metrics.RecordsDeadLettered.WithLabelValues(p.tp.topic, d.reason).Inc()
+				if truncated[res.Record] {
+					p.pl.metrics.DLTruncated.WithLabelValues(p.tp.topic).Inc()
+				}
 				p.log.Info("record dead-lettered", slog.Int64("offset", d.offset), slog.String("reason", d.reason),
 					slog.String("dead_letter_topic", dlq), slog.Any("error", d.err))
 				if attempt > 1 {

@@ -120,6 +120,9 @@ func TestOversizedDeadLetterIsTruncatedToFitTheTopic(t *testing.T) {
 	if got := testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)); got != 0 {
 		t.Errorf("sink_records_failed_total %v, want 0", got)
 	}
+	if got := testutil.ToFloat64(m.pl.metrics.DLTruncated.WithLabelValues(testTopic)); got != 1 {
+		t.Errorf("sink_dead_letters_truncated_total %v, want 1", got)
+	}
 }
 
 // TestDeadLetterRefusedAsTooLargeIsCutSmallerAndRetried: the sink believes the dead-letter topic takes a
