@@ -37,6 +37,9 @@ type deadLetter struct {
 	limit int
 	// alone: produce it in a request of its own (it was refused as too large together with others).
 	alone bool
+	// unfit: the last attempt found it could not fit at all; the next one describes the topic again,
+	// whose max.message.bytes may have been raised meanwhile.
+	unfit bool
 }
 
 // record builds the record to produce, or nil while the source record is still to be read back.
@@ -221,7 +224,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 	// Fit every dead letter to the topic, and group them into requests that each fit the topic as one
 	// record batch: the client may put every record of a request for one partition into one batch,
 	// which the broker measures as a whole.
-	topicLimit := p.pl.dlqLimits.get(ctx, p.pl, dlq, false)
+	topicLimit := p.pl.dlqLimits.get(ctx, p.pl, dlq, slices.ContainsFunc(batch, func(d deadLetter) bool { return d.unfit }))
 	var reqs [][]*kgo.Record
 	byRec := make(map[*kgo.Record]deadLetter, len(batch))
 	truncated := make(map[*kgo.Record]bool, len(batch))
@@ -233,7 +236,9 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 			limit = min(limit, d.limit)
 		}
 		fitted, ok := fitDeadLetter(rec, ours, limit)
+		d.unfit = !ok
 		if !ok {
+			d.limit = 0 // from the topic's limit again next time
 			fail(d, fmt.Errorf("the dead letter does not fit the dead-letter topic even without its key, value and original headers (%d bytes allowed)", limit))
 			continue
 		}

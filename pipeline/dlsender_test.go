@@ -157,6 +157,27 @@ func TestDeadLetterRefusedAsTooLargeIsCutSmallerAndRetried(t *testing.T) {
 	}
 }
 
+// TestDeadLetterThatCannotFitHealsWhenTheTopicAcceptsMore: a dead-letter topic whose max.message.bytes
+// is too small for even the sink.* headers holds the partition before the bad record (retried, counted);
+// once the topic's setting is raised, the sender learns it again and the dead letter goes through.
+func TestDeadLetterThatCannotFitHealsWhenTheTopicAcceptsMore(t *testing.T) {
+	f := newFixture(t, 20, 0)
+	f.setDLQMaxMessageBytes(150)
+	at := f.produceTo(0, "bad record", `{"n":1}`)
+	m := f.start(f.config(nil), newMemWriter())
+	f.waitFor(20*time.Second, "the dead letter to fail and partition 0 to commit up to it", func() bool {
+		return testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)) >= 2 && f.committed()[0] == at
+	})
+	f.setDLQMaxMessageBytes(1 << 20)
+	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
+	if r := f.dlqByOffset(1)[[2]int64{0, at}]; r == nil || string(r.Value) != "bad record" || header(r, HeaderTruncated) != "" {
+		t.Errorf("dead letter %v, want the whole record", r)
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // startWithoutDLQ starts a member on 50 records per partition, offsets 24 and 49 bad, whose dead-letter
 // topic does not exist, and waits until every partition waits before its first bad record.
 func startWithoutDLQ(t *testing.T, mut func(*config.Config)) (*fixture, *member, *memWriter) {
