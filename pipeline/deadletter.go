@@ -1,10 +1,19 @@
 package pipeline
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/mapper"
 )
 
 // Header keys of a dead-lettered record. Together they name the source record exactly, so an operator can
@@ -16,6 +25,17 @@ const (
 	HeaderSourceTimestamp = "sink.source.timestamp" // RFC 3339, UTC, millisecond precision (Kafka's resolution)
 	HeaderError           = "sink.error"
 	HeaderReason          = "sink.reason"
+	// HeaderTruncated is present only on a dead letter cut to fit the dead-letter topic: the parts that
+	// were cut or dropped, comma-separated, from "value", "headers" (the original headers), "key" and
+	// "error" (sink.error's tail).
+	HeaderTruncated = "sink.truncated"
+	// HeaderSourceValueSize is the source record's value size in bytes, on a truncated dead letter.
+	HeaderSourceValueSize = "sink.source.value.size"
+	// HeaderSourceMissing is "true" on the dead letter of a row Cassandra refused whose source record the
+	// partition's log no longer held: its value is the row (see rowDeadLetter), not the record.
+	HeaderSourceMissing = "sink.source.missing"
+	// HeaderTable is the keyspace.table a source-missing dead letter's row was for.
+	HeaderTable = "sink.table"
 )
 
 // Dead-letter reasons, the values of the reason label and of the sink.reason header.
@@ -23,7 +43,48 @@ const (
 	ReasonDecode = "decode" // the value is not valid input for the topic's codec
 	ReasonMap    = "map"    // decoded, but a field is missing or does not fit its column
 	ReasonWrite  = "write"  // Cassandra rejected the row for a reason retrying cannot fix
+	ReasonPanic  = "panic"  // mapping the record panicked (a bug, contained to the record)
 )
+
+// maxErrorBytes caps the sink.error header. Error messages can quote input (a field's value, a driver's
+// message with the statement); the header only has to say what went wrong.
+const maxErrorBytes = 1024
+
+// minErrorBytes is as short as sink.error is cut to make a dead letter fit: enough to say what failed.
+const minErrorBytes = 64
+
+// truncateUTF8 cuts s to at most n bytes without splitting a UTF-8 sequence, marking the cut.
+func truncateUTF8(s string, n int) string {
+	const mark = "…(truncated)"
+	if len(s) <= n {
+		return s
+	}
+	cut := max(n-len(mark), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// sinkHeaders are the sink.* headers every dead letter carries (the timestamp only when it is known).
+func sinkHeaders(dst []kgo.RecordHeader, topic string, partition int32, offset int64, ts time.Time, reason string, cause error) []kgo.RecordHeader {
+	msg := ""
+	if cause != nil {
+		msg = truncateUTF8(cause.Error(), maxErrorBytes)
+	}
+	dst = append(dst,
+		kgo.RecordHeader{Key: HeaderSourceTopic, Value: []byte(topic)},
+		kgo.RecordHeader{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(partition), 10)},
+		kgo.RecordHeader{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, offset, 10)},
+	)
+	if !ts.IsZero() {
+		dst = append(dst, kgo.RecordHeader{Key: HeaderSourceTimestamp, Value: ts.UTC().AppendFormat(nil, "2006-01-02T15:04:05.000Z07:00")})
+	}
+	return append(dst,
+		kgo.RecordHeader{Key: HeaderError, Value: []byte(msg)},
+		kgo.RecordHeader{Key: HeaderReason, Value: []byte(reason)},
+	)
+}
 
 // deadLetterRecord builds the record that carries src to the dead-letter topic: the original key, value
 // and headers unchanged, followed by the sink.* headers describing where it came from and why it failed.
@@ -31,18 +92,7 @@ const (
 func deadLetterRecord(dlqTopic string, src *kgo.Record, reason string, cause error) *kgo.Record {
 	headers := make([]kgo.RecordHeader, 0, len(src.Headers)+6)
 	headers = append(headers, src.Headers...)
-	msg := ""
-	if cause != nil {
-		msg = cause.Error()
-	}
-	headers = append(headers,
-		kgo.RecordHeader{Key: HeaderSourceTopic, Value: []byte(src.Topic)},
-		kgo.RecordHeader{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(src.Partition), 10)},
-		kgo.RecordHeader{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, src.Offset, 10)},
-		kgo.RecordHeader{Key: HeaderSourceTimestamp, Value: src.Timestamp.UTC().AppendFormat(nil, "2006-01-02T15:04:05.000Z07:00")},
-		kgo.RecordHeader{Key: HeaderError, Value: []byte(msg)},
-		kgo.RecordHeader{Key: HeaderReason, Value: []byte(reason)},
-	)
+	headers = sinkHeaders(headers, src.Topic, src.Partition, src.Offset, src.Timestamp, reason, cause)
 	return &kgo.Record{
 		Topic:     dlqTopic,
 		Key:       src.Key,
@@ -50,4 +100,130 @@ func deadLetterRecord(dlqTopic string, src *kgo.Record, reason string, cause err
 		Headers:   headers,
 		Timestamp: time.Time{}, // the producer stamps the time of dead-lettering; the source time is a header
 	}
+}
+
+// rowDeadLetter builds the dead letter of a row Cassandra refused whose source record Kafka no longer
+// holds (retention or compaction removed it before it could be read back): what is left of the record
+// is the row the sink mapped from it. The value is that row as a JSON object, column name to bound value
+// (columns left unset are absent; the TTL and write timestamp are not columns); there is no key; the
+// headers are the sink.* ones without sink.source.timestamp (unknown), plus sink.source.missing=true
+// and sink.table.
+func rowDeadLetter(dlqTopic string, row *batcher.Row, reason string, cause error) *kgo.Record {
+	src := row.Source
+	headers := sinkHeaders(make([]kgo.RecordHeader, 0, 7), src.Topic, src.Partition, src.Offset, time.Time{}, reason, cause)
+	headers = append(headers, kgo.RecordHeader{Key: HeaderSourceMissing, Value: []byte("true")})
+	if row.Target != nil {
+		headers = append(headers, kgo.RecordHeader{Key: HeaderTable, Value: []byte(row.Target.Keyspace + "." + row.Target.Table)})
+	}
+	return &kgo.Record{Topic: dlqTopic, Value: rowJSON(row), Headers: headers}
+}
+
+// rowJSON renders a row's column values as a JSON object. A value JSON cannot encode as it is (a map
+// with keys JSON has no form for) is rendered as its Go string form.
+func rowJSON(row *batcher.Row) []byte {
+	vals := mapper.Values(*row)
+	var cols []string
+	if row.Target != nil {
+		cols = row.Target.Columns
+	}
+	obj := make(map[string]json.RawMessage, len(cols))
+	for i, c := range cols {
+		if i >= len(vals) {
+			break
+		}
+		v := mapper.GoValue(vals[i])
+		if v == gocql.UnsetValue {
+			continue
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			b, _ = json.Marshal(fmt.Sprint(v))
+		}
+		obj[c] = b
+	}
+	out, err := json.Marshal(obj)
+	if err != nil { // unreachable: every entry is valid JSON
+		return []byte("{}")
+	}
+	return out
+}
+
+// Sizes of a record on the wire, as the broker measures it against max.message.bytes: the whole record
+// batch, whose header is 61 bytes (offset and length included), and per record at most these many bytes
+// of varints and attributes (length 5, attributes 1, timestamp delta 10, offset delta 5, key and value
+// lengths 5 each, header count 5), and per header 10 (two lengths). Compression never makes a batch
+// larger: franz-go sends it uncompressed when compressing does not shrink it.
+const (
+	wireBatchOverhead  = 61
+	wireRecordOverhead = 36
+	wireHeaderOverhead = 10
+)
+
+// recordWireSize is an upper bound of the bytes r takes in a record batch, not counting the batch header.
+func recordWireSize(r *kgo.Record) int {
+	n := wireRecordOverhead + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += wireHeaderOverhead + len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// truncatedExtra bounds what the two headers of a truncated dead letter add: their keys, the longest
+// sink.truncated value, a 20-digit size, and their lengths.
+var truncatedExtra = 2*wireHeaderOverhead + len(HeaderTruncated) + len("value,headers,key,error") +
+	len(HeaderSourceValueSize) + 20
+
+// fitDeadLetter returns r if a batch of r alone takes at most limit bytes; otherwise a truncated copy
+// that does. The last ours headers of r are the sink.* ones, which always stay; the rest are the source
+// record's. What goes, in order, until it fits: the value's tail, then the original headers, then the
+// key's tail, then the tail of sink.error (down to minErrorBytes). sink.truncated names what was cut
+// and sink.source.value.size gives the original value's size. ok is false when even that does not fit.
+func fitDeadLetter(r *kgo.Record, ours, limit int) (fitted *kgo.Record, ok bool) {
+	if wireBatchOverhead+recordWireSize(r) <= limit {
+		return r, true
+	}
+	t := *r
+	var cut []string
+	// excess is how many bytes t is over limit once the two truncation headers are added.
+	excess := func() int { return wireBatchOverhead + recordWireSize(&t) + truncatedExtra - limit }
+	done := func() (*kgo.Record, bool) {
+		t.Headers = append(t.Headers[:len(t.Headers):len(t.Headers)],
+			kgo.RecordHeader{Key: HeaderTruncated, Value: []byte(strings.Join(cut, ","))},
+			kgo.RecordHeader{Key: HeaderSourceValueSize, Value: strconv.AppendInt(nil, int64(len(r.Value)), 10)})
+		return &t, true
+	}
+	cut = append(cut, "value")
+	if n := excess(); n <= len(t.Value) {
+		t.Value = t.Value[:len(t.Value)-n]
+		return done()
+	}
+	t.Value = nil
+	if ours < len(t.Headers) {
+		cut = append(cut, "headers")
+		t.Headers = t.Headers[len(t.Headers)-ours:]
+		if excess() <= 0 {
+			return done()
+		}
+	}
+	cut = append(cut, "key")
+	if n := excess(); n <= len(t.Key) {
+		t.Key = t.Key[:len(t.Key)-n]
+		return done()
+	}
+	t.Key = nil
+	// Last, sink.error: it may quote input, up to maxErrorBytes.
+	cut = append(cut, "error")
+	for i, h := range t.Headers {
+		if h.Key != HeaderError {
+			continue
+		}
+		n := excess()
+		if keep := len(h.Value) - n; keep >= minErrorBytes {
+			hs := slices.Clone(t.Headers)
+			hs[i].Value = []byte(truncateUTF8(string(h.Value), keep))
+			t.Headers = hs
+			return done()
+		}
+	}
+	return nil, false
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -345,28 +346,11 @@ func (s *stack) checkDeadLetters(exact bool) {
 			bad[[2]int64{int64(r.partition), r.offset}] = r
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Kafka.Brokers...), kgo.ConsumeTopics(s.dlq),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ends, err := s.adm.ListEndOffsets(ctx, s.dlq)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	end, _ := ends.Lookup(s.dlq, 0)
 	seen := make(map[[2]int64]int)
-	var n int64
-	for n < end.Offset {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			s.t.Fatalf("read %d of %d dead letters", n, end.Offset)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
+	dls := s.dlqRecords()
+	n := len(dls)
+	for _, r := range dls {
+		{
 			p, _ := strconv.ParseInt(header(r, HeaderSourcePartition), 10, 32)
 			o, _ := strconv.ParseInt(header(r, HeaderSourceOffset), 10, 64)
 			k := [2]int64{p, o}
@@ -383,7 +367,7 @@ func (s *stack) checkDeadLetters(exact bool) {
 				s.t.Errorf("dead letter %v: headers %v, want the original %v first, then the sink.* ones", k, r.Headers, src.headers)
 			}
 			seen[k]++
-		})
+		}
 	}
 	for k, r := range bad {
 		if seen[k] == 0 {
@@ -393,6 +377,33 @@ func (s *stack) checkDeadLetters(exact bool) {
 		}
 	}
 	s.t.Logf("%d dead letters for %d bad records", n, len(bad))
+}
+
+// dlqRecords reads the dead-letter topic (one partition) from its start to its current end.
+func (s *stack) dlqRecords() []*kgo.Record {
+	s.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Kafka.Brokers...), kgo.ConsumeTopics(s.dlq),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ends, err := s.adm.ListEndOffsets(ctx, s.dlq)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	end, _ := ends.Lookup(s.dlq, 0)
+	var out []*kgo.Record
+	for int64(len(out)) < end.Offset {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			s.t.Fatalf("read %d of %d dead letters", len(out), end.Offset)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
 }
 
 // ackLog remembers when Cassandra acknowledged each row, across members.
@@ -595,45 +606,93 @@ rows:
 	return failures, nil
 }
 
-// TestIntegrationUnwritableDeadLetterTopic: the dead-letter topic refuses the bad record (its
-// max.message.bytes is smaller). That partition's committed offset stays below the bad record, the
-// daemon is not ready, the failure is counted, and the other partitions still reach the end.
-func TestIntegrationUnwritableDeadLetterTopic(t *testing.T) {
-	tiny := "200"
-	s := newStack(t, 3, map[string]*string{"max.message.bytes": &tiny})
+// TestIntegrationOversizedDeadLetterReachesTopicTruncated: a bad record larger than the dead-letter
+// topic's max.message.bytes reaches it cut to fit (coordinates, reason, sink.truncated and the original
+// value size), and its partition goes on: the rows after it are written and the committed offsets reach
+// the end. It used to be refused, and retried, forever.
+func TestIntegrationOversizedDeadLetterReachesTopicTruncated(t *testing.T) {
+	small := "4096"
+	s := newStack(t, 3, map[string]*string{"max.message.bytes": &small})
 	recs := makeRecords(300, 0, 3)
-	// One bad record, bigger than the dead-letter topic accepts, in partition 0.
-	var badAt int
+	// One bad record, far bigger than the dead-letter topic accepts, in partition 0, with rows after it.
+	var bad *itRecord
 	for i, r := range recs {
 		if r.partition == 0 && i > 100 {
 			r.bad = mapper.ReasonDecode
-			r.value = []byte("not json " + strings.Repeat("x", 1000))
-			badAt = i
+			r.value = []byte("not json " + randomText(20_000)) // incompressible: the broker measures it as sent
+			bad = r
 			break
 		}
 	}
 	s.produce(recs)
-	// The stuck dead letter keeps being retried until shutdown gives up on it after shutdown_timeout.
-	s.cfg.Writer.ShutdownTimeout = config.Duration(2 * time.Second)
 	m := s.start(nil)
-	badOffset := recs[badAt].offset
-	s.waitFor(2*time.Minute, "partitions 1 and 2 at the end, 0 at its bad record", func() bool {
-		c := s.committed()
-		return c[0] == badOffset && c[1] == s.produced[1] && c[2] == s.produced[2]
-	})
-	s.waitFor(30*time.Second, "readiness to report the stuck partition", func() bool {
-		err := m.pl.Ready()
-		return err != nil && strings.Contains(err.Error(), "partition 0 is stuck")
-	})
-	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got < 1 {
-		t.Errorf("sink_records_failed_total %v, want at least 1", got)
-	}
+	s.waitFor(2*time.Minute, "committed offsets to reach the end", s.allCommitted)
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if c := s.committed(); c[0] != badOffset {
-		t.Errorf("partition 0 committed %d after shutdown, want %d (the unwritable bad record)", c[0], badOffset)
+	s.checkPlacement()
+	dls := s.dlqRecords()
+	if len(dls) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dls))
 	}
+	r := dls[0]
+	if header(r, HeaderSourcePartition) != "0" || header(r, HeaderSourceOffset) != strconv.FormatInt(bad.offset, 10) ||
+		header(r, HeaderSourceTopic) != s.topic || header(r, HeaderReason) != mapper.ReasonDecode ||
+		header(r, HeaderError) == "" || header(r, HeaderTruncated) != "value" ||
+		header(r, HeaderSourceValueSize) != strconv.Itoa(len(bad.value)) || string(r.Key) != bad.device ||
+		len(r.Value) == 0 || !strings.HasPrefix(string(bad.value), string(r.Value)) {
+		t.Errorf("dead letter: key %q, %d value bytes, headers %v", r.Key, len(r.Value), r.Headers)
+	}
+	if n := wireBatchOverhead + recordWireSize(r); n > 4096 {
+		t.Errorf("dead letter of %d bytes in a topic of max.message.bytes 4096", n)
+	}
+	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got != 0 {
+		t.Errorf("sink_records_failed_total %v, want 0", got)
+	}
+}
+
+// TestIntegrationDeadLetterTopicCreatedLateHeals: the dead-letter topic does not exist when the bad
+// records come (a runtime deletion, or a topic created after the sink started). Their partitions wait
+// before them and retry; once the topic is created, every bad record reaches it and the committed offsets
+// reach the end, without a restart.
+func TestIntegrationDeadLetterTopicCreatedLateHeals(t *testing.T) {
+	s := newStack(t, 3, nil)
+	created := s.dlq
+	s.dlq = created + "_late" // not created yet; the stack's cleanup deletes it
+	t.Cleanup(func() { _, _ = s.adm.DeleteTopics(context.Background(), created) })
+	tc := s.cfg.Topics["readings"]
+	tc.DeadLetterTopic = s.dlq
+	s.cfg.Topics["readings"] = tc
+	recs := makeRecords(900, 100, 3)
+	s.produce(recs)
+	m := s.start(nil)
+	s.waitFor(2*time.Minute, "readiness to report a stuck partition", func() bool {
+		err := m.pl.Ready()
+		return err != nil && strings.Contains(err.Error(), "stuck")
+	})
+	first := make(map[int32]int64)
+	for _, r := range recs {
+		if _, ok := first[r.partition]; r.bad != "" && !ok {
+			first[r.partition] = r.offset
+		}
+	}
+	for p, c := range s.committed() {
+		if o, ok := first[p]; ok && c > o {
+			t.Errorf("partition %d committed %d past its first undelivered dead letter %d", p, c, o)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.adm.CreateTopic(ctx, 1, 1, nil, s.dlq); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(2*time.Minute, "committed offsets to reach the end", s.allCommitted)
+	s.waitFor(30*time.Second, "ready again", func() bool { return m.pl.Ready() == nil })
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s.checkPlacement()
+	s.checkDeadLetters(false)
 }
 
 // sinkBinary builds cmd/sink once per test binary, for the tests that kill the process.
@@ -1230,11 +1289,11 @@ func (h *holdWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.R
 	return h.w.Write(ctx, b)
 }
 
-// TestIntegrationRefusedRowWhoseRecordIsGoneStopsItsPartition: retention (here DeleteRecords) removes a
-// row's record while Cassandra is about to refuse the row. Its dead letter cannot carry the original
-// record, so the partition stops before it, loudly and counted, rather than skipping it; the other
-// partitions finish.
-func TestIntegrationRefusedRowWhoseRecordIsGoneStopsItsPartition(t *testing.T) {
+// TestIntegrationRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow: retention (here DeleteRecords)
+// removes a row's record while Cassandra is about to refuse the row. Its dead letter cannot carry the
+// original record, so it carries the mapped row as JSON, marked sink.source.missing, and the partition
+// goes on to the end instead of stopping for good.
+func TestIntegrationRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing.T) {
 	s := newStack(t, 3, nil)
 	recs := makeRecords(600, 0, 3)
 	var bad *itRecord
@@ -1247,7 +1306,6 @@ func TestIntegrationRefusedRowWhoseRecordIsGoneStopsItsPartition(t *testing.T) {
 		}
 	}
 	s.produce(recs)
-	s.cfg.Writer.ShutdownTimeout = config.Duration(2 * time.Second)
 	hw := &holdWriter{held: make(chan struct{}), release: make(chan struct{}),
 		hold: func(src batcher.Source) bool { return src.Partition == 0 && src.Offset == bad.offset }}
 	m := s.start(func(w BatchWriter) BatchWriter { hw.w = w; return hw })
@@ -1263,24 +1321,29 @@ func TestIntegrationRefusedRowWhoseRecordIsGoneStopsItsPartition(t *testing.T) {
 		t.Fatalf("deleting the records of partition 0 up to %d: %v %v", bad.offset, err, resp.Error())
 	}
 	close(hw.release)
-	s.waitFor(2*time.Minute, "partitions 1 and 2 at the end, 0 at the refused row", func() bool {
-		c := s.committed()
-		return c[0] == bad.offset && c[1] == s.produced[1] && c[2] == s.produced[2]
-	})
-	s.waitFor(30*time.Second, "readiness to report the stuck partition", func() bool {
-		err := m.pl.Ready()
-		return err != nil && strings.Contains(err.Error(), "partition 0 is stuck")
-	})
-	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got != 1 {
-		t.Errorf("sink_records_failed_total %v, want 1", got)
-	}
+	s.waitFor(2*time.Minute, "committed offsets to reach the end", s.allCommitted)
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if c := s.committed(); c[0] != bad.offset {
-		t.Errorf("partition 0 committed %d after shutdown, want %d (the refused row whose record is gone)", c[0], bad.offset)
+	dls := s.dlqRecords()
+	if len(dls) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dls))
 	}
-	if got := testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, ReasonWrite)); got != 0 {
-		t.Errorf("%v dead letters for a record that could not be read back", got)
+	r := dls[0]
+	// The row as the mapper built it: the bucket column too, the text as Cassandra would have stored it
+	// had it been valid UTF-8 (JSON has no other form for it).
+	var row map[string]any
+	if err := json.Unmarshal(r.Value, &row); err != nil {
+		t.Fatalf("dead letter value %s: %v", r.Value, err)
+	}
+	wantValue := map[string]any{"device_id": bad.device + "\ufffd\ufffd", "ts": bad.ts.UTC().Format(time.RFC3339Nano),
+		"value": 1.5, "bucket": s.policy.Text(s.policy.Index(bad.ts))}
+	if fmt.Sprint(row) != fmt.Sprint(wantValue) || r.Key != nil || header(r, HeaderSourceMissing) != "true" ||
+		header(r, HeaderSourceOffset) != strconv.FormatInt(bad.offset, 10) || header(r, HeaderSourcePartition) != "0" ||
+		header(r, HeaderReason) != ReasonWrite || header(r, HeaderTable) != s.ks+".readings" || header(r, HeaderError) == "" {
+		t.Errorf("dead letter: value %s key %q headers %v\nwant value %s", r.Value, r.Key, r.Headers, wantValue)
+	}
+	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got != 0 {
+		t.Errorf("sink_records_failed_total %v, want 0", got)
 	}
 }

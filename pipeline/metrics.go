@@ -33,6 +33,8 @@ type Metrics struct {
 	PartitionBudget     *prometheus.GaugeVec
 	Ready               prometheus.Gauge
 	BuildInfo           *prometheus.GaugeVec
+	// DLTruncated counts dead letters sent cut to fit their topic (sink.truncated).
+	DLTruncated *prometheus.CounterVec
 
 	live *liveCollector // event-time lag and largest open partitions, computed at scrape time
 }
@@ -51,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		RecordsDeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_dead_lettered_total",
-			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, write).",
+			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, write, panic).",
 		}, []string{"topic", "reason"}),
 		RecordsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_failed_total",
@@ -125,6 +127,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.BufferedBytes, m.OpenBatchRows, m.PausedPartitions, m.CommitDuration, m.CommitFailures,
 		m.ConsumerLag, m.PartitionBudget, m.Ready, m.BuildInfo, m.live,
 	)
+	m.DLTruncated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "dead_letters_truncated_total",
+		Help: "Dead letters sent truncated because they were larger than the dead-letter topic accepts.",
+	}, []string{"topic"})
+	reg.MustRegister(m.DLTruncated)
 	return m
 }
 
@@ -158,6 +165,7 @@ func MetricNames() []string {
 		"sink_partition_budget_bytes",
 		"sink_ready",
 		"sink_build_info",
+		"sink_dead_letters_truncated_total",
 	}
 	sort.Strings(names)
 	return names

@@ -27,6 +27,7 @@ func TestMetricsLintAndNames(t *testing.T) {
 	m.InFlight(1)
 	m.CommitDuration.Observe(0.01)
 	m.CommitFailures.Inc()
+	m.DLTruncated.WithLabelValues("t").Inc()
 	m.ConsumerLag.WithLabelValues("t", "0").Set(3)
 	m.PartitionBudget.WithLabelValues("t").Set(100e6)
 	m.Ready.Set(1)

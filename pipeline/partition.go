@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"sync"
 
@@ -138,10 +140,7 @@ func (p *partition) releaseMapped(n int64) {
 // and the key into the row's own memory), and if Cassandra refuses the row the dead-letter sender reads
 // the record back from Kafka (reread.go).
 func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool) {
-	row, err := p.pl.mapper.Map(mapper.Record{
-		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
-	})
+	row, err := p.mapRecord(r)
 	// What the record holds until it is done; its tracker entry (entryCost, charged by handOff or below)
 	// is returned by the tracker when the watermark passes it.
 	var bytes int64
@@ -171,8 +170,12 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	}
 	reason := mapper.ReasonMap
 	var re *mapper.RecordError
-	if errors.As(err, &re) && re.Reason != "" {
+	var pe *mapPanic
+	switch {
+	case errors.As(err, &re) && re.Reason != "":
 		reason = re.Reason
+	case errors.As(err, &pe):
+		reason = ReasonPanic
 	}
 	// A bad record has no row to hand off with its tracker entry; the entry is charged here, before the
 	// dead letter can be acknowledged and release it.
@@ -183,6 +186,36 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	}
 	p.dl.add(deadLetter{offset: r.Offset, rec: cloneRecord(r), reason: reason, err: err})
 	return row, false, true, true
+}
+
+// mapPanic is the error of a record whose mapping panicked.
+type mapPanic struct {
+	topic     string
+	partition int32
+	offset    int64
+	value     any
+}
+
+func (e *mapPanic) Error() string {
+	return fmt.Sprintf("topic %s partition %d offset %d: mapping the record panicked: %v", e.topic, e.partition, e.offset, e.value)
+}
+
+// mapRecord maps one record. A panic in the mapper is contained to the record: logged at ERROR with its
+// stack, and returned as an error, so that the record is dead-lettered with reason panic (or stops the
+// partition when the topic has no dead-letter topic) like any record that cannot be mapped, instead of
+// crashing the daemon again on every replay.
+func (p *partition) mapRecord(r *kgo.Record) (row batcher.Row, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("mapping a record panicked; treating it as a bad record",
+				slog.Int64("offset", r.Offset), slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+			row, err = batcher.Row{}, &mapPanic{topic: r.Topic, partition: r.Partition, offset: r.Offset, value: v}
+		}
+	}()
+	return p.pl.mapper.Map(mapper.Record{
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
+	})
 }
 
 // handOff sends rows to the write stage; it returns false if the partition was stopped first.
@@ -298,9 +331,9 @@ func (p *partition) pending(offset int64) bool {
 }
 
 // unreadable stops the partition at a row Cassandra refused whose source record the partition's log no
-// longer holds (reread.go), so it cannot be dead-lettered with its original key, value and headers.
-// Skipping it would lose it without a trace, so the partition stops advancing before it, loudly; an
-// operator decides (restore the record, or move the group's offset past it knowingly).
+// longer holds (reread.go) and whose dead letter came without the row to send instead (the write stage
+// always hands the row over, so this is a safeguard). Skipping it would lose it without a trace, so the
+// partition stops advancing before it, loudly; an operator decides.
 func (p *partition) unreadable(offset int64, reason string, cause error) {
 	p.log.Error("row refused by Cassandra and its record can no longer be read from Kafka to dead-letter it; partition stopped",
 		slog.Int64("offset", offset), slog.String("reason", reason), slog.Any("refused", cause),

@@ -68,6 +68,9 @@ type Pipeline struct {
 	producer *kgo.Client // dead letters
 	writes   *writeStage
 
+	// dlqLimits caches the max.message.bytes of the dead-letter topics.
+	dlqLimits dlqLimits
+
 	retryInitial, retryMax time.Duration
 	shutdownTimeout        time.Duration
 

@@ -217,10 +217,16 @@ type member struct {
 
 func (f *fixture) start(cfg *config.Config, w *memWriter) *member {
 	f.t.Helper()
+	return f.startMapping(cfg, w, fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}})
+}
+
+// startMapping is start with a mapper of the caller's.
+func (f *fixture) startMapping(cfg *config.Config, w *memWriter, mp Mapper) *member {
+	f.t.Helper()
 	reg := prometheus.NewRegistry()
 	pl, err := New(Config{
 		Sink:    cfg,
-		Mapper:  fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}},
+		Mapper:  mp,
 		Writer:  w,
 		Metrics: NewMetrics(reg),
 		Logger:  slog.New(slog.NewTextHandler(tWriter{f.t}, &slog.HandlerOptions{Level: testLogLevel})),

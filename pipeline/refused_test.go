@@ -90,16 +90,17 @@ func TestRefusedRowDeadLetterCarriesTheOriginalRecord(t *testing.T) {
 	}
 }
 
-// TestRefusedRowWhoseRecordIsGoneStopsThePartition: retention removed a refused row's record before it
-// could be read back. It cannot be dead-lettered as it was, so its partition stops before it (committed
-// offset at it, not ready, counted) instead of skipping it; the other partitions finish.
-func TestRefusedRowWhoseRecordIsGoneStopsThePartition(t *testing.T) {
+// TestRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow: retention removed a refused row's record before
+// it could be read back. The row the sink mapped is all that is left of it, so that is what is
+// dead-lettered (its columns as JSON, the coordinates, reason write, sink.source.missing=true), and the
+// partition goes on to the end instead of stopping there for good.
+func TestRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing.T) {
 	f := newFixture(t, 100, 0)
 	w := newMemWriter()
 	refused := batcher.Source{Topic: testTopic, Partition: 1, Offset: 40}
 	w.hold = func(s batcher.Source) bool { return s == refused }
 	w.reject = func(s batcher.Source) bool { return s == refused }
-	m := f.start(f.config(func(c *config.Config) { c.Writer.ShutdownTimeout = config.Duration(time.Second) }), w)
+	m := f.start(f.config(nil), w)
 	f.waitFor(20*time.Second, "partition 1 to wait at the held row", func() bool {
 		c := f.committed()
 		return c[0] == 100 && c[1] == 40 && c[2] == 100
@@ -109,21 +110,33 @@ func TestRefusedRowWhoseRecordIsGoneStopsThePartition(t *testing.T) {
 		t.Fatalf("deleting records: %v %v", err, resp.Error())
 	}
 	close(w.release)
-	f.waitFor(20*time.Second, "readiness to report the stuck partition", func() bool {
-		err := m.pl.Ready()
-		return err != nil && strings.Contains(err.Error(), "partition 1 is stuck")
-	})
-	if got := testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)); got != 1 {
-		t.Errorf("sink_records_failed_total %v, want 1", got)
+	f.waitFor(20*time.Second, "every partition committed to its end", f.allCommitted)
+	dls := f.deadLetters(1)
+	if len(dls) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dls))
+	}
+	r := dls[0]
+	var got []string
+	for _, h := range r.Headers {
+		got = append(got, h.Key+"="+string(h.Value))
+	}
+	want := []string{
+		HeaderSourceTopic + "=" + testTopic, HeaderSourcePartition + "=1", HeaderSourceOffset + "=40",
+		HeaderError + "=Invalid query: value too large", HeaderReason + "=" + ReasonWrite,
+		HeaderSourceMissing + "=true", HeaderTable + "=ks.events",
+	}
+	if string(r.Value) != `{"v":"{\"n\":40}"}` || r.Key != nil || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("dead letter: key %q value %s headers\n%s\nwant value {\"v\":\"{\\\"n\\\":40}\"} and headers\n%s",
+			r.Key, r.Value, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if c := f.committed(); c[1] != 40 {
-		t.Errorf("partition 1 committed %d, want 40: the refused row whose record is gone must hold it", c[1])
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonWrite)); got != 1 {
+		t.Errorf("sink_records_dead_lettered_total{reason=write} %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonWrite)); got != 0 {
-		t.Errorf("%v dead letters for a record that could not be read back", got)
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)); got != 0 {
+		t.Errorf("sink_records_failed_total %v, want 0", got)
 	}
 }
 

@@ -24,8 +24,9 @@ import (
 // Kafka keeps a record at its offset until retention or compaction removes it, and the group's
 // committed offset never passes a refused row before its dead letter is acknowledged, so the record is
 // there unless the topic's retention or compaction removed it first (or the log was truncated). Then
-// the record cannot be dead-lettered as it was, and the partition stops at it (partition.unreadable):
-// never skipped, never committed past. A re-read that merely fails (a broker unreachable, a timeout) is
+// the record cannot be dead-lettered as it was: the refused row, which the write stage hands to the
+// sender with its offset, is dead-lettered in its place (rowDeadLetter), so the partition goes on and
+// what was refused is still on record. A re-read that merely fails (a broker unreachable, a timeout) is
 // retried like a failed dead-letter produce.
 
 // rereadTimeout is how long one re-read may go without finding a wanted record before it gives up (the

@@ -303,7 +303,9 @@ func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
 			}
 			p.log.Warn("row rejected by Cassandra; dead-lettering it", slog.Int64("offset", off),
 				slog.String("table", b.Target.Table), slog.Any("error", ferr))
-			p.dl.add(deadLetter{offset: off, reason: ReasonWrite, err: ferr}) // the sender re-reads the record
+			// The sender re-reads the record; the row goes along in case the record is gone by then.
+			row := b.Rows[i]
+			p.dl.add(deadLetter{offset: off, reason: ReasonWrite, err: ferr, row: &row})
 		}
 	}
 	eachOwner(b, owners, rejected, func(p *partition, offsets []int64) { p.complete(offsets) })

@@ -42,6 +42,7 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "/readyz and /debug/partitions on metrics.address. SIGINT or SIGTERM stops it")
 		fmt.Fprintln(stderr, "gracefully (flush, commit, leave the group); a second signal exits at once.")
 		fmt.Fprintln(stderr, "Exit codes: 0 stopped cleanly, 1 runtime failure, 2 usage, 3 invalid config.")
+		fmt.Fprintln(stderr, "A dead_letter_topic that does not exist in Kafka at start-up is invalid config (3).")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -73,6 +74,9 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
 	if err := serve(ctx, cfg, log); err != nil {
 		log.Error("sink run failed", slog.Any("error", err))
+		if _, ok := errors.AsType[*pipeline.MissingDeadLetterTopicsError](err); ok {
+			return exitConfig
+		}
 		return exitFailure
 	}
 	return exitOK
@@ -87,6 +91,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	m, err := mapper.New(cfg)
 	if err != nil {
 		return fmt.Errorf("compiling topics: %w", err)
+	}
+	if err := pipeline.CheckDeadLetterTopics(ctx, cfg, log); err != nil {
+		return err
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, time.Duration(cfg.Cassandra.ConnectTimeout)+30*time.Second)
 	session, err := cassandra.Connect(connectCtx, cfg.Cassandra)

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// TestRunExitsWithConfigCodeWhenDeadLetterTopicIsMissing: `sink run` whose dead_letter_topic Kafka does
+// not know exits 3 (invalid config) at start-up, naming the topic, before it connects to Cassandra,
+// instead of starting and stopping partitions at their first bad record.
+func TestRunExitsWithConfigCodeWhenDeadLetterTopicIsMissing(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "readings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	yaml := `kafka:
+  brokers: ["` + c.ListenAddrs()[0] + `"]
+cassandra:
+  hosts: ["127.0.0.1:1"]
+  keyspace: never_contacted
+metrics:
+  address: ""
+topics:
+  readings:
+    id: [device_id]
+    time: {source: field, field: ts, format: rfc3339}
+    bucket: {width: 1d}
+    table: readings
+    columns:
+      - {name: device_id, type: text, field: device_id}
+      - {name: ts, type: timestamp, source: event_time}
+    clustering:
+      - {column: ts, order: desc}
+    dead_letter_topic: readings.dlq.typo
+`
+	path := filepath.Join(t.TempDir(), "sink.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, runRun, "--config", path)
+	if code != exitConfig || !strings.Contains(errOut, `\"readings.dlq.typo\" (dead_letter_topic of topics.readings)`) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit %d naming readings.dlq.typo", code, errOut, exitConfig)
+	}
+}
