@@ -42,7 +42,7 @@ func readerTopics() map[string]config.Topic {
 		Clustering: []config.Clustering{{Column: "event_id", Order: "desc"}},
 	}
 	rolling := readertest.Topic(config.Bucket{Width: "1h", Key: "number", Rolling: 48}, "desc", "device_id")
-	rolling.TTL = config.Duration(48 * time.Hour)
+	rolling.TTL = config.Duration(47 * time.Hour) // at most (rolling - 1) buckets: a key is reused 48 h after its bucket starts
 	// Two clustering columns in opposite orders, and event buckets hashed from both.
 	twocol := readertest.Topic(config.Bucket{Width: "1h", Key: "text", EventBuckets: 2}, "desc", "device_id")
 	twocol.Clustering = append(twocol.Clustering, config.Clustering{Column: "seq", Order: "asc"})
