@@ -568,8 +568,12 @@ func (p *plan) mapOnce(rec *Record, s *scratch) (outcome, string, error) {
 // mapParsed maps one record from fastjson's value tree.
 func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	var out outcome
+	if rec.Value == nil {
+		// Kafka's null value: a tombstone, which compacted topics use to delete a key.
+		return out, ReasonDecode, errors.New("decoding JSON: the record value is null (a tombstone), not a JSON object")
+	}
 	if len(rec.Value) == 0 {
-		return out, ReasonDecode, errors.New("decoding JSON: the value is empty, not a JSON object")
+		return out, ReasonDecode, errors.New("decoding JSON: the record value is empty (0 bytes), not a JSON object")
 	}
 	root, err := s.parser.ParseBytes(rec.Value)
 	if err != nil {
@@ -854,6 +858,9 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			x.n, pr = intOf(k, v, &s.buf)
 		}
 		if !pr.ok() {
+			if pr.val == nil { // a value whose bytes are not text is described, not shown
+				return nil, fmt.Errorf("column %s: field %q%s %s", c.name, c.field, prefixed(" ", pr.elem), pr.msg)
+			}
 			if pr.elem != "" {
 				return nil, fmt.Errorf("column %s: field %q %s is %s, %s", c.name, c.field, pr.elem, show(pr.val, s), pr.msg)
 			}
@@ -889,6 +896,8 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 					return nil, fmt.Errorf("column %s: the %s is not ASCII for CQL ascii", c.name, what)
 				}
 			}
+		} else if msg := utf8Problem(b); msg != "" {
+			return nil, fmt.Errorf("column %s: the %s %s", c.name, what, msg)
 		}
 		x.b = b
 	case srcKafkaTopic:

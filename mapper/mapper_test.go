@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -612,7 +614,7 @@ func TestMapErrors(t *testing.T) {
 	cases := []struct {
 		value, reason, msg string
 	}{
-		{``, "decode", "decoding JSON: the value is empty, not a JSON object"},
+		{``, "decode", "decoding JSON: the record value is empty (0 bytes), not a JSON object"},
 		{`[1,2]`, "decode", "decoding JSON: the value is a JSON array, not an object"},
 		{`{"device_id":`, "decode", "decoding JSON: cannot parse JSON: cannot parse object: cannot parse object value: cannot parse empty string; unparsed tail: \"\""},
 		{`{"ts":"2024-01-15T14:37:22Z","temperature":1}`, "map", `column device_id: field "device_id" is missing, and an id column needs a value`},
@@ -672,6 +674,99 @@ func TestMapErrors(t *testing.T) {
 	if _, err := m.Map(r); err == nil || err.Error() != prefix+"write timestamp: the record has no Kafka timestamp (write_timestamp kafka needs one)" {
 		t.Errorf("no Kafka timestamp: %v", err)
 	}
+}
+
+// A tombstone (Kafka's null value) and an empty value are different producer mistakes, and the
+// dead-letter reason says which one it was.
+func TestTombstoneAndEmptyValueReasonsSaySo(t *testing.T) {
+	m := newMapper(t, nil)
+	const prefix = "topic sensor-readings partition 3 offset 1207: "
+	for _, tc := range []struct {
+		name  string
+		value []byte
+		msg   string
+	}{
+		{"tombstone", nil, "decoding JSON: the record value is null (a tombstone), not a JSON object"},
+		{"empty", []byte{}, "decoding JSON: the record value is empty (0 bytes), not a JSON object"},
+	} {
+		r := rec("")
+		r.Value = tc.value
+		_, err := m.Map(r)
+		var re *RecordError
+		if !errors.As(err, &re) || re.Reason != ReasonDecode || err.Error() != prefix+tc.msg {
+			t.Errorf("%s: got %v, want [decode] %s", tc.name, err, prefix+tc.msg)
+		}
+	}
+}
+
+// Cassandra refuses text that is not UTF-8 with "String didn't validate.", naming nothing; the mapper
+// catches it first and names the column, the field and the byte, on both the scan and the fastjson path.
+func TestInvalidUTF8IsNamedByColumnFieldAndOffset(t *testing.T) {
+	m := newMapper(t, func(tp *config.Topic) {
+		tp.Columns = append(tp.Columns,
+			config.Column{Name: "tags", Type: "list<text>", Field: "tags"},
+			config.Column{Name: "labels", Type: "map<text, int>", Field: "labels"},
+		)
+	})
+	raw := newMapper(t, func(tp *config.Topic) {
+		tp.Columns = append(tp.Columns, config.Column{Name: "body", Type: "text", Source: "raw"})
+	})
+	key := newMapper(t, func(tp *config.Topic) {
+		tp.Columns = append(tp.Columns, config.Column{Name: "k", Type: "text", Source: "kafka_key"})
+	})
+	const good = `"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1`
+	const prefix = "topic sensor-readings partition 3 offset 1207: "
+	const rawValue = `{` + good + `,"x":"\xff"}`
+	cases := []struct {
+		name string
+		m    *Mapper
+		r    Record
+		msg  string
+	}{
+		{"nested field", m, rec(withBytes(`{` + good + `,"site":{"id":"ab\xffc"}}`)),
+			`column site_id: field "site.id" is not valid UTF-8 for CQL text: byte 0xff at offset 2 of 4`},
+		{"truncated sequence", m, rec(withBytes(`{` + good + `,"site":{"id":"\xe2\x82"}}`)),
+			`column site_id: field "site.id" is not valid UTF-8 for CQL text: byte 0xe2 at offset 0 of 2`},
+		{"id column", m, rec(withBytes(`{"device_id":"d\xc0\xaf","ts":"2024-01-15T14:37:22Z","temperature":1}`)),
+			`column device_id: field "device_id" is not valid UTF-8 for CQL text: byte 0xc0 at offset 1 of 3`},
+		{"list element", m, rec(withBytes(`{` + good + `,"tags":["ok","\xfe"]}`)),
+			`column tags: field "tags" element 1 is not valid UTF-8 for CQL text: byte 0xfe at offset 0 of 1`},
+		{"map key", m, rec(withBytes(`{` + good + `,"labels":{"a\xff":1}}`)),
+			`column labels: field "labels" key "a\xff" is not valid UTF-8 for CQL text: byte 0xff at offset 1 of 2`},
+		{"raw value", raw, rec(withBytes(rawValue)),
+			fmt.Sprintf("column body: the record value is not valid UTF-8 for CQL text: byte 0xff at offset %d of %d",
+				strings.Index(rawValue, `\x`), len(rawValue)-3)},
+		{"kafka key", key, Record{Topic: "sensor-readings", Partition: 3, Offset: 1207, Key: []byte("k\xff"),
+			Value: []byte(`{` + good + `}`), Timestamp: kafkaTS},
+			`column k: the Kafka key is not valid UTF-8 for CQL text: byte 0xff at offset 1 of 2`},
+	}
+	for _, tc := range cases {
+		_, err := tc.m.Map(tc.r)
+		var re *RecordError
+		if !errors.As(err, &re) || re.Reason != ReasonMap || err.Error() != prefix+tc.msg {
+			t.Errorf("%s:\n got %v\nwant [map] %s", tc.name, err, prefix+tc.msg)
+		}
+	}
+	// Valid multi-byte text still maps, by the scan as before.
+	if _, err := m.Map(rec(`{` + good + `,"site":{"id":"Zürich ✓"}}`)); err != nil {
+		t.Errorf("valid UTF-8: %v", err)
+	}
+}
+
+// withBytes turns each \xNN of s into that byte, so a test can write bytes that are not UTF-8.
+func withBytes(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && s[i+1] == 'x' {
+			if n, err := strconv.ParseUint(s[i+2:i+4], 16, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 func TestEventTimeErrors(t *testing.T) {

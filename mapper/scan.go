@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"time"
+	"unicode/utf8"
 )
 
 // The single-pass scan.
@@ -309,6 +310,8 @@ func scannedCell(k kind, r rawValue, b []byte, x *cell) bool {
 					return false
 				}
 			}
+		} else if !utf8.Valid(raw) {
+			return false // the fastjson path names the byte
 		}
 		x.b = raw
 	case kDouble, kFloat:
