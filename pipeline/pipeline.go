@@ -88,7 +88,9 @@ type Pipeline struct {
 	running   atomic.Bool
 }
 
-// New checks cfg and prepares a pipeline; it opens no connection.
+// New checks cfg and prepares a pipeline; it opens no connection. cfg.Sink is used as config.Load (or
+// ApplyDefaults) left it: every default is applied there and nowhere else, so an explicit zero such as
+// writer.top_partitions: 0 keeps its meaning here.
 func New(cfg Config) (*Pipeline, error) {
 	if cfg.Sink == nil || cfg.Mapper == nil || cfg.Writer == nil || cfg.Metrics == nil {
 		return nil, errors.New("pipeline: Sink, Mapper, Writer and Metrics are required")
@@ -115,40 +117,29 @@ func New(cfg Config) (*Pipeline, error) {
 		now:             cfg.Now,
 		sink:            cfg.Sink,
 		topics:          make(map[string]*topicInfo),
-		retryInitial:    orDefault(w.RetryInitial.Std(), config.DefaultRetryInitial.Std()),
-		retryMax:        orDefault(w.RetryMax.Std(), config.DefaultRetryMax.Std()),
-		shutdownTimeout: orDefault(w.ShutdownTimeout.Std(), config.DefaultShutdownTimeout.Std()),
+		retryInitial:    w.RetryInitial.Std(),
+		retryMax:        w.RetryMax.Std(),
+		shutdownTimeout: w.ShutdownTimeout.Std(),
 		parts:           make(map[topicPartition]*partition),
-		budget:          newBudget(int64(orDefault(w.MaxBufferedBytes, config.DefaultMaxBufferedBytes))),
+		budget:          newBudget(int64(w.MaxBufferedBytes)),
 		budgetFreed:     make(chan struct{}, 1),
 		stuck:           make(map[topicPartition]bool),
 	}
 	for _, name := range cfg.Sink.TopicNames() {
 		t := cfg.Sink.Topics[name]
 		kt := t.Topic
-		if kt == "" {
-			kt = name
-		}
 		policy, err := cfg.Sink.Policy(name)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: %w", err)
 		}
 		pl.topics[kt] = &topicInfo{name: name, deadLetterTopic: t.DeadLetterTopic, policy: policy}
-		budget := orDefault(t.PartitionBudget, config.DefaultPartitionBudget)
+		budget := t.PartitionBudget
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(budget))
 	}
-	pl.metrics.live.configure(orDefault(w.TopPartitions, config.DefaultTopPartitions), cfg.Now)
+	pl.metrics.live.configure(w.TopPartitions, cfg.Now)
 	pl.cassOK.Store(cfg.Ping == nil)
 	pl.lastAlive.Store(cfg.Now().UnixNano())
 	return pl, nil
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Run consumes until ctx is canceled, then shuts down gracefully: it stops fetching, flushes, waits for
@@ -183,7 +174,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		MaxRows:  w.BatchMaxRows,
 		MaxBytes: int(w.BatchMaxBytes),
 		Linger:   w.Linger.Std(),
-	}, orDefault(w.MaxInFlight, config.DefaultMaxInFlight))
+	}, w.MaxInFlight)
 	go pl.writes.run()
 
 	pingCtx, stopPing := context.WithCancel(context.Background())
@@ -192,7 +183,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		pingDone.Go(func() { pl.pingLoop(pingCtx) })
 	}
 
-	pl.log.Info("consuming", slog.String("group", orDefault(pl.sink.Kafka.Group, config.DefaultGroup)),
+	pl.log.Info("consuming", slog.String("group", pl.sink.Kafka.Group),
 		slog.Any("topics", pl.kafkaTopics()))
 	runErr := pl.pollLoop(ctx)
 
@@ -280,7 +271,7 @@ func (pl *Pipeline) pollLoop(ctx context.Context) error {
 		pl.client.AllowRebalance()
 		if fatal != nil {
 			return fmt.Errorf("consuming (kafka.brokers %v, kafka.group %q): %w", pl.sink.Kafka.Brokers,
-				orDefault(pl.sink.Kafka.Group, config.DefaultGroup), fatal)
+				pl.sink.Kafka.Group, fatal)
 		}
 	}
 }
