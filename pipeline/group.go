@@ -24,8 +24,8 @@ import (
 
 // commitTimeout bounds the synchronous commit of a revoke. The commit is one request to the group
 // coordinator; if it cannot finish in this time the records since the last commit are replayed, which
-// at-least-once allows.
-const commitTimeout = 10 * time.Second
+// at-least-once allows. Validate requires kafka.rebalance_timeout to exceed it plus writer.shutdown_timeout.
+const commitTimeout = config.RevokeCommitTimeout
 
 // kafkaOptions builds the consumer's and the dead-letter producer's client options.
 func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
