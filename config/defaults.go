@@ -258,6 +258,8 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		str(p+"write_timestamp", &t.WriteTimestamp, DefaultWriteTimestamp)
 		t.WriteTimestamp = strings.ToLower(t.WriteTimestamp)
 		size(p+"partition_budget", &t.PartitionBudget, DefaultPartitionBudget)
+		dur(p+"accept.before", &t.Accept.Before, DefaultAcceptBefore)
+		dur(p+"accept.after", &t.Accept.After, DefaultAcceptAfter)
 		for i := range t.Clustering {
 			cl := &t.Clustering[i]
 			if cl.Order == "" {

@@ -150,6 +150,8 @@ type Topic struct {
 	// PartitionBudget is the size a partition should stay under; `sink plan` and the
 	// largest-partition metrics judge against it. Default 100 MB.
 	PartitionBudget Bytes `koanf:"partition_budget"`
+	// Accept bounds the event time around the record's Kafka timestamp (accept.go).
+	Accept Accept `koanf:"accept"`
 }
 
 // EventTime says where the event time of a record comes from.

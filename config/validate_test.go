@@ -124,3 +124,20 @@ func TestValidateRefusesOneTableWithTwoSchemas(t *testing.T) {
 	// Another keyspace is another table.
 	wantProblems(t, validConfig(t, second(func(tp *Topic) { tp.Keyspace = "other"; tp.TTL = Duration(Day) })), nil)
 }
+
+func TestAcceptWindowDefaultsAndLimits(t *testing.T) {
+	c := validConfig(t, nil)
+	if a := c.Topics["readings"].Accept; a.Before != DefaultAcceptBefore || a.After != DefaultAcceptAfter {
+		t.Errorf("default accept window %+v, want before %s, after %s", a, DefaultAcceptBefore, DefaultAcceptAfter)
+	}
+	wantProblems(t, validConfig(t, func(c *Config) {
+		tp := c.Topics["readings"]
+		tp.Accept = Accept{Before: 0, After: -1}
+		c.Topics["readings"] = tp
+	}), map[string]string{"topics.readings.accept.before": "not positive", "topics.readings.accept.after": "negative"})
+	wantProblems(t, validConfig(t, func(c *Config) {
+		tp := c.Topics["readings"]
+		tp.Accept = Accept{Before: Duration(7 * Day), After: 0}
+		c.Topics["readings"] = tp
+	}), nil)
+}

@@ -35,6 +35,10 @@ type Record struct {
 const (
 	ReasonDecode = "decode" // the value is not a JSON object
 	ReasonMap    = "map"    // a field is missing or does not fit its column, or the time is unusable
+	// ReasonLate and ReasonFuture: the event time lies further before (after) the record's Kafka
+	// timestamp than the topic's accept window allows.
+	ReasonLate   = "late"
+	ReasonFuture = "future"
 )
 
 // RecordError is why one record cannot become a row. The pipeline sends the record to its
@@ -43,7 +47,7 @@ type RecordError struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Reason    string // ReasonDecode or ReasonMap
+	Reason    string // ReasonDecode, ReasonMap, ReasonLate or ReasonFuture
 	Err       error
 }
 
@@ -162,6 +166,8 @@ type plan struct {
 	timePath          []string
 	timeFormat        string
 	timeUnit          unit
+	acceptBefore      time.Duration // the accept window (config.Accept)
+	acceptAfter       time.Duration
 	ttl               time.Duration
 	ttlValue          any // int32 seconds, encoded once; nil without TTL
 	wts               writeTS
@@ -241,6 +247,8 @@ func compile(name string, t config.Topic) (*plan, error) {
 		eventBucketColumn: t.Bucket.EventBucketColumn,
 		ttl:               time.Duration(t.TTL),
 		consistency:       t.Consistency,
+		acceptBefore:      time.Duration(t.Accept.Before),
+		acceptAfter:       time.Duration(t.Accept.After),
 	}
 	for _, id := range []string{p.keyspace, p.table, p.bucketColumn} {
 		if !identRE.MatchString(id) {
@@ -587,6 +595,9 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	if err != nil {
 		return out, ReasonMap, err
 	}
+	if reason, err := p.accept(t, rec); err != nil {
+		return out, reason, err
+	}
 	out.eventTime = t
 
 	mem := p.rowBlock(s)
@@ -814,6 +825,28 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 		return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range for %s (years 0001 to 9999)", p.timeField, show(v, s), p.timeFormat)
 	}
 	return t, nil
+}
+
+// accept checks event time t against the record's Kafka timestamp and the topic's accept window; the
+// error's reason is ReasonLate or ReasonFuture. A record without a usable Kafka timestamp (none, or
+// before 1970: Kafka's "no timestamp" is -1) and a topic whose event time is the Kafka timestamp have
+// nothing to compare.
+func (p *plan) accept(t time.Time, rec *Record) (string, error) {
+	kts := rec.Timestamp
+	if p.timeFromKafka || kts.IsZero() || kts.UnixMilli() < 0 {
+		return "", nil
+	}
+	const msg = "event time %s is %s %s the record's Kafka timestamp %s; accept.%s allows %s (check the producer's clock and time.format, or widen topics.%s.accept.%s)"
+	kts = kts.UTC()
+	if d := kts.Sub(t); d > p.acceptBefore {
+		return ReasonLate, fmt.Errorf(msg, t.Format(time.RFC3339Nano), config.Duration(d.Round(time.Second)), "before",
+			kts.Format(time.RFC3339Nano), "before", config.Duration(p.acceptBefore), p.name, "before")
+	}
+	if d := t.Sub(kts); d > p.acceptAfter {
+		return ReasonFuture, fmt.Errorf(msg, t.Format(time.RFC3339Nano), config.Duration(d.Round(time.Second)), "after",
+			kts.Format(time.RFC3339Nano), "after", config.Duration(p.acceptAfter), p.name, "after")
+	}
+	return "", nil
 }
 
 // value computes the bound value of one column: encoded in its row memory slot when it has one

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"net"
 	"reflect"
@@ -43,6 +44,9 @@ func baseConfig() *config.Config {
 				},
 				Clustering: []config.Clustering{{Column: "reading_time", Order: "desc"}},
 				TTL:        config.Duration(90 * 24 * time.Hour),
+				// No accept window: the tests map event times of any year against one Kafka timestamp;
+				// TestAcceptWindow sets one.
+				Accept: config.Accept{Before: math.MaxInt64, After: math.MaxInt64},
 			},
 		},
 	}
@@ -988,6 +992,69 @@ func TestRowOwnsItsMemory(t *testing.T) {
 		}
 		if row.Key != key {
 			t.Errorf("note %s: the routing key changed with the record's bytes: %q, was %q", note, row.Key, key)
+		}
+	}
+}
+
+// TestAcceptWindowDeadLettersLateAndFutureRecords: an event time further before or after its record's
+// Kafka timestamp than the topic's accept window allows is bad input with reason late or future, and the
+// message names both times; inside the window, and without a Kafka timestamp to compare, records map.
+func TestAcceptWindowDeadLettersLateAndFutureRecords(t *testing.T) {
+	window := func(tp *config.Topic) {
+		tp.Accept = config.Accept{Before: config.Duration(7 * 24 * time.Hour), After: config.Duration(time.Hour)}
+	}
+	m := newMapper(t, window)
+	at := func(d time.Duration) Record {
+		return rec(`{"device_id":"d","ts":"` + kafkaTS.Add(d).Format(time.RFC3339Nano) + `","temperature":1}`)
+	}
+	const prefix = "topic sensor-readings partition 3 offset 1207: "
+	for _, tc := range []struct {
+		name   string
+		m      *Mapper
+		r      Record
+		reason string
+	}{
+		{"six days late", m, at(-6 * 24 * time.Hour), ""},
+		{"eight days late", m, at(-8 * 24 * time.Hour), ReasonLate},
+		{"59 minutes ahead", m, at(59 * time.Minute), ""},
+		{"two hours ahead", m, at(2 * time.Hour), ReasonFuture},
+		// Epoch seconds configured as milliseconds: January 1970.
+		{"seconds read as unix_ms", newMapper(t, func(tp *config.Topic) { window(tp); tp.Time.Format = "unix_ms" }),
+			rec(`{"device_id":"d","ts":1705329442,"temperature":1}`), ReasonLate},
+		// The event time is the Kafka timestamp: nothing to compare.
+		{"time from kafka", newMapper(t, func(tp *config.Topic) { window(tp); tp.Time = config.EventTime{Source: "kafka"} }),
+			rec(`{"device_id":"d","temperature":1}`), ""},
+	} {
+		_, err := tc.m.Map(tc.r)
+		var re *RecordError
+		switch {
+		case tc.reason == "" && err != nil:
+			t.Errorf("%s: %v, want a row", tc.name, err)
+		case tc.reason != "" && (!errors.As(err, &re) || re.Reason != tc.reason):
+			t.Errorf("%s: %v, want reason %s", tc.name, err, tc.reason)
+		}
+	}
+
+	_, err := m.Map(at(-8*24*time.Hour - 90*time.Second))
+	want := prefix + "event time 2024-01-07T14:35:53Z is 8d1m30s before the record's Kafka timestamp 2024-01-15T14:37:23Z; " +
+		"accept.before allows 7d (check the producer's clock and time.format, or widen topics.readings.accept.before)"
+	if err == nil || err.Error() != want {
+		t.Errorf("late record:\n got %v\nwant %s", err, want)
+	}
+	_, err = m.Map(at(26 * time.Hour))
+	want = prefix + "event time 2024-01-16T16:37:23Z is 1d2h after the record's Kafka timestamp 2024-01-15T14:37:23Z; " +
+		"accept.after allows 1h (check the producer's clock and time.format, or widen topics.readings.accept.after)"
+	if err == nil || err.Error() != want {
+		t.Errorf("future record:\n got %v\nwant %s", err, want)
+	}
+
+	// Without a Kafka timestamp (none, or Kafka's -1) the window has nothing to compare.
+	noTS := newMapper(t, func(tp *config.Topic) { window(tp); tp.WriteTimestamp = config.WriteTimestampEventTime })
+	for _, ts := range []time.Time{{}, time.UnixMilli(-1)} {
+		r := at(-400 * 24 * time.Hour)
+		r.Timestamp = ts
+		if _, err := noTS.Map(r); err != nil {
+			t.Errorf("Kafka timestamp %v: %v, want a row", ts, err)
 		}
 	}
 }

@@ -194,6 +194,9 @@ func (p *plan) mapScanned(rec *Record, s *scratch) (outcome, bool) {
 		}
 		out.eventTime = t
 	}
+	if _, err := p.accept(out.eventTime, rec); err != nil {
+		return out, false
+	}
 
 	// A required value missing is looked for before the row memory is allocated, so that such a
 	// record does not cost a second block. (The scan already gave up on the other values left to
