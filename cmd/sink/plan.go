@@ -126,7 +126,7 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // recommend is sizing's recommendation among the tabulated widths or, when even the finest of them needs
-// more event buckets than a policy accepts, among the narrower widths the bucketer accepts. Whatever it
+// more event buckets than a policy accepts, among the narrower widths that divide a minute. Whatever it
 // proposes, `sink validate` accepts.
 func recommend(in sizing.Input, gd sizing.Guidance) sizing.Recommendation {
 	rec := in.Recommend(sizing.Candidates, gd)
@@ -136,7 +136,9 @@ func recommend(in sizing.Input, gd sizing.Guidance) sizing.Recommendation {
 	finest := sizing.Candidates[0]
 	var finer []sizing.Granularity
 	for _, w := range bucketer.DayWidths() {
-		if float64(w.Seconds) < finest.Seconds {
+		// Widths that tile a minute (30s, 20s, ... 1s) keep bucket starts on whole minutes' seconds,
+		// easy to compute in a reader; every one of them is also a width validate accepts.
+		if float64(w.Seconds) < finest.Seconds && 60%w.Seconds == 0 {
 			finer = append(finer, sizing.Fixed(w.String(), float64(w.Seconds)))
 		}
 	}
