@@ -236,7 +236,7 @@ func TestParseWidth(t *testing.T) {
 	}
 	bad := map[string]string{
 		"":          "empty",
-		"7m":        `"7m" does not divide a day and is not whole days; use one of 1m, 2m, 3m`,
+		"7m":        `"7m" does not divide a day and is not whole days; use one of 1s, 2s, 3s`,
 		"25h":       "does not divide a day",
 		"36h":       "does not divide a day",
 		"500ms":     "not a whole number of seconds",
