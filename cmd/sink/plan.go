@@ -145,6 +145,10 @@ func recommend(in sizing.Input, gd sizing.Guidance) sizing.Recommendation {
 	if r, ok := in.Narrower(finer, gd, finest); ok {
 		return r
 	}
+	if len(finer) > 0 {
+		rec.Reason = fmt.Sprintf("even %s buckets would need %d event buckets, more than the %d a policy accepts; reduce the rate per entity (a finer entity id) or the row size",
+			finer[0].Name, in.EventBucketsNeeded(finer[0], gd), sizing.MaxEventBuckets)
+	}
 	return rec
 }
 
@@ -275,12 +279,17 @@ func (r planReport) writeText(w io.Writer) {
 		fmt.Fprintf(w, "Recommended: %s: %s rows and %s per partition (%s%s).\n",
 			policyName(c), sizing.FormatCount(c.WorstRows), sizing.FormatBytes(c.WorstBytes), rec.Reason, tail)
 	}
+	// With no fitting policy there is none to count partitions for, nor to point a topic to.
+	some := rec.Fits || len(rec.Options) > 0
 	if r.Entities > 0 && c.Granularity.Seconds > 0 {
 		total := r.Input.Rate * float64(r.Entities)
-		perDay := float64(r.Entities) * float64(c.EventBuckets) * sizing.Day / c.Granularity.Seconds
-		fmt.Fprintf(w, "%s entities: %s rows/s in total, %s and %s rows a day; %s partitions started a day with %s.\n",
-			sizing.FormatCount(float64(r.Entities)), formatRate(total), sizing.FormatBytes(total*r.Input.RowBytes*sizing.Day),
-			sizing.FormatCount(total*sizing.Day), sizing.FormatCount(perDay), policyName(c))
+		fmt.Fprintf(w, "%s entities: %s rows/s in total, %s and %s rows a day", sizing.FormatCount(float64(r.Entities)),
+			formatRate(total), sizing.FormatBytes(total*r.Input.RowBytes*sizing.Day), sizing.FormatCount(total*sizing.Day))
+		if some {
+			perDay := float64(r.Entities) * float64(c.EventBuckets) * sizing.Day / c.Granularity.Seconds
+			fmt.Fprintf(w, "; %s partitions started a day with %s", sizing.FormatCount(perDay), policyName(c))
+		}
+		fmt.Fprintln(w, ".")
 	}
 	if t := r.Topic; t != nil {
 		e := t.Estimate
@@ -290,9 +299,12 @@ func (r planReport) writeText(w io.Writer) {
 		if e.Verdict == sizing.TooBig {
 			if n := r.Input.EventBucketsNeeded(e.Granularity, gd); n <= sizing.MaxEventBuckets {
 				fmt.Fprintf(w, "  over budget: use %s, or %d event buckets at width %s\n", policyName(c), n, t.Width)
-			} else {
+			} else if some {
 				fmt.Fprintf(w, "  over budget: width %s would need %d event buckets, more than the %d a policy accepts; use %s\n",
 					t.Width, n, sizing.MaxEventBuckets, policyName(c))
+			} else {
+				fmt.Fprintf(w, "  over budget: width %s would need %d event buckets, more than the %d a policy accepts, and no policy fits (see above)\n",
+					t.Width, n, sizing.MaxEventBuckets)
 			}
 		}
 	}
