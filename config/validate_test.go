@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +142,43 @@ func TestAcceptWindowDefaultsAndLimits(t *testing.T) {
 		tp.Accept = Accept{Before: Duration(7 * Day), After: 0}
 		c.Topics["readings"] = tp
 	}), nil)
+}
+
+// The accept window is set per topic in YAML or the environment; an explicit after: 0s (no event time
+// after the Kafka timestamp) is kept, not replaced by the default.
+func TestAcceptWindowFromYAMLAndEnvironment(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	yaml := `kafka: {brokers: ["127.0.0.1:9092"]}
+cassandra: {hosts: ["127.0.0.1"], keyspace: telemetry}
+topics:
+  readings:
+    id: [device_id]
+    time: {field: ts}
+    bucket: {width: 1d}
+    table: readings
+    columns:
+      - {name: device_id, type: text, field: device_id}
+      - {name: reading_time, type: timestamp, source: event_time}
+    clustering: [{column: reading_time}]
+    accept: {before: 7d, after: 0s}
+  other:
+    id: [device_id]
+    time: {field: ts}
+    bucket: {width: 1d}
+    table: other
+    columns:
+      - {name: device_id, type: text, field: device_id}
+      - {name: reading_time, type: timestamp, source: event_time}
+    clustering: [{column: reading_time}]
+`
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := loadValid(t, path, []string{"SINK_TOPICS__OTHER__ACCEPT__AFTER=5m"})
+	if a := c.Topics["readings"].Accept; a.Before != Duration(7*Day) || a.After != 0 {
+		t.Errorf("readings accept %+v, want before 7d, after 0s", a)
+	}
+	if a := c.Topics["other"].Accept; a.Before != DefaultAcceptBefore || a.After != Duration(5*time.Minute) {
+		t.Errorf("other accept %+v, want before %s (default), after 5m (environment)", a, DefaultAcceptBefore)
+	}
 }
