@@ -136,3 +136,13 @@ func TestFutureEventTimeDoesNotPinLagNegative(t *testing.T) {
 		t.Errorf("lag after a current record %v, want [5]", got)
 	}
 }
+
+// TestNewRefusesConfigWithoutDefaults: the pipeline applies no default of its own (config does, once),
+// so a config built in Go without ApplyDefaults is refused by name instead of stalling on a zero buffer.
+func TestNewRefusesConfigWithoutDefaults(t *testing.T) {
+	cfg := &config.Config{Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events"}}}
+	_, err := New(Config{Sink: cfg, Mapper: fakeMapper{}, Writer: &memWriter{}, Metrics: NewMetrics(prometheus.NewRegistry())})
+	if err == nil || !strings.Contains(err.Error(), "kafka.group is unset; load the config with config.Load") {
+		t.Errorf("New without defaults: %v", err)
+	}
+}

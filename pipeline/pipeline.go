@@ -98,6 +98,9 @@ func New(cfg Config) (*Pipeline, error) {
 	if len(cfg.Sink.Topics) == 0 {
 		return nil, errors.New("pipeline: topics: no topic configured")
 	}
+	if err := defaultsApplied(cfg.Sink); err != nil {
+		return nil, err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -140,6 +143,28 @@ func New(cfg Config) (*Pipeline, error) {
 	pl.cassOK.Store(cfg.Ping == nil)
 	pl.lastAlive.Store(cfg.Now().UnixNano())
 	return pl, nil
+}
+
+// defaultsApplied refuses a configuration built in Go without ApplyDefaults: the pipeline applies no
+// default of its own, and a zero in these keys would stall it (no buffer, no flush time) rather than fail.
+func defaultsApplied(c *config.Config) error {
+	k, w := c.Kafka, c.Writer
+	for _, v := range []struct {
+		key  string
+		zero bool
+	}{
+		{"kafka.group", k.Group == ""}, {"kafka.client_id", k.ClientID == ""},
+		{"kafka.fetch_max_bytes", k.FetchMaxBytes <= 0}, {"kafka.fetch_max_partition_bytes", k.FetchMaxPartitionBytes <= 0},
+		{"kafka.session_timeout", k.SessionTimeout <= 0}, {"kafka.rebalance_timeout", k.RebalanceTimeout <= 0},
+		{"writer.max_in_flight", w.MaxInFlight <= 0}, {"writer.max_buffered_bytes", w.MaxBufferedBytes <= 0},
+		{"writer.retry_initial", w.RetryInitial <= 0}, {"writer.retry_max", w.RetryMax <= 0},
+		{"writer.commit_interval", w.CommitInterval <= 0}, {"writer.shutdown_timeout", w.ShutdownTimeout <= 0},
+	} {
+		if v.zero {
+			return fmt.Errorf("pipeline: %s is unset; load the config with config.Load, or call ApplyDefaults on one built in Go", v.key)
+		}
+	}
+	return nil
 }
 
 // Run consumes until ctx is canceled, then shuts down gracefully: it stops fetching, flushes, waits for
