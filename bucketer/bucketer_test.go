@@ -2,6 +2,7 @@ package bucketer
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -235,7 +236,7 @@ func TestParseWidth(t *testing.T) {
 	}
 	bad := map[string]string{
 		"":          "empty",
-		"7m":        `"7m" does not divide a day and is not whole days; use one of 1m, 2m, 3m`,
+		"7m":        `"7m" does not divide a day and is not whole days; use one of 1s, 2s, 3s`,
 		"25h":       "does not divide a day",
 		"36h":       "does not divide a day",
 		"500ms":     "not a whole number of seconds",
@@ -376,5 +377,40 @@ func TestValidSlices(t *testing.T) {
 	}
 	if got := mustPolicy(t, Spec{Width: "1h"}).SliceSuffix(at); got != "" {
 		t.Errorf("unsliced SliceSuffix = %q, want empty", got)
+	}
+}
+
+// TestWidthErrorListsEveryAcceptedWidth: the "use one of" list of a refused width names exactly the
+// fixed widths up to a day that ParseWidth accepts (it used to leave out 45m, 90m and every sub-minute
+// width), in the form ParseWidth reads back.
+func TestWidthErrorListsEveryAcceptedWidth(t *testing.T) {
+	_, err := ParseWidth("7m")
+	if err == nil {
+		t.Fatal("7m accepted")
+	}
+	_, list, ok := strings.Cut(err.Error(), "use one of ")
+	if !ok {
+		t.Fatalf("no list in %q", err)
+	}
+	listed := map[int64]bool{}
+	for _, item := range strings.Split(list, ", ") {
+		w, err := ParseWidth(item)
+		if err != nil {
+			continue // "whole days up to ...", "week, month or year"
+		}
+		if w.Unit == Fixed && w.Seconds <= secondsPerDay {
+			listed[w.Seconds] = true
+		}
+	}
+	for secs := int64(1); secs <= secondsPerDay; secs++ {
+		_, err := ParseWidth(strconv.FormatInt(secs, 10) + "s")
+		if accepted := err == nil; accepted != listed[secs] {
+			t.Errorf("%ds: accepted %v, listed %v", secs, accepted, listed[secs])
+		}
+	}
+	for _, want := range []string{"whole days up to 10000d", "week, month or year"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("the list does not mention %q: %s", want, list)
+		}
 	}
 }

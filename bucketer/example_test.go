@@ -62,5 +62,5 @@ func ExampleNew_error() {
 	_, err := bucketer.New(bucketer.Spec{Width: "7m", Key: "date"})
 	fmt.Println(err)
 	// Output:
-	// width: "7m" does not divide a day and is not whole days; use one of 1m, 2m, 3m, 4m, 5m, 6m, 10m, 12m, 15m, 20m, 30m, 1h, 2h, 3h, 4h, 6h, 8h, 12h, 1d, or whole days (2d, 7d, ...)
+	// width: "7m" does not divide a day and is not whole days; use one of 1s, 2s, 3s, 4s, 5s, 6s, 8s, 9s, 10s, 12s, 15s, 16s, 18s, 20s, 24s, 25s, 27s, 30s, 32s, 36s, 40s, 45s, 48s, 50s, 54s, 1m, 64s, 72s, 75s, 80s, 90s, 96s, 100s, 108s, 2m, 128s, 135s, 144s, 150s, 160s, 3m, 192s, 200s, 216s, 225s, 4m, 270s, 288s, 5m, 320s, 6m, 384s, 400s, 432s, 450s, 8m, 9m, 576s, 10m, 640s, 675s, 12m, 800s, 864s, 15m, 16m, 18m, 1152s, 20m, 1350s, 24m, 1600s, 1728s, 30m, 32m, 36m, 40m, 45m, 48m, 3200s, 3456s, 1h, 72m, 80m, 90m, 96m, 2h, 144m, 160m, 3h, 4h, 288m, 6h, 8h, 12h, 1d, whole days up to 10000d (2d, 3d, ...), week, month or year
 }

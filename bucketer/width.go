@@ -46,9 +46,34 @@ type Width struct {
 	Seconds int64 // the width in seconds when Unit is Fixed; 0 otherwise
 }
 
-// commonWidths is the readable list shown when a fixed width does not fit a day.
-const commonWidths = "1m, 2m, 3m, 4m, 5m, 6m, 10m, 12m, 15m, 20m, 30m, 1h, 2h, 3h, 4h, 6h, 8h, 12h, 1d, " +
-	"or whole days (2d, 7d, ...)"
+// fixedFits is the rule a fixed width of secs seconds must follow: it divides a day, so that buckets
+// tile every day the same way, or it is a whole number of days.
+func fixedFits(secs int64) bool {
+	return secs > 0 && (secs <= secondsPerDay && secondsPerDay%secs == 0 || secs%secondsPerDay == 0)
+}
+
+// DayWidths returns every fixed width of at most a day that ParseWidth accepts, finest first: the
+// divisors of a day, 1s to 1d.
+func DayWidths() []Width {
+	var out []Width
+	for s := int64(1); s <= secondsPerDay; s++ {
+		if fixedFits(s) {
+			out = append(out, Width{Unit: Fixed, Seconds: s})
+		}
+	}
+	return out
+}
+
+// acceptedWidths lists every width ParseWidth accepts, for the messages that refuse one; it is built
+// from fixedFits, so it cannot name a width that is refused or leave out one that is accepted.
+var acceptedWidths = func() string {
+	var b strings.Builder
+	for _, w := range DayWidths() {
+		b.WriteString(w.String())
+		b.WriteString(", ")
+	}
+	return b.String() + "whole days up to " + strconv.Itoa(maxFixedDays) + "d (2d, 3d, ...), week, month or year"
+}()
 
 // ParseWidth parses a width: a fixed duration ("30s", "10m", "1h", "6h", "90m", "1d", "2d"; any Go
 // duration of whole seconds, or an integer followed by d for days) that divides a day or is a
@@ -88,15 +113,15 @@ func ParseWidth(s string) (Width, error) {
 			return Width{}, fmt.Errorf("%q is not a width; use a duration such as 10m, 1h or 1d, or week, month or year", s)
 		}
 		if d%time.Second != 0 {
-			return Width{}, fmt.Errorf("%q is not a whole number of seconds; use one of %s", s, commonWidths)
+			return Width{}, fmt.Errorf("%q is not a whole number of seconds; use one of %s", s, acceptedWidths)
 		}
 		secs = int64(d / time.Second)
 	}
 	if secs <= 0 {
-		return Width{}, fmt.Errorf("%q is not positive; use one of %s", s, commonWidths)
+		return Width{}, fmt.Errorf("%q is not positive; use one of %s", s, acceptedWidths)
 	}
-	if secs < secondsPerDay && secondsPerDay%secs != 0 || secs > secondsPerDay && secs%secondsPerDay != 0 {
-		return Width{}, fmt.Errorf("%q does not divide a day and is not whole days; use one of %s", s, commonWidths)
+	if !fixedFits(secs) {
+		return Width{}, fmt.Errorf("%q does not divide a day and is not whole days; use one of %s", s, acceptedWidths)
 	}
 	if secs > maxFixedDays*secondsPerDay {
 		return Width{}, fmt.Errorf("%q is too wide; use at most %dd", s, maxFixedDays)

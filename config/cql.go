@@ -50,6 +50,10 @@ func checkName(kind, name string, re *regexp.Regexp) string {
 		return fmt.Sprintf("%q is %d characters; Cassandra allows at most %d", name, len(name), MaxNameLen)
 	case !re.MatchString(name):
 		return fmt.Sprintf("%q is not a valid CQL identifier; use a letter followed by letters, digits or underscores", name)
+	case re == tableNameRE && name != strings.ToLower(name):
+		// The statements name keyspaces and tables unquoted, which CQL folds to lower case; the schema
+		// check would look for the name as written and find nothing.
+		return fmt.Sprintf("%q has upper-case letters; CQL folds unquoted names to lower case and the sink writes them unquoted, so write %q", name, strings.ToLower(name))
 	}
 	return ""
 }

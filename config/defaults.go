@@ -275,6 +275,8 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		str(p+"ttl_from", &t.TTLFrom, DefaultTTLFrom)
 		t.TTLFrom = strings.ToLower(t.TTLFrom)
 		size(p+"partition_budget", &t.PartitionBudget, DefaultPartitionBudget)
+		dur(p+"accept.before", &t.Accept.Before, DefaultAcceptBefore)
+		dur(p+"accept.after", &t.Accept.After, DefaultAcceptAfter)
 		for i := range t.Clustering {
 			cl := &t.Clustering[i]
 			if cl.Order == "" {

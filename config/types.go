@@ -160,6 +160,8 @@ type Topic struct {
 	// written with ttl minus its age, and a record already older than ttl is dead-lettered with
 	// reason expired).
 	TTLFrom string `koanf:"ttl_from"`
+	// Accept bounds the event time around the record's Kafka timestamp (accept.go).
+	Accept Accept `koanf:"accept"`
 }
 
 // EventTime says where the event time of a record comes from.

@@ -51,7 +51,20 @@ func Problems(err error) []string {
 	return []string{err.Error()}
 }
 
-var consistencies = []string{"ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"}
+// consistencies are the write consistency levels the sink accepts: every one but ANY (see consistency).
+var consistencies = []string{"ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE"}
+
+// consistency checks a write consistency level. ANY is refused: it acknowledges a write once any node,
+// even one that owns none of the row's replicas, has stored a hint for it; the offset is then committed,
+// and if that node dies before the hint is delivered the row is lost. It is the only level with which an
+// acknowledged write can vanish.
+func (v *validator) consistency(path, got string) {
+	if got == "ANY" {
+		v.add(path, "ANY is refused: it counts a write as done once any node has stored a hint for it, even a node that holds no replica, so the offset is committed and a lost hint loses the row; use LOCAL_QUORUM (the default), QUORUM or LOCAL_ONE")
+		return
+	}
+	v.enum(path, got, consistencies...)
+}
 
 func oneOf(values []string) string {
 	switch len(values) {
@@ -107,9 +120,9 @@ func (c *Config) validateKafka(v *validator) {
 	}
 	v.positive("kafka.session_timeout", int64(k.SessionTimeout), k.SessionTimeout.String())
 	v.positive("kafka.rebalance_timeout", int64(k.RebalanceTimeout), k.RebalanceTimeout.String())
-	if k.RebalanceTimeout > 0 && k.RebalanceTimeout <= c.Writer.ShutdownTimeout {
-		v.add("kafka.rebalance_timeout", "%s must exceed writer.shutdown_timeout (%s) so a revoked partition can flush before the group moves on; raise it or lower writer.shutdown_timeout",
-			k.RebalanceTimeout, c.Writer.ShutdownTimeout)
+	if revoke := c.Writer.ShutdownTimeout + Duration(RevokeCommitTimeout); k.RebalanceTimeout > 0 && k.RebalanceTimeout <= revoke {
+		v.add("kafka.rebalance_timeout", "%s does not exceed what a revoke may take: writer.shutdown_timeout (%s) to flush the revoked partitions, then up to %s to commit their offsets, %s in all; the group would move on without this member's commit and the records since its last commit would be written twice; raise it above %s or lower writer.shutdown_timeout",
+			k.RebalanceTimeout, c.Writer.ShutdownTimeout, Duration(RevokeCommitTimeout), revoke, revoke)
 	}
 	v.enum("kafka.start_offset", k.StartOffset, "earliest", "latest")
 	v.enum("kafka.isolation_level", k.IsolationLevel, IsolationReadCommitted, IsolationReadUncommitted)
@@ -179,7 +192,7 @@ func (c *Config) validateCassandra(v *validator) {
 			v.add("cassandra.keyspace", "%s", msg)
 		}
 	}
-	v.enum("cassandra.consistency", cs.Consistency, consistencies...)
+	v.consistency("cassandra.consistency", cs.Consistency)
 	v.positive("cassandra.timeout", int64(cs.Timeout), cs.Timeout.String())
 	v.positive("cassandra.connect_timeout", int64(cs.ConnectTimeout), cs.ConnectTimeout.String())
 	v.positive("cassandra.num_conns", int64(cs.NumConns), strconv.Itoa(cs.NumConns))
@@ -256,6 +269,9 @@ func validateReplication(v *validator, r map[string]string) {
 func (c *Config) validateWriter(v *validator) {
 	w := c.Writer
 	v.positive("writer.batch_max_rows", int64(w.BatchMaxRows), strconv.Itoa(w.BatchMaxRows))
+	if w.BatchMaxRows > MaxBatchRows {
+		v.add("writer.batch_max_rows", "%d is more than %d, the most statements the native protocol can carry in one batch; the driver would refuse every full batch and its partition would stop; use e.g. %d", w.BatchMaxRows, MaxBatchRows, DefaultBatchMaxRows)
+	}
 	v.positive("writer.batch_max_bytes", int64(w.BatchMaxBytes), w.BatchMaxBytes.String())
 	if w.BatchMaxBytes > maxBatchBytes {
 		v.add("writer.batch_max_bytes", "%s is more than %s; Cassandra rejects a mutation over half its commit log segment (16 MiB by default), and batches that large hurt latency; use e.g. 32KiB", w.BatchMaxBytes, maxBatchBytes)
@@ -352,6 +368,7 @@ func (c *Config) validateTopics(v *validator) {
 	for _, name := range names {
 		c.validateTopic(v, name, c.Topics[name], sources)
 	}
+	c.validateSharedTables(v, names)
 }
 
 // TopicNames returns the configured topic names, sorted.
@@ -512,7 +529,9 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	if t.GCGrace < 0 {
 		v.add(p+".gc_grace", "negative (%s); use e.g. 1d", t.GCGrace)
 	}
-	v.enum(p+".consistency", t.Consistency, consistencies...)
+	if t.Consistency != "ANY" || c.Cassandra.Consistency != "ANY" { // an inherited ANY is reported once, on cassandra.consistency
+		v.consistency(p+".consistency", t.Consistency)
+	}
 	v.enum(p+".write_timestamp", t.WriteTimestamp, WriteTimestampKafka, WriteTimestampEventTime, WriteTimestampOffset, WriteTimestampServer)
 	v.positive(p+".partition_budget", int64(t.PartitionBudget), t.PartitionBudget.String())
 	if d := t.DeadLetterTopic; d != "" {
@@ -524,7 +543,16 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		}
 	}
 	c.validateBucket(v, p, t)
+	t.validateAccept(v, p)
 }
+
+// RevokeCommitTimeout bounds the synchronous offset commit at the end of a revoke, after the revoked
+// partitions have flushed for up to writer.shutdown_timeout; kafka.rebalance_timeout must exceed the two
+// together.
+const RevokeCommitTimeout = 10 * time.Second
+
+// MaxBatchRows is the most statements one batch may hold: the native protocol counts them in 16 bits.
+const MaxBatchRows = 65535
 
 // Upper bounds on sizes that reach a protocol.
 const (

@@ -4,12 +4,14 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"math/big"
 	"net"
 	"net/netip"
 	"strconv"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -307,8 +309,36 @@ func textOf(k kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
 				return nil, fail(v, "not ASCII for CQL ascii")
 			}
 		}
+	} else if msg := utf8Problem(b); msg != "" {
+		return nil, problem{msg: msg} // no val: the bytes are not shown
 	}
 	return b, problem{}
+}
+
+// utf8Problem says where b stops being UTF-8, or "" when it is valid. CQL text must be UTF-8:
+// Cassandra refuses anything else with "String didn't validate.", which names neither the
+// column nor the byte, so the mapper checks first.
+func utf8Problem(b []byte) string {
+	if utf8.Valid(b) {
+		return ""
+	}
+	at := 0
+	for at < len(b) {
+		r, n := utf8.DecodeRune(b[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	return fmt.Sprintf("is not valid UTF-8 for CQL text: byte 0x%02x at offset %d of %d", b[at], at, len(b))
+}
+
+// prefixed returns sep+s, or "" for an empty s.
+func prefixed(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
 }
 
 // intOf is the value of an int, bigint, smallint or tinyint column, range-checked for k.
@@ -514,6 +544,10 @@ func convert(t cqlType, v *fastjson.Value, buf *[]byte) (any, problem) {
 		var bad problem
 		o.Visit(func(key []byte, e *fastjson.Value) {
 			if !bad.ok() {
+				return
+			}
+			if msg := utf8Problem(key); msg != "" {
+				bad = problem{msg: msg, elem: "key " + strconv.Quote(string(key))}
 				return
 			}
 			if e.Type() == fastjson.TypeNull {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -47,6 +48,10 @@ const (
 	ReasonDecode  = "decode"  // the value is not a JSON object
 	ReasonMap     = "map"     // a field is missing or does not fit its column, or the time is unusable
 	ReasonExpired = "expired" // ttl_from event_time: the event is older than the ttl, so its row would be born expired
+	// ReasonLate and ReasonFuture: the event time lies further before (after) the record's Kafka
+	// timestamp than the topic's accept window allows.
+	ReasonLate   = "late"
+	ReasonFuture = "future"
 )
 
 // RecordError is why one record cannot become a row. The pipeline sends the record to its
@@ -55,7 +60,7 @@ type RecordError struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Reason    string // ReasonDecode, ReasonMap or ReasonExpired
+	Reason    string // ReasonDecode, ReasonMap, ReasonExpired, ReasonLate or ReasonFuture
 	Err       error
 }
 
@@ -180,6 +185,8 @@ type plan struct {
 	timePath          []string
 	timeFormat        string
 	timeUnit          unit
+	acceptBefore      time.Duration // the accept window (config.Accept)
+	acceptAfter       time.Duration
 	ttl               time.Duration
 	ttlValue          any  // int32 seconds, encoded once; nil without TTL
 	ttlFromEvent      bool // ttl_from event_time: each row's TTL is ttl minus its age (rowTTL)
@@ -264,6 +271,8 @@ func compile(name string, t config.Topic) (*plan, error) {
 		ttlFromEvent:      t.TTL > 0 && t.TTLFrom == config.TTLFromEventTime,
 		now:               time.Now,
 		consistency:       t.Consistency,
+		acceptBefore:      time.Duration(t.Accept.Before),
+		acceptAfter:       time.Duration(t.Accept.After),
 	}
 	for _, id := range []string{p.keyspace, p.table, p.bucketColumn} {
 		if !identRE.MatchString(id) {
@@ -597,8 +606,12 @@ func (p *plan) mapOnce(rec *Record, s *scratch) (outcome, string, error) {
 // mapParsed maps one record from fastjson's value tree.
 func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	var out outcome
+	if rec.Value == nil {
+		// Kafka's null value: a tombstone, which compacted topics use to delete a key.
+		return out, ReasonDecode, errors.New("decoding JSON: the record value is null (a tombstone), not a JSON object")
+	}
 	if len(rec.Value) == 0 {
-		return out, ReasonDecode, errors.New("decoding JSON: the value is empty, not a JSON object")
+		return out, ReasonDecode, errors.New("decoding JSON: the record value is empty (0 bytes), not a JSON object")
 	}
 	root, err := s.parser.ParseBytes(rec.Value)
 	if err != nil {
@@ -611,6 +624,9 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	t, err := p.eventTime(root, rec, s)
 	if err != nil {
 		return out, ReasonMap, err
+	}
+	if reason, err := p.accept(t, rec); err != nil {
+		return out, reason, err
 	}
 	out.eventTime = t
 
@@ -889,6 +905,38 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 	return t, nil
 }
 
+// accept checks event time t against the record's Kafka timestamp and the topic's accept window; the
+// error's reason is ReasonLate or ReasonFuture. A record without a usable Kafka timestamp (none, or
+// before 1970: Kafka's "no timestamp" is -1) and a topic whose event time is the Kafka timestamp have
+// nothing to compare.
+func (p *plan) accept(t time.Time, rec *Record) (string, error) {
+	kts := rec.Timestamp
+	if p.timeFromKafka || kts.IsZero() || kts.UnixMilli() < 0 {
+		return "", nil
+	}
+	const msg = "event time %s is %s %s the record's Kafka timestamp %s; accept.%s allows %s (check the producer's clock and time.format, or widen topics.%s.accept.%s)"
+	kts = kts.UTC()
+	if d := kts.Sub(t); d > p.acceptBefore {
+		return ReasonLate, fmt.Errorf(msg, t.Format(time.RFC3339Nano), distance(d), "before",
+			kts.Format(time.RFC3339Nano), "before", config.Duration(p.acceptBefore), p.name, "before")
+	}
+	if d := t.Sub(kts); d > p.acceptAfter {
+		return ReasonFuture, fmt.Errorf(msg, t.Format(time.RFC3339Nano), distance(d), "after",
+			kts.Format(time.RFC3339Nano), "after", config.Duration(p.acceptAfter), p.name, "after")
+	}
+	return "", nil
+}
+
+// distance says how far apart two instants are, to the second. time.Time.Sub saturates at about 292
+// years, so a larger distance (a year-1 event time against today) is said as such, not as the
+// saturated value.
+func distance(d time.Duration) string {
+	if d == math.MaxInt64 {
+		return "more than 292 years"
+	}
+	return config.Duration(d.Round(time.Second)).String()
+}
+
 // value computes the bound value of one column: encoded in its row memory slot when it has one
 // (store), shared, or boxed.
 func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, s *scratch, mem rowMem) (any, error) {
@@ -931,6 +979,9 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			x.n, pr = intOf(k, v, &s.buf)
 		}
 		if !pr.ok() {
+			if pr.val == nil { // a value whose bytes are not text is described, not shown
+				return nil, fmt.Errorf("column %s: field %q%s %s", c.name, c.field, prefixed(" ", pr.elem), pr.msg)
+			}
 			if pr.elem != "" {
 				return nil, fmt.Errorf("column %s: field %q %s is %s, %s", c.name, c.field, pr.elem, show(pr.val, s), pr.msg)
 			}
@@ -967,6 +1018,8 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 					return nil, fmt.Errorf("column %s: the %s is not ASCII for CQL ascii", c.name, what)
 				}
 			}
+		} else if msg := utf8Problem(b); msg != "" {
+			return nil, fmt.Errorf("column %s: the %s %s", c.name, what, msg)
 		}
 		x.b = b
 	case srcKafkaTopic:

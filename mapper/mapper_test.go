@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
 	"math/big"
 	"net"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +44,9 @@ func baseConfig() *config.Config {
 				},
 				Clustering: []config.Clustering{{Column: "reading_time", Order: "desc"}},
 				TTL:        config.Duration(90 * 24 * time.Hour),
+				// No accept window: the tests map event times of any year against one Kafka timestamp;
+				// TestAcceptWindow sets one.
+				Accept: config.Accept{Before: math.MaxInt64, After: math.MaxInt64},
 			},
 		},
 	}
@@ -612,7 +618,7 @@ func TestMapErrors(t *testing.T) {
 	cases := []struct {
 		value, reason, msg string
 	}{
-		{``, "decode", "decoding JSON: the value is empty, not a JSON object"},
+		{``, "decode", "decoding JSON: the record value is empty (0 bytes), not a JSON object"},
 		{`[1,2]`, "decode", "decoding JSON: the value is a JSON array, not an object"},
 		{`{"device_id":`, "decode", "decoding JSON: cannot parse JSON: cannot parse object: cannot parse object value: cannot parse empty string; unparsed tail: \"\""},
 		{`{"ts":"2024-01-15T14:37:22Z","temperature":1}`, "map", `column device_id: field "device_id" is missing, and an id column needs a value`},
@@ -672,6 +678,99 @@ func TestMapErrors(t *testing.T) {
 	if _, err := m.Map(r); err == nil || err.Error() != prefix+"write timestamp: the record has no Kafka timestamp (-1); write_timestamp kafka needs one" {
 		t.Errorf("no Kafka timestamp: %v", err)
 	}
+}
+
+// A tombstone (Kafka's null value) and an empty value are different producer mistakes, and the
+// dead-letter reason says which one it was.
+func TestTombstoneAndEmptyValueReasonsSaySo(t *testing.T) {
+	m := newMapper(t, nil)
+	const prefix = "topic sensor-readings partition 3 offset 1207: "
+	for _, tc := range []struct {
+		name  string
+		value []byte
+		msg   string
+	}{
+		{"tombstone", nil, "decoding JSON: the record value is null (a tombstone), not a JSON object"},
+		{"empty", []byte{}, "decoding JSON: the record value is empty (0 bytes), not a JSON object"},
+	} {
+		r := rec("")
+		r.Value = tc.value
+		_, err := m.Map(r)
+		var re *RecordError
+		if !errors.As(err, &re) || re.Reason != ReasonDecode || err.Error() != prefix+tc.msg {
+			t.Errorf("%s: got %v, want [decode] %s", tc.name, err, prefix+tc.msg)
+		}
+	}
+}
+
+// Cassandra refuses text that is not UTF-8 with "String didn't validate.", naming nothing; the mapper
+// catches it first and names the column, the field and the byte, on both the scan and the fastjson path.
+func TestInvalidUTF8IsNamedByColumnFieldAndOffset(t *testing.T) {
+	m := newMapper(t, func(tp *config.Topic) {
+		tp.Columns = append(tp.Columns,
+			config.Column{Name: "tags", Type: "list<text>", Field: "tags"},
+			config.Column{Name: "labels", Type: "map<text, int>", Field: "labels"},
+		)
+	})
+	raw := newMapper(t, func(tp *config.Topic) {
+		tp.Columns = append(tp.Columns, config.Column{Name: "body", Type: "text", Source: "raw"})
+	})
+	key := newMapper(t, func(tp *config.Topic) {
+		tp.Columns = append(tp.Columns, config.Column{Name: "k", Type: "text", Source: "kafka_key"})
+	})
+	const good = `"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1`
+	const prefix = "topic sensor-readings partition 3 offset 1207: "
+	const rawValue = `{` + good + `,"x":"\xff"}`
+	cases := []struct {
+		name string
+		m    *Mapper
+		r    Record
+		msg  string
+	}{
+		{"nested field", m, rec(withBytes(`{` + good + `,"site":{"id":"ab\xffc"}}`)),
+			`column site_id: field "site.id" is not valid UTF-8 for CQL text: byte 0xff at offset 2 of 4`},
+		{"truncated sequence", m, rec(withBytes(`{` + good + `,"site":{"id":"\xe2\x82"}}`)),
+			`column site_id: field "site.id" is not valid UTF-8 for CQL text: byte 0xe2 at offset 0 of 2`},
+		{"id column", m, rec(withBytes(`{"device_id":"d\xc0\xaf","ts":"2024-01-15T14:37:22Z","temperature":1}`)),
+			`column device_id: field "device_id" is not valid UTF-8 for CQL text: byte 0xc0 at offset 1 of 3`},
+		{"list element", m, rec(withBytes(`{` + good + `,"tags":["ok","\xfe"]}`)),
+			`column tags: field "tags" element 1 is not valid UTF-8 for CQL text: byte 0xfe at offset 0 of 1`},
+		{"map key", m, rec(withBytes(`{` + good + `,"labels":{"a\xff":1}}`)),
+			`column labels: field "labels" key "a\xff" is not valid UTF-8 for CQL text: byte 0xff at offset 1 of 2`},
+		{"raw value", raw, rec(withBytes(rawValue)),
+			fmt.Sprintf("column body: the record value is not valid UTF-8 for CQL text: byte 0xff at offset %d of %d",
+				strings.Index(rawValue, `\x`), len(rawValue)-3)},
+		{"kafka key", key, Record{Topic: "sensor-readings", Partition: 3, Offset: 1207, Key: []byte("k\xff"),
+			Value: []byte(`{` + good + `}`), Timestamp: kafkaTS},
+			`column k: the Kafka key is not valid UTF-8 for CQL text: byte 0xff at offset 1 of 2`},
+	}
+	for _, tc := range cases {
+		_, err := tc.m.Map(tc.r)
+		var re *RecordError
+		if !errors.As(err, &re) || re.Reason != ReasonMap || err.Error() != prefix+tc.msg {
+			t.Errorf("%s:\n got %v\nwant [map] %s", tc.name, err, prefix+tc.msg)
+		}
+	}
+	// Valid multi-byte text still maps, by the scan as before.
+	if _, err := m.Map(rec(`{` + good + `,"site":{"id":"Zürich ✓"}}`)); err != nil {
+		t.Errorf("valid UTF-8: %v", err)
+	}
+}
+
+// withBytes turns each \xNN of s into that byte, so a test can write bytes that are not UTF-8.
+func withBytes(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && s[i+1] == 'x' {
+			if n, err := strconv.ParseUint(s[i+2:i+4], 16, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 func TestEventTimeErrors(t *testing.T) {
@@ -894,5 +993,79 @@ func TestRowOwnsItsMemory(t *testing.T) {
 		if row.Key != key {
 			t.Errorf("note %s: the routing key changed with the record's bytes: %q, was %q", note, row.Key, key)
 		}
+	}
+}
+
+// TestAcceptWindowDeadLettersLateAndFutureRecords: an event time further before or after its record's
+// Kafka timestamp than the topic's accept window allows is bad input with reason late or future, and the
+// message names both times; inside the window, and without a Kafka timestamp to compare, records map.
+func TestAcceptWindowDeadLettersLateAndFutureRecords(t *testing.T) {
+	window := func(tp *config.Topic) {
+		tp.Accept = config.Accept{Before: config.Duration(7 * 24 * time.Hour), After: config.Duration(time.Hour)}
+	}
+	m := newMapper(t, window)
+	at := func(d time.Duration) Record {
+		return rec(`{"device_id":"d","ts":"` + kafkaTS.Add(d).Format(time.RFC3339Nano) + `","temperature":1}`)
+	}
+	const prefix = "topic sensor-readings partition 3 offset 1207: "
+	for _, tc := range []struct {
+		name   string
+		m      *Mapper
+		r      Record
+		reason string
+	}{
+		{"six days late", m, at(-6 * 24 * time.Hour), ""},
+		{"eight days late", m, at(-8 * 24 * time.Hour), ReasonLate},
+		{"59 minutes ahead", m, at(59 * time.Minute), ""},
+		{"two hours ahead", m, at(2 * time.Hour), ReasonFuture},
+		// Epoch seconds configured as milliseconds: January 1970.
+		{"seconds read as unix_ms", newMapper(t, func(tp *config.Topic) { window(tp); tp.Time.Format = "unix_ms" }),
+			rec(`{"device_id":"d","ts":1705329442,"temperature":1}`), ReasonLate},
+		// The event time is the Kafka timestamp: nothing to compare.
+		{"time from kafka", newMapper(t, func(tp *config.Topic) { window(tp); tp.Time = config.EventTime{Source: "kafka"} }),
+			rec(`{"device_id":"d","temperature":1}`), ""},
+	} {
+		_, err := tc.m.Map(tc.r)
+		var re *RecordError
+		switch {
+		case tc.reason == "" && err != nil:
+			t.Errorf("%s: %v, want a row", tc.name, err)
+		case tc.reason != "" && (!errors.As(err, &re) || re.Reason != tc.reason):
+			t.Errorf("%s: %v, want reason %s", tc.name, err, tc.reason)
+		}
+	}
+
+	_, err := m.Map(at(-8*24*time.Hour - 90*time.Second))
+	want := prefix + "event time 2024-01-07T14:35:53Z is 8d1m30s before the record's Kafka timestamp 2024-01-15T14:37:23Z; " +
+		"accept.before allows 7d (check the producer's clock and time.format, or widen topics.readings.accept.before)"
+	if err == nil || err.Error() != want {
+		t.Errorf("late record:\n got %v\nwant %s", err, want)
+	}
+	_, err = m.Map(at(26 * time.Hour))
+	want = prefix + "event time 2024-01-16T16:37:23Z is 1d2h after the record's Kafka timestamp 2024-01-15T14:37:23Z; " +
+		"accept.after allows 1h (check the producer's clock and time.format, or widen topics.readings.accept.after)"
+	if err == nil || err.Error() != want {
+		t.Errorf("future record:\n got %v\nwant %s", err, want)
+	}
+
+	// Without a Kafka timestamp (none, or Kafka's -1) the window has nothing to compare.
+	noTS := newMapper(t, func(tp *config.Topic) { window(tp); tp.WriteTimestamp = config.WriteTimestampEventTime })
+	for _, ts := range []time.Time{{}, time.UnixMilli(-1)} {
+		r := at(-400 * 24 * time.Hour)
+		r.Timestamp = ts
+		if _, err := noTS.Map(r); err != nil {
+			t.Errorf("Kafka timestamp %v: %v, want a row", ts, err)
+		}
+	}
+}
+
+// TestAcceptWindowMessageSaysADistanceBeyondDurationsRange: an event time so far from its Kafka timestamp
+// that time.Time.Sub saturates (year 1 against today) is reported as such, not as 106751d23h47m16s...
+func TestAcceptWindowMessageSaysADistanceBeyondDurationsRange(t *testing.T) {
+	if got := distance(math.MaxInt64); got != "more than 292 years" {
+		t.Errorf("distance(MaxInt64) = %q", got)
+	}
+	if got := distance(90 * time.Minute); got != "1h30m" {
+		t.Errorf("distance(90m) = %q, want 1h30m", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"time"
+	"unicode/utf8"
 )
 
 // The single-pass scan.
@@ -193,6 +194,9 @@ func (p *plan) mapScanned(rec *Record, s *scratch) (outcome, bool) {
 		}
 		out.eventTime = t
 	}
+	if _, err := p.accept(out.eventTime, rec); err != nil {
+		return out, false
+	}
 
 	// A required value missing is looked for before the row memory is allocated, so that such a
 	// record does not cost a second block. (The scan already gave up on the other values left to
@@ -309,6 +313,8 @@ func scannedCell(k kind, r rawValue, b []byte, x *cell) bool {
 					return false
 				}
 			}
+		} else if !utf8.Valid(raw) {
+			return false // the fastjson path names the byte
 		}
 		x.b = raw
 	case kDouble, kFloat:

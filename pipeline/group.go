@@ -24,8 +24,8 @@ import (
 
 // commitTimeout bounds the synchronous commit of a revoke. The commit is one request to the group
 // coordinator; if it cannot finish in this time the records since the last commit are replayed, which
-// at-least-once allows.
-const commitTimeout = 10 * time.Second
+// at-least-once allows. Validate requires kafka.rebalance_timeout to exceed it plus writer.shutdown_timeout.
+const commitTimeout = config.RevokeCommitTimeout
 
 // kafkaOptions builds the consumer's and the dead-letter producer's client options.
 func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
@@ -33,7 +33,7 @@ func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
 	w := pl.sink.Writer
 	common := []kgo.Opt{
 		kgo.SeedBrokers(k.Brokers...),
-		kgo.ClientID(orDefault(k.ClientID, config.DefaultClientID)),
+		kgo.ClientID(k.ClientID),
 		kgo.WithLogger(kgoLogger{pl.log}),
 		// In the common options, so that the re-read of a refused row's record (reread.go, with the
 		// producer's options) sees the log as the group did.
@@ -58,18 +58,18 @@ func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
 	if strings.EqualFold(k.StartOffset, "latest") {
 		start = kgo.NewOffset().AtEnd()
 	}
-	fetchMax := int32(orDefault(k.FetchMaxBytes, config.DefaultFetchMaxBytes))
+	fetchMax := int32(k.FetchMaxBytes)
 	pools := &fetchPools{}
 	consumer = append(append([]kgo.Opt{}, common...),
-		kgo.ConsumerGroup(orDefault(k.Group, config.DefaultGroup)),
+		kgo.ConsumerGroup(k.Group),
 		kgo.ConsumeTopics(pl.kafkaTopics()...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.ConsumeResetOffset(start),
-		kgo.SessionTimeout(orDefault(k.SessionTimeout, config.DefaultSessionTimeout).Std()),
-		kgo.RebalanceTimeout(orDefault(k.RebalanceTimeout, config.DefaultRebalanceTimeout).Std()),
+		kgo.SessionTimeout(k.SessionTimeout.Std()),
+		kgo.RebalanceTimeout(k.RebalanceTimeout.Std()),
 		// Marks, not polls, drive commits: a mark is set only for the contiguous written watermark.
 		kgo.AutoCommitMarks(),
-		kgo.AutoCommitInterval(orDefault(w.CommitInterval, config.DefaultCommitInterval).Std()),
+		kgo.AutoCommitInterval(w.CommitInterval.Std()),
 		kgo.AutoCommitCallback(pl.autoCommitted),
 		// Callbacks never run while a poll's records are being queued, so a revoke cannot interleave
 		// with dispatch; the poll loop never blocks, so rebalances are never held for long.
@@ -85,9 +85,9 @@ func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
 		// and memory").
 		kgo.FetchMaxBytes(fetchMax),
 		kgo.BrokerMaxReadBytes(max(fetchMax+(1<<20), 100<<20)),
-		kgo.FetchMaxPartitionBytes(int32(orDefault(k.FetchMaxPartitionBytes, config.DefaultFetchMaxPartitionBytes))),
+		kgo.FetchMaxPartitionBytes(int32(k.FetchMaxPartitionBytes)),
 		kgo.MaxConcurrentFetches(config.MaxConcurrentFetches(
-			orDefault(w.MaxBufferedBytes, config.DefaultMaxBufferedBytes), config.Bytes(fetchMax))),
+			w.MaxBufferedBytes, config.Bytes(fetchMax))),
 		kgo.FetchMaxWait(time.Second),
 		kgo.WithHooks(commitHook{pl.metrics}),
 	)

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-
-	"github.com/bucketsink/sink/config"
 )
 
 // Handler serves /healthz, /readyz and /debug/partitions. The caller adds /metrics from its registry.
@@ -24,7 +22,7 @@ func (pl *Pipeline) Handler() http.Handler {
 // wait for a rebalance callback (a revoke flushing for up to shutdown_timeout, then committing), so the
 // limit is generous: a restart is only the remedy for a loop that is truly stuck.
 func (pl *Pipeline) wedgedAfter() time.Duration {
-	return orDefault(pl.sink.Kafka.RebalanceTimeout, config.DefaultRebalanceTimeout).Std() +
+	return pl.sink.Kafka.RebalanceTimeout.Std() +
 		pl.shutdownTimeout + commitTimeout + 30*time.Second
 }
 

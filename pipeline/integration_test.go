@@ -1225,8 +1225,8 @@ func originalHeadersFirst(got, original []kgo.RecordHeader) bool {
 	return true
 }
 
-// TestIntegrationRefusedRowsAreDeadLetteredAsProduced: Cassandra itself refuses rows whose text is not
-// valid UTF-8 (the mapper passes JSON string bytes through; the server validates text). The pipeline keeps
+// TestIntegrationRefusedRowsAreDeadLetteredAsProduced: Cassandra itself refuses rows whose whole partition
+// key is longer than 65535 bytes (the mapper checks each component, the server the composite). The pipeline keeps
 // nothing of a record once it is mapped, so each refused row's dead letter is built from its record read
 // back from Kafka: it must carry the original key, value and headers, the source coordinates and reason
 // "write", exactly once; every other row is written where its policy puts it, and the committed offsets
@@ -1241,10 +1241,10 @@ func TestIntegrationRefusedRowsAreDeadLetteredAsProduced(t *testing.T) {
 			{Key: "empty"},
 		}
 		if i%250 == 123 {
-			// Bytes 0xff 0xfe in the device id: valid JSON, not UTF-8. Refused in the batch it joins, which
-			// the writer then isolates row by row.
+			// A device id the mapper accepts whose partition key, with the bucket, Cassandra refuses. Refused
+			// in the batch it joins, which the writer then isolates row by row.
 			r.bad = ReasonWrite
-			r.value = fmt.Appendf(nil, `{"device_id":"%s","ts":%q,"value":%d.5}`, r.device+"\xff\xfe",
+			r.value = fmt.Appendf(nil, `{"device_id":"%s","ts":%q,"value":%d.5}`, refusedDevice(r.device),
 				r.ts.Format(time.RFC3339Nano), i)
 		}
 	}
@@ -1262,6 +1262,13 @@ func TestIntegrationRefusedRowsAreDeadLetteredAsProduced(t *testing.T) {
 	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got != 0 {
 		t.Errorf("sink_records_failed_total %v, want 0: every refused row's record could be read back", got)
 	}
+}
+
+// refusedDevice pads a device id to 65530 bytes: within the mapper's limit on one partition key component
+// (65535), but with the bucket component the serialized partition key passes 65535 bytes, which Cassandra
+// refuses as an invalid request. (Text that is not UTF-8, the server's other refusal, the mapper catches.)
+func refusedDevice(device string) string {
+	return device + strings.Repeat("x", 65530-len(device))
 }
 
 // holdWriter holds every batch with a row hold matches until release is closed, then writes it
@@ -1300,7 +1307,7 @@ func TestIntegrationRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing
 	for i, r := range recs {
 		if r.partition == 0 && i > 300 {
 			r.bad = ReasonWrite
-			r.value = fmt.Appendf(nil, `{"device_id":"%s","ts":%q,"value":1.5}`, r.device+"\xff\xfe", r.ts.Format(time.RFC3339Nano))
+			r.value = fmt.Appendf(nil, `{"device_id":"%s","ts":%q,"value":1.5}`, refusedDevice(r.device), r.ts.Format(time.RFC3339Nano))
 			bad = r
 			break
 		}

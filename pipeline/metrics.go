@@ -186,7 +186,7 @@ type liveCollector struct {
 func newLiveCollector() *liveCollector {
 	return &liveCollector{
 		lagDesc: prometheus.NewDesc(namespace+"_event_time_lag_seconds",
-			"Now minus the event time of the last record written to Cassandra, per topic.", []string{"topic"}, nil),
+			"Now minus the newest event time written to Cassandra, per topic; an event time in the future counts as the time it was written.", []string{"topic"}, nil),
 		rowsDesc: prometheus.NewDesc(namespace+"_largest_partition_rows",
 			"Rows written to the Nth largest Cassandra partition whose time bucket is still open (keys on /debug/partitions).",
 			[]string{"topic", "rank"}, nil),
@@ -200,30 +200,39 @@ func newLiveCollector() *liveCollector {
 	}
 }
 
-// configure sets how many partitions are ranked and the clock; called once before the pipeline starts.
+// configure sets how many partitions are ranked (writer.top_partitions: 0 exports none) and the clock;
+// called once before the pipeline starts.
 func (c *liveCollector) configure(topN int, now func() time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if topN > 0 {
-		c.topN = topN
-		c.open.max = max(c.open.max, 100*topN)
-	}
+	c.topN = max(topN, 0)
+	c.open.max = max(c.open.max, 100*c.topN)
 	if now != nil {
 		c.now = now
 	}
 }
 
 // written records one written batch: rows rows and bytes bytes into (table, key), whose bucket closes at
-// closes, the latest event time among them being eventTime.
+// closes, the latest event time among them being eventTime. An event time later than now counts as now:
+// a producer whose clock runs ahead has still just been written, and one future-dated record must not
+// hold the lag below zero, where no lag alert can fire, until the clock reaches its time.
 func (c *liveCollector) written(topic, table, key string, rows, bytes int64, eventTime, closes time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	eventTime = minTime(eventTime, c.now())
 	if eventTime.After(c.lastEvent[topic]) {
 		c.lastEvent[topic] = eventTime
 	}
 	if !closes.IsZero() {
 		c.open.add(topic, table, key, rows, bytes, closes, c.now())
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // largest returns the ranked open partitions per topic, for /debug/partitions.
@@ -249,7 +258,8 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 	defer c.mu.Unlock()
 	now := c.now()
 	for topic, t := range c.lastEvent {
-		ch <- prometheus.MustNewConstMetric(c.lagDesc, prometheus.GaugeValue, now.Sub(t).Seconds(), topic)
+		// Never negative, also when the clock steps back.
+		ch <- prometheus.MustNewConstMetric(c.lagDesc, prometheus.GaugeValue, max(now.Sub(t), 0).Seconds(), topic)
 	}
 	for topic := range c.open.topics {
 		for _, s := range c.open.top(topic, c.topN, now) {

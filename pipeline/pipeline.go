@@ -91,13 +91,18 @@ type Pipeline struct {
 	running   atomic.Bool
 }
 
-// New checks cfg and prepares a pipeline; it opens no connection.
+// New checks cfg and prepares a pipeline; it opens no connection. cfg.Sink is used as config.Load (or
+// ApplyDefaults) left it: every default is applied there and nowhere else, so an explicit zero such as
+// writer.top_partitions: 0 keeps its meaning here.
 func New(cfg Config) (*Pipeline, error) {
 	if cfg.Sink == nil || cfg.Mapper == nil || cfg.Writer == nil || cfg.Metrics == nil {
 		return nil, errors.New("pipeline: Sink, Mapper, Writer and Metrics are required")
 	}
 	if len(cfg.Sink.Topics) == 0 {
 		return nil, errors.New("pipeline: topics: no topic configured")
+	}
+	if err := defaultsApplied(cfg.Sink); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -118,40 +123,51 @@ func New(cfg Config) (*Pipeline, error) {
 		now:             cfg.Now,
 		sink:            cfg.Sink,
 		topics:          make(map[string]*topicInfo),
-		retryInitial:    orDefault(w.RetryInitial.Std(), config.DefaultRetryInitial.Std()),
-		retryMax:        orDefault(w.RetryMax.Std(), config.DefaultRetryMax.Std()),
-		shutdownTimeout: orDefault(w.ShutdownTimeout.Std(), config.DefaultShutdownTimeout.Std()),
+		retryInitial:    w.RetryInitial.Std(),
+		retryMax:        w.RetryMax.Std(),
+		shutdownTimeout: w.ShutdownTimeout.Std(),
 		parts:           make(map[topicPartition]*partition),
-		budget:          newBudget(int64(orDefault(w.MaxBufferedBytes, config.DefaultMaxBufferedBytes))),
+		budget:          newBudget(int64(w.MaxBufferedBytes)),
 		budgetFreed:     make(chan struct{}, 1),
 		stuck:           make(map[topicPartition]bool),
 	}
 	for _, name := range cfg.Sink.TopicNames() {
 		t := cfg.Sink.Topics[name]
 		kt := t.Topic
-		if kt == "" {
-			kt = name
-		}
 		policy, err := cfg.Sink.Policy(name)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: %w", err)
 		}
 		pl.topics[kt] = &topicInfo{name: name, deadLetterTopic: t.DeadLetterTopic, policy: policy}
-		budget := orDefault(t.PartitionBudget, config.DefaultPartitionBudget)
+		budget := t.PartitionBudget
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(budget))
 	}
-	pl.metrics.live.configure(orDefault(w.TopPartitions, config.DefaultTopPartitions), cfg.Now)
+	pl.metrics.live.configure(w.TopPartitions, cfg.Now)
 	pl.cassOK.Store(cfg.Ping == nil)
 	pl.lastAlive.Store(cfg.Now().UnixNano())
 	return pl, nil
 }
 
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
+// defaultsApplied refuses a configuration built in Go without ApplyDefaults: the pipeline applies no
+// default of its own, and a zero in these keys would stall it (no buffer, no flush time) rather than fail.
+func defaultsApplied(c *config.Config) error {
+	k, w := c.Kafka, c.Writer
+	for _, v := range []struct {
+		key  string
+		zero bool
+	}{
+		{"kafka.group", k.Group == ""}, {"kafka.client_id", k.ClientID == ""},
+		{"kafka.fetch_max_bytes", k.FetchMaxBytes <= 0}, {"kafka.fetch_max_partition_bytes", k.FetchMaxPartitionBytes <= 0},
+		{"kafka.session_timeout", k.SessionTimeout <= 0}, {"kafka.rebalance_timeout", k.RebalanceTimeout <= 0},
+		{"writer.max_in_flight", w.MaxInFlight <= 0}, {"writer.max_buffered_bytes", w.MaxBufferedBytes <= 0},
+		{"writer.retry_initial", w.RetryInitial <= 0}, {"writer.retry_max", w.RetryMax <= 0},
+		{"writer.commit_interval", w.CommitInterval <= 0}, {"writer.shutdown_timeout", w.ShutdownTimeout <= 0},
+	} {
+		if v.zero {
+			return fmt.Errorf("pipeline: %s is unset; load the config with config.Load, or call ApplyDefaults on one built in Go", v.key)
+		}
 	}
-	return v
+	return nil
 }
 
 // Run consumes until ctx is canceled, then shuts down gracefully: it stops fetching, flushes, waits for
@@ -186,7 +202,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		MaxRows:  w.BatchMaxRows,
 		MaxBytes: int(w.BatchMaxBytes),
 		Linger:   w.Linger.Std(),
-	}, orDefault(w.MaxInFlight, config.DefaultMaxInFlight))
+	}, w.MaxInFlight)
 	go pl.writes.run()
 
 	pingCtx, stopPing := context.WithCancel(context.Background())
@@ -195,7 +211,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		pingDone.Go(func() { pl.pingLoop(pingCtx) })
 	}
 
-	pl.log.Info("consuming", slog.String("group", orDefault(pl.sink.Kafka.Group, config.DefaultGroup)),
+	pl.log.Info("consuming", slog.String("group", pl.sink.Kafka.Group),
 		slog.Any("topics", pl.kafkaTopics()))
 	runErr := pl.pollLoop(ctx)
 
@@ -283,7 +299,7 @@ func (pl *Pipeline) pollLoop(ctx context.Context) error {
 		pl.client.AllowRebalance()
 		if fatal != nil {
 			return fmt.Errorf("consuming (kafka.brokers %v, kafka.group %q): %w", pl.sink.Kafka.Brokers,
-				orDefault(pl.sink.Kafka.Group, config.DefaultGroup), fatal)
+				pl.sink.Kafka.Group, fatal)
 		}
 	}
 }

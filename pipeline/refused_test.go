@@ -192,6 +192,8 @@ func TestMappedRecordsAreNotRetained(t *testing.T) {
 					}
 					c.Cassandra.Keyspace = "ks"
 					c.Cassandra.Hosts = []string{"never-contacted:9042"} // Validate wants one
+					// Validate wants room for a revoke: shutdown_timeout (5s) plus the commit's 10s.
+					c.Kafka.RebalanceTimeout = config.Duration(20 * time.Second)
 					c.ApplyDefaults()
 				}
 			})

@@ -244,8 +244,9 @@ func (in Input) Recommend(candidates []Granularity, gd Guidance) Recommendation 
 		}
 	}
 	if len(r.Options) == 0 {
+		// The choice stays within the cap, so nothing plan prints is a policy validate refuses.
 		n := in.EventBucketsNeeded(candidates[0], gd)
-		r.Choice = in.Estimate(candidates[0], n, gd)
+		r.Choice = in.Estimate(candidates[0], MaxEventBuckets, gd)
 		r.Reason = fmt.Sprintf("even %s buckets would need %d event buckets, more than %d; reduce the rate per entity (a finer entity id) or the row size",
 			candidates[0].Name, n, MaxEventBuckets)
 		return r
@@ -259,6 +260,27 @@ func (in Input) Recommend(candidates []Granularity, gd Guidance) Recommendation 
 	r.Reason = fmt.Sprintf("even %s buckets exceed %s or %s rows; %d event buckets are needed, %d leave headroom for uneven hashing",
 		first.Granularity.Name, FormatBytes(gd.Max), FormatCount(gd.MaxRows), first.EventBuckets, n)
 	return r
+}
+
+// Narrower looks, when even the finest candidate needs more than MaxEventBuckets event buckets, at
+// narrower widths (finest first): the coarsest whose need is within the cap is recommended, rounded up
+// to a power of two for headroom as Recommend does, with its minimum as the one option. ok is false when
+// none of them fits either.
+func (in Input) Narrower(finer []Granularity, gd Guidance, finest Granularity) (r Recommendation, ok bool) {
+	for i := len(finer) - 1; i >= 0; i-- {
+		g := finer[i]
+		n := in.EventBucketsNeeded(g, gd)
+		if n > MaxEventBuckets {
+			continue
+		}
+		k := min(nextPow2(n), MaxEventBuckets)
+		r.Choice = in.Estimate(g, k, gd)
+		r.Options = []Estimate{in.Estimate(g, n, gd)}
+		r.Reason = fmt.Sprintf("even %s buckets would need %d event buckets, more than the %d a policy accepts; at %s buckets %d are needed, %d leave headroom for uneven hashing",
+			finest.Name, in.EventBucketsNeeded(finest, gd), MaxEventBuckets, g.Name, n, k)
+		return r, true
+	}
+	return r, false
 }
 
 // MaxEventBuckets is the most event buckets plan proposes; it equals bucketer.MaxEventBuckets,

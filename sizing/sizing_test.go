@@ -2,6 +2,7 @@ package sizing
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -164,11 +165,15 @@ func TestRecommend(t *testing.T) {
 	}
 }
 
-// Beyond the cap no policy exists; the recommendation says so instead of proposing one.
+// Beyond the cap no candidate policy exists; the recommendation says so, and its choice still stays
+// within the cap (it used to carry the uncapped count, which validate refuses).
 func TestRecommendBeyondCap(t *testing.T) {
 	r := Input{Rate: 1e7, RowBytes: 1000}.Recommend(Candidates, Default) // 600 GB a minute
-	if r.Fits || len(r.Options) != 0 || r.Choice.EventBuckets <= MaxEventBuckets {
-		t.Errorf("got fits %v, %d options, %d event buckets; want no fit and no options", r.Fits, len(r.Options), r.Choice.EventBuckets)
+	if r.Fits || len(r.Options) != 0 || r.Choice.EventBuckets > MaxEventBuckets {
+		t.Errorf("got fits %v, %d options, %d event buckets; want no fit, no options, at most %d", r.Fits, len(r.Options), r.Choice.EventBuckets, MaxEventBuckets)
+	}
+	if !strings.Contains(r.Reason, "would need 6000 event buckets, more than 1024") {
+		t.Errorf("reason %q", r.Reason)
 	}
 }
 
@@ -184,13 +189,17 @@ func TestEventBucketsNeeded(t *testing.T) {
 	}
 }
 
-// Property: the recommended choice is never too big, and event buckets are proposed only when
-// no granularity fits without them.
+// Property: the recommended choice never has more event buckets than the cap, is never too big unless
+// no candidate fits within the cap (no options), and event buckets are proposed only when no
+// granularity fits without them.
 func TestRecommendProperty(t *testing.T) {
 	for _, rate := range []float64{1e-6, 0.001, 0.1, 1, 3, 7, 10, 33, 100, 999, 1e4, 1e5, 1e6} {
 		for _, rb := range []float64{1, 10, 100, 512, 1000, 4096, 65536} {
 			r := Input{rate, rb}.Recommend(Candidates, Default)
-			if r.Choice.Verdict == TooBig {
+			if r.Choice.EventBuckets > MaxEventBuckets {
+				t.Errorf("rate %g row %g: recommended %d event buckets, more than %d", rate, rb, r.Choice.EventBuckets, MaxEventBuckets)
+			}
+			if r.Choice.Verdict == TooBig && (r.Fits || len(r.Options) > 0) {
 				t.Errorf("rate %g row %g: recommended %s × %d is too big", rate, rb, r.Choice.Granularity.Name, r.Choice.EventBuckets)
 			}
 			if !r.Fits && r.Choice.EventBuckets < 2 {

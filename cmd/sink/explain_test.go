@@ -33,6 +33,9 @@ func TestExplainGolden(t *testing.T) {
 			"--record", `{"device_id":"dev-0042","ts":"2024-01-15T14:37:22.123Z","temperature":"warm"}`}},
 		{"dead-letter-time", []string{"--config", "../../examples/service-events.yaml", "--topic", "service_events",
 			"--record", `{"tenant":"acme","service":"billing","type":"x","ts":"2024-01-15T14:37:22Z"}`}},
+		// Epoch seconds where the topic reads unix_ms: January 1970, outside the accept window.
+		{"dead-letter-late", []string{"--config", "../../examples/service-events.yaml", "--topic", "service_events",
+			"--record", `{"tenant":"acme","service":"billing","type":"x","ts":1705329442}`}},
 		{"dead-letter-json", []string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings", "--record", `{"device_id":"dev-0042",`}},
 	}
 	for _, tc := range cases {

@@ -105,7 +105,7 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	rep := planReport{Input: in, Entities: *entities, Guidance: gd, Table: in.Table(sizing.Candidates, gd),
-		Recommendation: in.Recommend(sizing.Candidates, gd), Topic: judged}
+		Recommendation: recommend(in, gd), Topic: judged}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -123,6 +123,33 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitNoFit
 	}
 	return exitOK
+}
+
+// recommend is sizing's recommendation among the tabulated widths or, when even the finest of them needs
+// more event buckets than a policy accepts, among the narrower widths that divide a minute. Whatever it
+// proposes, `sink validate` accepts.
+func recommend(in sizing.Input, gd sizing.Guidance) sizing.Recommendation {
+	rec := in.Recommend(sizing.Candidates, gd)
+	if rec.Fits || len(rec.Options) > 0 {
+		return rec
+	}
+	finest := sizing.Candidates[0]
+	var finer []sizing.Granularity
+	for _, w := range bucketer.DayWidths() {
+		// Widths that tile a minute (30s, 20s, ... 1s) keep bucket starts on whole minutes' seconds,
+		// easy to compute in a reader; every one of them is also a width validate accepts.
+		if float64(w.Seconds) < finest.Seconds && 60%w.Seconds == 0 {
+			finer = append(finer, sizing.Fixed(w.String(), float64(w.Seconds)))
+		}
+	}
+	if r, ok := in.Narrower(finer, gd, finest); ok {
+		return r
+	}
+	if len(finer) > 0 {
+		rec.Reason = fmt.Sprintf("even %s buckets would need %d event buckets, more than the %d a policy accepts; reduce the rate per entity (a finer entity id) or the row size",
+			finer[0].Name, in.EventBucketsNeeded(finer[0], gd), sizing.MaxEventBuckets)
+	}
+	return rec
 }
 
 // parseRate reads "10", "10/s", "600/m", "2/h" or "5/d" as rows per second.
@@ -233,21 +260,36 @@ func (r planReport) writeText(w io.Writer) {
 	} else if len(rec.Options) == 0 {
 		fmt.Fprintf(w, "No policy fits: %s.\n", rec.Reason)
 	} else {
-		fmt.Fprintln(w, "No bucket width fits alone. Event buckets needed at each width (rows spread by a per-row hash):")
+		// A choice finer than every tabulated width comes from the narrower widths (recommend).
+		narrower := c.Granularity.Seconds < r.Table[0].Granularity.Seconds
+		if narrower {
+			fmt.Fprintf(w, "No tabulated width fits within %d event buckets. A narrower width does (rows spread by a per-row hash):\n", sizing.MaxEventBuckets)
+		} else {
+			fmt.Fprintln(w, "No bucket width fits alone. Event buckets needed at each width (rows spread by a per-row hash):")
+		}
 		opts := table{header: []string{"POLICY", "ROWS/PARTITION", "SIZE/PARTITION"}, right: []bool{false, true, true}}
 		for _, o := range rec.Options {
 			opts.add(policyName(o), sizing.FormatCount(o.WorstRows), sizing.FormatBytes(o.WorstBytes))
 		}
 		opts.write(w)
-		fmt.Fprintf(w, "Recommended: %s: %s rows and %s per partition (%s; the finest width needs the fewest, and each read of a time bucket fans out to all of them).\n",
-			policyName(c), sizing.FormatCount(c.WorstRows), sizing.FormatBytes(c.WorstBytes), rec.Reason)
+		tail := "; the finest width needs the fewest, and each read of a time bucket fans out to all of them"
+		if narrower {
+			tail = "; each read of a time bucket fans out to all of them, so consider a finer entity id first"
+		}
+		fmt.Fprintf(w, "Recommended: %s: %s rows and %s per partition (%s%s).\n",
+			policyName(c), sizing.FormatCount(c.WorstRows), sizing.FormatBytes(c.WorstBytes), rec.Reason, tail)
 	}
+	// With no fitting policy there is none to count partitions for, nor to point a topic to.
+	some := rec.Fits || len(rec.Options) > 0
 	if r.Entities > 0 && c.Granularity.Seconds > 0 {
 		total := r.Input.Rate * float64(r.Entities)
-		perDay := float64(r.Entities) * float64(c.EventBuckets) * sizing.Day / c.Granularity.Seconds
-		fmt.Fprintf(w, "%s entities: %s rows/s in total, %s and %s rows a day; %s partitions started a day with %s.\n",
-			sizing.FormatCount(float64(r.Entities)), formatRate(total), sizing.FormatBytes(total*r.Input.RowBytes*sizing.Day),
-			sizing.FormatCount(total*sizing.Day), sizing.FormatCount(perDay), policyName(c))
+		fmt.Fprintf(w, "%s entities: %s rows/s in total, %s and %s rows a day", sizing.FormatCount(float64(r.Entities)),
+			formatRate(total), sizing.FormatBytes(total*r.Input.RowBytes*sizing.Day), sizing.FormatCount(total*sizing.Day))
+		if some {
+			perDay := float64(r.Entities) * float64(c.EventBuckets) * sizing.Day / c.Granularity.Seconds
+			fmt.Fprintf(w, "; %s partitions started a day with %s", sizing.FormatCount(perDay), policyName(c))
+		}
+		fmt.Fprintln(w, ".")
 	}
 	if t := r.Topic; t != nil {
 		e := t.Estimate
@@ -255,8 +297,15 @@ func (r planReport) writeText(w io.Writer) {
 			e.EventBuckets, plural(e.EventBuckets, "bucket", "buckets"), sizing.FormatBytes(gd.Max))
 		fmt.Fprintf(w, "  per partition: %s rows, %s: %s\n", sizing.FormatCount(e.WorstRows), sizing.FormatBytes(e.WorstBytes), verdictText(e, gd))
 		if e.Verdict == sizing.TooBig {
-			fmt.Fprintf(w, "  over budget: use %s, or %d event buckets at width %s\n", policyName(c),
-				r.Input.EventBucketsNeeded(e.Granularity, gd), t.Width)
+			if n := r.Input.EventBucketsNeeded(e.Granularity, gd); n <= sizing.MaxEventBuckets {
+				fmt.Fprintf(w, "  over budget: use %s, or %d event buckets at width %s\n", policyName(c), n, t.Width)
+			} else if some {
+				fmt.Fprintf(w, "  over budget: width %s would need %d event buckets, more than the %d a policy accepts; use %s\n",
+					t.Width, n, sizing.MaxEventBuckets, policyName(c))
+			} else {
+				fmt.Fprintf(w, "  over budget: width %s would need %d event buckets, more than the %d a policy accepts, and no policy fits (see above)\n",
+					t.Width, n, sizing.MaxEventBuckets)
+			}
 		}
 	}
 }

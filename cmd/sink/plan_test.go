@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/sizing"
 )
 
@@ -111,7 +114,10 @@ func TestPlanRecommendsAndExits(t *testing.T) {
 		{[]string{"--rate", "10000", "--row-bytes", "1KB", "--entities", "50"}, exitNoFit,
 			[]string{"1m buckets × 6 event buckets", "Recommended: 1m buckets × 8 event buckets: 75,000 rows and 75 MB",
 				"50 entities: 500,000 rows/s in total"}},
-		{[]string{"--rate", "1e7", "--row-bytes", "1KB"}, exitNoFit, []string{"No policy fits: even 1m buckets would need 6000 event buckets"}},
+		{[]string{"--rate", "1e7", "--row-bytes", "1KB"}, exitNoFit, []string{"No tabulated width fits within 1024 event buckets",
+			"Recommended: 10s buckets × 1024 event buckets: 97,656 rows and 98 MB per partition (even 1m buckets would need 6000 event buckets, more than the 1024 a policy accepts"}},
+		{[]string{"--rate", "1e12", "--row-bytes", "1KB"}, exitNoFit, []string{"No policy fits: even 1s buckets would need 10000000 event buckets, more than the 1024 a policy accepts"}},
+		{[]string{"--rate", "1e12", "--row-bytes", "1KB", "--entities", "2"}, exitNoFit, []string{"2 entities: 2,000,000,000,000 rows/s in total, 170000 PB and 172,800,000,000,000,000 rows a day.\n"}},
 		{[]string{"--config", "../../examples/high-volume.yaml", "--topic", "firehose", "--rate", "1000", "--row-bytes", "1000"}, exitOK,
 			[]string{"Topic firehose (Kafka sensor-firehose): bucket width 10m, 8 event buckets, budget 100 MB", "75,000 rows, 75 MB: ✓ in target"}},
 		{[]string{"--config", "../../examples/iot-sensors.yaml", "--rate", "10", "--row-bytes", "100"}, exitNoFit,
@@ -168,5 +174,50 @@ func TestParseRate(t *testing.T) {
 func TestEventBucketCapsAgree(t *testing.T) {
 	if sizing.MaxEventBuckets != bucketer.MaxEventBuckets {
 		t.Errorf("sizing.MaxEventBuckets %d != bucketer.MaxEventBuckets %d", sizing.MaxEventBuckets, bucketer.MaxEventBuckets)
+	}
+}
+
+// TestPlanNeverSuggestsMoreEventBucketsThanValidateAccepts: every policy plan prints, recommended or
+// judged, is one validate accepts. It used to tell a daily topic at 1,280 rows/s to use 1,106 event
+// buckets, which validate then refuses (at most 1024).
+func TestPlanNeverSuggestsMoreEventBucketsThanValidateAccepts(t *testing.T) {
+	counts := regexp.MustCompile(`(\d[\d,]*) event buckets`)
+	recommended := regexp.MustCompile(`Recommended: (\S+) buckets(?: × (\d+) event buckets)?:`)
+	for _, args := range [][]string{
+		{"--rate", "1280", "--row-bytes", "100", "--config", "../../examples/iot-sensors.yaml"},
+		{"--rate", "1e5", "--row-bytes", "1KB", "--config", "../../examples/iot-sensors.yaml"},
+		{"--rate", "2e6", "--row-bytes", "1KB"},
+		{"--rate", "1e7", "--row-bytes", "1KB"},
+		{"--rate", "1e12", "--row-bytes", "1KB"},
+	} {
+		_, out, _ := runCmd(t, runPlan, args...)
+		for _, m := range counts.FindAllStringSubmatch(out, -1) {
+			n, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+			// A count in a sentence saying it is too many is fine; a proposed one is not.
+			if n > bucketer.MaxEventBuckets && !strings.Contains(out, m[0]+", more than") {
+				t.Errorf("plan %q proposes %d event buckets:\n%s", args, n, out)
+			}
+		}
+		rec := recommended.FindStringSubmatch(out)
+		if rec == nil {
+			continue // no policy fits at all, and plan says so
+		}
+		cfg, err := config.Load("../../examples/iot-sensors.yaml", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := cfg.Topics["readings"]
+		tp.Bucket.Width, tp.Bucket.Layout, tp.Bucket.EventBuckets = rec[1], "", 1 // the width's own key layout
+		if rec[2] != "" {
+			tp.Bucket.EventBuckets, _ = strconv.Atoi(rec[2])
+		}
+		cfg.Topics["readings"] = tp
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("plan %q recommends %s, which validate refuses: %v", args, rec[0], err)
+		}
+	}
+	_, out, _ := runCmd(t, runPlan, "--rate", "1280", "--row-bytes", "100", "--config", "../../examples/iot-sensors.yaml")
+	if want := "over budget: width 1d would need 1106 event buckets, more than the 1024 a policy accepts; use 1m buckets"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }
