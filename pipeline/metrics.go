@@ -53,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		RecordsDeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_dead_lettered_total",
-			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, write, panic).",
+			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, expired, write, panic).",
 		}, []string{"topic", "reason"}),
 		RecordsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_failed_total",
