@@ -1343,7 +1343,7 @@ func TestIntegrationRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing
 	if err := json.Unmarshal(r.Value, &row); err != nil {
 		t.Fatalf("dead letter value %s: %v", r.Value, err)
 	}
-	wantValue := map[string]any{"device_id": bad.device + "\ufffd\ufffd", "ts": bad.ts.UTC().Format(time.RFC3339Nano),
+	wantValue := map[string]any{"device_id": refusedDevice(bad.device), "ts": bad.ts.UTC().Format(time.RFC3339Nano),
 		"value": 1.5, "bucket": s.policy.Text(s.policy.Index(bad.ts))}
 	if fmt.Sprint(row) != fmt.Sprint(wantValue) || r.Key != nil || header(r, HeaderSourceMissing) != "true" ||
 		header(r, HeaderSourceOffset) != strconv.FormatInt(bad.offset, 10) || header(r, HeaderSourcePartition) != "0" ||
