@@ -101,6 +101,9 @@ const (
 	// correct. Raise it to exceed the repair interval when rows are deleted explicitly.
 	DefaultGCGrace        = Duration(Day)
 	DefaultWriteTimestamp = WriteTimestampKafka
+	// DefaultMissingSlice: a late or early event is valid data, not bad input; its slice's table is
+	// the one `sink schema --apply` would create, so creating it writes the row where a reader looks.
+	DefaultMissingSlice = MissingSliceCreate
 	// DefaultPartitionBudget is the guidance of the time-series literature: stay under 100 MB
 	// per partition (decimal megabytes, as nodetool reports them).
 	DefaultPartitionBudget = Bytes(100_000_000)
@@ -121,6 +124,9 @@ const (
 	WriteTimestampKafka     = "kafka"
 	WriteTimestampEventTime = "event_time"
 	WriteTimestampServer    = "server"
+
+	MissingSliceCreate     = "create"
+	MissingSliceDeadLetter = "dead_letter"
 
 	SourceEventTime      = "event_time"
 	SourceKafkaKey       = "kafka_key"
@@ -251,6 +257,10 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 			t.Bucket.EventBuckets = 1
 		}
 		str(p+"bucket.event_bucket_column", &t.Bucket.EventBucketColumn, DefaultEventBucketCol)
+		if t.Bucket.Slice != "" {
+			str(p+"bucket.missing_slice", &t.Bucket.MissingSlice, DefaultMissingSlice)
+			t.Bucket.MissingSlice = strings.ToLower(t.Bucket.MissingSlice)
+		}
 		str(p+"keyspace", &t.Keyspace, c.Cassandra.Keyspace)
 		dur(p+"gc_grace", &t.GCGrace, DefaultGCGrace)
 		str(p+"consistency", &t.Consistency, c.Cassandra.Consistency)

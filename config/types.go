@@ -184,6 +184,11 @@ type Bucket struct {
 	// Slice, when set, puts each slice of time in its own table (<table>_<suffix>) so old slices
 	// drop whole. A multiple of the bucket width.
 	Slice string `koanf:"slice"`
+	// MissingSlice says what happens to a row whose slice table does not exist (a late, early or
+	// backfilled event, or a slice already dropped): "create" (default) creates that slice's table
+	// from this topic's DDL, then writes the row; "dead_letter" sends the record to the dead-letter
+	// topic with reason slice. Only for sliced topics.
+	MissingSlice string `koanf:"missing_slice"`
 	// Rolling > 0 makes the key the bucket number mod Rolling (key must be int or number).
 	Rolling int `koanf:"rolling"`
 }
