@@ -397,14 +397,73 @@ func TestCommitStaysBelowUnacknowledgedWrite(t *testing.T) {
 	f.waitFor(20*time.Second, "all committed after the ack", f.allCommitted)
 }
 
-// TestWriteFailureStopsThePartition: a writer that gives up on partition 1 from offset 30 stops that
-// partition there (loudly: not ready, sink_records_failed_total) while the others finish.
-func TestWriteFailureStopsThePartition(t *testing.T) {
+// A batch the writer gives back unwritten (an error the writer does not know, transient errors outlasting
+// writer.retry_attempts, a refused statement) stops its partition only until it is written: the write
+// stage sends it again with backoff, the partition is counted as stuck meanwhile (without making the pod
+// unready), and once the cause is gone it resumes by itself and its committed offset reaches the end. No
+// offset past the failing row is committed while it fails.
+func TestFailedBatchIsRetriedUntilThePartitionResumesByItself(t *testing.T) {
+	for _, tt := range []struct {
+		name, reason string
+		err          error
+	}{
+		{"unknown driver error", cassandra.FailUnknown, errors.New("gocql: something new")},
+		{"retry attempts exhausted", cassandra.FailExhausted, &cassandra.WriteError{Table: "events", Reason: cassandra.FailExhausted,
+			Err: errors.New("write timeout")}},
+		{"prepare refused", cassandra.FailRefused, &cassandra.WriteError{Table: "events", Reason: cassandra.FailRefused,
+			Err: errors.New("unauthorized")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, 100, 0)
+			w := newMemWriter()
+			healed := make(chan struct{})
+			w.fail = func(s batcher.Source) error {
+				select {
+				case <-healed:
+					return nil
+				default:
+				}
+				if s.Partition == 1 && s.Offset == 30 {
+					return tt.err
+				}
+				return nil
+			}
+			m := f.start(f.config(nil), w)
+			f.waitFor(20*time.Second, "partitions 0 and 2 committed, 1 at the failing row, retried and counted stuck", func() bool {
+				c := f.committed()
+				return c[0] == 100 && c[2] == 100 && c[1] == 30 &&
+					testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)) == 1 &&
+					testutil.ToFloat64(m.pl.metrics.WriteStageRetries.WithLabelValues(testTopic, tt.reason)) >= 2
+			})
+			if err := m.pl.Ready(); err != nil {
+				t.Errorf("Ready() = %v while one partition is stuck; want ready (the stuck partition is an alert, not a readiness failure)", err)
+			}
+			if c := f.committed(); c[1] != 30 {
+				t.Fatalf("partition 1 committed %d past the failing row 30", c[1])
+			}
+			close(healed)
+			f.waitFor(20*time.Second, "every partition committed to the end after the cause went away", f.allCommitted)
+			if got := testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)); got != 0 {
+				t.Errorf("sink_stuck_partitions %v after the partition resumed, want 0", got)
+			}
+			if !w.has(batcher.Source{Topic: testTopic, Partition: 1, Offset: 30}) {
+				t.Error("the failing row was never written")
+			}
+			if err := m.stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Shutdown abandons a batch the stage keeps retrying, without marking it: the committed offset stays
+// before it (the next start replays it) and Run returns cleanly.
+func TestShutdownAbandonsARetryingBatchWithoutCommittingPastIt(t *testing.T) {
 	f := newFixture(t, 100, 0)
 	w := newMemWriter()
 	w.fail = func(s batcher.Source) error {
 		if s.Partition == 1 && s.Offset >= 30 {
-			return errors.New("retries exhausted")
+			return errors.New("gocql: something new")
 		}
 		return nil
 	}
@@ -413,17 +472,26 @@ func TestWriteFailureStopsThePartition(t *testing.T) {
 		c := f.committed()
 		return c[0] == 100 && c[2] == 100 && c[1] == 30
 	})
-	if err := m.pl.Ready(); err == nil || !strings.Contains(err.Error(), "partition 1 is stuck") {
-		t.Errorf("Ready() = %v, want partition 1 stuck", err)
-	}
-	if got := testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)); got < 1 {
-		t.Errorf("sink_records_failed_total %v, want at least 1", got)
-	}
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if c := f.committed(); c[1] != 30 {
 		t.Errorf("partition 1 committed %d after shutdown, want 30", c[1])
+	}
+}
+
+// The write stage forgets the assignment of buffered rows once it has flushed them: a revoked partition
+// (its tracker, its queue) is not kept reachable from the stage for the rest of the process.
+func TestWriteStageForgetsPartitionsOnceFlushed(t *testing.T) {
+	f := newFixture(t, 50, 0)
+	m := f.start(f.config(nil), newMemWriter())
+	f.waitFor(20*time.Second, "all committed", f.allCommitted)
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	<-m.pl.writes.done // the stage's goroutine is gone: its map may be read
+	if n := len(m.pl.writes.owners); n != 0 {
+		t.Errorf("the write stage still refers to %d partitions after they were given up", n)
 	}
 }
 
@@ -441,8 +509,8 @@ func TestBadRecordWithoutDeadLetterTopicStopsThePartition(t *testing.T) {
 		c := f.committed()
 		return c[0] == 24 && c[1] == 24 && c[2] == 24
 	})
-	if err := m.pl.Ready(); err == nil {
-		t.Error("ready with stuck partitions")
+	if got := testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)); got != 3 {
+		t.Errorf("sink_stuck_partitions %v, want 3", got)
 	}
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
