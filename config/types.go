@@ -101,8 +101,9 @@ type Writer struct {
 	// Retry: capped exponential backoff with full jitter, for retryable errors only.
 	RetryInitial Duration `koanf:"retry_initial"` // default 100ms
 	RetryMax     Duration `koanf:"retry_max"`     // default 10s
-	// RetryAttempts caps attempts per batch; 0 = retry until shutdown (the partition stops advancing
-	// meanwhile, nothing is skipped). Default 0.
+	// RetryAttempts caps the writer's attempts per batch; 0 = retry until shutdown. A batch that
+	// exhausts them is not skipped: its partition is marked stuck and the write stage sends it again
+	// with the same backoff until it is written. Default 0.
 	RetryAttempts int `koanf:"retry_attempts"`
 	// CommitInterval is how often marked offsets are committed. Default 5s.
 	CommitInterval Duration `koanf:"commit_interval"`
