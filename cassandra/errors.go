@@ -174,8 +174,13 @@ func IsRetryable(err error) bool {
 	return c == classTransient
 }
 
-// IsMissingTable reports whether err says the table or keyspace written to does not exist.
+// IsMissingTable reports whether err says the table or keyspace written to does not exist: a
+// driver error, or a *WriteError with Reason FailMissingTable.
 func IsMissingTable(err error) bool {
+	var we *WriteError
+	if errors.As(err, &we) && we.Reason == FailMissingTable {
+		return true
+	}
 	c, _ := classify(err)
 	return c == classMissing
 }

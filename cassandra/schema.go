@@ -133,22 +133,23 @@ func NewSliceMaker(s *Session, cfg *config.Config) *SliceMaker {
 
 // CreateSlice creates the table of the slice of topics.<topic> that holds at, from the topic's own
 // DDL, and waits until the cluster agrees on the schema. It returns the table's name
-// (keyspace.table). Creating a table that exists is a no-op (IF NOT EXISTS).
-func (m *SliceMaker) CreateSlice(ctx context.Context, topic string, at time.Time) (string, error) {
+// (keyspace.table), and ran=false when it skipped the statement because it created the table
+// within recreateAfter. Creating a table that exists is a no-op (IF NOT EXISTS).
+func (m *SliceMaker) CreateSlice(ctx context.Context, topic string, at time.Time) (name string, ran bool, err error) {
 	name, stmt, err := SliceTableDDL(m.cfg, topic, at)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t, ok := m.created[name]; ok && m.now().Sub(t) < recreateAfter {
-		return name, nil
+		return name, false, nil
 	}
 	if err := m.s.gs.Query(stmt).ExecContext(ctx); err != nil {
-		return name, fmt.Errorf("creating slice table %s: %w", name, err)
+		return name, true, fmt.Errorf("creating slice table %s: %w", name, err)
 	}
 	if err := m.s.gs.AwaitSchemaAgreement(ctx); err != nil {
-		return name, fmt.Errorf("waiting for schema agreement after creating slice table %s: %w", name, err)
+		return name, true, fmt.Errorf("waiting for schema agreement after creating slice table %s: %w", name, err)
 	}
 	for k, t := range m.created {
 		if m.now().Sub(t) >= recreateAfter {
@@ -156,7 +157,7 @@ func (m *SliceMaker) CreateSlice(ctx context.Context, topic string, at time.Time
 		}
 	}
 	m.created[name] = m.now()
-	return name, nil
+	return name, true, nil
 }
 
 // tableDDL renders the table(s) of one topic at time now.

@@ -24,7 +24,7 @@ type deadLetter struct {
 // partition. A record counts as done only once the produce is acknowledged (acks=all, idempotent
 // producer). A failed produce is retried with capped exponential backoff, for as long as the partition is
 // ours: meanwhile the partition does not advance past the record, which is counted in
-// sink_records_failed_total, logged at ERROR, and makes /readyz fail.
+// sink_records_failed_total and sink_stuck_partitions, and logged at ERROR.
 type deadLetterSender struct {
 	p      *partition
 	mu     sync.Mutex
@@ -77,8 +77,8 @@ func (s *deadLetterSender) run() {
 func (s *deadLetterSender) send(batch []deadLetter) bool {
 	p := s.p
 	ctx := p.ctx
-	backoff := p.pl.retryInitial
 	for attempt := 1; ; attempt++ {
+		backoff := p.pl.backoff.Delay(attempt) // the wait before the next attempt, should this one fail
 		var failed []deadLetter
 		batch, failed = s.reread(batch, attempt, backoff)
 		if ctx.Err() != nil {
@@ -125,14 +125,13 @@ func (s *deadLetterSender) send(batch []deadLetter) bool {
 			return true
 		}
 		batch = failed
-		t := time.NewTimer(jitter(backoff))
+		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return false
 		case <-t.C:
 		}
-		backoff = min(2*backoff, p.pl.retryMax)
 	}
 }
 

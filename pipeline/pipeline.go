@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,9 +46,10 @@ type Config struct {
 }
 
 // SliceMaker creates the table of the slice of topics.<topic> that holds at, and returns its name
-// (keyspace.table). *cassandra.SliceMaker implements it.
+// (keyspace.table) and whether it ran the statement (false: it made the table a moment ago).
+// *cassandra.SliceMaker implements it.
 type SliceMaker interface {
-	CreateSlice(ctx context.Context, topic string, at time.Time) (string, error)
+	CreateSlice(ctx context.Context, topic string, at time.Time) (table string, ran bool, err error)
 }
 
 // topicInfo is what the pipeline knows of one consumed Kafka topic.
@@ -460,12 +460,4 @@ func (pl *Pipeline) observeWritten(b *batcher.Batch) {
 		closes = ti.policy.End(ti.policy.Index(latest))
 	}
 	pl.metrics.live.written(topic, b.Target.Table, b.Key, int64(len(b.Rows)), int64(b.Bytes), latest, closes)
-}
-
-// jitter spreads retries: a uniformly random duration in [d/2, d).
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2)
 }

@@ -217,6 +217,12 @@ type member struct {
 
 func (f *fixture) start(cfg *config.Config, w *memWriter) *member {
 	f.t.Helper()
+	return f.startWith(cfg, w, nil)
+}
+
+// startWith is start with a SliceMaker (nil: none).
+func (f *fixture) startWith(cfg *config.Config, w *memWriter, slices SliceMaker) *member {
+	f.t.Helper()
 	reg := prometheus.NewRegistry()
 	pl, err := New(Config{
 		Sink:    cfg,
@@ -224,6 +230,7 @@ func (f *fixture) start(cfg *config.Config, w *memWriter) *member {
 		Writer:  w,
 		Metrics: NewMetrics(reg),
 		Logger:  slog.New(slog.NewTextHandler(tWriter{f.t}, &slog.HandlerOptions{Level: testLogLevel})),
+		Slices:  slices,
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -477,6 +484,89 @@ func TestShutdownAbandonsARetryingBatchWithoutCommittingPastIt(t *testing.T) {
 	}
 	if c := f.committed(); c[1] != 30 {
 		t.Errorf("partition 1 committed %d after shutdown, want 30", c[1])
+	}
+}
+
+// sliceMaker is a SliceMaker that fails its first failFirst calls, then "creates" the table.
+type sliceMaker struct {
+	failFirst int32
+	calls     atomic.Int32
+	created   atomic.Bool
+}
+
+func (m *sliceMaker) CreateSlice(_ context.Context, topic string, _ time.Time) (string, bool, error) {
+	if m.calls.Add(1) <= m.failFirst {
+		return "ks.events_20240101", true, errors.New("unauthorized: no CREATE permission")
+	}
+	m.created.Store(true)
+	return "ks.events_20240101", true, nil
+}
+
+// A sliced topic whose slice table cannot be created yet (no CREATE permission, say) does not stop for
+// good: the batch and the creation are retried with backoff, the partition stuck meanwhile, and once the
+// creation succeeds the row is written and the partition reaches the end. Nothing is dead-lettered.
+func TestFailedSliceCreationIsRetriedUntilTheTableExists(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	w := newMemWriter()
+	sm := &sliceMaker{failFirst: 3}
+	w.fail = func(s batcher.Source) error {
+		if s.Partition == 1 && s.Offset == 30 && !sm.created.Load() {
+			return &cassandra.WriteError{Table: "events_20240101", Reason: cassandra.FailMissingTable,
+				Err: errors.New("table events_20240101 does not exist")}
+		}
+		return nil
+	}
+	m := f.startWith(f.config(func(c *config.Config) {
+		tp := c.Topics["events"]
+		tp.Bucket.Slice = "1d"
+		tp.Bucket.MissingSlice = config.MissingSliceCreate
+		c.Topics["events"] = tp
+	}), w, sm)
+	f.waitFor(20*time.Second, "every partition committed to the end", f.allCommitted)
+	if n := sm.calls.Load(); n != 4 {
+		t.Errorf("CreateSlice called %d times, want 4 (three failures, then the creation)", n)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.WriteStageRetries.WithLabelValues(testTopic, cassandra.FailMissingTable)); got != 3 {
+		t.Errorf("sink_write_stage_retries_total{reason=missing_table} %v, want 3", got)
+	}
+	if !w.has(batcher.Source{Topic: testTopic, Partition: 1, Offset: 30}) {
+		t.Error("the row of the missing slice was never written")
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonSlice)); got != 0 {
+		t.Errorf("%v records dead-lettered for a slice that could be created", got)
+	}
+}
+
+// A member whose batch keeps failing hands its partition over on a revoke without waiting for the retry
+// and without marking past it; the new owner replays the rows from the committed offset and writes them.
+func TestRevokeHandsARetryingPartitionToTheNextOwner(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	w1 := newMemWriter()
+	w1.fail = func(s batcher.Source) error {
+		if s.Partition == 1 && s.Offset == 30 {
+			return errors.New("gocql: something new")
+		}
+		return nil
+	}
+	m1 := f.start(f.config(nil), w1)
+	f.waitFor(20*time.Second, "partition 1 stuck at 30, the others at the end", func() bool {
+		c := f.committed()
+		return c[0] == 100 && c[1] == 30 && c[2] == 100
+	})
+	w2 := newMemWriter()
+	m2 := f.start(f.config(nil), w2)
+	if err := m1.stop(); err != nil { // every partition now moves to the second member
+		t.Fatal(err)
+	}
+	f.waitFor(30*time.Second, "the next owner to write the stuck rows and commit to the end", f.allCommitted)
+	if !w2.has(batcher.Source{Topic: testTopic, Partition: 1, Offset: 30}) {
+		t.Error("the row the first member could not write was not replayed by the next owner")
+	}
+	if err := m2.stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 

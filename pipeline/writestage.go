@@ -292,8 +292,11 @@ func (s *writeStage) write(rb readyBatch, attempt int) {
 		}
 	}()
 	failures, err := s.pl.writer.Write(s.ctx, b)
-	if err != nil && s.createSlice(b, err) {
-		failures, err = s.pl.writer.Write(s.ctx, b) // the table exists now
+	if err != nil {
+		var created bool
+		if created, err = s.createSlice(b, err); created {
+			failures, err = s.pl.writer.Write(s.ctx, b) // the table exists now
+		}
 	}
 	if err != nil {
 		kept = s.failed(rb, attempt, err)
@@ -345,25 +348,26 @@ func (s *writeStage) write(rb readyBatch, attempt int) {
 const ReasonSlice = "slice"
 
 // createSlice creates the table of a batch that failed because its table does not exist, when the topic
-// is sliced with bucket.missing_slice: create. It reports whether the table now exists; when the creation
-// fails, the batch is retried with backoff like any other failure, and the creation with it.
-func (s *writeStage) createSlice(b *batcher.Batch, err error) bool {
+// is sliced with bucket.missing_slice: create. It reports whether the table now exists, and the error to
+// go on with: err itself, or err with the reason the creation failed. A failed creation leaves the batch
+// to be retried with backoff like any other failure (the ERROR log of a stuck partition carries the
+// cause, rate-limited), and the creation with it.
+func (s *writeStage) createSlice(b *batcher.Batch, err error) (bool, error) {
 	src := b.Rows[0].Source
 	ti := s.pl.topics[src.Topic]
 	if ti == nil || !ti.sliced || ti.missingSlice != config.MissingSliceCreate || s.pl.cfg.Slices == nil ||
 		!cassandra.IsMissingTable(err) || s.ctx.Err() != nil {
-		return false
+		return false, err
 	}
-	table, cerr := s.pl.cfg.Slices.CreateSlice(s.ctx, ti.name, b.Rows[0].EventTime)
+	table, ran, cerr := s.pl.cfg.Slices.CreateSlice(s.ctx, ti.name, b.Rows[0].EventTime)
 	if cerr != nil {
-		s.pl.log.Error("creating a missing slice table failed; its rows wait, the creation is retried with backoff",
-			slog.String("topic", src.Topic), slog.Int("partition", int(src.Partition)), slog.Int64("offset", src.Offset),
-			slog.String("table", b.Target.Keyspace+"."+b.Target.Table), slog.Any("error", cerr))
-		return false
+		return false, fmt.Errorf("%w; creating it failed: %v", err, cerr)
 	}
-	s.pl.log.Info("created a missing slice table", slog.String("topic", src.Topic), slog.String("table", table),
-		slog.Int("partition", int(src.Partition)), slog.Int64("offset", src.Offset))
-	return true
+	if ran {
+		s.pl.log.Info("created a missing slice table", slog.String("topic", src.Topic), slog.String("table", table),
+			slog.Int("partition", int(src.Partition)), slog.Int64("offset", src.Offset))
+	}
+	return true, nil
 }
 
 // failed deals with a batch the writer gave back unwritten. It reports whether the batch was kept for a
