@@ -36,18 +36,18 @@ type partition struct {
 	ctx        context.Context // canceled when the partition is given up: dead-letter retries stop
 	cancel     context.CancelFunc
 
-	mu      sync.Mutex
-	tr      *tracker
-	revoked bool           // set once, under mu, before the revoke commit; no mark after it
-	stuck   map[int64]bool // offsets that failed and hold the watermark; non-empty means stuck
-	held    map[int64]bool // offsets of batches the write stage gave back unwritten; counted in blocked
-	// stuckLogged is when a failed write of this partition was last logged at ERROR (stuckLogEvery).
-	stuckLogged time.Time
-	blocked     int                                  // records that cannot finish in this assignment (the worker halted on them)
-	drained     chan struct{}                        // closed when stopping and every record that can finish has
-	stopping    bool                                 // the worker is stopped; waiting for in-flight work
-	hwm         int64                                // high watermark of the last fetch, for the lag gauge
-	mark        map[string]map[int32]kgo.EpochOffset // the watermark handed to MarkCommitOffsets, reused
+	mu       sync.Mutex
+	tr       *tracker
+	revoked  bool                                 // set once, under mu, before the revoke commit; no mark after it
+	stuck    map[int64]bool                       // offsets that failed and hold the watermark; non-empty means stuck
+	blocked  int                                  // records that cannot finish in this assignment (the worker halted on them)
+	drained  chan struct{}                        // closed when stopping and every record that can finish has
+	stopping bool                                 // the worker is stopped; waiting for in-flight work
+	hwm      int64                                // high watermark of the last fetch, for the lag gauge
+	mark     map[string]map[int32]kgo.EpochOffset // the watermark handed to MarkCommitOffsets, reused
+
+	held        map[int64]bool // offsets of batches the write stage gave back unwritten; counted in blocked
+	stuckLogged time.Time      // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
 }
 
 func newPartition(pl *Pipeline, tp topicPartition, topic *topicInfo) *partition {
@@ -287,7 +287,8 @@ func (p *partition) writeRecovered(offsets []int64) {
 	for _, o := range was {
 		p.setStuck(o, false)
 	}
-	p.log.Info("rows written again; partition resumes", slog.Int64("offset", was[0]), slog.Int("rows", len(was)))
+	p.log.Info("failed write resolved; its rows no longer hold the partition", slog.Int64("offset", was[0]),
+		slog.Int("rows", len(was)))
 }
 
 // writeAbandoned is called when the write stage drops a batch it will not send again: the process is
