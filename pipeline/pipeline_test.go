@@ -220,14 +220,14 @@ func (f *fixture) start(cfg *config.Config, w *memWriter) *member {
 	return f.startWith(cfg, w, nil)
 }
 
-// startWith is start with a SliceMaker (nil: none).
-func (f *fixture) startWith(cfg *config.Config, w *memWriter, slices SliceMaker) *member {
+// startWith is start with any writer and a SliceMaker (nil: none).
+func (f *fixture) startWith(cfg *config.Config, writer BatchWriter, slices SliceMaker) *member {
 	f.t.Helper()
 	reg := prometheus.NewRegistry()
 	pl, err := New(Config{
 		Sink:    cfg,
 		Mapper:  fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}},
-		Writer:  w,
+		Writer:  writer,
 		Metrics: NewMetrics(reg),
 		Logger:  slog.New(slog.NewTextHandler(tWriter{f.t}, &slog.HandlerOptions{Level: testLogLevel})),
 		Slices:  slices,
@@ -236,6 +236,7 @@ func (f *fixture) startWith(cfg *config.Config, w *memWriter, slices SliceMaker)
 		f.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	w, _ := writer.(*memWriter)
 	m := &member{pl: pl, w: w, reg: reg, cancel: cancel, errc: make(chan error, 1)}
 	go func() { m.errc <- pl.Run(ctx) }()
 	f.t.Cleanup(func() { _ = m.stop() })
@@ -537,6 +538,76 @@ func TestFailedSliceCreationIsRetriedUntilTheTableExists(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonSlice)); got != 0 {
 		t.Errorf("%v records dead-lettered for a slice that could be created", got)
+	}
+}
+
+// probeWriter fails every batch as a missing table until healed, and holds every retried batch (a
+// source it has seen before) until release is closed, counting how many are in flight at once.
+type probeWriter struct {
+	*memWriter
+	healed  atomic.Bool
+	release chan struct{}
+
+	mu             sync.Mutex
+	seen           map[batcher.Source]int
+	retrying, peak int
+}
+
+func (w *probeWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
+	src := b.Rows[0].Source
+	w.mu.Lock()
+	w.seen[src]++
+	retry := w.seen[src] > 1
+	if retry {
+		w.retrying++
+		w.peak = max(w.peak, w.retrying)
+	}
+	w.mu.Unlock()
+	if retry {
+		defer func() {
+			w.mu.Lock()
+			w.retrying--
+			w.mu.Unlock()
+		}()
+		select {
+		case <-w.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if !w.healed.Load() {
+		return nil, &cassandra.WriteError{Table: "events", Reason: cassandra.FailMissingTable, Err: errors.New("table events does not exist")}
+	}
+	return w.memWriter.Write(ctx, b)
+}
+
+func (w *probeWriter) peakRetrying() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.peak
+}
+
+// While a table fails, the batches waiting for it are not each retried on a schedule of their own (a
+// missing table with thousands of buffered batches would be asked thousands of times per backoff): one
+// of them at a time probes the table, and when the probe is written they all go.
+func TestBatchesOfAFailingTableAreRetriedOneProbeAtATime(t *testing.T) {
+	f := newFixture(t, 100, 0) // 300 batches of one table, every one of them failing at first
+	w := &probeWriter{memWriter: newMemWriter(), release: make(chan struct{}), seen: make(map[batcher.Source]int)}
+	m := f.startWith(f.config(nil), w, nil)
+	f.waitFor(20*time.Second, "a retried batch to probe the table", func() bool { return w.peakRetrying() >= 1 })
+	// With per-batch schedules (10 to 100 ms here), hundreds of other retries would start meanwhile.
+	time.Sleep(time.Second)
+	if n := w.peakRetrying(); n != 1 {
+		t.Fatalf("%d retried batches of one failing table in flight at once, want 1 (the probe)", n)
+	}
+	w.healed.Store(true)
+	close(w.release)
+	f.waitFor(20*time.Second, "every partition committed to the end once the table works", f.allCommitted)
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.pl.writes.gates); n != 0 {
+		t.Errorf("%d retry gates left after every batch was written", n)
 	}
 }
 

@@ -42,12 +42,18 @@ type writeStage struct {
 	wg      sync.WaitGroup  // writer goroutines
 	ctx     context.Context // canceled at hard stop: in-flight writes give up
 	done    chan struct{}   // closed when run returns
+
+	gatesMu sync.Mutex
+	gates   map[string]*tableGate // by keyspace.table, while batches of the table are retried
 }
 
 // readyBatch is a batch with the assignment of each of its rows, resolved when it left the batcher.
 type readyBatch struct {
 	b      *batcher.Batch
 	owners []*partition
+	// retried: the batch was given back unwritten and waits on its table's gate; probe: it is the one
+	// batch of its table sent to find out whether the table works again (tableGate).
+	retried, probe bool
 }
 
 // overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
@@ -72,6 +78,7 @@ func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInF
 		freed:   make(chan struct{}, 1),
 		ctx:     ctx,
 		done:    make(chan struct{}),
+		gates:   make(map[string]*tableGate),
 	}
 }
 
@@ -302,8 +309,9 @@ func (s *writeStage) write(rb readyBatch, attempt int) {
 		kept = s.failed(rb, attempt, err)
 		return
 	}
-	if attempt > 1 {
+	if rb.retried {
 		eachOwner(b, owners, nil, func(p *partition, offsets []int64) { p.writeRecovered(offsets) })
+		s.gateLeft(rb, true)
 	}
 	m := s.pl.metrics
 	topic := b.Rows[0].Source.Topic
@@ -381,16 +389,20 @@ func (s *writeStage) failed(rb readyBatch, attempt int, err error) bool {
 	}
 	if s.ctx.Err() != nil || s.pl.stopping.Load() || reason == cassandra.FailCanceled || !anyOwned(owners) {
 		eachOwner(b, owners, nil, func(p *partition, offsets []int64) { p.writeAbandoned(offsets) })
+		s.gateLeft(rb, false)
 		return false
 	}
 	if ti := s.pl.topics[b.Rows[0].Source.Topic]; ti != nil && ti.sliced &&
 		ti.missingSlice == config.MissingSliceDeadLetter && reason == cassandra.FailMissingTable {
 		s.deadLetterSlice(b, owners, err)
+		s.gateLeft(rb, false)
 		return false
 	}
-	table := b.Target.Keyspace + "." + b.Target.Table
 	s.pl.metrics.WriteStageRetries.WithLabelValues(b.Rows[0].Source.Topic, reason).Inc()
-	eachOwner(b, owners, nil, func(p *partition, offsets []int64) { p.writeRetrying(offsets, table, reason, attempt, err) })
+	eachOwner(b, owners, nil, func(p *partition, offsets []int64) {
+		p.writeRetrying(offsets, tableOf(b), reason, attempt, err)
+	})
+	s.gateFailed(&rb)
 	s.retryLater(rb, attempt)
 	return true
 }
@@ -420,42 +432,6 @@ func (s *writeStage) deadLetterSlice(b *batcher.Batch, owners []*partition, err 
 			slog.String("table", table))
 		p.dl.add(deadLetter{offset: off, reason: ReasonSlice, err: derr})
 	}
-}
-
-// retryLater sends a batch again after the backoff of its attempt, without holding a write slot while it
-// waits. It gives up, leaving the rows unwritten and not done (the next owner or the next start replays
-// them), when the stage is hard-stopped, the process starts stopping, or every partition of the batch's
-// rows was given up.
-func (s *writeStage) retryLater(rb readyBatch, attempt int) {
-	s.wg.Add(1) // called from a goroutine the group counts, so never an Add racing Wait at zero
-	go func() {
-		defer s.wg.Done()
-		var revoked <-chan struct{}
-		for _, p := range rb.owners {
-			if p != nil {
-				revoked = p.ctx.Done()
-				break
-			}
-		}
-		t := time.NewTimer(s.pl.backoff.Delay(attempt))
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
-		case <-revoked:
-		}
-		if s.ctx.Err() == nil && !s.pl.stopping.Load() && anyOwned(rb.owners) {
-			select {
-			case s.slots <- struct{}{}:
-				s.write(rb, attempt+1)
-				return
-			case <-s.ctx.Done():
-			}
-		}
-		eachOwner(rb.b, rb.owners, nil, func(p *partition, offsets []int64) { p.writeAbandoned(offsets) })
-		batcher.Release(rb.b)
-		putOwners(rb.owners)
-	}()
 }
 
 // anyOwned reports whether at least one partition of a batch's rows is still ours.
