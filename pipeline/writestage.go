@@ -411,7 +411,7 @@ func (s *writeStage) failed(rb readyBatch, attempt int, err error) bool {
 // dead-letter topic, with reason slice and an error naming the table. The sender reads each record back
 // from Kafka and completes it once produced.
 func (s *writeStage) deadLetterSlice(b *batcher.Batch, owners []*partition, err error) {
-	table := b.Target.Keyspace + "." + b.Target.Table
+	table := tableOf(b)
 	for i := range b.Rows {
 		p := owners[i]
 		if p == nil {
