@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -26,17 +27,20 @@ type class int
 
 const (
 	// classTransient: the outcome is unknown or nothing was written; the same request may succeed
-	// later. Retried with backoff until the attempts or the context run out.
+	// later. Retried with backoff until the attempts or the context run out. Replica-side write
+	// failures are here too: they are typical while a schema change settles (right after ALTER
+	// TABLE ... ADD) and go away by themselves.
 	classTransient class = iota + 1
-	// classLimited: a replica-side failure that is usually deterministic (a tombstone threshold, a
-	// server bug). Retried a few times (limitedAttempts), then treated as classRejected.
-	classLimited
+	// classMissing: the table or keyspace does not exist (at PREPARE, or at EXECUTE of a statement
+	// prepared before the table was dropped). The statement's fault, never the rows': no row is
+	// isolated or dead-lettered; the caller creates the table or waits for it.
+	classMissing
 	// classRejected: the server or the driver refused these values (invalid request, marshaling).
 	// Retrying cannot help; the rows are isolated and the ones still refused are dead-lettered.
 	classRejected
 	// classFatal: neither transient nor the rows' fault (syntax, authorization, configuration, a
-	// closed session, a cancelled context, anything unknown). The batch is not acknowledged and
-	// nothing is dead-lettered: the partition stops where it is and the error is reported.
+	// closed session, a cancelled context, anything unknown). The Writer gives the batch back
+	// unwritten; the pipeline retries it on its own backoff while the partition is stuck.
 	classFatal
 )
 
@@ -44,8 +48,8 @@ func (c class) String() string {
 	switch c {
 	case classTransient:
 		return "transient"
-	case classLimited:
-		return "limited"
+	case classMissing:
+		return "missing"
 	case classRejected:
 		return "rejected"
 	case classFatal:
@@ -54,13 +58,11 @@ func (c class) String() string {
 	return "unknown"
 }
 
-// limitedAttempts is how many times a classLimited error is tried before the rows are isolated.
-const limitedAttempts = 3
-
 // classify sorts a write error and names its retry reason. It looks at gocql's typed errors with
 // errors.As first, then at the protocol error code for the frames gocql leaves untyped, then at
-// the driver's sentinel and network errors. Unknown errors are fatal: stopping is safe, guessing
-// "retry" could spin forever and guessing "rejected" could dead-letter good data.
+// the driver's sentinel and network errors. Unknown errors are fatal: the Writer gives the batch back
+// and the pipeline retries it on its slower, stuck-partition schedule; guessing "transient" would hide
+// it in the writer's retries, and guessing "rejected" could dead-letter good data.
 func classify(err error) (class, string) {
 	var (
 		writeTimeout *gocql.RequestErrWriteTimeout
@@ -98,8 +100,11 @@ func classify(err error) (class, string) {
 	case errors.As(err, &truncate), errors.As(err, &casUnknown):
 		return classTransient, ReasonOther
 	case errors.As(err, &writeFailure), errors.As(err, &cdcFailure):
-		return classLimited, ReasonOther
+		return classTransient, ReasonOther
 
+	// Before the typed invalid request below: a missing table is one too, told apart by its message.
+	case errors.As(err, &reqErr) && reqErr.Code() == gocql.ErrCodeInvalid && missingTable(reqErr.Message()):
+		return classMissing, ""
 	case errors.As(err, &invalid), errors.As(err, &marshal), errors.As(err, &funcFailure),
 		errors.Is(err, gocql.ErrFrameTooBig):
 		return classRejected, ""
@@ -112,7 +117,9 @@ func classify(err error) (class, string) {
 	case errors.As(err, &reqErr):
 		switch reqErr.Code() {
 		case gocql.ErrCodeServer:
-			return classLimited, ReasonOther
+			return classTransient, ReasonOther
+		case gocql.ErrCodeInvalid:
+			return classRejected, ""
 		case gocql.ErrCodeUnavailable, gocql.ErrCodeBootstrapping:
 			return classTransient, ReasonUnavailable
 		case gocql.ErrCodeOverloaded:
@@ -144,14 +151,38 @@ func classify(err error) (class, string) {
 	return classFatal, ""
 }
 
+// missingTable reports whether an invalid-request message says the table or keyspace does not
+// exist: "table readings_20240115 does not exist" and "keyspace telemetry does not exist"
+// (Cassandra 5, checked on the real server), "unconfigured table readings_20240115" and "Keyspace
+// 'telemetry' does not exist" (Cassandra 3 and 4). The protocol has no error code of its own for
+// either, so the message is all there is; a message about a column or a value matches neither form.
+func missingTable(msg string) bool {
+	m := strings.ToLower(msg)
+	if strings.HasPrefix(m, "unconfigured table ") {
+		return true
+	}
+	return (strings.HasPrefix(m, "table ") || strings.HasPrefix(m, "keyspace ")) && strings.HasSuffix(m, " does not exist")
+}
+
 // IsRetryable reports whether a write that failed with err may succeed when sent again unchanged:
 // timeouts (server write/read timeouts, the client-side timeout, a per-attempt deadline),
-// unavailable, overloaded, bootstrapping, connection errors, and the replica-side write failures the
-// Writer retries a few times. Invalid requests, marshaling errors, syntax, authorization and
-// configuration errors, a cancelled context and a closed session are not retryable.
+// unavailable, overloaded, bootstrapping, connection errors, and replica-side write failures.
+// Invalid requests, marshaling errors, a missing table, syntax, authorization and configuration
+// errors, a cancelled context and a closed session are not retryable as they are.
 func IsRetryable(err error) bool {
 	c, _ := classify(err)
-	return c == classTransient || c == classLimited
+	return c == classTransient
+}
+
+// IsMissingTable reports whether err says the table or keyspace written to does not exist: a
+// driver error, or a *WriteError with Reason FailMissingTable.
+func IsMissingTable(err error) bool {
+	var we *WriteError
+	if errors.As(err, &we) && we.Reason == FailMissingTable {
+		return true
+	}
+	c, _ := classify(err)
+	return c == classMissing
 }
 
 // retryReason names the reason label of a retry: timeout, unavailable, overloaded or other.
@@ -169,14 +200,42 @@ type RowFailure struct {
 	Err error
 }
 
+// Why a batch came back unwritten: the values of WriteError.Reason, and of the reason label of
+// sink_write_stage_retries_total.
+const (
+	FailMissingTable = "missing_table" // the table or keyspace does not exist
+	FailExhausted    = "exhausted"     // transient errors outlasted writer.retry_attempts
+	FailRefused      = "refused"       // the server refused the statement (prepare, syntax, authorization)
+	FailCanceled     = "canceled"      // the caller's context ended (revoke, shutdown)
+	FailUnknown      = "unknown"       // an error the writer does not know
+)
+
 // WriteError is a batch that was not written: retries ran out, the context ended, or the failure
-// is not the rows' fault (for example the table does not exist). No row of it may be acknowledged.
+// is not the rows' fault (for example the table does not exist). No row of it may be acknowledged;
+// the pipeline sends the batch again later, unless Reason is FailCanceled.
 type WriteError struct {
 	Keyspace, Table string
 	Rows            int            // rows in the batch
 	Attempts        int            // requests sent for the failing batch or row
 	Source          batcher.Source // first row's coordinates
+	Reason          string         // FailMissingTable, FailExhausted, ...
 	Err             error
+}
+
+// failReason names why a request that ended with an error of class cls gave up.
+func failReason(ctx context.Context, cls class, err error) string {
+	var reqErr gocql.RequestError
+	switch {
+	case ctx.Err() != nil:
+		return FailCanceled
+	case cls == classMissing:
+		return FailMissingTable
+	case cls == classTransient:
+		return FailExhausted
+	case cls == classRejected, errors.As(err, &reqErr):
+		return FailRefused
+	}
+	return FailUnknown
 }
 
 func (e *WriteError) Error() string {

@@ -13,6 +13,16 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
+// invalidRequest is an invalid-request frame with a message, as the server sends it; gocql's own
+// type cannot be built with a message outside the driver.
+type invalidRequest string
+
+func (e invalidRequest) Error() string   { return string(e) }
+func (e invalidRequest) Code() int       { return gocql.ErrCodeInvalid }
+func (e invalidRequest) Message() string { return string(e) }
+
+func invalid(msg string) error { return invalidRequest(msg) }
+
 func TestClassify(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("writing batch: %w", err) }
 	tests := []struct {
@@ -40,10 +50,16 @@ func TestClassify(t *testing.T) {
 		{"connection reset", wrap(syscall.ECONNRESET), classTransient, ReasonUnavailable},
 		{"net timeout", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, classTransient, ReasonTimeout},
 
-		{"write failure", &gocql.RequestErrWriteFailure{NumFailures: 1}, classLimited, ReasonOther},
-		{"cdc write failure", &gocql.RequestErrCDCWriteFailure{}, classLimited, ReasonOther},
+		{"write failure", &gocql.RequestErrWriteFailure{NumFailures: 1}, classTransient, ReasonOther},
+		{"cdc write failure", &gocql.RequestErrCDCWriteFailure{}, classTransient, ReasonOther},
 
+		{"unconfigured table", wrap(invalid("unconfigured table readings_20240115")), classMissing, ""},
+		{"missing keyspace", invalid("Keyspace 'telemetry' does not exist"), classMissing, ""},
+		{"missing keyspace, Cassandra 5", invalid("keyspace telemetry does not exist"), classMissing, ""},
+		{"missing table, Cassandra 5", invalid("table readings does not exist"), classMissing, ""},
+		{"missing column is the rows' fault", invalid("Undefined column name nope in table ks.readings"), classRejected, ""},
 		{"invalid", &gocql.RequestErrInvalid{}, classRejected, ""},
+		{"invalid value", invalid("Invalid null value in condition for column ts"), classRejected, ""},
 		{"marshal", wrap(gocql.MarshalError("can not marshal string into int")), classRejected, ""},
 		{"function failure", &gocql.RequestErrFunctionFailure{}, classRejected, ""},
 		{"frame too big", gocql.ErrFrameTooBig, classRejected, ""},
@@ -63,7 +79,10 @@ func TestClassify(t *testing.T) {
 			if c != tt.class || r != tt.reason {
 				t.Fatalf("classify(%v) = %v %q, want %v %q", tt.err, c, r, tt.class, tt.reason)
 			}
-			wantRetry := tt.class == classTransient || tt.class == classLimited
+			if IsMissingTable(tt.err) != (tt.class == classMissing) {
+				t.Fatalf("IsMissingTable(%v) = %v", tt.err, !(tt.class == classMissing))
+			}
+			wantRetry := tt.class == classTransient
 			if IsRetryable(tt.err) != wantRetry {
 				t.Fatalf("IsRetryable(%v) = %v, want %v", tt.err, !wantRetry, wantRetry)
 			}

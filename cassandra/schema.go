@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bucketsink/sink/bucketer"
@@ -88,6 +89,76 @@ func KeyspaceDDL(cfg *config.Config, keyspace string) string {
 
 // cqlString quotes s as a CQL string literal.
 func cqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// SliceTableDDL returns the name (keyspace.table) and CREATE TABLE IF NOT EXISTS statement of the
+// table of the slice of topics.<topic> that holds at: the statement `sink schema --at` prints for it.
+func SliceTableDDL(cfg *config.Config, topic string, at time.Time) (table, stmt string, err error) {
+	m, err := mapper.New(cfg)
+	if err != nil {
+		return "", "", err
+	}
+	t, ok := m.Table(topic)
+	if !ok {
+		return "", "", fmt.Errorf("topics.%s: no such topic; configured: %s", topic, strings.Join(m.Topics(), ", "))
+	}
+	if _, sliced := t.Policy.Sliced(); !sliced {
+		return "", "", fmt.Errorf("topics.%s: not sliced (bucket.slice is not set)", topic)
+	}
+	name := t.NameOfSlice(t.Policy.SliceIndex(at))
+	return t.Keyspace + "." + name, createTable(t, cfg.Topics[topic], name), nil
+}
+
+// SliceMaker creates the table of a slice on demand, when a record's slice has none
+// (bucket.missing_slice: create). It is safe for concurrent use: creations are serialized, so one
+// missing slice hit by many batches at once is created once (concurrent CREATE TABLE of one table
+// can leave replicas with different table ids on Cassandra before 5.0), and a table it created a
+// moment ago is not created again.
+type SliceMaker struct {
+	s   *Session
+	cfg *config.Config
+	now func() time.Time
+
+	mu      sync.Mutex
+	created map[string]time.Time // keyspace.table → when this maker created it
+}
+
+// recreateAfter is how long a table this maker created is taken as existing without asking again:
+// the batches that failed on it before it existed come back within this time.
+const recreateAfter = time.Minute
+
+// NewSliceMaker returns a SliceMaker on s for the topics of cfg (validated, defaults applied).
+func NewSliceMaker(s *Session, cfg *config.Config) *SliceMaker {
+	return &SliceMaker{s: s, cfg: cfg, now: time.Now, created: make(map[string]time.Time)}
+}
+
+// CreateSlice creates the table of the slice of topics.<topic> that holds at, from the topic's own
+// DDL, and waits until the cluster agrees on the schema. It returns the table's name
+// (keyspace.table), and ran=false when it skipped the statement because it created the table
+// within recreateAfter. Creating a table that exists is a no-op (IF NOT EXISTS).
+func (m *SliceMaker) CreateSlice(ctx context.Context, topic string, at time.Time) (name string, ran bool, err error) {
+	name, stmt, err := SliceTableDDL(m.cfg, topic, at)
+	if err != nil {
+		return "", false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.created[name]; ok && m.now().Sub(t) < recreateAfter {
+		return name, false, nil
+	}
+	if err := m.s.gs.Query(stmt).ExecContext(ctx); err != nil {
+		return name, true, fmt.Errorf("creating slice table %s: %w", name, err)
+	}
+	if err := m.s.gs.AwaitSchemaAgreement(ctx); err != nil {
+		return name, true, fmt.Errorf("waiting for schema agreement after creating slice table %s: %w", name, err)
+	}
+	for k, t := range m.created {
+		if m.now().Sub(t) >= recreateAfter {
+			delete(m.created, k)
+		}
+	}
+	m.created[name] = m.now()
+	return name, true, nil
+}
 
 // tableDDL renders the table(s) of one topic at time now.
 func tableDDL(t mapper.Table, tc config.Topic, now time.Time) []string {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,31 @@ func TestCheckTable(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s:\n got %v\nwant %s", tc.name, err, tc.want)
 		}
+	}
+}
+
+// The table created on demand for a late record's slice is the one `sink schema --at` creates for
+// that slice: same name, same statement.
+func TestSliceTableDDLMatchesSchemaForThatSlice(t *testing.T) {
+	cfg := loadExample(t, "../examples/metrics-slices.yaml")
+	topic := cfg.TopicNames()[0]
+	late := time.Date(2019, 3, 2, 23, 59, 0, 0, time.UTC)
+	table, stmt, err := SliceTableDDL(cfg, topic, late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(table, "_20190302") || !strings.Contains(stmt, "CREATE TABLE IF NOT EXISTS "+table+" (") {
+		t.Fatalf("table %q, statement %q; want the slice of 2019-03-02", table, stmt)
+	}
+	all, err := Schema(cfg, []string{topic}, late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(all, stmt) {
+		t.Fatalf("statement not among `sink schema --at %s`:\n%s\nwant one of\n%s", late.Format(time.RFC3339), stmt, strings.Join(all, "\n"))
+	}
+	cfg.Topics[topic] = func(tp config.Topic) config.Topic { tp.Bucket.Slice = ""; return tp }(cfg.Topics[topic])
+	if _, _, err := SliceTableDDL(cfg, topic, late); err == nil {
+		t.Fatal("an unsliced topic got a slice table")
 	}
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/internal/backoff"
 	"github.com/bucketsink/sink/mapper"
 )
 
@@ -44,12 +44,13 @@ func (nopObserver) InFlight(int)                            {}
 type WriterConfig struct {
 	// MaxInFlight bounds concurrent requests to Cassandra (writer.max_in_flight). Default 64.
 	MaxInFlight int
-	// RetryInitial and RetryMax shape the backoff: the n-th retry waits a uniformly random time in
-	// [0, min(RetryMax, RetryInitial·2^(n-1))) ("full jitter", so retrying writers spread out).
-	// Defaults 100ms and 10s.
+	// RetryInitial and RetryMax shape the backoff (backoff.Policy): the n-th retry waits a uniformly
+	// random time in [0, min(RetryMax, RetryInitial·2^(n-1))) ("full jitter", so retrying writers
+	// spread out). Defaults 100ms and 10s.
 	RetryInitial, RetryMax time.Duration
 	// RetryAttempts caps the requests sent for one batch (or one isolated row), the first included;
-	// 0 retries until the context ends (writer.retry_attempts).
+	// 0 retries until the context ends (writer.retry_attempts). A batch whose attempts run out comes
+	// back as a *WriteError with Reason FailExhausted.
 	RetryAttempts int
 	// AttemptTimeout bounds one request; 0 leaves it to the session timeout (cassandra.timeout).
 	// A request that runs out of time is retried like a server timeout, never taken as written.
@@ -94,10 +95,11 @@ func (c WriterConfig) withDefaults() WriterConfig {
 // transient failures itself, and isolates rows Cassandra refuses. It is safe for concurrent use;
 // run one Write per goroutine, up to MaxInFlight of them make progress at once.
 type Writer struct {
-	s   *Session
-	cfg WriterConfig
-	obs Observer
-	sem chan struct{}
+	s       *Session
+	cfg     WriterConfig
+	backoff backoff.Policy
+	obs     Observer
+	sem     chan struct{}
 }
 
 // NewWriter returns a Writer on s. obs may be nil. NewWriter panics if cfg.Validate fails: the
@@ -110,16 +112,20 @@ func NewWriter(s *Session, cfg WriterConfig, obs Observer) *Writer {
 		obs = nopObserver{}
 	}
 	cfg = cfg.withDefaults()
-	return &Writer{s: s, cfg: cfg, obs: obs, sem: make(chan struct{}, cfg.MaxInFlight)}
+	return &Writer{
+		s: s, cfg: cfg, obs: obs, sem: make(chan struct{}, cfg.MaxInFlight),
+		backoff: backoff.Policy{Initial: cfg.RetryInitial, Max: cfg.RetryMax},
+	}
 }
 
 // Write writes every row of b, retrying transient failures with capped, jittered backoff.
 //
-// When Cassandra refuses the batch for a reason retrying cannot fix (an invalid value, a marshaling
-// error), each row is written alone; the rows still refused come back as failures, every other row
-// has been written. A non-nil error means the batch (or one of its rows) was not written, because
-// retries ran out, ctx ended, or the failure is not the rows' fault (a missing table, no
-// authorization): then no row of b may be acknowledged. The error is a *WriteError.
+// When Cassandra refuses the batch for a reason retrying cannot fix and that names a row (an invalid
+// value, a marshaling error), each row is written alone; the rows still refused come back as
+// failures, every other row has been written. A non-nil error means the batch (or one of its rows)
+// was not written, because retries ran out, ctx ended, or the failure is not the rows' fault (a
+// missing table, a refused statement, no authorization, an unknown error): then no row of b may be
+// acknowledged. The error is a *WriteError whose Reason says which.
 func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, error) {
 	if b == nil || len(b.Rows) == 0 {
 		return nil, nil
@@ -129,22 +135,22 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 	if t.Consistency != "" {
 		c, err := parseConsistency(t.Consistency)
 		if err != nil {
-			return nil, w.fail(b, 0, fmt.Errorf("consistency of %s.%s: %w", t.Keyspace, t.Table, err))
+			return nil, w.fail(ctx, b, 0, classFatal, fmt.Errorf("consistency of %s.%s: %w", t.Keyspace, t.Table, err))
 		}
 		cons = c
 	}
 
 	// Prepare first (cached after the first batch of a statement): a statement the server refuses
-	// (no such table, a type mismatch in the CQL) must stop the partition, not dead-letter every row
-	// as if each one were bad.
+	// (no such table, a type mismatch in the CQL) is not the rows' fault; it must not dead-letter
+	// every row as if each one were bad.
 	var info *stmtInfo
-	attempts, _, err := w.retry(ctx, func(ctx context.Context) error {
+	attempts, cls, err := w.retry(ctx, func(ctx context.Context) error {
 		var err error
 		info, err = w.s.statement(ctx, t.Keyspace, t.Insert)
 		return err
 	}, nil)
 	if err != nil {
-		return nil, w.fail(b, attempts, fmt.Errorf("preparing the insert of %s.%s: %w", t.Keyspace, t.Table, err))
+		return nil, w.fail(ctx, b, attempts, cls, fmt.Errorf("preparing the insert of %s.%s: %w", t.Keyspace, t.Table, err))
 	}
 
 	// A row with the wrong number of values would fail the whole batch with a driver error that
@@ -161,12 +167,14 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 		return failed, nil
 	}
 
-	attempts, cls, err := w.send(ctx, t, cons, rows)
+	attempts, cls, err = w.send(ctx, t, cons, rows)
 	switch {
 	case err == nil:
 		return failed, nil
 	case cls != classRejected:
-		return nil, w.fail(b, attempts, err)
+		// A missing table at EXECUTE (the statement was prepared before the table was dropped) lands
+		// here too: the batch comes back whole, never isolated row by row.
+		return nil, w.fail(ctx, b, attempts, cls, err)
 	case len(rows) == 1:
 		return append(failed, RowFailure{Row: rows[0], Err: rowError(t, rows[0], err)}), nil
 	}
@@ -179,7 +187,7 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 			continue
 		}
 		if cls != classRejected {
-			return nil, w.fail(b, attempts, fmt.Errorf("isolating rows of a refused batch: offset %d: %w", rows[i].Source.Offset, err))
+			return nil, w.fail(ctx, b, attempts, cls, fmt.Errorf("isolating rows of a refused batch: offset %d: %w", rows[i].Source.Offset, err))
 		}
 		failed = append(failed, RowFailure{Row: rows[i], Err: rowError(t, rows[i], err)})
 	}
@@ -206,10 +214,10 @@ func rowError(t *batcher.Target, r batcher.Row, err error) error {
 		t.Keyspace, t.Table, r.Source.Topic, r.Source.Partition, r.Source.Offset, err)
 }
 
-func (w *Writer) fail(b *batcher.Batch, attempts int, err error) error {
+func (w *Writer) fail(ctx context.Context, b *batcher.Batch, attempts int, cls class, err error) error {
 	return &WriteError{
 		Keyspace: b.Target.Keyspace, Table: b.Target.Table, Rows: len(b.Rows),
-		Attempts: attempts, Source: b.Rows[0].Source, Err: err,
+		Attempts: attempts, Source: b.Rows[0].Source, Reason: failReason(ctx, cls, err), Err: err,
 	}
 }
 
@@ -249,7 +257,8 @@ func (w *Writer) send(ctx context.Context, t *batcher.Target, cons gocql.Consist
 
 // retry runs op until it succeeds, fails for a reason retrying cannot fix, runs out of attempts, or
 // ctx ends. Each attempt holds one in-flight slot; the backoff between attempts holds none. It
-// returns the attempts made and, on failure, the class of the last error (classFatal when ctx ended).
+// returns the attempts made and, on failure, the class of the last error (classFatal when ctx ended,
+// classTransient when the attempts ran out).
 func (w *Writer) retry(ctx context.Context, op func(context.Context) error, observe func(time.Duration, string)) (int, class, error) {
 	for attempt := 1; ; attempt++ {
 		select {
@@ -282,10 +291,7 @@ func (w *Writer) retry(ctx context.Context, op func(context.Context) error, obse
 			err = fmt.Errorf("%w (last error: %v)", context.Cause(ctx), err)
 		}
 		outOfAttempts := w.cfg.RetryAttempts > 0 && attempt >= w.cfg.RetryAttempts
-		if cls == classLimited && (attempt >= limitedAttempts || outOfAttempts) {
-			cls = classRejected
-		}
-		again := (cls == classTransient || cls == classLimited) && !outOfAttempts
+		again := cls == classTransient && !outOfAttempts
 		if !again {
 			if observe != nil {
 				observe(d, OutcomeError)
@@ -296,36 +302,8 @@ func (w *Writer) retry(ctx context.Context, op func(context.Context) error, obse
 			observe(d, OutcomeRetry)
 		}
 		w.obs.OnRetry(reason)
-		if serr := sleep(ctx, w.backoff(attempt)); serr != nil {
+		if serr := backoff.Sleep(ctx, w.backoff.Delay(attempt)); serr != nil {
 			return attempt, classFatal, fmt.Errorf("%w (last error: %v)", serr, err)
 		}
-	}
-}
-
-// backoff returns the wait before retry number n (1-based): full jitter over a capped exponential.
-func (w *Writer) backoff(n int) time.Duration {
-	ceiling := w.cfg.RetryInitial
-	for i := 1; i < n && ceiling < w.cfg.RetryMax; i++ {
-		ceiling *= 2
-	}
-	ceiling = min(ceiling, w.cfg.RetryMax)
-	if ceiling <= 0 {
-		return 0
-	}
-	return rand.N(ceiling)
-}
-
-// sleep waits d or until ctx ends, whichever is first.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return context.Cause(ctx)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
 	}
 }

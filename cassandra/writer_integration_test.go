@@ -316,16 +316,42 @@ func TestIntegrationPoisonRows(t *testing.T) {
 	}
 }
 
-// A missing table is the statement's fault, not the rows': the batch fails as a whole (the
-// partition stops) instead of every row going to the dead-letter topic.
+// A missing table is the statement's fault, not the rows': the batch comes back whole, marked as a
+// missing table (the pipeline creates the slice or waits for the table), instead of every row going
+// to the dead-letter topic.
 func TestIntegrationMissingTableIsNotPoison(t *testing.T) {
 	f := setup(t)
-	tgt := &batcher.Target{Keyspace: f.ks, Table: "nope", Insert: fmt.Sprintf("INSERT INTO %s.nope (id) VALUES (?)", f.ks)}
+	for _, ks := range []string{f.ks, f.ks + "_none"} { // a missing table, then a missing keyspace
+		tgt := &batcher.Target{Keyspace: ks, Table: "nope", Insert: fmt.Sprintf("INSERT INTO %s.nope (id) VALUES (?)", ks)}
+		w := NewWriter(f.s, WriterConfig{RetryAttempts: 2}, nil)
+		failed, err := w.Write(t.Context(), batchOf(batcher.Row{Target: tgt, Key: "a", Values: []any{"a"}}))
+		var we *WriteError
+		if len(failed) != 0 || !errors.As(err, &we) || we.Table != "nope" || we.Reason != FailMissingTable || !IsMissingTable(err) {
+			t.Fatalf("Write = %v, %v; want a *WriteError for a missing table nope and no row failures", failed, err)
+		}
+		t.Logf("error: %v", err)
+	}
+}
+
+// A statement prepared while its table existed, then run after the table was dropped (an old slice
+// dropped under a late record), fails as a missing table too: the outcome must not depend on
+// whether the statement happened to be cached, and no row may be dead-lettered for it.
+func TestIntegrationDroppedTableWithCachedStatementIsNotDeadLettered(t *testing.T) {
+	f := setup(t)
+	tgt := f.readings(t)
 	w := NewWriter(f.s, WriterConfig{RetryAttempts: 2}, nil)
-	failed, err := w.Write(t.Context(), batchOf(batcher.Row{Target: tgt, Key: "a", Values: []any{"a"}}))
+	if failed, err := w.Write(t.Context(), batchOf(readingRow(tgt, "sensor-d", "2024-01-15", 0))); err != nil || len(failed) != 0 {
+		t.Fatalf("first write = %v, %v", failed, err)
+	}
+	f.exec(t, "DROP TABLE "+f.ks+".readings")
+	rows := []batcher.Row{readingRow(tgt, "sensor-d", "2024-01-15", 1), readingRow(tgt, "sensor-d", "2024-01-15", 2)}
+	failed, err := w.Write(t.Context(), batchOf(rows...))
 	var we *WriteError
-	if len(failed) != 0 || !errors.As(err, &we) || we.Table != "nope" {
-		t.Fatalf("Write = %v, %v; want a *WriteError for table nope and no row failures", failed, err)
+	if len(failed) != 0 || !errors.As(err, &we) || we.Reason != FailMissingTable {
+		for _, fl := range failed {
+			t.Logf("refused: %T %v", errors.Unwrap(fl.Err), fl.Err)
+		}
+		t.Fatalf("Write after DROP TABLE = %d row failures, %v; want a missing-table *WriteError and no row failures", len(failed), err)
 	}
 	t.Logf("error: %v", err)
 }

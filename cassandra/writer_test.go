@@ -80,16 +80,17 @@ func TestRetry(t *testing.T) {
 			attempts: 3, outcomes: []string{"retry", "retry", "error"}, retries: []string{"timeout", "timeout"},
 		},
 		{
-			name:    "write failure is retried a few times, then rejected",
-			errs:    []error{&gocql.RequestErrWriteFailure{}, &gocql.RequestErrWriteFailure{}, &gocql.RequestErrWriteFailure{}},
-			wantErr: true, class: classRejected,
-			attempts: limitedAttempts, outcomes: []string{"retry", "retry", "error"}, retries: []string{"other", "other"},
+			name: "replica write failures while a schema settles are retried until they pass",
+			errs: []error{&gocql.RequestErrWriteFailure{}, &gocql.RequestErrWriteFailure{}, &gocql.RequestErrWriteFailure{},
+				&gocql.RequestErrWriteFailure{}, &gocql.RequestErrCDCWriteFailure{}},
+			attempts: 6, outcomes: []string{"retry", "retry", "retry", "retry", "retry", "ok"},
+			retries: []string{"other", "other", "other", "other", "other"},
 		},
 		{
-			name:    "write failure with fewer attempts allowed is rejected when they run out",
+			name:    "replica write failures outlasting retry_attempts are transient, never rejected",
 			cfg:     WriterConfig{RetryAttempts: 2},
 			errs:    []error{&gocql.RequestErrWriteFailure{}, &gocql.RequestErrWriteFailure{}},
-			wantErr: true, class: classRejected,
+			wantErr: true, class: classTransient,
 			attempts: 2, outcomes: []string{"retry", "error"}, retries: []string{"other"},
 		},
 		{
@@ -201,18 +202,6 @@ func TestMaxInFlight(t *testing.T) {
 			t.Fatalf("peak concurrency %d, gauge peak %d end %d; want 3, 3, 0", peak.Load(), rec.maxIn, rec.inFlight)
 		}
 	})
-}
-
-func TestBackoff(t *testing.T) {
-	w := NewWriter(nil, WriterConfig{RetryInitial: 100 * time.Millisecond, RetryMax: time.Second}, nil)
-	for n := 1; n <= 70; n++ {
-		ceiling := min(100*time.Millisecond<<min(n-1, 20), time.Second)
-		for range 50 {
-			if d := w.backoff(n); d < 0 || d >= ceiling {
-				t.Fatalf("backoff(%d) = %v, want in [0, %v)", n, d, ceiling)
-			}
-		}
-	}
 }
 
 func TestWriterConfigValidate(t *testing.T) {

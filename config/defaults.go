@@ -107,6 +107,9 @@ const (
 	// DefaultTTLFrom is Cassandra's own meaning of a TTL, so a configured ttl means what it says in
 	// CQL; event_time is the choice for replays and rolling keys (docs/CONFIG.md).
 	DefaultTTLFrom = TTLFromWrite
+	// DefaultMissingSlice: a late or early event is valid data, not bad input; its slice's table is
+	// the one `sink schema --apply` would create, so creating it writes the row where a reader looks.
+	DefaultMissingSlice = MissingSliceCreate
 	// DefaultPartitionBudget is the guidance of the time-series literature: stay under 100 MB
 	// per partition (decimal megabytes, as nodetool reports them).
 	DefaultPartitionBudget = Bytes(100_000_000)
@@ -134,6 +137,9 @@ const (
 
 	TTLFromWrite     = "write"
 	TTLFromEventTime = "event_time"
+
+	MissingSliceCreate     = "create"
+	MissingSliceDeadLetter = "dead_letter"
 
 	SourceEventTime      = "event_time"
 	SourceKafkaKey       = "kafka_key"
@@ -266,6 +272,10 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 			t.Bucket.EventBuckets = 1
 		}
 		str(p+"bucket.event_bucket_column", &t.Bucket.EventBucketColumn, DefaultEventBucketCol)
+		if t.Bucket.Slice != "" {
+			str(p+"bucket.missing_slice", &t.Bucket.MissingSlice, DefaultMissingSlice)
+			t.Bucket.MissingSlice = strings.ToLower(t.Bucket.MissingSlice)
+		}
 		str(p+"keyspace", &t.Keyspace, c.Cassandra.Keyspace)
 		dur(p+"gc_grace", &t.GCGrace, DefaultGCGrace)
 		str(p+"consistency", &t.Consistency, c.Cassandra.Consistency)

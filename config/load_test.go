@@ -180,3 +180,18 @@ func TestPasswordFile(t *testing.T) {
 		t.Errorf("missing password file: %v, want a kafka.sasl.password_file error", err)
 	}
 }
+
+// A sliced topic that does not say how a missing slice is handled creates it (the slice's table is the
+// one `sink schema --apply` would create); an unsliced topic gets no value, which validate requires.
+func TestMissingSliceDefaultsToCreateForSlicedTopicsOnly(t *testing.T) {
+	c := loadValid(t, "../examples/metrics-slices.yaml", nil)
+	for name, tp := range c.Topics {
+		if got := tp.Bucket.MissingSlice; got != MissingSliceCreate {
+			t.Errorf("topics.%s.bucket.missing_slice = %q, want %q", name, got, MissingSliceCreate)
+		}
+	}
+	c = loadValid(t, "../examples/local.yaml", nil)
+	if got := c.Topics["readings"].Bucket.MissingSlice; got != "" {
+		t.Errorf("unsliced topic: bucket.missing_slice = %q, want none", got)
+	}
+}

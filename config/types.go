@@ -105,8 +105,9 @@ type Writer struct {
 	// Retry: capped exponential backoff with full jitter, for retryable errors only.
 	RetryInitial Duration `koanf:"retry_initial"` // default 100ms
 	RetryMax     Duration `koanf:"retry_max"`     // default 10s
-	// RetryAttempts caps attempts per batch; 0 = retry until shutdown (the partition stops advancing
-	// meanwhile, nothing is skipped). Default 0.
+	// RetryAttempts caps the writer's attempts per batch; 0 = retry until shutdown. A batch that
+	// exhausts them is not skipped: its partition is marked stuck and the write stage sends it again
+	// with the same backoff until it is written. Default 0.
 	RetryAttempts int `koanf:"retry_attempts"`
 	// CommitInterval is how often marked offsets are committed. Default 5s.
 	CommitInterval Duration `koanf:"commit_interval"`
@@ -196,6 +197,11 @@ type Bucket struct {
 	// Slice, when set, puts each slice of time in its own table (<table>_<suffix>) so old slices
 	// drop whole. A multiple of the bucket width.
 	Slice string `koanf:"slice"`
+	// MissingSlice says what happens to a row whose slice table does not exist (a late, early or
+	// backfilled event, or a slice already dropped): "create" (default) creates that slice's table
+	// from this topic's DDL, then writes the row; "dead_letter" sends the record to the dead-letter
+	// topic with reason slice. Only for sliced topics.
+	MissingSlice string `koanf:"missing_slice"`
 	// Rolling > 0 makes the key the bucket number mod Rolling (key must be int or number).
 	Rolling int `koanf:"rolling"`
 }

@@ -542,6 +542,14 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 			v.add(p+".dead_letter_topic", "%q is the source topic of topics.%s; dead letters would be read back in; use e.g. %q", d, src, d+".dlq")
 		}
 	}
+	if ms := t.Bucket.MissingSlice; t.Bucket.Slice == "" && ms != "" {
+		v.add(p+".bucket.missing_slice", "set while bucket.slice is not; remove it (an unsliced topic's rows wait for its one table)")
+	} else if ms != "" {
+		v.enum(p+".bucket.missing_slice", ms, MissingSliceCreate, MissingSliceDeadLetter)
+		if ms == MissingSliceDeadLetter && t.DeadLetterTopic == "" {
+			v.add(p+".bucket.missing_slice", "dead_letter needs a dead_letter_topic; set one, or use create")
+		}
+	}
 	c.validateBucket(v, p, t)
 	t.validateAccept(v, p)
 }

@@ -61,10 +61,10 @@ func (d *deadLetter) record(dlqTopic string) (r *kgo.Record, ours int) {
 // fitDeadLetter), so a record too large for it still gets there. A failed produce (the topic does not
 // exist, a broker is unreachable) is retried with capped exponential backoff (writer.retry_initial to
 // writer.retry_max), for as long as the partition is ours: meanwhile the partition does not advance past
-// the record, which is counted in sink_records_failed_total, logged at ERROR, and makes /readyz fail; it
-// resumes by itself once a retry succeeds. When the partition is stopped (revoke, shutdown) while its
-// dead letters are failing, the sender gives up on them at once: they stay not done, the commit stays
-// below them, and the next owner replays them.
+// the record, which is counted in sink_records_failed_total and sink_stuck_partitions and logged at
+// ERROR; it resumes by itself once a retry succeeds. When the partition is stopped (revoke, shutdown)
+// while its dead letters are failing, the sender gives up on them at once: they stay not done, the
+// commit stays below them, and the next owner replays them.
 type deadLetterSender struct {
 	p      *partition
 	mu     sync.Mutex
@@ -148,8 +148,8 @@ func (s *deadLetterSender) attemptContext() (context.Context, context.CancelFunc
 // the partition is stopped while records are failing, it abandons them (abandon) and returns true.
 func (s *deadLetterSender) send(batch []deadLetter) bool {
 	p := s.p
-	backoff := p.pl.retryInitial
 	for attempt := 1; ; attempt++ {
+		backoff := p.pl.backoff.Delay(attempt) // the wait before the next attempt, should this one fail
 		ctx, cancel := s.attemptContext()
 		failed, again := s.attempt(ctx, batch, attempt, backoff)
 		cancel()
@@ -169,7 +169,7 @@ func (s *deadLetterSender) send(batch []deadLetter) bool {
 			continue // smaller or alone now: no reason to wait
 		}
 		s.failing.Store(true)
-		t := time.NewTimer(jitter(backoff))
+		t := time.NewTimer(backoff)
 		select {
 		case <-p.ctx.Done():
 			t.Stop()
@@ -180,7 +180,6 @@ func (s *deadLetterSender) send(batch []deadLetter) bool {
 			return true
 		case <-t.C:
 		}
-		backoff = min(2*backoff, p.pl.retryMax)
 	}
 }
 

@@ -196,19 +196,20 @@ func startWithoutDLQ(t *testing.T, mut func(*config.Config)) (*fixture, *member,
 }
 
 // TestDeadLetterTopicCreatedLateHeals: the dead-letter topic does not exist when the first bad records
-// come. Their partitions wait before them (not ready, counted) and retry; once the topic is created they
+// come. Their partitions wait before them (counted stuck and failed, still ready) and retry; once the topic is created they
 // go on by themselves, without a restart.
 func TestDeadLetterTopicCreatedLateHeals(t *testing.T) {
 	f, m, w := startWithoutDLQ(t, nil)
-	f.waitFor(30*time.Second, "readiness to report a stuck partition", func() bool {
-		err := m.pl.Ready()
-		return err != nil && strings.Contains(err.Error(), "stuck")
+	f.waitFor(30*time.Second, "a stuck partition to be counted", func() bool {
+		return testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)) >= 1
 	})
 	if _, err := f.adm.CreateTopic(t.Context(), 1, 1, nil, testDLQ); err != nil {
 		t.Fatal(err)
 	}
 	f.waitFor(60*time.Second, "committed offsets to reach the end", f.allCommitted)
-	f.waitFor(10*time.Second, "ready again", func() bool { return m.pl.Ready() == nil })
+	f.waitFor(10*time.Second, "no partition stuck any more", func() bool {
+		return testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)) == 0
+	})
 	if got := len(f.dlqByOffset(6)); got != 6 {
 		t.Errorf("%d dead letters, want 6", got)
 	}

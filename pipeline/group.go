@@ -242,6 +242,7 @@ func (pl *Pipeline) giveUp(parts []*partition) {
 			pl.budgetFree()
 		}
 		delete(pl.stuck, p.tp)
+		pl.stuckGauge(p.tp.topic)
 		pl.metrics.ConsumerLag.DeleteLabelValues(p.tp.topic, strconv.Itoa(int(p.tp.partition)))
 	}
 	pl.budgetGauges()

@@ -35,8 +35,10 @@ func (pl *Pipeline) Alive() error {
 	return nil
 }
 
-// Ready reports whether the daemon does its job: group joined, Cassandra reachable, no stuck partition,
-// not shutting down. An error names the first reason it is not.
+// Ready reports whether the daemon can do work: group joined, Cassandra reachable, not shutting down.
+// An error names the first reason it is not. A stuck partition does not make it unready: it heals by
+// itself or waits for an operator, and neither is helped by Kubernetes holding a rollout or a drain on
+// this pod; sink_stuck_partitions and its alert report it (deploy/helm/sink/README.md).
 func (pl *Pipeline) Ready() error {
 	switch {
 	case pl.stopping.Load():
@@ -45,11 +47,6 @@ func (pl *Pipeline) Ready() error {
 		return fmt.Errorf("not yet joined the consumer group")
 	case !pl.cassOK.Load():
 		return fmt.Errorf("cassandra does not answer")
-	}
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	for tp := range pl.stuck {
-		return fmt.Errorf("topic %s partition %d is stuck (a record can be neither written nor dead-lettered; see the logs)", tp.topic, tp.partition)
 	}
 	return nil
 }

@@ -442,6 +442,7 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 		w = wrap(w)
 	}
 	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Metrics: metrics, PingInterval: time.Second,
+		Slices: cassandra.NewSliceMaker(session, s.cfg),
 		Ping: func(ctx context.Context) error {
 			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
 		},
@@ -666,9 +667,8 @@ func TestIntegrationDeadLetterTopicCreatedLateHeals(t *testing.T) {
 	recs := makeRecords(900, 100, 3)
 	s.produce(recs)
 	m := s.start(nil)
-	s.waitFor(2*time.Minute, "readiness to report a stuck partition", func() bool {
-		err := m.pl.Ready()
-		return err != nil && strings.Contains(err.Error(), "stuck")
+	s.waitFor(2*time.Minute, "a stuck partition to be counted", func() bool {
+		return testutil.ToFloat64(m.metrics.StuckPartitions.WithLabelValues(s.topic)) >= 1
 	})
 	first := make(map[int32]int64)
 	for _, r := range recs {
@@ -687,7 +687,9 @@ func TestIntegrationDeadLetterTopicCreatedLateHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitFor(2*time.Minute, "committed offsets to reach the end", s.allCommitted)
-	s.waitFor(30*time.Second, "ready again", func() bool { return m.pl.Ready() == nil })
+	s.waitFor(30*time.Second, "no partition stuck any more", func() bool {
+		return testutil.ToFloat64(m.metrics.StuckPartitions.WithLabelValues(s.topic)) == 0
+	})
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -1352,5 +1354,148 @@ func TestIntegrationRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing
 	}
 	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got != 0 {
 		t.Errorf("sink_records_failed_total %v, want 0", got)
+	}
+}
+
+// A sliced topic receives a record whose slice has no table (a late event, from a slice never created or
+// already dropped). Without a restart, its partition goes on to the end, and the record ends as the
+// topic's bucket.missing_slice says: with create, written to its slice's table, made on demand from the
+// topic's own DDL; with dead_letter, in the dead-letter topic with reason slice and an error naming the
+// table, which is not created.
+func TestIntegrationMissingSliceTableFollowsTheTopicsPolicy(t *testing.T) {
+	for _, policy := range []string{config.MissingSliceCreate, config.MissingSliceDeadLetter} {
+		t.Run(policy, func(t *testing.T) {
+			s := newStack(t, 3, nil)
+			tc := s.cfg.Topics["readings"]
+			tc.Bucket.Slice = "1d"
+			tc.Bucket.MissingSlice = policy
+			s.cfg.Topics["readings"] = tc
+			if err := s.cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			// The slices of itBase and the day after exist, as a daily `sink schema --apply` leaves them.
+			if err := cassandra.ApplySchema(ctx, s.session, s.cfg, nil, itBase); err != nil {
+				t.Fatal(err)
+			}
+			recs := makeRecords(300, 0, 3)
+			lateTS := time.Date(2023, 6, 15, 10, 0, 0, 0, time.UTC)
+			late := &itRecord{device: "dev-late", ts: lateTS, partition: 1,
+				value: fmt.Appendf(nil, `{"device_id":"dev-late","ts":%q,"value":7.5}`, lateTS.Format(time.RFC3339))}
+			if policy == config.MissingSliceDeadLetter {
+				late.bad = ReasonSlice
+			}
+			recs = slices.Insert(recs, 150, late)
+			lateTable, _, err := cassandra.SliceTableDDL(s.cfg, "readings", lateTS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			current, _, _ := cassandra.SliceTableDDL(s.cfg, "readings", itBase)
+
+			s.produce(recs)
+			m := s.start(nil)
+			s.waitFor(2*time.Minute, "committed offsets to reach the end, past the late record", s.allCommitted)
+			if err := m.stop(); err != nil {
+				t.Fatal(err)
+			}
+
+			count := func(table string) (int, error) {
+				var n int
+				err := s.session.Driver().Query("SELECT COUNT(*) FROM " + table).WithContext(ctx).Scan(&n)
+				return n, err
+			}
+			if n, err := count(current); err != nil || n != 300 {
+				t.Errorf("%s holds %d rows (%v), want the 300 current records", current, n, err)
+			}
+			n, err := count(lateTable)
+			switch policy {
+			case config.MissingSliceCreate:
+				var value float64
+				qerr := s.session.Driver().Query("SELECT value FROM "+lateTable+" WHERE device_id = ? AND bucket = ? AND ts = ?",
+					"dev-late", s.policy.Text(s.policy.Index(lateTS)), lateTS).WithContext(ctx).Scan(&value)
+				if err != nil || n != 1 || qerr != nil || value != 7.5 {
+					t.Errorf("%s: %d rows (%v), late row value %v (%v); want the late record written there", lateTable, n, err, value, qerr)
+				}
+			case config.MissingSliceDeadLetter:
+				if err == nil {
+					t.Errorf("%s exists (%d rows); the dead_letter policy must not create it", lateTable, n)
+				}
+				s.checkDeadLetters(true)
+				if got := testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, ReasonSlice)); got != 1 {
+					t.Errorf("sink_records_dead_lettered_total{reason=slice} %v, want 1", got)
+				}
+				s.checkSliceDeadLetterNames(lateTable)
+			}
+			if got := testutil.ToFloat64(m.metrics.StuckPartitions.WithLabelValues(s.topic)); got != 0 {
+				t.Errorf("sink_stuck_partitions %v at the end, want 0", got)
+			}
+		})
+	}
+}
+
+// dlqReader is a client reading the dead-letter topic from its start.
+func (s *stack) dlqReader() *kgo.Client {
+	s.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Kafka.Brokers...), kgo.ConsumeTopics(s.dlq),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return cl
+}
+
+// checkSliceDeadLetterNames asserts the one dead letter's error names the missing slice table.
+func (s *stack) checkSliceDeadLetterNames(table string) {
+	s.t.Helper()
+	cl := s.dlqReader()
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fs := cl.PollFetches(ctx)
+	recs := fs.Records()
+	if len(recs) != 1 || !strings.Contains(header(recs[0], HeaderError), table) {
+		s.t.Fatalf("dead letters %d; want one whose error names %s", len(recs), table)
+	}
+	s.t.Logf("dead letter error: %s", header(recs[0], HeaderError))
+}
+
+// The rows of a missing table that is not a slice wait, as the startup warning says: their partitions
+// are stuck and retried with backoff, nothing is dead-lettered or committed past them, and once the table
+// is created (`sink schema --apply`) every partition resumes by itself and reaches the end.
+func TestIntegrationRowsOfAMissingTableWaitUntilItExists(t *testing.T) {
+	s := newStack(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := s.session.Driver().Query("DROP TABLE " + s.ks + ".readings").WithContext(ctx).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	s.produce(makeRecords(300, 0, 3))
+	m := s.start(nil)
+	s.waitFor(time.Minute, "every partition stuck on the missing table and retried", func() bool {
+		return testutil.ToFloat64(m.metrics.StuckPartitions.WithLabelValues(s.topic)) == 3 &&
+			testutil.ToFloat64(m.metrics.WriteStageRetries.WithLabelValues(s.topic, cassandra.FailMissingTable)) >= 3
+	})
+	if c := s.committed(); c[0]+c[1]+c[2] != 0 {
+		t.Fatalf("committed %v while no row could be written", c)
+	}
+	if err := m.pl.Ready(); err != nil {
+		t.Errorf("Ready() = %v; stuck partitions must not make the pod unready", err)
+	}
+	if err := cassandra.ApplySchema(ctx, s.session, s.cfg, nil, itBase); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(2*time.Minute, "committed offsets to reach the end once the table exists", s.allCommitted)
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s.checkPlacement()
+	if got := testutil.ToFloat64(m.metrics.StuckPartitions.WithLabelValues(s.topic)); got != 0 {
+		t.Errorf("sink_stuck_partitions %v at the end, want 0", got)
+	}
+	for _, reason := range []string{ReasonWrite, ReasonSlice} {
+		if got := testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, reason)); got != 0 {
+			t.Errorf("%v records dead-lettered (%s) for a missing table", got, reason)
+		}
 	}
 }

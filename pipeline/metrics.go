@@ -27,6 +27,8 @@ type Metrics struct {
 	BufferedBytes       prometheus.Gauge
 	OpenBatchRows       prometheus.Gauge
 	PausedPartitions    prometheus.Gauge
+	StuckPartitions     *prometheus.GaugeVec
+	WriteStageRetries   *prometheus.CounterVec
 	CommitDuration      prometheus.Histogram
 	CommitFailures      prometheus.Counter
 	ConsumerLag         *prometheus.GaugeVec
@@ -53,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		RecordsDeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_dead_lettered_total",
-			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, expired, write, panic).",
+			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, expired, slice, write, panic).",
 		}, []string{"topic", "reason"}),
 		RecordsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_failed_total",
@@ -94,6 +96,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "paused_partitions",
 			Help: "Kafka partitions whose fetching is paused, for backpressure or because a record is stuck.",
 		}),
+		StuckPartitions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "stuck_partitions",
+			Help: "Kafka partitions that cannot advance past a record: a batch the write stage keeps retrying, a dead letter that cannot be produced, or a bad record with nowhere to go.",
+		}, []string{"topic"}),
+		WriteStageRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "write_stage_retries_total",
+			Help: "Batches the writer gave back unwritten and the write stage sends again after a backoff, by reason (missing_table, exhausted, refused, unknown).",
+		}, []string{"topic", "reason"}),
 		CommitDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "commit_duration_seconds",
 			Help:    "Duration of synchronous offset commits (on revoke and shutdown).",
@@ -113,7 +123,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		Ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "ready",
-			Help: "1 when /readyz answers ready: group joined, Cassandra reachable, no stuck partition, not stopping.",
+			Help: "1 when /readyz answers ready: group joined, Cassandra reachable, not stopping. A stuck partition does not count (see sink_stuck_partitions).",
 		}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "build_info",
@@ -124,7 +134,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(
 		m.RecordsConsumed, m.RecordsWritten, m.RecordsDeadLettered, m.RecordsFailed,
 		m.BatchRows, m.BatchBytes, m.WriteDuration, m.WriteRetries, m.WritesInFlight,
-		m.BufferedBytes, m.OpenBatchRows, m.PausedPartitions, m.CommitDuration, m.CommitFailures,
+		m.BufferedBytes, m.OpenBatchRows, m.PausedPartitions, m.StuckPartitions, m.WriteStageRetries,
+		m.CommitDuration, m.CommitFailures,
 		m.ConsumerLag, m.PartitionBudget, m.Ready, m.BuildInfo, m.live,
 	)
 	m.DLTruncated = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -156,6 +167,8 @@ func MetricNames() []string {
 		"sink_buffered_bytes",
 		"sink_open_batch_rows",
 		"sink_paused_partitions",
+		"sink_stuck_partitions",
+		"sink_write_stage_retries_total",
 		"sink_commit_duration_seconds",
 		"sink_commit_failures_total",
 		"sink_consumer_lag_records",

@@ -32,6 +32,8 @@ func TestMetricsLintAndNames(t *testing.T) {
 	m.DLTruncated.WithLabelValues("t").Inc()
 	m.ConsumerLag.WithLabelValues("t", "0").Set(3)
 	m.PartitionBudget.WithLabelValues("t").Set(100e6)
+	m.StuckPartitions.WithLabelValues("t").Set(1)
+	m.WriteStageRetries.WithLabelValues("t", "missing_table").Inc()
 	m.Ready.Set(1)
 	now := time.Date(2024, 1, 15, 12, 0, 0, 0, time.UTC)
 	m.live.configure(3, func() time.Time { return now })

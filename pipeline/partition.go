@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -46,6 +47,9 @@ type partition struct {
 	stopping bool                                 // the worker is stopped; waiting for in-flight work
 	hwm      int64                                // high watermark of the last fetch, for the lag gauge
 	mark     map[string]map[int32]kgo.EpochOffset // the watermark handed to MarkCommitOffsets, reused
+
+	held        map[int64]bool // offsets of batches the write stage gave back unwritten; counted in blocked
+	stuckLogged time.Time      // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
 }
 
 func newPartition(pl *Pipeline, tp topicPartition, topic *topicInfo) *partition {
@@ -62,6 +66,7 @@ func newPartition(pl *Pipeline, tp topicPartition, topic *topicInfo) *partition 
 		cancel:     cancel,
 		tr:         newTracker(entryCost),
 		stuck:      make(map[int64]bool),
+		held:       make(map[int64]bool),
 		hwm:        -1,
 	}
 	p.queue.init()
@@ -253,30 +258,87 @@ func (p *partition) halt(offset int64, reason string, err error) {
 	p.setStuck(offset, true)
 }
 
-// writeFailed is called when the writer gave up on a row (retries exhausted or shutdown). The row stays
-// not done: the partition stops advancing at it until the process restarts and replays it.
-func (p *partition) writeFailed(offsets []int64, err error) {
+// writeRetrying is called when the writer gave a batch back unwritten and the write stage will send it
+// again after a backoff. Until then the rows hold the watermark (nothing at or after the first of them is
+// committed), the partition is stuck (paused, counted in sink_stuck_partitions), and they count as blocked:
+// a revoke does not wait for them, the next owner replays them. The first failure and then one a
+// stuckLogEvery is logged at ERROR with the cause.
+func (p *partition) writeRetrying(offsets []int64, table, reason string, attempt int, err error) {
 	p.mu.Lock()
 	if p.revoked {
 		p.mu.Unlock()
 		return // no longer ours: the next owner replays the rows
 	}
-	failed := offsets[:0:0]
+	newly := 0
 	for _, o := range offsets {
-		if p.tr.isPending(o) && !p.stuck[o] {
-			failed = append(failed, o)
+		if p.tr.isPending(o) && !p.held[o] {
+			p.held[o] = true
+			p.blocked++
+			newly++
 		}
 	}
-	p.blocked += len(failed)
+	now := p.pl.now()
+	logIt := now.Sub(p.stuckLogged) >= stuckLogEvery
+	if logIt {
+		p.stuckLogged = now
+	}
 	p.mu.Unlock()
-	if len(failed) > 0 && !(errors.Is(err, context.Canceled) && p.pl.stopping.Load()) {
-		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Add(float64(len(failed)))
-		p.log.Error("writing rows failed; partition stopped before them until restart",
-			slog.Int64("offset", failed[0]), slog.Int("rows", len(failed)), slog.Any("error", err))
-		for _, o := range failed {
-			p.setStuck(o, true)
+	if newly > 0 {
+		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Add(float64(newly))
+	}
+	if logIt {
+		p.log.Error("writing rows failed; partition stuck before them, retrying with backoff",
+			slog.Int64("offset", offsets[0]), slog.Int("rows", len(offsets)), slog.String("table", table),
+			slog.String("reason", reason), slog.Int("attempt", attempt), slog.Any("error", err))
+	}
+	for _, o := range offsets {
+		p.setStuck(o, true)
+	}
+	p.checkDrained()
+}
+
+// stuckLogEvery rate-limits the ERROR log of a partition whose writes keep failing: a stuck partition
+// retries up to every writer.retry_max, and one line per retry would drown every other message.
+const stuckLogEvery = time.Minute
+
+// writeRecovered is called when rows the write stage was retrying were written (or are about to be
+// dead-lettered): they no longer count as blocked, and the partition is no longer stuck on them.
+func (p *partition) writeRecovered(offsets []int64) {
+	p.mu.Lock()
+	var was []int64
+	for _, o := range offsets {
+		if p.held[o] {
+			delete(p.held, o)
+			p.blocked--
+			was = append(was, o)
 		}
 	}
+	p.mu.Unlock()
+	if len(was) == 0 {
+		return
+	}
+	for _, o := range was {
+		p.setStuck(o, false)
+	}
+	p.log.Info("failed write resolved; its rows no longer hold the partition", slog.Int64("offset", was[0]),
+		slog.Int("rows", len(was)))
+}
+
+// writeAbandoned is called when the write stage drops a batch it will not send again: the process is
+// stopping, or the partition was given up. The rows stay not done, so the watermark stops before the
+// first of them and the next owner (or the next start) replays them; they count as blocked so that a
+// stopping partition does not wait for them.
+func (p *partition) writeAbandoned(offsets []int64) {
+	p.mu.Lock()
+	if !p.revoked {
+		for _, o := range offsets {
+			if p.tr.isPending(o) && !p.held[o] {
+				p.held[o] = true
+				p.blocked++
+			}
+		}
+	}
+	p.mu.Unlock()
 	p.checkDrained()
 }
 

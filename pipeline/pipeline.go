@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/backoff"
 	"github.com/bucketsink/sink/mapper"
 )
 
@@ -40,6 +40,16 @@ type Config struct {
 	KafkaOptions []kgo.Opt
 	// Now is the clock of batching and metrics; default time.Now.
 	Now func() time.Time
+	// Slices creates a missing slice table for topics with bucket.missing_slice: create
+	// (*cassandra.SliceMaker). Nil: such rows wait, retried with backoff, until the table exists.
+	Slices SliceMaker
+}
+
+// SliceMaker creates the table of the slice of topics.<topic> that holds at, and returns its name
+// (keyspace.table) and whether it ran the statement (false: it made the table a moment ago).
+// *cassandra.SliceMaker implements it.
+type SliceMaker interface {
+	CreateSlice(ctx context.Context, topic string, at time.Time) (table string, ran bool, err error)
 }
 
 // topicInfo is what the pipeline knows of one consumed Kafka topic.
@@ -47,6 +57,8 @@ type topicInfo struct {
 	name            string // the key under topics: in the configuration
 	deadLetterTopic string
 	policy          *bucketer.Policy // for the close time of a row's bucket (largest open partitions)
+	sliced          bool
+	missingSlice    string // bucket.missing_slice: what a row whose slice table does not exist does
 }
 
 // maxPollRecords bounds one poll. The poll loop only queues records, so this is about fairness between
@@ -72,6 +84,7 @@ type Pipeline struct {
 	dlqLimits dlqLimits
 
 	retryInitial, retryMax time.Duration
+	backoff                backoff.Policy // writer.retry_initial .. writer.retry_max
 	shutdownTimeout        time.Duration
 
 	mu     sync.Mutex // guards parts and budget; lock order: a partition's mu before this one
@@ -131,6 +144,7 @@ func New(cfg Config) (*Pipeline, error) {
 		budgetFreed:     make(chan struct{}, 1),
 		stuck:           make(map[topicPartition]bool),
 	}
+	pl.backoff = backoff.Policy{Initial: pl.retryInitial, Max: pl.retryMax}
 	for _, name := range cfg.Sink.TopicNames() {
 		t := cfg.Sink.Topics[name]
 		kt := t.Topic
@@ -138,7 +152,9 @@ func New(cfg Config) (*Pipeline, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: %w", err)
 		}
-		pl.topics[kt] = &topicInfo{name: name, deadLetterTopic: t.DeadLetterTopic, policy: policy}
+		_, sliced := policy.Sliced()
+		pl.topics[kt] = &topicInfo{name: name, deadLetterTopic: t.DeadLetterTopic, policy: policy,
+			sliced: sliced, missingSlice: t.Bucket.MissingSlice}
 		budget := t.PartitionBudget
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(budget))
 	}
@@ -341,8 +357,10 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 		n += recordCost(r)
 	}
 	pl.metrics.RecordsConsumed.WithLabelValues(f.Topic).Add(float64(len(f.Records)))
-	p.queue.push(f.Records)
+	// Charged before the worker can see the records: it releases their cost once it has mapped them,
+	// and a release that came first would leave the partition's share of the budget off by n.
 	pl.charge(tp, n)
+	p.queue.push(f.Records)
 	p.observeHighWatermark(f.HighWatermark)
 }
 
@@ -416,7 +434,7 @@ func (pl *Pipeline) budgetGauges() {
 }
 
 // partitionStuck pauses a partition that cannot advance (so its queue and tracker stop growing) and
-// flips readiness; it undoes both when the partition recovers.
+// counts it in sink_stuck_partitions; it undoes both when the partition recovers.
 func (pl *Pipeline) partitionStuck(tp topicPartition, stuck bool) {
 	pl.mu.Lock()
 	pause, resume := pl.budget.setStuck(tp, stuck)
@@ -431,9 +449,20 @@ func (pl *Pipeline) partitionStuck(tp topicPartition, stuck bool) {
 	} else {
 		delete(pl.stuck, tp)
 	}
+	pl.stuckGauge(tp.topic)
 	pl.budgetGauges()
 	pl.mu.Unlock()
-	pl.updateReady()
+}
+
+// stuckGauge sets sink_stuck_partitions of topic from pl.stuck; the caller holds pl.mu.
+func (pl *Pipeline) stuckGauge(topic string) {
+	n := 0
+	for tp := range pl.stuck {
+		if tp.topic == topic {
+			n++
+		}
+	}
+	pl.metrics.StuckPartitions.WithLabelValues(topic).Set(float64(n))
 }
 
 // observeWritten feeds the event-time lag and the largest-open-partitions tally with a written batch.
@@ -450,12 +479,4 @@ func (pl *Pipeline) observeWritten(b *batcher.Batch) {
 		closes = ti.policy.End(ti.policy.Index(latest))
 	}
 	pl.metrics.live.written(topic, b.Target.Table, b.Key, int64(len(b.Rows)), int64(b.Bytes), latest, closes)
-}
-
-// jitter spreads retries: a uniformly random duration in [d/2, d).
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2)
 }

@@ -217,24 +217,38 @@ type member struct {
 
 func (f *fixture) start(cfg *config.Config, w *memWriter) *member {
 	f.t.Helper()
-	return f.startMapping(cfg, w, fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}})
+	return f.startFull(cfg, fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}}, w, nil)
 }
 
 // startMapping is start with a mapper of the caller's.
 func (f *fixture) startMapping(cfg *config.Config, w *memWriter, mp Mapper) *member {
 	f.t.Helper()
+	return f.startFull(cfg, mp, w, nil)
+}
+
+// startWith is start with any writer and a SliceMaker (nil: none).
+func (f *fixture) startWith(cfg *config.Config, writer BatchWriter, slices SliceMaker) *member {
+	f.t.Helper()
+	return f.startFull(cfg, fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}}, writer, slices)
+}
+
+// startFull starts a member with the caller's mapper, writer and SliceMaker (nil: none).
+func (f *fixture) startFull(cfg *config.Config, mp Mapper, writer BatchWriter, slices SliceMaker) *member {
+	f.t.Helper()
 	reg := prometheus.NewRegistry()
 	pl, err := New(Config{
 		Sink:    cfg,
 		Mapper:  mp,
-		Writer:  w,
+		Writer:  writer,
 		Metrics: NewMetrics(reg),
 		Logger:  slog.New(slog.NewTextHandler(tWriter{f.t}, &slog.HandlerOptions{Level: testLogLevel})),
+		Slices:  slices,
 	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	w, _ := writer.(*memWriter)
 	m := &member{pl: pl, w: w, reg: reg, cancel: cancel, errc: make(chan error, 1)}
 	go func() { m.errc <- pl.Run(ctx) }()
 	f.t.Cleanup(func() { _ = m.stop() })
@@ -403,14 +417,73 @@ func TestCommitStaysBelowUnacknowledgedWrite(t *testing.T) {
 	f.waitFor(20*time.Second, "all committed after the ack", f.allCommitted)
 }
 
-// TestWriteFailureStopsThePartition: a writer that gives up on partition 1 from offset 30 stops that
-// partition there (loudly: not ready, sink_records_failed_total) while the others finish.
-func TestWriteFailureStopsThePartition(t *testing.T) {
+// A batch the writer gives back unwritten (an error the writer does not know, transient errors outlasting
+// writer.retry_attempts, a refused statement) stops its partition only until it is written: the write
+// stage sends it again with backoff, the partition is counted as stuck meanwhile (without making the pod
+// unready), and once the cause is gone it resumes by itself and its committed offset reaches the end. No
+// offset past the failing row is committed while it fails.
+func TestFailedBatchIsRetriedUntilThePartitionResumesByItself(t *testing.T) {
+	for _, tt := range []struct {
+		name, reason string
+		err          error
+	}{
+		{"unknown driver error", cassandra.FailUnknown, errors.New("gocql: something new")},
+		{"retry attempts exhausted", cassandra.FailExhausted, &cassandra.WriteError{Table: "events", Reason: cassandra.FailExhausted,
+			Err: errors.New("write timeout")}},
+		{"prepare refused", cassandra.FailRefused, &cassandra.WriteError{Table: "events", Reason: cassandra.FailRefused,
+			Err: errors.New("unauthorized")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, 100, 0)
+			w := newMemWriter()
+			healed := make(chan struct{})
+			w.fail = func(s batcher.Source) error {
+				select {
+				case <-healed:
+					return nil
+				default:
+				}
+				if s.Partition == 1 && s.Offset == 30 {
+					return tt.err
+				}
+				return nil
+			}
+			m := f.start(f.config(nil), w)
+			f.waitFor(20*time.Second, "partitions 0 and 2 committed, 1 at the failing row, retried and counted stuck", func() bool {
+				c := f.committed()
+				return c[0] == 100 && c[2] == 100 && c[1] == 30 &&
+					testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)) == 1 &&
+					testutil.ToFloat64(m.pl.metrics.WriteStageRetries.WithLabelValues(testTopic, tt.reason)) >= 2
+			})
+			if err := m.pl.Ready(); err != nil {
+				t.Errorf("Ready() = %v while one partition is stuck; want ready (the stuck partition is an alert, not a readiness failure)", err)
+			}
+			if c := f.committed(); c[1] != 30 {
+				t.Fatalf("partition 1 committed %d past the failing row 30", c[1])
+			}
+			close(healed)
+			f.waitFor(20*time.Second, "every partition committed to the end after the cause went away", f.allCommitted)
+			if got := testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)); got != 0 {
+				t.Errorf("sink_stuck_partitions %v after the partition resumed, want 0", got)
+			}
+			if !w.has(batcher.Source{Topic: testTopic, Partition: 1, Offset: 30}) {
+				t.Error("the failing row was never written")
+			}
+			if err := m.stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Shutdown abandons a batch the stage keeps retrying, without marking it: the committed offset stays
+// before it (the next start replays it) and Run returns cleanly.
+func TestShutdownAbandonsARetryingBatchWithoutCommittingPastIt(t *testing.T) {
 	f := newFixture(t, 100, 0)
 	w := newMemWriter()
 	w.fail = func(s batcher.Source) error {
 		if s.Partition == 1 && s.Offset >= 30 {
-			return errors.New("retries exhausted")
+			return errors.New("gocql: something new")
 		}
 		return nil
 	}
@@ -419,17 +492,179 @@ func TestWriteFailureStopsThePartition(t *testing.T) {
 		c := f.committed()
 		return c[0] == 100 && c[2] == 100 && c[1] == 30
 	})
-	if err := m.pl.Ready(); err == nil || !strings.Contains(err.Error(), "partition 1 is stuck") {
-		t.Errorf("Ready() = %v, want partition 1 stuck", err)
-	}
-	if got := testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)); got < 1 {
-		t.Errorf("sink_records_failed_total %v, want at least 1", got)
-	}
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if c := f.committed(); c[1] != 30 {
 		t.Errorf("partition 1 committed %d after shutdown, want 30", c[1])
+	}
+}
+
+// sliceMaker is a SliceMaker that fails its first failFirst calls, then "creates" the table.
+type sliceMaker struct {
+	failFirst int32
+	calls     atomic.Int32
+	created   atomic.Bool
+}
+
+func (m *sliceMaker) CreateSlice(_ context.Context, topic string, _ time.Time) (string, bool, error) {
+	if m.calls.Add(1) <= m.failFirst {
+		return "ks.events_20240101", true, errors.New("unauthorized: no CREATE permission")
+	}
+	m.created.Store(true)
+	return "ks.events_20240101", true, nil
+}
+
+// A sliced topic whose slice table cannot be created yet (no CREATE permission, say) does not stop for
+// good: the batch and the creation are retried with backoff, the partition stuck meanwhile, and once the
+// creation succeeds the row is written and the partition reaches the end. Nothing is dead-lettered.
+func TestFailedSliceCreationIsRetriedUntilTheTableExists(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	w := newMemWriter()
+	sm := &sliceMaker{failFirst: 3}
+	w.fail = func(s batcher.Source) error {
+		if s.Partition == 1 && s.Offset == 30 && !sm.created.Load() {
+			return &cassandra.WriteError{Table: "events_20240101", Reason: cassandra.FailMissingTable,
+				Err: errors.New("table events_20240101 does not exist")}
+		}
+		return nil
+	}
+	m := f.startWith(f.config(func(c *config.Config) {
+		tp := c.Topics["events"]
+		tp.Bucket.Slice = "1d"
+		tp.Bucket.MissingSlice = config.MissingSliceCreate
+		c.Topics["events"] = tp
+	}), w, sm)
+	f.waitFor(20*time.Second, "every partition committed to the end", f.allCommitted)
+	if n := sm.calls.Load(); n != 4 {
+		t.Errorf("CreateSlice called %d times, want 4 (three failures, then the creation)", n)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.WriteStageRetries.WithLabelValues(testTopic, cassandra.FailMissingTable)); got != 3 {
+		t.Errorf("sink_write_stage_retries_total{reason=missing_table} %v, want 3", got)
+	}
+	if !w.has(batcher.Source{Topic: testTopic, Partition: 1, Offset: 30}) {
+		t.Error("the row of the missing slice was never written")
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonSlice)); got != 0 {
+		t.Errorf("%v records dead-lettered for a slice that could be created", got)
+	}
+}
+
+// probeWriter fails every batch as a missing table until healed, and holds every retried batch (a
+// source it has seen before) until release is closed, counting how many are in flight at once.
+type probeWriter struct {
+	*memWriter
+	healed  atomic.Bool
+	release chan struct{}
+
+	mu             sync.Mutex
+	seen           map[batcher.Source]int
+	retrying, peak int
+}
+
+func (w *probeWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
+	src := b.Rows[0].Source
+	w.mu.Lock()
+	w.seen[src]++
+	retry := w.seen[src] > 1
+	if retry {
+		w.retrying++
+		w.peak = max(w.peak, w.retrying)
+	}
+	w.mu.Unlock()
+	if retry {
+		defer func() {
+			w.mu.Lock()
+			w.retrying--
+			w.mu.Unlock()
+		}()
+		select {
+		case <-w.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if !w.healed.Load() {
+		return nil, &cassandra.WriteError{Table: "events", Reason: cassandra.FailMissingTable, Err: errors.New("table events does not exist")}
+	}
+	return w.memWriter.Write(ctx, b)
+}
+
+func (w *probeWriter) peakRetrying() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.peak
+}
+
+// While a table fails, the batches waiting for it are not each retried on a schedule of their own (a
+// missing table with thousands of buffered batches would be asked thousands of times per backoff): one
+// of them at a time probes the table, and when the probe is written they all go.
+func TestBatchesOfAFailingTableAreRetriedOneProbeAtATime(t *testing.T) {
+	f := newFixture(t, 100, 0) // 300 batches of one table, every one of them failing at first
+	w := &probeWriter{memWriter: newMemWriter(), release: make(chan struct{}), seen: make(map[batcher.Source]int)}
+	m := f.startWith(f.config(nil), w, nil)
+	f.waitFor(20*time.Second, "a retried batch to probe the table", func() bool { return w.peakRetrying() >= 1 })
+	// With per-batch schedules (10 to 100 ms here), hundreds of other retries would start meanwhile.
+	time.Sleep(time.Second)
+	if n := w.peakRetrying(); n != 1 {
+		t.Fatalf("%d retried batches of one failing table in flight at once, want 1 (the probe)", n)
+	}
+	w.healed.Store(true)
+	close(w.release)
+	f.waitFor(20*time.Second, "every partition committed to the end once the table works", f.allCommitted)
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.pl.writes.gates); n != 0 {
+		t.Errorf("%d retry gates left after every batch was written", n)
+	}
+}
+
+// A member whose batch keeps failing hands its partition over on a revoke without waiting for the retry
+// and without marking past it; the new owner replays the rows from the committed offset and writes them.
+func TestRevokeHandsARetryingPartitionToTheNextOwner(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	w1 := newMemWriter()
+	w1.fail = func(s batcher.Source) error {
+		if s.Partition == 1 && s.Offset == 30 {
+			return errors.New("gocql: something new")
+		}
+		return nil
+	}
+	m1 := f.start(f.config(nil), w1)
+	f.waitFor(20*time.Second, "partition 1 stuck at 30, the others at the end", func() bool {
+		c := f.committed()
+		return c[0] == 100 && c[1] == 30 && c[2] == 100
+	})
+	w2 := newMemWriter()
+	m2 := f.start(f.config(nil), w2)
+	if err := m1.stop(); err != nil { // every partition now moves to the second member
+		t.Fatal(err)
+	}
+	f.waitFor(30*time.Second, "the next owner to write the stuck rows and commit to the end", f.allCommitted)
+	if !w2.has(batcher.Source{Topic: testTopic, Partition: 1, Offset: 30}) {
+		t.Error("the row the first member could not write was not replayed by the next owner")
+	}
+	if err := m2.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The write stage forgets the assignment of buffered rows once it has flushed them: a revoked partition
+// (its tracker, its queue) is not kept reachable from the stage for the rest of the process.
+func TestWriteStageForgetsPartitionsOnceFlushed(t *testing.T) {
+	f := newFixture(t, 50, 0)
+	m := f.start(f.config(nil), newMemWriter())
+	f.waitFor(20*time.Second, "all committed", f.allCommitted)
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	<-m.pl.writes.done // the stage's goroutine is gone: its map may be read
+	if n := len(m.pl.writes.owners); n != 0 {
+		t.Errorf("the write stage still refers to %d partitions after they were given up", n)
 	}
 }
 
@@ -447,8 +682,8 @@ func TestBadRecordWithoutDeadLetterTopicStopsThePartition(t *testing.T) {
 		c := f.committed()
 		return c[0] == 24 && c[1] == 24 && c[2] == 24
 	})
-	if err := m.pl.Ready(); err == nil {
-		t.Error("ready with stuck partitions")
+	if got := testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)); got != 3 {
+		t.Errorf("sink_stuck_partitions %v, want 3", got)
 	}
 	if err := m.stop(); err != nil {
 		t.Fatal(err)

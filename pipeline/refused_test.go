@@ -265,7 +265,7 @@ func TestRefusedRowWaitsWhileItsRecordCannotBeReadBack(t *testing.T) {
 	w.reject = func(s batcher.Source) bool { return s == refused }
 	// The pipeline's consumer fetches at most 256 KiB; the re-read client asks for 1 MiB, which tells its
 	// fetches apart. The first two are refused; later ones get empty answers until the test has seen the
-	// stuck partition (not ready, both failures counted).
+	// stuck partition (counted stuck, both failures counted).
 	var refusedFetches atomic.Int32
 	letThrough := make(chan struct{})
 	f.cluster.ControlKey(kmsg.Fetch.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -300,17 +300,18 @@ func TestRefusedRowWaitsWhileItsRecordCannotBeReadBack(t *testing.T) {
 		return resp, nil, true
 	})
 	m := f.start(f.config(func(c *config.Config) { c.Kafka.FetchMaxBytes = 256 << 10 }), w)
-	f.waitFor(20*time.Second, "readiness to report the stuck partition", func() bool {
-		err := m.pl.Ready()
+	f.waitFor(20*time.Second, "the stuck partition to be counted", func() bool {
 		return testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)) >= 2 &&
-			err != nil && strings.Contains(err.Error(), "partition 2 is stuck")
+			testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)) == 1
 	})
 	if c := f.committed(); c[2] > refused.Offset {
 		t.Fatalf("partition 2 committed %d past the refused row at %d before its dead letter", c[2], refused.Offset)
 	}
 	close(letThrough)
 	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
-	f.waitFor(10*time.Second, "readiness back", func() bool { return m.pl.Ready() == nil })
+	f.waitFor(10*time.Second, "the partition no longer counted stuck", func() bool {
+		return testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)) == 0
+	})
 	dls := f.deadLetters(1)
 	if len(dls) != 1 || header(dls[0], HeaderSourceOffset) != "25" || header(dls[0], "trace-id") != "trace-2-25" ||
 		string(dls[0].Value) != `{"n":25,"p":2}` {

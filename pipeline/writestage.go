@@ -2,12 +2,15 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/config"
 )
 
 // BatchWriter writes one single-partition batch. *cassandra.Writer implements it; tests and benchmarks
@@ -39,12 +42,18 @@ type writeStage struct {
 	wg      sync.WaitGroup  // writer goroutines
 	ctx     context.Context // canceled at hard stop: in-flight writes give up
 	done    chan struct{}   // closed when run returns
+
+	gatesMu sync.Mutex
+	gates   map[string]*tableGate // by keyspace.table, while batches of the table are retried
 }
 
 // readyBatch is a batch with the assignment of each of its rows, resolved when it left the batcher.
 type readyBatch struct {
 	b      *batcher.Batch
 	owners []*partition
+	// retried: the batch was given back unwritten and waits on its table's gate; probe: it is the one
+	// batch of its table sent to find out whether the table works again (tableGate).
+	retried, probe bool
 }
 
 // overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
@@ -69,6 +78,7 @@ func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInF
 		freed:   make(chan struct{}, 1),
 		ctx:     ctx,
 		done:    make(chan struct{}),
+		gates:   make(map[string]*tableGate),
 	}
 }
 
@@ -114,11 +124,11 @@ func (s *writeStage) run() {
 		case m, ok := <-in:
 			if !ok {
 				in = nil
-				s.take(s.b.Flush()...)
+				s.flushAll()
 				break
 			}
 			if m.flush != nil {
-				s.take(s.b.Flush()...)
+				s.flushAll()
 				close(m.flush)
 				break
 			}
@@ -196,7 +206,7 @@ func (s *writeStage) add(m writeMsg) {
 	// partition can be assigned again; a lost partition does not, so a new assignment's first rows flush
 	// out whatever the old one left.
 	if old, ok := s.owners[m.owner.tp]; ok && old != m.owner {
-		s.take(s.b.Flush()...)
+		s.flushAll()
 	}
 	s.owners[m.owner.tp] = m.owner
 	now := s.pl.now()
@@ -204,6 +214,14 @@ func (s *writeStage) add(m writeMsg) {
 		s.take(s.b.Add(r, now)...)
 	}
 	putHandOff(m.rows)
+}
+
+// flushAll takes every open batch out of the batcher. The batcher is then empty, so no row needs an owner
+// resolved any more: forgetting them all keeps a revoked partition (its tracker, its queue) from staying
+// reachable from the stage until another assignment of the same partition replaces it.
+func (s *writeStage) flushAll() {
+	s.take(s.b.Flush()...)
+	clear(s.owners)
 }
 
 // take moves batches out of the batcher into the ready queue, resolving the owner of every row now, while
@@ -252,13 +270,27 @@ func (s *writeStage) start(rb readyBatch) {
 func (s *writeStage) writer() {
 	defer s.wg.Done()
 	for rb := range s.jobs {
-		s.write(rb.b, rb.owners)
+		s.write(rb, 1)
 	}
 }
 
-func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
-	defer batcher.Release(b) // after everything below: none of it keeps b.Rows
-	defer putOwners(owners)
+// write sends one batch on the slot the caller took, and gives the slot back. attempt counts the times
+// the stage has sent this batch (the writer's own retries inside one Write not included).
+//
+// A batch the writer gives back unwritten is sent again later (retryLater), for as long as one of its
+// partitions is still ours and the process is not stopping: every reason a batch can fail for (a table
+// that does not exist yet, Cassandra failing for longer than writer.retry_attempts, a refused statement,
+// an unknown error) may go away without a restart. For a sliced topic, a missing slice table is first
+// created, or its rows dead-lettered, as the topic's bucket.missing_slice says.
+func (s *writeStage) write(rb readyBatch, attempt int) {
+	b, owners := rb.b, rb.owners
+	kept := false // the batch goes on to a retry, which releases it
+	defer func() {
+		if !kept {
+			batcher.Release(b) // after everything below: none of it keeps b.Rows
+			putOwners(owners)
+		}
+	}()
 	defer func() {
 		<-s.slots
 		select {
@@ -268,8 +300,18 @@ func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
 	}()
 	failures, err := s.pl.writer.Write(s.ctx, b)
 	if err != nil {
-		eachOwner(b, owners, nil, func(p *partition, offsets []int64) { p.writeFailed(offsets, err) })
+		var created bool
+		if created, err = s.createSlice(b, err); created {
+			failures, err = s.pl.writer.Write(s.ctx, b) // the table exists now
+		}
+	}
+	if err != nil {
+		kept = s.failed(rb, attempt, err)
 		return
+	}
+	if rb.retried {
+		eachOwner(b, owners, nil, func(p *partition, offsets []int64) { p.writeRecovered(offsets) })
+		s.gateLeft(rb, true)
 	}
 	m := s.pl.metrics
 	topic := b.Rows[0].Source.Topic
@@ -309,6 +351,99 @@ func (s *writeStage) write(b *batcher.Batch, owners []*partition) {
 		}
 	}
 	eachOwner(b, owners, rejected, func(p *partition, offsets []int64) { p.complete(offsets) })
+}
+
+// ReasonSlice is the dead-letter reason of a record whose slice table does not exist, in a topic with
+// bucket.missing_slice: dead_letter.
+const ReasonSlice = "slice"
+
+// createSlice creates the table of a batch that failed because its table does not exist, when the topic
+// is sliced with bucket.missing_slice: create. It reports whether the table now exists, and the error to
+// go on with: err itself, or err with the reason the creation failed. A failed creation leaves the batch
+// to be retried with backoff like any other failure (the ERROR log of a stuck partition carries the
+// cause, rate-limited), and the creation with it.
+func (s *writeStage) createSlice(b *batcher.Batch, err error) (bool, error) {
+	src := b.Rows[0].Source
+	ti := s.pl.topics[src.Topic]
+	if ti == nil || !ti.sliced || ti.missingSlice != config.MissingSliceCreate || s.pl.cfg.Slices == nil ||
+		!cassandra.IsMissingTable(err) || s.ctx.Err() != nil {
+		return false, err
+	}
+	table, ran, cerr := s.pl.cfg.Slices.CreateSlice(s.ctx, ti.name, b.Rows[0].EventTime)
+	if cerr != nil {
+		return false, fmt.Errorf("%w; creating it failed: %v", err, cerr)
+	}
+	if ran {
+		s.pl.log.Info("created a missing slice table", slog.String("topic", src.Topic), slog.String("table", table),
+			slog.Int("partition", int(src.Partition)), slog.Int64("offset", src.Offset))
+	}
+	return true, nil
+}
+
+// failed deals with a batch the writer gave back unwritten. It reports whether the batch was kept for a
+// retry (retryLater then owns it).
+func (s *writeStage) failed(rb readyBatch, attempt int, err error) bool {
+	b, owners := rb.b, rb.owners
+	reason := cassandra.FailUnknown
+	var we *cassandra.WriteError
+	if errors.As(err, &we) {
+		reason = we.Reason
+	}
+	if s.ctx.Err() != nil || s.pl.stopping.Load() || reason == cassandra.FailCanceled || !anyOwned(owners) {
+		eachOwner(b, owners, nil, func(p *partition, offsets []int64) { p.writeAbandoned(offsets) })
+		s.gateLeft(rb, false)
+		return false
+	}
+	if ti := s.pl.topics[b.Rows[0].Source.Topic]; ti != nil && ti.sliced &&
+		ti.missingSlice == config.MissingSliceDeadLetter && reason == cassandra.FailMissingTable {
+		s.deadLetterSlice(b, owners, err)
+		s.gateLeft(rb, false)
+		return false
+	}
+	s.pl.metrics.WriteStageRetries.WithLabelValues(b.Rows[0].Source.Topic, reason).Inc()
+	eachOwner(b, owners, nil, func(p *partition, offsets []int64) {
+		p.writeRetrying(offsets, tableOf(b), reason, attempt, err)
+	})
+	s.gateFailed(&rb)
+	s.retryLater(rb, attempt)
+	return true
+}
+
+// deadLetterSlice sends every row of a batch whose slice table does not exist to its partition's
+// dead-letter topic, with reason slice and an error naming the table. The sender reads each record back
+// from Kafka and completes it once produced.
+func (s *writeStage) deadLetterSlice(b *batcher.Batch, owners []*partition, err error) {
+	table := tableOf(b)
+	for i := range b.Rows {
+		p := owners[i]
+		if p == nil {
+			continue
+		}
+		off := b.Rows[i].Source.Offset
+		p.writeRecovered([]int64{off}) // no longer the write stage's: the sender finishes it
+		if !p.pending(off) {
+			continue // given up meanwhile
+		}
+		derr := fmt.Errorf("slice table %s does not exist (event time %s) and topics.%s.bucket.missing_slice is dead_letter: %w",
+			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), p.topic.name, err)
+		if p.topic.deadLetterTopic == "" {
+			p.halt(off, ReasonSlice, derr) // validation requires a dead_letter_topic; never silent
+			continue
+		}
+		p.log.Warn("slice table does not exist; dead-lettering the record", slog.Int64("offset", off),
+			slog.String("table", table))
+		p.dl.add(deadLetter{offset: off, reason: ReasonSlice, err: derr})
+	}
+}
+
+// anyOwned reports whether at least one partition of a batch's rows is still ours.
+func anyOwned(owners []*partition) bool {
+	for _, p := range owners {
+		if p != nil && p.ctx.Err() == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // eachOwner calls fn once per run of consecutive rows with the same owner, with their offsets, skipping

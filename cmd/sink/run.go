@@ -103,14 +103,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	defer session.Close()
 	// Values are bound pre-encoded for the configured column types: a table that disagrees would refuse
-	// every row, so say which column at start. A missing table is not fatal here (slices are created
-	// ahead by a scheduled `sink schema --apply`), but its rows cannot be written until it exists.
+	// every row, so say which column at start. A missing table is not fatal here: a sliced topic's
+	// missing slice is created on demand (or its records dead-lettered, bucket.missing_slice), and the
+	// rows of any other missing table are retried with backoff, their partition stuck, until it exists.
 	missing, err := cassandra.CheckSchema(ctx, session, cfg, nil, time.Now())
 	if err != nil {
 		return fmt.Errorf("checking the tables against the config: %w", err)
 	}
 	for _, t := range missing {
-		log.Warn("table does not exist; its rows wait until it does (run sink schema --apply)", slog.String("table", t))
+		log.Warn("table does not exist; its rows wait, retried with backoff, until it is created (sink schema --apply) or, for a slice, as bucket.missing_slice says",
+			slog.String("table", t))
 	}
 	w := cfg.Writer
 	writer := cassandra.NewWriter(session, cassandra.WriterConfig{
@@ -127,6 +129,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Writer:  writer,
 		Metrics: metrics,
 		Logger:  log,
+		Slices:  cassandra.NewSliceMaker(session, cfg),
 		Ping: func(ctx context.Context) error {
 			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
 		},

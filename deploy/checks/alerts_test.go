@@ -49,6 +49,7 @@ func TestAlertRules(t *testing.T) {
 		"SinkPartitionOverBudget": "sink_largest_partition_bytes",
 		"SinkWritesFailing":       "sink_records_failed_total",
 		"SinkNotReady":            "sink_ready",
+		"SinkPartitionStuck":      "sink_stuck_partitions",
 	} {
 		r, ok := alerts[alert]
 		if !ok {

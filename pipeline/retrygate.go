@@ -1,0 +1,141 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/bucketsink/sink/batcher"
+)
+
+// tableGate paces the write stage's retries of the batches of one table. Without it every failed batch
+// would be retried on a schedule of its own: a table that is missing while a high-cardinality topic has
+// thousands of batches buffered for it would be asked thousands of times per backoff period, by requests
+// that are all bound to fail the same way. Through the gate, while the table fails, one retried batch at a
+// time is sent (the probe), the probes spaced by the backoff of the table's failed probes in a row; once a
+// probe is written the gate opens and every waiting batch is sent, as slots allow.
+//
+// A gate lives while batches of its table are being retried (waiters > 0). The stage's gatesMu guards it.
+type tableGate struct {
+	waiters  int           // batches of the table in the retry path
+	failures int           // failed probes in a row (and the first failure): the backoff's retry number
+	next     time.Time     // no probe before this
+	open     bool          // a probe was written: waiting batches go without probing
+	probing  bool          // a batch is being sent as the probe
+	changed  chan struct{} // closed, and replaced, when the gate's state changes
+}
+
+// signal wakes every batch waiting on the gate to look at it again.
+func (g *tableGate) signal() {
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// tableOf names a batch's table, the key of its gate.
+func tableOf(b *batcher.Batch) string { return b.Target.Keyspace + "." + b.Target.Table }
+
+// gateFailed records that rb was given back unwritten and will be retried: it joins its table's waiters
+// (once), and when the table was thought to work (its first failure, a failed probe, or a failure after
+// the gate opened) the next probe is pushed back by the backoff of one more failure.
+func (s *writeStage) gateFailed(rb *readyBatch) {
+	table := tableOf(rb.b)
+	s.gatesMu.Lock()
+	defer s.gatesMu.Unlock()
+	g := s.gates[table]
+	if g == nil {
+		g = &tableGate{changed: make(chan struct{})}
+		s.gates[table] = g
+	}
+	if !rb.retried {
+		rb.retried = true
+		g.waiters++
+	}
+	if rb.probe || g.open || g.failures == 0 {
+		g.failures++
+		g.next = time.Now().Add(s.pl.backoff.Delay(g.failures))
+		g.open = false
+	}
+	if rb.probe {
+		rb.probe = false
+		g.probing = false
+	}
+	g.signal()
+}
+
+// gateLeft records that a retried batch left the retry path: written (ok, which opens the gate), handed
+// to the dead-letter topic, or abandoned. The last one out removes the gate.
+func (s *writeStage) gateLeft(rb readyBatch, ok bool) {
+	if !rb.retried {
+		return
+	}
+	table := tableOf(rb.b)
+	s.gatesMu.Lock()
+	defer s.gatesMu.Unlock()
+	g := s.gates[table]
+	if rb.probe {
+		g.probing = false
+	}
+	if ok {
+		g.open = true
+		g.failures = 0
+	}
+	g.signal()
+	if g.waiters--; g.waiters == 0 {
+		delete(s.gates, table)
+	}
+}
+
+// retryLater sends a batch again once its table's gate lets it (see tableGate), without holding a write
+// slot while it waits. It gives up, leaving the rows unwritten and not done (the next owner or the next
+// start replays them), when the stage is hard-stopped, the process starts stopping, or every partition of
+// the batch's rows was given up.
+func (s *writeStage) retryLater(rb readyBatch, attempt int) {
+	s.wg.Add(1) // called from a goroutine the group counts, so never an Add racing Wait at zero
+	go func() {
+		defer s.wg.Done()
+		var revoked <-chan struct{}
+		for _, p := range rb.owners {
+			if p != nil {
+				revoked = p.ctx.Done()
+				break
+			}
+		}
+		table := tableOf(rb.b)
+		for s.ctx.Err() == nil && !s.pl.stopping.Load() && anyOwned(rb.owners) {
+			s.gatesMu.Lock()
+			g := s.gates[table]
+			send := g.open
+			if !send && !g.probing && !time.Now().Before(g.next) {
+				g.probing, rb.probe, send = true, true, true
+			}
+			changed, next, probing := g.changed, g.next, g.probing
+			s.gatesMu.Unlock()
+			if send {
+				select {
+				case s.slots <- struct{}{}:
+					s.write(rb, attempt+1)
+					return
+				case <-s.ctx.Done():
+				}
+				break
+			}
+			var timeout <-chan time.Time
+			var t *time.Timer
+			if !probing {
+				t = time.NewTimer(time.Until(next))
+				timeout = t.C
+			}
+			select {
+			case <-changed:
+			case <-timeout:
+			case <-s.ctx.Done():
+			case <-revoked:
+			}
+			if t != nil {
+				t.Stop()
+			}
+		}
+		eachOwner(rb.b, rb.owners, nil, func(p *partition, offsets []int64) { p.writeAbandoned(offsets) })
+		s.gateLeft(rb, false)
+		batcher.Release(rb.b)
+		putOwners(rb.owners)
+	}()
+}
