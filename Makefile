@@ -13,7 +13,8 @@ help:
 	@echo "make build        build bin/sink (version $(VERSION))"
 	@echo "make run          the main job end to end: stack up, schema, sample events, sink run until caught up,"
 	@echo "                  SIGTERM, summary (scripts/demo; DEMO_COUNT, DEMO_BAD_FRACTION, DEMO_CONFIG)"
-	@echo "make test         start the local Kafka + Cassandra stack (if needed) and run every test against it;"
+	@echo "make test         start the local Kafka + Cassandra stack and its secured pair (if needed) and run every"
+	@echo "                  test against them;"
 	@echo "                  the stack stays up for the next run (STACK_DOWN=1 make test stops it afterwards)"
 	@echo "make test-clean   make test, then stop the stack"
 	@echo "make stack-up / stack-down / stack-status"
@@ -27,13 +28,14 @@ run:
 	scripts/demo
 
 # With SINK_TEST_KAFKA and SINK_TEST_CASSANDRA both set, the tests use those servers and the stack is not touched.
-# Otherwise the stack is started (a no-op when it already serves) and its addresses are exported. The exit status
+# Otherwise the stack is started with its secured servers (`up --secure`; a no-op for what already serves) and the
+# addresses, certificate directory and password files are exported (SINK_TEST_*, SINK_TEST_SECURE_*). The exit status
 # is go test's, also when STACK_DOWN=1 stops the stack afterwards.
 test:
 	@if [[ -n "$$SINK_TEST_KAFKA" && -n "$$SINK_TEST_CASSANDRA" ]]; then \
 		echo "make test: using SINK_TEST_KAFKA=$$SINK_TEST_KAFKA SINK_TEST_CASSANDRA=$$SINK_TEST_CASSANDRA"; \
 	else \
-		$(STACK) up || exit 1; \
+		$(STACK) up --secure || exit 1; \
 		export $$($(STACK) env); \
 	fi; \
 	status=0; \
