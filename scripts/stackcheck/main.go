@@ -6,6 +6,7 @@
 //	stackcheck [-timeout 5s] cassandra host:port   # CQL SELECT release_version FROM system.local answers
 //	stackcheck [-timeout 5s] -secure-dir DIR kafka-secure host:port      # as kafka, on the plaintext listener
 //	stackcheck [-timeout 5s] -secure-dir DIR cassandra-secure host:port  # TLS and login; creates the roles
+//	stackcheck [-timeout 5s] -ring-size N cassandra-ring host:port       # serves, and knows its N-1 peers
 //
 // For cassandra-secure, DIR is the directory scripts/stack made the certificates and passwords in (tls/ca.pem,
 // passwords/cassandra-admin, passwords/cassandra-sink). The first check that gets in (as the default superuser,
@@ -45,6 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	timeout := fs.Duration("timeout", 5*time.Second, "how long the one attempt may take")
 	secureDir := fs.String("secure-dir", "", "the secured servers' certificates and passwords (cassandra-secure)")
+	ringSize := fs.Int("ring-size", 0, "the number of nodes of the ring (cassandra-ring)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -69,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		info, err = checkKafka(ctx, addr)
 	case "cassandra":
 		info, err = checkCassandra(ctx, addr, *timeout)
+	case "cassandra-ring":
+		info, err = checkRingNode(ctx, addr, *timeout, *ringSize)
 	case "cassandra-secure":
 		if *secureDir == "" {
 			fmt.Fprintln(stderr, "stackcheck: cassandra-secure needs -secure-dir")
@@ -211,4 +215,34 @@ func checkSecureCassandra(ctx context.Context, addr string, timeout time.Duratio
 	}
 	defer session.Close()
 	return releaseVersion(ctx, session)
+}
+
+// checkRingNode checks that a ring node serves and has met every other node: its system.peers lists size-1
+// peers, so the ring is whole before a test creates a keyspace with replication factor size.
+func checkRingNode(ctx context.Context, addr string, timeout time.Duration, size int) (string, error) {
+	cluster, err := newCluster(addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	// Only this node: the check is about what it knows, not about its peers' answers.
+	host, _, _ := net.SplitHostPort(addr)
+	cluster.HostFilter = gocql.WhiteListHostFilter(host)
+	cluster.DisableInitialHostLookup = true
+	session, err := cluster.CreateSession()
+	if err != nil {
+		return "", fmt.Errorf("connecting: %w", err)
+	}
+	defer session.Close()
+	info, err := releaseVersion(ctx, session)
+	if err != nil {
+		return "", err
+	}
+	var peers int
+	if err := session.Query("SELECT count(*) FROM system.peers_v2").WithContext(ctx).Scan(&peers); err != nil {
+		return "", fmt.Errorf("counting peers: %w", err)
+	}
+	if peers < size-1 {
+		return "", fmt.Errorf("knows %d of its %d peers", peers, size-1)
+	}
+	return fmt.Sprintf("%s, %d peers", info, peers), nil
 }
