@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,10 +61,12 @@ type tlsSide struct {
 
 // cassSide is the Cassandra half.
 type cassSide struct {
-	host     string
-	user     string
-	passFile string
-	tls      tlsSide
+	host        string   // one node, or
+	hosts       []string // several
+	consistency string   // default LOCAL_ONE
+	user        string
+	passFile    string
+	tls         tlsSide
 }
 
 func (t tlsSide) yaml(indent string) string {
@@ -82,7 +85,7 @@ func (t tlsSide) yaml(indent string) string {
 
 // writeConfig writes a sink config for one topic into the test's directory and returns its path. Secrets are
 // password files, as a deployment would mount them.
-func writeConfig(t *testing.T, name string, k kafkaSide, c cassSide, keyspace, topic, group string) string {
+func writeConfig(t *testing.T, name string, k kafkaSide, c cassSide, keyspace, topic, group string, extra ...string) string {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "kafka:\n  brokers: [%q]\n  group: %s\n", k.broker, group)
@@ -90,10 +93,25 @@ func writeConfig(t *testing.T, name string, k kafkaSide, c cassSide, keyspace, t
 	if k.mechanism != "" {
 		fmt.Fprintf(&b, "  sasl:\n    mechanism: %s\n    username: %q\n    password_file: %q\n", k.mechanism, k.user, k.passFile)
 	}
-	fmt.Fprintf(&b, "cassandra:\n  hosts: [%q]\n  keyspace: %s\n  consistency: LOCAL_ONE\n  connect_timeout: 10s\n", c.host, keyspace)
+	hosts, cons := c.hosts, c.consistency
+	if c.host != "" {
+		hosts = append(hosts, c.host)
+	}
+	if cons == "" {
+		cons = "LOCAL_ONE"
+	}
+	quoted := make([]string, len(hosts))
+	for i, h := range hosts {
+		quoted[i] = strconv.Quote(h)
+	}
+	fmt.Fprintf(&b, "cassandra:\n  hosts: [%s]\n  keyspace: %s\n  consistency: %s\n  connect_timeout: 10s\n",
+		strings.Join(quoted, ", "), keyspace, cons)
 	b.WriteString(c.tls.yaml("  "))
 	if c.user != "" {
 		fmt.Fprintf(&b, "  auth:\n    username: %q\n    password_file: %q\n", c.user, c.passFile)
+	}
+	for _, e := range extra {
+		b.WriteString(e)
 	}
 	fmt.Fprintf(&b, `metrics:
   address: ""
@@ -193,7 +211,9 @@ func applySchema(t *testing.T, s *testenv.Secured, k kafkaSide, keyspace, topic 
 	}
 }
 
-func produce(t *testing.T, broker, topic string, n int) {
+// produce writes records from to from+n-1: record i has value i and a distinct event time, so every record is
+// its own row and the values of n rows sum to a known total.
+func produce(t *testing.T, broker, topic string, from, n int) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.DefaultProduceTopic(topic))
 	if err != nil {
@@ -202,9 +222,10 @@ func produce(t *testing.T, broker, topic string, n int) {
 	defer cl.Close()
 	recs := make([]*kgo.Record, n)
 	base := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
-	for i := range recs {
+	for j := range recs {
+		i := from + j
 		v := fmt.Sprintf(`{"device_id":"dev-%d","ts":%q,"value":%d}`, i%5, base.Add(time.Duration(i)*time.Second).Format(time.RFC3339), i)
-		recs[i] = &kgo.Record{Key: []byte(fmt.Sprint(i % 5)), Value: []byte(v)}
+		recs[j] = &kgo.Record{Key: []byte(fmt.Sprint(i % 5)), Value: []byte(v)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -262,7 +283,7 @@ func TestSinkRunsThroughSASLAndMTLSIntoTLSPasswordCassandra(t *testing.T) {
 			testenv.CreateTopic(t, []string{s.Kafka}, topic, 2)
 			keyspace := s.Keyspace(t, "MODIFY")
 			applySchema(t, s, tc.kafka, keyspace, topic)
-			produce(t, s.Kafka, topic, records)
+			produce(t, s.Kafka, topic, 0, records)
 
 			group := testenv.Name(t, "group")
 			cass := cassSide{host: s.Cassandra, user: s.CassUser, passFile: s.CassPass, tls: tlsSide{enabled: true, ca: ca}}

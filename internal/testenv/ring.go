@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,9 +34,16 @@ func Ring(t testing.TB) []string {
 }
 
 // RingNode stops ("stop": SIGTERM, a drain), kills ("kill": SIGKILL) or starts again ("start", keeping its data,
-// returning once it serves) ring node n (1-based) through `scripts/stack ring`.
+// returning once it serves) ring node n (1-based) through `scripts/stack ring`, and fails t if that fails.
 func RingNode(t testing.TB, action string, n int) {
 	t.Helper()
+	if err := RingControl(action, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// RingControl is RingNode for a goroutine: it returns the failure instead of ending the test.
+func RingControl(action string, n int) error {
 	_, file, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "stack")
 	cmd := exec.Command(script, "ring", action, strconv.Itoa(n))
@@ -44,6 +52,7 @@ func RingNode(t testing.TB, action string, n int) {
 		cmd.Env = append(cmd.Env, "SINK_STACK_DIR="+dir)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("scripts/stack ring %s %d: %v\n%s", action, n, err, out)
+		return fmt.Errorf("scripts/stack ring %s %d: %w\n%s", action, n, err, out)
 	}
+	return nil
 }
