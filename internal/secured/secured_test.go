@@ -24,24 +24,25 @@ import (
 // exitRefused is the documented exit code of `sink run` when a server refuses the connection at start.
 const exitRefused = 6
 
-// sinkBin is the sink binary built once for the package's tests.
-var sinkBin string
-
-func TestMain(m *testing.M) {
+// sinkBin builds the sink binary once, on first use: a run where every test skips builds nothing.
+var sinkBin = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "sink-secured-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return "", err
 	}
-	sinkBin = filepath.Join(dir, "sink")
-	build := exec.Command("go", "build", "-o", sinkBin, "github.com/bucketsink/sink/cmd/sink")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the sink:", err)
-		os.Exit(1)
+	bin := filepath.Join(dir, "sink")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/bucketsink/sink/cmd/sink").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building the sink: %w\n%s", err, out)
 	}
+	return bin, nil
+})
+
+func TestMain(m *testing.M) {
 	code := m.Run()
-	os.RemoveAll(dir)
+	if bin, err := sinkBin(); err == nil {
+		os.RemoveAll(filepath.Dir(bin))
+	}
 	os.Exit(code)
 }
 
@@ -147,7 +148,11 @@ type sinkProc struct {
 
 func startSink(t *testing.T, args ...string) *sinkProc {
 	t.Helper()
-	p := &sinkProc{cmd: exec.Command(sinkBin, args...), out: &lockedBuffer{}, done: make(chan error, 1)}
+	bin, err := sinkBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &sinkProc{cmd: exec.Command(bin, args...), out: &lockedBuffer{}, done: make(chan error, 1)}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	// Nothing from the environment may reach the config: the test's file is the whole configuration.
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
@@ -206,9 +211,11 @@ func applySchema(t *testing.T, s *testenv.Secured, k kafkaSide, keyspace, topic 
 	admin := cassSide{host: s.Cassandra, user: s.AdminUser, passFile: s.AdminPass,
 		tls: tlsSide{enabled: true, ca: s.TLSFile("ca.pem")}}
 	cfg := writeConfig(t, "admin", k, admin, keyspace, topic, "unused")
-	if code, out := runSink(t, 2*time.Minute, "schema", "--apply", "--config", cfg); code != 0 {
+	code, out := runSink(t, 2*time.Minute, "schema", "--apply", "--config", cfg)
+	if code != 0 {
 		t.Fatalf("sink schema --apply as %s exited %d:\n%s", s.AdminUser, code, out)
 	}
+	assertNoSecrets(t, out, s.Secret(t, s.AdminPass), s.Secret(t, s.KafkaPass))
 }
 
 // produce writes records from to from+n-1: record i has value i and a distinct event time, so every record is
