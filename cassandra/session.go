@@ -2,17 +2,16 @@ package cassandra
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
+	"strings"
 	"sync"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/refusal"
 )
 
 // Fallbacks for zero fields of config.Cassandra. The config package fills the same defaults when it
@@ -58,7 +57,37 @@ func Connect(ctx context.Context, c config.Cassandra) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return connectCluster(ctx, cluster, cons)
+	s, err := connectCluster(ctx, cluster, cons)
+	if err != nil {
+		if cause := refusalCause(err, c.TLS.Enabled); cause != "" {
+			// The refusal names the hosts already; keep the driver's own words as the detail.
+			return nil, &refusal.Error{Server: "cassandra", Addrs: c.Hosts, Cause: cause, Err: errors.Unwrap(err)}
+		}
+	}
+	return s, err
+}
+
+// refusalCause names what in the configuration keeps the cluster from accepting the session, or returns ""
+// for other failures (no host answers, a timeout). gocql flattens the causes into text, so this reads the
+// messages of the driver and of Cassandra's authenticator.
+func refusalCause(err error, tlsEnabled bool) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "and/or password are incorrect"):
+		// Cassandra answers the same for an unknown role and a wrong password.
+		return "authentication failed: wrong cassandra.auth.username or password, or no such role"
+	case strings.Contains(msg, "authentication required"):
+		return "the cluster requires a login: set cassandra.auth.username and a password"
+	}
+	if cause := refusal.Cause(err, "cassandra.tls"); cause != "" {
+		return cause
+	}
+	if !tlsEnabled && (strings.Contains(msg, "connection reset by peer") || strings.Contains(msg, "EOF")) &&
+		strings.Contains(msg, "unable to discover protocol version") {
+		return "the server closed the connection at the first request, as a TLS-only port does with a plaintext " +
+			"client: set cassandra.tls.enabled: true if the cluster requires TLS"
+	}
+	return ""
 }
 
 // connectCluster creates the driver session. gocql takes no context, so the creation runs aside;
@@ -145,44 +174,13 @@ func newCluster(c config.Cassandra) (*gocql.ClusterConfig, gocql.Consistency, er
 		}
 	}
 	if c.TLS.Enabled {
-		tc, err := tlsConfig(c.TLS, "cassandra.tls")
+		tc, err := c.TLS.ClientConfig("cassandra.tls")
 		if err != nil {
 			return nil, 0, err
 		}
 		cluster.SslOpts = &gocql.SslOptions{Config: tc, EnableHostVerification: !c.TLS.InsecureSkipVerify}
 	}
 	return cluster, cons, nil
-}
-
-// tlsConfig loads the CA and client certificate files, so a bad path fails at start with its
-// key path instead of at the first dial.
-func tlsConfig(t config.TLS, key string) (*tls.Config, error) {
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         t.ServerName,
-		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // an explicit, documented opt-out
-	}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("%s.ca_file: %w", key, err)
-		}
-		tc.RootCAs = x509.NewCertPool()
-		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s.ca_file %q: no PEM certificate found", key, t.CAFile)
-		}
-	}
-	if t.CertFile != "" || t.KeyFile != "" {
-		if t.CertFile == "" || t.KeyFile == "" {
-			return nil, fmt.Errorf("%s: cert_file and key_file go together; set both or neither", key)
-		}
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("%s.cert_file/key_file: %w", key, err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
 }
 
 func parseConsistency(s string) (gocql.Consistency, error) {

@@ -1,6 +1,7 @@
 package cassandra
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +98,34 @@ func TestServerWriteTimestampIsNotStampedByTheClient(t *testing.T) {
 	}
 	if cluster.DefaultTimestamp {
 		t.Error("the session sends a client timestamp with every request; write_timestamp server must be the coordinator's")
+	}
+}
+
+// TestRefusalCauseNamesLoginAndTLSFailures classifies the connection errors gocql returns from a secured
+// node (their text, as recorded against Cassandra 5.0): each configuration cause is named, a node that is
+// simply down is not a refusal.
+func TestRefusalCauseNamesLoginAndTLSFailures(t *testing.T) {
+	const prefix = "connecting to cassandra.hosts [h:9142]: gocql: unable to create session: unable to discover protocol version: "
+	cases := []struct {
+		name string
+		msg  string
+		tls  bool
+		want string
+	}{
+		{"wrong password", "Provided username sink and/or password are incorrect", true, "authentication failed"},
+		{"no login configured", `authentication required (using "org.apache.cassandra.auth.PasswordAuthenticator")`, true, "requires a login"},
+		{"untrusted", "tls: failed to verify certificate: x509: certificate signed by unknown authority", true, "untrusted certificate"},
+		{"name mismatch", "tls: failed to verify certificate: x509: certificate is valid for localhost, not c.invalid", true, "server name mismatch"},
+		{"plaintext on a TLS port", "read tcp 127.0.0.1:5->127.0.0.1:9142: read: connection reset by peer", false, "TLS-only port"},
+		{"reset with TLS on", "read tcp 127.0.0.1:5->127.0.0.1:9142: read: connection reset by peer", true, ""},
+		{"down", "dial tcp 127.0.0.1:9142: connect: connection refused", false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := refusalCause(errors.New(prefix+tc.msg), tc.tls)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Fatalf("refusalCause = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -2,17 +2,15 @@ package pipeline
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -20,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/refusal"
 )
 
 // commitTimeout bounds the synchronous commit of a revoke. The commit is one request to the group
@@ -40,7 +39,7 @@ func (pl *Pipeline) kafkaOptions() (consumer, producer []kgo.Opt, err error) {
 		kgo.FetchIsolationLevel(isolationLevel(k.IsolationLevel)),
 	}
 	if k.TLS.Enabled {
-		tc, err := tlsConfig(k.TLS)
+		tc, err := k.TLS.ClientConfig("kafka.tls")
 		if err != nil {
 			return nil, nil, err
 		}
@@ -258,27 +257,47 @@ func (pl *Pipeline) autoCommitted(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ 
 	}
 }
 
-func tlsConfig(t config.TLS) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // opt-in by config
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kafka.tls.ca_file: %s holds no PEM certificate", t.CAFile)
-		}
-		tc.RootCAs = pool
+// brokerCheckTimeout bounds the start-up check of the brokers.
+const brokerCheckTimeout = 30 * time.Second
+
+// checkBrokers asks the brokers for their API versions once, through cl's TLS and SASL settings, so a
+// configuration that can never connect (a refused login, a certificate not trusted or for another name,
+// TLS at one end only) stops the sink at start with a *refusal.Error naming the cause. Brokers that do not
+// answer at all are not an error here: the client keeps retrying them, as it does later in the run.
+func (pl *Pipeline) checkBrokers(ctx context.Context, cl *kgo.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, brokerCheckTimeout)
+	defer cancel()
+	err := cl.Ping(ctx)
+	if err == nil || ctx.Err() != nil {
+		return nil
 	}
-	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.cert_file, kafka.tls.key_file: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
+	k := pl.sink.Kafka
+	if cause := kafkaRefusal(err, k); cause != "" {
+		return &refusal.Error{Server: "kafka", Addrs: k.Brokers, Cause: cause, Err: err}
 	}
-	return tc, nil
+	pl.log.Warn("no broker answered the start-up check; the client keeps retrying",
+		slog.Any("brokers", k.Brokers), slog.Any("error", err))
+	return nil
+}
+
+// kafkaRefusal names the configuration cause of a failed connection to the brokers, or returns "" for
+// failures that may pass (a broker down, a timeout).
+func kafkaRefusal(err error, k config.Kafka) string {
+	var eof *kgo.ErrFirstReadEOF
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return fmt.Sprintf("authentication failed: wrong kafka.sasl.username or password, or the user has no %s credentials", k.SASL.Mechanism)
+	case errors.Is(err, kerr.UnsupportedSaslMechanism):
+		return fmt.Sprintf("the listener does not enable SASL mechanism %s (kafka.sasl.mechanism)", k.SASL.Mechanism)
+	case strings.Contains(err.Error(), "appear to be a tls alert record"):
+		return "the listener speaks TLS and the client does not: set kafka.tls.enabled: true or dial its plaintext port"
+	case errors.As(err, &eof):
+		if k.TLS.Enabled {
+			return "the broker closed the connection at once, as a plaintext listener does with a TLS client: set kafka.tls.enabled: false or dial its TLS port"
+		}
+		return "the broker closed the connection at once: the listener may require TLS (kafka.tls.enabled) or SASL (kafka.sasl)"
+	}
+	return refusal.Cause(err, "kafka.tls")
 }
 
 func saslMechanism(s config.SASL) (sasl.Mechanism, error) {

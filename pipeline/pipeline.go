@@ -208,6 +208,9 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("creating the dead-letter producer (kafka.brokers): %w", err)
 	}
 	defer pl.producer.Close()
+	if err := pl.checkBrokers(ctx, pl.producer); err != nil {
+		return err
+	}
 	pl.client, err = kgo.NewClient(consumerOpts...)
 	if err != nil {
 		return fmt.Errorf("creating the consumer (kafka.brokers, kafka.group): %w", err)

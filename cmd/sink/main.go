@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/bucketsink/sink/internal/refusal"
 )
 
 // command is one subcommand. It returns the process exit code (see docs/DESIGN.md).
@@ -29,7 +31,19 @@ const (
 	exitConfig  = 3
 	exitBadData = 4
 	exitNoFit   = 5
+	// exitRefused: Kafka or Cassandra refused the connection for a cause only a configuration change
+	// cures (credentials, certificates, TLS at one end only); see internal/refusal.
+	exitRefused = 6
 )
+
+// failureCode is the exit code of a runtime failure: exitRefused for a refused connection, else
+// exitFailure.
+func failureCode(err error) int {
+	if _, ok := errors.AsType[*refusal.Error](err); ok {
+		return exitRefused
+	}
+	return exitFailure
+}
 
 func commands() map[string]command {
 	return map[string]command{

@@ -23,6 +23,7 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/memlimit"
+	"github.com/bucketsink/sink/internal/refusal"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline"
 )
@@ -41,7 +42,8 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "every record to its Cassandra partition, at least once. Serves /metrics, /healthz,")
 		fmt.Fprintln(stderr, "/readyz and /debug/partitions on metrics.address. SIGINT or SIGTERM stops it")
 		fmt.Fprintln(stderr, "gracefully (flush, commit, leave the group); a second signal exits at once.")
-		fmt.Fprintln(stderr, "Exit codes: 0 stopped cleanly, 1 runtime failure, 2 usage, 3 invalid config.")
+		fmt.Fprintln(stderr, "Exit codes: 0 stopped cleanly, 1 runtime failure, 2 usage, 3 invalid config, 6 a server")
+		fmt.Fprintln(stderr, "refused the connection at start (login, certificate, TLS at one end only).")
 		fmt.Fprintln(stderr, "A dead_letter_topic that does not exist in Kafka at start-up is invalid config (3).")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
@@ -77,7 +79,7 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		if _, ok := errors.AsType[*pipeline.MissingDeadLetterTopicsError](err); ok {
 			return exitConfig
 		}
-		return exitFailure
+		return failureCode(err)
 	}
 	return exitOK
 }
@@ -98,7 +100,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	connectCtx, cancel := context.WithTimeout(ctx, time.Duration(cfg.Cassandra.ConnectTimeout)+30*time.Second)
 	session, err := cassandra.Connect(connectCtx, cfg.Cassandra)
 	cancel()
-	if err != nil {
+	if _, refused := errors.AsType[*refusal.Error](err); refused {
+		return err // it names the server and the cause
+	} else if err != nil {
 		return fmt.Errorf("connecting to cassandra (cassandra.hosts %v): %w", cfg.Cassandra.Hosts, err)
 	}
 	defer session.Close()

@@ -25,7 +25,8 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "or dropped), then every table is checked against the policy in system_schema; a table created")
 		fmt.Fprintln(stderr, "earlier with another key fails the command.")
 		fmt.Fprintln(stderr, "\nExit codes: 0 ok; 1 cannot reach Cassandra, a statement failed or a table does not match;")
-		fmt.Fprintln(stderr, "2 usage error; 3 invalid configuration.")
+		fmt.Fprintln(stderr, "2 usage error; 3 invalid configuration; 6 Cassandra refused the connection (login, certificate,")
+		fmt.Fprintln(stderr, "TLS at one end only).")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -78,7 +79,7 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	s, err := cassandra.Connect(ctx, cfg.Cassandra)
 	if err != nil {
 		fmt.Fprintf(stderr, "sink schema: %v\n", err)
-		return exitFailure
+		return failureCode(err)
 	}
 	defer s.Close()
 	if err := cassandra.ApplySchema(ctx, s, cfg, topics, now); err != nil {

@@ -4,6 +4,14 @@
 //
 //	stackcheck [-timeout 5s] kafka host:port       # a Kafka metadata request answers
 //	stackcheck [-timeout 5s] cassandra host:port   # CQL SELECT release_version FROM system.local answers
+//	stackcheck [-timeout 5s] -secure-dir DIR kafka-secure host:port      # as kafka, on the plaintext listener
+//	stackcheck [-timeout 5s] -secure-dir DIR cassandra-secure host:port  # TLS and login; creates the roles
+//	stackcheck [-timeout 5s] -ring-size N cassandra-ring host:port       # serves, and knows its N-1 peers
+//
+// For cassandra-secure, DIR is the directory scripts/stack made the certificates and passwords in (tls/ca.pem,
+// passwords/cassandra-admin, passwords/cassandra-sink). The first check that gets in (as the default superuser,
+// cassandra/cassandra) creates the superuser stackadmin and the login role sink (no permissions: tests grant
+// them per keyspace), then disables the default superuser's login; later checks log in as stackadmin.
 //
 // It makes one attempt and exits 0 when the server answered, 1 when it did not (the reason on stderr), 2 on a usage
 // error. The polling, deadlines and log tails are the script's job.
@@ -11,13 +19,17 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -33,11 +45,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("stackcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	timeout := fs.Duration("timeout", 5*time.Second, "how long the one attempt may take")
+	secureDir := fs.String("secure-dir", "", "the secured servers' certificates and passwords (cassandra-secure)")
+	ringSize := fs.Int("ring-size", 0, "the number of nodes of the ring (cassandra-ring)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() != 2 {
-		fmt.Fprintln(stderr, "usage: stackcheck [-timeout 5s] kafka|cassandra host:port")
+		fmt.Fprintln(stderr, "usage: stackcheck [-timeout 5s] [-secure-dir DIR] kafka|cassandra|kafka-secure|cassandra-secure host:port")
 		return 2
 	}
 	kind, addr := fs.Arg(0), fs.Arg(1)
@@ -53,12 +67,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err  error
 	)
 	switch kind {
-	case "kafka":
+	case "kafka", "kafka-secure":
 		info, err = checkKafka(ctx, addr)
 	case "cassandra":
 		info, err = checkCassandra(ctx, addr, *timeout)
+	case "cassandra-ring":
+		info, err = checkRingNode(ctx, addr, *timeout, *ringSize)
+	case "cassandra-secure":
+		if *secureDir == "" {
+			fmt.Fprintln(stderr, "stackcheck: cassandra-secure needs -secure-dir")
+			return 2
+		}
+		info, err = checkSecureCassandra(ctx, addr, *timeout, *secureDir)
 	default:
-		fmt.Fprintf(stderr, "stackcheck: unknown server kind %q (want kafka or cassandra)\n", kind)
+		fmt.Fprintf(stderr, "stackcheck: unknown server kind %q (want kafka, cassandra, kafka-secure or cassandra-secure)\n", kind)
 		return 2
 	}
 	if err != nil {
@@ -96,24 +118,131 @@ func checkKafka(ctx context.Context, addr string) (string, error) {
 }
 
 func checkCassandra(ctx context.Context, addr string, timeout time.Duration) (string, error) {
+	cluster, err := newCluster(addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	session, err := cluster.CreateSession()
+	if err != nil {
+		return "", fmt.Errorf("connecting: %w", err)
+	}
+	defer session.Close()
+	return releaseVersion(ctx, session)
+}
+
+func newCluster(addr string, timeout time.Duration) (*gocql.ClusterConfig, error) {
 	host, portText, _ := net.SplitHostPort(addr)
 	port, err := strconv.Atoi(portText)
 	if err != nil {
-		return "", fmt.Errorf("port %q: %w", portText, err)
+		return nil, fmt.Errorf("port %q: %w", portText, err)
 	}
 	cluster := gocql.NewCluster(host)
 	cluster.Port = port
 	cluster.Timeout = timeout
 	cluster.ConnectTimeout = timeout
 	cluster.NumConns = 1
-	session, err := cluster.CreateSession()
-	if err != nil {
-		return "", fmt.Errorf("connecting: %w", err)
-	}
-	defer session.Close()
+	return cluster, nil
+}
+
+func releaseVersion(ctx context.Context, session *gocql.Session) (string, error) {
 	var release string
 	if err := session.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&release); err != nil {
 		return "", fmt.Errorf("querying system.local: %w", err)
 	}
 	return "release_version " + release, nil
+}
+
+// checkSecureCassandra logs in over TLS as stackadmin; when that role does not exist yet, it logs in as the
+// default superuser and creates the roles (see the package comment).
+func checkSecureCassandra(ctx context.Context, addr string, timeout time.Duration, dir string) (string, error) {
+	ca, err := os.ReadFile(filepath.Join(dir, "tls", "ca.pem"))
+	if err != nil {
+		return "", err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return "", fmt.Errorf("%s holds no certificate", filepath.Join(dir, "tls", "ca.pem"))
+	}
+	secret := func(name string) (string, error) {
+		b, err := os.ReadFile(filepath.Join(dir, "passwords", name))
+		return strings.TrimSpace(string(b)), err
+	}
+	adminPass, err := secret("cassandra-admin")
+	if err != nil {
+		return "", err
+	}
+	sinkPass, err := secret("cassandra-sink")
+	if err != nil {
+		return "", err
+	}
+	connect := func(user, pass string) (*gocql.Session, error) {
+		cluster, err := newCluster(addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		cluster.SslOpts = &gocql.SslOptions{
+			Config:                 &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+			EnableHostVerification: true,
+		}
+		cluster.Authenticator = gocql.PasswordAuthenticator{Username: user, Password: pass}
+		return cluster.CreateSession()
+	}
+	session, err := connect("stackadmin", adminPass)
+	if err != nil {
+		// Not set up yet (or not serving: then the default superuser fails too, and that error is reported).
+		first, err := connect("cassandra", "cassandra")
+		if err != nil {
+			return "", fmt.Errorf("connecting over TLS as stackadmin or as the default superuser: %w", err)
+		}
+		defer first.Close()
+		// Hex passwords made by scripts/stack: nothing to escape in a CQL string.
+		for _, stmt := range []string{
+			"CREATE ROLE IF NOT EXISTS stackadmin WITH SUPERUSER = true AND LOGIN = true AND PASSWORD = '" + adminPass + "'",
+			"CREATE ROLE IF NOT EXISTS sink WITH LOGIN = true AND PASSWORD = '" + sinkPass + "'",
+		} {
+			if err := first.Query(stmt).WithContext(ctx).Exec(); err != nil {
+				return "", fmt.Errorf("creating the roles: %w", err)
+			}
+		}
+		if session, err = connect("stackadmin", adminPass); err != nil {
+			return "", fmt.Errorf("logging in as stackadmin after creating it: %w", err)
+		}
+		// A well-known password must not open the node.
+		if err := session.Query("ALTER ROLE cassandra WITH LOGIN = false").WithContext(ctx).Exec(); err != nil {
+			session.Close()
+			return "", fmt.Errorf("disabling the default superuser: %w", err)
+		}
+	}
+	defer session.Close()
+	return releaseVersion(ctx, session)
+}
+
+// checkRingNode checks that a ring node serves and has met every other node: its system.peers lists size-1
+// peers, so the ring is whole before a test creates a keyspace with replication factor size.
+func checkRingNode(ctx context.Context, addr string, timeout time.Duration, size int) (string, error) {
+	cluster, err := newCluster(addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	// Only this node: the check is about what it knows, not about its peers' answers.
+	host, _, _ := net.SplitHostPort(addr)
+	cluster.HostFilter = gocql.WhiteListHostFilter(host)
+	cluster.DisableInitialHostLookup = true
+	session, err := cluster.CreateSession()
+	if err != nil {
+		return "", fmt.Errorf("connecting: %w", err)
+	}
+	defer session.Close()
+	info, err := releaseVersion(ctx, session)
+	if err != nil {
+		return "", err
+	}
+	var peers int
+	if err := session.Query("SELECT count(*) FROM system.peers_v2").WithContext(ctx).Scan(&peers); err != nil {
+		return "", fmt.Errorf("counting peers: %w", err)
+	}
+	if peers < size-1 {
+		return "", fmt.Errorf("knows %d of its %d peers", peers, size-1)
+	}
+	return fmt.Sprintf("%s, %d peers", info, peers), nil
 }
