@@ -131,11 +131,20 @@ func (pl *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[stri
 // writes and dead letters (at most writer.shutdown_timeout; on timeout the rest is abandoned unmarked),
 // set revoked so no late acknowledgement marks again, and commit the marked watermarks synchronously. A
 // custom revoke callback must commit itself (DRIVER-NOTES R5.1). It also runs on Close.
+//
+// On shutdown the wait ends shutdown_timeout after the cancel, not after this call, and the commit has
+// finalCommitTimeout: both are steps of StopBound.
 func (pl *Pipeline) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	pl.revoking.Add(1)
+	defer pl.revoking.Add(-1)
 	start := time.Now()
+	drainBy, commitWithin := start.Add(pl.shutdownTimeout), commitTimeout
+	if pl.stopping.Load() {
+		drainBy, commitWithin = pl.stopStart().Add(pl.shutdownTimeout), finalCommitTimeout
+	}
 	parts := pl.take(revoked)
 	if len(parts) > 0 {
-		deadline, cancel := context.WithTimeout(ctx, pl.shutdownTimeout)
+		deadline, cancel := context.WithDeadline(ctx, drainBy)
 		var wg sync.WaitGroup
 		for _, p := range parts {
 			wg.Go(p.stop)
@@ -158,7 +167,7 @@ func (pl *Pipeline) revoked(ctx context.Context, cl *kgo.Client, revoked map[str
 	}
 	// Commit even when nothing was revoked now: this callback ends every group session, and the marks of
 	// all owned partitions are worth committing before the session changes.
-	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	cctx, cancel := context.WithTimeout(ctx, commitWithin)
 	defer cancel()
 	if err := cl.CommitMarkedOffsets(cctx); err != nil {
 		pl.metrics.CommitFailures.Inc()

@@ -16,6 +16,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/bounded"
 	"github.com/bucketsink/sink/mapper"
 )
 
@@ -86,6 +87,9 @@ type Pipeline struct {
 	cassOK    atomic.Bool
 	lastAlive atomic.Int64 // unix nanos of the poll loop's last turn
 	running   atomic.Bool
+	// stoppedAt is when shutdown began (unix nanos); revoking counts the revoke callbacks running.
+	stoppedAt atomic.Int64
+	revoking  atomic.Int32
 }
 
 // New checks cfg and prepares a pipeline; it opens no connection.
@@ -151,10 +155,33 @@ func orDefault[T comparable](v, def T) T {
 	return v
 }
 
-// Run consumes until ctx is canceled, then shuts down gracefully: it stops fetching, flushes, waits for
-// in-flight writes and dead letters (up to writer.shutdown_timeout), commits and leaves the group. It
-// returns nil after a clean shutdown, or the fatal error that stopped it (a group authorization failure,
-// for example).
+// Bounds of the shutdown steps that follow the drain. With the drain's writer.shutdown_timeout they make
+// StopBound, which the chart's terminationGracePeriodSeconds covers with a margin (docs/PIPELINE.md,
+// "Shutdown"). None of them can extend another: a step that overruns is abandoned, not waited for.
+const (
+	// finalCommitTimeout bounds the commit of the last revoke. It is shorter than commitTimeout (a revoke
+	// during a rebalance) because the process is about to exit; one commit takes milliseconds when Kafka
+	// answers, and when it does not the records since the last periodic commit are replayed.
+	finalCommitTimeout = 4 * time.Second
+	// leaveTimeout bounds the LeaveGroup request. Unsent, the group notices after kafka.session_timeout.
+	leaveTimeout = 2 * time.Second
+	// stageStopTimeout bounds the wait for the write stage once its leftover writes are canceled.
+	stageStopTimeout = time.Second
+	// clientCloseTimeout bounds closing the consumer and the dead-letter producer (closed side by side).
+	clientCloseTimeout = 2 * time.Second
+)
+
+// StopBound is the longest Run takes to return once ctx is canceled: the drain (shutdownTimeout, 0 for the
+// default), the final commit, leaving the group, stopping the write stage and closing the Kafka clients.
+func StopBound(shutdownTimeout time.Duration) time.Duration {
+	return orDefault(shutdownTimeout, config.DefaultShutdownTimeout.Std()) +
+		finalCommitTimeout + leaveTimeout + stageStopTimeout + clientCloseTimeout
+}
+
+// Run consumes until ctx is canceled, then shuts down gracefully within StopBound: it stops fetching,
+// flushes, waits for in-flight writes and dead letters (up to writer.shutdown_timeout from the cancel),
+// commits, leaves the group and closes its clients. It returns nil after a clean shutdown, or the fatal
+// error that stopped it (a group authorization failure, for example).
 func (pl *Pipeline) Run(ctx context.Context) error {
 	if !pl.running.CompareAndSwap(false, true) {
 		return errors.New("pipeline: Run called twice")
@@ -172,9 +199,9 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the dead-letter producer (kafka.brokers): %w", err)
 	}
-	defer pl.producer.Close()
 	pl.client, err = kgo.NewClient(consumerOpts...)
 	if err != nil {
+		pl.producer.Close()
 		return fmt.Errorf("creating the consumer (kafka.brokers, kafka.group): %w", err)
 	}
 
@@ -196,12 +223,14 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		slog.Any("topics", pl.kafkaTopics()))
 	runErr := pl.pollLoop(ctx)
 
-	// Shutdown, in order. Readiness is already false (pollLoop set stopping).
-	// 1. Leave the group: Close runs OnPartitionsRevoked for every owned partition, which stops the workers,
-	//    flushes, waits for in-flight work up to shutdown_timeout, marks and commits.
-	pl.client.Close()
-	// 2. Anything still owned now (Close could not run the revoke, e.g. the group was never joined) is
-	//    given up without a commit.
+	// Shutdown, in order, each step bounded (StopBound). Readiness is already false (pollLoop set
+	// stopping and the time the drain counts from).
+	// 1. Leave the group: the leave runs OnPartitionsRevoked for every owned partition, which stops the
+	//    workers, flushes, waits for in-flight work until shutdown_timeout after the cancel, marks and
+	//    commits (finalCommitTimeout); then the LeaveGroup request (leaveTimeout).
+	revokeOver := pl.leaveGroup()
+	// 2. Anything still owned now (the leave could not run the revoke, e.g. the group was never joined)
+	//    is given up without a commit.
 	pl.mu.Lock()
 	rest := make(map[string][]int32)
 	for tp := range pl.parts {
@@ -212,16 +241,54 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		pl.lose(rest, "client closed")
 	}
 	// 3. Every partition is given up, so whatever the write stage still holds or writes changes nothing:
-	//    cancel it, then close it (no worker is left to send) and wait for its goroutines.
+	//    cancel it, then close it (no worker is left to send) and wait for its goroutines. A revoke that
+	//    overran its bound may still flush into the stage, so then the stage is only canceled.
 	cancelWrites()
-	close(pl.writes.in)
-	<-pl.writes.done
-	pl.writes.wg.Wait()
 	stopPing()
-	pingDone.Wait()
-	pl.log.Info("stopped")
+	if revokeOver {
+		close(pl.writes.in)
+	}
+	if !bounded.Within(stageStopTimeout, func() {
+		if revokeOver {
+			<-pl.writes.done
+			pl.writes.wg.Wait()
+		}
+		pingDone.Wait()
+	}) {
+		pl.log.Warn("canceled writes or the readiness ping did not return in time; abandoned",
+			slog.Duration("timeout", stageStopTimeout))
+	}
+	// 4. Close the consumer (its group is already left) and the dead-letter producer side by side.
+	if !bounded.Within(clientCloseTimeout, func() {
+		var wg sync.WaitGroup
+		wg.Go(pl.client.Close)
+		wg.Go(pl.producer.Close)
+		wg.Wait()
+	}) {
+		pl.log.Warn("closing the Kafka clients did not finish in time; abandoned", slog.Duration("timeout", clientCloseTimeout))
+	}
+	pl.log.Info("stopped", slog.Duration("took", time.Since(pl.stopStart())))
 	return runErr
 }
+
+// leaveGroup leaves the consumer group, which runs the final revoke (drain and commit), and sends
+// LeaveGroup; it gives up at the cancel + shutdown_timeout + finalCommitTimeout + leaveTimeout. It
+// reports whether the revoke is over (false only when it overran that deadline and still runs).
+func (pl *Pipeline) leaveGroup() (revokeOver bool) {
+	deadline := pl.stopStart().Add(pl.shutdownTimeout + finalCommitTimeout + leaveTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	// The client lets the leave through only between polls; pollLoop allowed the rebalance before it
+	// returned.
+	if err := pl.client.LeaveGroupContext(ctx); err != nil {
+		pl.log.Warn("leaving the consumer group did not finish in time; the group notices after kafka.session_timeout",
+			slog.Any("error", err))
+	}
+	return pl.revoking.Load() == 0
+}
+
+// stopStart is when shutdown began (the cancel of Run's ctx); the drain is measured from it.
+func (pl *Pipeline) stopStart() time.Time { return time.Unix(0, pl.stoppedAt.Load()) }
 
 // Stopping reports whether shutdown has begun.
 func (pl *Pipeline) Stopping() bool { return pl.stopping.Load() }
@@ -238,6 +305,7 @@ func (pl *Pipeline) kafkaTopics() []string {
 // after every poll, until ctx ends or a fatal error.
 func (pl *Pipeline) pollLoop(ctx context.Context) error {
 	defer func() {
+		pl.stoppedAt.Store(time.Now().UnixNano())
 		pl.stopping.Store(true)
 		pl.updateReady()
 	}()
