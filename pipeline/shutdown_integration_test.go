@@ -166,3 +166,42 @@ func TestIntegrationSIGTERMWithCassandraBlackholedExitsWithinTheGracePeriod(t *t
 		}
 	}
 }
+
+// TestIntegrationSIGTERMWhileConnectingExitsCleanly: a stop requested while the daemon still connects at
+// start-up is a clean stop (exit 0, promptly), whether Cassandra does not answer yet (it accepts the
+// connection and says nothing) or Kafka refuses every connection.
+func TestIntegrationSIGTERMWhileConnectingExitsCleanly(t *testing.T) {
+	t.Run("cassandra not answering", func(t *testing.T) {
+		s := newStack(t, 1, nil)
+		proxy := newCutProxy(t, s.cfg.Cassandra.Hosts[0])
+		proxy.setHeld(true)
+		s.cfg.Cassandra.Hosts = []string{proxy.addr()}
+		s.stopWhileConnecting(proxy, "Cassandra")
+	})
+	t.Run("kafka refusing", func(t *testing.T) {
+		s := newStack(t, 1, nil)
+		// A cut proxy closes every connection as soon as it is made, as a host where nothing listens
+		// refuses it, and counts them, so the test knows the daemon got as far as Kafka.
+		proxy := newCutProxy(t, s.cfg.Kafka.Brokers[0])
+		proxy.setCut(true)
+		s.cfg.Kafka.Brokers = []string{proxy.addr()}
+		s.stopWhileConnecting(proxy, "Kafka")
+	})
+}
+
+// stopWhileConnecting starts the daemon, waits until it has dialed proxy (which does not let it through),
+// sends SIGTERM and expects a prompt exit 0.
+func (s *stack) stopWhileConnecting(proxy *cutProxy, server string) {
+	t := s.t
+	t.Helper()
+	cmd, _ := runSink(t, s.writeConfig())
+	s.waitFor(time.Minute, "the daemon to dial "+server, func() bool { return proxy.accepted.Load() > 0 })
+	code, took := stopSink(t, cmd)
+	t.Logf("exit %d %s after SIGTERM", code, took.Round(time.Millisecond))
+	if code != 0 {
+		t.Errorf("exit code %d after SIGTERM while connecting to %s, want 0", code, server)
+	}
+	if limit := chartGrace(time.Duration(s.cfg.Writer.ShutdownTimeout)); took >= limit {
+		t.Errorf("exited %s after SIGTERM, want within %s", took, limit)
+	}
+}

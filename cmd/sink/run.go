@@ -53,7 +53,7 @@ func stopBound(shutdownTimeout time.Duration) time.Duration {
 // the pipeline stops fetching, flushes, waits for writes up to writer.shutdown_timeout, commits, leaves
 // the group and closes its Kafka clients; then the Cassandra session and the HTTP server close. Every step
 // has its own bound (stopBound); a watchdog exits with 1 if the whole stop overruns their sum anyway. A
-// second signal exits at once with 1.
+// signal during start-up (still connecting) is a clean stop: exit 0. A second signal exits at once with 1.
 func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -136,6 +136,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	session, err := cassandra.Connect(connectCtx, cfg.Cassandra)
 	cancel()
 	if err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped while connecting to Cassandra", slog.Any("cause", context.Cause(ctx)))
+			return nil
+		}
 		return fmt.Errorf("connecting to cassandra (cassandra.hosts %v): %w", cfg.Cassandra.Hosts, err)
 	}
 	// Bounded, because a partitioned cluster would otherwise hold the exit for the driver's own timeouts.
@@ -153,6 +157,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	// ahead by a scheduled `sink schema --apply`), but its rows cannot be written until it exists.
 	missing, err := cassandra.CheckSchema(ctx, session, cfg, nil, time.Now())
 	if err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped while checking the tables", slog.Any("cause", context.Cause(ctx)))
+			return nil
+		}
 		return fmt.Errorf("checking the tables against the config: %w", err)
 	}
 	for _, t := range missing {
