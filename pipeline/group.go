@@ -183,8 +183,29 @@ func (pl *Pipeline) revoked(ctx context.Context, cl *kgo.Client, revoked map[str
 
 // lost gives up partitions that are already someone else's: stop the workers, set revoked first so that
 // nothing marks, and commit nothing.
+//
+// Lost partitions mean the group session ended (the coordinator fenced the member, or heartbeats failed
+// through a Kafka outage): the member is out of the group until the client rejoins by itself, and not
+// ready meanwhile. The next assignment (OnPartitionsAssigned runs on every join, even with nothing new)
+// makes it ready again.
 func (pl *Pipeline) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	pl.leftGroup("consumer group session lost; rejoining", nil)
 	pl.lose(lost, "partitions lost")
+}
+
+// leftGroup turns readiness false until the next assignment, logging the transition; it reports whether
+// the member was joined until now.
+func (pl *Pipeline) leftGroup(msg string, err error) bool {
+	if !pl.joined.Swap(false) {
+		return false
+	}
+	attrs := []any{}
+	if err != nil {
+		attrs = append(attrs, slog.Any("error", err))
+	}
+	pl.log.Warn(msg+"; not ready until the group is joined again", attrs...)
+	pl.updateReady()
+	return true
 }
 
 func (pl *Pipeline) lose(lost map[string][]int32, why string) {

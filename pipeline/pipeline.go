@@ -33,8 +33,9 @@ type Config struct {
 	Writer  BatchWriter
 	Metrics *Metrics
 	Logger  *slog.Logger
-	// Ping checks that Cassandra answers, for /readyz; it is called every PingInterval. Nil means
-	// always reachable (tests with an in-memory writer).
+	// Ping checks that Cassandra answers, for /readyz; it is called every PingInterval unless a write
+	// was acknowledged within the last three intervals, with a timeout of at most 2 s. Nil means always
+	// reachable (tests with an in-memory writer).
 	Ping         func(context.Context) error
 	PingInterval time.Duration // default 5s
 	// KafkaOptions are appended to the consumer's and the dead-letter producer's options (tests).
@@ -82,11 +83,16 @@ type Pipeline struct {
 	budgetFull atomic.Bool
 	stuck      map[topicPartition]bool
 
+	// joined is true from an assignment until the group session ends without a rejoin (partitions lost,
+	// a group error): a member that lost its group does no work, so it is not ready.
 	joined    atomic.Bool
 	stopping  atomic.Bool
 	cassOK    atomic.Bool
 	lastAlive atomic.Int64 // unix nanos of the poll loop's last turn
-	running   atomic.Bool
+	// lastWritten is when Cassandra last acknowledged a batch (unix nanos, pl.now): proof of reachability
+	// that needs no ping (pingLoop).
+	lastWritten atomic.Int64
+	running     atomic.Bool
 	// stoppedAt is when shutdown began (unix nanos); revoking counts the revoke callbacks running.
 	stoppedAt atomic.Int64
 	revoking  atomic.Int32
@@ -327,6 +333,7 @@ func (pl *Pipeline) pollLoop(ctx context.Context) error {
 		}
 		var fatal error
 		fetches.EachError(func(topic string, partition int32, err error) {
+			var session *kgo.ErrGroupSession
 			switch {
 			case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 			case errors.Is(err, kgo.ErrClientClosed):
@@ -335,15 +342,14 @@ func (pl *Pipeline) pollLoop(ctx context.Context) error {
 				pl.log.Error("fatal consumer error; stopping", slog.String("topic", topic),
 					slog.Int("partition", int(partition)), slog.Any("error", err))
 				fatal = err
+			case errors.As(err, &session) && pl.leftGroup("consumer group session lost; rejoining", err):
+				// The group session ended (the client lost its partitions first): not ready until the
+				// client joins again, which it keeps trying by itself.
 			default:
 				pl.log.Warn("fetch error; the client retries", slog.String("topic", topic),
 					slog.Int("partition", int(partition)), slog.Any("error", err))
 			}
 		})
-		if !fetches.Empty() {
-			pl.joined.Store(true)
-			pl.updateReady()
-		}
 		fetches.EachPartition(pl.dispatch)
 		pl.client.AllowRebalance()
 		if fatal != nil {
@@ -485,7 +491,8 @@ func (pl *Pipeline) partitionStuck(tp topicPartition, stuck bool) {
 	pl.updateReady()
 }
 
-// observeWritten feeds the event-time lag and the largest-open-partitions tally with a written batch.
+// observeWritten records that Cassandra answers (for readiness) and feeds the event-time lag and the
+// largest-open-partitions tally with a written batch.
 func (pl *Pipeline) observeWritten(b *batcher.Batch) {
 	var latest time.Time
 	for i := range b.Rows {
@@ -493,6 +500,7 @@ func (pl *Pipeline) observeWritten(b *batcher.Batch) {
 			latest = t
 		}
 	}
+	pl.lastWritten.Store(pl.now().UnixNano())
 	topic := b.Rows[0].Source.Topic
 	var closes time.Time
 	if ti := pl.topics[topic]; ti != nil && ti.policy != nil && !latest.IsZero() {
