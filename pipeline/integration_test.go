@@ -65,6 +65,8 @@ type stack struct {
 	recsMu   sync.Mutex
 	recs     []*itRecord
 	produced map[int32]int64 // end offset per partition of what was produced
+	// kafkaOpts are added to the client options of the members start runs (a dialer through a proxy).
+	kafkaOpts []kgo.Opt
 }
 
 var itBase = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -430,6 +432,7 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 		w = wrap(w)
 	}
 	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Metrics: metrics, PingInterval: time.Second,
+		KafkaOptions: s.kafkaOpts,
 		Ping: func(ctx context.Context) error {
 			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
 		},
