@@ -681,7 +681,12 @@ func TestLostPartitionsCommitNothing(t *testing.T) {
 		return len(m.pl.parts) == 3
 	})
 	close(w.release)
-	f.waitFor(30*time.Second, "every row written", func() bool { return w.count() == 300 })
+	// Every row exists once the held writes finish, but the new assignment replays from offset 0 (nothing
+	// was committed): the stop may commit 100 only once that replay is marked, so wait for the marks too.
+	f.waitFor(30*time.Second, "every row written and the replay marked", func() bool {
+		mk := m.pl.client.MarkedOffsets()[testTopic]
+		return w.count() == 300 && len(mk) == 3 && mk[0].Offset == 100 && mk[1].Offset == 100 && mk[2].Offset == 100
+	})
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
