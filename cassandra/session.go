@@ -11,6 +11,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/bounded"
 	"github.com/bucketsink/sink/internal/refusal"
 )
 
@@ -210,6 +211,14 @@ func (s *Session) Consistency() gocql.Consistency { return s.cons }
 // Close closes the session; it is safe to call more than once.
 func (s *Session) Close() {
 	s.closeOnce.Do(s.gs.Close)
+}
+
+// CloseWithin closes the session but waits at most d; it reports whether the close finished. The driver's
+// close can wait a long time on connections that hold traffic without closing (a network partition: ~20 s
+// on its control connection), which must not hold up a shutdown with a deadline. An unfinished close goes
+// on in the background; the process exits without it.
+func (s *Session) CloseWithin(d time.Duration) bool {
+	return bounded.Within(d, s.Close)
 }
 
 // statement returns the prepared shape of an INSERT, preparing it on first use. A failure is

@@ -142,11 +142,20 @@ func (pl *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[stri
 // writes and dead letters (at most writer.shutdown_timeout; on timeout the rest is abandoned unmarked),
 // set revoked so no late acknowledgement marks again, and commit the marked watermarks synchronously. A
 // custom revoke callback must commit itself (DRIVER-NOTES R5.1). It also runs on Close.
+//
+// On shutdown the wait ends shutdown_timeout after the cancel, not after this call, and the commit has
+// finalCommitTimeout: both are steps of StopBound.
 func (pl *Pipeline) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	pl.revoking.Add(1)
+	defer pl.revoking.Add(-1)
 	start := time.Now()
+	drainBy, commitWithin := start.Add(pl.shutdownTimeout), commitTimeout
+	if pl.stopping.Load() {
+		drainBy, commitWithin = pl.stopStart().Add(pl.shutdownTimeout), finalCommitTimeout
+	}
 	parts := pl.take(revoked)
 	if len(parts) > 0 {
-		deadline, cancel := context.WithTimeout(ctx, pl.shutdownTimeout)
+		deadline, cancel := context.WithDeadline(ctx, drainBy)
 		var wg sync.WaitGroup
 		for _, p := range parts {
 			wg.Go(p.stop)
@@ -169,7 +178,7 @@ func (pl *Pipeline) revoked(ctx context.Context, cl *kgo.Client, revoked map[str
 	}
 	// Commit even when nothing was revoked now: this callback ends every group session, and the marks of
 	// all owned partitions are worth committing before the session changes.
-	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	cctx, cancel := context.WithTimeout(ctx, commitWithin)
 	defer cancel()
 	if err := cl.CommitMarkedOffsets(cctx); err != nil {
 		pl.metrics.CommitFailures.Inc()
@@ -185,8 +194,29 @@ func (pl *Pipeline) revoked(ctx context.Context, cl *kgo.Client, revoked map[str
 
 // lost gives up partitions that are already someone else's: stop the workers, set revoked first so that
 // nothing marks, and commit nothing.
+//
+// Lost partitions mean the group session ended (the coordinator fenced the member, or heartbeats failed
+// through a Kafka outage): the member is out of the group until the client rejoins by itself, and not
+// ready meanwhile. The next assignment (OnPartitionsAssigned runs on every join, even with nothing new)
+// makes it ready again.
 func (pl *Pipeline) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	pl.leftGroup("consumer group session lost; rejoining", nil)
 	pl.lose(lost, "partitions lost")
+}
+
+// leftGroup turns readiness false until the next assignment, logging the transition; it reports whether
+// the member was joined until now.
+func (pl *Pipeline) leftGroup(msg string, err error) bool {
+	if !pl.joined.Swap(false) {
+		return false
+	}
+	attrs := []any{}
+	if err != nil {
+		attrs = append(attrs, slog.Any("error", err))
+	}
+	pl.log.Warn(msg+"; not ready until the group is joined again", attrs...)
+	pl.updateReady()
+	return true
 }
 
 func (pl *Pipeline) lose(lost map[string][]int32, why string) {

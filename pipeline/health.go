@@ -44,7 +44,7 @@ func (pl *Pipeline) Ready() error {
 	case pl.stopping.Load():
 		return fmt.Errorf("shutting down")
 	case !pl.joined.Load():
-		return fmt.Errorf("not yet joined the consumer group")
+		return fmt.Errorf("not a member of the consumer group (joining, or rejoining after the group session was lost)")
 	case !pl.cassOK.Load():
 		return fmt.Errorf("cassandra does not answer")
 	}
@@ -84,15 +84,32 @@ func (pl *Pipeline) debugPartitions(w http.ResponseWriter, _ *http.Request) {
 	_ = enc.Encode(pl.metrics.live.largest())
 }
 
-// pingLoop checks Cassandra every PingInterval for readiness, logging transitions only.
+// pingTimeout bounds one readiness ping. The ping runs only when no write was acknowledged recently, so
+// nothing of ours is queued ahead of it on the connection; a cluster that cannot answer a one-row local
+// read in this time is not fit to write to either.
+const pingTimeout = 2 * time.Second
+
+// writeProof is how long an acknowledged write counts as proof that Cassandra answers, in ping intervals.
+// A slow but progressing cluster acknowledges batches well within it, so readiness never depends on a ping
+// that would queue behind the batches in flight on the same connections.
+const writeProof = 3
+
+// pingLoop decides every PingInterval whether Cassandra answers, for readiness, logging transitions
+// only. A write acknowledged within writeProof intervals answers the question; otherwise a ping with its
+// own pingTimeout does. The ping goes to the session directly: it never waits for a writer's in-flight
+// slot.
 func (pl *Pipeline) pingLoop(ctx context.Context) {
 	t := time.NewTicker(pl.cfg.PingInterval)
 	defer t.Stop()
 	first := true
 	for {
-		pctx, cancel := context.WithTimeout(ctx, pl.cfg.PingInterval)
-		err := pl.cfg.Ping(pctx)
-		cancel()
+		var err error
+		if last := pl.lastWritten.Load(); last == 0 ||
+			pl.now().Sub(time.Unix(0, last)) >= writeProof*pl.cfg.PingInterval {
+			pctx, cancel := context.WithTimeout(ctx, min(pingTimeout, pl.cfg.PingInterval))
+			err = pl.cfg.Ping(pctx)
+			cancel()
+		}
 		if ctx.Err() != nil {
 			return
 		}

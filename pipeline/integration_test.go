@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -67,6 +66,8 @@ type stack struct {
 	recsMu   sync.Mutex
 	recs     []*itRecord
 	produced map[int32]int64 // end offset per partition of what was produced
+	// kafkaOpts are added to the client options of the members start runs (a dialer through a proxy).
+	kafkaOpts []kgo.Opt
 }
 
 var itBase = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -442,7 +443,8 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 		w = wrap(w)
 	}
 	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Metrics: metrics, PingInterval: time.Second,
-		Slices: cassandra.NewSliceMaker(session, s.cfg),
+		Slices:       cassandra.NewSliceMaker(session, s.cfg),
+		KafkaOptions: s.kafkaOpts,
 		Ping: func(ctx context.Context) error {
 			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
 		},
@@ -724,9 +726,11 @@ cassandra:
   hosts: %s
   keyspace: %s
   consistency: ONE
+  timeout: %s
+  connect_timeout: %s
 writer:
   commit_interval: 200ms
-  shutdown_timeout: 15s
+  shutdown_timeout: %s
   linger: 5ms
   max_in_flight: 8
 metrics:
@@ -747,7 +751,9 @@ topics:
     clustering:
       - {column: ts, order: desc}
     dead_letter_topic: %s
-`, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks, s.topic, s.dlq)
+`, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks,
+		time.Duration(s.cfg.Cassandra.Timeout), time.Duration(s.cfg.Cassandra.ConnectTimeout),
+		time.Duration(s.cfg.Writer.ShutdownTimeout), s.topic, s.dlq)
 	path := filepath.Join(s.t.TempDir(), "sink.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		s.t.Fatal(err)
@@ -1070,15 +1076,21 @@ func TestIntegrationThreePolicies(t *testing.T) {
 }
 
 // cutProxy forwards TCP connections to a server and can cut them: while cut, it closes every connection
-// and refuses new ones, which is what a client sees when the server goes away.
+// and refuses new ones, which is what a client sees when the server goes away. It can also blackhole them:
+// while held, connections (old and new) stay open but nothing is forwarded either way, which is what a
+// client sees in a network partition; what was held is forwarded once the hold is lifted.
 type cutProxy struct {
 	t      *testing.T
 	target string
 	ln     net.Listener
 	mu     sync.Mutex
+	open   *sync.Cond // signaled when held or cut changes
 	conns  map[net.Conn]bool
 	cut    bool
+	held   bool
 	wg     sync.WaitGroup
+	// accepted counts the client connections accepted.
+	accepted atomic.Int64
 }
 
 func newCutProxy(t *testing.T, target string) *cutProxy {
@@ -1087,6 +1099,7 @@ func newCutProxy(t *testing.T, target string) *cutProxy {
 		t.Fatal(err)
 	}
 	p := &cutProxy{t: t, target: target, ln: ln, conns: make(map[net.Conn]bool)}
+	p.open = sync.NewCond(&p.mu)
 	p.wg.Go(p.accept)
 	t.Cleanup(func() {
 		_ = ln.Close()
@@ -1104,6 +1117,7 @@ func (p *cutProxy) accept() {
 		if err != nil {
 			return
 		}
+		p.accepted.Add(1)
 		p.mu.Lock()
 		if p.cut {
 			p.mu.Unlock()
@@ -1118,13 +1132,33 @@ func (p *cutProxy) accept() {
 		}
 		p.conns[c], p.conns[up] = true, true
 		p.mu.Unlock()
-		pipe := func(dst, src net.Conn) {
-			_, _ = io.Copy(dst, src)
-			_ = dst.Close()
-			_ = src.Close()
+		p.wg.Go(func() { p.pipe(up, c) })
+		p.wg.Go(func() { p.pipe(c, up) })
+	}
+}
+
+// pipe copies src to dst, holding each chunk read while the proxy is held.
+func (p *cutProxy) pipe(dst, src net.Conn) {
+	defer func() {
+		_ = dst.Close()
+		_ = src.Close()
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for p.held && !p.cut {
+				p.open.Wait()
+			}
+			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
 		}
-		p.wg.Go(func() { pipe(up, c) })
-		p.wg.Go(func() { pipe(c, up) })
+		if err != nil {
+			return
+		}
 	}
 }
 
@@ -1138,6 +1172,15 @@ func (p *cutProxy) setCut(cut bool) {
 		}
 		clear(p.conns)
 	}
+	p.open.Broadcast()
+}
+
+// setHeld blackholes every connection (held) or forwards again what was held and what follows.
+func (p *cutProxy) setHeld(held bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = held
+	p.open.Broadcast()
 }
 
 // TestIntegrationCassandraOutage cuts the daemon off Cassandra for 30 s mid-stream. Meanwhile no offset

@@ -16,6 +16,7 @@ import (
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/backoff"
+	"github.com/bucketsink/sink/internal/bounded"
 	"github.com/bucketsink/sink/mapper"
 )
 
@@ -32,8 +33,9 @@ type Config struct {
 	Writer  BatchWriter
 	Metrics *Metrics
 	Logger  *slog.Logger
-	// Ping checks that Cassandra answers, for /readyz; it is called every PingInterval. Nil means
-	// always reachable (tests with an in-memory writer).
+	// Ping checks that Cassandra answers, for /readyz; it is called every PingInterval unless a write
+	// was acknowledged within the last three intervals, with a timeout of at most 2 s. Nil means always
+	// reachable (tests with an in-memory writer).
 	Ping         func(context.Context) error
 	PingInterval time.Duration // default 5s
 	// KafkaOptions are appended to the consumer's and the dead-letter producer's options (tests).
@@ -97,11 +99,19 @@ type Pipeline struct {
 	budgetFull atomic.Bool
 	stuck      map[topicPartition]bool
 
+	// joined is true from an assignment until the group session ends without a rejoin (partitions lost,
+	// a group error): a member that lost its group does no work, so it is not ready.
 	joined    atomic.Bool
 	stopping  atomic.Bool
 	cassOK    atomic.Bool
 	lastAlive atomic.Int64 // unix nanos of the poll loop's last turn
-	running   atomic.Bool
+	// lastWritten is when Cassandra last acknowledged a batch (unix nanos, pl.now): proof of reachability
+	// that needs no ping (pingLoop).
+	lastWritten atomic.Int64
+	running     atomic.Bool
+	// stoppedAt is when shutdown began (unix nanos); revoking counts the revoke callbacks running.
+	stoppedAt atomic.Int64
+	revoking  atomic.Int32
 }
 
 // New checks cfg and prepares a pipeline; it opens no connection. cfg.Sink is used as config.Load (or
@@ -186,10 +196,36 @@ func defaultsApplied(c *config.Config) error {
 	return nil
 }
 
-// Run consumes until ctx is canceled, then shuts down gracefully: it stops fetching, flushes, waits for
-// in-flight writes and dead letters (up to writer.shutdown_timeout), commits and leaves the group. It
-// returns nil after a clean shutdown, or the fatal error that stopped it (a group authorization failure,
-// for example).
+// Bounds of the shutdown steps that follow the drain. With the drain's writer.shutdown_timeout they make
+// StopBound, which the chart's terminationGracePeriodSeconds covers with a margin (docs/PIPELINE.md,
+// "Shutdown"). None of them can extend another: a step that overruns is abandoned, not waited for.
+const (
+	// finalCommitTimeout bounds the commit of the last revoke. It is shorter than commitTimeout (a revoke
+	// during a rebalance) because the process is about to exit; one commit takes milliseconds when Kafka
+	// answers, and when it does not the records since the last periodic commit are replayed.
+	finalCommitTimeout = 4 * time.Second
+	// leaveTimeout bounds the LeaveGroup request. Unsent, the group notices after kafka.session_timeout.
+	leaveTimeout = 2 * time.Second
+	// stageStopTimeout bounds the wait for the write stage once its leftover writes are canceled.
+	stageStopTimeout = time.Second
+	// clientCloseTimeout bounds closing the consumer and the dead-letter producer (closed side by side).
+	clientCloseTimeout = 2 * time.Second
+)
+
+// StopBound is the longest Run takes to return once ctx is canceled: the drain (shutdownTimeout, 0 for the
+// default), the final commit, leaving the group, stopping the write stage and closing the Kafka clients.
+func StopBound(shutdownTimeout time.Duration) time.Duration {
+	if shutdownTimeout <= 0 {
+		shutdownTimeout = config.DefaultShutdownTimeout.Std()
+	}
+	return shutdownTimeout +
+		finalCommitTimeout + leaveTimeout + stageStopTimeout + clientCloseTimeout
+}
+
+// Run consumes until ctx is canceled, then shuts down gracefully within StopBound: it stops fetching,
+// flushes, waits for in-flight writes and dead letters (up to writer.shutdown_timeout from the cancel),
+// commits, leaves the group and closes its clients. It returns nil after a clean shutdown, or the fatal
+// error that stopped it (a group authorization failure, for example).
 func (pl *Pipeline) Run(ctx context.Context) error {
 	if !pl.running.CompareAndSwap(false, true) {
 		return errors.New("pipeline: Run called twice")
@@ -207,12 +243,13 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the dead-letter producer (kafka.brokers): %w", err)
 	}
-	defer pl.producer.Close()
 	if err := pl.checkBrokers(ctx, pl.producer); err != nil {
+		pl.producer.Close()
 		return err
 	}
 	pl.client, err = kgo.NewClient(consumerOpts...)
 	if err != nil {
+		pl.producer.Close()
 		return fmt.Errorf("creating the consumer (kafka.brokers, kafka.group): %w", err)
 	}
 
@@ -234,12 +271,14 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		slog.Any("topics", pl.kafkaTopics()))
 	runErr := pl.pollLoop(ctx)
 
-	// Shutdown, in order. Readiness is already false (pollLoop set stopping).
-	// 1. Leave the group: Close runs OnPartitionsRevoked for every owned partition, which stops the workers,
-	//    flushes, waits for in-flight work up to shutdown_timeout, marks and commits.
-	pl.client.Close()
-	// 2. Anything still owned now (Close could not run the revoke, e.g. the group was never joined) is
-	//    given up without a commit.
+	// Shutdown, in order, each step bounded (StopBound). Readiness is already false (pollLoop set
+	// stopping and the time the drain counts from).
+	// 1. Leave the group: the leave runs OnPartitionsRevoked for every owned partition, which stops the
+	//    workers, flushes, waits for in-flight work until shutdown_timeout after the cancel, marks and
+	//    commits (finalCommitTimeout); then the LeaveGroup request (leaveTimeout).
+	revokeOver := pl.leaveGroup()
+	// 2. Anything still owned now (the leave could not run the revoke, e.g. the group was never joined)
+	//    is given up without a commit.
 	pl.mu.Lock()
 	rest := make(map[string][]int32)
 	for tp := range pl.parts {
@@ -250,16 +289,54 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		pl.lose(rest, "client closed")
 	}
 	// 3. Every partition is given up, so whatever the write stage still holds or writes changes nothing:
-	//    cancel it, then close it (no worker is left to send) and wait for its goroutines.
+	//    cancel it, then close it (no worker is left to send) and wait for its goroutines. A revoke that
+	//    overran its bound may still flush into the stage, so then the stage is only canceled.
 	cancelWrites()
-	close(pl.writes.in)
-	<-pl.writes.done
-	pl.writes.wg.Wait()
 	stopPing()
-	pingDone.Wait()
-	pl.log.Info("stopped")
+	if revokeOver {
+		close(pl.writes.in)
+	}
+	if !bounded.Within(stageStopTimeout, func() {
+		if revokeOver {
+			<-pl.writes.done
+			pl.writes.wg.Wait()
+		}
+		pingDone.Wait()
+	}) {
+		pl.log.Warn("canceled writes or the readiness ping did not return in time; abandoned",
+			slog.Duration("timeout", stageStopTimeout))
+	}
+	// 4. Close the consumer (its group is already left) and the dead-letter producer side by side.
+	if !bounded.Within(clientCloseTimeout, func() {
+		var wg sync.WaitGroup
+		wg.Go(pl.client.Close)
+		wg.Go(pl.producer.Close)
+		wg.Wait()
+	}) {
+		pl.log.Warn("closing the Kafka clients did not finish in time; abandoned", slog.Duration("timeout", clientCloseTimeout))
+	}
+	pl.log.Info("stopped", slog.Duration("took", time.Since(pl.stopStart())))
 	return runErr
 }
+
+// leaveGroup leaves the consumer group, which runs the final revoke (drain and commit), and sends
+// LeaveGroup; it gives up at the cancel + shutdown_timeout + finalCommitTimeout + leaveTimeout. It
+// reports whether the revoke is over (false only when it overran that deadline and still runs).
+func (pl *Pipeline) leaveGroup() (revokeOver bool) {
+	deadline := pl.stopStart().Add(pl.shutdownTimeout + finalCommitTimeout + leaveTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	// The client lets the leave through only between polls; pollLoop allowed the rebalance before it
+	// returned.
+	if err := pl.client.LeaveGroupContext(ctx); err != nil {
+		pl.log.Warn("leaving the consumer group did not finish in time; the group notices after kafka.session_timeout",
+			slog.Any("error", err))
+	}
+	return pl.revoking.Load() == 0
+}
+
+// stopStart is when shutdown began (the cancel of Run's ctx); the drain is measured from it.
+func (pl *Pipeline) stopStart() time.Time { return time.Unix(0, pl.stoppedAt.Load()) }
 
 // Stopping reports whether shutdown has begun.
 func (pl *Pipeline) Stopping() bool { return pl.stopping.Load() }
@@ -276,6 +353,7 @@ func (pl *Pipeline) kafkaTopics() []string {
 // after every poll, until ctx ends or a fatal error.
 func (pl *Pipeline) pollLoop(ctx context.Context) error {
 	defer func() {
+		pl.stoppedAt.Store(time.Now().UnixNano())
 		pl.stopping.Store(true)
 		pl.updateReady()
 	}()
@@ -297,6 +375,7 @@ func (pl *Pipeline) pollLoop(ctx context.Context) error {
 		}
 		var fatal error
 		fetches.EachError(func(topic string, partition int32, err error) {
+			var session *kgo.ErrGroupSession
 			switch {
 			case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 			case errors.Is(err, kgo.ErrClientClosed):
@@ -305,15 +384,14 @@ func (pl *Pipeline) pollLoop(ctx context.Context) error {
 				pl.log.Error("fatal consumer error; stopping", slog.String("topic", topic),
 					slog.Int("partition", int(partition)), slog.Any("error", err))
 				fatal = err
+			case errors.As(err, &session) && pl.leftGroup("consumer group session lost; rejoining", err):
+				// The group session ended (the client lost its partitions first): not ready until the
+				// client joins again, which it keeps trying by itself.
 			default:
 				pl.log.Warn("fetch error; the client retries", slog.String("topic", topic),
 					slog.Int("partition", int(partition)), slog.Any("error", err))
 			}
 		})
-		if !fetches.Empty() {
-			pl.joined.Store(true)
-			pl.updateReady()
-		}
 		fetches.EachPartition(pl.dispatch)
 		pl.client.AllowRebalance()
 		if fatal != nil {
@@ -468,7 +546,8 @@ func (pl *Pipeline) stuckGauge(topic string) {
 	pl.metrics.StuckPartitions.WithLabelValues(topic).Set(float64(n))
 }
 
-// observeWritten feeds the event-time lag and the largest-open-partitions tally with a written batch.
+// observeWritten records that Cassandra answers (for readiness) and feeds the event-time lag and the
+// largest-open-partitions tally with a written batch.
 func (pl *Pipeline) observeWritten(b *batcher.Batch) {
 	var latest time.Time
 	for i := range b.Rows {
@@ -476,6 +555,7 @@ func (pl *Pipeline) observeWritten(b *batcher.Batch) {
 			latest = t
 		}
 	}
+	pl.lastWritten.Store(pl.now().UnixNano())
 	topic := b.Rows[0].Source.Topic
 	var closes time.Time
 	if ti := pl.topics[topic]; ti != nil && ti.policy != nil && !latest.IsZero() {

@@ -870,6 +870,21 @@ func TestBackpressureBoundsBufferedBytes(t *testing.T) {
 	}
 }
 
+// forgetMemberOnce makes the coordinator answer the next heartbeat with UNKNOWN_MEMBER_ID, as after a
+// session expiry: the member's partitions are lost, and it joins again.
+func (f *fixture) forgetMemberOnce() {
+	var injected atomic.Bool
+	f.cluster.ControlKey(kmsg.Heartbeat.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		f.cluster.KeepControl()
+		if injected.Swap(true) {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil, true
+	})
+}
+
 // TestLostPartitionsCommitNothing makes the coordinator forget the member (UNKNOWN_MEMBER_ID on a
 // heartbeat): its partitions are lost, not revoked, so nothing is committed for them, and the writes still
 // in flight from before the loss never mark, even when they finish after the member got the partitions back.
@@ -886,16 +901,7 @@ func TestLostPartitionsCommitNothing(t *testing.T) {
 	before := maps.Clone(m.pl.parts)
 	m.pl.mu.Unlock()
 
-	var injected atomic.Bool
-	f.cluster.ControlKey(kmsg.Heartbeat.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		f.cluster.KeepControl()
-		if injected.Swap(true) {
-			return nil, nil, false
-		}
-		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-		resp.ErrorCode = kerr.UnknownMemberID.Code
-		return resp, nil, true
-	})
+	f.forgetMemberOnce()
 	f.waitFor(30*time.Second, "the partitions to be lost", func() bool {
 		for _, p := range before {
 			p.mu.Lock()
@@ -916,7 +922,12 @@ func TestLostPartitionsCommitNothing(t *testing.T) {
 		return len(m.pl.parts) == 3
 	})
 	close(w.release)
-	f.waitFor(30*time.Second, "every row written", func() bool { return w.count() == 300 })
+	// Every row exists once the held writes finish, but the new assignment replays from offset 0 (nothing
+	// was committed): the stop may commit 100 only once that replay is marked, so wait for the marks too.
+	f.waitFor(30*time.Second, "every row written and the replay marked", func() bool {
+		mk := m.pl.client.MarkedOffsets()[testTopic]
+		return w.count() == 300 && len(mk) == 3 && mk[0].Offset == 100 && mk[1].Offset == 100 && mk[2].Offset == 100
+	})
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,11 +29,32 @@ import (
 	"github.com/bucketsink/sink/pipeline"
 )
 
+// Bounds of the shutdown steps after the pipeline's (pipeline.StopBound); see stopBound.
+const (
+	// sessionCloseTimeout bounds closing the Cassandra session. The driver's close waits on connections
+	// that hold traffic without closing (a network partition) for about 20 s: past this it is abandoned.
+	sessionCloseTimeout = 2 * time.Second
+	// httpCloseTimeout bounds the HTTP server's shutdown: a scrape or probe in progress may finish.
+	httpCloseTimeout = time.Second
+	// stopSlack is what the watchdog allows above the sum of the bounds before it exits anyway.
+	stopSlack = time.Second
+)
+
+// stopBound is the longest a stop may take from the first signal to the exit: the pipeline's steps
+// (drain, final commit, leaving the group, write stage, Kafka clients), then the Cassandra session and the
+// HTTP server, which close side by side. For writer.shutdown_timeout S it is S + 11 s, the watchdog
+// allows S + 12 s, and the chart's terminationGracePeriodSeconds is S + 15 s (docs/PIPELINE.md, "Shutdown").
+func stopBound(shutdownTimeout time.Duration) time.Duration {
+	return pipeline.StopBound(shutdownTimeout) + max(sessionCloseTimeout, httpCloseTimeout)
+}
+
 // runRun is the daemon: consume the configured topics and write them to Cassandra until a signal.
 //
 // Stop order: the first SIGINT/SIGTERM cancels ctx (main's NotifyContext); readiness turns false at once,
-// the pipeline stops fetching, flushes, waits for writes up to writer.shutdown_timeout, commits and leaves
-// the group; then the HTTP server and the Cassandra session close. A second signal exits at once with 1.
+// the pipeline stops fetching, flushes, waits for writes up to writer.shutdown_timeout, commits, leaves
+// the group and closes its Kafka clients; then the Cassandra session and the HTTP server close. Every step
+// has its own bound (stopBound); a watchdog exits with 1 if the whole stop overruns their sum anyway. A
+// signal during start-up (still connecting) is a clean stop: exit 0. A second signal exits at once with 1.
 func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -74,6 +96,9 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	log := newLogger(cfg.Log, stderr)
 	memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
+	served := make(chan struct{})
+	defer close(served)
+	go watchStop(ctx, served, stopBound(cfg.Writer.ShutdownTimeout.Std())+stopSlack, log)
 	if err := serve(ctx, cfg, log); err != nil {
 		log.Error("sink run failed", slog.Any("error", err))
 		if _, ok := errors.AsType[*pipeline.MissingDeadLetterTopicsError](err); ok {
@@ -82,6 +107,25 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return failureCode(err)
 	}
 	return exitOK
+}
+
+// watchStop makes the stop bound a guarantee: if serve has not returned limit after the first signal, some
+// step overran its own bound (a bug), and the process exits with 1 rather than be killed by the
+// orchestrator with its state unknown.
+func watchStop(ctx context.Context, served <-chan struct{}, limit time.Duration, log *slog.Logger) {
+	select {
+	case <-served:
+		return
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-served:
+	case <-t.C:
+		log.Error("shutdown overran its bound; exiting without finishing it", slog.Duration("bound", limit))
+		os.Exit(exitFailure)
+	}
 }
 
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
@@ -103,15 +147,32 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if _, refused := errors.AsType[*refusal.Error](err); refused {
 		return err // it names the server and the cause
 	} else if err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped while connecting to Cassandra", slog.Any("cause", context.Cause(ctx)))
+			return nil
+		}
 		return fmt.Errorf("connecting to cassandra (cassandra.hosts %v): %w", cfg.Cassandra.Hosts, err)
 	}
-	defer session.Close()
+	// Bounded, because a partitioned cluster would otherwise hold the exit for the driver's own timeouts.
+	// Deferred for the early returns; after the pipeline stops it runs beside the HTTP server's stop, and
+	// the deferred call waits for that one.
+	closeSession := sync.OnceFunc(func() {
+		if !session.CloseWithin(sessionCloseTimeout) {
+			log.Warn("closing the Cassandra session did not finish in time; abandoned",
+				slog.Duration("timeout", sessionCloseTimeout))
+		}
+	})
+	defer closeSession()
 	// Values are bound pre-encoded for the configured column types: a table that disagrees would refuse
 	// every row, so say which column at start. A missing table is not fatal here: a sliced topic's
 	// missing slice is created on demand (or its records dead-lettered, bucket.missing_slice), and the
 	// rows of any other missing table are retried with backoff, their partition stuck, until it exists.
 	missing, err := cassandra.CheckSchema(ctx, session, cfg, nil, time.Now())
 	if err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped while checking the tables", slog.Any("cause", context.Cause(ctx)))
+			return nil
+		}
 		return fmt.Errorf("checking the tables against the config: %w", err)
 	}
 	for _, t := range missing {
@@ -162,11 +223,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 
 	runErr := pl.Run(ctx)
+	go closeSession()
 
-	// The HTTP server outlives the pipeline so /readyz reports "shutting down" throughout the drain.
+	// The HTTP server outlives the pipeline so /readyz reports "shutting down" throughout the drain; it
+	// stops while the session closes.
 	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = srv.Shutdown(sctx)
+		sctx, cancel := context.WithTimeout(context.Background(), httpCloseTimeout)
+		if err := srv.Shutdown(sctx); err != nil {
+			_ = srv.Close() // a probe or scrape still in progress after the bound
+		}
 		cancel()
 		if err := <-srvDone; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Warn("metrics server", slog.Any("error", err))

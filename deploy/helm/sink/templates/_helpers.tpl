@@ -65,15 +65,18 @@ the forms of the config's Duration made of whole numbers ("30s", "1m30s", "500ms
 {{- div (add $ms 999) 1000 -}}
 {{- end -}}
 
-{{/* terminationGracePeriodSeconds: explicit (and checked) or shutdown_timeout + 15s. */}}
+{{/* terminationGracePeriodSeconds: explicit (and checked) or shutdown_timeout + 15s. A stop takes at most
+shutdown_timeout + 11s and sink run exits by shutdown_timeout + 12s whatever happens (docs/PIPELINE.md,
+"Shutdown"), so an explicit value needs shutdown_timeout + 13s: one second for the exit itself. */}}
 {{- define "sink.terminationGracePeriodSeconds" -}}
 {{- $shutdown := include "sink.shutdownSeconds" . | int -}}
 {{- if kindIs "invalid" .Values.terminationGracePeriodSeconds -}}
 {{- add $shutdown 15 -}}
 {{- else -}}
 {{- $grace := .Values.terminationGracePeriodSeconds | int -}}
-{{- if le $grace $shutdown -}}
-{{- fail (printf "terminationGracePeriodSeconds (%d) must exceed config.writer.shutdown_timeout (%ds): the pod would be killed while it still flushes buffered rows; leave it null to derive it" $grace $shutdown) -}}
+{{- $least := add $shutdown 13 -}}
+{{- if lt $grace $least -}}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must be at least config.writer.shutdown_timeout (%ds) + 13s = %ds: a stop may take shutdown_timeout + 12s (drain, final commit, leaving the group, closing the clients), and the pod would be killed before it ends; leave it null to derive it" $grace $shutdown $least) -}}
 {{- end -}}
 {{- $grace -}}
 {{- end -}}
