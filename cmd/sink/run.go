@@ -100,6 +100,12 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	defer close(served)
 	go watchStop(ctx, served, stopBound(cfg.Writer.ShutdownTimeout.Std())+stopSlack, log)
 	if err := serve(ctx, cfg, log); err != nil {
+		if _, refused := errors.AsType[*refusal.Error](err); refused && ctx.Err() != nil {
+			// A signal came while the start-up check still waited on the server: the stop was asked
+			// for, so it is a clean stop, whatever the check saw of a connection closed under it.
+			log.Info("stopped while connecting", slog.Any("cause", context.Cause(ctx)), slog.Any("check", err))
+			return exitOK
+		}
 		log.Error("sink run failed", slog.Any("error", err))
 		if _, ok := errors.AsType[*pipeline.MissingDeadLetterTopicsError](err); ok {
 			return exitConfig
