@@ -13,12 +13,11 @@ help:
 	@echo "make build        build bin/sink (version $(VERSION))"
 	@echo "make run          the main job end to end: stack up, schema, sample events, sink run until caught up,"
 	@echo "                  SIGTERM, summary (scripts/demo; DEMO_COUNT, DEMO_BAD_FRACTION, DEMO_CONFIG)"
-	@echo "make test         start the local Kafka + Cassandra stack and its secured pair (if needed) and run every"
-	@echo "                  test against them;"
+	@echo "make test         start the local Kafka + Cassandra stack, its secured pair and a three-node Cassandra ring"
+	@echo "                  (if needed) and run every test against them;"
 	@echo "                  the stack stays up for the next run (STACK_DOWN=1 make test stops it afterwards)"
 	@echo "make test-clean   make test, then stop the stack"
-	@echo "make test-ring    start a three-node Cassandra ring beside the stack and run the ring tests (not part of"
-	@echo "                  make test: about 3 min to start and 5 min to run on 2 cores)"
+	@echo "make test-ring    only the ring tests (also part of make test), starting the ring if needed"
 	@echo "make stack-up / stack-down / stack-status"
 	@echo "make bench        end-to-end benchmark on the local stack: sink vs the raw Cassandra ceiling, 1,000,000 events;"
 	@echo "                  result JSON in bench/results (BENCH_FLAGS, e.g. BENCH_FLAGS=\"--events 200000 --quick\")"
@@ -30,28 +29,34 @@ run:
 	scripts/demo
 
 # With SINK_TEST_KAFKA and SINK_TEST_CASSANDRA both set, the tests use those servers and the stack is not touched.
-# Otherwise the stack is started with its secured servers (`up --secure`; a no-op for what already serves) and the
-# addresses, certificate directory and password files are exported (SINK_TEST_*, SINK_TEST_SECURE_*). The exit status
-# is go test's, also when STACK_DOWN=1 stops the stack afterwards.
+# Otherwise the stack is started with its secured servers and a three-node Cassandra ring (`up --secure
+# --cassandra-nodes 3`; a no-op for what already serves) and the addresses, certificate directory, password files
+# and ring nodes are exported (SINK_TEST_*, SINK_TEST_SECURE_*, SINK_TEST_RING*). The ring tests stop and start
+# nodes, so they run in a second pass of their own after everything else, never beside other tests. The exit
+# status is go test's (either pass), also when STACK_DOWN=1 stops the stack afterwards.
+RING_TESTS := ^(TestEveryBatchIsCoordinatedByAReplicaOfItsPartition|TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo)$$
+RING_PKGS := ./cassandra ./internal/secured
+
 test:
 	@if [[ -n "$$SINK_TEST_KAFKA" && -n "$$SINK_TEST_CASSANDRA" ]]; then \
 		echo "make test: using SINK_TEST_KAFKA=$$SINK_TEST_KAFKA SINK_TEST_CASSANDRA=$$SINK_TEST_CASSANDRA"; \
 	else \
-		$(STACK) up --secure || exit 1; \
+		$(STACK) up --secure --cassandra-nodes 3 || exit 1; \
 		export $$($(STACK) env); \
 	fi; \
 	status=0; \
-	go test $(GO_TEST_FLAGS) ./... || status=$$?; \
+	go test $(GO_TEST_FLAGS) -skip '$(RING_TESTS)' ./... || status=$$?; \
 	(cd deploy/checks && GOFLAGS="$$GOFLAGS -mod=mod" go test -count=1 -timeout 15m ./...) || status=$$?; \
+	echo "--- ring tests (three-node Cassandra)"; \
+	go test $(GO_TEST_FLAGS) -run '$(RING_TESTS)' $(RING_PKGS) || status=$$?; \
 	if [[ "$(STACK_DOWN)" == 1 ]]; then $(STACK) down; fi; \
 	exit $$status
 
-# The ring tests stop and start nodes, so they run on a ring of their own (scripts/stack up --cassandra-nodes 3),
-# which stays up for the next run; SINK_TEST_RING_REQUIRED makes them fail rather than skip under CI=true.
+# Only the ring tests, on the ring (started if needed).
 test-ring:
 	@$(STACK) up --cassandra-nodes 3 || exit 1; \
-	export $$($(STACK) env) SINK_TEST_RING_REQUIRED=1; \
-	go test $(GO_TEST_FLAGS) -run 'Ring|Replica|LocalQuorum' ./cassandra ./internal/secured
+	export $$($(STACK) env); \
+	go test $(GO_TEST_FLAGS) -run '$(RING_TESTS)' $(RING_PKGS)
 
 test-clean:
 	@$(MAKE) --no-print-directory test STACK_DOWN=1
