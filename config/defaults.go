@@ -275,6 +275,7 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		str(p+"ttl_from", &t.TTLFrom, DefaultTTLFrom)
 		t.TTLFrom = strings.ToLower(t.TTLFrom)
 		size(p+"partition_budget", &t.PartitionBudget, DefaultPartitionBudget)
+		splitDefaults(p, &t, unset)
 		for i := range t.Clustering {
 			cl := &t.Clustering[i]
 			if cl.Order == "" {

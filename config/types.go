@@ -160,6 +160,8 @@ type Topic struct {
 	// written with ttl minus its age, and a record already older than ttl is dead-lettered with
 	// reason expired).
 	TTLFrom string `koanf:"ttl_from"`
+	// Split splits hot entities' partitions at write time (split.go).
+	Split Split `koanf:"split"`
 }
 
 // EventTime says where the event time of a record comes from.
