@@ -42,9 +42,13 @@ type Explanation struct {
 	BucketStart  time.Time
 	BucketEnd    time.Time
 	EventBucket  int // 0 when the topic has no event buckets
-	EventBuckets int // 1 when the topic has none
-	Clustering   []Value
-	TTL          time.Duration
+	EventBuckets int // 1 when the topic has none; with a split, the applying generation's count
+	// Split is the routing record's generation that routed the row (nil: generation 0, the topic's
+	// own event buckets), and Entity the entity's key in the routing table (EntityKey).
+	Split      *Generation
+	Entity     []byte
+	Clustering []Value
+	TTL        time.Duration
 	// WriteTimestamp is the USING TIMESTAMP value in microseconds; 0 with source "server".
 	WriteTimestamp       int64
 	WriteTimestampSource string
@@ -80,6 +84,8 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 		BucketEnd:            p.policy.End(out.bucket.idx),
 		EventBucket:          out.eventBucket,
 		EventBuckets:         p.eventBuckets,
+		Split:                out.split,
+		Entity:               []byte(out.row.Key[:out.entityLen]),
 		TTL:                  out.ttl,
 		WriteTimestamp:       out.writeTS,
 		WriteTimestampSource: p.wts.String(),
@@ -91,7 +97,7 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 	}
 	n := len(p.cols)
 	ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.bucketColumn, Type: p.policy.CQLType(), Value: GoValue(vals[n])})
-	if p.eventBuckets > 1 {
+	if p.ebColumn {
 		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.eventBucketColumn, Type: "int", Value: GoValue(vals[n+1])})
 	}
 	for i, ci := range p.clustering {

@@ -68,7 +68,7 @@ func (m *Mapper) Table(topic string) (Table, bool) {
 		t.PartitionKey = append(t.PartitionKey, p.cols[ci].name)
 	}
 	t.PartitionKey = append(t.PartitionKey, p.bucketColumn)
-	if p.eventBuckets > 1 {
+	if p.ebColumn {
 		t.Columns = append(t.Columns, TableColumn{Name: p.eventBucketColumn, Type: "int"})
 		t.PartitionKey = append(t.PartitionKey, p.eventBucketColumn)
 	}
