@@ -116,3 +116,45 @@ func TestRoutesNeverShrink(t *testing.T) {
 		t.Errorf("Applying before the first split: %v; want none (generation 0)", g)
 	}
 }
+
+// BenchmarkMapSensorSplitElsewhere maps sensor records of a topic with split on while another
+// entity of the same bucket has split: the common case of a split topic (one map lookup by
+// bucket, one by entity, no hit).
+func BenchmarkMapSensorSplitElsewhere(b *testing.B) {
+	m := newMapper(b, splitOn)
+	ex, err := m.Explain(rec(sensorJSON))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Routes("readings").Set(ex.Bucket, "\x00\x08dev-9999\x00", []Generation{{N: 1, From: ex.BucketStart, Buckets: 8}})
+	benchMap(b, m)
+}
+
+// BenchmarkMapSensorSplitHere maps records of an entity that has split: the row is hashed into
+// one of 8 event buckets.
+func BenchmarkMapSensorSplitHere(b *testing.B) {
+	m := newMapper(b, splitOn)
+	ex, err := m.Explain(rec(sensorJSON))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Routes("readings").Set(ex.Bucket, string(ex.Entity), []Generation{{N: 1, From: ex.BucketStart, Buckets: 8}})
+	benchMap(b, m)
+}
+
+func benchMap(b *testing.B, m *Mapper) {
+	r := rec(sensorJSON)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(sensorJSON)))
+	for b.Loop() {
+		if _, err := m.Map(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMapSensorSplitNone maps sensor records of a topic with split on before any split: the
+// cost of split being enabled (the event bucket column, the hash column's canonical text kept).
+func BenchmarkMapSensorSplitNone(b *testing.B) {
+	benchMap(b, newMapper(b, splitOn))
+}

@@ -1,0 +1,166 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/bucketsink/sink/config"
+)
+
+// RoutingTable is the name of the table, one per keyspace holding split topics, in which the sink
+// records its hot-entity splits (docs/DESIGN.md, "Hot entities split at write time"). Its schema
+// is part of the on-disk contract: readers in any language consult it (README.md).
+const RoutingTable = "sink_splits"
+
+// routingTableDDL creates the routing table of keyspace. One partition per (data table, time
+// bucket) lists every split entity of that bucket, so loading the splits of an open bucket is one
+// query; within it, entity then generation order the decisions.
+func routingTableDDL(keyspace string) string {
+	return "CREATE TABLE IF NOT EXISTS " + keyspace + "." + RoutingTable + " (\n" +
+		"    table_name text,\n" +
+		"    bucket_start timestamp,\n" +
+		"    entity blob,\n" +
+		"    generation int,\n" +
+		"    from_time timestamp,\n" +
+		"    event_buckets int,\n" +
+		"    decided_at timestamp,\n" +
+		"    decided_by text,\n" +
+		"    PRIMARY KEY ((table_name, bucket_start), entity, generation)\n" +
+		") WITH CLUSTERING ORDER BY (entity ASC, generation ASC)"
+}
+
+// routingTableKeyspaces lists, once each in first-seen order, the keyspaces of the given topics
+// that have split on.
+func routingTableKeyspaces(cfg *config.Config, topics []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, name := range topics {
+		tc := cfg.Topics[name]
+		if tc.Split.Enabled && !seen[tc.Keyspace] {
+			seen[tc.Keyspace] = true
+			out = append(out, tc.Keyspace)
+		}
+	}
+	return out
+}
+
+// Split is one routing record: from From on, the entity's rows of the time bucket starting at
+// BucketStart in Table go to EventBuckets event buckets (bucketer hash mod EventBuckets).
+// Generation counts the entity's decisions in that bucket from 1; generation 0 is the topic's
+// configured event buckets from the bucket's start and is never stored.
+type Split struct {
+	Table        string    // the data table, with its slice suffix when sliced
+	BucketStart  time.Time // the time bucket's start, UTC
+	Entity       []byte    // the id columns as they lead the partition's routing key (mapper.Explanation.Entity)
+	Generation   int
+	From         time.Time // millisecond precision (a CQL timestamp)
+	EventBuckets int
+	DecidedAt    time.Time // when the decision was made (for people; nothing routes by it)
+	DecidedBy    string    // which instance made it (for people)
+}
+
+// Splits reads and writes the routing records of one keyspace. Decisions are written with a
+// lightweight transaction (INSERT ... IF NOT EXISTS) and read at serial consistency, so a reader
+// sees every decision whose LWT has been accepted, even one whose proposer died before its commit
+// finished: a serial read completes it first.
+type Splits struct {
+	s        *Session
+	keyspace string
+	serial   gocql.Consistency
+}
+
+// NewSplits returns the routing records of keyspace. With a local DC the transactions run at
+// LOCAL_SERIAL (the decision is agreed within the DC the sink writes to), otherwise at SERIAL.
+func NewSplits(s *Session, keyspace string, c config.Cassandra) *Splits {
+	serial := gocql.Serial
+	if c.LocalDC != "" {
+		serial = gocql.LocalSerial
+	}
+	return &Splits{s: s, keyspace: keyspace, serial: serial}
+}
+
+// ErrRoutingTableMissing is returned when the keyspace has no routing table: `sink schema --apply`
+// creates it.
+var ErrRoutingTableMissing = errors.New("the routing table " + RoutingTable + " does not exist; run `sink schema --apply`")
+
+// Bucket returns every routing record of a time bucket of table, ordered by entity then
+// generation: what a restarted instance or a new owner of a partition loads before it routes a row
+// of that bucket, and what a reader caches.
+func (sp *Splits) Bucket(ctx context.Context, table string, bucketStart time.Time) ([]Split, error) {
+	q := sp.s.gs.Query("SELECT table_name, bucket_start, entity, generation, from_time, event_buckets, decided_at, decided_by FROM "+
+		sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ?", table, bucketStart.UTC()).
+		WithContext(ctx).Consistency(sp.serial)
+	return sp.scan(q.Iter(), table, bucketStart)
+}
+
+// Entity returns the routing records of one entity's time bucket in generation order (none when it
+// never split).
+func (sp *Splits) Entity(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]Split, error) {
+	q := sp.s.gs.Query("SELECT table_name, bucket_start, entity, generation, from_time, event_buckets, decided_at, decided_by FROM "+
+		sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ? AND entity = ?", table, bucketStart.UTC(), entity).
+		WithContext(ctx).Consistency(sp.serial)
+	return sp.scan(q.Iter(), table, bucketStart)
+}
+
+func (sp *Splits) scan(iter *gocql.Iter, table string, bucketStart time.Time) ([]Split, error) {
+	var out []Split
+	var r Split
+	for iter.Scan(&r.Table, &r.BucketStart, &r.Entity, &r.Generation, &r.From, &r.EventBuckets, &r.DecidedAt, &r.DecidedBy) {
+		r.BucketStart, r.From, r.DecidedAt = r.BucketStart.UTC(), r.From.UTC(), r.DecidedAt.UTC()
+		out = append(out, r)
+		r = Split{}
+	}
+	if err := iter.Close(); err != nil {
+		return nil, sp.wrap(err, "reading the routing records of %s bucket %s", table, bucketStart.UTC().Format(time.RFC3339))
+	}
+	return out, nil
+}
+
+// Propose writes rec unless its (table, bucket, entity, generation) already holds a decision, and
+// returns the decision that holds: rec when applied, else the one another instance made first
+// (which the caller must adopt: decisions are never recomputed). From is truncated to the
+// millisecond first, as a CQL timestamp stores it, so the returned record is what every reader
+// sees.
+func (sp *Splits) Propose(ctx context.Context, rec Split) (Split, bool, error) {
+	if rec.Generation < 1 || rec.EventBuckets < 2 {
+		return Split{}, false, fmt.Errorf("routing record of %s: generation %d with %d event buckets; a split is generation 1 or later with at least 2",
+			rec.Table, rec.Generation, rec.EventBuckets)
+	}
+	rec.BucketStart = rec.BucketStart.UTC()
+	rec.From = rec.From.UTC().Truncate(time.Millisecond)
+	rec.DecidedAt = rec.DecidedAt.UTC().Truncate(time.Millisecond)
+	q := sp.s.gs.Query("INSERT INTO "+sp.keyspace+"."+RoutingTable+
+		" (table_name, bucket_start, entity, generation, from_time, event_buckets, decided_at, decided_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+		rec.Table, rec.BucketStart, rec.Entity, rec.Generation, rec.From, rec.EventBuckets, rec.DecidedAt, rec.DecidedBy).
+		WithContext(ctx).Consistency(sp.s.cons).SerialConsistency(sp.serial)
+	prev := map[string]any{}
+	applied, err := q.MapScanCAS(prev)
+	if err != nil {
+		return Split{}, false, sp.wrap(err, "writing the routing record of %s bucket %s generation %d", rec.Table, rec.BucketStart.Format(time.RFC3339), rec.Generation)
+	}
+	if applied {
+		return rec, true, nil
+	}
+	held := Split{Table: rec.Table, BucketStart: rec.BucketStart, Entity: rec.Entity, Generation: rec.Generation}
+	held.From, _ = prev["from_time"].(time.Time)
+	held.EventBuckets, _ = prev["event_buckets"].(int)
+	held.DecidedAt, _ = prev["decided_at"].(time.Time)
+	held.DecidedBy, _ = prev["decided_by"].(string)
+	held.From, held.DecidedAt = held.From.UTC(), held.DecidedAt.UTC()
+	if held.EventBuckets < 2 || held.From.IsZero() {
+		return Split{}, false, fmt.Errorf("the routing record of %s bucket %s generation %d exists but reads back as %v", rec.Table, rec.BucketStart.Format(time.RFC3339), rec.Generation, prev)
+	}
+	return held, false, nil
+}
+
+func (sp *Splits) wrap(err error, format string, args ...any) error {
+	var re gocql.RequestError
+	if errors.As(err, &re) && re.Code() == gocql.ErrCodeInvalid {
+		return fmt.Errorf("%s: %w (%v)", fmt.Sprintf(format, args...), ErrRoutingTableMissing, err)
+	}
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
+}
