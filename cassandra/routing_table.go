@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
 )
 
 // RoutingTable is the name of the table, one per keyspace holding split topics, in which the sink
@@ -163,4 +167,104 @@ func (sp *Splits) wrap(err error, format string, args ...any) error {
 		return fmt.Errorf("%s: %w (%v)", fmt.Sprintf(format, args...), ErrRoutingTableMissing, err)
 	}
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
+}
+
+// Newest returns the newest event time Cassandra holds in the partitions of row's entity and
+// time bucket with event buckets 0..eventBuckets-1 (the zero time when they are empty): one
+// `SELECT <first clustering column> ... ORDER BY it DESC LIMIT 1` per partition. t is the row's
+// topic; the first clustering column holds the event time (config requires it of a split topic).
+func (sp *Splits) Newest(ctx context.Context, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
+	if len(t.Clustering) == 0 || len(t.PartitionKey) < 2 {
+		return time.Time{}, fmt.Errorf("table %s: a split needs clustering columns and an event bucket column", t.Name)
+	}
+	vals := mapper.Values(row)
+	at := make(map[string]int, len(row.Target.Columns))
+	for i, c := range row.Target.Columns {
+		at[c] = i
+	}
+	var where []string
+	var args []any
+	ebCol := t.PartitionKey[len(t.PartitionKey)-1]
+	for _, c := range t.PartitionKey[:len(t.PartitionKey)-1] {
+		i, ok := at[c]
+		if !ok {
+			return time.Time{}, fmt.Errorf("table %s: partition key column %s is not written", t.Name, c)
+		}
+		where = append(where, c+" = ?")
+		args = append(args, vals[i])
+	}
+	where = append(where, ebCol+" = ?")
+	first := t.Clustering[0]
+	var timeuuid bool
+	for _, c := range t.Columns {
+		if c.Name == first.Name && strings.EqualFold(c.Type, "timeuuid") {
+			timeuuid = true
+		}
+	}
+	stmt := "SELECT " + first.Name + " FROM " + row.Target.Keyspace + "." + row.Target.Table + " WHERE " + strings.Join(where, " AND ") +
+		" ORDER BY " + first.Name + " DESC LIMIT 1"
+	var newest time.Time
+	for eb := range eventBuckets {
+		q := sp.s.gs.Query(stmt, append(args, int32(eb))...).WithContext(ctx).Consistency(sp.s.cons)
+		var ts time.Time
+		var err error
+		if timeuuid {
+			var u gocql.UUID
+			if err = q.Scan(&u); err == nil {
+				ts = u.Time()
+			}
+		} else {
+			err = q.Scan(&ts)
+		}
+		switch {
+		case errors.Is(err, gocql.ErrNotFound):
+			continue
+		case err != nil:
+			return time.Time{}, fmt.Errorf("reading the newest row of %s.%s event bucket %d: %w", row.Target.Keyspace, row.Target.Table, eb, err)
+		}
+		if ts.After(newest) {
+			newest = ts
+		}
+	}
+	return newest.UTC(), nil
+}
+
+// SplitStores is the routing table of every keyspace over one session: what the pipeline reads
+// and writes (pipeline.SplitStore).
+type SplitStores struct {
+	s  *Session
+	c  config.Cassandra
+	mu sync.Mutex
+	by map[string]*Splits
+}
+
+// NewSplitStores returns the routing tables reached through s.
+func NewSplitStores(s *Session, c config.Cassandra) *SplitStores {
+	return &SplitStores{s: s, c: c, by: map[string]*Splits{}}
+}
+
+func (ss *SplitStores) of(keyspace string) *Splits {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	sp := ss.by[keyspace]
+	if sp == nil {
+		sp = NewSplits(ss.s, keyspace, ss.c)
+		ss.by[keyspace] = sp
+	}
+	return sp
+}
+
+// Bucket is Splits.Bucket of keyspace.
+func (ss *SplitStores) Bucket(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]Split, error) {
+	return ss.of(keyspace).Bucket(ctx, table, bucketStart)
+}
+
+// Propose is Splits.Propose of keyspace.
+func (ss *SplitStores) Propose(ctx context.Context, keyspace string, rec Split) (Split, bool, error) {
+	return ss.of(keyspace).Propose(ctx, rec)
+}
+
+// Newest is Splits.Newest of keyspace.
+func (ss *SplitStores) Newest(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
+	return ss.of(keyspace).Newest(ctx, t, row, eventBuckets)
 }

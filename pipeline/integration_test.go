@@ -442,6 +442,7 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 		w = wrap(w)
 	}
 	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Metrics: metrics, PingInterval: time.Second,
+		Splits: cassandra.NewSplitStores(session, s.cfg.Cassandra),
 		Ping: func(ctx context.Context) error {
 			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
 		},

@@ -40,6 +40,8 @@ type Config struct {
 	KafkaOptions []kgo.Opt
 	// Now is the clock of batching and metrics; default time.Now.
 	Now func() time.Time
+	// Splits is the routing table of hot-entity splits; required when a topic has split on.
+	Splits SplitStore
 }
 
 // topicInfo is what the pipeline knows of one consumed Kafka topic.
@@ -47,6 +49,7 @@ type topicInfo struct {
 	name            string // the key under topics: in the configuration
 	deadLetterTopic string
 	policy          *bucketer.Policy // for the close time of a row's bucket (largest open partitions)
+	split           *splitTopic      // nil unless split is on (split.go)
 }
 
 // maxPollRecords bounds one poll. The poll loop only queues records, so this is about fairness between
@@ -136,7 +139,11 @@ func New(cfg Config) (*Pipeline, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: %w", err)
 		}
-		pl.topics[kt] = &topicInfo{name: name, deadLetterTopic: t.DeadLetterTopic, policy: policy}
+		split, err := newSplitTopic(cfg, name, t, policy)
+		if err != nil {
+			return nil, err
+		}
+		pl.topics[kt] = &topicInfo{name: name, deadLetterTopic: t.DeadLetterTopic, policy: policy, split: split}
 		budget := orDefault(t.PartitionBudget, config.DefaultPartitionBudget)
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(budget))
 	}

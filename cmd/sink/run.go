@@ -127,6 +127,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Writer:  writer,
 		Metrics: metrics,
 		Logger:  log,
+		Splits:  cassandra.NewSplitStores(session, cfg.Cassandra),
 		Ping: func(ctx context.Context) error {
 			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
 		},

@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"testing"
+	"time"
+
+	"github.com/bucketsink/sink/bucketer"
+)
+
+func projector(t *testing.T, max int) *splitState {
+	t.Helper()
+	p, err := bucketer.New(bucketer.Spec{Width: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &splitState{t: &splitTopic{policy: p, base: 1, max: max, budget: 100_000_000, maxRows: 1000}}
+}
+
+var hour0 = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+
+// idx0 is the hourly bucket of hour0.
+var idx0 = hour0.Unix() / 3600
+
+// stat is an entity that wrote rows rows per event bucket (k of them) from the bucket's start to at.
+func stat(k int, rows int64, at time.Duration) *splitStat {
+	st := &splitStat{first: hour0, last: hour0.Add(at)}
+	for range k {
+		st.rows, st.bytes = append(st.rows, rows), append(st.bytes, rows*100)
+		st.total += rows * 100
+	}
+	return st
+}
+
+// TestSplitProjectionWaitsForOnePercentOfBudget: an entity with fewer rows than 1% of the budget is
+// never split, whatever its rate looks like (a rate read from a handful of rows means nothing).
+func TestSplitProjectionWaitsForOnePercentOfBudget(t *testing.T) {
+	s := projector(t, 64)
+	if next, over := s.project(stat(1, 9, time.Second), idx0, 1); next != 0 || over {
+		t.Errorf("9 rows (budget 1000): split to %d, over %v; want no decision", next, over)
+	}
+	if next, _ := s.project(stat(1, 10, time.Second), idx0, 1); next == 0 {
+		t.Error("10 rows in the first second of an hour (36,000 projected against 1,000): no split")
+	}
+}
+
+// TestSplitAimsAtHalfTheBudget: 200 rows in the first 6 minutes project 2,000 by the hour's end;
+// the remaining 1,800 spread so that each partition stays within half the budget (500 rows): the
+// 200 already in event bucket 0 plus 1800/k <= 500 gives k = 6.
+func TestSplitAimsAtHalfTheBudget(t *testing.T) {
+	s := projector(t, 64)
+	next, over := s.project(stat(1, 200, 6*time.Minute), idx0, 1)
+	if next != 6 || over {
+		t.Errorf("split to %d (over %v); want 6 event buckets within budget", next, over)
+	}
+	// A partition with room for its share needs nothing.
+	if next, over := s.project(stat(8, 50, 30*time.Minute), idx0, 8); next != 0 || over {
+		t.Errorf("8 event buckets projected at 100 rows each: split to %d, over %v; want none", next, over)
+	}
+}
+
+// TestSplitGrowsAgainWhenTheRateRises: an entity already split into 4 whose rate rises is split again
+// into more (K grows), never fewer.
+func TestSplitGrowsAgainWhenTheRateRises(t *testing.T) {
+	s := projector(t, 64)
+	next, _ := s.project(stat(4, 200, 10*time.Minute), idx0, 4)
+	if next <= 4 {
+		t.Errorf("4 event buckets projected at 1,200 rows each: split to %d; want more than 4", next)
+	}
+}
+
+// TestSplitAtTheCapIsOverBudget: when max_event_buckets is reached and the projection still passes
+// the budget, no decision is made and the partition counts as over budget.
+func TestSplitAtTheCapIsOverBudget(t *testing.T) {
+	s := projector(t, 4)
+	if next, over := s.project(stat(4, 200, 10*time.Minute), idx0, 4); next != 0 || !over {
+		t.Errorf("at the cap: split to %d, over %v; want no decision, over budget", next, over)
+	}
+	if next, over := s.project(stat(2, 400, 10*time.Minute), idx0, 2); next != 4 || !over {
+		t.Errorf("cap 4 from 2: split to %d, over %v; want 4 and still over budget", next, over)
+	}
+}
+
+// TestSplitKeyParts: the entity is the id components of the routing key, the event bucket its last
+// component.
+func TestSplitKeyParts(t *testing.T) {
+	s := &splitState{t: &splitTopic{ids: 1}}
+	key := "\x00\x03hot\x00" + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x11\x00"
+	entity, eb, ok := s.keyParts(key)
+	if !ok || entity != "\x00\x03hot\x00" || eb != 17 {
+		t.Errorf("keyParts = %q, %d, %v; want the hot entity, 17", entity, eb, ok)
+	}
+}
