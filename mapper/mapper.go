@@ -174,6 +174,7 @@ type plan struct {
 	eventBuckets      int   // configured (generation 0); 1 = none
 	ebColumn          bool  // the partition key has the event bucket column (event buckets or split on)
 	maxEventBuckets   int   // the most event buckets any row may use: eventBuckets, or the split cap
+	split             bool  // split.enabled
 	bucketColumn      string
 	eventBucketColumn string
 	bucketKind        kind
@@ -263,6 +264,7 @@ func compile(name string, t config.Topic) (*plan, error) {
 		eventBuckets:      max(t.Bucket.EventBuckets, 1),
 		ebColumn:          t.UsesEventBucketColumn(),
 		maxEventBuckets:   max(t.Bucket.EventBuckets, 1),
+		split:             t.Split.Enabled,
 		bucketColumn:      t.Bucket.Column,
 		eventBucketColumn: t.Bucket.EventBucketColumn,
 		ttl:               time.Duration(t.TTL),

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/reader"
 )
 
 // splitStack is newStack with split on: a table whose partition key has the event bucket column, a
@@ -156,8 +158,52 @@ func (s *stack) checkSplitLayout(recs []*itRecord) []splitRow {
 			t.Errorf("hot row at %s is in event bucket %d; its routing record gives %d", r.ts.Format(time.RFC3339Nano), r.eb, want)
 		}
 	}
-	t.Logf("hot entity: %d generations %v; %d partitions; rows per partition %v", len(gens), gens, hotParts, perPartition)
+	t.Logf("hot entity: %d generations %v; %d partitions", len(gens), gens, hotParts)
+	s.checkHotReadBack(recs)
 	return rows
+}
+
+// checkHotReadBack reads the hot entity's hour back through the reader (what `sink query` runs),
+// oldest first and newest first: every row of the hot entity, in order, each exactly once.
+func (s *stack) checkHotReadBack(recs []*itRecord) {
+	t := s.t
+	t.Helper()
+	var want []time.Time
+	for _, r := range recs {
+		if r.device == "hot" {
+			want = append(want, r.ts.Truncate(time.Millisecond))
+		}
+	}
+	rd, err := reader.New(reader.Config{Session: s.session.Driver(), Sink: s.cfg, Topic: "readings"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, desc := range []bool{false, true} {
+		from, to := itBase, itBase.Add(time.Hour)
+		if desc {
+			from, to = to.Add(-time.Millisecond), from.Add(-time.Millisecond) // (to, from]
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		page, err := rd.Read(ctx, reader.Query{ID: []any{"hot"}, From: from, To: to})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []time.Time
+		for _, r := range page.Rows {
+			got = append(got, r.Values["ts"].(time.Time).UTC())
+		}
+		exp := slices.Clone(want)
+		if desc {
+			slices.Reverse(exp)
+		}
+		if !slices.EqualFunc(got, exp, time.Time.Equal) {
+			t.Errorf("reading the hot entity back (newest first %v): %d rows, want %d in order, each once", desc, len(got), len(exp))
+		}
+		if page.Partitions < 2 {
+			t.Errorf("reading the hot entity opened %d partitions; its split bucket has more", page.Partitions)
+		}
+	}
 }
 
 // TestIntegrationZipfHotEntitySplitsWithinBudget: one hour of a stream in which the hot entity writes

@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestPlanGivesEachTimeBucketItsTableKeyRangeAndPartitions(t *testing.T) {
 	tab := planTable(t, config.Bucket{Width: "1h", Key: "int", Slice: "1d", EventBuckets: 3})
 	from := time.Date(2024, 6, 1, 1, 30, 0, 0, time.UTC)
 	to := time.Date(2024, 5, 31, 22, 45, 0, 0, time.UTC)
-	plan, err := MakePlan(tab, []any{"s1", "d1"}, from, to, 100)
+	plan, err := MakePlan(context.Background(), tab, []any{"s1", "d1"}, from, to, 100, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +75,12 @@ func TestPlanGivesEachTimeBucketItsTableKeyRangeAndPartitions(t *testing.T) {
 func TestPlanRefusesARangeWiderThanTheCap(t *testing.T) {
 	tab := planTable(t, config.Bucket{Width: "10m", EventBuckets: 8})
 	from := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	_, err := MakePlan(tab, []any{"s1", "d1"}, from, from.Add(24*time.Hour), 1000)
+	_, err := MakePlan(context.Background(), tab, []any{"s1", "d1"}, from, from.Add(24*time.Hour), 1000, nil)
 	var re *RangeError
 	if !errors.As(err, &re) {
 		t.Fatalf("error %v, want a *RangeError", err)
 	}
-	if _, err := MakePlan(tab, []any{"s1", "d1"}, from, from.Add(2*time.Hour), 1000); err != nil {
+	if _, err := MakePlan(context.Background(), tab, []any{"s1", "d1"}, from, from.Add(2*time.Hour), 1000, nil); err != nil {
 		t.Fatal(err)
 	}
 }
