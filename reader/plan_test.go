@@ -13,14 +13,20 @@ import (
 
 func planTable(t *testing.T, b config.Bucket) mapper.Table {
 	t.Helper()
+	tc := readertest.Topic(b, "desc", "site", "device_id")
+	tc.Table = "t"
+	tab, _ := compileTopic(t, tc)
+	return tab
+}
+
+// compileTopic validates a config holding topic "x" and returns its table and mapper.
+func compileTopic(t *testing.T, tc config.Topic) (mapper.Table, *mapper.Mapper) {
+	t.Helper()
 	cfg := &config.Config{
 		Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:1"}},
 		Cassandra: config.Cassandra{Hosts: []string{"127.0.0.1:1"}, Keyspace: "ks"},
-		Topics:    map[string]config.Topic{"x": readertest.Topic(b, "desc", "site", "device_id")},
+		Topics:    map[string]config.Topic{"x": tc},
 	}
-	tc := cfg.Topics["x"]
-	tc.Table = "t"
-	cfg.Topics["x"] = tc
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -30,7 +36,7 @@ func planTable(t *testing.T, b config.Bucket) mapper.Table {
 		t.Fatal(err)
 	}
 	tab, _ := m.Table("x")
-	return tab
+	return tab, m
 }
 
 // TestPlanGivesEachTimeBucketItsTableKeyRangeAndPartitions: a sliced, event-bucketed range newest

@@ -15,21 +15,7 @@ func splitTable(t *testing.T) (mapper.Table, *mapper.Mapper) {
 	tc := readertest.Topic(config.Bucket{Width: "1h"}, "desc", "site", "device_id")
 	tc.Table, tc.Topic = "t", "in"
 	tc.Split = config.Split{Enabled: true}
-	cfg := &config.Config{
-		Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:1"}},
-		Cassandra: config.Cassandra{Hosts: []string{"127.0.0.1:1"}, Keyspace: "ks"},
-		Topics:    map[string]config.Topic{"x": tc},
-	}
-	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	m, err := mapper.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, _ := m.Table("x")
-	return tab, m
+	return compileTopic(t, tc)
 }
 
 // TestEntityKeyIsTheMappersEntity: the reader finds an entity's routing records by the same bytes
