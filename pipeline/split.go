@@ -197,7 +197,8 @@ func (s *splitState) project(st *splitStat, idx int64, kNow int) (int, bool) {
 		}
 		return int(math.Ceil(extra / room))
 	}
-	next := max(kNow+1, aim(maxBytes, extraBytes, float64(t.budget)), aim(maxRows, extraRows, float64(t.maxRows)))
+	// At least double: a rate that keeps rising would otherwise add a generation per few rows.
+	next := max(2*kNow, aim(maxBytes, extraBytes, float64(t.budget)), aim(maxRows, extraRows, float64(t.maxRows)))
 	next = min(next, t.max)
 	if next <= kNow {
 		return 0, true

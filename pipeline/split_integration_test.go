@@ -3,8 +3,15 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,10 +50,16 @@ func splitStack(t *testing.T, partitions int32) *stack {
 
 // zipfRecords is one hour of a skewed stream in event-time order: the hot entity writes hot rows, and
 // each of cold entities writes 2 (the median), so the hot one writes hot/2 times the median's rate.
-func zipfRecords(hot, cold int, partitions int32) []*itRecord {
+// With rising, the hot entity's rate grows through the hour (row i at sqrt(i/hot) of it), so that
+// early projections fall short and its partitions split again later.
+func zipfRecords(hot, cold int, partitions int32, rising bool) []*itRecord {
 	var recs []*itRecord
 	for i := range hot {
-		ts := itBase.Add(time.Duration(i) * time.Hour / time.Duration(hot))
+		at := float64(i) / float64(hot)
+		if rising {
+			at = math.Sqrt(at)
+		}
+		ts := itBase.Add(time.Duration(at * float64(time.Hour))).Truncate(time.Millisecond)
 		recs = append(recs, &itRecord{device: "hot", ts: ts, partition: 0})
 	}
 	for c := range cold {
@@ -92,9 +105,10 @@ func (s *stack) splitRows() []splitRow {
 }
 
 // checkSplitLayout checks what Cassandra holds against the stream and the routing records: every
-// record's row exactly once, no partition over the row budget, cold entities in event bucket 0 only,
-// and every hot row in the event bucket its record's generation gives it. It returns the rows.
-func (s *stack) checkSplitLayout(recs []*itRecord) []splitRow {
+// record's row exactly once, cold entities in event bucket 0 only, every hot row in the event bucket
+// its record's generation gives it, and the hot entity read back in order. With budget it also checks
+// that no partition is over the row budget and that the hot entity split. It returns the rows.
+func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
 	t := s.t
 	t.Helper()
 	rows := s.splitRows()
@@ -117,14 +131,14 @@ func (s *stack) checkSplitLayout(recs []*itRecord) []splitRow {
 	}
 	hotParts := 0
 	for p, n := range perPartition {
-		if n > splitBudgetRows {
+		if budget && n > splitBudgetRows {
 			t.Errorf("partition %s holds %d rows, over the budget of %d", p, n, splitBudgetRows)
 		}
 		if len(p) > 4 && p[:4] == "hot/" {
 			hotParts++
 		}
 	}
-	if hotParts < 2 {
+	if budget && hotParts < 2 {
 		t.Errorf("the hot entity is in %d partition(s); it should have split", hotParts)
 	}
 
@@ -159,13 +173,13 @@ func (s *stack) checkSplitLayout(recs []*itRecord) []splitRow {
 		}
 	}
 	t.Logf("hot entity: %d generations %v; %d partitions", len(gens), gens, hotParts)
-	s.checkHotReadBack(recs)
+	s.checkHotReadBack(recs, budget)
 	return rows
 }
 
 // checkHotReadBack reads the hot entity's hour back through the reader (what `sink query` runs),
 // oldest first and newest first: every row of the hot entity, in order, each exactly once.
-func (s *stack) checkHotReadBack(recs []*itRecord) {
+func (s *stack) checkHotReadBack(recs []*itRecord, split bool) {
 	t := s.t
 	t.Helper()
 	var want []time.Time
@@ -200,7 +214,7 @@ func (s *stack) checkHotReadBack(recs []*itRecord) {
 		if !slices.EqualFunc(got, exp, time.Time.Equal) {
 			t.Errorf("reading the hot entity back (newest first %v): %d rows, want %d in order, each once", desc, len(got), len(exp))
 		}
-		if page.Partitions < 2 {
+		if split && page.Partitions < 2 {
 			t.Errorf("reading the hot entity opened %d partitions; its split bucket has more", page.Partitions)
 		}
 	}
@@ -214,7 +228,7 @@ func (s *stack) checkHotReadBack(recs []*itRecord) {
 // exactly the same rows in the same partitions.
 func TestIntegrationZipfHotEntitySplitsWithinBudget(t *testing.T) {
 	s := splitStack(t, 2)
-	recs := zipfRecords(2000, 40, 2)
+	recs := zipfRecords(2000, 40, 2, false)
 	m := s.start(nil)
 	s.waitFor(time.Minute, "the group to be joined", m.pl.joined.Load)
 	time.Sleep(time.Second) // the partitions are assigned and settled
@@ -226,23 +240,139 @@ func TestIntegrationZipfHotEntitySplitsWithinBudget(t *testing.T) {
 	if n := testutil.ToFloat64(m.metrics.Splits.WithLabelValues(s.topic)); n < 1 {
 		t.Errorf("sink_partition_splits_total{topic} = %v; want at least one split", n)
 	}
-	first := s.checkSplitLayout(recs)
+	first := s.checkSplitLayout(recs, true)
 
-	firstGroup := s.group
+	s.replayAndCompare(recs, first, true)
+}
+
+// replayAndCompare consumes the whole topic again with a new group (a group reset) and checks that
+// Cassandra then holds exactly the rows it held before, in the same partitions.
+func (s *stack) replayAndCompare(recs []*itRecord, before []splitRow, budget bool) {
+	t := s.t
+	t.Helper()
+	old := s.group
 	t.Cleanup(func() {
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _ = s.adm.DeleteGroup(dctx, firstGroup)
+		_, _ = s.adm.DeleteGroup(dctx, old)
 	})
 	s.group = testenv.Name(t, "replay")
 	s.cfg.Kafka.Group = s.group
-	m = s.start(nil)
+	m := s.start(nil)
 	s.waitFor(2*time.Minute, "the replay to be committed", s.allCommitted)
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	second := s.checkSplitLayout(recs)
-	if fmt.Sprint(first) != fmt.Sprint(second) {
-		t.Errorf("the replay changed the rows: %d before, %d after", len(first), len(second))
+	after := s.checkSplitLayout(recs, budget)
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("the replay changed the rows: %d before, %d after", len(before), len(after))
 	}
+}
+
+// writeSplitConfig renders the split stack's config as the YAML `sink run` reads.
+func (s *stack) writeSplitConfig() string {
+	s.t.Helper()
+	q := func(ss []string) string { return `["` + strings.Join(ss, `", "`) + `"]` }
+	yaml := fmt.Sprintf(`kafka: {brokers: %s, group: %s, session_timeout: 10s, rebalance_timeout: 30s}
+cassandra: {hosts: %s, keyspace: %s, consistency: ONE, timeout: 2s}
+writer: {commit_interval: 200ms, shutdown_timeout: 15s, linger: 5ms, max_in_flight: 8}
+metrics: {address: ""}
+log: {level: warn}
+topics:
+  readings:
+    topic: %s
+    id: [device_id]
+    time: {source: field, field: ts, format: rfc3339}
+    bucket: {width: 1h, key: text}
+    split: {enabled: true, max_event_buckets: 32, max_rows: %d}
+    partition_budget: 1MB
+    table: split_readings
+    columns:
+      - {name: device_id, type: text, field: device_id}
+      - {name: ts, type: timestamp, source: event_time}
+      - {name: value, type: double, field: value, required: true}
+    clustering:
+      - {column: ts, order: desc}
+    dead_letter_topic: %s
+`, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks, s.topic, splitBudgetRows, s.dlq)
+	path := filepath.Join(s.t.TempDir(), "sink.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	return path
+}
+
+// TestIntegrationKilledWhileSplittingReplaysIdentically: `sink run` is killed with SIGKILL at random
+// moments (12 times) while the hot entity's partitions split, and restarted each time; then it runs to
+// the end. Every row exists in exactly one partition, the one its routing records give it; a group
+// reset and a full replay leave exactly the same rows in the same partitions.
+func TestIntegrationKilledWhileSplittingReplaysIdentically(t *testing.T) {
+	bin, err := sinkBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := splitStack(t, 2)
+	cfgPath := s.writeSplitConfig()
+	recs := zipfRecords(2000, 40, 2, true) // a rising rate: several generations, decided across kills
+	run := func() *exec.Cmd {
+		cmd := exec.Command(bin, "run", "--config", cfgPath)
+		cmd.Stderr = tWriter{t}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.produceStream(recs, 20, 250*time.Millisecond)
+	}()
+	rng := rand.New(rand.NewPCG(18, uint64(time.Now().UnixNano())))
+	kills := 0
+	for ; kills < 12; kills++ {
+		cmd := run()
+		time.Sleep(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+	}
+	<-done
+	cmd := run()
+	s.waitFor(3*time.Minute, "committed offsets to reach the end after the kills", s.allCommitted)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	t.Logf("%d kills", kills)
+	before := s.checkSplitLayout(recs, false)
+	s.replayAndCompare(recs, before, false)
+}
+
+// TestIntegrationTwoInstancesAgreeOnSplits: two members of one group consume the stream, the second
+// joining and the first leaving in the middle (two rebalances), so both decide splits for partitions
+// they own in turn. The routing table holds one record per generation, and every row is where the
+// records say, exactly once.
+func TestIntegrationTwoInstancesAgreeOnSplits(t *testing.T) {
+	s := splitStack(t, 2)
+	// The hot entity on both Kafka partitions would split on two owners at once; keyed by entity, as
+	// recommended, it is on one, and the rebalance moves it. Its rate rises, so it splits more than once.
+	recs := zipfRecords(2000, 40, 2, true)
+	first := s.start(nil)
+	s.waitFor(time.Minute, "the first member to join", first.pl.joined.Load)
+	third := len(recs) / 3
+	s.produceStream(recs[:third], 40, 30*time.Millisecond)
+	second := s.start(nil)
+	s.produceStream(recs[third:2*third], 40, 30*time.Millisecond)
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s.produceStream(recs[2*third:], 40, 30*time.Millisecond)
+	s.waitFor(2*time.Minute, "the stream to be committed", s.allCommitted)
+	if err := second.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s.checkSplitLayout(recs, false)
+	t.Logf("splits decided: first member %v, second %v",
+		testutil.ToFloat64(first.metrics.Splits.WithLabelValues(s.topic)), testutil.ToFloat64(second.metrics.Splits.WithLabelValues(s.topic)))
 }
