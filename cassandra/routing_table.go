@@ -169,13 +169,11 @@ func (sp *Splits) wrap(err error, format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
 }
 
-// Newest returns the newest event time Cassandra holds in the partitions of row's entity and
-// time bucket with event buckets 0..eventBuckets-1 (the zero time when they are empty): one
-// `SELECT <first clustering column> ... ORDER BY it DESC LIMIT 1` per partition. t is the row's
-// topic; the first clustering column holds the event time (config requires it of a split topic).
-func (sp *Splits) Newest(ctx context.Context, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
+// entityPartitions is the WHERE clause of one partition of row's entity and time bucket, the event
+// bucket bound last, and the values before it.
+func entityPartitions(t mapper.Table, row batcher.Row) (string, []any, error) {
 	if len(t.Clustering) == 0 || len(t.PartitionKey) < 2 {
-		return time.Time{}, fmt.Errorf("table %s: a split needs clustering columns and an event bucket column", t.Name)
+		return "", nil, fmt.Errorf("table %s: a split needs clustering columns and an event bucket column", t.Name)
 	}
 	vals := mapper.Values(row)
 	at := make(map[string]int, len(row.Target.Columns))
@@ -184,16 +182,27 @@ func (sp *Splits) Newest(ctx context.Context, t mapper.Table, row batcher.Row, e
 	}
 	var where []string
 	var args []any
-	ebCol := t.PartitionKey[len(t.PartitionKey)-1]
 	for _, c := range t.PartitionKey[:len(t.PartitionKey)-1] {
 		i, ok := at[c]
 		if !ok {
-			return time.Time{}, fmt.Errorf("table %s: partition key column %s is not written", t.Name, c)
+			return "", nil, fmt.Errorf("table %s: partition key column %s is not written", t.Name, c)
 		}
 		where = append(where, c+" = ?")
 		args = append(args, vals[i])
 	}
-	where = append(where, ebCol+" = ?")
+	where = append(where, t.PartitionKey[len(t.PartitionKey)-1]+" = ?")
+	return " FROM " + row.Target.Keyspace + "." + row.Target.Table + " WHERE " + strings.Join(where, " AND "), args, nil
+}
+
+// Newest returns the newest event time Cassandra holds in the partitions of row's entity and
+// time bucket with event buckets 0..eventBuckets-1 (the zero time when they are empty): one
+// `SELECT <first clustering column> ... ORDER BY it DESC LIMIT 1` per partition. t is the row's
+// topic; the first clustering column holds the event time (config requires it of a split topic).
+func (sp *Splits) Newest(ctx context.Context, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
+	from, args, err := entityPartitions(t, row)
+	if err != nil {
+		return time.Time{}, err
+	}
 	first := t.Clustering[0]
 	var timeuuid bool
 	for _, c := range t.Columns {
@@ -201,8 +210,7 @@ func (sp *Splits) Newest(ctx context.Context, t mapper.Table, row batcher.Row, e
 			timeuuid = true
 		}
 	}
-	stmt := "SELECT " + first.Name + " FROM " + row.Target.Keyspace + "." + row.Target.Table + " WHERE " + strings.Join(where, " AND ") +
-		" ORDER BY " + first.Name + " DESC LIMIT 1"
+	stmt := "SELECT " + first.Name + from + " ORDER BY " + first.Name + " DESC LIMIT 1"
 	var newest time.Time
 	for eb := range eventBuckets {
 		q := sp.s.gs.Query(stmt, append(args, int32(eb))...).WithContext(ctx).Consistency(sp.s.cons)
@@ -227,6 +235,31 @@ func (sp *Splits) Newest(ctx context.Context, t mapper.Table, row batcher.Row, e
 		}
 	}
 	return newest.UTC(), nil
+}
+
+// Count returns the rows Cassandra holds in each partition of row's entity and time bucket with
+// event buckets 0..eventBuckets-1, each counted up to limit: the rows are paged through without
+// being decoded, and a partition past limit is read no further.
+func (sp *Splits) Count(ctx context.Context, t mapper.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error) {
+	from, args, err := entityPartitions(t, row)
+	if err != nil {
+		return nil, err
+	}
+	stmt := "SELECT " + t.Clustering[0].Name + from
+	out := make([]int64, eventBuckets)
+	for eb := range eventBuckets {
+		sc := sp.s.gs.Query(stmt, append(args, int32(eb))...).WithContext(ctx).Consistency(sp.s.cons).
+			PageSize(int(max(min(limit, 5000), 1))).Iter().Scanner()
+		var n int64
+		for n < limit && sc.Next() {
+			n++
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("counting the rows of %s.%s event bucket %d: %w", row.Target.Keyspace, row.Target.Table, eb, err)
+		}
+		out[eb] = n
+	}
+	return out, nil
 }
 
 // SplitStores is the routing table of every keyspace over one session: what the pipeline reads
@@ -262,6 +295,11 @@ func (ss *SplitStores) Bucket(ctx context.Context, keyspace, table string, bucke
 // Propose is Splits.Propose of keyspace.
 func (ss *SplitStores) Propose(ctx context.Context, keyspace string, rec Split) (Split, bool, error) {
 	return ss.of(keyspace).Propose(ctx, rec)
+}
+
+// Count is Splits.Count of keyspace.
+func (ss *SplitStores) Count(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error) {
+	return ss.of(keyspace).Count(ctx, t, row, eventBuckets, limit)
 }
 
 // Newest is Splits.Newest of keyspace.

@@ -22,6 +22,7 @@ type SplitStore interface {
 	Bucket(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]cassandra.Split, error)
 	Propose(ctx context.Context, keyspace string, rec cassandra.Split) (cassandra.Split, bool, error)
 	Newest(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error)
+	Count(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error)
 }
 
 // splitMapper is what a split topic needs of the mapper beyond Map: its routes and its table.
@@ -92,13 +93,15 @@ type splitKey struct {
 	entity string
 }
 
-// splitStat is what this worker has sent for one (entity, bucket): rows and bytes per event bucket,
-// and the first and newest event times.
+// splitStat is one (entity, bucket) as this worker knows it: rows and bytes per event bucket (what
+// it sent, raised to what Cassandra held when the entity first looked hot), and, for the rate, what
+// it sent itself between the first and newest event times.
 type splitStat struct {
-	rows, bytes []int64
-	total       int64 // bytes, all event buckets
-	first, last time.Time
-	over        bool // counted in sink_partitions_over_budget
+	rows, bytes         []int64
+	sentRows, sentBytes int64
+	first, last         time.Time
+	over                bool // counted in sink_partitions_over_budget
+	counted             bool // Cassandra's rows were counted in
 }
 
 func newSplitState(t *splitTopic, p *partition) *splitState {
@@ -141,7 +144,8 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	}
 	st.rows[eb]++
 	st.bytes[eb] += int64(row.Size)
-	st.total += int64(row.Size)
+	st.sentRows++
+	st.sentBytes += int64(row.Size)
 	if row.EventTime.After(st.last) {
 		st.last = row.EventTime
 	}
@@ -152,10 +156,48 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	}
 	next, over := s.project(st, idx, kNow)
 	s.setOver(st, over)
-	if next == 0 || time.Since(s.started) < t.settle {
+	if (next == 0 && !over) || time.Since(s.started) < t.settle {
+		return row, nil
+	}
+	if !st.counted {
+		// After a restart or a rebalance this worker has seen only part of the bucket: count what
+		// Cassandra holds before deciding, once per entity and bucket.
+		if err := s.count(row, st, kNow); err != nil {
+			return row, err
+		}
+		next, over = s.project(st, idx, kNow)
+		s.setOver(st, over)
+	}
+	if next == 0 {
 		return row, nil
 	}
 	return row, s.decide(row, idx, entity, gens, kNow, next, st)
+}
+
+// count raises the tally of each event bucket to the rows Cassandra holds there (at most the row
+// budget plus one), at the bytes per row this worker has seen.
+func (s *splitState) count(row batcher.Row, st *splitStat, k int) error {
+	t := s.t
+	var counts []int64
+	err := s.retry("counting the rows of a hot partition", func(ctx context.Context) (err error) {
+		counts, err = t.store.Count(ctx, t.keyspace, t.table, row, k, t.maxRows+1)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	st.counted = true
+	perRow := st.sentBytes / max(st.sentRows, 1)
+	for eb, n := range counts {
+		for len(st.rows) <= eb {
+			st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
+		}
+		if n > st.rows[eb] {
+			st.bytes[eb] += (n - st.rows[eb]) * perRow
+			st.rows[eb] = n
+		}
+	}
+	return nil
 }
 
 // project returns the event bucket count the entity's bucket should move to (0: no split), and
@@ -164,11 +206,8 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 // the budget, so that a rate is not read from a handful of rows.
 func (s *splitState) project(st *splitStat, idx int64, kNow int) (int, bool) {
 	t := s.t
-	var rows int64
-	for _, r := range st.rows {
-		rows += r
-	}
-	if st.total < t.budget/100 && rows < t.maxRows/100 {
+	rows, total := st.sentRows, st.sentBytes
+	if total < t.budget/100 && rows < t.maxRows/100 {
 		return 0, false
 	}
 	elapsed := st.last.Sub(st.first)
@@ -177,7 +216,7 @@ func (s *splitState) project(st *splitStat, idx int64, kNow int) (int, bool) {
 		return 0, false
 	}
 	f := float64(remaining) / float64(elapsed)
-	extraBytes, extraRows := float64(st.total)*f, float64(rows)*f
+	extraBytes, extraRows := float64(total)*f, float64(rows)*f
 	maxBytes, maxRows := float64(slices.Max(st.bytes)), float64(slices.Max(st.rows))
 	fits := func(k int) bool {
 		return maxBytes+extraBytes/float64(k) <= float64(t.budget) && maxRows+extraRows/float64(k) <= float64(t.maxRows)

@@ -1,10 +1,13 @@
 package pipeline
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/mapper"
 )
 
 func projector(t *testing.T, max int) *splitState {
@@ -26,7 +29,8 @@ func stat(k int, rows int64, at time.Duration) *splitStat {
 	st := &splitStat{first: hour0, last: hour0.Add(at)}
 	for range k {
 		st.rows, st.bytes = append(st.rows, rows), append(st.bytes, rows*100)
-		st.total += rows * 100
+		st.sentRows += rows
+		st.sentBytes += rows * 100
 	}
 	return st
 }
@@ -88,5 +92,38 @@ func TestSplitKeyParts(t *testing.T) {
 	entity, eb, ok := s.keyParts(key)
 	if !ok || entity != "\x00\x03hot\x00" || eb != 17 {
 		t.Errorf("keyParts = %q, %d, %v; want the hot entity, 17", entity, eb, ok)
+	}
+}
+
+// countStore is a SplitStore whose partitions hold the given row counts.
+type countStore struct {
+	SplitStore
+	counts []int64
+}
+
+func (c countStore) Count(context.Context, string, mapper.Table, batcher.Row, int, int64) ([]int64, error) {
+	return c.counts, nil
+}
+
+// TestSplitCountsWhatCassandraHoldsBeforeDeciding: a worker that took over an entity's bucket half
+// way (a restart, a rebalance) has seen 200 rows of it in 5 minutes, but Cassandra holds 450 in its
+// one partition. Counted in, the split spreads the 1,200 rows still to come so that the full
+// partition stays within half the budget: 24 event buckets, where the worker's own view asks for 4.
+func TestSplitCountsWhatCassandraHoldsBeforeDeciding(t *testing.T) {
+	s := projector(t, 64)
+	s.t.store = countStore{counts: []int64{450}}
+	s.p = &partition{ctx: context.Background(), pl: &Pipeline{}}
+	st := stat(1, 200, 30*time.Minute)
+	st.first = hour0.Add(25 * time.Minute) // seen for the last 5 minutes only
+	own, _ := s.project(st, idx0, 1)
+	if err := s.count(batcher.Row{}, st, 1); err != nil {
+		t.Fatal(err)
+	}
+	if st.rows[0] != 450 || !st.counted {
+		t.Fatalf("after the count: %d rows in event bucket 0, counted %v; want 450", st.rows[0], st.counted)
+	}
+	next, over := s.project(st, idx0, 1)
+	if own != 4 || next != 24 || over {
+		t.Errorf("with Cassandra's 450 rows: split to %d (over %v); from the worker's own view %d; want more, within budget", next, over, own)
 	}
 }
