@@ -30,6 +30,7 @@ func routingTableDDL(keyspace string) string {
 		"    entity blob,\n" +
 		"    generation int,\n" +
 		"    from_time timestamp,\n" +
+		"    first_event_bucket int,\n" +
 		"    event_buckets int,\n" +
 		"    decided_at timestamp,\n" +
 		"    decided_by text,\n" +
@@ -53,18 +54,22 @@ func routingTableKeyspaces(cfg *config.Config, topics []string) []string {
 }
 
 // Split is one routing record: from From on, the entity's rows of the time bucket starting at
-// BucketStart in Table go to EventBuckets event buckets (bucketer hash mod EventBuckets).
+// BucketStart in Table go to event buckets FirstEventBucket..FirstEventBucket+EventBuckets-1
+// (FirstEventBucket + bucketer hash mod EventBuckets). Each generation's event buckets follow the
+// previous generation's (the first follows the topic's bucket.event_buckets), so no partition
+// takes rows of two generations.
 // Generation counts the entity's decisions in that bucket from 1; generation 0 is the topic's
 // configured event buckets from the bucket's start and is never stored.
 type Split struct {
-	Table        string    // the data table, with its slice suffix when sliced
-	BucketStart  time.Time // the time bucket's start, UTC
-	Entity       []byte    // the id columns as they lead the partition's routing key (mapper.Explanation.Entity)
-	Generation   int
-	From         time.Time // millisecond precision (a CQL timestamp)
-	EventBuckets int
-	DecidedAt    time.Time // when the decision was made (for people; nothing routes by it)
-	DecidedBy    string    // which instance made it (for people)
+	Table            string    // the data table, with its slice suffix when sliced
+	BucketStart      time.Time // the time bucket's start, UTC
+	Entity           []byte    // the id columns as they lead the partition's routing key (mapper.Explanation.Entity)
+	Generation       int
+	From             time.Time // millisecond precision (a CQL timestamp)
+	FirstEventBucket int
+	EventBuckets     int
+	DecidedAt        time.Time // when the decision was made (for people; nothing routes by it)
+	DecidedBy        string    // which instance made it (for people)
 }
 
 // Splits reads and writes the routing records of one keyspace. Decisions are written with a
@@ -95,7 +100,7 @@ var ErrRoutingTableMissing = errors.New("the routing table " + RoutingTable + " 
 // generation: what a restarted instance or a new owner of a partition loads before it routes a row
 // of that bucket, and what a reader caches.
 func (sp *Splits) Bucket(ctx context.Context, table string, bucketStart time.Time) ([]Split, error) {
-	q := sp.s.gs.Query("SELECT table_name, bucket_start, entity, generation, from_time, event_buckets, decided_at, decided_by FROM "+
+	q := sp.s.gs.Query("SELECT table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by FROM "+
 		sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ?", table, bucketStart.UTC()).
 		WithContext(ctx).Consistency(sp.serial)
 	return sp.scan(q.Iter(), table, bucketStart)
@@ -104,7 +109,7 @@ func (sp *Splits) Bucket(ctx context.Context, table string, bucketStart time.Tim
 // Entity returns the routing records of one entity's time bucket in generation order (none when it
 // never split).
 func (sp *Splits) Entity(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]Split, error) {
-	q := sp.s.gs.Query("SELECT table_name, bucket_start, entity, generation, from_time, event_buckets, decided_at, decided_by FROM "+
+	q := sp.s.gs.Query("SELECT table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by FROM "+
 		sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ? AND entity = ?", table, bucketStart.UTC(), entity).
 		WithContext(ctx).Consistency(sp.serial)
 	return sp.scan(q.Iter(), table, bucketStart)
@@ -113,7 +118,7 @@ func (sp *Splits) Entity(ctx context.Context, table string, bucketStart time.Tim
 func (sp *Splits) scan(iter *gocql.Iter, table string, bucketStart time.Time) ([]Split, error) {
 	var out []Split
 	var r Split
-	for iter.Scan(&r.Table, &r.BucketStart, &r.Entity, &r.Generation, &r.From, &r.EventBuckets, &r.DecidedAt, &r.DecidedBy) {
+	for iter.Scan(&r.Table, &r.BucketStart, &r.Entity, &r.Generation, &r.From, &r.FirstEventBucket, &r.EventBuckets, &r.DecidedAt, &r.DecidedBy) {
 		r.BucketStart, r.From, r.DecidedAt = r.BucketStart.UTC(), r.From.UTC(), r.DecidedAt.UTC()
 		out = append(out, r)
 		r = Split{}
@@ -130,16 +135,16 @@ func (sp *Splits) scan(iter *gocql.Iter, table string, bucketStart time.Time) ([
 // millisecond first, as a CQL timestamp stores it, so the returned record is what every reader
 // sees.
 func (sp *Splits) Propose(ctx context.Context, rec Split) (Split, bool, error) {
-	if rec.Generation < 1 || rec.EventBuckets < 2 {
-		return Split{}, false, fmt.Errorf("routing record of %s: generation %d with %d event buckets; a split is generation 1 or later with at least 2",
-			rec.Table, rec.Generation, rec.EventBuckets)
+	if rec.Generation < 1 || rec.EventBuckets < 2 || rec.FirstEventBucket < 1 {
+		return Split{}, false, fmt.Errorf("routing record of %s: generation %d with %d event buckets from %d; a split is generation 1 or later with at least 2 event buckets from 1 or later",
+			rec.Table, rec.Generation, rec.EventBuckets, rec.FirstEventBucket)
 	}
 	rec.BucketStart = rec.BucketStart.UTC()
 	rec.From = rec.From.UTC().Truncate(time.Millisecond)
 	rec.DecidedAt = rec.DecidedAt.UTC().Truncate(time.Millisecond)
 	q := sp.s.gs.Query("INSERT INTO "+sp.keyspace+"."+RoutingTable+
-		" (table_name, bucket_start, entity, generation, from_time, event_buckets, decided_at, decided_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
-		rec.Table, rec.BucketStart, rec.Entity, rec.Generation, rec.From, rec.EventBuckets, rec.DecidedAt, rec.DecidedBy).
+		" (table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+		rec.Table, rec.BucketStart, rec.Entity, rec.Generation, rec.From, rec.FirstEventBucket, rec.EventBuckets, rec.DecidedAt, rec.DecidedBy).
 		WithContext(ctx).Consistency(sp.s.cons).SerialConsistency(sp.serial)
 	prev := map[string]any{}
 	applied, err := q.MapScanCAS(prev)
@@ -152,6 +157,7 @@ func (sp *Splits) Propose(ctx context.Context, rec Split) (Split, bool, error) {
 	held := Split{Table: rec.Table, BucketStart: rec.BucketStart, Entity: rec.Entity, Generation: rec.Generation}
 	held.From, _ = prev["from_time"].(time.Time)
 	held.EventBuckets, _ = prev["event_buckets"].(int)
+	held.FirstEventBucket, _ = prev["first_event_bucket"].(int)
 	held.DecidedAt, _ = prev["decided_at"].(time.Time)
 	held.DecidedBy, _ = prev["decided_by"].(string)
 	held.From, held.DecidedAt = held.From.UTC(), held.DecidedAt.UTC()

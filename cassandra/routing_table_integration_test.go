@@ -65,7 +65,7 @@ func TestConcurrentSplitDecidersAgreeOnOneRecord(t *testing.T) {
 				defer wg.Done()
 				got[i], applied[i], errs[i] = sp.Propose(ctx, Split{
 					Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1,
-					From: start.Add(time.Duration(i+1) * time.Minute), EventBuckets: 2 + i,
+					From: start.Add(time.Duration(i+1) * time.Minute), FirstEventBucket: 1, EventBuckets: 2 + i,
 					DecidedAt: time.Now(), DecidedBy: fmt.Sprintf("decider-%d", i),
 				})
 			}()
@@ -116,8 +116,8 @@ func TestSplitGenerationsFollowEachOther(t *testing.T) {
 	from1 := start.Add(90*time.Minute + 123*time.Millisecond)
 	from2 := start.Add(5 * time.Hour)
 	for _, rec := range []Split{
-		{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1, From: from1, EventBuckets: 4, DecidedBy: "a"},
-		{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 2, From: from2, EventBuckets: 16, DecidedBy: "a"},
+		{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1, From: from1, FirstEventBucket: 1, EventBuckets: 4, DecidedBy: "a"},
+		{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 2, From: from2, FirstEventBucket: 5, EventBuckets: 16, DecidedBy: "a"},
 	} {
 		if _, ok, err := sp.Propose(ctx, rec); err != nil || !ok {
 			t.Fatalf("proposing generation %d: applied %v, %v", rec.Generation, ok, err)
@@ -128,7 +128,7 @@ func TestSplitGenerationsFollowEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[0].Generation != 1 || got[1].Generation != 2 ||
-		!got[0].From.Equal(from1) || !got[1].From.Equal(from2) || got[1].EventBuckets != 16 || !bytes.Equal(got[1].Entity, entity) {
+		!got[0].From.Equal(from1) || !got[1].From.Equal(from2) || got[1].EventBuckets != 16 || got[1].FirstEventBucket != 5 || !bytes.Equal(got[1].Entity, entity) {
 		t.Fatalf("loaded %+v; want generations 1 (from %s, 4) and 2 (from %s, 16)", got, from1, from2)
 	}
 	if other, err := sp.Bucket(ctx, "sensor_readings", start.Add(24*time.Hour)); err != nil || len(other) != 0 {
@@ -138,5 +138,5 @@ func TestSplitGenerationsFollowEachOther(t *testing.T) {
 
 func sameDecision(a, b Split) bool {
 	return a.Table == b.Table && a.BucketStart.Equal(b.BucketStart) && bytes.Equal(a.Entity, b.Entity) &&
-		a.Generation == b.Generation && a.From.Equal(b.From) && a.EventBuckets == b.EventBuckets && a.DecidedBy == b.DecidedBy
+		a.Generation == b.Generation && a.From.Equal(b.From) && a.EventBuckets == b.EventBuckets && a.FirstEventBucket == b.FirstEventBucket && a.DecidedBy == b.DecidedBy
 }

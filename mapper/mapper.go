@@ -714,19 +714,20 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 	s.key = key
 	out.entityLen = len(key)
 	if p.ebColumn {
-		k := p.eventBuckets
+		k, first := p.eventBuckets, 0
 		out.split = nil
 		if p.routes.HasBucket(b.idx) {
 			if g := Applying(p.routes.Lookup(b.idx, string(key)), t); g != nil {
-				k, out.split = g.Buckets, g
+				k, first, out.split = g.Buckets, g.First, g
 			}
 		}
+		out.eventBucket = first
 		if k > 1 {
 			eb, err := p.hashBucket(vals, s, k)
 			if err != nil {
 				return err
 			}
-			out.eventBucket = eb
+			out.eventBucket = first + eb
 		}
 		vals[n] = p.ebValue(out.eventBucket)
 		n++

@@ -9,15 +9,21 @@ import (
 )
 
 // Generation is one split decision for an entity's time bucket: from From (an instant, compared in
-// UTC) on, the entity's rows of that bucket go to Buckets event buckets, chosen by the row's
-// event-bucket hash (bucketer.IDHash) mod Buckets. Generation 0 is implicit: the topic's
-// bucket.event_buckets from the bucket's start. Generations of one entity and bucket have strictly
-// increasing N, From and Buckets.
+// UTC) on, the entity's rows of that bucket go to the Buckets event buckets First..First+Buckets-1,
+// each row to First + its event-bucket hash (bucketer.IDHash) mod Buckets. Every generation has
+// event buckets of its own (First is past every earlier generation's), so a partition stops
+// growing once a later generation takes over. Generation 0 is implicit: the topic's
+// bucket.event_buckets, 0..N-1, from the bucket's start. Generations of one entity and bucket have
+// strictly increasing N, From and First.
 type Generation struct {
 	N       int
 	From    time.Time
+	First   int
 	Buckets int
 }
+
+// End is one past the last event bucket of the generation.
+func (g Generation) End() int { return g.First + g.Buckets }
 
 // Routes holds the split decisions of one topic's open time buckets, as the mapper reads them on
 // every row. Readers take an immutable snapshot through one atomic load, so a topic with no split

@@ -40,8 +40,9 @@ func TestSplitTopicWritesEventBucketZeroBeforeAnySplit(t *testing.T) {
 }
 
 // TestSplitRoutesRowsByEventTimeFromTheRecord: once a routing record says "from T, 8 event
-// buckets", rows before T stay in event bucket 0 and rows at or after T go to the row's hash mod 8;
-// a second generation (32 from T2) takes over from T2; other entities are untouched.
+// buckets from 1", rows before T stay in event bucket 0 and rows at or after T go to 1 + the row's
+// hash mod 8; a second generation (32 from 9, from T2) takes over from T2; other entities are
+// untouched.
 func TestSplitRoutesRowsByEventTimeFromTheRecord(t *testing.T) {
 	m := newMapper(t, splitOn)
 	ex, err := m.Explain(sensorAt("2024-01-15T10:00:00.000Z"))
@@ -50,7 +51,7 @@ func TestSplitRoutesRowsByEventTimeFromTheRecord(t *testing.T) {
 	}
 	t1 := time.Date(2024, 1, 15, 12, 0, 0, 0, time.UTC)
 	t2 := time.Date(2024, 1, 15, 18, 0, 0, 0, time.UTC)
-	m.Routes("readings").Set(ex.Bucket, string(ex.Entity), []Generation{{N: 1, From: t1, Buckets: 8}, {N: 2, From: t2, Buckets: 32}})
+	m.Routes("readings").Set(ex.Bucket, string(ex.Entity), []Generation{{N: 1, From: t1, First: 1, Buckets: 8}, {N: 2, From: t2, First: 9, Buckets: 32}})
 
 	spread := map[int]bool{}
 	for i := range 200 {
@@ -63,16 +64,16 @@ func TestSplitRoutesRowsByEventTimeFromTheRecord(t *testing.T) {
 		if got.Bucket != ex.Bucket {
 			continue // the next day
 		}
-		want, k := 0, 1
+		first, k := 0, 1
 		switch {
 		case !at.Before(t2):
-			k = 32
+			first, k = 9, 32
 		case !at.Before(t1):
-			k = 8
+			first, k = 1, 8
 		}
-		want = bucketer.EventBucketString(ts, k)
+		want := first + bucketer.EventBucketString(ts, k)
 		if got.EventBucket != want {
-			t.Fatalf("row at %s: event bucket %d; want %d (hash mod %d)", ts, got.EventBucket, want, k)
+			t.Fatalf("row at %s: event bucket %d; want %d (%d + hash mod %d)", ts, got.EventBucket, want, first, k)
 		}
 		if (k == 1) != (got.Split == nil) || (got.Split != nil && got.Split.Buckets != k) {
 			t.Fatalf("row at %s: split %+v; want %d event buckets", ts, got.Split, k)
@@ -126,7 +127,7 @@ func BenchmarkMapSensorSplitElsewhere(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.Routes("readings").Set(ex.Bucket, "\x00\x08dev-9999\x00", []Generation{{N: 1, From: ex.BucketStart, Buckets: 8}})
+	m.Routes("readings").Set(ex.Bucket, "\x00\x08dev-9999\x00", []Generation{{N: 1, From: ex.BucketStart, First: 1, Buckets: 8}})
 	benchMap(b, m)
 }
 
@@ -138,7 +139,7 @@ func BenchmarkMapSensorSplitHere(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.Routes("readings").Set(ex.Bucket, string(ex.Entity), []Generation{{N: 1, From: ex.BucketStart, Buckets: 8}})
+	m.Routes("readings").Set(ex.Bucket, string(ex.Entity), []Generation{{N: 1, From: ex.BucketStart, First: 1, Buckets: 8}})
 	benchMap(b, m)
 }
 

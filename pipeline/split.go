@@ -95,11 +95,13 @@ type splitKey struct {
 
 // splitStat is one (entity, bucket) as this worker knows it: rows and bytes per event bucket (what
 // it sent, raised to what Cassandra held when the entity first looked hot), and, for the rate, what
-// it sent itself between the first and newest event times.
+// it sent itself since the current generation began (or since it first saw the entity), between
+// the first and newest event times of that window: a rate that rises is read from recent rows.
 type splitStat struct {
 	rows, bytes         []int64
 	sentRows, sentBytes int64
 	first, last         time.Time
+	gens                int  // the generations known when the window began
 	over                bool // counted in sink_partitions_over_budget
 	counted             bool // Cassandra's rows were counted in
 }
@@ -142,6 +144,11 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	for len(st.rows) <= eb {
 		st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
 	}
+	gens := t.routes.Lookup(idx, entity)
+	if len(gens) != st.gens {
+		// A new generation: its rate window starts here.
+		st.gens, st.sentRows, st.sentBytes, st.first, st.last = len(gens), 0, 0, row.EventTime, row.EventTime
+	}
 	st.rows[eb]++
 	st.bytes[eb] += int64(row.Size)
 	st.sentRows++
@@ -149,12 +156,11 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	if row.EventTime.After(st.last) {
 		st.last = row.EventTime
 	}
-	gens := t.routes.Lookup(idx, entity)
-	kNow := t.base
+	first, kNow := 0, t.base // the current generation's event buckets
 	if len(gens) > 0 {
-		kNow = gens[len(gens)-1].Buckets
+		first, kNow = gens[len(gens)-1].First, gens[len(gens)-1].Buckets
 	}
-	next, over := s.project(st, idx, kNow)
+	next, over := s.project(st, idx, first, kNow)
 	s.setOver(st, over)
 	if (next == 0 && !over) || time.Since(s.started) < t.settle {
 		return row, nil
@@ -162,16 +168,16 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	if !st.counted {
 		// After a restart or a rebalance this worker has seen only part of the bucket: count what
 		// Cassandra holds before deciding, once per entity and bucket.
-		if err := s.count(row, st, kNow); err != nil {
+		if err := s.count(row, st, first+kNow); err != nil {
 			return row, err
 		}
-		next, over = s.project(st, idx, kNow)
+		next, over = s.project(st, idx, first, kNow)
 		s.setOver(st, over)
 	}
 	if next == 0 {
 		return row, nil
 	}
-	return row, s.decide(row, idx, entity, gens, kNow, next, st)
+	return row, s.decide(row, idx, entity, gens, first+kNow, next, st)
 }
 
 // count raises the tally of each event bucket to the rows Cassandra holds there (at most the row
@@ -200,49 +206,43 @@ func (s *splitState) count(row batcher.Row, st *splitStat, k int) error {
 	return nil
 }
 
-// project returns the event bucket count the entity's bucket should move to (0: no split), and
-// whether its largest partition is projected over budget even so. The projection extends what this
-// worker sent at its rate in event time to the bucket's end; it waits until the entity holds 1% of
-// the budget, so that a rate is not read from a handful of rows.
-func (s *splitState) project(st *splitStat, idx int64, kNow int) (int, bool) {
+// project returns the event bucket count of the entity's next generation in its bucket (0: no
+// split), and whether a partition of it is or will be over budget even so. The current generation
+// has event buckets first..first+k-1 and takes the rows to come; earlier generations' partitions
+// take no more. The projection extends what this worker sent, at its rate in event time, to the
+// bucket's end; it waits until the entity holds 1% of the budget, so that a rate is not read from a
+// handful of rows. The next generation gets event buckets of its own, as many as keep each at half
+// the budget, within split.max_event_buckets in all.
+func (s *splitState) project(st *splitStat, idx int64, first, k int) (int, bool) {
 	t := s.t
+	for len(st.rows) < first+k {
+		st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
+	}
+	over := slices.Max(st.bytes) > t.budget || slices.Max(st.rows) > t.maxRows
 	rows, total := st.sentRows, st.sentBytes
 	if total < t.budget/100 && rows < t.maxRows/100 {
-		return 0, false
+		return 0, over
 	}
 	elapsed := st.last.Sub(st.first)
 	remaining := t.policy.End(idx).Sub(st.last)
 	if elapsed < time.Second || remaining <= 0 {
-		return 0, false
+		return 0, over
 	}
 	f := float64(remaining) / float64(elapsed)
 	extraBytes, extraRows := float64(total)*f, float64(rows)*f
-	maxBytes, maxRows := float64(slices.Max(st.bytes)), float64(slices.Max(st.rows))
-	fits := func(k int) bool {
-		return maxBytes+extraBytes/float64(k) <= float64(t.budget) && maxRows+extraRows/float64(k) <= float64(t.maxRows)
+	curBytes, curRows := float64(slices.Max(st.bytes[first:first+k])), float64(slices.Max(st.rows[first:first+k]))
+	fits := func(haveBytes, haveRows float64, k int) bool {
+		return haveBytes+extraBytes/float64(k) <= float64(t.budget) && haveRows+extraRows/float64(k) <= float64(t.maxRows)
 	}
-	if fits(kNow) {
-		return 0, false
+	if fits(curBytes, curRows, k) {
+		return 0, over
 	}
-	// Aim each partition at half the budget, or, for partitions already past half, at the budget.
-	// The largest partition keeps what it has and takes 1/k of what is to come.
-	aim := func(have, extra, budget float64) int {
-		room := budget/2 - have
-		if room <= 0 {
-			room = budget - have
-		}
-		if room <= 0 {
-			return t.max
-		}
-		return int(math.Ceil(extra / room))
+	next := max(2, int(math.Ceil(2*extraBytes/float64(t.budget))), int(math.Ceil(2*extraRows/float64(t.maxRows))))
+	next = min(next, t.max-(first+k))
+	if next < 2 {
+		return 0, true // split.max_event_buckets is used up
 	}
-	// At least double: a rate that keeps rising would otherwise add a generation per few rows.
-	next := max(2*kNow, aim(maxBytes, extraBytes, float64(t.budget)), aim(maxRows, extraRows, float64(t.maxRows)))
-	next = min(next, t.max)
-	if next <= kNow {
-		return 0, true
-	}
-	return next, !fits(next)
+	return next, over || !fits(0, 0, next)
 }
 
 func (s *splitState) setOver(st *splitStat, over bool) {
@@ -258,14 +258,15 @@ func (s *splitState) setOver(st *splitStat, over bool) {
 	}
 }
 
-// decide writes the routing record of the entity's next generation, or adopts the one another
-// instance wrote first, and publishes it to the mapper. T is later than every row of the entity's
-// bucket this worker has sent and every row Cassandra holds in its partitions so far.
-func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []mapper.Generation, kNow, next int, st *splitStat) error {
+// decide writes the routing record of the entity's next generation (next event buckets from end,
+// the first unused one), or adopts the one another instance wrote first, and publishes it to the
+// mapper. T is later than every row of the entity's bucket this worker has sent and every row
+// Cassandra holds in its partitions so far.
+func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []mapper.Generation, end, next int, st *splitStat) error {
 	t := s.t
 	var newest time.Time
 	err := s.retry("reading the newest row of a hot partition", func(ctx context.Context) (err error) {
-		newest, err = t.store.Newest(ctx, t.keyspace, t.table, row, kNow)
+		newest, err = t.store.Newest(ctx, t.keyspace, t.table, row, end)
 		return err
 	})
 	if err != nil {
@@ -284,7 +285,7 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	}
 	rec := cassandra.Split{
 		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: len(gens) + 1,
-		From: from, EventBuckets: next, DecidedAt: time.Now(), DecidedBy: s.p.pl.sink.Kafka.ClientID,
+		From: from, FirstEventBucket: end, EventBuckets: next, DecidedAt: time.Now(), DecidedBy: s.p.pl.sink.Kafka.ClientID,
 	}
 	var held cassandra.Split
 	var applied bool
@@ -295,13 +296,13 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	if err != nil {
 		return err
 	}
-	gens = append(slices.Clone(gens), mapper.Generation{N: held.Generation, From: held.From, Buckets: held.EventBuckets})
+	gens = append(slices.Clone(gens), mapper.Generation{N: held.Generation, From: held.From, First: held.FirstEventBucket, Buckets: held.EventBuckets})
 	t.routes.Set(idx, entity, gens)
 	if applied {
 		s.p.pl.metrics.Splits.WithLabelValues(t.label).Inc()
 	}
 	s.p.log.Info("hot partition split", slog.String("table", rec.Table), slog.Time("bucket", rec.BucketStart),
-		slog.Int("generation", held.Generation), slog.Time("from", held.From), slog.Int("event_buckets", held.EventBuckets),
+		slog.Int("generation", held.Generation), slog.Time("from", held.From), slog.Int("first_event_bucket", held.FirstEventBucket), slog.Int("event_buckets", held.EventBuckets),
 		slog.Bool("decided_here", applied))
 	return nil
 }
@@ -327,7 +328,7 @@ func (s *splitState) load(idx int64) (int, error) {
 		j := i
 		var gens []mapper.Generation
 		for ; j < len(recs) && string(recs[j].Entity) == string(recs[i].Entity); j++ {
-			gens = append(gens, mapper.Generation{N: recs[j].Generation, From: recs[j].From, Buckets: recs[j].EventBuckets})
+			gens = append(gens, mapper.Generation{N: recs[j].Generation, From: recs[j].From, First: recs[j].FirstEventBucket, Buckets: recs[j].EventBuckets})
 		}
 		t.routes.Set(idx, string(recs[i].Entity), gens)
 		n++

@@ -34,7 +34,7 @@ func splitStack(t *testing.T, partitions int32) *stack {
 	tp := s.cfg.Topics["readings"]
 	tp.Table = "split_readings"
 	tp.Split = config.Split{Enabled: true, MaxEventBuckets: 32, MaxRows: splitBudgetRows}
-	tp.PartitionBudget = config.Bytes(1_000_000)
+	tp.PartitionBudget = config.Bytes(20_000) // both halves of the budget bind: 2,000 hot rows are ~70 KB
 	s.cfg.Topics["readings"] = tp
 	s.cfg.Cassandra.Timeout = config.Duration(100 * time.Millisecond)
 	if err := s.cfg.Validate(); err != nil {
@@ -114,9 +114,13 @@ func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
 	rows := s.splitRows()
 	seen := map[string]int{}
 	perPartition := map[string]int{}
+	bytesOf := map[string]int{}
 	for _, r := range rows {
 		seen[r.device+"/"+r.ts.Format(time.RFC3339Nano)]++
-		perPartition[fmt.Sprintf("%s/%s/%d", r.device, r.bucket, r.eb)]++
+		p := fmt.Sprintf("%s/%s/%d", r.device, r.bucket, r.eb)
+		perPartition[p]++
+		// The row's CQL-encoded size as read back: its key text, event bucket, time and value.
+		bytesOf[p] += len(r.device) + len(r.bucket) + 4 + 8 + 8
 		if r.device != "hot" && r.eb != 0 {
 			t.Errorf("cold entity %s has a row in event bucket %d; a median entity must stay in one partition", r.device, r.eb)
 		}
@@ -133,6 +137,9 @@ func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
 	for p, n := range perPartition {
 		if budget && n > splitBudgetRows {
 			t.Errorf("partition %s holds %d rows, over the budget of %d", p, n, splitBudgetRows)
+		}
+		if b := config.Bytes(bytesOf[p]); budget && b > s.cfg.Topics["readings"].PartitionBudget {
+			t.Errorf("partition %s holds %s, over the budget of %s", p, b, s.cfg.Topics["readings"].PartitionBudget)
 		}
 		if len(p) > 4 && p[:4] == "hot/" {
 			hotParts++
@@ -158,7 +165,7 @@ func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
 		if r.Generation != len(gens)+1 {
 			t.Errorf("routing records of the hot entity: generation %d after %d; want one record per generation", r.Generation, len(gens))
 		}
-		gens = append(gens, mapper.Generation{N: r.Generation, From: r.From, Buckets: r.EventBuckets})
+		gens = append(gens, mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets})
 	}
 	for _, r := range rows {
 		if r.device != "hot" {
@@ -166,13 +173,20 @@ func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
 		}
 		want := 0
 		if g := mapper.Applying(gens, r.ts); g != nil {
-			want = bucketer.EventBucketString(r.ts.Format("2006-01-02T15:04:05.000Z"), g.Buckets)
+			want = g.First + bucketer.EventBucketString(r.ts.Format("2006-01-02T15:04:05.000Z"), g.Buckets)
 		}
 		if r.eb != want {
 			t.Errorf("hot row at %s is in event bucket %d; its routing record gives %d", r.ts.Format(time.RFC3339Nano), r.eb, want)
 		}
 	}
-	t.Logf("hot entity: %d generations %v; %d partitions", len(gens), gens, hotParts)
+	largest := ""
+	for p := range perPartition {
+		if largest == "" || perPartition[p] > perPartition[largest] {
+			largest = p
+		}
+	}
+	t.Logf("hot entity: %d generations %v; %d partitions; largest partition %s: %d rows, %d bytes",
+		len(gens), gens, hotParts, largest, perPartition[largest], bytesOf[largest])
 	s.checkHotReadBack(recs, budget)
 	return rows
 }

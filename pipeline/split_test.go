@@ -39,48 +39,49 @@ func stat(k int, rows int64, at time.Duration) *splitStat {
 // never split, whatever its rate looks like (a rate read from a handful of rows means nothing).
 func TestSplitProjectionWaitsForOnePercentOfBudget(t *testing.T) {
 	s := projector(t, 64)
-	if next, over := s.project(stat(1, 9, time.Second), idx0, 1); next != 0 || over {
+	if next, over := s.project(stat(1, 9, time.Second), idx0, 0, 1); next != 0 || over {
 		t.Errorf("9 rows (budget 1000): split to %d, over %v; want no decision", next, over)
 	}
-	if next, _ := s.project(stat(1, 10, time.Second), idx0, 1); next == 0 {
+	if next, _ := s.project(stat(1, 10, time.Second), idx0, 0, 1); next == 0 {
 		t.Error("10 rows in the first second of an hour (36,000 projected against 1,000): no split")
 	}
 }
 
 // TestSplitAimsAtHalfTheBudget: 200 rows in the first 6 minutes project 2,000 by the hour's end;
-// the remaining 1,800 spread so that each partition stays within half the budget (500 rows): the
-// 200 already in event bucket 0 plus 1800/k <= 500 gives k = 6.
+// the 1,800 still to come go to a new generation of event buckets of their own, as many as keep
+// each within half the budget (500 rows): 4. A partition with room for its share needs nothing.
 func TestSplitAimsAtHalfTheBudget(t *testing.T) {
 	s := projector(t, 64)
-	next, over := s.project(stat(1, 200, 6*time.Minute), idx0, 1)
-	if next != 6 || over {
-		t.Errorf("split to %d (over %v); want 6 event buckets within budget", next, over)
+	next, over := s.project(stat(1, 200, 6*time.Minute), idx0, 0, 1)
+	if next != 4 || over {
+		t.Errorf("split to %d (over %v); want 4 event buckets within budget", next, over)
 	}
-	// A partition with room for its share needs nothing.
-	if next, over := s.project(stat(8, 50, 30*time.Minute), idx0, 8); next != 0 || over {
+	if next, over := s.project(stat(8, 50, 30*time.Minute), idx0, 0, 8); next != 0 || over {
 		t.Errorf("8 event buckets projected at 100 rows each: split to %d, over %v; want none", next, over)
 	}
 }
 
-// TestSplitGrowsAgainWhenTheRateRises: an entity already split into 4 whose rate rises is split again
-// into more (K grows, at least doubling), never fewer.
+// TestSplitGrowsAgainWhenTheRateRises: an entity whose generation of 4 event buckets is projected
+// past the budget splits again: 1,000 rows in 10 minutes leave 5,000 to come, a generation of 10
+// event buckets after them (K grows).
 func TestSplitGrowsAgainWhenTheRateRises(t *testing.T) {
 	s := projector(t, 64)
-	next, _ := s.project(stat(4, 200, 10*time.Minute), idx0, 4)
-	if next < 8 {
-		t.Errorf("4 event buckets projected at 1,200 rows each: split to %d; want at least 8", next)
+	st := stat(5, 200, 10*time.Minute) // event bucket 0, then generation 1: 1..4
+	if next, _ := s.project(st, idx0, 1, 4); next != 10 {
+		t.Errorf("4 event buckets projected at 1,200 rows each: split to %d; want 10", next)
 	}
 }
 
-// TestSplitAtTheCapIsOverBudget: when max_event_buckets is reached and the projection still passes
-// the budget, no decision is made and the partition counts as over budget.
+// TestSplitAtTheCapIsOverBudget: when max_event_buckets is used up and the projection still passes
+// the budget, no decision is made and the partition counts as over budget; near the cap, the last
+// event buckets are used and the partitions still count as over budget.
 func TestSplitAtTheCapIsOverBudget(t *testing.T) {
 	s := projector(t, 4)
-	if next, over := s.project(stat(4, 200, 10*time.Minute), idx0, 4); next != 0 || !over {
+	if next, over := s.project(stat(4, 200, 10*time.Minute), idx0, 0, 4); next != 0 || !over {
 		t.Errorf("at the cap: split to %d, over %v; want no decision, over budget", next, over)
 	}
-	if next, over := s.project(stat(2, 400, 10*time.Minute), idx0, 2); next != 4 || !over {
-		t.Errorf("cap 4 from 2: split to %d, over %v; want 4 and still over budget", next, over)
+	if next, over := s.project(stat(2, 400, 10*time.Minute), idx0, 0, 2); next != 2 || !over {
+		t.Errorf("cap 4 from 2: split to %d, over %v; want the last 2 and still over budget", next, over)
 	}
 }
 
@@ -106,24 +107,24 @@ func (c countStore) Count(context.Context, string, mapper.Table, batcher.Row, in
 }
 
 // TestSplitCountsWhatCassandraHoldsBeforeDeciding: a worker that took over an entity's bucket half
-// way (a restart, a rebalance) has seen 200 rows of it in 5 minutes, but Cassandra holds 450 in its
-// one partition. Counted in, the split spreads the 1,200 rows still to come so that the full
-// partition stays within half the budget: 24 event buckets, where the worker's own view asks for 4.
+// way (a restart, a rebalance) has seen 20 rows of it in 5 minutes, 120 more to come: no split by
+// its own view. Cassandra holds 900 in the partition: counted in, the rows to come would pass the
+// budget, so they go to a new generation of 2.
 func TestSplitCountsWhatCassandraHoldsBeforeDeciding(t *testing.T) {
 	s := projector(t, 64)
-	s.t.store = countStore{counts: []int64{450}}
+	s.t.store = countStore{counts: []int64{900}}
 	s.p = &partition{ctx: context.Background(), pl: &Pipeline{}}
-	st := stat(1, 200, 30*time.Minute)
+	st := stat(1, 20, 30*time.Minute)
 	st.first = hour0.Add(25 * time.Minute) // seen for the last 5 minutes only
-	own, _ := s.project(st, idx0, 1)
+	own, _ := s.project(st, idx0, 0, 1)
 	if err := s.count(batcher.Row{}, st, 1); err != nil {
 		t.Fatal(err)
 	}
-	if st.rows[0] != 450 || !st.counted {
-		t.Fatalf("after the count: %d rows in event bucket 0, counted %v; want 450", st.rows[0], st.counted)
+	if st.rows[0] != 900 || !st.counted {
+		t.Fatalf("after the count: %d rows in event bucket 0, counted %v; want 900", st.rows[0], st.counted)
 	}
-	next, over := s.project(st, idx0, 1)
-	if own != 4 || next != 24 || over {
-		t.Errorf("with Cassandra's 450 rows: split to %d (over %v); from the worker's own view %d; want more, within budget", next, over, own)
+	next, over := s.project(st, idx0, 0, 1)
+	if own != 0 || next != 2 || over {
+		t.Errorf("own view: split to %d; with Cassandra's 900 rows: %d (over %v); want none, then 2 within budget", own, next, over)
 	}
 }

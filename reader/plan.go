@@ -120,7 +120,7 @@ func MakePlan(ctx context.Context, t mapper.Table, id []any, from, to time.Time,
 					return Plan{}, err
 				}
 				for _, g := range gens {
-					for eb := len(b.Partitions); eb < g.Buckets; eb++ {
+					for eb := len(b.Partitions); eb < g.End(); eb++ {
 						b.Partitions = append(b.Partitions, Partition{Table: b.Table, Slice: b.Slice, Bucket: i, Key: b.Key, EventBucket: eb})
 					}
 				}

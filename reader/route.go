@@ -62,12 +62,12 @@ func (c *splitCache) lookup(ctx context.Context, table string, start, end time.T
 	if ok && (!b.open || now.Sub(b.at) < openTTL) {
 		return b.entities[string(entity)], nil
 	}
-	iter := c.gs.Query("SELECT entity, generation, from_time, event_buckets FROM "+c.keyspace+"."+routingTable+
+	iter := c.gs.Query("SELECT entity, generation, from_time, first_event_bucket, event_buckets FROM "+c.keyspace+"."+routingTable+
 		" WHERE table_name = ? AND bucket_start = ?", table, start.UTC()).WithContext(ctx).Consistency(c.cons).Iter()
 	b = cachedBucket{at: now, open: end.After(now.Add(-time.Hour)), entities: map[string][]mapper.Generation{}}
 	var e []byte
 	var g mapper.Generation
-	for iter.Scan(&e, &g.N, &g.From, &g.Buckets) {
+	for iter.Scan(&e, &g.N, &g.From, &g.First, &g.Buckets) {
 		g.From = g.From.UTC()
 		b.entities[string(e)] = append(b.entities[string(e)], g)
 	}

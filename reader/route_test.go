@@ -36,8 +36,8 @@ func TestEntityKeyIsTheMappersEntity(t *testing.T) {
 }
 
 // TestPlanOfASplitBucketListsEveryGenerationsPartitions: in a bucket where the entity split into 4
-// and then 16, the plan lists event buckets 0..15 over the whole bucket; in the other bucket it
-// lists the one partition; the lookup runs once per bucket.
+// (event buckets 1..4) and then 16 (5..20), the plan lists event buckets 0..20 over the whole
+// bucket; in the other buckets it lists the one partition; the lookup runs once per bucket.
 func TestPlanOfASplitBucketListsEveryGenerationsPartitions(t *testing.T) {
 	tab, _ := splitTable(t)
 	from := time.Date(2024, 6, 1, 0, 30, 0, 0, time.UTC)
@@ -50,7 +50,7 @@ func TestPlanOfASplitBucketListsEveryGenerationsPartitions(t *testing.T) {
 			t.Errorf("lookup of table %q entity %q", table, entity)
 		}
 		if start.Equal(split) {
-			return []mapper.Generation{{N: 1, From: split.Add(10 * time.Minute), Buckets: 4}, {N: 2, From: split.Add(20 * time.Minute), Buckets: 16}}, nil
+			return []mapper.Generation{{N: 1, From: split.Add(10 * time.Minute), First: 1, Buckets: 4}, {N: 2, From: split.Add(20 * time.Minute), First: 5, Buckets: 16}}, nil
 		}
 		return nil, nil
 	}
@@ -64,7 +64,7 @@ func TestPlanOfASplitBucketListsEveryGenerationsPartitions(t *testing.T) {
 	for _, b := range plan.Buckets {
 		want := 1
 		if b.Lo.Equal(split) {
-			want = 16
+			want = 21
 		}
 		if len(b.Partitions) != want {
 			t.Errorf("bucket %s: %d partitions; want %d", b.Lo, len(b.Partitions), want)
@@ -76,6 +76,6 @@ func TestPlanOfASplitBucketListsEveryGenerationsPartitions(t *testing.T) {
 		}
 	}
 	if _, err := MakePlan(context.Background(), tab, []any{"s1", "d1"}, from, to, 10, routes); err == nil {
-		t.Error("18 partitions planned under a cap of 10; want a range error")
+		t.Error("23 partitions planned under a cap of 10; want a range error")
 	}
 }

@@ -148,7 +148,7 @@ func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanati
 	}
 	gens := make([]mapper.Generation, len(recs))
 	for i, r := range recs {
-		gens[i] = mapper.Generation{N: r.Generation, From: r.From, Buckets: r.EventBuckets}
+		gens[i] = mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets}
 	}
 	return gens, nil
 }
@@ -169,13 +169,13 @@ func printSplit(w io.Writer, ex mapper.Explanation, gens []mapper.Generation, of
 		if ex.Split != nil && ex.Split.N == g.N {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "%s generation %d from %s: %d event buckets\n", mark, g.N, g.From.UTC().Format(rfc3339Milli), g.Buckets)
+		fmt.Fprintf(w, "%s generation %d from %s: event buckets %d..%d (%d)\n", mark, g.N, g.From.UTC().Format(rfc3339Milli), g.First, g.End()-1, g.Buckets)
 	}
 	if ex.Split == nil {
 		fmt.Fprintf(w, "  the event time is before generation 1: generation 0 applies, event bucket %d\n", ex.EventBucket)
 		return
 	}
-	fmt.Fprintf(w, "  generation %d applies (*): event bucket %d of %d\n", ex.Split.N, ex.EventBucket, ex.Split.Buckets)
+	fmt.Fprintf(w, "  generation %d applies (*): event bucket %d = %d + hash mod %d\n", ex.Split.N, ex.EventBucket, ex.Split.First, ex.Split.Buckets)
 }
 
 func readRecord(arg string) ([]byte, error) {

@@ -57,16 +57,16 @@ topics:
 	}
 	from := day.Add(12 * time.Hour)
 	if _, ok, err := cassandra.NewSplits(s, ks, cfg.Cassandra).Propose(ctx, cassandra.Split{
-		Table: "readings", BucketStart: day, Entity: []byte("\x00\x05dev-1\x00"), Generation: 1, From: from, EventBuckets: 8, DecidedBy: "test",
+		Table: "readings", BucketStart: day, Entity: []byte("\x00\x05dev-1\x00"), Generation: 1, From: from, FirstEventBucket: 1, EventBuckets: 8, DecidedBy: "test",
 	}); err != nil || !ok {
 		t.Fatalf("writing the routing record: applied %v, %v", ok, err)
 	}
 
 	after := "2024-01-30T13:00:00.250Z"
 	code, out, errOut := runCmd(t, runExplain, "--config", path, "--topic", "readings", "--record", `{"device_id":"dev-1","ts":"`+after+`"}`)
-	want := bucketer.EventBucketString(after, 8)
-	if code != exitOK || !strings.Contains(out, "* generation 1 from 2024-01-30T12:00:00.000Z: 8 event buckets") ||
-		!strings.Contains(out, fmt.Sprintf("generation 1 applies (*): event bucket %d of 8", want)) {
+	want := 1 + bucketer.EventBucketString(after, 8)
+	if code != exitOK || !strings.Contains(out, "* generation 1 from 2024-01-30T12:00:00.000Z: event buckets 1..8 (8)") ||
+		!strings.Contains(out, fmt.Sprintf("generation 1 applies (*): event bucket %d = 1 + hash mod 8", want)) {
 		t.Errorf("a record after the split: exit %d, want event bucket %d of generation 1\n%s%s", code, want, out, errOut)
 	}
 	code, out, errOut = runCmd(t, runExplain, "--config", path, "--topic", "readings", "--record", `{"device_id":"dev-1","ts":"2024-01-30T11:59:59Z"}`)
