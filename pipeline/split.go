@@ -104,6 +104,7 @@ type splitStat struct {
 	gens                int  // the generations known when the window began
 	over                bool // counted in sink_partitions_over_budget
 	counted             bool // Cassandra's rows were counted in
+	tooLate             bool // a split would start at or after the bucket's end: none is made
 }
 
 func newSplitState(t *splitTopic, p *partition) *splitState {
@@ -162,7 +163,7 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	}
 	next, over := s.project(st, idx, first, kNow)
 	s.setOver(st, over)
-	if (next == 0 && !over) || time.Since(s.started) < t.settle {
+	if (next == 0 && !over) || st.tooLate || time.Since(s.started) < t.settle {
 		return row, nil
 	}
 	if !st.counted {
@@ -281,7 +282,8 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	}
 	from = from.Truncate(time.Second).Add(time.Second)
 	if !from.Before(t.policy.End(idx)) {
-		return nil // the bucket ends first: nothing left to spread
+		st.tooLate = true // the bucket ends first: nothing left to spread, and no need to ask again
+		return nil
 	}
 	rec := cassandra.Split{
 		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: len(gens) + 1,

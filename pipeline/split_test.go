@@ -128,3 +128,29 @@ func TestSplitCountsWhatCassandraHoldsBeforeDeciding(t *testing.T) {
 		t.Errorf("own view: split to %d; with Cassandra's 900 rows: %d (over %v); want none, then 2 within budget", own, next, over)
 	}
 }
+
+// newestStore is a SplitStore whose partitions' newest row is at newest; any other call panics.
+type newestStore struct {
+	SplitStore
+	newest time.Time
+}
+
+func (n newestStore) Newest(context.Context, string, mapper.Table, batcher.Row, int) (time.Time, error) {
+	return n.newest, nil
+}
+
+// TestSplitNoDecisionPastTheBucketEnd: when the newest row already stored is in the bucket's last
+// second, a split could only start after the bucket ends: no record is written (the store would
+// panic on Propose), and the entity's bucket is not asked about again.
+func TestSplitNoDecisionPastTheBucketEnd(t *testing.T) {
+	s := projector(t, 64)
+	s.t.store = newestStore{newest: hour0.Add(time.Hour - 300*time.Millisecond)}
+	s.p = &partition{ctx: context.Background(), pl: &Pipeline{}}
+	st := stat(1, 200, 30*time.Minute)
+	if err := s.decide(batcher.Row{}, idx0, "e", nil, 1, 4, st); err != nil {
+		t.Fatal(err)
+	}
+	if !st.tooLate {
+		t.Error("a split starting at the bucket's end was not given up")
+	}
+}
