@@ -38,7 +38,8 @@ func SchemaDDL(cfg *config.Config, topic string, now time.Time) ([]string, error
 }
 
 // Schema returns every statement `sink schema` prints for the given topics (all when empty):
-// each keyspace they use, once, then the tables of each topic in name order.
+// each keyspace they use, once, the routing table (sink_splits) of each keyspace with a split
+// topic, then the tables of each topic in name order.
 func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error) {
 	m, err := mapper.New(cfg)
 	if err != nil {
@@ -61,6 +62,9 @@ func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error
 	out := make([]string, 0, len(keyspaces)+len(tables))
 	for _, ks := range keyspaces {
 		out = append(out, KeyspaceDDL(cfg, ks))
+	}
+	for _, ks := range routingTableKeyspaces(cfg, topics) {
+		out = append(out, routingTableDDL(ks))
 	}
 	return append(out, tables...), nil
 }
@@ -289,6 +293,15 @@ func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 	}
 	if len(topics) == 0 {
 		topics = m.Topics()
+	}
+	for _, ks := range routingTableKeyspaces(cfg, topics) {
+		cols, err := ReadSchemaColumns(ctx, s, ks, RoutingTable)
+		if err != nil {
+			return nil, err
+		}
+		if len(cols) == 0 {
+			missing = append(missing, ks+"."+RoutingTable)
+		}
 	}
 	for _, name := range topics {
 		t, _ := m.Table(name)

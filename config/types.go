@@ -163,6 +163,8 @@ type Topic struct {
 	TTLFrom string `koanf:"ttl_from"`
 	// Accept bounds the event time around the record's Kafka timestamp (accept.go).
 	Accept Accept `koanf:"accept"`
+	// Split splits hot entities' partitions at write time (split.go).
+	Split Split `koanf:"split"`
 }
 
 // EventTime says where the event time of a record comes from.

@@ -552,6 +552,7 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	}
 	c.validateBucket(v, p, t)
 	t.validateAccept(v, p)
+	validateSplit(v, p, t)
 }
 
 // RevokeCommitTimeout bounds the synchronous offset commit at the end of a revoke, after the revoked
@@ -581,7 +582,7 @@ func (c *Config) validateBucketColumns(v *validator, p string, t Topic, mapped f
 	} else if _, ok := mapped(b.Column); ok {
 		v.add(p+".bucket.column", "%q is also a mapped column; the bucket column is generated, so rename one of them (e.g. bucket.column: time_bucket)", b.Column)
 	}
-	if b.EventBuckets > 1 {
+	if t.UsesEventBucketColumn() {
 		if msg := checkName("column", b.EventBucketColumn, columnNameRE); msg != "" {
 			v.add(p+".bucket.event_bucket_column", "%s", msg)
 		} else if _, ok := mapped(b.EventBucketColumn); ok {
@@ -597,7 +598,7 @@ func (c *Config) validateBucketColumns(v *validator, p string, t Topic, mapped f
 			}
 		}
 	} else if b.EventBucketField != "" {
-		v.add(p+".bucket.event_bucket_field", "set while bucket.event_buckets is %d; set event_buckets above 1 or remove it", b.EventBuckets)
+		v.add(p+".bucket.event_bucket_field", "set while bucket.event_buckets is %d and split is off; set event_buckets above 1, enable split, or remove it", b.EventBuckets)
 	}
 	if b.EventBuckets < 0 {
 		v.add(p+".bucket.event_buckets", "negative (%d); use 1 (no split) or more", b.EventBuckets)

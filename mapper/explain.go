@@ -42,9 +42,16 @@ type Explanation struct {
 	BucketStart  time.Time
 	BucketEnd    time.Time
 	EventBucket  int // 0 when the topic has no event buckets
-	EventBuckets int // 1 when the topic has none
-	Clustering   []Value
-	TTL          time.Duration
+	EventBuckets int // 1 when the topic has none; with a split, the applying generation's count
+	// Split is the routing record's generation that routed the row (nil: generation 0, the topic's
+	// own event buckets), and Entity the entity's key in the routing table (EntityKey).
+	Split  *Generation
+	Entity []byte
+	// SplitOn is the topic's split.enabled: the partition key then ends with the event bucket
+	// column even when EventBuckets is 1, and the routing records decide the count.
+	SplitOn    bool
+	Clustering []Value
+	TTL        time.Duration
 	// WriteTimestamp is the USING TIMESTAMP value in microseconds; 0 with source "server".
 	WriteTimestamp       int64
 	WriteTimestampSource string
@@ -79,7 +86,10 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 		BucketStart:          p.policy.Start(out.bucket.idx),
 		BucketEnd:            p.policy.End(out.bucket.idx),
 		EventBucket:          out.eventBucket,
-		EventBuckets:         p.eventBuckets,
+		EventBuckets:         splitCount(p.eventBuckets, out.split),
+		Split:                out.split,
+		SplitOn:              p.split,
+		Entity:               []byte(out.row.Key[:out.entityLen]),
 		TTL:                  out.ttl,
 		WriteTimestamp:       out.writeTS,
 		WriteTimestampSource: p.wts.String(),
@@ -91,7 +101,7 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 	}
 	n := len(p.cols)
 	ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.bucketColumn, Type: p.policy.CQLType(), Value: GoValue(vals[n])})
-	if p.eventBuckets > 1 {
+	if p.ebColumn {
 		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.eventBucketColumn, Type: "int", Value: GoValue(vals[n+1])})
 	}
 	for i, ci := range p.clustering {
@@ -175,4 +185,12 @@ func literal(v any, typ string) string {
 		return "unset"
 	}
 	return fmt.Sprint(v)
+}
+
+// splitCount is the event bucket count that placed a row: its split generation's, else the topic's.
+func splitCount(base int, g *Generation) int {
+	if g != nil {
+		return g.Buckets
+	}
+	return base
 }

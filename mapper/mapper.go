@@ -176,7 +176,10 @@ type plan struct {
 	clustering        []int
 	clusteringDesc    []bool
 	hashCols          []int // the columns whose canonical text feeds the event bucket hash
-	eventBuckets      int   // 1 = none
+	eventBuckets      int   // configured (generation 0); 1 = none
+	ebColumn          bool  // the partition key has the event bucket column (event buckets or split on)
+	maxEventBuckets   int   // the most event buckets any row may use: eventBuckets, or the split cap
+	split             bool  // split.enabled
 	bucketColumn      string
 	eventBucketColumn string
 	bucketKind        kind
@@ -204,6 +207,7 @@ type plan struct {
 	wtsAt             int       // the byte offset of the write timestamp in row memory
 	nhash             int       // how many columns record their canonical text in scratch.canon
 	target            *batcher.Target
+	routes            Routes                      // split decisions of open buckets (route.go)
 	targets           sync.Map                    // slice index (int64) → *batcher.Target
 	last              atomic.Pointer[bucketEntry] // the bucket most recently mapped
 }
@@ -265,6 +269,9 @@ func compile(name string, t config.Topic) (*plan, error) {
 		name: name, kafkaTopic: t.Topic, keyspace: t.Keyspace, table: t.Table,
 		policy: policy, sliced: sliced,
 		eventBuckets:      max(t.Bucket.EventBuckets, 1),
+		ebColumn:          t.UsesEventBucketColumn(),
+		maxEventBuckets:   max(t.Bucket.EventBuckets, 1),
+		split:             t.Split.Enabled,
 		bucketColumn:      t.Bucket.Column,
 		eventBucketColumn: t.Bucket.EventBucketColumn,
 		ttl:               time.Duration(t.TTL),
@@ -344,7 +351,10 @@ func compile(name string, t config.Topic) (*plan, error) {
 	// are already in the partition key, so by default the clustering values (which tell one row of an
 	// entity from the next, and are the same on replay) feed the hash.
 	p.hashCols = p.clustering
-	if p.eventBuckets > 1 {
+	if t.Split.Enabled {
+		p.maxEventBuckets = max(p.maxEventBuckets, t.Split.MaxEventBuckets)
+	}
+	if p.ebColumn {
 		if !identRE.MatchString(p.eventBucketColumn) {
 			return nil, fmt.Errorf("%s.bucket.event_bucket_column: %q is not a plain CQL identifier", kp, p.eventBucketColumn)
 		}
@@ -358,7 +368,7 @@ func compile(name string, t config.Topic) (*plan, error) {
 				p.cols[ci].need = "the event bucket is hashed from it"
 			}
 		}
-		for i := range p.eventBuckets {
+		for i := range p.maxEventBuckets {
 			p.ebValues = append(p.ebValues, encodeShared(kInt, int32(i)))
 		}
 	}
@@ -391,7 +401,7 @@ func compile(name string, t config.Topic) (*plan, error) {
 		p.insertCols = append(p.insertCols, c.name)
 	}
 	p.insertCols = append(p.insertCols, p.bucketColumn)
-	if p.eventBuckets > 1 {
+	if p.ebColumn {
 		p.insertCols = append(p.insertCols, p.eventBucketColumn)
 	}
 	p.nvals = len(p.insertCols)
@@ -441,7 +451,7 @@ func (p *plan) layoutRowMemory() {
 		}
 	}
 	p.nhash = 0
-	if p.eventBuckets > 1 {
+	if p.ebColumn {
 		for _, ci := range p.hashCols {
 			c := &p.cols[ci]
 			if c.hash < 0 && (c.slot != slotNone || c.source == srcKafkaTopic) {
@@ -575,6 +585,8 @@ type outcome struct {
 	eventTime   time.Time
 	bucket      *bucketEntry
 	eventBucket int
+	split       *Generation   // the split generation that chose the event bucket; nil: generation 0
+	entityLen   int           // the id columns' bytes at the start of row.Key (EntityKey)
 	ttl         time.Duration // the TTL bound (0: none)
 	writeTS     int64
 	unpacked    bool // built in scratch memory but pack refused a value: map again with noPack
@@ -659,6 +671,37 @@ func (s *scratch) begin(p *plan) {
 	s.canon = s.canon[:p.nhash]
 }
 
+// ebValue is the bound value of event bucket eb: encoded once for the buckets the policy allows, on
+// the spot for a routing record written under a larger cap (the record is what rows follow).
+func (p *plan) ebValue(eb int) any {
+	if eb < len(p.ebValues) {
+		return p.ebValues[eb]
+	}
+	return encodeShared(kInt, int32(eb))
+}
+
+// hashBucket is the event bucket among k of the row whose values are in vals: the hash of the
+// canonical texts of its hash columns (bucketer.IDHash), mod k.
+func (p *plan) hashBucket(vals []any, s *scratch, k int) (int, error) {
+	h := bucketer.NewIDHash()
+	for _, ci := range p.hashCols {
+		c := &p.cols[ci]
+		v := vals[ci]
+		if v == p.absent {
+			return 0, fmt.Errorf("event bucket: column %s has no value to hash", c.name)
+		}
+		if c.hash >= 0 {
+			// Encoded: its canonical text was taken from the typed value (value, store).
+			sp := s.canon[c.hash]
+			h.Part(s.canonText[sp.off : sp.off+sp.n])
+			continue
+		}
+		s.buf = appendCanonical(s.buf[:0], v)
+		h.Part(s.buf)
+	}
+	return h.Bucket(k), nil
+}
+
 // complete finishes a row whose column values are in mem and whose event time is out.eventTime:
 // bucket, event bucket, TTL, write timestamp, routing key and size. Its errors are ReasonMap.
 func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error {
@@ -670,25 +713,39 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 	out.bucket = b
 	vals[n] = b.value
 	n++
-	if p.eventBuckets > 1 {
-		h := bucketer.NewIDHash()
-		for _, ci := range p.hashCols {
-			c := &p.cols[ci]
-			v := vals[ci]
-			if v == p.absent {
-				return fmt.Errorf("event bucket: column %s has no value to hash", c.name)
-			}
-			if c.hash >= 0 {
-				// Encoded: its canonical text was taken from the typed value (value, store).
-				sp := s.canon[c.hash]
-				h.Part(s.canonText[sp.off : sp.off+sp.n])
-				continue
-			}
-			s.buf = appendCanonical(s.buf[:0], v)
-			h.Part(s.buf)
+	// The id columns' part of the routing key comes first: a split entity is known by it.
+	key := s.key[:0]
+	components := len(p.ids) + 1
+	if p.ebColumn {
+		components++
+	}
+	for _, ci := range p.ids {
+		at := len(key)
+		key = appendComponent(key, components, p.cols[ci].typ.kind, vals[ci])
+		if n := len(key) - at; n > maxKeyComponent+3 {
+			s.key = key[:0]
+			return fmt.Errorf("column %s: the value is %d bytes; Cassandra limits a partition key value to %d", p.cols[ci].name, n-3, maxKeyComponent)
 		}
-		out.eventBucket = h.Bucket(p.eventBuckets)
-		vals[n] = p.ebValues[out.eventBucket]
+	}
+	s.key = key
+	out.entityLen = len(key)
+	if p.ebColumn {
+		k, first := p.eventBuckets, 0
+		out.split = nil
+		if p.routes.HasBucket(b.idx) {
+			if g := Applying(p.routes.Lookup(b.idx, string(key)), t); g != nil {
+				k, first, out.split = g.Buckets, g.First, g
+			}
+		}
+		out.eventBucket = first
+		if k > 1 {
+			eb, err := p.hashBucket(vals, s, k)
+			if err != nil {
+				return err
+			}
+			out.eventBucket = first + eb
+		}
+		vals[n] = p.ebValue(out.eventBucket)
 		n++
 	}
 	out.ttl = p.ttl
@@ -729,20 +786,8 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 		vals[n] = e
 	}
 
-	// Row key: the routing key of the full partition key (ids, bucket, event bucket).
-	key := s.key[:0]
-	components := len(p.ids) + 1
-	if p.eventBuckets > 1 {
-		components++
-	}
-	for _, ci := range p.ids {
-		at := len(key)
-		key = appendComponent(key, components, p.cols[ci].typ.kind, vals[ci])
-		if n := len(key) - at; n > maxKeyComponent+3 {
-			s.key = key[:0]
-			return fmt.Errorf("column %s: the value is %d bytes; Cassandra limits a partition key value to %d", p.cols[ci].name, n-3, maxKeyComponent)
-		}
-	}
+	// Row key: the routing key of the full partition key (ids, then bucket and event bucket).
+	key = s.key
 	if components == 1 {
 		key = append(key, b.ser...)
 	} else {
@@ -750,7 +795,7 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 		key = append(key, b.ser...)
 		key = append(key, 0)
 	}
-	if p.eventBuckets > 1 {
+	if p.ebColumn {
 		key = append(key, 0, 4)
 		key = binary.BigEndian.AppendUint32(key, uint32(out.eventBucket))
 		key = append(key, 0)

@@ -917,15 +917,7 @@ func FuzzMap(f *testing.F) {
 }
 
 func BenchmarkMapSensor(b *testing.B) {
-	m := newMapper(b, nil)
-	r := rec(sensorJSON)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(sensorJSON)))
-	for b.Loop() {
-		if _, err := m.Map(r); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchMap(b, newMapper(b, nil))
 }
 
 func BenchmarkMapSensorParallel(b *testing.B) {

@@ -25,6 +25,15 @@ type Table struct {
 	// batch writes a row again at the same timestamp, which a non-frozen list does not survive
 	// (Cassandra keeps both copies of its elements): see DeterministicTimestamp.
 	WriteTimestamp string
+	// SplitMax is split.max_event_buckets when the topic splits hot entities (their records are in
+	// the keyspace's sink_splits table), 0 when it does not.
+	SplitMax int
+}
+
+// HasEventBucketColumn reports whether the partition key ends with the event bucket column: with
+// event buckets, or with splits on.
+func (t Table) HasEventBucketColumn() bool {
+	return (t.Policy != nil && t.Policy.EventBuckets() > 1) || t.SplitMax > 0
 }
 
 // DeterministicTimestamp reports whether a replay writes each row at the timestamp of its first
@@ -60,6 +69,9 @@ func (m *Mapper) Table(topic string) (Table, bool) {
 		return Table{}, false
 	}
 	t := Table{Topic: p.name, Keyspace: p.keyspace, Name: p.table, Policy: p.policy, TTL: p.ttl, WriteTimestamp: p.wts.String()}
+	if p.split {
+		t.SplitMax = p.maxEventBuckets
+	}
 	for _, c := range p.cols {
 		t.Columns = append(t.Columns, TableColumn{Name: c.name, Type: c.typ.name})
 	}
@@ -68,7 +80,7 @@ func (m *Mapper) Table(topic string) (Table, bool) {
 		t.PartitionKey = append(t.PartitionKey, p.cols[ci].name)
 	}
 	t.PartitionKey = append(t.PartitionKey, p.bucketColumn)
-	if p.eventBuckets > 1 {
+	if p.ebColumn {
 		t.Columns = append(t.Columns, TableColumn{Name: p.eventBucketColumn, Type: "int"})
 		t.PartitionKey = append(t.PartitionKey, p.eventBucketColumn)
 	}

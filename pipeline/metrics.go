@@ -37,6 +37,10 @@ type Metrics struct {
 	BuildInfo           *prometheus.GaugeVec
 	// DLTruncated counts dead letters sent cut to fit their topic (sink.truncated).
 	DLTruncated *prometheus.CounterVec
+	// Splits counts routing records this process wrote (hot-entity splits); OverBudget the open
+	// partitions projected over budget with no split left to make (split.max_event_buckets reached).
+	Splits     *prometheus.CounterVec
+	OverBudget *prometheus.GaugeVec
 
 	live *liveCollector // event-time lag and largest open partitions, computed at scrape time
 }
@@ -143,6 +147,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Dead letters sent truncated because they were larger than the dead-letter topic accepts.",
 	}, []string{"topic"})
 	reg.MustRegister(m.DLTruncated)
+	m.Splits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "partition_splits_total",
+		Help: "Hot-entity splits decided by this process: routing records it wrote to sink_splits.",
+	}, []string{"topic"})
+	m.OverBudget = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "partitions_over_budget",
+		Help: "Open partitions projected past their budget by the end of their bucket with no split left (split.max_event_buckets reached).",
+	}, []string{"topic"})
+	reg.MustRegister(m.Splits, m.OverBudget)
 	return m
 }
 
@@ -179,6 +192,8 @@ func MetricNames() []string {
 		"sink_ready",
 		"sink_build_info",
 		"sink_dead_letters_truncated_total",
+		"sink_partition_splits_total",
+		"sink_partitions_over_budget",
 	}
 	sort.Strings(names)
 	return names

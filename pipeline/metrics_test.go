@@ -30,6 +30,8 @@ func TestMetricsLintAndNames(t *testing.T) {
 	m.CommitDuration.Observe(0.01)
 	m.CommitFailures.Inc()
 	m.DLTruncated.WithLabelValues("t").Inc()
+	m.Splits.WithLabelValues("t").Inc()
+	m.OverBudget.WithLabelValues("t").Set(0)
 	m.ConsumerLag.WithLabelValues("t", "0").Set(3)
 	m.PartitionBudget.WithLabelValues("t").Set(100e6)
 	m.StuckPartitions.WithLabelValues("t").Set(1)

@@ -50,6 +50,7 @@ type partition struct {
 
 	held        map[int64]bool // offsets of batches the write stage gave back unwritten; counted in blocked
 	stuckLogged time.Time      // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
+	split       *splitState    // hot-entity splits (split.go); nil when split is off
 }
 
 func newPartition(pl *Pipeline, tp topicPartition, topic *topicInfo) *partition {
@@ -71,6 +72,9 @@ func newPartition(pl *Pipeline, tp topicPartition, topic *topicInfo) *partition 
 	}
 	p.queue.init()
 	p.dl = newDeadLetterSender(p)
+	if topic.split != nil {
+		p.split = newSplitState(topic.split, p)
+	}
 	return p
 }
 
@@ -86,6 +90,9 @@ const handOffRows = 256
 // work takes records in offset order and turns each into a row for the write stage or a dead letter.
 func (p *partition) work() {
 	defer close(p.workerDone)
+	if p.split != nil {
+		defer p.split.release()
+	}
 	rows := getHandOff()
 	for {
 		recs, ok := p.queue.next(p.quit)
@@ -146,6 +153,9 @@ func (p *partition) releaseMapped(n int64) {
 // the record back from Kafka (reread.go).
 func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool) {
 	row, err := p.mapRecord(r)
+	if errors.Is(err, errSplitStopped) {
+		return row, false, false, false // not registered: the next owner replays it
+	}
 	// What the record holds until it is done; its tracker entry (entryCost, charged by handOff or below)
 	// is returned by the tracker when the watermark passes it.
 	var bytes int64
@@ -217,10 +227,16 @@ func (p *partition) mapRecord(r *kgo.Record) (row batcher.Row, err error) {
 			row, err = batcher.Row{}, &mapPanic{topic: r.Topic, partition: r.Partition, offset: r.Offset, value: v}
 		}
 	}()
-	return p.pl.mapper.Map(mapper.Record{
-		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
-	})
+	mapOnce := func() (batcher.Row, error) {
+		return p.pl.mapper.Map(mapper.Record{
+			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+			Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
+		})
+	}
+	if row, err = mapOnce(); err != nil || p.split == nil {
+		return row, err
+	}
+	return p.split.route(row, mapOnce)
 }
 
 // handOff sends rows to the write stage; it returns false if the partition was stopped first.

@@ -45,6 +45,8 @@ type Config struct {
 	// Slices creates a missing slice table for topics with bucket.missing_slice: create
 	// (*cassandra.SliceMaker). Nil: such rows wait, retried with backoff, until the table exists.
 	Slices SliceMaker
+	// Splits is the routing table of hot-entity splits; required when a topic has split on.
+	Splits SplitStore
 }
 
 // SliceMaker creates the table of the slice of topics.<topic> that holds at, and returns its name
@@ -60,7 +62,8 @@ type topicInfo struct {
 	deadLetterTopic string
 	policy          *bucketer.Policy // for the close time of a row's bucket (largest open partitions)
 	sliced          bool
-	missingSlice    string // bucket.missing_slice: what a row whose slice table does not exist does
+	missingSlice    string      // bucket.missing_slice: what a row whose slice table does not exist does
+	split           *splitTopic // nil unless split is on (split.go)
 }
 
 // maxPollRecords bounds one poll. The poll loop only queues records, so this is about fairness between
@@ -162,9 +165,13 @@ func New(cfg Config) (*Pipeline, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: %w", err)
 		}
+		split, err := newSplitTopic(cfg, name, t, policy)
+		if err != nil {
+			return nil, err
+		}
 		_, sliced := policy.Sliced()
 		pl.topics[kt] = &topicInfo{name: name, deadLetterTopic: t.DeadLetterTopic, policy: policy,
-			sliced: sliced, missingSlice: t.Bucket.MissingSlice}
+			sliced: sliced, missingSlice: t.Bucket.MissingSlice, split: split}
 		budget := t.PartitionBudget
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(budget))
 	}

@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -68,9 +69,14 @@ func (e *RangeError) Unwrap() error { return e.Err }
 // where a reader looks; the writer's side of the same decision is mapper and bucketer, and both
 // follow the contract in the bucketer package doc.
 //
+// For a topic that splits hot entities, routes gives the entity's split generations per time
+// bucket (nil routes: none); a bucket in which the entity split lists every event bucket any of
+// its generations uses (0 up to the largest count), over the bucket's whole range, and the
+// reader merges them. An entity that never split costs one cached lookup per bucket.
+//
 // It fails, rather than return a shortened plan, when the range would take more than
 // maxPartitions partitions, leaves the years 0000-9999, or revisits a rolling key.
-func MakePlan(t mapper.Table, id []any, from, to time.Time, maxPartitions int) (Plan, error) {
+func MakePlan(ctx context.Context, t mapper.Table, id []any, from, to time.Time, maxPartitions int, routes RouteLookup) (Plan, error) {
 	if t.Policy == nil {
 		return Plan{}, errors.New("planning a read: the table has no bucket policy")
 	}
@@ -83,7 +89,14 @@ func MakePlan(t mapper.Table, id []any, from, to time.Time, maxPartitions int) (
 	if err != nil {
 		return Plan{}, &RangeError{Topic: t.Topic, Err: err}
 	}
+	var entity []byte
+	if routes != nil && t.SplitMax > 0 {
+		if entity, err = EntityKey(t, id); err != nil {
+			return Plan{}, fmt.Errorf("planning a read of topics.%s: %w", t.Topic, err)
+		}
+	}
 	plan := Plan{Desc: desc}
+	total := 0
 	for len(parts) > 0 {
 		n := 1 // the event buckets of one time bucket are consecutive in the enumeration
 		for n < len(parts) && parts[n].Index == parts[0].Index {
@@ -100,6 +113,20 @@ func MakePlan(t mapper.Table, id []any, from, to time.Time, maxPartitions int) (
 		if b.Lo.Before(b.Hi) {
 			for _, p := range parts[:n] {
 				b.Partitions = append(b.Partitions, Partition{Table: b.Table, Slice: b.Slice, Bucket: i, Key: b.Key, EventBucket: p.EventBucket})
+			}
+			if entity != nil {
+				gens, err := routes(ctx, b.Table, t.Policy.Start(i), entity)
+				if err != nil {
+					return Plan{}, err
+				}
+				for _, g := range gens {
+					for eb := len(b.Partitions); eb < g.End(); eb++ {
+						b.Partitions = append(b.Partitions, Partition{Table: b.Table, Slice: b.Slice, Bucket: i, Key: b.Key, EventBucket: eb})
+					}
+				}
+			}
+			if total += len(b.Partitions); total > maxPartitions {
+				return Plan{}, &RangeError{Topic: t.Topic, Err: fmt.Errorf("the range spans more than %d partitions once the entity's splits are counted; narrow it", maxPartitions)}
 			}
 			plan.Buckets = append(plan.Buckets, b)
 		}
@@ -145,7 +172,7 @@ func earlier(a, b time.Time) time.Time {
 // idColumns are the id columns: the partition key without the bucket and event bucket columns.
 func idColumns(t mapper.Table) []string {
 	n := len(t.PartitionKey) - 1
-	if t.Policy.EventBuckets() > 1 {
+	if t.HasEventBucketColumn() {
 		n--
 	}
 	return t.PartitionKey[:max(n, 0)]

@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -12,14 +13,20 @@ import (
 
 func planTable(t *testing.T, b config.Bucket) mapper.Table {
 	t.Helper()
+	tc := readertest.Topic(b, "desc", "site", "device_id")
+	tc.Table = "t"
+	tab, _ := compileTopic(t, tc)
+	return tab
+}
+
+// compileTopic validates a config holding topic "x" and returns its table and mapper.
+func compileTopic(t *testing.T, tc config.Topic) (mapper.Table, *mapper.Mapper) {
+	t.Helper()
 	cfg := &config.Config{
 		Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:1"}},
 		Cassandra: config.Cassandra{Hosts: []string{"127.0.0.1:1"}, Keyspace: "ks"},
-		Topics:    map[string]config.Topic{"x": readertest.Topic(b, "desc", "site", "device_id")},
+		Topics:    map[string]config.Topic{"x": tc},
 	}
-	tc := cfg.Topics["x"]
-	tc.Table = "t"
-	cfg.Topics["x"] = tc
 	cfg.ApplyDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -29,7 +36,7 @@ func planTable(t *testing.T, b config.Bucket) mapper.Table {
 		t.Fatal(err)
 	}
 	tab, _ := m.Table("x")
-	return tab
+	return tab, m
 }
 
 // TestPlanGivesEachTimeBucketItsTableKeyRangeAndPartitions: a sliced, event-bucketed range newest
@@ -39,7 +46,7 @@ func TestPlanGivesEachTimeBucketItsTableKeyRangeAndPartitions(t *testing.T) {
 	tab := planTable(t, config.Bucket{Width: "1h", Key: "int", Slice: "1d", EventBuckets: 3})
 	from := time.Date(2024, 6, 1, 1, 30, 0, 0, time.UTC)
 	to := time.Date(2024, 5, 31, 22, 45, 0, 0, time.UTC)
-	plan, err := MakePlan(tab, []any{"s1", "d1"}, from, to, 100)
+	plan, err := MakePlan(context.Background(), tab, []any{"s1", "d1"}, from, to, 100, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +81,12 @@ func TestPlanGivesEachTimeBucketItsTableKeyRangeAndPartitions(t *testing.T) {
 func TestPlanRefusesARangeWiderThanTheCap(t *testing.T) {
 	tab := planTable(t, config.Bucket{Width: "10m", EventBuckets: 8})
 	from := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	_, err := MakePlan(tab, []any{"s1", "d1"}, from, from.Add(24*time.Hour), 1000)
+	_, err := MakePlan(context.Background(), tab, []any{"s1", "d1"}, from, from.Add(24*time.Hour), 1000, nil)
 	var re *RangeError
 	if !errors.As(err, &re) {
 		t.Fatalf("error %v, want a *RangeError", err)
 	}
-	if _, err := MakePlan(tab, []any{"s1", "d1"}, from, from.Add(2*time.Hour), 1000); err != nil {
+	if _, err := MakePlan(context.Background(), tab, []any{"s1", "d1"}, from, from.Add(2*time.Hour), 1000, nil); err != nil {
 		t.Fatal(err)
 	}
 }

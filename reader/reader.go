@@ -60,7 +60,8 @@ type Reader struct {
 	timeCol  string
 	timeUUID bool // the time column is a timeuuid: range bounds go through minTimeuuid
 	eventCol string
-	selects  string // the selected columns, comma separated
+	selects  string      // the selected columns, comma separated
+	splits   *splitCache // the routing records of a split topic; nil otherwise
 	cons     gocql.Consistency
 }
 
@@ -150,7 +151,7 @@ func New(cfg Config) (*Reader, error) {
 	for _, c := range idColumns(t) {
 		r.ids = append(r.ids, keyColumn{name: c, typ: types[c]})
 	}
-	if t.Policy.EventBuckets() > 1 {
+	if t.HasEventBucketColumn() {
 		r.eventCol = t.PartitionKey[len(t.PartitionKey)-1]
 	}
 	for _, c := range t.Clustering {
@@ -175,7 +176,22 @@ func New(cfg Config) (*Reader, error) {
 		}
 	}
 	r.cons = cons
+	if t.SplitMax > 0 && r.gs != nil {
+		r.splits = newSplitCache(r.gs, t.Keyspace, cons)
+	}
 	return r, nil
+}
+
+// routes is the routing-record lookup MakePlan consults: nil for a topic without splits, or a
+// reader without a session (plans then show the topic's own event buckets only).
+func (r *Reader) routes() RouteLookup {
+	if r.splits == nil {
+		return nil
+	}
+	p := r.table.Policy
+	return func(ctx context.Context, table string, start time.Time, entity []byte) ([]mapper.Generation, error) {
+		return r.splits.lookup(ctx, table, start, p.End(p.Index(start)), entity)
+	}
 }
 
 // checkTimeColumn requires the first clustering column to be the event time, which is what the
@@ -243,7 +259,7 @@ func (r *Reader) Plan(q Query) (Plan, error) {
 		}
 		q.From, q.To = c.from(), c.to()
 	}
-	return MakePlan(r.table, e.id, q.From, q.To, r.cfg.MaxPartitions)
+	return MakePlan(context.Background(), r.table, e.id, q.From, q.To, r.cfg.MaxPartitions, r.routes())
 }
 
 // entity is a query's id and restrictions, typed, and the fingerprint a cursor must carry.
@@ -373,7 +389,7 @@ func (r *Reader) Scan(ctx context.Context, q Query, fn func(Row) error) (Page, e
 		q.From, q.To, q.Limit = c.from(), c.to(), c.Limit
 		resume = &c
 	}
-	plan, err := MakePlan(r.table, e.id, q.From, q.To, r.cfg.MaxPartitions)
+	plan, err := MakePlan(ctx, r.table, e.id, q.From, q.To, r.cfg.MaxPartitions, r.routes())
 	if err != nil {
 		return Page{}, err
 	}

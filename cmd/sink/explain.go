@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,12 +13,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 )
 
 // runExplain shows where one record would land, or why it would be dead-lettered.
-func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -26,10 +28,12 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "\nMaps one record exactly as `sink run` would and prints the table, the full partition key")
 		fmt.Fprintln(stderr, "(id values, time bucket with its UTC start and end, event bucket, slice), the clustering")
 		fmt.Fprintln(stderr, "values, the TTL, the write timestamp, and the INSERT with its bound values. A record that")
-		fmt.Fprintln(stderr, "would go to the dead-letter topic prints the exact error instead.")
+		fmt.Fprintln(stderr, "would go to the dead-letter topic prints the exact error instead. For a topic with split on")
+		fmt.Fprintln(stderr, "it reads the entity's routing records of the record's time bucket from Cassandra and shows the")
+		fmt.Fprintln(stderr, "one that applies and the partition it picks (--offline skips that: generation 0 is shown).")
 		fmt.Fprintln(stderr, "\n--record takes the JSON value itself, @FILE to read it from a file, or - for stdin.")
-		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 2 usage error; 3 invalid")
-		fmt.Fprintln(stderr, "configuration.")
+		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be")
+		fmt.Fprintln(stderr, "read; 2 usage error; 3 invalid configuration.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -40,6 +44,7 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 (default now)")
 	partition := fs.Int("partition", 0, "the Kafka partition")
 	offset := fs.Int64("offset", 0, "the Kafka offset")
+	offline := fs.Bool("offline", false, "do not read the routing records of a split topic from Cassandra")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -109,8 +114,68 @@ func runExplain(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "sink explain: %v\n", err)
 		return exitFailure
 	}
+	var gens []mapper.Generation
+	if ex.SplitOn && !*offline {
+		if gens, err = routingRecords(ctx, cfg, ex); err != nil {
+			fmt.Fprintf(stderr, "sink explain: %v (--offline skips the routing records)\n", err)
+			return exitFailure
+		}
+		if len(gens) > 0 {
+			m.Routes(ex.Topic).Set(ex.Bucket, string(ex.Entity), gens)
+			if ex, err = m.Explain(rec); err != nil {
+				fmt.Fprintf(stderr, "sink explain: %v\n", err)
+				return exitFailure
+			}
+		}
+	}
 	printExplanation(stdout, ex, rec)
+	if ex.SplitOn {
+		printSplit(stdout, ex, gens, *offline)
+	}
 	return exitOK
+}
+
+// routingRecords reads the split generations of the record's entity and time bucket.
+func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanation) ([]mapper.Generation, error) {
+	s, err := cassandra.Connect(ctx, cfg.Cassandra)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	recs, err := cassandra.NewSplits(s, ex.Keyspace, cfg.Cassandra).Entity(ctx, ex.Table, ex.BucketStart, ex.Entity)
+	if err != nil {
+		return nil, err
+	}
+	gens := make([]mapper.Generation, len(recs))
+	for i, r := range recs {
+		gens[i] = mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets}
+	}
+	return gens, nil
+}
+
+// printSplit says which routing record placed the row, after the explanation.
+func printSplit(w io.Writer, ex mapper.Explanation, gens []mapper.Generation, offline bool) {
+	fmt.Fprintln(w, "\nsplit (routing records of "+ex.Keyspace+"."+cassandra.RoutingTable+", entity 0x"+hex.EncodeToString(ex.Entity)+"):")
+	if offline {
+		fmt.Fprintln(w, "  not read (--offline); shown as generation 0")
+		return
+	}
+	if len(gens) == 0 {
+		fmt.Fprintf(w, "  none recorded for this entity and time bucket: generation 0, %d event %s\n", ex.EventBuckets, plural(ex.EventBuckets, "bucket", "buckets"))
+		return
+	}
+	for _, g := range gens {
+		mark := " "
+		if ex.Split != nil && ex.Split.N == g.N {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "%s generation %d from %s: event buckets %d..%d (%d)\n", mark, g.N, g.From.UTC().Format(rfc3339Milli), g.First, g.End()-1, g.Buckets)
+	}
+	if ex.Split == nil {
+		fmt.Fprintf(w, "  the event time is before generation 1: generation 0 applies, event bucket %d\n", ex.EventBucket)
+		return
+	}
+	fmt.Fprintf(w, "  generation %d applies (*): event bucket %d = %d + hash mod %d\n", ex.Split.N, ex.EventBucket, ex.Split.First, ex.Split.Buckets)
 }
 
 func readRecord(arg string) ([]byte, error) {
@@ -142,7 +207,7 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 	}
 	line("partition key\t(%s)", strings.Join(names, ", "))
 	nk := len(ex.PartitionKey)
-	if ex.EventBuckets > 1 {
+	if ex.EventBuckets > 1 || ex.SplitOn {
 		nk--
 	}
 	for i, v := range ex.PartitionKey {
@@ -156,7 +221,7 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 		}
 		line("  %s\t= %s%s", v.Column, v.Literal(), note)
 	}
-	if ex.EventBuckets <= 1 {
+	if ex.EventBuckets <= 1 && !ex.SplitOn {
 		line("event bucket\tnone (one partition per id and time bucket)")
 	}
 	order := make([]string, len(ex.Clustering))

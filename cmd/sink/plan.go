@@ -102,6 +102,9 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		gd = sizing.ForBudget(float64(t.PartitionBudget))
 		judged = &topicJudgement{Name: name, Topic: t.Topic, Width: t.Bucket.Width, Estimate: in.Estimate(g, t.Bucket.EventBuckets, gd)}
+		if t.Split.Enabled {
+			judged.judgeSplit(in, t.Split, gd)
+		}
 	}
 
 	rep := planReport{Input: in, Entities: *entities, Guidance: gd, Table: in.Table(sizing.Candidates, gd),
@@ -117,7 +120,7 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		rep.writeText(stdout)
 	}
 	switch {
-	case judged != nil && judged.Estimate.Verdict == sizing.TooBig:
+	case judged != nil && judged.Estimate.Verdict == sizing.TooBig && !judged.SplitFits:
 		return exitNoFit
 	case judged == nil && !rep.Recommendation.Fits:
 		return exitNoFit
@@ -193,6 +196,29 @@ func granularityOf(width string) (sizing.Granularity, error) {
 type topicJudgement struct {
 	Name, Topic, Width string
 	Estimate           sizing.Estimate
+	// With split on and a partition over budget at this rate: the event buckets a split of such an
+	// entity reaches by the end of its bucket (SplitBuckets), the cap (SplitMax), and whether the
+	// cap is enough (SplitFits). A split aims each new partition at half the budget.
+	Split                  bool
+	SplitBuckets, SplitMax int
+	SplitFits              bool
+}
+
+// judgeSplit works out what the split policy does with an entity writing at in's rate: splits are
+// needed when one partition of the topic's width would outgrow the budget (bytes, or the split's
+// row cap), and fit when the event buckets that keep each partition at half the budget are within
+// max_event_buckets.
+func (j *topicJudgement) judgeSplit(in sizing.Input, sp config.Split, gd sizing.Guidance) {
+	gd.MaxRows = float64(sp.MaxRows)
+	e := in.Estimate(j.Estimate.Granularity, j.Estimate.EventBuckets, gd)
+	if e.Verdict != sizing.TooBig {
+		return
+	}
+	half := gd
+	half.Max, half.MaxRows = gd.Max/2, gd.MaxRows/2
+	j.Split, j.SplitMax = true, sp.MaxEventBuckets
+	j.SplitBuckets = in.EventBucketsNeeded(j.Estimate.Granularity, half)
+	j.SplitFits = j.SplitBuckets <= sp.MaxEventBuckets
 }
 
 type planReport struct {
@@ -296,7 +322,14 @@ func (r planReport) writeText(w io.Writer) {
 		fmt.Fprintf(w, "\nTopic %s (Kafka %s): bucket width %s, %d event %s, budget %s\n", t.Name, t.Topic, t.Width,
 			e.EventBuckets, plural(e.EventBuckets, "bucket", "buckets"), sizing.FormatBytes(gd.Max))
 		fmt.Fprintf(w, "  per partition: %s rows, %s: %s\n", sizing.FormatCount(e.WorstRows), sizing.FormatBytes(e.WorstBytes), verdictText(e, gd))
-		if e.Verdict == sizing.TooBig {
+		switch {
+		case t.Split && t.SplitFits:
+			fmt.Fprintf(w, "  needs splits: such an entity is split at write time into up to %d event buckets (max_event_buckets %d); its readers read that many partitions per bucket\n",
+				t.SplitBuckets, t.SplitMax)
+		case t.Split:
+			fmt.Fprintf(w, "  over budget even split: such an entity would need %d event buckets, over max_event_buckets %d; raise it, or use %s\n",
+				t.SplitBuckets, t.SplitMax, policyName(c))
+		case e.Verdict == sizing.TooBig:
 			if n := r.Input.EventBucketsNeeded(e.Granularity, gd); n <= sizing.MaxEventBuckets {
 				fmt.Fprintf(w, "  over budget: use %s, or %d event buckets at width %s\n", policyName(c), n, t.Width)
 			} else if some {
@@ -402,6 +435,9 @@ func (r planReport) toJSON() any {
 		Width      string       `json:"width"`
 		Estimate   estimateJSON `json:"estimate"`
 		OverBudget bool         `json:"over_budget"`
+		// Present when split is on and the rate needs splits.
+		SplitEventBuckets int   `json:"split_event_buckets,omitempty"`
+		SplitFits         *bool `json:"split_fits,omitempty"`
 	}
 	out := struct {
 		RatePerEntity  float64        `json:"rate_per_entity"`
@@ -425,7 +461,10 @@ func (r planReport) toJSON() any {
 	}
 	if t := r.Topic; t != nil {
 		out.Topic = &topic{Name: t.Name, KafkaTopic: t.Topic, Width: t.Width, Estimate: toEstimateJSON(t.Estimate),
-			OverBudget: t.Estimate.Verdict == sizing.TooBig}
+			OverBudget: t.Estimate.Verdict == sizing.TooBig && !t.SplitFits}
+		if t.Split {
+			out.Topic.SplitEventBuckets, out.Topic.SplitFits = t.SplitBuckets, &t.SplitFits
+		}
 	}
 	return out
 }

@@ -47,9 +47,11 @@ func TestAlertRules(t *testing.T) {
 		"SinkConsumerLagGrowing":  "sink_consumer_lag_records",
 		"SinkDeadLetters":         "sink_records_dead_lettered_total",
 		"SinkPartitionOverBudget": "sink_largest_partition_bytes",
-		"SinkWritesFailing":       "sink_records_failed_total",
-		"SinkNotReady":            "sink_ready",
-		"SinkPartitionStuck":      "sink_stuck_partitions",
+		// Issue 18: a partition over budget even after splitting.
+		"SinkPartitionOverBudgetAfterSplit": "sink_partitions_over_budget",
+		"SinkWritesFailing":                 "sink_records_failed_total",
+		"SinkNotReady":                      "sink_ready",
+		"SinkPartitionStuck":                "sink_stuck_partitions",
 	} {
 		r, ok := alerts[alert]
 		if !ok {

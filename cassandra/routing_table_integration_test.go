@@ -1,0 +1,142 @@
+package cassandra
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// splitOnStack is the iot-sensors example with split on, in a fresh keyspace of the test
+// Cassandra whose schema (routing table included) is applied.
+func splitOnStack(t *testing.T) (*Session, *Splits, string) {
+	t.Helper()
+	cfg, ks := exampleOnStack(t, "iot-sensors")
+	tp := cfg.Topics["readings"]
+	tp.Split.Enabled = true
+	cfg.Topics["readings"] = tp
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := connectForTest(t, cfg)
+	t.Cleanup(func() { _ = s.Driver().Query("DROP KEYSPACE IF EXISTS " + ks).Exec() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stmts, err := Schema(cfg, nil, schemaNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(stmts, func(s string) bool { return strings.Contains(s, ks+"."+RoutingTable+" (") }) {
+		t.Fatalf("sink schema of a split topic does not create %s.%s:\n%s", ks, RoutingTable, FormatDDL(stmts))
+	}
+	if err := ApplySchema(ctx, s, cfg, nil, schemaNow); err != nil {
+		t.Fatal(err)
+	}
+	missing, err := CheckSchema(ctx, s, cfg, nil, schemaNow)
+	if err != nil || len(missing) > 0 {
+		t.Fatalf("after apply: missing %v, err %v", missing, err)
+	}
+	return s, NewSplits(s, ks, cfg.Cassandra), ks
+}
+
+// TestConcurrentSplitDecidersAgreeOnOneRecord: many deciders (two sessions' worth of goroutines,
+// as two instances after a rebalance) propose different splits for the same entity, bucket and
+// generation at once. Exactly one proposal is applied, every decider gets that one back, and the
+// routing table holds exactly that record.
+func TestConcurrentSplitDecidersAgreeOnOneRecord(t *testing.T) {
+	_, sp, _ := splitOnStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC)
+	for e := range 3 {
+		entity := []byte(fmt.Sprintf("\x00\x07dev-%03d\x00", e))
+		const deciders = 8
+		var wg sync.WaitGroup
+		got := make([]Split, deciders)
+		applied := make([]bool, deciders)
+		errs := make([]error, deciders)
+		for i := range deciders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i], applied[i], errs[i] = sp.Propose(ctx, Split{
+					Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1,
+					From: start.Add(time.Duration(i+1) * time.Minute), FirstEventBucket: 1, EventBuckets: 2 + i,
+					DecidedAt: time.Now(), DecidedBy: fmt.Sprintf("decider-%d", i),
+				})
+			}()
+		}
+		wg.Wait()
+		winners := 0
+		for i := range deciders {
+			if errs[i] != nil {
+				t.Fatalf("decider %d: %v", i, errs[i])
+			}
+			if applied[i] {
+				winners++
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("entity %d: %d proposals applied; want exactly one", e, winners)
+		}
+		for i := 1; i < deciders; i++ {
+			if !sameDecision(got[i], got[0]) {
+				t.Fatalf("entity %d: decider %d holds %+v, decider 0 %+v; all must hold the winner's", e, i, got[i], got[0])
+			}
+		}
+		held, err := sp.Entity(ctx, "sensor_readings", start, entity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(held) != 1 || !sameDecision(held[0], got[0]) {
+			t.Fatalf("entity %d: the routing table holds %+v; want the one decision %+v", e, held, got[0])
+		}
+	}
+	all, err := sp.Bucket(ctx, "sensor_readings", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 3 {
+		t.Fatalf("the bucket lists %d records; want one per entity (3)", len(all))
+	}
+}
+
+// TestSplitGenerationsFollowEachOther: a second generation is a new record beside the first, and
+// loading the bucket returns both in order, with the instants as written (UTC, milliseconds).
+func TestSplitGenerationsFollowEachOther(t *testing.T) {
+	_, sp, _ := splitOnStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC)
+	entity := []byte("\x00\x03hot\x00")
+	from1 := start.Add(90*time.Minute + 123*time.Millisecond)
+	from2 := start.Add(5 * time.Hour)
+	for _, rec := range []Split{
+		{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1, From: from1, FirstEventBucket: 1, EventBuckets: 4, DecidedBy: "a"},
+		{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 2, From: from2, FirstEventBucket: 5, EventBuckets: 16, DecidedBy: "a"},
+	} {
+		if _, ok, err := sp.Propose(ctx, rec); err != nil || !ok {
+			t.Fatalf("proposing generation %d: applied %v, %v", rec.Generation, ok, err)
+		}
+	}
+	got, err := sp.Bucket(ctx, "sensor_readings", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Generation != 1 || got[1].Generation != 2 ||
+		!got[0].From.Equal(from1) || !got[1].From.Equal(from2) || got[1].EventBuckets != 16 || got[1].FirstEventBucket != 5 || !bytes.Equal(got[1].Entity, entity) {
+		t.Fatalf("loaded %+v; want generations 1 (from %s, 4) and 2 (from %s, 16)", got, from1, from2)
+	}
+	if other, err := sp.Bucket(ctx, "sensor_readings", start.Add(24*time.Hour)); err != nil || len(other) != 0 {
+		t.Fatalf("the next bucket: %v, %v; want no records", other, err)
+	}
+}
+
+func sameDecision(a, b Split) bool {
+	return a.Table == b.Table && a.BucketStart.Equal(b.BucketStart) && bytes.Equal(a.Entity, b.Entity) &&
+		a.Generation == b.Generation && a.From.Equal(b.From) && a.EventBuckets == b.EventBuckets && a.FirstEventBucket == b.FirstEventBucket && a.DecidedBy == b.DecidedBy
+}

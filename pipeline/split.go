@@ -1,0 +1,407 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
+)
+
+// SplitStore is the routing table of hot-entity splits (docs/DESIGN.md, "Hot entities split at
+// write time"); cassandra.SplitStores implements it over a session.
+type SplitStore interface {
+	Bucket(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]cassandra.Split, error)
+	Propose(ctx context.Context, keyspace string, rec cassandra.Split) (cassandra.Split, bool, error)
+	Newest(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error)
+	Count(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error)
+}
+
+// splitMapper is what a split topic needs of the mapper beyond Map: its routes and its table.
+type splitMapper interface {
+	Routes(name string) *mapper.Routes
+	Table(name string) (mapper.Table, bool)
+}
+
+// splitTopic is the immutable split policy of one topic, shared by its partitions' workers.
+type splitTopic struct {
+	name     string // topics.<name>
+	label    string // the Kafka topic: the metrics' topic label, as everywhere
+	keyspace string
+	table    mapper.Table
+	policy   *bucketer.Policy
+	routes   *mapper.Routes
+	store    SplitStore
+	base     int   // the configured event buckets (generation 0)
+	max      int   // split.max_event_buckets
+	budget   int64 // partition_budget, bytes
+	maxRows  int64
+	ids      int           // id columns in the partition key
+	settle   time.Duration // no decision this soon after an assignment (cassandra.timeout)
+}
+
+// newSplitTopic returns the split policy of topics.<name>, or nil when split is off.
+func newSplitTopic(cfg Config, name string, tc config.Topic, policy *bucketer.Policy) (*splitTopic, error) {
+	if !tc.Split.Enabled {
+		return nil, nil
+	}
+	sm, ok := cfg.Mapper.(splitMapper)
+	if !ok || cfg.Splits == nil {
+		return nil, fmt.Errorf("pipeline: topics.%s has split on; the pipeline needs a Splits store and the real mapper", name)
+	}
+	t, ok := sm.Table(name)
+	if !ok {
+		return nil, fmt.Errorf("pipeline: topics.%s: the mapper has no such topic", name)
+	}
+	// Both series exist from the start, so that a rate or an alert on them is never absent.
+	cfg.Metrics.Splits.WithLabelValues(tc.Topic)
+	cfg.Metrics.OverBudget.WithLabelValues(tc.Topic)
+	return &splitTopic{
+		name: name, label: tc.Topic, keyspace: tc.Keyspace, table: t, policy: policy, routes: sm.Routes(name), store: cfg.Splits,
+		base: max(tc.Bucket.EventBuckets, 1), max: tc.Split.MaxEventBuckets,
+		budget: int64(tc.PartitionBudget), maxRows: tc.Split.MaxRows,
+		ids:    len(t.PartitionKey) - 2,
+		settle: time.Duration(cfg.Sink.Cassandra.Timeout),
+	}, nil
+}
+
+// errSplitStopped: the partition stopped while its worker waited for the routing table. The record is
+// not registered and will be replayed by the next owner.
+var errSplitStopped = errors.New("partition stopped while reading the routing table")
+
+// splitState is one partition worker's view: which buckets' records it has loaded, and what it has
+// sent per (entity, bucket). It lives as long as the assignment, so a new owner loads again.
+type splitState struct {
+	t       *splitTopic
+	p       *partition
+	started time.Time
+	loaded  map[int64]bool
+	tally   map[splitKey]*splitStat
+	newest  int64 // the newest bucket seen, for pruning
+}
+
+type splitKey struct {
+	bucket int64
+	entity string
+}
+
+// splitStat is one (entity, bucket) as this worker knows it: rows and bytes per event bucket (what
+// it sent, raised to what Cassandra held when the entity first looked hot), and, for the rate, what
+// it sent itself since the current generation began (or since it first saw the entity), between
+// the first and newest event times of that window: a rate that rises is read from recent rows.
+type splitStat struct {
+	rows, bytes         []int64
+	sentRows, sentBytes int64
+	first, last         time.Time
+	gens                int  // the generations known when the window began
+	over                bool // counted in sink_partitions_over_budget
+	counted             bool // Cassandra's rows were counted in
+	tooLate             bool // a split would start at or after the bucket's end: none is made
+}
+
+func newSplitState(t *splitTopic, p *partition) *splitState {
+	return &splitState{t: t, p: p, started: time.Now(), loaded: map[int64]bool{}, tally: map[splitKey]*splitStat{}}
+}
+
+// route runs after a record is mapped: it makes sure the routing records of the row's bucket are
+// known (mapping again when they change the row), counts the row, and makes a split decision when
+// the row's partition is projected to outgrow its budget. The decision is synchronous, so nothing of
+// this worker is sent under the old layout while it is pending; its instant T is later than every
+// row sent so far, this one included, so this row stays where it was mapped.
+func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (batcher.Row, error) {
+	t := s.t
+	idx := t.policy.Index(row.EventTime)
+	if !s.loaded[idx] {
+		n, err := s.load(idx)
+		if err != nil {
+			return row, err
+		}
+		s.loaded[idx] = true
+		if n > 0 {
+			if row, err = remap(); err != nil {
+				return row, err
+			}
+		}
+	}
+	entity, eb, ok := s.keyParts(row.Key)
+	if !ok {
+		return row, nil // not a key the mapper makes; nothing to count
+	}
+	k := splitKey{idx, entity}
+	st := s.tally[k]
+	if st == nil {
+		s.prune(idx)
+		st = &splitStat{first: row.EventTime}
+		s.tally[k] = st
+	}
+	for len(st.rows) <= eb {
+		st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
+	}
+	gens := t.routes.Lookup(idx, entity)
+	if len(gens) != st.gens {
+		// A new generation: its rate window starts here.
+		st.gens, st.sentRows, st.sentBytes, st.first, st.last = len(gens), 0, 0, row.EventTime, row.EventTime
+	}
+	st.rows[eb]++
+	st.bytes[eb] += int64(row.Size)
+	st.sentRows++
+	st.sentBytes += int64(row.Size)
+	if row.EventTime.After(st.last) {
+		st.last = row.EventTime
+	}
+	first, kNow := 0, t.base // the current generation's event buckets
+	if len(gens) > 0 {
+		first, kNow = gens[len(gens)-1].First, gens[len(gens)-1].Buckets
+	}
+	next, over := s.project(st, idx, first, kNow)
+	s.setOver(st, over)
+	if (next == 0 && !over) || st.tooLate || time.Since(s.started) < t.settle {
+		return row, nil
+	}
+	if !st.counted {
+		// After a restart or a rebalance this worker has seen only part of the bucket: count what
+		// Cassandra holds before deciding, once per entity and bucket.
+		if err := s.count(row, st, first+kNow); err != nil {
+			return row, err
+		}
+		next, over = s.project(st, idx, first, kNow)
+		s.setOver(st, over)
+	}
+	if next == 0 {
+		return row, nil
+	}
+	return row, s.decide(row, idx, entity, gens, first+kNow, next, st)
+}
+
+// count raises the tally of each event bucket to the rows Cassandra holds there (at most the row
+// budget plus one), at the bytes per row this worker has seen.
+func (s *splitState) count(row batcher.Row, st *splitStat, k int) error {
+	t := s.t
+	var counts []int64
+	err := s.retry("counting the rows of a hot partition", func(ctx context.Context) (err error) {
+		counts, err = t.store.Count(ctx, t.keyspace, t.table, row, k, t.maxRows+1)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	st.counted = true
+	perRow := st.sentBytes / max(st.sentRows, 1)
+	for eb, n := range counts {
+		for len(st.rows) <= eb {
+			st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
+		}
+		if n > st.rows[eb] {
+			st.bytes[eb] += (n - st.rows[eb]) * perRow
+			st.rows[eb] = n
+		}
+	}
+	return nil
+}
+
+// project returns the event bucket count of the entity's next generation in its bucket (0: no
+// split), and whether a partition of it is or will be over budget even so. The current generation
+// has event buckets first..first+k-1 and takes the rows to come; earlier generations' partitions
+// take no more. The projection extends what this worker sent, at its rate in event time, to the
+// bucket's end; it waits until the entity holds 1% of the budget, so that a rate is not read from a
+// handful of rows. The next generation gets event buckets of its own, as many as keep each at half
+// the budget, within split.max_event_buckets in all.
+func (s *splitState) project(st *splitStat, idx int64, first, k int) (int, bool) {
+	t := s.t
+	for len(st.rows) < first+k {
+		st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
+	}
+	over := slices.Max(st.bytes) > t.budget || slices.Max(st.rows) > t.maxRows
+	rows, total := st.sentRows, st.sentBytes
+	if total < t.budget/100 && rows < t.maxRows/100 {
+		return 0, over
+	}
+	elapsed := st.last.Sub(st.first)
+	remaining := t.policy.End(idx).Sub(st.last)
+	if elapsed < time.Second || remaining <= 0 {
+		return 0, over
+	}
+	f := float64(remaining) / float64(elapsed)
+	extraBytes, extraRows := float64(total)*f, float64(rows)*f
+	curBytes, curRows := float64(slices.Max(st.bytes[first:first+k])), float64(slices.Max(st.rows[first:first+k]))
+	fits := func(haveBytes, haveRows float64, k int) bool {
+		return haveBytes+extraBytes/float64(k) <= float64(t.budget) && haveRows+extraRows/float64(k) <= float64(t.maxRows)
+	}
+	if fits(curBytes, curRows, k) {
+		return 0, over
+	}
+	next := max(2, int(math.Ceil(2*extraBytes/float64(t.budget))), int(math.Ceil(2*extraRows/float64(t.maxRows))))
+	next = min(next, t.max-(first+k))
+	if next < 2 {
+		return 0, true // split.max_event_buckets is used up
+	}
+	return next, over || !fits(0, 0, next)
+}
+
+func (s *splitState) setOver(st *splitStat, over bool) {
+	if over == st.over {
+		return
+	}
+	st.over = over
+	g := s.p.pl.metrics.OverBudget.WithLabelValues(s.t.label)
+	if over {
+		g.Inc()
+	} else {
+		g.Dec()
+	}
+}
+
+// decide writes the routing record of the entity's next generation (next event buckets from end,
+// the first unused one), or adopts the one another instance wrote first, and publishes it to the
+// mapper. T is later than every row of the entity's bucket this worker has sent and every row
+// Cassandra holds in its partitions so far.
+func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []mapper.Generation, end, next int, st *splitStat) error {
+	t := s.t
+	var newest time.Time
+	err := s.retry("reading the newest row of a hot partition", func(ctx context.Context) (err error) {
+		newest, err = t.store.Newest(ctx, t.keyspace, t.table, row, end)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	from := st.last
+	if newest.After(from) {
+		from = newest
+	}
+	if n := len(gens); n > 0 && !gens[n-1].From.Before(from) {
+		from = gens[n-1].From
+	}
+	from = from.Truncate(time.Second).Add(time.Second)
+	if !from.Before(t.policy.End(idx)) {
+		st.tooLate = true // the bucket ends first: nothing left to spread, and no need to ask again
+		return nil
+	}
+	rec := cassandra.Split{
+		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: len(gens) + 1,
+		From: from, FirstEventBucket: end, EventBuckets: next, DecidedAt: time.Now(), DecidedBy: s.p.pl.sink.Kafka.ClientID,
+	}
+	var held cassandra.Split
+	var applied bool
+	err = s.retry("writing a routing record", func(ctx context.Context) (err error) {
+		held, applied, err = t.store.Propose(ctx, t.keyspace, rec)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	gens = append(slices.Clone(gens), mapper.Generation{N: held.Generation, From: held.From, First: held.FirstEventBucket, Buckets: held.EventBuckets})
+	t.routes.Set(idx, entity, gens)
+	if applied {
+		s.p.pl.metrics.Splits.WithLabelValues(t.label).Inc()
+	}
+	s.p.log.Info("hot partition split", slog.String("table", rec.Table), slog.Time("bucket", rec.BucketStart),
+		slog.Int("generation", held.Generation), slog.Time("from", held.From), slog.Int("first_event_bucket", held.FirstEventBucket), slog.Int("event_buckets", held.EventBuckets),
+		slog.Bool("decided_here", applied))
+	return nil
+}
+
+// load reads the routing records of a bucket into the mapper's routes and returns how many entities
+// have some.
+func (s *splitState) load(idx int64) (int, error) {
+	t := s.t
+	table := t.table.Name
+	if _, sliced := t.policy.Sliced(); sliced {
+		table = t.table.NameOfSlice(t.policy.SliceOfBucket(idx))
+	}
+	var recs []cassandra.Split
+	err := s.retry("reading the routing records of a bucket", func(ctx context.Context) (err error) {
+		recs, err = t.store.Bucket(ctx, t.keyspace, table, t.policy.Start(idx))
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := 0; i < len(recs); {
+		j := i
+		var gens []mapper.Generation
+		for ; j < len(recs) && string(recs[j].Entity) == string(recs[i].Entity); j++ {
+			gens = append(gens, mapper.Generation{N: recs[j].Generation, From: recs[j].From, First: recs[j].FirstEventBucket, Buckets: recs[j].EventBuckets})
+		}
+		t.routes.Set(idx, string(recs[i].Entity), gens)
+		n++
+		i = j
+	}
+	return n, nil
+}
+
+// retry runs op until it succeeds, with capped exponential backoff, or until the partition stops
+// (errSplitStopped). The routing table being unreachable is never the record's fault.
+func (s *splitState) retry(what string, op func(ctx context.Context) error) error {
+	wait := s.p.pl.retryInitial
+	for {
+		ctx, cancel := context.WithTimeout(s.p.ctx, 30*time.Second)
+		err := op(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		s.p.log.Warn(what+" failed; retrying", slog.Any("error", err), slog.Duration("backoff", wait))
+		select {
+		case <-s.p.quit:
+			return errSplitStopped
+		case <-s.p.ctx.Done():
+			return errSplitStopped
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, s.p.pl.retryMax)
+	}
+}
+
+// keyParts splits a row's routing key into the entity (its id components) and its event bucket.
+func (s *splitState) keyParts(key string) (string, int, bool) {
+	at := 0
+	for range s.t.ids {
+		if len(key) < at+2 {
+			return "", 0, false
+		}
+		at += 2 + (int(key[at])<<8 | int(key[at+1])) + 1
+	}
+	// Then the bucket component and the event bucket: 0x00 0x04, 4 bytes big-endian, 0x00.
+	if len(key) < at+7 || at < 0 {
+		return "", 0, false
+	}
+	e := key[len(key)-5 : len(key)-1]
+	eb := int(e[0])<<24 | int(e[1])<<16 | int(e[2])<<8 | int(e[3])
+	return key[:at], eb, true
+}
+
+// prune forgets the tallies of buckets two or more before the newest this worker has seen.
+func (s *splitState) prune(idx int64) {
+	if idx <= s.newest {
+		return
+	}
+	s.newest = idx
+	for k, st := range s.tally {
+		if k.bucket < idx-1 {
+			s.setOver(st, false)
+			delete(s.tally, k)
+		}
+	}
+	for b := range s.loaded {
+		if b < idx-1 {
+			delete(s.loaded, b)
+		}
+	}
+}
+
+// release drops the worker's over-budget counts when its assignment ends.
+func (s *splitState) release() {
+	for _, st := range s.tally {
+		s.setOver(st, false)
+	}
+}

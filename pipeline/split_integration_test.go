@@ -1,0 +1,392 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/testenv"
+	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/reader"
+)
+
+// splitStack is newStack with split on: a table whose partition key has the event bucket column, a
+// budget of splitBudgetRows rows, and decisions allowed 100 ms after an assignment (cassandra.timeout).
+const splitBudgetRows = 200
+
+func splitStack(t *testing.T, partitions int32) *stack {
+	s := newStack(t, partitions, nil)
+	tp := s.cfg.Topics["readings"]
+	tp.Table = "split_readings"
+	tp.Split = config.Split{Enabled: true, MaxEventBuckets: 32, MaxRows: splitBudgetRows}
+	tp.PartitionBudget = config.Bytes(20_000) // both halves of the budget bind: 2,000 hot rows are ~70 KB
+	s.cfg.Topics["readings"] = tp
+	s.cfg.Cassandra.Timeout = config.Duration(100 * time.Millisecond)
+	if err := s.cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cassandra.ApplySchema(ctx, s.session, s.cfg, nil, itBase); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// zipfRecords is one hour of a skewed stream in event-time order: the hot entity writes hot rows, and
+// each of cold entities writes 2 (the median), so the hot one writes hot/2 times the median's rate.
+// With rising, the hot entity's rate grows through the hour (row i at sqrt(i/hot) of it), so that
+// early projections fall short and its partitions split again later.
+func zipfRecords(hot, cold int, partitions int32, rising bool) []*itRecord {
+	var recs []*itRecord
+	for i := range hot {
+		at := float64(i) / float64(hot)
+		if rising {
+			at = math.Sqrt(at)
+		}
+		ts := itBase.Add(time.Duration(at * float64(time.Hour))).Truncate(time.Millisecond)
+		recs = append(recs, &itRecord{device: "hot", ts: ts, partition: 0})
+	}
+	for c := range cold {
+		for j := range 2 {
+			ts := itBase.Add(time.Duration(c*2+j)*time.Hour/time.Duration(cold*2) + 7*time.Millisecond)
+			recs = append(recs, &itRecord{device: fmt.Sprintf("cold-%03d", c), ts: ts, partition: int32(c) % partitions})
+		}
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].ts.Before(recs[j].ts) })
+	for i, r := range recs {
+		r.value = fmt.Appendf(nil, `{"device_id":%q,"ts":%q,"value":%d.5}`, r.device, r.ts.Format(time.RFC3339Nano), i)
+	}
+	return recs
+}
+
+// splitRow is one row as Cassandra holds it: its partition (device, bucket, event bucket) and time.
+type splitRow struct {
+	device, bucket string
+	eb             int
+	ts             time.Time
+}
+
+func (s *stack) splitRows() []splitRow {
+	s.t.Helper()
+	iter := s.session.Driver().Query("SELECT device_id, bucket, event_bucket, ts FROM " + s.ks + ".split_readings").
+		WithContext(context.Background()).PageSize(5000).Iter()
+	var out []splitRow
+	var r splitRow
+	for iter.Scan(&r.device, &r.bucket, &r.eb, &r.ts) {
+		r.ts = r.ts.UTC()
+		out = append(out, r)
+	}
+	if err := iter.Close(); err != nil {
+		s.t.Fatalf("reading %s.split_readings: %v", s.ks, err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].device != out[j].device {
+			return out[i].device < out[j].device
+		}
+		return out[i].ts.Before(out[j].ts)
+	})
+	return out
+}
+
+// checkSplitLayout checks what Cassandra holds against the stream and the routing records: every
+// record's row exactly once, cold entities in event bucket 0 only, every hot row in the event bucket
+// its record's generation gives it, and the hot entity read back in order. With budget it also checks
+// that no partition is over the row budget and that the hot entity split. It returns the rows.
+func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
+	t := s.t
+	t.Helper()
+	rows := s.splitRows()
+	seen := map[string]int{}
+	perPartition := map[string]int{}
+	bytesOf := map[string]int{}
+	for _, r := range rows {
+		seen[r.device+"/"+r.ts.Format(time.RFC3339Nano)]++
+		p := fmt.Sprintf("%s/%s/%d", r.device, r.bucket, r.eb)
+		perPartition[p]++
+		// The row's CQL-encoded size as read back: its key text, event bucket, time and value.
+		bytesOf[p] += len(r.device) + len(r.bucket) + 4 + 8 + 8
+		if r.device != "hot" && r.eb != 0 {
+			t.Errorf("cold entity %s has a row in event bucket %d; a median entity must stay in one partition", r.device, r.eb)
+		}
+	}
+	if len(rows) != len(recs) {
+		t.Errorf("Cassandra holds %d rows; the stream has %d records", len(rows), len(recs))
+	}
+	for _, r := range recs {
+		if n := seen[r.device+"/"+r.ts.Format(time.RFC3339Nano)]; n != 1 {
+			t.Errorf("record %s at %s is in %d partitions; want exactly 1", r.device, r.ts.Format(time.RFC3339Nano), n)
+		}
+	}
+	hotParts := 0
+	for p, n := range perPartition {
+		if budget && n > splitBudgetRows {
+			t.Errorf("partition %s holds %d rows, over the budget of %d", p, n, splitBudgetRows)
+		}
+		if b := config.Bytes(bytesOf[p]); budget && b > s.cfg.Topics["readings"].PartitionBudget {
+			t.Errorf("partition %s holds %s, over the budget of %s", p, b, s.cfg.Topics["readings"].PartitionBudget)
+		}
+		if len(p) > 4 && p[:4] == "hot/" {
+			hotParts++
+		}
+	}
+	if budget && hotParts < 2 {
+		t.Errorf("the hot entity is in %d partition(s); it should have split", hotParts)
+	}
+
+	// Rows are where the routing records say.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recsOf, err := cassandra.NewSplits(s.session, s.ks, s.cfg.Cassandra).Bucket(ctx, "split_readings", itBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gens []mapper.Generation
+	for _, r := range recsOf {
+		if string(r.Entity) != "\x00\x03hot\x00" {
+			t.Errorf("a routing record for entity %q; only the hot entity should split", r.Entity)
+			continue
+		}
+		if r.Generation != len(gens)+1 {
+			t.Errorf("routing records of the hot entity: generation %d after %d; want one record per generation", r.Generation, len(gens))
+		}
+		gens = append(gens, mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets})
+	}
+	for _, r := range rows {
+		if r.device != "hot" {
+			continue
+		}
+		want := 0
+		if g := mapper.Applying(gens, r.ts); g != nil {
+			want = g.First + bucketer.EventBucketString(r.ts.Format("2006-01-02T15:04:05.000Z"), g.Buckets)
+		}
+		if r.eb != want {
+			t.Errorf("hot row at %s is in event bucket %d; its routing record gives %d", r.ts.Format(time.RFC3339Nano), r.eb, want)
+		}
+	}
+	largest := ""
+	for p := range perPartition {
+		if largest == "" || perPartition[p] > perPartition[largest] {
+			largest = p
+		}
+	}
+	t.Logf("hot entity: %d generations %v; %d partitions; largest partition %s: %d rows, %d bytes",
+		len(gens), gens, hotParts, largest, perPartition[largest], bytesOf[largest])
+	s.checkHotReadBack(recs, budget)
+	return rows
+}
+
+// checkHotReadBack reads the hot entity's hour back through the reader (what `sink query` runs),
+// oldest first and newest first: every row of the hot entity, in order, each exactly once.
+func (s *stack) checkHotReadBack(recs []*itRecord, split bool) {
+	t := s.t
+	t.Helper()
+	var want []time.Time
+	for _, r := range recs {
+		if r.device == "hot" {
+			want = append(want, r.ts.Truncate(time.Millisecond))
+		}
+	}
+	rd, err := reader.New(reader.Config{Session: s.session.Driver(), Sink: s.cfg, Topic: "readings"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, desc := range []bool{false, true} {
+		from, to := itBase, itBase.Add(time.Hour)
+		if desc {
+			from, to = to.Add(-time.Millisecond), from.Add(-time.Millisecond) // (to, from]
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		page, err := rd.Read(ctx, reader.Query{ID: []any{"hot"}, From: from, To: to})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []time.Time
+		for _, r := range page.Rows {
+			got = append(got, r.Values["ts"].(time.Time).UTC())
+		}
+		exp := slices.Clone(want)
+		if desc {
+			slices.Reverse(exp)
+		}
+		if !slices.EqualFunc(got, exp, time.Time.Equal) {
+			t.Errorf("reading the hot entity back (newest first %v): %d rows, want %d in order, each once", desc, len(got), len(exp))
+		}
+		if split && page.Partitions < 2 {
+			t.Errorf("reading the hot entity opened %d partitions; its split bucket has more", page.Partitions)
+		}
+	}
+}
+
+// TestIntegrationZipfHotEntitySplitsWithinBudget: one hour of a stream in which the hot entity writes
+// 1000 times the median entity's rate (2,000 rows against 2), at a width (1h) chosen for the median
+// and a budget of 200 rows per partition. Measured in Cassandra afterwards: no partition is over its
+// budget, the median entities stay at one partition, every row exists exactly once and where the
+// routing records say. Then a second group replays the whole topic from the start: Cassandra holds
+// exactly the same rows in the same partitions.
+func TestIntegrationZipfHotEntitySplitsWithinBudget(t *testing.T) {
+	s := splitStack(t, 2)
+	recs := zipfRecords(2000, 40, 2, false)
+	m := s.start(nil)
+	s.waitFor(time.Minute, "the group to be joined", m.pl.joined.Load)
+	time.Sleep(time.Second) // the partitions are assigned and settled
+	s.produceStream(recs, 50, 30*time.Millisecond)
+	s.waitFor(2*time.Minute, "the stream to be committed", s.allCommitted)
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.ToFloat64(m.metrics.Splits.WithLabelValues(s.topic)); n < 1 {
+		t.Errorf("sink_partition_splits_total{topic} = %v; want at least one split", n)
+	}
+	first := s.checkSplitLayout(recs, true)
+
+	s.replayAndCompare(recs, first, true)
+}
+
+// replayAndCompare consumes the whole topic again with a new group (a group reset) and checks that
+// Cassandra then holds exactly the rows it held before, in the same partitions.
+func (s *stack) replayAndCompare(recs []*itRecord, before []splitRow, budget bool) {
+	t := s.t
+	t.Helper()
+	old := s.group
+	t.Cleanup(func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = s.adm.DeleteGroup(dctx, old)
+	})
+	s.group = testenv.Name(t, "replay")
+	s.cfg.Kafka.Group = s.group
+	m := s.start(nil)
+	s.waitFor(2*time.Minute, "the replay to be committed", s.allCommitted)
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	after := s.checkSplitLayout(recs, budget)
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("the replay changed the rows: %d before, %d after", len(before), len(after))
+	}
+}
+
+// writeSplitConfig renders the split stack's config as the YAML `sink run` reads.
+func (s *stack) writeSplitConfig() string {
+	s.t.Helper()
+	q := func(ss []string) string { return `["` + strings.Join(ss, `", "`) + `"]` }
+	yaml := fmt.Sprintf(`kafka: {brokers: %s, group: %s, session_timeout: 10s, rebalance_timeout: 30s}
+cassandra: {hosts: %s, keyspace: %s, consistency: ONE, timeout: 2s}
+writer: {commit_interval: 200ms, shutdown_timeout: 15s, linger: 5ms, max_in_flight: 8}
+metrics: {address: ""}
+log: {level: warn}
+topics:
+  readings:
+    topic: %s
+    id: [device_id]
+    time: {source: field, field: ts, format: rfc3339}
+    bucket: {width: 1h, key: text}
+    split: {enabled: true, max_event_buckets: 32, max_rows: %d}
+    partition_budget: 1MB
+    table: split_readings
+    columns:
+      - {name: device_id, type: text, field: device_id}
+      - {name: ts, type: timestamp, source: event_time}
+      - {name: value, type: double, field: value, required: true}
+    clustering:
+      - {column: ts, order: desc}
+    dead_letter_topic: %s
+`, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks, s.topic, splitBudgetRows, s.dlq)
+	path := filepath.Join(s.t.TempDir(), "sink.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	return path
+}
+
+// TestIntegrationKilledWhileSplittingReplaysIdentically: `sink run` is killed with SIGKILL at random
+// moments (12 times) while the hot entity's partitions split, and restarted each time; then it runs to
+// the end. Every row exists in exactly one partition, the one its routing records give it; a group
+// reset and a full replay leave exactly the same rows in the same partitions.
+func TestIntegrationKilledWhileSplittingReplaysIdentically(t *testing.T) {
+	bin, err := sinkBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := splitStack(t, 2)
+	cfgPath := s.writeSplitConfig()
+	recs := zipfRecords(2000, 40, 2, true) // a rising rate: several generations, decided across kills
+	run := func() *exec.Cmd {
+		cmd := exec.Command(bin, "run", "--config", cfgPath)
+		cmd.Stderr = tWriter{t}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.produceStream(recs, 20, 250*time.Millisecond)
+	}()
+	rng := rand.New(rand.NewPCG(18, uint64(time.Now().UnixNano())))
+	kills := 0
+	for ; kills < 12; kills++ {
+		cmd := run()
+		time.Sleep(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+	}
+	<-done
+	cmd := run()
+	s.waitFor(3*time.Minute, "committed offsets to reach the end after the kills", s.allCommitted)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	t.Logf("%d kills", kills)
+	before := s.checkSplitLayout(recs, false)
+	s.replayAndCompare(recs, before, false)
+}
+
+// TestIntegrationTwoInstancesAgreeOnSplits: two members of one group consume the stream, the second
+// joining and the first leaving in the middle (two rebalances), so both decide splits for partitions
+// they own in turn. The routing table holds one record per generation, and every row is where the
+// records say, exactly once.
+func TestIntegrationTwoInstancesAgreeOnSplits(t *testing.T) {
+	s := splitStack(t, 2)
+	// The hot entity on both Kafka partitions would split on two owners at once; keyed by entity, as
+	// recommended, it is on one, and the rebalance moves it. Its rate rises, so it splits more than once.
+	recs := zipfRecords(2000, 40, 2, true)
+	first := s.start(nil)
+	s.waitFor(time.Minute, "the first member to join", first.pl.joined.Load)
+	third := len(recs) / 3
+	s.produceStream(recs[:third], 40, 30*time.Millisecond)
+	second := s.start(nil)
+	s.produceStream(recs[third:2*third], 40, 30*time.Millisecond)
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s.produceStream(recs[2*third:], 40, 30*time.Millisecond)
+	s.waitFor(2*time.Minute, "the stream to be committed", s.allCommitted)
+	if err := second.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s.checkSplitLayout(recs, false)
+	t.Logf("splits decided: first member %v, second %v",
+		testutil.ToFloat64(first.metrics.Splits.WithLabelValues(s.topic)), testutil.ToFloat64(second.metrics.Splits.WithLabelValues(s.topic)))
+}

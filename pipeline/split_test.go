@@ -1,0 +1,156 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/mapper"
+)
+
+func projector(t *testing.T, max int) *splitState {
+	t.Helper()
+	p, err := bucketer.New(bucketer.Spec{Width: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &splitState{t: &splitTopic{policy: p, base: 1, max: max, budget: 100_000_000, maxRows: 1000}}
+}
+
+var hour0 = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+
+// idx0 is the hourly bucket of hour0.
+var idx0 = hour0.Unix() / 3600
+
+// stat is an entity that wrote rows rows per event bucket (k of them) from the bucket's start to at.
+func stat(k int, rows int64, at time.Duration) *splitStat {
+	st := &splitStat{first: hour0, last: hour0.Add(at)}
+	for range k {
+		st.rows, st.bytes = append(st.rows, rows), append(st.bytes, rows*100)
+		st.sentRows += rows
+		st.sentBytes += rows * 100
+	}
+	return st
+}
+
+// TestSplitProjectionWaitsForOnePercentOfBudget: an entity with fewer rows than 1% of the budget is
+// never split, whatever its rate looks like (a rate read from a handful of rows means nothing).
+func TestSplitProjectionWaitsForOnePercentOfBudget(t *testing.T) {
+	s := projector(t, 64)
+	if next, over := s.project(stat(1, 9, time.Second), idx0, 0, 1); next != 0 || over {
+		t.Errorf("9 rows (budget 1000): split to %d, over %v; want no decision", next, over)
+	}
+	if next, _ := s.project(stat(1, 10, time.Second), idx0, 0, 1); next == 0 {
+		t.Error("10 rows in the first second of an hour (36,000 projected against 1,000): no split")
+	}
+}
+
+// TestSplitAimsAtHalfTheBudget: 200 rows in the first 6 minutes project 2,000 by the hour's end;
+// the 1,800 still to come go to a new generation of event buckets of their own, as many as keep
+// each within half the budget (500 rows): 4. A partition with room for its share needs nothing.
+func TestSplitAimsAtHalfTheBudget(t *testing.T) {
+	s := projector(t, 64)
+	next, over := s.project(stat(1, 200, 6*time.Minute), idx0, 0, 1)
+	if next != 4 || over {
+		t.Errorf("split to %d (over %v); want 4 event buckets within budget", next, over)
+	}
+	if next, over := s.project(stat(8, 50, 30*time.Minute), idx0, 0, 8); next != 0 || over {
+		t.Errorf("8 event buckets projected at 100 rows each: split to %d, over %v; want none", next, over)
+	}
+}
+
+// TestSplitGrowsAgainWhenTheRateRises: an entity whose generation of 4 event buckets is projected
+// past the budget splits again: 1,000 rows in 10 minutes leave 5,000 to come, a generation of 10
+// event buckets after them (K grows).
+func TestSplitGrowsAgainWhenTheRateRises(t *testing.T) {
+	s := projector(t, 64)
+	st := stat(5, 200, 10*time.Minute) // event bucket 0, then generation 1: 1..4
+	if next, _ := s.project(st, idx0, 1, 4); next != 10 {
+		t.Errorf("4 event buckets projected at 1,200 rows each: split to %d; want 10", next)
+	}
+}
+
+// TestSplitAtTheCapIsOverBudget: when max_event_buckets is used up and the projection still passes
+// the budget, no decision is made and the partition counts as over budget; near the cap, the last
+// event buckets are used and the partitions still count as over budget.
+func TestSplitAtTheCapIsOverBudget(t *testing.T) {
+	s := projector(t, 4)
+	if next, over := s.project(stat(4, 200, 10*time.Minute), idx0, 0, 4); next != 0 || !over {
+		t.Errorf("at the cap: split to %d, over %v; want no decision, over budget", next, over)
+	}
+	if next, over := s.project(stat(2, 400, 10*time.Minute), idx0, 0, 2); next != 2 || !over {
+		t.Errorf("cap 4 from 2: split to %d, over %v; want the last 2 and still over budget", next, over)
+	}
+}
+
+// TestSplitKeyParts: the entity is the id components of the routing key, the event bucket its last
+// component.
+func TestSplitKeyParts(t *testing.T) {
+	s := &splitState{t: &splitTopic{ids: 1}}
+	key := "\x00\x03hot\x00" + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x11\x00"
+	entity, eb, ok := s.keyParts(key)
+	if !ok || entity != "\x00\x03hot\x00" || eb != 17 {
+		t.Errorf("keyParts = %q, %d, %v; want the hot entity, 17", entity, eb, ok)
+	}
+}
+
+// countStore is a SplitStore whose partitions hold the given row counts.
+type countStore struct {
+	SplitStore
+	counts []int64
+}
+
+func (c countStore) Count(context.Context, string, mapper.Table, batcher.Row, int, int64) ([]int64, error) {
+	return c.counts, nil
+}
+
+// TestSplitCountsWhatCassandraHoldsBeforeDeciding: a worker that took over an entity's bucket half
+// way (a restart, a rebalance) has seen 20 rows of it in 5 minutes, 120 more to come: no split by
+// its own view. Cassandra holds 900 in the partition: counted in, the rows to come would pass the
+// budget, so they go to a new generation of 2.
+func TestSplitCountsWhatCassandraHoldsBeforeDeciding(t *testing.T) {
+	s := projector(t, 64)
+	s.t.store = countStore{counts: []int64{900}}
+	s.p = &partition{ctx: context.Background(), pl: &Pipeline{}}
+	st := stat(1, 20, 30*time.Minute)
+	st.first = hour0.Add(25 * time.Minute) // seen for the last 5 minutes only
+	own, _ := s.project(st, idx0, 0, 1)
+	if err := s.count(batcher.Row{}, st, 1); err != nil {
+		t.Fatal(err)
+	}
+	if st.rows[0] != 900 || !st.counted {
+		t.Fatalf("after the count: %d rows in event bucket 0, counted %v; want 900", st.rows[0], st.counted)
+	}
+	next, over := s.project(st, idx0, 0, 1)
+	if own != 0 || next != 2 || over {
+		t.Errorf("own view: split to %d; with Cassandra's 900 rows: %d (over %v); want none, then 2 within budget", own, next, over)
+	}
+}
+
+// newestStore is a SplitStore whose partitions' newest row is at newest; any other call panics.
+type newestStore struct {
+	SplitStore
+	newest time.Time
+}
+
+func (n newestStore) Newest(context.Context, string, mapper.Table, batcher.Row, int) (time.Time, error) {
+	return n.newest, nil
+}
+
+// TestSplitNoDecisionPastTheBucketEnd: when the newest row already stored is in the bucket's last
+// second, a split could only start after the bucket ends: no record is written (the store would
+// panic on Propose), and the entity's bucket is not asked about again.
+func TestSplitNoDecisionPastTheBucketEnd(t *testing.T) {
+	s := projector(t, 64)
+	s.t.store = newestStore{newest: hour0.Add(time.Hour - 300*time.Millisecond)}
+	s.p = &partition{ctx: context.Background(), pl: &Pipeline{}}
+	st := stat(1, 200, 30*time.Minute)
+	if err := s.decide(batcher.Row{}, idx0, "e", nil, 1, 4, st); err != nil {
+		t.Fatal(err)
+	}
+	if !st.tooLate {
+		t.Error("a split starting at the bucket's end was not given up")
+	}
+}

@@ -1,0 +1,81 @@
+package reader
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/reader/readertest"
+)
+
+func splitTable(t *testing.T) (mapper.Table, *mapper.Mapper) {
+	t.Helper()
+	tc := readertest.Topic(config.Bucket{Width: "1h"}, "desc", "site", "device_id")
+	tc.Table, tc.Topic = "t", "in"
+	tc.Split = config.Split{Enabled: true}
+	return compileTopic(t, tc)
+}
+
+// TestEntityKeyIsTheMappersEntity: the reader finds an entity's routing records by the same bytes
+// the writer keys them with (the id columns of the partition's routing key).
+func TestEntityKeyIsTheMappersEntity(t *testing.T) {
+	tab, m := splitTable(t)
+	ex, err := m.Explain(mapper.Record{Topic: "in", Timestamp: time.Unix(1717203723, 0), Value: []byte(`{"site":"s1","device_id":"dev-7","ts":"2024-06-01T01:02:03Z","seq":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := EntityKey(tab, []any{"s1", "dev-7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(ex.Entity) {
+		t.Errorf("reader entity key %q; the mapper's %q", got, ex.Entity)
+	}
+}
+
+// TestPlanOfASplitBucketListsEveryGenerationsPartitions: in a bucket where the entity split into 4
+// (event buckets 1..4) and then 16 (5..20), the plan lists event buckets 0..20 over the whole
+// bucket; in the other buckets it lists the one partition; the lookup runs once per bucket.
+func TestPlanOfASplitBucketListsEveryGenerationsPartitions(t *testing.T) {
+	tab, _ := splitTable(t)
+	from := time.Date(2024, 6, 1, 0, 30, 0, 0, time.UTC)
+	to := from.Add(2 * time.Hour) // buckets 00:00, 01:00, 02:00
+	split := time.Date(2024, 6, 1, 1, 0, 0, 0, time.UTC)
+	calls := 0
+	routes := func(_ context.Context, table string, start time.Time, entity []byte) ([]mapper.Generation, error) {
+		calls++
+		if table != "t" || string(entity) != "\x00\x02s1\x00\x00\x02d1\x00" {
+			t.Errorf("lookup of table %q entity %q", table, entity)
+		}
+		if start.Equal(split) {
+			return []mapper.Generation{{N: 1, From: split.Add(10 * time.Minute), First: 1, Buckets: 4}, {N: 2, From: split.Add(20 * time.Minute), First: 5, Buckets: 16}}, nil
+		}
+		return nil, nil
+	}
+	plan, err := MakePlan(context.Background(), tab, []any{"s1", "d1"}, from, to, 100, routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 3 || len(plan.Buckets) != 3 {
+		t.Fatalf("%d lookups for %d buckets; want one per bucket (3)", calls, len(plan.Buckets))
+	}
+	for _, b := range plan.Buckets {
+		want := 1
+		if b.Lo.Equal(split) {
+			want = 21
+		}
+		if len(b.Partitions) != want {
+			t.Errorf("bucket %s: %d partitions; want %d", b.Lo, len(b.Partitions), want)
+		}
+		for i, p := range b.Partitions {
+			if p.EventBucket != i {
+				t.Errorf("bucket %s partition %d has event bucket %d", b.Lo, i, p.EventBucket)
+			}
+		}
+	}
+	if _, err := MakePlan(context.Background(), tab, []any{"s1", "d1"}, from, to, 10, routes); err == nil {
+		t.Error("23 partitions planned under a cap of 10; want a range error")
+	}
+}
