@@ -714,10 +714,16 @@ var sinkBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// writeConfig renders the stack's config as the YAML `sink run` reads.
+// writeConfig renders the stack's config as the YAML `sink run` reads: its servers, group, keyspace,
+// timeouts and metrics address, and the readings topic's table, partition budget and split policy.
 func (s *stack) writeConfig() string {
 	s.t.Helper()
 	q := func(ss []string) string { return `["` + strings.Join(ss, `", "`) + `"]` }
+	tp := s.cfg.Topics["readings"]
+	split := ""
+	if tp.Split.Enabled {
+		split = fmt.Sprintf("\n    split: {enabled: true, max_event_buckets: %d, max_rows: %d}", tp.Split.MaxEventBuckets, tp.Split.MaxRows)
+	}
 	yaml := fmt.Sprintf(`kafka:
   brokers: %s
   group: %s
@@ -735,7 +741,7 @@ writer:
   linger: 5ms
   max_in_flight: 8
 metrics:
-  address: ""
+  address: %q
 log:
   level: warn
 topics:
@@ -743,8 +749,9 @@ topics:
     topic: %s
     id: [device_id]
     time: {source: field, field: ts, format: rfc3339}
-    bucket: {width: 1h, key: text}
-    table: readings
+    bucket: {width: 1h, key: text}%s
+    partition_budget: %s
+    table: %s
     columns:
       - {name: device_id, type: text, field: device_id}
       - {name: ts, type: timestamp, source: event_time}
@@ -754,7 +761,7 @@ topics:
     dead_letter_topic: %s
 `, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks,
 		time.Duration(s.cfg.Cassandra.Timeout), time.Duration(s.cfg.Cassandra.ConnectTimeout),
-		time.Duration(s.cfg.Writer.ShutdownTimeout), s.topic, s.dlq)
+		time.Duration(s.cfg.Writer.ShutdownTimeout), s.cfg.Metrics.Address, s.topic, split, tp.PartitionBudget, tp.Table, s.dlq)
 	path := filepath.Join(s.t.TempDir(), "sink.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		s.t.Fatal(err)
