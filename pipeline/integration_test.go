@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -769,70 +768,80 @@ topics:
 	return path
 }
 
+// killAndRestart runs `sink run` on the stack's config while recs are produced in the background as a
+// stream (chunk records, then pause), from the first start on. kills times it starts the daemon, waits
+// for killAt(i) to return and kills it with SIGKILL (no flush, no commit), then calls afterKill(i) if
+// it is not nil. Once the whole stream is produced it starts the daemon again, waits for it to be
+// ready (/readyz) and for the committed offsets to reach the end, stops it with SIGTERM and expects
+// exit code 0.
+func (s *stack) killAndRestart(recs []*itRecord, chunk int, pause time.Duration, kills int, killAt, afterKill func(i int)) {
+	t := s.t
+	t.Helper()
+	s.cfg.Metrics.Address = freeAddr(t)
+	cfgPath := s.writeConfig()
+	done := make(chan struct{})
+	stream := func() {
+		defer close(done)
+		s.produceStream(recs, chunk, pause)
+	}
+	for i := range kills {
+		cmd, _ := runSink(t, cfgPath)
+		if i == 0 {
+			go stream()
+		}
+		killAt(i)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		if afterKill != nil {
+			afterKill(i)
+		}
+	}
+	if kills == 0 {
+		go stream()
+	}
+	<-done
+	cmd, _ := runSink(t, cfgPath)
+	s.waitFor(time.Minute, "sink run to be ready after the kills", s.sinkReady)
+	s.waitFor(3*time.Minute, fmt.Sprintf("committed offsets to reach the end after %d kill(s)", kills), s.allCommitted)
+	if code, took := stopSink(t, cmd); code != 0 {
+		t.Errorf("sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
+	}
+}
+
 // TestIntegrationKillAndRestart kills the daemon with SIGKILL mid-stream (no flush, no commit). At the
 // moment of the kill every record below the committed offsets must be in Cassandra; after a restart,
 // every record is.
 func TestIntegrationKillAndRestart(t *testing.T) {
-	bin, err := sinkBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := newStack(t, 3, nil)
-	cfgPath := s.writeConfig()
 	recs := makeRecords(6000, 100, 3)
-	run := func() *exec.Cmd {
-		cmd := exec.Command(bin, "run", "--config", cfgPath)
-		cmd.Stderr = tWriter{t}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
+	thirdCommitted := func(int) {
+		s.waitFor(2*time.Minute, "a third of the records committed", func() bool {
+			var n int64
+			for _, o := range s.committed() {
+				n += o
+			}
+			return n >= 2000
+		})
 	}
-
-	cmd := run()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.produceStream(recs, 100, 20*time.Millisecond)
-	}()
-	s.waitFor(2*time.Minute, "a third of the records committed", func() bool {
-		var n int64
-		for _, o := range s.committed() {
-			n += o
-		}
-		return n >= 2000
-	})
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	atKill := s.committed()
-	rows := s.rows()
-	s.recsMu.Lock()
-	missing := 0
-	for _, r := range s.recs {
-		if r.bad == "" && r.offset < atKill[r.partition] && !rows[s.expectedKey(r)] {
-			missing++
-			if missing < 10 {
-				t.Errorf("killed with partition %d committed at %d, but offset %d is not in Cassandra", r.partition, atKill[r.partition], r.offset)
+	checkAtKill := func(int) {
+		atKill := s.committed()
+		rows := s.rows()
+		s.recsMu.Lock()
+		missing := 0
+		for _, r := range s.recs {
+			if r.bad == "" && r.offset < atKill[r.partition] && !rows[s.expectedKey(r)] {
+				missing++
+				if missing < 10 {
+					t.Errorf("killed with partition %d committed at %d, but offset %d is not in Cassandra", r.partition, atKill[r.partition], r.offset)
+				}
 			}
 		}
+		s.recsMu.Unlock()
+		t.Logf("at the kill: committed %v, %d rows in Cassandra", atKill, len(rows))
 	}
-	s.recsMu.Unlock()
-	t.Logf("at the kill: committed %v, %d rows in Cassandra", atKill, len(rows))
-	<-done
-
-	cmd = run()
-	s.waitFor(3*time.Minute, "committed offsets to reach the end after the restart", s.allCommitted)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 0 {
-			t.Errorf("sink run after SIGTERM: %v", err)
-		}
-	}
+	s.killAndRestart(recs, 100, 20*time.Millisecond, 1, thirdCommitted, checkAtKill)
 	s.checkPlacement()
 	s.checkDeadLetters(false)
 }

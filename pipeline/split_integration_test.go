@@ -8,12 +8,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -341,10 +339,6 @@ func (s *stack) replayAndCompare(recs []*itRecord, before []splitRow, budget boo
 // the end. Every row exists in exactly one partition, the one its routing records give it; a group
 // reset and a full replay leave exactly the same rows in the same partitions.
 func TestIntegrationKilledWhileSplittingReplaysIdentically(t *testing.T) {
-	bin, err := sinkBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := splitStack(t, 2)
 	// The daemon's settings of this test: a budget that the row half binds, and a Cassandra timeout
 	// (and so a settle time after each assignment) that allows for the restarts.
@@ -352,38 +346,12 @@ func TestIntegrationKilledWhileSplittingReplaysIdentically(t *testing.T) {
 	tp.PartitionBudget = config.Bytes(1_000_000)
 	s.cfg.Topics["readings"] = tp
 	s.cfg.Cassandra.Timeout = config.Duration(2 * time.Second)
-	cfgPath := s.writeConfig()
 	recs := zipfRecords(2000, 40, 2, true) // a rising rate: several generations, decided across kills
-	run := func() *exec.Cmd {
-		cmd := exec.Command(bin, "run", "--config", cfgPath)
-		cmd.Stderr = tWriter{t}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.produceStream(recs, 20, 250*time.Millisecond)
-	}()
 	rng := rand.New(rand.NewPCG(18, uint64(time.Now().UnixNano())))
-	kills := 0
-	for ; kills < 12; kills++ {
-		cmd := run()
+	const kills = 12
+	s.killAndRestart(recs, 20, 250*time.Millisecond, kills, func(int) {
 		time.Sleep(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
-	}
-	<-done
-	cmd := run()
-	s.waitFor(3*time.Minute, "committed offsets to reach the end after the kills", s.allCommitted)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	}, nil)
 	t.Logf("%d kills", kills)
 	before := s.checkSplitLayout(recs, false)
 	s.replayAndCompare(recs, before, false)
