@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -714,10 +713,16 @@ var sinkBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// writeConfig renders the stack's config as the YAML `sink run` reads.
+// writeConfig renders the stack's config as the YAML `sink run` reads: its servers, group, keyspace,
+// timeouts and metrics address, and the readings topic's table, partition budget and split policy.
 func (s *stack) writeConfig() string {
 	s.t.Helper()
 	q := func(ss []string) string { return `["` + strings.Join(ss, `", "`) + `"]` }
+	tp := s.cfg.Topics["readings"]
+	split := ""
+	if tp.Split.Enabled {
+		split = fmt.Sprintf("\n    split: {enabled: true, max_event_buckets: %d, max_rows: %d}", tp.Split.MaxEventBuckets, tp.Split.MaxRows)
+	}
 	yaml := fmt.Sprintf(`kafka:
   brokers: %s
   group: %s
@@ -735,7 +740,7 @@ writer:
   linger: 5ms
   max_in_flight: 8
 metrics:
-  address: ""
+  address: %q
 log:
   level: warn
 topics:
@@ -743,8 +748,9 @@ topics:
     topic: %s
     id: [device_id]
     time: {source: field, field: ts, format: rfc3339}
-    bucket: {width: 1h, key: text}
-    table: readings
+    bucket: {width: 1h, key: text}%s
+    partition_budget: %s
+    table: %s
     columns:
       - {name: device_id, type: text, field: device_id}
       - {name: ts, type: timestamp, source: event_time}
@@ -754,7 +760,7 @@ topics:
     dead_letter_topic: %s
 `, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks,
 		time.Duration(s.cfg.Cassandra.Timeout), time.Duration(s.cfg.Cassandra.ConnectTimeout),
-		time.Duration(s.cfg.Writer.ShutdownTimeout), s.topic, s.dlq)
+		time.Duration(s.cfg.Writer.ShutdownTimeout), s.cfg.Metrics.Address, s.topic, split, tp.PartitionBudget, tp.Table, s.dlq)
 	path := filepath.Join(s.t.TempDir(), "sink.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		s.t.Fatal(err)
@@ -762,70 +768,80 @@ topics:
 	return path
 }
 
+// killAndRestart runs `sink run` on the stack's config while recs are produced in the background as a
+// stream (chunk records, then pause), from the first start on. kills times it starts the daemon, waits
+// for killAt(i) to return and kills it with SIGKILL (no flush, no commit), then calls afterKill(i) if
+// it is not nil. Once the whole stream is produced it starts the daemon again, waits for it to be
+// ready (/readyz) and for the committed offsets to reach the end, stops it with SIGTERM and expects
+// exit code 0.
+func (s *stack) killAndRestart(recs []*itRecord, chunk int, pause time.Duration, kills int, killAt, afterKill func(i int)) {
+	t := s.t
+	t.Helper()
+	s.cfg.Metrics.Address = freeAddr(t)
+	cfgPath := s.writeConfig()
+	done := make(chan struct{})
+	stream := func() {
+		defer close(done)
+		s.produceStream(recs, chunk, pause)
+	}
+	for i := range kills {
+		cmd, _ := runSink(t, cfgPath)
+		if i == 0 {
+			go stream()
+		}
+		killAt(i)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		if afterKill != nil {
+			afterKill(i)
+		}
+	}
+	if kills == 0 {
+		go stream()
+	}
+	<-done
+	cmd, _ := runSink(t, cfgPath)
+	s.waitFor(time.Minute, "sink run to be ready after the kills", s.sinkReady)
+	s.waitFor(3*time.Minute, fmt.Sprintf("committed offsets to reach the end after %d kill(s)", kills), s.allCommitted)
+	if code, took := stopSink(t, cmd); code != 0 {
+		t.Errorf("sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
+	}
+}
+
 // TestIntegrationKillAndRestart kills the daemon with SIGKILL mid-stream (no flush, no commit). At the
 // moment of the kill every record below the committed offsets must be in Cassandra; after a restart,
 // every record is.
 func TestIntegrationKillAndRestart(t *testing.T) {
-	bin, err := sinkBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := newStack(t, 3, nil)
-	cfgPath := s.writeConfig()
 	recs := makeRecords(6000, 100, 3)
-	run := func() *exec.Cmd {
-		cmd := exec.Command(bin, "run", "--config", cfgPath)
-		cmd.Stderr = tWriter{t}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
+	thirdCommitted := func(int) {
+		s.waitFor(2*time.Minute, "a third of the records committed", func() bool {
+			var n int64
+			for _, o := range s.committed() {
+				n += o
+			}
+			return n >= 2000
+		})
 	}
-
-	cmd := run()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.produceStream(recs, 100, 20*time.Millisecond)
-	}()
-	s.waitFor(2*time.Minute, "a third of the records committed", func() bool {
-		var n int64
-		for _, o := range s.committed() {
-			n += o
-		}
-		return n >= 2000
-	})
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	atKill := s.committed()
-	rows := s.rows()
-	s.recsMu.Lock()
-	missing := 0
-	for _, r := range s.recs {
-		if r.bad == "" && r.offset < atKill[r.partition] && !rows[s.expectedKey(r)] {
-			missing++
-			if missing < 10 {
-				t.Errorf("killed with partition %d committed at %d, but offset %d is not in Cassandra", r.partition, atKill[r.partition], r.offset)
+	checkAtKill := func(int) {
+		atKill := s.committed()
+		rows := s.rows()
+		s.recsMu.Lock()
+		missing := 0
+		for _, r := range s.recs {
+			if r.bad == "" && r.offset < atKill[r.partition] && !rows[s.expectedKey(r)] {
+				missing++
+				if missing < 10 {
+					t.Errorf("killed with partition %d committed at %d, but offset %d is not in Cassandra", r.partition, atKill[r.partition], r.offset)
+				}
 			}
 		}
+		s.recsMu.Unlock()
+		t.Logf("at the kill: committed %v, %d rows in Cassandra", atKill, len(rows))
 	}
-	s.recsMu.Unlock()
-	t.Logf("at the kill: committed %v, %d rows in Cassandra", atKill, len(rows))
-	<-done
-
-	cmd = run()
-	s.waitFor(3*time.Minute, "committed offsets to reach the end after the restart", s.allCommitted)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 0 {
-			t.Errorf("sink run after SIGTERM: %v", err)
-		}
-	}
+	s.killAndRestart(recs, 100, 20*time.Millisecond, 1, thirdCommitted, checkAtKill)
 	s.checkPlacement()
 	s.checkDeadLetters(false)
 }

@@ -3,15 +3,15 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"net"
+	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -236,31 +236,82 @@ func (s *stack) checkHotReadBack(recs []*itRecord, split bool) {
 
 // TestIntegrationZipfHotEntitySplitsWithinBudget: one hour of a stream in which the hot entity writes
 // 1000 times the median entity's rate (2,000 rows against 2), at a width (1h) chosen for the median
-// and a budget of 200 rows per partition. Measured in Cassandra afterwards: no partition is over its
-// budget, the median entities stay at one partition, every row exists exactly once and where the
-// routing records say. Then a second group replays the whole topic from the start: Cassandra holds
-// exactly the same rows in the same partitions.
+// and a budget of 200 rows per partition, written by the `sink run` binary, which runs until the
+// committed offsets reach the end and exits 0 on SIGTERM. Measured in Cassandra afterwards: no
+// partition is over its budget, the median entities stay at one partition, every row exists exactly
+// once and where the routing records say. Then a second `sink run` under a new group replays the whole
+// topic from the start: Cassandra holds exactly the same rows in the same partitions.
 func TestIntegrationZipfHotEntitySplitsWithinBudget(t *testing.T) {
 	s := splitStack(t, 2)
+	s.cfg.Metrics.Address = freeAddr(t)
 	recs := zipfRecords(2000, 40, 2, false)
-	m := s.start(nil)
-	s.waitFor(time.Minute, "the group to be joined", m.pl.joined.Load)
+	cmd, _ := runSink(t, s.writeConfig())
+	s.waitFor(time.Minute, "sink run to join the group (/readyz)", s.sinkReady)
 	time.Sleep(time.Second) // the partitions are assigned and settled
 	s.produceStream(recs, 50, 30*time.Millisecond)
 	s.waitFor(2*time.Minute, "the stream to be committed", s.allCommitted)
-	if err := m.stop(); err != nil {
-		t.Fatal(err)
-	}
-	if n := testutil.ToFloat64(m.metrics.Splits.WithLabelValues(s.topic)); n < 1 {
+	if n := s.sinkMetric("sink_partition_splits_total"); n < 1 {
 		t.Errorf("sink_partition_splits_total{topic} = %v; want at least one split", n)
+	}
+	if code, took := stopSink(t, cmd); code != 0 {
+		t.Errorf("sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
 	}
 	first := s.checkSplitLayout(recs, true)
 
 	s.replayAndCompare(recs, first, true)
 }
 
-// replayAndCompare consumes the whole topic again with a new group (a group reset) and checks that
-// Cassandra then holds exactly the rows it held before, in the same partitions.
+// freeAddr is a local address no one listens on, for the metrics endpoint of a `sink run`.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// sinkReady reports whether the `sink run` serving s.cfg.Metrics.Address answers /readyz with 200.
+func (s *stack) sinkReady() bool {
+	resp, err := http.Get("http://" + s.cfg.Metrics.Address + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// sinkMetric scrapes the `sink run` serving s.cfg.Metrics.Address and returns the named metric's
+// sample for the stack's topic (0 if there is none).
+func (s *stack) sinkMetric(name string) float64 {
+	s.t.Helper()
+	resp, err := http.Get("http://" + s.cfg.Metrics.Address + "/metrics")
+	if err != nil {
+		s.t.Fatalf("scraping sink run: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatalf("scraping sink run: %v", err)
+	}
+	for line := range strings.Lines(string(body)) {
+		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, fmt.Sprintf("topic=%q", s.topic)) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			s.t.Fatalf("scraping sink run: %q: %v", line, err)
+		}
+		return v
+	}
+	return 0
+}
+
+// replayAndCompare runs `sink run` again under a new group (a group reset), which consumes the whole
+// topic from the start until the committed offsets reach the end and exits 0 on SIGTERM, and checks
+// that Cassandra then holds exactly the rows it held before, in the same partitions.
 func (s *stack) replayAndCompare(recs []*itRecord, before []splitRow, budget bool) {
 	t := s.t
 	t.Helper()
@@ -272,10 +323,10 @@ func (s *stack) replayAndCompare(recs []*itRecord, before []splitRow, budget boo
 	})
 	s.group = testenv.Name(t, "replay")
 	s.cfg.Kafka.Group = s.group
-	m := s.start(nil)
+	cmd, _ := runSink(t, s.writeConfig())
 	s.waitFor(2*time.Minute, "the replay to be committed", s.allCommitted)
-	if err := m.stop(); err != nil {
-		t.Fatal(err)
+	if code, took := stopSink(t, cmd); code != 0 {
+		t.Errorf("the replaying sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
 	}
 	after := s.checkSplitLayout(recs, budget)
 	if fmt.Sprint(before) != fmt.Sprint(after) {
@@ -283,81 +334,24 @@ func (s *stack) replayAndCompare(recs []*itRecord, before []splitRow, budget boo
 	}
 }
 
-// writeSplitConfig renders the split stack's config as the YAML `sink run` reads.
-func (s *stack) writeSplitConfig() string {
-	s.t.Helper()
-	q := func(ss []string) string { return `["` + strings.Join(ss, `", "`) + `"]` }
-	yaml := fmt.Sprintf(`kafka: {brokers: %s, group: %s, session_timeout: 10s, rebalance_timeout: 30s}
-cassandra: {hosts: %s, keyspace: %s, consistency: ONE, timeout: 2s}
-writer: {commit_interval: 200ms, shutdown_timeout: 15s, linger: 5ms, max_in_flight: 8}
-metrics: {address: ""}
-log: {level: warn}
-topics:
-  readings:
-    topic: %s
-    id: [device_id]
-    time: {source: field, field: ts, format: rfc3339}
-    bucket: {width: 1h, key: text}
-    split: {enabled: true, max_event_buckets: 32, max_rows: %d}
-    partition_budget: 1MB
-    table: split_readings
-    columns:
-      - {name: device_id, type: text, field: device_id}
-      - {name: ts, type: timestamp, source: event_time}
-      - {name: value, type: double, field: value, required: true}
-    clustering:
-      - {column: ts, order: desc}
-    dead_letter_topic: %s
-`, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks, s.topic, splitBudgetRows, s.dlq)
-	path := filepath.Join(s.t.TempDir(), "sink.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	return path
-}
-
 // TestIntegrationKilledWhileSplittingReplaysIdentically: `sink run` is killed with SIGKILL at random
 // moments (12 times) while the hot entity's partitions split, and restarted each time; then it runs to
 // the end. Every row exists in exactly one partition, the one its routing records give it; a group
 // reset and a full replay leave exactly the same rows in the same partitions.
 func TestIntegrationKilledWhileSplittingReplaysIdentically(t *testing.T) {
-	bin, err := sinkBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := splitStack(t, 2)
-	cfgPath := s.writeSplitConfig()
+	// The daemon's settings of this test: a budget that the row half binds, and a Cassandra timeout
+	// (and so a settle time after each assignment) that allows for the restarts.
+	tp := s.cfg.Topics["readings"]
+	tp.PartitionBudget = config.Bytes(1_000_000)
+	s.cfg.Topics["readings"] = tp
+	s.cfg.Cassandra.Timeout = config.Duration(2 * time.Second)
 	recs := zipfRecords(2000, 40, 2, true) // a rising rate: several generations, decided across kills
-	run := func() *exec.Cmd {
-		cmd := exec.Command(bin, "run", "--config", cfgPath)
-		cmd.Stderr = tWriter{t}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.produceStream(recs, 20, 250*time.Millisecond)
-	}()
 	rng := rand.New(rand.NewPCG(18, uint64(time.Now().UnixNano())))
-	kills := 0
-	for ; kills < 12; kills++ {
-		cmd := run()
+	const kills = 12
+	s.killAndRestart(recs, 20, 250*time.Millisecond, kills, func(int) {
 		time.Sleep(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
-	}
-	<-done
-	cmd := run()
-	s.waitFor(3*time.Minute, "committed offsets to reach the end after the kills", s.allCommitted)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	}, nil)
 	t.Logf("%d kills", kills)
 	before := s.checkSplitLayout(recs, false)
 	s.replayAndCompare(recs, before, false)
