@@ -136,6 +136,29 @@ func TestIntegrationReader(t *testing.T) {
 		}
 	})
 
+	t.Run("UnboundedReadOfManyDriverPagesFinishes", func(t *testing.T) {
+		// Without a limit or a page size each partition's fetcher reads ahead on its own. A partition of
+		// more than two driver pages once made the merge block forever, asking for a page with a demand
+		// that nobody reads in that mode.
+		s := spans["hourly"]
+		r, err := New(Config{Session: f.Session, Sink: f.Config, Topic: "hourly", FetchSize: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		for _, rg := range [][2]time.Time{{s.from, s.to}, {s.to, s.from}} {
+			page, err := r.Read(ctx, Query{ID: anys(s.id), From: rg[0], To: rg[1]})
+			if err != nil {
+				t.Fatalf("from %s to %s in 2-row driver pages: %v", rg[0], rg[1], err)
+			}
+			want := f.Expected("hourly", s.id, rg[0], rg[1])
+			if got := seqs(page.Rows); !slices.Equal(got, want) || len(want) < 10 {
+				t.Errorf("from %s to %s: got %d rows %v, want %d %v", rg[0], rg[1], len(got), head(got), len(want), head(want))
+			}
+		}
+	})
+
 	t.Run("WhereRestrictsAClusteringColumnAfterTheTime", func(t *testing.T) {
 		s := spans["twocol"]
 		all := f.Expected("twocol", s.id, s.to, s.from)

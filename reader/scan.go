@@ -293,7 +293,11 @@ func (s *scan) head(st *stream) (map[string]any, error) {
 	for len(st.buf) == 0 && !st.done {
 		if !st.asked {
 			st.asked = true
-			st.demand <- struct{}{} // never blocks: one demand at a time, and the goroutine took the last
+			// Only a bounded scan's fetcher waits for demand; an unbounded one fetches ahead on its own
+			// and never reads it, so a second demand would block forever on the full buffer.
+			if s.want > 0 {
+				st.demand <- struct{}{} // never blocks: one demand at a time, and the fetcher took the last
+			}
 		}
 		select {
 		case c, ok := <-st.ch:
