@@ -66,12 +66,12 @@ func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error
 }
 
 // KeyspaceDDL is the CREATE KEYSPACE IF NOT EXISTS statement of keyspace, with the replication
-// of cassandra.replication (SimpleStrategy with one replica when it is empty). An existing
-// keyspace is left as it is: replication is the operator's to change.
+// of cassandra.replication (config.DefaultReplication when a config built in Go has none). An
+// existing keyspace is left as it is: replication is the operator's to change.
 func KeyspaceDDL(cfg *config.Config, keyspace string) string {
 	repl := cfg.Cassandra.Replication
 	if len(repl) == 0 {
-		repl = map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}
+		repl = config.DefaultReplication()
 	}
 	keys := make([]string, 0, len(repl))
 	for k := range repl {
