@@ -198,20 +198,22 @@ type plan struct {
 	now               func() time.Time
 	wts               writeTS
 	consistency       string
-	insertCols        []string     // cols, bucket column, event bucket column
-	nvals             int          // len(insertCols) + TTL + timestamp
-	ebValues          []any        // int32(0..eventBuckets-1), encoded once
-	scan              *scanPlan    // the single-pass field reader (scan.go); nil: fastjson only
-	absent            any          // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
-	mem               rowLayout    // the row memory block (rowmem.go)
-	packable          bool         // rows are packed (packed.go): every column's value is encoded
-	wtsAt             int          // the byte offset of the write timestamp in row memory
-	nhash             int          // how many columns record their canonical text in scratch.canon
-	desc              schema.Table // the table the rows are bound to (package schema)
+	insertCols        []string  // cols, bucket column, event bucket column
+	nvals             int       // len(insertCols) + TTL + timestamp
+	ebValues          []any     // int32(0..eventBuckets-1), encoded once
+	scan              *scanPlan // the single-pass field reader (scan.go); nil: fastjson only
+	absent            any       // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
+	mem               rowLayout // the row memory block (rowmem.go)
+	packable          bool      // rows are packed (packed.go): every column's value is encoded
+	wtsAt             int       // the byte offset of the write timestamp in row memory
+	nhash             int       // how many columns record their canonical text in scratch.canon
 	target            *batcher.Target
 	routes            Routes                      // split decisions of open buckets (route.go)
 	targets           sync.Map                    // slice index (int64) → *batcher.Target
 	last              atomic.Pointer[bucketEntry] // the bucket most recently mapped
+
+	// desc is the table the rows are bound to (package schema): its INSERT and columns.
+	desc schema.Table
 }
 
 // bucketEntry is everything derived from a bucket index alone. Records arrive roughly in time
