@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/schema"
 )
 
 // collectionTable is iot-sensors' readings with a list, a set and a map column, under write_timestamp wts.
-func collectionTable(t *testing.T, wts string) (*config.Config, mapper.Table) {
+func collectionTable(t *testing.T, wts string) (*config.Config, schema.Table) {
 	t.Helper()
 	cfg := loadExample(t, "../examples/iot-sensors.yaml")
 	tp := cfg.Topics["readings"]
@@ -20,11 +20,11 @@ func collectionTable(t *testing.T, wts string) (*config.Config, mapper.Table) {
 		config.Column{Name: "attrs", Type: "map<text, double>", Field: "attrs"},
 	)
 	cfg.Topics["readings"] = tp
-	m, err := mapper.New(cfg)
+	tables, err := schema.Describe(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, _ := m.Table("readings")
+	tbl := tables["readings"]
 	return cfg, tbl
 }
 

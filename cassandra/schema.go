@@ -12,27 +12,23 @@ import (
 
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/schema"
 )
 
-// The DDL below is generated from the mapper's view of each topic (mapper.Table), so the tables
-// `sink schema` creates are exactly the ones the INSERTs bind. Identifiers come from a validated
-// config (plain CQL identifiers, no reserved words) and are written unquoted, as the INSERTs
-// write them; option values are numbers computed here or replication settings, quoted as CQL
-// string literals.
+// The DDL below is generated from each topic's table description (schema.Table), the one the
+// mapper binds rows to, so the tables `sink schema` creates are exactly the ones the INSERTs bind.
+// Identifiers come from a validated config (plain CQL identifiers, no reserved words, re-checked
+// by package schema) and are written unquoted, as the INSERTs write them; option values are
+// numbers computed here or replication settings, quoted as CQL string literals.
 
 // SchemaDDL returns the CREATE TABLE IF NOT EXISTS statements of topics.<topic>: one table, or,
 // for a sliced topic, the table of the slice holding now and the table of the next slice (create
 // the following ones ahead of time by running it again, e.g. daily). Statements carry no
 // trailing semicolon. The keyspace statement comes from KeyspaceDDL.
 func SchemaDDL(cfg *config.Config, topic string, now time.Time) ([]string, error) {
-	m, err := mapper.New(cfg)
+	t, err := describe(cfg, topic)
 	if err != nil {
 		return nil, err
-	}
-	t, ok := m.Table(topic)
-	if !ok {
-		return nil, fmt.Errorf("topics.%s: no such topic; configured: %s", topic, strings.Join(m.Topics(), ", "))
 	}
 	return tableDDL(t, cfg.Topics[topic], now), nil
 }
@@ -41,18 +37,18 @@ func SchemaDDL(cfg *config.Config, topic string, now time.Time) ([]string, error
 // each keyspace they use, once, the routing table (sink_splits) of each keyspace with a split
 // topic, then the tables of each topic in name order.
 func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error) {
-	m, err := mapper.New(cfg)
+	all, err := schema.Describe(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if len(topics) == 0 {
-		topics = m.Topics()
+		topics = all.Names()
 	}
 	var keyspaces, tables []string
 	for _, name := range topics {
-		t, ok := m.Table(name)
-		if !ok {
-			return nil, fmt.Errorf("topics.%s: no such topic; configured: %s", name, strings.Join(m.Topics(), ", "))
+		t, err := all.Get(name)
+		if err != nil {
+			return nil, err
 		}
 		if !slices.Contains(keyspaces, t.Keyspace) {
 			keyspaces = append(keyspaces, t.Keyspace)
@@ -70,12 +66,12 @@ func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error
 }
 
 // KeyspaceDDL is the CREATE KEYSPACE IF NOT EXISTS statement of keyspace, with the replication
-// of cassandra.replication (SimpleStrategy with one replica when it is empty). An existing
-// keyspace is left as it is: replication is the operator's to change.
+// of cassandra.replication (config.DefaultReplication when a config built in Go has none). An
+// existing keyspace is left as it is: replication is the operator's to change.
 func KeyspaceDDL(cfg *config.Config, keyspace string) string {
 	repl := cfg.Cassandra.Replication
 	if len(repl) == 0 {
-		repl = map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}
+		repl = config.DefaultReplication()
 	}
 	keys := make([]string, 0, len(repl))
 	for k := range repl {
@@ -96,20 +92,25 @@ func cqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 
 // SliceTableDDL returns the name (keyspace.table) and CREATE TABLE IF NOT EXISTS statement of the
 // table of the slice of topics.<topic> that holds at: the statement `sink schema --at` prints for it.
-func SliceTableDDL(cfg *config.Config, topic string, at time.Time) (table, stmt string, err error) {
-	m, err := mapper.New(cfg)
+func SliceTableDDL(cfg *config.Config, topic string, at time.Time) (name, stmt string, err error) {
+	t, err := describe(cfg, topic)
 	if err != nil {
 		return "", "", err
-	}
-	t, ok := m.Table(topic)
-	if !ok {
-		return "", "", fmt.Errorf("topics.%s: no such topic; configured: %s", topic, strings.Join(m.Topics(), ", "))
 	}
 	if _, sliced := t.Policy.Sliced(); !sliced {
 		return "", "", fmt.Errorf("topics.%s: not sliced (bucket.slice is not set)", topic)
 	}
-	name := t.NameOfSlice(t.Policy.SliceIndex(at))
+	name = t.NameOfSlice(t.Policy.SliceIndex(at))
 	return t.Keyspace + "." + name, createTable(t, cfg.Topics[topic], name), nil
+}
+
+// describe is the table of topics.<topic>, from a validated cfg.
+func describe(cfg *config.Config, topic string) (schema.Table, error) {
+	all, err := schema.Describe(cfg)
+	if err != nil {
+		return schema.Table{}, err
+	}
+	return all.Get(topic)
 }
 
 // SliceMaker creates the table of a slice on demand, when a record's slice has none
@@ -165,7 +166,7 @@ func (m *SliceMaker) CreateSlice(ctx context.Context, topic string, at time.Time
 }
 
 // tableDDL renders the table(s) of one topic at time now.
-func tableDDL(t mapper.Table, tc config.Topic, now time.Time) []string {
+func tableDDL(t schema.Table, tc config.Topic, now time.Time) []string {
 	if _, sliced := t.Policy.Sliced(); sliced {
 		s := t.Policy.SliceIndex(now)
 		return []string{createTable(t, tc, t.NameOfSlice(s)), createTable(t, tc, t.NameOfSlice(s+1))}
@@ -173,7 +174,7 @@ func tableDDL(t mapper.Table, tc config.Topic, now time.Time) []string {
 	return []string{createTable(t, tc, t.Name)}
 }
 
-func createTable(t mapper.Table, tc config.Topic, name string) string {
+func createTable(t schema.Table, tc config.Topic, name string) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE IF NOT EXISTS " + t.Keyspace + "." + name + " (\n")
 	for _, c := range t.Columns {
@@ -287,12 +288,12 @@ func ApplySchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 // run` calls it before consuming: values are bound pre-encoded for the configured column types, so a
 // table whose column type differs would refuse every row; failing at start names the column instead.
 func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []string, now time.Time) (missing []string, err error) {
-	m, err := mapper.New(cfg)
+	all, err := schema.Describe(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if len(topics) == 0 {
-		topics = m.Topics()
+		topics = all.Names()
 	}
 	for _, ks := range routingTableKeyspaces(cfg, topics) {
 		cols, err := ReadSchemaColumns(ctx, s, ks, RoutingTable)
@@ -304,7 +305,10 @@ func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 		}
 	}
 	for _, name := range topics {
-		t, _ := m.Table(name)
+		t, err := all.Get(name)
+		if err != nil {
+			return nil, err
+		}
 		names := []string{t.Name}
 		if _, sliced := t.Policy.Sliced(); sliced {
 			sl := t.Policy.SliceIndex(now)
@@ -345,8 +349,8 @@ func ReadSchemaColumns(ctx context.Context, s *Session, keyspace, table string) 
 // CheckTable compares an existing table (its system_schema.columns rows) with what topic t needs.
 // A table created earlier for another policy keeps its old key after CREATE TABLE IF NOT EXISTS,
 // and rows would then land in partitions readers do not expect: that is an error, with the fix.
-func CheckTable(t mapper.Table, table string, cols []SchemaColumn) error {
-	full := t.Keyspace + "." + table
+func CheckTable(t schema.Table, name string, cols []SchemaColumn) error {
+	full := t.Keyspace + "." + name
 	if len(cols) == 0 {
 		return fmt.Errorf("table %s does not exist after CREATE TABLE IF NOT EXISTS; check the keyspace and permissions", full)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/schema"
 )
 
 // exampleOnStack loads an example config and points it at the test Cassandra, in a fresh
@@ -59,18 +59,18 @@ func TestApplySchemaExamples(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			m, err := mapper.New(cfg)
+			tables, err := schema.Describe(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range m.Topics() {
-				tbl, _ := m.Table(name)
-				tables := []string{tbl.Name}
+			for _, name := range tables.Names() {
+				tbl := tables[name]
+				names := []string{tbl.Name}
 				if _, sliced := tbl.Policy.Sliced(); sliced {
 					sl := tbl.Policy.SliceIndex(schemaNow)
-					tables = []string{tbl.NameOfSlice(sl), tbl.NameOfSlice(sl + 1)}
+					names = []string{tbl.NameOfSlice(sl), tbl.NameOfSlice(sl + 1)}
 				}
-				for _, table := range tables {
+				for _, table := range names {
 					checkOnServer(t, ctx, s, cfg.Topics[name], tbl, table)
 				}
 			}
@@ -78,7 +78,7 @@ func TestApplySchemaExamples(t *testing.T) {
 	}
 }
 
-func checkOnServer(t *testing.T, ctx context.Context, s *Session, tc config.Topic, tbl mapper.Table, table string) {
+func checkOnServer(t *testing.T, ctx context.Context, s *Session, tc config.Topic, tbl schema.Table, table string) {
 	t.Helper()
 	cols, err := ReadSchemaColumns(ctx, s, tbl.Keyspace, table)
 	if err != nil {

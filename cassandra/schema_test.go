@@ -11,7 +11,7 @@ import (
 
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -127,11 +127,11 @@ func iotColumns() []SchemaColumn {
 
 func TestCheckTable(t *testing.T) {
 	cfg := loadExample(t, "../examples/iot-sensors.yaml")
-	m, err := mapper.New(cfg)
+	tables, err := schema.Describe(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, _ := m.Table("readings")
+	tbl := tables["readings"]
 	good := iotColumns()
 	if err := CheckTable(tbl, "sensor_readings", good); err != nil {
 		t.Errorf("matching table: %v", err)

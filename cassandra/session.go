@@ -15,17 +15,6 @@ import (
 	"github.com/bucketsink/sink/internal/refusal"
 )
 
-// Fallbacks for zero fields of config.Cassandra. The config package fills the same defaults when it
-// loads a file; these keep a hand-built config.Cassandra (tests, tools) safe too.
-const (
-	// defaultTimeout is above the server's 2s write_request_timeout, so the server answers with a
-	// typed WriteTimeout (carrying what was acknowledged) before the client gives up blind.
-	defaultTimeout        = 12 * time.Second
-	defaultConnectTimeout = 10 * time.Second
-	defaultNumConns       = 2
-	defaultConsistency    = gocql.LocalQuorum
-)
-
 // Session is a connected Cassandra session configured for the sink: token-aware and DC-aware routing
 // with shuffled replicas, no driver retry policy (the Writer retries), TLS and password auth from
 // config. It is safe for concurrent use.
@@ -124,12 +113,13 @@ func newCluster(c config.Cassandra) (*gocql.ClusterConfig, gocql.Consistency, er
 	if len(c.Hosts) == 0 {
 		return nil, 0, errors.New("cassandra.hosts: at least one host or host:port is required")
 	}
-	cons := defaultConsistency
-	if c.Consistency != "" {
-		var err error
-		if cons, err = parseConsistency(c.Consistency); err != nil {
-			return nil, 0, fmt.Errorf("cassandra.consistency: %w", err)
-		}
+	name := c.Consistency
+	if name == "" {
+		name = config.DefaultConsistency // a hand-built config (defaults.go)
+	}
+	cons, err := parseConsistency(name)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cassandra.consistency: %w", err)
 	}
 
 	cluster := gocql.NewCluster(c.Hosts...)

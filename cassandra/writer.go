@@ -78,19 +78,6 @@ func (c WriterConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c WriterConfig) withDefaults() WriterConfig {
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 64
-	}
-	if c.RetryInitial == 0 {
-		c.RetryInitial = 100 * time.Millisecond
-	}
-	if c.RetryMax == 0 {
-		c.RetryMax = max(10*time.Second, c.RetryInitial)
-	}
-	return c
-}
-
 // Writer writes batches as UNLOGGED single-partition batches with bounded concurrency, retries
 // transient failures itself, and isolates rows Cassandra refuses. It is safe for concurrent use;
 // run one Write per goroutine, up to MaxInFlight of them make progress at once.

@@ -116,6 +116,16 @@ const (
 	DefaultClusteringOrder = "desc"
 )
 
+// Defaults of the storage layer that are not plain constants. The cassandra package applies none
+// of its own: it takes these for the zero fields of a config built in Go (tests, tools).
+
+// DefaultReplication is cassandra.replication when none is given: SimpleStrategy with one replica,
+// only right for a laptop; `sink schema` prints it so the operator sees what will be created, and
+// production configs name their DCs. Each call returns a new map.
+func DefaultReplication() map[string]string {
+	return map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}
+}
+
 // Values of the enumerated keys.
 const (
 	IsolationReadCommitted   = "read_committed"
@@ -227,9 +237,7 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	dur("cassandra.connect_timeout", &cs.ConnectTimeout, DefaultConnectTimeout)
 	num("cassandra.num_conns", &cs.NumConns, DefaultNumConns)
 	if unset("cassandra.replication", len(cs.Replication) == 0) {
-		// SimpleStrategy with one replica is only right for a laptop; `sink schema` prints it so
-		// the operator sees what will be created, and production configs name their DCs.
-		cs.Replication = map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}
+		cs.Replication = DefaultReplication()
 	}
 
 	w := &c.Writer

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/schema"
 )
 
 // Record is one Kafka record, as much of it as mapping needs.
@@ -80,6 +80,7 @@ var ErrUnknownTopic = errors.New("no configured topic reads this Kafka topic")
 type Mapper struct {
 	byKafka map[string]*plan // Kafka topic → plan
 	byName  map[string]*plan // topics.<name> → plan
+	tables  schema.Tables    // topics.<name> → the table its rows are bound to
 	pool    sync.Pool        // *scratch
 }
 
@@ -210,6 +211,9 @@ type plan struct {
 	routes            Routes                      // split decisions of open buckets (route.go)
 	targets           sync.Map                    // slice index (int64) → *batcher.Target
 	last              atomic.Pointer[bucketEntry] // the bucket most recently mapped
+
+	// desc is the table the rows are bound to (package schema): its INSERT and columns.
+	desc schema.Table
 }
 
 // bucketEntry is everything derived from a bucket index alone. Records arrive roughly in time
@@ -222,24 +226,22 @@ type bucketEntry struct {
 	suffix string
 }
 
-// identRE re-checks every name that goes into CQL text; config validation already rejects
-// anything else, this guards the invariant where the text is built.
-var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
-
-// New validates cfg (see config.Validate) and compiles every topic: column plans, field paths,
-// the bucket policy and the INSERT statement. cfg must have its defaults applied (config.Load
-// does; a Config built in Go calls ApplyDefaults).
+// New validates cfg (see config.Validate), takes each topic's table from package schema (columns,
+// keys, the INSERT statement) and compiles every topic: column plans, field paths, the bucket
+// policy. cfg must have its defaults applied (config.Load does; a Config built in Go calls
+// ApplyDefaults).
 func New(cfg *config.Config) (*Mapper, error) {
-	if err := cfg.Validate(); err != nil {
+	tables, err := schema.Describe(cfg)
+	if err != nil {
 		return nil, err
 	}
-	m := &Mapper{byKafka: map[string]*plan{}, byName: map[string]*plan{}}
+	m := &Mapper{byKafka: map[string]*plan{}, byName: map[string]*plan{}, tables: tables}
 	m.pool.New = func() any {
 		return &scratch{buf: make([]byte, 0, 256), key: make([]byte, 0, 128), text: make([]byte, 0, 256)}
 	}
 	var errs []error
 	for _, name := range cfg.TopicNames() {
-		p, err := compile(name, cfg.Topics[name])
+		p, err := compile(name, cfg.Topics[name], tables[name])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -258,16 +260,14 @@ func New(cfg *config.Config) (*Mapper, error) {
 	return m, nil
 }
 
-func compile(name string, t config.Topic) (*plan, error) {
+// compile compiles topics.<name> to bind its rows to desc, the topic's table.
+func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	kp := "topics." + name
-	policy, err := bucketer.New(t.Spec())
-	if err != nil {
-		return nil, fmt.Errorf("%s.bucket: %w", kp, err)
-	}
+	policy := desc.Policy
 	_, sliced := policy.Sliced()
 	p := &plan{
 		name: name, kafkaTopic: t.Topic, keyspace: t.Keyspace, table: t.Table,
-		policy: policy, sliced: sliced,
+		policy: policy, sliced: sliced, desc: desc,
 		eventBuckets:      max(t.Bucket.EventBuckets, 1),
 		ebColumn:          t.UsesEventBucketColumn(),
 		maxEventBuckets:   max(t.Bucket.EventBuckets, 1),
@@ -280,11 +280,6 @@ func compile(name string, t config.Topic) (*plan, error) {
 		consistency:       t.Consistency,
 		acceptBefore:      time.Duration(t.Accept.Before),
 		acceptAfter:       time.Duration(t.Accept.After),
-	}
-	for _, id := range []string{p.keyspace, p.table, p.bucketColumn} {
-		if !identRE.MatchString(id) {
-			return nil, fmt.Errorf("%s: %q is not a plain CQL identifier", kp, id)
-		}
 	}
 	switch policy.CQLType() {
 	case "text":
@@ -309,9 +304,6 @@ func compile(name string, t config.Topic) (*plan, error) {
 		src, ok := sources[c.Source]
 		if !ok {
 			return nil, fmt.Errorf("%s.source: %q is not a source", cp, c.Source)
-		}
-		if !identRE.MatchString(c.Name) {
-			return nil, fmt.Errorf("%s.name: %q is not a plain CQL identifier", cp, c.Name)
 		}
 		col := column{name: c.Name, typ: typ, source: src, field: c.Field}
 		if src == srcField {
@@ -355,9 +347,6 @@ func compile(name string, t config.Topic) (*plan, error) {
 		p.maxEventBuckets = max(p.maxEventBuckets, t.Split.MaxEventBuckets)
 	}
 	if p.ebColumn {
-		if !identRE.MatchString(p.eventBucketColumn) {
-			return nil, fmt.Errorf("%s.bucket.event_bucket_column: %q is not a plain CQL identifier", kp, p.eventBucketColumn)
-		}
 		if f := t.Bucket.EventBucketField; f != "" {
 			ci, err := lookup(kp+".bucket.event_bucket_field", f)
 			if err != nil {
@@ -397,20 +386,10 @@ func compile(name string, t config.Topic) (*plan, error) {
 		p.wts = wtsOffset
 	}
 
-	for _, c := range p.cols {
-		p.insertCols = append(p.insertCols, c.name)
-	}
-	p.insertCols = append(p.insertCols, p.bucketColumn)
-	if p.ebColumn {
-		p.insertCols = append(p.insertCols, p.eventBucketColumn)
-	}
-	p.nvals = len(p.insertCols)
-	if p.ttl > 0 {
+	p.insertCols = desc.InsertColumns()
+	p.nvals = desc.NumValues()
+	if desc.BindsTTL() {
 		p.ttlValue = encodeShared(kInt, int32(p.ttl/time.Second))
-		p.nvals++
-	}
-	if p.wts != wtsServer {
-		p.nvals++
 	}
 	if !sliced {
 		p.target = p.newTarget(p.table)
@@ -476,37 +455,13 @@ func (p *plan) layoutRowMemory() {
 	}
 }
 
-// newTarget builds the target of one table: its INSERT binds every column, then the TTL and the
-// write timestamp when the topic has them, so the statement text is constant per table and the
-// driver prepares it once.
-func (p *plan) newTarget(table string) *batcher.Target {
-	var b strings.Builder
-	b.WriteString("INSERT INTO ")
-	b.WriteString(p.keyspace)
-	b.WriteByte('.')
-	b.WriteString(table)
-	b.WriteString(" (")
-	b.WriteString(strings.Join(p.insertCols, ", "))
-	b.WriteString(") VALUES (")
-	for i := range p.insertCols {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('?')
-	}
-	b.WriteByte(')')
-	switch {
-	case p.ttlValue != nil && p.wts != wtsServer:
-		b.WriteString(" USING TTL ? AND TIMESTAMP ?")
-	case p.ttlValue != nil:
-		b.WriteString(" USING TTL ?")
-	case p.wts != wtsServer:
-		b.WriteString(" USING TIMESTAMP ?")
-	}
+// newTarget builds the target of one table (the topic's, or one slice's): its INSERT is the
+// table description's (schema.Table.Insert).
+func (p *plan) newTarget(name string) *batcher.Target {
 	return &batcher.Target{
 		Keyspace:    p.keyspace,
-		Table:       table,
-		Insert:      b.String(),
+		Table:       name,
+		Insert:      p.desc.Insert(name),
 		Columns:     p.insertCols,
 		Consistency: p.consistency,
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/schema"
 )
 
 // Partition is one Cassandra partition of one entity: the table (with its slice suffix), the time
@@ -76,7 +76,7 @@ func (e *RangeError) Unwrap() error { return e.Err }
 //
 // It fails, rather than return a shortened plan, when the range would take more than
 // maxPartitions partitions, leaves the years 0000-9999, or revisits a rolling key.
-func MakePlan(ctx context.Context, t mapper.Table, id []any, from, to time.Time, maxPartitions int, routes RouteLookup) (Plan, error) {
+func MakePlan(ctx context.Context, t schema.Table, id []any, from, to time.Time, maxPartitions int, routes RouteLookup) (Plan, error) {
 	if t.Policy == nil {
 		return Plan{}, errors.New("planning a read: the table has no bucket policy")
 	}
@@ -170,10 +170,4 @@ func earlier(a, b time.Time) time.Time {
 }
 
 // idColumns are the id columns: the partition key without the bucket and event bucket columns.
-func idColumns(t mapper.Table) []string {
-	n := len(t.PartitionKey) - 1
-	if t.HasEventBucketColumn() {
-		n--
-	}
-	return t.PartitionKey[:max(n, 0)]
-}
+func idColumns(t schema.Table) []string { return t.IDColumns() }

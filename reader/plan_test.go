@@ -9,9 +9,10 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/reader/readertest"
+	"github.com/bucketsink/sink/schema"
 )
 
-func planTable(t *testing.T, b config.Bucket) mapper.Table {
+func planTable(t *testing.T, b config.Bucket) schema.Table {
 	t.Helper()
 	tc := readertest.Topic(b, "desc", "site", "device_id")
 	tc.Table = "t"
@@ -20,7 +21,7 @@ func planTable(t *testing.T, b config.Bucket) mapper.Table {
 }
 
 // compileTopic validates a config holding topic "x" and returns its table and mapper.
-func compileTopic(t *testing.T, tc config.Topic) (mapper.Table, *mapper.Mapper) {
+func compileTopic(t *testing.T, tc config.Topic) (schema.Table, *mapper.Mapper) {
 	t.Helper()
 	cfg := &config.Config{
 		Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:1"}},

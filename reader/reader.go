@@ -11,6 +11,7 @@ import (
 
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/schema"
 )
 
 // Defaults of Config.
@@ -54,7 +55,7 @@ type Reader struct {
 	cfg      Config
 	gs       *gocql.Session
 	topic    string
-	table    mapper.Table
+	table    schema.Table
 	ids      []keyColumn
 	clus     []keyColumn // with desc set
 	timeCol  string
@@ -131,11 +132,11 @@ func New(cfg Config) (*Reader, error) {
 	if !ok {
 		return nil, fmt.Errorf("topics.%s: no such topic; configured: %v", cfg.Topic, cfg.Sink.TopicNames())
 	}
-	m, err := mapper.New(cfg.Sink)
+	tables, err := schema.Describe(cfg.Sink)
 	if err != nil {
 		return nil, fmt.Errorf("reader: %w", err)
 	}
-	t, _ := m.Table(name)
+	t := tables[name]
 	r := &Reader{cfg: cfg, gs: cfg.Session, topic: name, table: t}
 	r.cfg.Parallelism = orDefault(cfg.Parallelism, DefaultParallelism)
 	r.cfg.ReadAhead = orDefault(cfg.ReadAhead, DefaultReadAhead)
@@ -224,7 +225,7 @@ func (r *Reader) checkTimeColumn(tc config.Topic) error {
 func (r *Reader) Topic() string { return r.topic }
 
 // Table is the shape of the topic's table.
-func (r *Reader) Table() mapper.Table { return r.table }
+func (r *Reader) Table() schema.Table { return r.table }
 
 // ParseID converts the text form of an entity id, one value per id column, to typed values. Its
 // errors name the column and say what its type wants.

@@ -11,6 +11,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/schema"
 )
 
 // RouteLookup returns the split generations recorded for an entity's time bucket (nil when it
@@ -92,7 +93,7 @@ var cqlTypes = map[string]gocql.Type{
 // EntityKey is the entity's key in the routing table: per id column, a 2-byte big-endian length,
 // the value's native-protocol bytes and a 0x00 byte (the id columns' part of the partition's
 // routing key). id holds typed values (ParseValue's).
-func EntityKey(t mapper.Table, id []any) ([]byte, error) {
+func EntityKey(t schema.Table, id []any) ([]byte, error) {
 	cols := idColumns(t)
 	if len(id) != len(cols) {
 		return nil, fmt.Errorf("%d id values for the %d id columns %v", len(id), len(cols), cols)

@@ -8,9 +8,10 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/reader/readertest"
+	"github.com/bucketsink/sink/schema"
 )
 
-func splitTable(t *testing.T) (mapper.Table, *mapper.Mapper) {
+func splitTable(t *testing.T) (schema.Table, *mapper.Mapper) {
 	t.Helper()
 	tc := readertest.Topic(config.Bucket{Width: "1h"}, "desc", "site", "device_id")
 	tc.Table, tc.Topic = "t", "in"

@@ -16,8 +16,8 @@ import (
 
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/reader"
+	"github.com/bucketsink/sink/schema"
 )
 
 // idFlags collects repeated --id values (one per id column, in order).
@@ -173,7 +173,7 @@ func isKafkaTopic(cfg *config.Config, name string) bool {
 }
 
 // printPage prints the rows in the table's column order, then the warnings and the cursor.
-func printPage(stdout, stderr io.Writer, format string, cols []mapper.TableColumn, page reader.Page) error {
+func printPage(stdout, stderr io.Writer, format string, cols []schema.Column, page reader.Page) error {
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = c.Name
@@ -243,7 +243,7 @@ func printPage(stdout, stderr io.Writer, format string, cols []mapper.TableColum
 }
 
 // cells are the text forms of a row's values, in column order; null is empty.
-func cells(cols []mapper.TableColumn, row reader.Row) []string {
+func cells(cols []schema.Column, row reader.Row) []string {
 	out := make([]string, len(cols))
 	for i, c := range cols {
 		v := row.Values[c.Name]

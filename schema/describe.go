@@ -1,0 +1,143 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/config"
+)
+
+// Tables holds the table of every configured topic, by topic name (the key under topics:).
+type Tables map[string]Table
+
+// Describe validates cfg (config.Validate) and describes the table of every topic. cfg must have
+// its defaults applied (config.Load does; a Config built in Go calls ApplyDefaults). The errors of
+// every topic are joined.
+func Describe(cfg *config.Config) (Tables, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	out := make(Tables, len(cfg.Topics))
+	var errs []error
+	for _, name := range cfg.TopicNames() {
+		t, err := describe(name, cfg.Topics[name])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[name] = t
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// Names lists the topic names, sorted.
+func (ts Tables) Names() []string {
+	out := make([]string, 0, len(ts))
+	for n := range ts {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Get returns the table of topics.<topic>, or an error naming the configured topics.
+func (ts Tables) Get(topic string) (Table, error) {
+	t, ok := ts[topic]
+	if !ok {
+		return Table{}, fmt.Errorf("topics.%s: no such topic; configured: %s", topic, strings.Join(ts.Names(), ", "))
+	}
+	return t, nil
+}
+
+// identRE re-checks every name that goes into CQL text; config validation already rejects
+// anything else, this guards the invariant where the names are taken for statements.
+var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+
+// describe derives one topic's table from its validated configuration.
+func describe(name string, tc config.Topic) (Table, error) {
+	kp := "topics." + name
+	policy, err := bucketer.New(tc.Spec())
+	if err != nil {
+		return Table{}, fmt.Errorf("%s.bucket: %w", kp, err)
+	}
+	for _, id := range []string{tc.Keyspace, tc.Table, tc.Bucket.Column} {
+		if !identRE.MatchString(id) {
+			return Table{}, fmt.Errorf("%s: %q is not a plain CQL identifier", kp, id)
+		}
+	}
+	t := Table{
+		Topic: name, Keyspace: tc.Keyspace, Name: tc.Table, Policy: policy,
+		BucketColumn: tc.Bucket.Column, TTL: time.Duration(tc.TTL), WriteTimestamp: tc.WriteTimestamp,
+	}
+	if tc.Split.Enabled {
+		t.SplitMax = max(tc.Bucket.EventBuckets, 1, tc.Split.MaxEventBuckets)
+	}
+	for i, c := range tc.Columns {
+		cp := fmt.Sprintf("%s.columns[%d]", kp, i)
+		typ, err := canonicalType(c.Type)
+		if err != nil {
+			return Table{}, fmt.Errorf("%s.type: %w", cp, err)
+		}
+		if !identRE.MatchString(c.Name) {
+			return Table{}, fmt.Errorf("%s.name: %q is not a plain CQL identifier", cp, c.Name)
+		}
+		t.Columns = append(t.Columns, Column{Name: c.Name, Type: typ})
+	}
+	lookup := func(path, col string) (string, error) {
+		i := t.Index(col)
+		if i < 0 {
+			return "", fmt.Errorf("%s: %q is not a column", path, col)
+		}
+		return t.Columns[i].Name, nil
+	}
+	for i, id := range tc.ID {
+		c, err := lookup(fmt.Sprintf("%s.id[%d]", kp, i), id)
+		if err != nil {
+			return Table{}, err
+		}
+		t.PartitionKey = append(t.PartitionKey, c)
+	}
+	for i, cl := range tc.Clustering {
+		c, err := lookup(fmt.Sprintf("%s.clustering[%d].column", kp, i), cl.Column)
+		if err != nil {
+			return Table{}, err
+		}
+		t.Clustering = append(t.Clustering, Clustering{Name: c, Desc: !strings.EqualFold(cl.Order, "asc")})
+	}
+	t.Columns = append(t.Columns, Column{Name: t.BucketColumn, Type: policy.CQLType()})
+	t.PartitionKey = append(t.PartitionKey, t.BucketColumn)
+	if tc.UsesEventBucketColumn() {
+		t.EventBucketColumn = tc.Bucket.EventBucketColumn
+		if !identRE.MatchString(t.EventBucketColumn) {
+			return Table{}, fmt.Errorf("%s.bucket.event_bucket_column: %q is not a plain CQL identifier", kp, t.EventBucketColumn)
+		}
+		t.Columns = append(t.Columns, Column{Name: t.EventBucketColumn, Type: "int"})
+		t.PartitionKey = append(t.PartitionKey, t.EventBucketColumn)
+	}
+	return t, nil
+}
+
+// canonicalType is the spelling of a configured column type that DDL, messages and the schema
+// check use: config's parse (spaces and case ignored), with varchar written text.
+func canonicalType(s string) (string, error) {
+	ct, err := config.ParseCQLType(s)
+	if err != nil {
+		return "", err
+	}
+	text := func(k string) string {
+		if k == "varchar" {
+			return "text"
+		}
+		return k
+	}
+	ct.Kind, ct.Elem = text(ct.Kind), text(ct.Elem)
+	return ct.String(), nil
+}
