@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,11 @@ import (
 	"github.com/bucketsink/sink/internal/backoff"
 	"github.com/bucketsink/sink/internal/bounded"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline/budget"
+	"github.com/bucketsink/sink/pipeline/consumer"
+	"github.com/bucketsink/sink/pipeline/health"
+	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/offsets"
 )
 
 // Mapper turns a record into a row; an error (a *mapper.RecordError) means the record is bad input and
@@ -31,7 +37,7 @@ type Config struct {
 	Sink    *config.Config
 	Mapper  Mapper
 	Writer  BatchWriter
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 	// Ping checks that Cassandra answers, for /readyz; it is called every PingInterval unless a write
 	// was acknowledged within the last three intervals, with a timeout of at most 2 s. Nil means always
@@ -75,7 +81,7 @@ const maxPollRecords = 10_000
 type Pipeline struct {
 	cfg      Config
 	log      *slog.Logger
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	mapper   Mapper
 	writer   BatchWriter
 	now      func() time.Time
@@ -93,25 +99,19 @@ type Pipeline struct {
 	shutdownTimeout        time.Duration
 
 	mu     sync.Mutex // guards parts and budget; lock order: a partition's mu before this one
-	parts  map[topicPartition]*partition
-	budget *budget
+	parts  map[offsets.TopicPartition]*partition
+	budget *budget.Budget
 	// budgetFreed wakes the poll loop when a release brings the bytes held back under the budget.
 	budgetFreed chan struct{}
 	// budgetFull mirrors budget.over() for the write stage, which picks batches by efficiency while it is
 	// set (writeStage.run).
 	budgetFull atomic.Bool
-	stuck      map[topicPartition]bool
+	stuck      map[offsets.TopicPartition]bool
 
-	// joined is true from an assignment until the group session ends without a rejoin (partitions lost,
-	// a group error): a member that lost its group does no work, so it is not ready.
-	joined    atomic.Bool
-	stopping  atomic.Bool
-	cassOK    atomic.Bool
-	lastAlive atomic.Int64 // unix nanos of the poll loop's last turn
-	// lastWritten is when Cassandra last acknowledged a batch (unix nanos, pl.now): proof of reachability
-	// that needs no ping (pingLoop).
-	lastWritten atomic.Int64
-	running     atomic.Bool
+	// health is liveness and readiness: the poll loop's turns, group membership, Cassandra's answers,
+	// shutdown.
+	health  *health.State
+	running atomic.Bool
 	// stoppedAt is when shutdown began (unix nanos); revoking counts the revoke callbacks running.
 	stoppedAt atomic.Int64
 	revoking  atomic.Int32
@@ -152,10 +152,10 @@ func New(cfg Config) (*Pipeline, error) {
 		retryInitial:    w.RetryInitial.Std(),
 		retryMax:        w.RetryMax.Std(),
 		shutdownTimeout: w.ShutdownTimeout.Std(),
-		parts:           make(map[topicPartition]*partition),
-		budget:          newBudget(int64(w.MaxBufferedBytes)),
+		parts:           make(map[offsets.TopicPartition]*partition),
+		budget:          budget.New(int64(w.MaxBufferedBytes)),
 		budgetFreed:     make(chan struct{}, 1),
-		stuck:           make(map[topicPartition]bool),
+		stuck:           make(map[offsets.TopicPartition]bool),
 	}
 	pl.backoff = backoff.Policy{Initial: pl.retryInitial, Max: pl.retryMax}
 	for _, name := range cfg.Sink.TopicNames() {
@@ -175,9 +175,17 @@ func New(cfg Config) (*Pipeline, error) {
 		budget := t.PartitionBudget
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(budget))
 	}
-	pl.metrics.live.configure(w.TopPartitions, cfg.Now)
-	pl.cassOK.Store(cfg.Ping == nil)
-	pl.lastAlive.Store(cfg.Now().UnixNano())
+	pl.metrics.ConfigureLive(w.TopPartitions, cfg.Now)
+	pl.health = health.New(health.Config{
+		// A turn of the poll loop can wait for a revoke: its drain (shutdown_timeout) and commit.
+		WedgedAfter:  cfg.Sink.Kafka.RebalanceTimeout.Std() + pl.shutdownTimeout + commitTimeout + 30*time.Second,
+		Ping:         cfg.Ping,
+		PingInterval: cfg.PingInterval,
+		Now:          cfg.Now,
+		Log:          cfg.Logger,
+		Ready:        cfg.Metrics.Ready,
+		Largest:      func() any { return cfg.Metrics.Largest() },
+	})
 	return pl, nil
 }
 
@@ -250,7 +258,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the dead-letter producer (kafka.brokers): %w", err)
 	}
-	if err := pl.checkBrokers(ctx, pl.producer); err != nil {
+	if err := consumer.CheckBrokers(ctx, pl.producer, pl.sink.Kafka, pl.log); err != nil {
 		pl.producer.Close()
 		return err
 	}
@@ -271,7 +279,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	pingCtx, stopPing := context.WithCancel(context.Background())
 	var pingDone sync.WaitGroup
 	if pl.cfg.Ping != nil {
-		pingDone.Go(func() { pl.pingLoop(pingCtx) })
+		pingDone.Go(func() { pl.health.PingLoop(pingCtx) })
 	}
 
 	pl.log.Info("consuming", slog.String("group", pl.sink.Kafka.Group),
@@ -289,7 +297,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	pl.mu.Lock()
 	rest := make(map[string][]int32)
 	for tp := range pl.parts {
-		rest[tp.topic] = append(rest[tp.topic], tp.partition)
+		rest[tp.Topic] = append(rest[tp.Topic], tp.Partition)
 	}
 	pl.mu.Unlock()
 	if len(rest) > 0 {
@@ -346,7 +354,17 @@ func (pl *Pipeline) leaveGroup() (revokeOver bool) {
 func (pl *Pipeline) stopStart() time.Time { return time.Unix(0, pl.stoppedAt.Load()) }
 
 // Stopping reports whether shutdown has begun.
-func (pl *Pipeline) Stopping() bool { return pl.stopping.Load() }
+func (pl *Pipeline) Stopping() bool { return pl.health.Stopping() }
+
+// Handler serves /healthz, /readyz and /debug/partitions. The caller adds /metrics from its registry.
+func (pl *Pipeline) Handler() http.Handler { return pl.health.Handler() }
+
+// Alive reports whether the poll loop is turning; an error says why not.
+func (pl *Pipeline) Alive() error { return pl.health.Alive() }
+
+// Ready reports whether the daemon can do work: group joined, Cassandra reachable, not shutting down.
+// An error names the first reason it is not (package health).
+func (pl *Pipeline) Ready() error { return pl.health.Ready() }
 
 func (pl *Pipeline) kafkaTopics() []string {
 	ts := make([]string, 0, len(pl.topics))
@@ -361,11 +379,10 @@ func (pl *Pipeline) kafkaTopics() []string {
 func (pl *Pipeline) pollLoop(ctx context.Context) error {
 	defer func() {
 		pl.stoppedAt.Store(time.Now().UnixNano())
-		pl.stopping.Store(true)
-		pl.updateReady()
+		pl.health.Stop()
 	}()
 	for {
-		pl.lastAlive.Store(pl.now().UnixNano())
+		pl.health.Turned()
 		if !pl.waitForBudget(ctx, 2*time.Second) {
 			continue // still over: refresh the liveness timestamp and wait again
 		}
@@ -428,7 +445,7 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 	if len(f.Records) == 0 {
 		return
 	}
-	tp := topicPartition{f.Topic, f.Partition}
+	tp := offsets.TopicPartition{Topic: f.Topic, Partition: f.Partition}
 	pl.mu.Lock()
 	p := pl.parts[tp]
 	pl.mu.Unlock()
@@ -442,7 +459,7 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 	}
 	var n int64
 	for _, r := range f.Records {
-		n += recordCost(r)
+		n += budget.RecordCost(r)
 	}
 	pl.metrics.RecordsConsumed.WithLabelValues(f.Topic).Add(float64(len(f.Records)))
 	// Charged before the worker can see the records: it releases their cost once it has mapped them,
@@ -458,7 +475,7 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 // client lets rebalances through: BlockRebalanceOnPoll only holds them between a poll and AllowRebalance.
 func (pl *Pipeline) waitForBudget(ctx context.Context, max time.Duration) bool {
 	pl.mu.Lock()
-	over := pl.budget.over()
+	over := pl.budget.Over()
 	pl.mu.Unlock()
 	if !over {
 		return true
@@ -474,7 +491,7 @@ func (pl *Pipeline) waitForBudget(ctx context.Context, max time.Duration) bool {
 			return false
 		}
 		pl.mu.Lock()
-		over = pl.budget.over()
+		over = pl.budget.Over()
 		pl.mu.Unlock()
 		if !over {
 			return true
@@ -483,18 +500,18 @@ func (pl *Pipeline) waitForBudget(ctx context.Context, max time.Duration) bool {
 }
 
 // charge adds bytes held for tp; at the budget, the poll loop stops polling until enough is released.
-func (pl *Pipeline) charge(tp topicPartition, n int64) {
+func (pl *Pipeline) charge(tp offsets.TopicPartition, n int64) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	pl.budget.charge(tp, n)
+	pl.budget.Charge(tp, n)
 	pl.budgetGauges()
 }
 
 // release returns bytes held for tp, waking the poll loop when the total falls back under the budget.
-func (pl *Pipeline) release(tp topicPartition, n int64) {
+func (pl *Pipeline) release(tp offsets.TopicPartition, n int64) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if pl.budget.release(tp, n) {
+	if pl.budget.Release(tp, n) {
 		pl.budgetFree()
 	}
 	pl.budgetGauges()
@@ -511,10 +528,10 @@ func (pl *Pipeline) budgetFree() {
 // budgetGauges updates sink_buffered_bytes and sink_paused_partitions. While the budget is full no
 // assigned partition is being fetched, so all of them count as paused; otherwise the stuck ones do.
 func (pl *Pipeline) budgetGauges() {
-	pl.metrics.BufferedBytes.Set(float64(pl.budget.total))
-	over := pl.budget.over()
+	pl.metrics.BufferedBytes.Set(float64(pl.budget.Total()))
+	over := pl.budget.Over()
 	pl.budgetFull.Store(over)
-	paused := pl.budget.stuckCount()
+	paused := pl.budget.StuckCount()
 	if over {
 		paused = len(pl.parts)
 	}
@@ -523,21 +540,21 @@ func (pl *Pipeline) budgetGauges() {
 
 // partitionStuck pauses a partition that cannot advance (so its queue and tracker stop growing) and
 // counts it in sink_stuck_partitions; it undoes both when the partition recovers.
-func (pl *Pipeline) partitionStuck(tp topicPartition, stuck bool) {
+func (pl *Pipeline) partitionStuck(tp offsets.TopicPartition, stuck bool) {
 	pl.mu.Lock()
-	pause, resume := pl.budget.setStuck(tp, stuck)
+	pause, resume := pl.budget.SetStuck(tp, stuck)
 	if pause {
-		pl.client.PauseFetchPartitions(map[string][]int32{tp.topic: {tp.partition}})
+		pl.client.PauseFetchPartitions(map[string][]int32{tp.Topic: {tp.Partition}})
 	}
 	if resume {
-		pl.client.ResumeFetchPartitions(map[string][]int32{tp.topic: {tp.partition}})
+		pl.client.ResumeFetchPartitions(map[string][]int32{tp.Topic: {tp.Partition}})
 	}
 	if stuck {
 		pl.stuck[tp] = true
 	} else {
 		delete(pl.stuck, tp)
 	}
-	pl.stuckGauge(tp.topic)
+	pl.stuckGauge(tp.Topic)
 	pl.budgetGauges()
 	pl.mu.Unlock()
 }
@@ -546,7 +563,7 @@ func (pl *Pipeline) partitionStuck(tp topicPartition, stuck bool) {
 func (pl *Pipeline) stuckGauge(topic string) {
 	n := 0
 	for tp := range pl.stuck {
-		if tp.topic == topic {
+		if tp.Topic == topic {
 			n++
 		}
 	}
@@ -562,11 +579,11 @@ func (pl *Pipeline) observeWritten(b *batcher.Batch) {
 			latest = t
 		}
 	}
-	pl.lastWritten.Store(pl.now().UnixNano())
+	pl.health.Written()
 	topic := b.Rows[0].Source.Topic
 	var closes time.Time
 	if ti := pl.topics[topic]; ti != nil && ti.policy != nil && !latest.IsZero() {
 		closes = ti.policy.End(ti.policy.Index(latest))
 	}
-	pl.metrics.live.written(topic, b.Target.Table, b.Key, int64(len(b.Rows)), int64(b.Bytes), latest, closes)
+	pl.metrics.ObserveWritten(topic, b.Target.Table, b.Key, int64(len(b.Rows)), int64(b.Bytes), latest, closes)
 }

@@ -99,7 +99,7 @@ func (s *writeStage) retryLater(rb readyBatch, attempt int) {
 			}
 		}
 		table := tableOf(rb.b)
-		for s.ctx.Err() == nil && !s.pl.stopping.Load() && anyOwned(rb.owners) {
+		for s.ctx.Err() == nil && !s.pl.Stopping() && anyOwned(rb.owners) {
 			s.gatesMu.Lock()
 			g := s.gates[table]
 			send := g.open

@@ -11,6 +11,9 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/pipeline/consumer"
+	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/offsets"
 )
 
 // BatchWriter writes one single-partition batch. *cassandra.Writer implements it; tests and benchmarks
@@ -30,9 +33,9 @@ type writeStage struct {
 	pl     *Pipeline
 	in     chan writeMsg
 	b      *batcher.Batcher
-	owners map[topicPartition]*partition // the assignment each buffered row belongs to; see take
-	ready  []readyBatch                  // out of the batcher, waiting for a slot, oldest first
-	due    bool                          // the timer fired: due batches wait for a slot
+	owners map[offsets.TopicPartition]*partition // the assignment each buffered row belongs to; see take
+	ready  []readyBatch                          // out of the batcher, waiting for a slot, oldest first
+	due    bool                                  // the timer fired: due batches wait for a slot
 	slots  chan struct{}
 	// partial is how many writes may be in flight for a batch that is not full to be sent: above it,
 	// partial batches keep filling until a write finishes (freed) or they are overdue.
@@ -71,7 +74,7 @@ func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInF
 		pl:      pl,
 		in:      make(chan writeMsg, 2*maxInFlight),
 		b:       batcher.New(cfg),
-		owners:  make(map[topicPartition]*partition),
+		owners:  make(map[offsets.TopicPartition]*partition),
 		slots:   make(chan struct{}, maxInFlight),
 		jobs:    make(chan readyBatch, maxInFlight),
 		partial: max(1, maxInFlight/2),
@@ -213,7 +216,7 @@ func (s *writeStage) add(m writeMsg) {
 	for _, r := range m.rows {
 		s.take(s.b.Add(r, now)...)
 	}
-	putHandOff(m.rows)
+	consumer.PutHandOff(m.rows)
 }
 
 // flushAll takes every open batch out of the batcher. The batcher is then empty, so no row needs an owner
@@ -232,8 +235,8 @@ func (s *writeStage) take(bs ...*batcher.Batch) {
 		var last *partition
 		for i := range b.Rows {
 			src := b.Rows[i].Source
-			if last == nil || last.tp.topic != src.Topic || last.tp.partition != src.Partition {
-				last = s.owners[topicPartition{src.Topic, src.Partition}]
+			if last == nil || last.tp.Topic != src.Topic || last.tp.Partition != src.Partition {
+				last = s.owners[offsets.TopicPartition{Topic: src.Topic, Partition: src.Partition}]
 			}
 			owners[i] = last
 		}
@@ -340,22 +343,18 @@ func (s *writeStage) write(rb readyBatch, attempt int) {
 				continue // given up meanwhile
 			}
 			if p.topic.deadLetterTopic == "" {
-				p.halt(off, ReasonWrite, ferr)
+				p.halt(off, deadletter.ReasonWrite, ferr)
 				continue
 			}
 			p.log.Warn("row rejected by Cassandra; dead-lettering it", slog.Int64("offset", off),
 				slog.String("table", b.Target.Table), slog.Any("error", ferr))
 			// The sender re-reads the record; the row goes along in case the record is gone by then.
 			row := b.Rows[i]
-			p.dl.add(deadLetter{offset: off, reason: ReasonWrite, err: ferr, row: &row})
+			p.dl.add(deadLetter{offset: off, reason: deadletter.ReasonWrite, err: ferr, row: &row})
 		}
 	}
 	eachOwner(b, owners, rejected, func(p *partition, offsets []int64) { p.complete(offsets) })
 }
-
-// ReasonSlice is the dead-letter reason of a record whose slice table does not exist, in a topic with
-// bucket.missing_slice: dead_letter.
-const ReasonSlice = "slice"
 
 // createSlice creates the table of a batch that failed because its table does not exist, when the topic
 // is sliced with bucket.missing_slice: create. It reports whether the table now exists, and the error to
@@ -389,7 +388,7 @@ func (s *writeStage) failed(rb readyBatch, attempt int, err error) bool {
 	if errors.As(err, &we) {
 		reason = we.Reason
 	}
-	if s.ctx.Err() != nil || s.pl.stopping.Load() || reason == cassandra.FailCanceled || !anyOwned(owners) {
+	if s.ctx.Err() != nil || s.pl.Stopping() || reason == cassandra.FailCanceled || !anyOwned(owners) {
 		eachOwner(b, owners, nil, func(p *partition, offsets []int64) { p.writeAbandoned(offsets) })
 		s.gateLeft(rb, false)
 		return false
@@ -427,12 +426,12 @@ func (s *writeStage) deadLetterSlice(b *batcher.Batch, owners []*partition, err 
 		derr := fmt.Errorf("slice table %s does not exist (event time %s) and topics.%s.bucket.missing_slice is dead_letter: %w",
 			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), p.topic.name, err)
 		if p.topic.deadLetterTopic == "" {
-			p.halt(off, ReasonSlice, derr) // validation requires a dead_letter_topic; never silent
+			p.halt(off, deadletter.ReasonSlice, derr) // validation requires a dead_letter_topic; never silent
 			continue
 		}
 		p.log.Warn("slice table does not exist; dead-lettering the record", slog.Int64("offset", off),
 			slog.String("table", table))
-		p.dl.add(deadLetter{offset: off, reason: ReasonSlice, err: derr})
+		p.dl.add(deadLetter{offset: off, reason: deadletter.ReasonSlice, err: derr})
 	}
 }
 
