@@ -127,8 +127,8 @@ func New(cfg Config) (*Pipeline, error) {
 	if len(cfg.Sink.Topics) == 0 {
 		return nil, errors.New("pipeline: topics: no topic configured")
 	}
-	if err := defaultsApplied(cfg.Sink); err != nil {
-		return nil, err
+	if err := cfg.Sink.DefaultsApplied(); err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -189,28 +189,6 @@ func New(cfg Config) (*Pipeline, error) {
 	return pl, nil
 }
 
-// defaultsApplied refuses a configuration built in Go without ApplyDefaults: the pipeline applies no
-// default of its own, and a zero in these keys would stall it (no buffer, no flush time) rather than fail.
-func defaultsApplied(c *config.Config) error {
-	k, w := c.Kafka, c.Writer
-	for _, v := range []struct {
-		key  string
-		zero bool
-	}{
-		{"kafka.group", k.Group == ""}, {"kafka.client_id", k.ClientID == ""},
-		{"kafka.fetch_max_bytes", k.FetchMaxBytes <= 0}, {"kafka.fetch_max_partition_bytes", k.FetchMaxPartitionBytes <= 0},
-		{"kafka.session_timeout", k.SessionTimeout <= 0}, {"kafka.rebalance_timeout", k.RebalanceTimeout <= 0},
-		{"writer.max_in_flight", w.MaxInFlight <= 0}, {"writer.max_buffered_bytes", w.MaxBufferedBytes <= 0},
-		{"writer.retry_initial", w.RetryInitial <= 0}, {"writer.retry_max", w.RetryMax <= 0},
-		{"writer.commit_interval", w.CommitInterval <= 0}, {"writer.shutdown_timeout", w.ShutdownTimeout <= 0},
-	} {
-		if v.zero {
-			return fmt.Errorf("pipeline: %s is unset; load the config with config.Load, or call ApplyDefaults on one built in Go", v.key)
-		}
-	}
-	return nil
-}
-
 // Bounds of the shutdown steps that follow the drain. With the drain's writer.shutdown_timeout they make
 // StopBound, which the chart's terminationGracePeriodSeconds covers with a margin (docs/PIPELINE.md,
 // "Shutdown"). None of them can extend another: a step that overruns is abandoned, not waited for.
@@ -227,12 +205,10 @@ const (
 	clientCloseTimeout = 2 * time.Second
 )
 
-// StopBound is the longest Run takes to return once ctx is canceled: the drain (shutdownTimeout, 0 for the
-// default), the final commit, leaving the group, stopping the write stage and closing the Kafka clients.
+// StopBound is the longest Run takes to return once ctx is canceled: the drain (shutdownTimeout, the
+// validated writer.shutdown_timeout), the final commit, leaving the group, stopping the write stage and
+// closing the Kafka clients.
 func StopBound(shutdownTimeout time.Duration) time.Duration {
-	if shutdownTimeout <= 0 {
-		shutdownTimeout = config.DefaultShutdownTimeout.Std()
-	}
 	return shutdownTimeout +
 		finalCommitTimeout + leaveTimeout + stageStopTimeout + clientCloseTimeout
 }

@@ -57,7 +57,7 @@ type Rebalance struct {
 // and the fetch sizes. Commits are configured by offsets.ClientOptions.
 func GroupOptions(k config.Kafka, w config.Writer, topics []string, cb Rebalance) []kgo.Opt {
 	start := kgo.NewOffset().AtStart()
-	if strings.EqualFold(k.StartOffset, "latest") {
+	if k.StartOffset == "latest" { // validated and lower-cased by config
 		start = kgo.NewOffset().AtEnd()
 	}
 	fetchMax := int32(k.FetchMaxBytes)
@@ -90,10 +90,10 @@ func GroupOptions(k config.Kafka, w config.Writer, topics []string, cb Rebalance
 	}
 }
 
-// isolationLevel is kafka.isolation_level as franz-go's option; read_committed unless the key says
-// read_uncommitted.
+// isolationLevel is kafka.isolation_level as franz-go's option; config has validated it and lower-cased
+// it (read_committed by default).
 func isolationLevel(s string) kgo.IsolationLevel {
-	if strings.EqualFold(s, config.IsolationReadUncommitted) {
+	if s == config.IsolationReadUncommitted {
 		return kgo.ReadUncommitted()
 	}
 	return kgo.ReadCommitted()
