@@ -304,7 +304,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 			}
 		}
 		if len(acked) > 0 {
-			p.complete(acked)
+			p.Complete(acked)
 		}
 	}
 	return failed, again && len(failed) > 0

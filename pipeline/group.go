@@ -84,7 +84,7 @@ func (pl *Pipeline) revoked(ctx context.Context, cl *kgo.Client, revoked map[str
 		wg.Wait()
 		// The workers are stopped, so every row of these partitions is in the stage's channel or batcher;
 		// the flush request queues behind them.
-		pl.writes.flush(deadline)
+		pl.writes.Flush(deadline)
 		for _, p := range parts {
 			select {
 			case <-p.drained:

@@ -19,6 +19,7 @@ import (
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/offsets"
+	"github.com/bucketsink/sink/pipeline/writestage"
 )
 
 // partition is one assigned Kafka partition for the life of one assignment. A later assignment of the
@@ -250,7 +251,7 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 	}
 	p.pl.charge(p.tp, n)
 	select {
-	case p.pl.writes.in <- writeMsg{rows: rows, owner: p}:
+	case p.pl.writes.In() <- writestage.Msg{Rows: rows, Owner: p}:
 		return true
 	case <-p.quit:
 		// Registered but never handed on: they cannot finish in this assignment, so the revoke must not
@@ -260,6 +261,37 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 		p.mu.Unlock()
 		return false
 	}
+}
+
+// The write stage reports what became of a partition's rows through writestage.Owner.
+var _ writestage.Owner = (*partition)(nil)
+
+// TopicPartition is the Kafka partition of this assignment.
+func (p *partition) TopicPartition() offsets.TopicPartition { return p.tp }
+
+// Context ends when the partition is given up.
+func (p *partition) Context() context.Context { return p.ctx }
+
+// DeadLetterWrite sends a row the write stage cannot write to the dead-letter topic: reason write, a
+// row Cassandra refused (row is that row, sent along in case its record is gone when the sender reads
+// it back); reason slice, a row whose slice table does not exist (row nil). Without a dead-letter topic
+// the partition stops at it. A row no longer pending (the partition given up meanwhile) is left alone.
+func (p *partition) DeadLetterWrite(offset int64, reason, table string, row *batcher.Row, err error) {
+	if !p.pending(offset) {
+		return // given up meanwhile
+	}
+	if p.topic.deadLetterTopic == "" {
+		p.halt(offset, reason, err) // validation requires a dead_letter_topic for slices; never silent
+		return
+	}
+	if reason == deadletter.ReasonSlice {
+		p.log.Warn("slice table does not exist; dead-lettering the record", slog.Int64("offset", offset),
+			slog.String("table", table))
+	} else {
+		p.log.Warn("row rejected by Cassandra; dead-lettering it", slog.Int64("offset", offset),
+			slog.String("table", table), slog.Any("error", err))
+	}
+	p.dl.add(deadLetter{offset: offset, reason: reason, err: err, row: row})
 }
 
 // halt stops the partition at a bad record that has nowhere to go: the topic has no dead_letter_topic.
@@ -274,12 +306,12 @@ func (p *partition) halt(offset int64, reason string, err error) {
 	p.setStuck(offset, true)
 }
 
-// writeRetrying is called when the writer gave a batch back unwritten and the write stage will send it
+// WriteRetrying is called when the writer gave a batch back unwritten and the write stage will send it
 // again after a backoff. Until then the rows hold the watermark (nothing at or after the first of them is
 // committed), the partition is stuck (paused, counted in sink_stuck_partitions), and they count as blocked:
 // a revoke does not wait for them, the next owner replays them. The first failure and then one a
 // stuckLogEvery is logged at ERROR with the cause.
-func (p *partition) writeRetrying(offsets []int64, table, reason string, attempt int, err error) {
+func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt int, err error) {
 	p.mu.Lock()
 	if p.revoked {
 		p.mu.Unlock()
@@ -317,9 +349,9 @@ func (p *partition) writeRetrying(offsets []int64, table, reason string, attempt
 // retries up to every writer.retry_max, and one line per retry would drown every other message.
 const stuckLogEvery = time.Minute
 
-// writeRecovered is called when rows the write stage was retrying were written (or are about to be
+// WriteRecovered is called when rows the write stage was retrying were written (or are about to be
 // dead-lettered): they no longer count as blocked, and the partition is no longer stuck on them.
-func (p *partition) writeRecovered(offsets []int64) {
+func (p *partition) WriteRecovered(offsets []int64) {
 	p.mu.Lock()
 	var was []int64
 	for _, o := range offsets {
@@ -340,11 +372,11 @@ func (p *partition) writeRecovered(offsets []int64) {
 		slog.Int("rows", len(was)))
 }
 
-// writeAbandoned is called when the write stage drops a batch it will not send again: the process is
+// WriteAbandoned is called when the write stage drops a batch it will not send again: the process is
 // stopping, or the partition was given up. The rows stay not done, so the watermark stops before the
 // first of them and the next owner (or the next start) replays them; they count as blocked so that a
 // stopping partition does not wait for them.
-func (p *partition) writeAbandoned(offsets []int64) {
+func (p *partition) WriteAbandoned(offsets []int64) {
 	p.mu.Lock()
 	if !p.revoked {
 		for _, o := range offsets {
@@ -358,9 +390,9 @@ func (p *partition) writeAbandoned(offsets []int64) {
 	p.checkDrained()
 }
 
-// complete marks records done (written or dead-lettered), moves the watermark and marks it for commit
+// Complete marks records done (written or dead-lettered), moves the watermark and marks it for commit
 // while the partition is still ours, and releases their bytes.
-func (p *partition) complete(offsets []int64) {
+func (p *partition) Complete(offsets []int64) {
 	var freed int64
 	p.mu.Lock()
 	moved := false
@@ -588,11 +620,4 @@ func (q *recordQueue) drain() int64 {
 	}
 	q.chunks = nil
 	return n
-}
-
-// writeMsg carries rows of one partition to the write stage, or a flush request.
-type writeMsg struct {
-	rows  []batcher.Row
-	owner *partition
-	flush chan struct{} // non-nil: take every open batch out of the batcher, then close it
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/bucketsink/sink/pipeline/health"
 	"github.com/bucketsink/sink/pipeline/metrics"
 	"github.com/bucketsink/sink/pipeline/offsets"
+	"github.com/bucketsink/sink/pipeline/writestage"
 )
 
 // Mapper turns a record into a row; an error (a *mapper.RecordError) means the record is bad input and
@@ -55,12 +56,12 @@ type Config struct {
 	Splits SplitStore
 }
 
-// SliceMaker creates the table of the slice of topics.<topic> that holds at, and returns its name
-// (keyspace.table) and whether it ran the statement (false: it made the table a moment ago).
-// *cassandra.SliceMaker implements it.
-type SliceMaker interface {
-	CreateSlice(ctx context.Context, topic string, at time.Time) (table string, ran bool, err error)
-}
+// BatchWriter writes one single-partition batch (*cassandra.Writer, or a test double); see
+// writestage.BatchWriter.
+type BatchWriter = writestage.BatchWriter
+
+// SliceMaker creates a missing slice table (*cassandra.SliceMaker); see writestage.SliceMaker.
+type SliceMaker = writestage.SliceMaker
 
 // topicInfo is what the pipeline knows of one consumed Kafka topic.
 type topicInfo struct {
@@ -89,7 +90,7 @@ type Pipeline struct {
 	sink     *config.Config
 	client   *kgo.Client // consumer group member; set in Run before any callback can fire
 	producer *kgo.Client // dead letters
-	writes   *writeStage
+	writes   *writestage.Stage
 
 	// dlqLimits caches the max.message.bytes of the dead-letter topics.
 	dlqLimits dlqLimits
@@ -245,12 +246,29 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	}
 
 	w := pl.sink.Writer
-	pl.writes = newWriteStage(pl, writesCtx, batcher.Config{
-		MaxRows:  w.BatchMaxRows,
-		MaxBytes: int(w.BatchMaxBytes),
-		Linger:   w.Linger.Std(),
-	}, w.MaxInFlight)
-	go pl.writes.run()
+	stageTopics := make(map[string]writestage.Topic, len(pl.topics))
+	for kt, ti := range pl.topics {
+		stageTopics[kt] = writestage.Topic{Name: ti.name, Sliced: ti.sliced, MissingSlice: ti.missingSlice}
+	}
+	pl.writes = writestage.New(writesCtx, writestage.Config{
+		Batcher: batcher.Config{
+			MaxRows:  w.BatchMaxRows,
+			MaxBytes: int(w.BatchMaxBytes),
+			Linger:   w.Linger.Std(),
+		},
+		MaxInFlight: w.MaxInFlight,
+		Writer:      pl.writer,
+		Slices:      pl.cfg.Slices,
+		Topics:      stageTopics,
+		Metrics:     pl.metrics,
+		Log:         pl.log,
+		Now:         pl.now,
+		Backoff:     pl.backoff,
+		Stopping:    pl.Stopping,
+		BudgetFull:  pl.budgetFull.Load,
+		Written:     pl.observeWritten,
+	})
+	go pl.writes.Run()
 
 	pingCtx, stopPing := context.WithCancel(context.Background())
 	var pingDone sync.WaitGroup
@@ -285,12 +303,11 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	cancelWrites()
 	stopPing()
 	if revokeOver {
-		close(pl.writes.in)
+		pl.writes.Close()
 	}
 	if !bounded.Within(stageStopTimeout, func() {
 		if revokeOver {
-			<-pl.writes.done
-			pl.writes.wg.Wait()
+			pl.writes.Wait()
 		}
 		pingDone.Wait()
 	}) {

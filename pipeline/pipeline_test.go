@@ -614,7 +614,7 @@ func TestBatchesOfAFailingTableAreRetriedOneProbeAtATime(t *testing.T) {
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(m.pl.writes.gates); n != 0 {
+	if n := m.pl.writes.RetryGates(); n != 0 {
 		t.Errorf("%d retry gates left after every batch was written", n)
 	}
 }
@@ -658,8 +658,8 @@ func TestWriteStageForgetsPartitionsOnceFlushed(t *testing.T) {
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	<-m.pl.writes.done // the stage's goroutine is gone: its map may be read
-	if n := len(m.pl.writes.owners); n != 0 {
+	<-m.pl.writes.Done() // the stage's goroutine is gone: its map may be read
+	if n := m.pl.writes.Owners(); n != 0 {
 		t.Errorf("the write stage still refers to %d partitions after they were given up", n)
 	}
 }
@@ -772,7 +772,7 @@ func TestLateAckAfterRevokeDoesNotMark(t *testing.T) {
 		return w1.has(batcher.Source{Topic: testTopic, Partition: revoked, Offset: 19})
 	})
 	// The late acks complete asynchronously after the write returns; wait for the writer goroutines.
-	f.waitFor(20*time.Second, "no write in flight", func() bool { return len(m1.pl.writes.slots) == 0 })
+	f.waitFor(20*time.Second, "no write in flight", func() bool { return m1.pl.writes.InFlight() == 0 })
 	if mk, ok := m1.pl.client.MarkedOffsets()[testTopic][revoked]; ok && mk.Offset > 10 {
 		t.Fatalf("revoked partition %d marked at %d by a late acknowledgement", revoked, mk.Offset)
 	}
