@@ -24,7 +24,7 @@ type deadLetter struct {
 	offset int64
 	// rec is the source record. A record that failed mapping comes with it (the worker still has it); a
 	// row Cassandra refused comes without, because nothing keeps a record once it is mapped, and the
-	// sender re-reads it from Kafka (reread.go).
+	// sender re-reads it from Kafka (deadletter/reread.go).
 	rec *kgo.Record
 	// row is the refused row, for a row Cassandra refused: should its record be gone from Kafka when the
 	// sender reads it back, the dead letter carries the row instead (rowDeadLetter).

@@ -3,14 +3,15 @@
 //
 //   - offsets: which offsets are done and what may be committed; commit.go is where offsets reach Kafka.
 //   - budget: what buffered records and rows cost, and the byte budget that stops polling.
+//   - writestage: the batcher goroutine, the writers, and the retries of batches given back.
 //   - deadletter: building, sizing and checking dead letters, and re-reading refused rows' records.
 //   - consumer: the Kafka clients' options, the start-up broker check, the fetch and hand-off pools.
 //   - metrics: every exported metric, and the largest open partitions.
 //   - health: /healthz, /readyz, sink_ready and the Cassandra readiness ping.
 //
 // What stays here: Run and the poll loop (pipeline.go), the rebalance callbacks (group.go), the
-// per-partition worker and its completion (partition.go), the write stage (writestage.go, retrygate.go),
-// the dead-letter sender (dlsender.go) and the hot-entity split routing (split.go).
+// per-partition worker and its completion (partition.go), the dead-letter sender (dlsender.go) and the
+// hot-entity split routing (split.go): these share the partition's lock and lifecycle.
 //
 // Concurrency: one poll-loop goroutine (Run) queues records and never blocks on a worker; franz-go runs
 // the rebalance callbacks between polls. Each assigned partition has one worker goroutine and one

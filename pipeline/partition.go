@@ -111,7 +111,7 @@ func (p *partition) work() {
 				freed += budget.RecordCost(r)
 			}
 			// Nothing refers to the record any more (a dead letter holds a clone): franz-go may reuse its
-			// memory once every record of its batch is recycled (pools.go).
+			// memory once every record of its batch is recycled (consumer/pools.go).
 			r.Recycle()
 			if ok {
 				rows = append(rows, row)
@@ -151,7 +151,7 @@ func (p *partition) releaseMapped(n int64) {
 //
 // A mapped record is not kept: its row holds copies of what it needs (the mapper copies every string
 // and the key into the row's own memory), and if Cassandra refuses the row the dead-letter sender reads
-// the record back from Kafka (reread.go).
+// the record back from Kafka (deadletter/reread.go).
 func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool) {
 	row, err := p.mapRecord(r)
 	if errors.Is(err, errSplitStopped) {
@@ -435,7 +435,7 @@ func (p *partition) pending(offset int64) bool {
 }
 
 // unreadable stops the partition at a row Cassandra refused whose source record the partition's log no
-// longer holds (reread.go) and whose dead letter came without the row to send instead (the write stage
+// longer holds (deadletter/reread.go) and whose dead letter came without the row to send instead (the write stage
 // always hands the row over, so this is a safeguard). Skipping it would lose it without a trace, so the
 // partition stops advancing before it, loudly; an operator decides.
 func (p *partition) unreadable(offset int64, reason string, cause error) {

@@ -30,7 +30,7 @@ import (
 //     packed values and routing key, one allocation (mapper/packed.go). A row of a topic the mapper
 //     does not pack keeps Row.Values: interfaces (16 bytes each) into the mapper's row block, whose
 //     bytes Row.Size estimates (encoded size), plus the routing key.
-//   - A tracker entry is two bits and two bytes in its partition's chunks (tracker.go), held until the
+//   - A tracker entry is two bits and two bytes in its partition's chunks (offsets/tracker.go), held until the
 //     watermark passes it, which can be long after its record is done: one slow batch keeps the entries
 //     of every record registered after it. Chunks are given back as the watermark passes them, so the
 //     memory beyond the entries is at most two partly used chunks per partition (18 KiB).
