@@ -24,6 +24,7 @@ import (
 	"github.com/bucketsink/sink/internal/memlimit"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline"
+	"github.com/bucketsink/sink/pipeline/metrics"
 )
 
 // discardWriter stands in for the Cassandra writer in the pipeline-only phase. It does the part of
@@ -126,7 +127,7 @@ func RunDiscardDaemon(ctx context.Context, path string, stderr io.Writer) error 
 	// the collector works as hard here as in the daemon being compared.
 	memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
 	reg := prometheus.NewRegistry()
-	metrics := pipeline.NewMetrics(reg)
+	metrics := metrics.NewMetrics(reg)
 	m, err := mapper.New(cfg)
 	if err != nil {
 		return fmt.Errorf("compiling topics: %w", err)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -305,4 +306,30 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		}
 		c.Topics[name] = t
 	}
+}
+
+// The pipeline's side of the defaults: it applies none of its own and trusts a Config that went through
+// ApplyDefaults (and Validate), so the keys it cannot run without are checked here, beside the defaults
+// that set them.
+
+// DefaultsApplied refuses a Config built in Go without ApplyDefaults: a zero in one of these keys would
+// stall the pipeline (no buffer, no flush time) rather than fail. It names the first such key.
+func (c *Config) DefaultsApplied() error {
+	k, w := c.Kafka, c.Writer
+	for _, v := range []struct {
+		key  string
+		zero bool
+	}{
+		{"kafka.group", k.Group == ""}, {"kafka.client_id", k.ClientID == ""},
+		{"kafka.fetch_max_bytes", k.FetchMaxBytes <= 0}, {"kafka.fetch_max_partition_bytes", k.FetchMaxPartitionBytes <= 0},
+		{"kafka.session_timeout", k.SessionTimeout <= 0}, {"kafka.rebalance_timeout", k.RebalanceTimeout <= 0},
+		{"writer.max_in_flight", w.MaxInFlight <= 0}, {"writer.max_buffered_bytes", w.MaxBufferedBytes <= 0},
+		{"writer.retry_initial", w.RetryInitial <= 0}, {"writer.retry_max", w.RetryMax <= 0},
+		{"writer.commit_interval", w.CommitInterval <= 0}, {"writer.shutdown_timeout", w.ShutdownTimeout <= 0},
+	} {
+		if v.zero {
+			return fmt.Errorf("%s is unset; load the config with config.Load, or call ApplyDefaults on one built in Go", v.key)
+		}
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/pipeline/metrics"
 )
 
 // discardWriter acknowledges every batch at once: the benchmark measures the pipeline's own cost.
@@ -68,7 +69,7 @@ func benchmarkPipeline(b *testing.B, w BatchWriter) {
 	}
 	cfg.ApplyDefaults()
 	pl, err := New(Config{Sink: cfg, Mapper: fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events"}},
-		Writer: w, Metrics: NewMetrics(prometheus.NewRegistry())})
+		Writer: w, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func benchmarkPipeline(b *testing.B, w BatchWriter) {
 	go func() { errc <- pl.Run(ctx) }()
 	for done := false; !done; {
 		time.Sleep(5 * time.Millisecond)
-		if !pl.joined.Load() {
+		if !pl.health.Joined() {
 			continue
 		}
 		marked := pl.client.MarkedOffsets()[testTopic]

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/pipeline/deadletter"
 )
 
 // deadLetter is one record on its way to the dead-letter topic.
@@ -23,7 +24,7 @@ type deadLetter struct {
 	offset int64
 	// rec is the source record. A record that failed mapping comes with it (the worker still has it); a
 	// row Cassandra refused comes without, because nothing keeps a record once it is mapped, and the
-	// sender re-reads it from Kafka (reread.go).
+	// sender re-reads it from Kafka (deadletter/reread.go).
 	rec *kgo.Record
 	// row is the refused row, for a row Cassandra refused: should its record be gone from Kafka when the
 	// sender reads it back, the dead letter carries the row instead (rowDeadLetter).
@@ -46,10 +47,10 @@ type deadLetter struct {
 func (d *deadLetter) record(dlqTopic string) (r *kgo.Record, ours int) {
 	switch {
 	case d.rec != nil:
-		r := deadLetterRecord(dlqTopic, d.rec, d.reason, d.err)
+		r := deadletter.FromRecord(dlqTopic, d.rec, d.reason, d.err)
 		return r, len(r.Headers) - len(d.rec.Headers)
 	case d.gone && d.row != nil:
-		r := rowDeadLetter(dlqTopic, d.row, d.reason, d.err)
+		r := deadletter.FromRow(dlqTopic, d.row, d.reason, d.err)
 		return r, len(r.Headers)
 	}
 	return nil, 0
@@ -212,7 +213,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 		if ctx.Err() != nil {
 			return // stopping: not the topic's failure
 		}
-		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Inc()
+		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 		p.log.Error("dead-lettering a record failed; partition stopped before it until the produce succeeds",
 			slog.Int64("offset", d.offset), slog.String("reason", d.reason),
 			slog.String("dead_letter_topic", dlq), slog.Int("attempt", attempt),
@@ -234,7 +235,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 		if d.limit > 0 {
 			limit = min(limit, d.limit)
 		}
-		fitted, ok := fitDeadLetter(rec, ours, limit)
+		fitted, ok := deadletter.Fit(rec, ours, limit)
 		d.unfit = !ok
 		if !ok {
 			d.limit = 0 // from the topic's limit again next time
@@ -249,8 +250,8 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 		}
 		byRec[fitted] = d
 		truncated[fitted] = fitted != rec
-		size := recordWireSize(fitted)
-		if len(reqs) == 0 || d.alone || wireBatchOverhead+reqBytes+size > limit {
+		size := deadletter.WireSize(fitted)
+		if len(reqs) == 0 || d.alone || deadletter.WireBatchOverhead+reqBytes+size > limit {
 			reqs = append(reqs, nil)
 			reqBytes = 0
 		}
@@ -274,9 +275,9 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 			d := byRec[res.Record]
 			switch {
 			case res.Err == nil:
-				p.pl.metrics.RecordsDeadLettered.WithLabelValues(p.tp.topic, d.reason).Inc()
+				p.pl.metrics.RecordsDeadLettered.WithLabelValues(p.tp.Topic, d.reason).Inc()
 				if truncated[res.Record] {
-					p.pl.metrics.DLTruncated.WithLabelValues(p.tp.topic).Inc()
+					p.pl.metrics.DLTruncated.WithLabelValues(p.tp.Topic).Inc()
 				}
 				p.log.Info("record dead-lettered", slog.Int64("offset", d.offset), slog.String("reason", d.reason),
 					slog.String("dead_letter_topic", dlq), slog.Any("error", d.err))
@@ -293,7 +294,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 				// and in any case cut this one to half the size refused, so that it gets smaller on every
 				// try and fits in the end (or is found not to fit at all).
 				topicLimit = p.pl.dlqLimits.get(ctx, p.pl, dlq, true)
-				d.limit = min(topicLimit, (wireBatchOverhead+recordWireSize(res.Record))/2)
+				d.limit = min(topicLimit, (deadletter.WireBatchOverhead+deadletter.WireSize(res.Record))/2)
 				failed = append(failed, d)
 				p.log.Warn("the dead-letter topic refused a dead letter as too large; cutting it smaller",
 					slog.Int64("offset", d.offset), slog.String("dead_letter_topic", dlq),
@@ -303,7 +304,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 			}
 		}
 		if len(acked) > 0 {
-			p.complete(acked)
+			p.Complete(acked)
 		}
 	}
 	return failed, again && len(failed) > 0
@@ -312,7 +313,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 // reread fills in the source records of refused rows by reading them back from Kafka. It returns the
 // dead letters ready to produce and those whose record could not be read now (retried after backoff,
 // the partition stuck meanwhile). A refused row whose record the log no longer holds is ready too: it
-// is dead-lettered as the row (rowDeadLetter), marked sink.source.missing.
+// is dead-lettered as the row (deadletter.FromRow), marked sink.source.missing.
 func (s *deadLetterSender) reread(ctx context.Context, batch []deadLetter, attempt int, backoff time.Duration) (ready, failed []deadLetter) {
 	var offsets []int64
 	for _, d := range batch {
@@ -333,7 +334,7 @@ func (s *deadLetterSender) reread(ctx context.Context, batch []deadLetter, attem
 	var gone []bool
 	_, opts, err := p.pl.kafkaOptions()
 	if err == nil {
-		recs, gone, err = reread(ctx, opts, p.tp.topic, p.tp.partition, offsets, rereadTimeout)
+		recs, gone, err = deadletter.Reread(ctx, opts, p.tp.Topic, p.tp.Partition, offsets, deadletter.RereadTimeout)
 	}
 	ready = batch[:0:0]
 	for _, d := range batch {
@@ -358,7 +359,7 @@ func (s *deadLetterSender) reread(ctx context.Context, batch []deadLetter, attem
 			if ctx.Err() != nil {
 				continue // stopping: not a failure of Kafka's
 			}
-			p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Inc()
+			p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 			p.log.Error("re-reading a refused row's record from Kafka to dead-letter it failed; partition stopped before it until it succeeds",
 				slog.Int64("offset", d.offset), slog.Int("attempt", attempt), slog.Duration("retry_in", backoff),
 				slog.Any("error", err))

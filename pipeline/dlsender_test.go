@@ -19,6 +19,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/pipeline/deadletter"
 )
 
 // produceTo appends records to one partition of the fixture's topic and to what it expects.
@@ -61,8 +62,8 @@ func (f *fixture) dlqByOffset(want int) map[[2]int64]*kgo.Record {
 	f.t.Helper()
 	out := make(map[[2]int64]*kgo.Record)
 	for _, r := range f.deadLetters(want) {
-		p, _ := strconv.ParseInt(header(r, HeaderSourcePartition), 10, 32)
-		o, _ := strconv.ParseInt(header(r, HeaderSourceOffset), 10, 64)
+		p, _ := strconv.ParseInt(header(r, deadletter.HeaderSourcePartition), 10, 32)
+		o, _ := strconv.ParseInt(header(r, deadletter.HeaderSourceOffset), 10, 64)
 		if out[[2]int64{p, o}] != nil {
 			f.t.Errorf("dead letter %d/%d twice", p, o)
 		}
@@ -101,16 +102,16 @@ func TestOversizedDeadLetterIsTruncatedToFitTheTopic(t *testing.T) {
 	if r == nil {
 		t.Fatalf("no dead letter for the oversized record; got %v", dls)
 	}
-	if n := wireBatchOverhead + recordWireSize(r); n > 2048 {
+	if n := deadletter.WireBatchOverhead + deadletter.WireSize(r); n > 2048 {
 		t.Errorf("dead letter takes %d bytes, more than the topic's 2048", n)
 	}
-	if header(r, HeaderTruncated) != "value" || header(r, HeaderSourceValueSize) != strconv.Itoa(len(big)) ||
-		header(r, HeaderReason) != ReasonDecode || !strings.Contains(header(r, HeaderError), "not an object") ||
-		header(r, HeaderSourceTopic) != testTopic || header(r, "trace-id") != fmt.Sprint("trace-", at) ||
+	if header(r, deadletter.HeaderTruncated) != "value" || header(r, deadletter.HeaderSourceValueSize) != strconv.Itoa(len(big)) ||
+		header(r, deadletter.HeaderReason) != deadletter.ReasonDecode || !strings.Contains(header(r, deadletter.HeaderError), "not an object") ||
+		header(r, deadletter.HeaderSourceTopic) != testTopic || header(r, "trace-id") != fmt.Sprint("trace-", at) ||
 		string(r.Key) != fmt.Sprintf("k-0-%d", at) || len(r.Value) < 1000 || !strings.HasPrefix(big, string(r.Value)) {
 		t.Errorf("truncated dead letter: key %q, %d value bytes, headers %v", r.Key, len(r.Value), r.Headers)
 	}
-	if small := dls[[2]int64{0, at + 3}]; small == nil || string(small.Value) != "bad small one" || header(small, HeaderTruncated) != "" {
+	if small := dls[[2]int64{0, at + 3}]; small == nil || string(small.Value) != "bad small one" || header(small, deadletter.HeaderTruncated) != "" {
 		t.Errorf("the small dead letter after it: %v", small)
 	}
 	f.checkGoodWritten(w)
@@ -145,9 +146,9 @@ func TestDeadLetterRefusedAsTooLargeIsCutSmallerAndRetried(t *testing.T) {
 		switch {
 		case r == nil:
 			t.Errorf("offset %d not dead-lettered", o)
-		case o == at+2 && (header(r, HeaderTruncated) != "value" || header(r, HeaderSourceValueSize) != "20004"):
+		case o == at+2 && (header(r, deadletter.HeaderTruncated) != "value" || header(r, deadletter.HeaderSourceValueSize) != "20004"):
 			t.Errorf("offset %d: want it truncated; headers %v", o, r.Headers)
-		case o != at+2 && (len(r.Value) != 1504 || header(r, HeaderTruncated) != ""):
+		case o != at+2 && (len(r.Value) != 1504 || header(r, deadletter.HeaderTruncated) != ""):
 			t.Errorf("offset %d: value cut to %d bytes, want it whole", o, len(r.Value))
 		}
 	}
@@ -170,7 +171,7 @@ func TestDeadLetterThatCannotFitHealsWhenTheTopicAcceptsMore(t *testing.T) {
 	})
 	f.setDLQMaxMessageBytes(1 << 20)
 	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
-	if r := f.dlqByOffset(1)[[2]int64{0, at}]; r == nil || string(r.Value) != "bad record" || header(r, HeaderTruncated) != "" {
+	if r := f.dlqByOffset(1)[[2]int64{0, at}]; r == nil || string(r.Value) != "bad record" || header(r, deadletter.HeaderTruncated) != "" {
 		t.Errorf("dead letter %v, want the whole record", r)
 	}
 	if err := m.stop(); err != nil {

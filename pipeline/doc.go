@@ -1,2 +1,23 @@
-// Package pipeline runs the Kafka consumer group and moves records to Cassandra at least once.
+// Package pipeline runs the Kafka consumer group and moves records to Cassandra at least once. It is
+// the top that wires the parts, each in a package of its own:
+//
+//   - offsets: which offsets are done and what may be committed; commit.go is where offsets reach Kafka.
+//   - budget: what buffered records and rows cost, and the byte budget that stops polling.
+//   - writestage: the batcher goroutine, the writers, and the retries of batches given back.
+//   - deadletter: building, sizing and checking dead letters, and re-reading refused rows' records.
+//   - consumer: the Kafka clients' options, the start-up broker check, the fetch and hand-off pools.
+//   - metrics: every exported metric, and the largest open partitions.
+//   - health: /healthz, /readyz, sink_ready and the Cassandra readiness ping.
+//
+// What stays here: Run and the poll loop (pipeline.go), the rebalance callbacks (group.go), the
+// per-partition worker and its completion (partition.go), the dead-letter sender (dlsender.go) and the
+// hot-entity split routing (split.go): these share the partition's lock and lifecycle.
+//
+// Concurrency: one poll-loop goroutine (Run) queues records and never blocks on a worker; franz-go runs
+// the rebalance callbacks between polls. Each assigned partition has one worker goroutine and one
+// dead-letter sender goroutine, both owned by the callbacks, which stop and wait for them. The write
+// stage has one goroutine owning the batcher and writer goroutines up to writer.max_in_flight. A
+// partition's mutex guards its tracker and marks; the Pipeline's mutex guards the owned partitions and
+// the budget (lock order: a partition's before the Pipeline's). Handler, Alive, Ready and Stopping are
+// safe to call from any goroutine; Run is called once.
 package pipeline

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/pipeline/metrics"
 )
 
 // healthPipeline is a pipeline that is never Run: enough for its readiness logic, driven by hand.
@@ -31,14 +32,14 @@ func healthPipeline(t *testing.T, ping func(context.Context) error) *Pipeline {
 		Sink:    cfg,
 		Mapper:  fakeMapper{},
 		Writer:  newMemWriter(),
-		Metrics: NewMetrics(prometheus.NewRegistry()),
+		Metrics: metrics.NewMetrics(prometheus.NewRegistry()),
 		Logger:  slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: testLogLevel})),
 		Ping:    ping,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl.joined.Store(true)
+	pl.health.Join()
 	return pl
 }
 
@@ -74,7 +75,7 @@ func runReadiness(t *testing.T, d time.Duration) (pl *Pipeline, stopWrites, end 
 	stopWrites = sync.OnceFunc(func() { close(stop) })
 	var wg sync.WaitGroup
 	wg.Go(func() { writeEvery(pl, d, stop) })
-	wg.Go(func() { pl.pingLoop(ctx) })
+	wg.Go(func() { pl.health.PingLoop(ctx) })
 	return pl, stopWrites, func() {
 		stopWrites()
 		cancel()

@@ -29,6 +29,8 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/metrics"
 )
 
 // The integration tests run the pipeline against the real Kafka and Cassandra of internal/testenv
@@ -351,18 +353,18 @@ func (s *stack) checkDeadLetters(exact bool) {
 	n := len(dls)
 	for _, r := range dls {
 		{
-			p, _ := strconv.ParseInt(header(r, HeaderSourcePartition), 10, 32)
-			o, _ := strconv.ParseInt(header(r, HeaderSourceOffset), 10, 64)
+			p, _ := strconv.ParseInt(header(r, deadletter.HeaderSourcePartition), 10, 32)
+			o, _ := strconv.ParseInt(header(r, deadletter.HeaderSourceOffset), 10, 64)
 			k := [2]int64{p, o}
 			src := bad[k]
 			switch {
-			case header(r, HeaderSourceTopic) != s.topic || src == nil:
-				s.t.Errorf("dead letter for %s/%d/%d, which is not a bad record", header(r, HeaderSourceTopic), p, o)
+			case header(r, deadletter.HeaderSourceTopic) != s.topic || src == nil:
+				s.t.Errorf("dead letter for %s/%d/%d, which is not a bad record", header(r, deadletter.HeaderSourceTopic), p, o)
 			case string(r.Value) != string(src.value) || string(r.Key) != src.device:
 				s.t.Errorf("dead letter %v: key/value %q/%q, want the original %q/%q", k, r.Key, r.Value, src.device, src.value)
-			case header(r, HeaderReason) != src.bad || header(r, HeaderError) == "" || header(r, HeaderSourceTimestamp) == "":
+			case header(r, deadletter.HeaderReason) != src.bad || header(r, deadletter.HeaderError) == "" || header(r, deadletter.HeaderSourceTimestamp) == "":
 				s.t.Errorf("dead letter %v: reason %q error %q timestamp %q, want reason %q", k,
-					header(r, HeaderReason), header(r, HeaderError), header(r, HeaderSourceTimestamp), src.bad)
+					header(r, deadletter.HeaderReason), header(r, deadletter.HeaderError), header(r, deadletter.HeaderSourceTimestamp), src.bad)
 			case !originalHeadersFirst(r.Headers, src.headers):
 				s.t.Errorf("dead letter %v: headers %v, want the original %v first, then the sink.* ones", k, r.Headers, src.headers)
 			}
@@ -414,7 +416,7 @@ type ackLog struct {
 
 type itMember struct {
 	pl      *Pipeline
-	metrics *Metrics
+	metrics *metrics.Metrics
 	cancel  context.CancelFunc
 	errc    chan error
 	once    sync.Once
@@ -433,7 +435,7 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	metrics := NewMetrics(prometheus.NewRegistry())
+	metrics := metrics.NewMetrics(prometheus.NewRegistry())
 	var w BatchWriter = cassandra.NewWriter(session, cassandra.WriterConfig{
 		MaxInFlight: s.cfg.Writer.MaxInFlight, RetryInitial: s.cfg.Writer.RetryInitial.Std(),
 		RetryMax: s.cfg.Writer.RetryMax.Std(), RetryAttempts: s.cfg.Writer.RetryAttempts,
@@ -639,14 +641,14 @@ func TestIntegrationOversizedDeadLetterReachesTopicTruncated(t *testing.T) {
 		t.Fatalf("%d dead letters, want 1", len(dls))
 	}
 	r := dls[0]
-	if header(r, HeaderSourcePartition) != "0" || header(r, HeaderSourceOffset) != strconv.FormatInt(bad.offset, 10) ||
-		header(r, HeaderSourceTopic) != s.topic || header(r, HeaderReason) != mapper.ReasonDecode ||
-		header(r, HeaderError) == "" || header(r, HeaderTruncated) != "value" ||
-		header(r, HeaderSourceValueSize) != strconv.Itoa(len(bad.value)) || string(r.Key) != bad.device ||
+	if header(r, deadletter.HeaderSourcePartition) != "0" || header(r, deadletter.HeaderSourceOffset) != strconv.FormatInt(bad.offset, 10) ||
+		header(r, deadletter.HeaderSourceTopic) != s.topic || header(r, deadletter.HeaderReason) != mapper.ReasonDecode ||
+		header(r, deadletter.HeaderError) == "" || header(r, deadletter.HeaderTruncated) != "value" ||
+		header(r, deadletter.HeaderSourceValueSize) != strconv.Itoa(len(bad.value)) || string(r.Key) != bad.device ||
 		len(r.Value) == 0 || !strings.HasPrefix(string(bad.value), string(r.Value)) {
 		t.Errorf("dead letter: key %q, %d value bytes, headers %v", r.Key, len(r.Value), r.Headers)
 	}
-	if n := wireBatchOverhead + recordWireSize(r); n > 4096 {
+	if n := deadletter.WireBatchOverhead + deadletter.WireSize(r); n > 4096 {
 		t.Errorf("dead letter of %d bytes in a topic of max.message.bytes 4096", n)
 	}
 	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got != 0 {
@@ -1305,7 +1307,7 @@ func TestIntegrationRefusedRowsAreDeadLetteredAsProduced(t *testing.T) {
 		if i%250 == 123 {
 			// A device id the mapper accepts whose partition key, with the bucket, Cassandra refuses. Refused
 			// in the batch it joins, which the writer then isolates row by row.
-			r.bad = ReasonWrite
+			r.bad = deadletter.ReasonWrite
 			r.value = fmt.Appendf(nil, `{"device_id":"%s","ts":%q,"value":%d.5}`, refusedDevice(r.device),
 				r.ts.Format(time.RFC3339Nano), i)
 		}
@@ -1318,7 +1320,7 @@ func TestIntegrationRefusedRowsAreDeadLetteredAsProduced(t *testing.T) {
 	}
 	s.checkPlacement()
 	s.checkDeadLetters(true)
-	if got := testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, ReasonWrite)); got != 12 {
+	if got := testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, deadletter.ReasonWrite)); got != 12 {
 		t.Errorf("sink_records_dead_lettered_total{reason=write} %v, want 12", got)
 	}
 	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got != 0 {
@@ -1368,7 +1370,7 @@ func TestIntegrationRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing
 	var bad *itRecord
 	for i, r := range recs {
 		if r.partition == 0 && i > 300 {
-			r.bad = ReasonWrite
+			r.bad = deadletter.ReasonWrite
 			r.value = fmt.Appendf(nil, `{"device_id":"%s","ts":%q,"value":1.5}`, refusedDevice(r.device), r.ts.Format(time.RFC3339Nano))
 			bad = r
 			break
@@ -1407,9 +1409,9 @@ func TestIntegrationRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing
 	}
 	wantValue := map[string]any{"device_id": refusedDevice(bad.device), "ts": bad.ts.UTC().Format(time.RFC3339Nano),
 		"value": 1.5, "bucket": s.policy.Text(s.policy.Index(bad.ts))}
-	if fmt.Sprint(row) != fmt.Sprint(wantValue) || r.Key != nil || header(r, HeaderSourceMissing) != "true" ||
-		header(r, HeaderSourceOffset) != strconv.FormatInt(bad.offset, 10) || header(r, HeaderSourcePartition) != "0" ||
-		header(r, HeaderReason) != ReasonWrite || header(r, HeaderTable) != s.ks+".readings" || header(r, HeaderError) == "" {
+	if fmt.Sprint(row) != fmt.Sprint(wantValue) || r.Key != nil || header(r, deadletter.HeaderSourceMissing) != "true" ||
+		header(r, deadletter.HeaderSourceOffset) != strconv.FormatInt(bad.offset, 10) || header(r, deadletter.HeaderSourcePartition) != "0" ||
+		header(r, deadletter.HeaderReason) != deadletter.ReasonWrite || header(r, deadletter.HeaderTable) != s.ks+".readings" || header(r, deadletter.HeaderError) == "" {
 		t.Errorf("dead letter: value %s key %q headers %v\nwant value %s", r.Value, r.Key, r.Headers, wantValue)
 	}
 	if got := testutil.ToFloat64(m.metrics.RecordsFailed.WithLabelValues(s.topic)); got != 0 {
@@ -1444,7 +1446,7 @@ func TestIntegrationMissingSliceTableFollowsTheTopicsPolicy(t *testing.T) {
 			late := &itRecord{device: "dev-late", ts: lateTS, partition: 1,
 				value: fmt.Appendf(nil, `{"device_id":"dev-late","ts":%q,"value":7.5}`, lateTS.Format(time.RFC3339))}
 			if policy == config.MissingSliceDeadLetter {
-				late.bad = ReasonSlice
+				late.bad = deadletter.ReasonSlice
 			}
 			recs = slices.Insert(recs, 150, late)
 			lateTable, _, err := cassandra.SliceTableDDL(s.cfg, "readings", lateTS)
@@ -1482,7 +1484,7 @@ func TestIntegrationMissingSliceTableFollowsTheTopicsPolicy(t *testing.T) {
 					t.Errorf("%s exists (%d rows); the dead_letter policy must not create it", lateTable, n)
 				}
 				s.checkDeadLetters(true)
-				if got := testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, ReasonSlice)); got != 1 {
+				if got := testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, deadletter.ReasonSlice)); got != 1 {
 					t.Errorf("sink_records_dead_lettered_total{reason=slice} %v, want 1", got)
 				}
 				s.checkSliceDeadLetterNames(lateTable)
@@ -1514,10 +1516,10 @@ func (s *stack) checkSliceDeadLetterNames(table string) {
 	defer cancel()
 	fs := cl.PollFetches(ctx)
 	recs := fs.Records()
-	if len(recs) != 1 || !strings.Contains(header(recs[0], HeaderError), table) {
+	if len(recs) != 1 || !strings.Contains(header(recs[0], deadletter.HeaderError), table) {
 		s.t.Fatalf("dead letters %d; want one whose error names %s", len(recs), table)
 	}
-	s.t.Logf("dead letter error: %s", header(recs[0], HeaderError))
+	s.t.Logf("dead letter error: %s", header(recs[0], deadletter.HeaderError))
 }
 
 // The rows of a missing table that is not a slice wait, as the startup warning says: their partitions
@@ -1553,7 +1555,7 @@ func TestIntegrationRowsOfAMissingTableWaitUntilItExists(t *testing.T) {
 	if got := testutil.ToFloat64(m.metrics.StuckPartitions.WithLabelValues(s.topic)); got != 0 {
 		t.Errorf("sink_stuck_partitions %v at the end, want 0", got)
 	}
-	for _, reason := range []string{ReasonWrite, ReasonSlice} {
+	for _, reason := range []string{deadletter.ReasonWrite, deadletter.ReasonSlice} {
 		if got := testutil.ToFloat64(m.metrics.RecordsDeadLettered.WithLabelValues(s.topic, reason)); got != 0 {
 			t.Errorf("%v records dead-lettered (%s) for a missing table", got, reason)
 		}

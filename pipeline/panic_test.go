@@ -12,6 +12,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline/deadletter"
 )
 
 // panicMapper is fakeMapper, except that it panics on a value starting with "boom".
@@ -38,15 +39,15 @@ func TestMappingPanicIsDeadLetteredAndThePartitionGoesOn(t *testing.T) {
 	m := f.startMapping(f.config(nil), w, newPanicMapper())
 	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
 	r := f.dlqByOffset(1)[[2]int64{2, at}]
-	if r == nil || string(r.Value) != "boom" || header(r, HeaderReason) != ReasonPanic ||
-		!strings.Contains(header(r, HeaderError), fmt.Sprintf("topic %s partition 2 offset %d: mapping the record panicked", testTopic, at)) {
+	if r == nil || string(r.Value) != "boom" || header(r, deadletter.HeaderReason) != deadletter.ReasonPanic ||
+		!strings.Contains(header(r, deadletter.HeaderError), fmt.Sprintf("topic %s partition 2 offset %d: mapping the record panicked", testTopic, at)) {
 		t.Errorf("dead letter of the panicking record: %v", r)
 	}
 	f.checkGoodWritten(w)
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonPanic)); got != 1 {
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, deadletter.ReasonPanic)); got != 1 {
 		t.Errorf("sink_records_dead_lettered_total{reason=panic} %v, want 1", got)
 	}
 }

@@ -15,6 +15,11 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline/budget"
+	"github.com/bucketsink/sink/pipeline/consumer"
+	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/offsets"
+	"github.com/bucketsink/sink/pipeline/writestage"
 )
 
 // partition is one assigned Kafka partition for the life of one assignment. A later assignment of the
@@ -24,7 +29,7 @@ import (
 // Goroutines: the worker (records in offset order → rows or dead letters) and the dead-letter sender.
 // The pipeline's rebalance callbacks own both and wait for them.
 type partition struct {
-	tp    topicPartition
+	tp    offsets.TopicPartition
 	pl    *Pipeline
 	topic *topicInfo
 	log   *slog.Logger
@@ -39,33 +44,33 @@ type partition struct {
 	cancel     context.CancelFunc
 
 	mu       sync.Mutex
-	tr       *tracker
-	revoked  bool                                 // set once, under mu, before the revoke commit; no mark after it
-	stuck    map[int64]bool                       // offsets that failed and hold the watermark; non-empty means stuck
-	blocked  int                                  // records that cannot finish in this assignment (the worker halted on them)
-	drained  chan struct{}                        // closed when stopping and every record that can finish has
-	stopping bool                                 // the worker is stopped; waiting for in-flight work
-	hwm      int64                                // high watermark of the last fetch, for the lag gauge
-	mark     map[string]map[int32]kgo.EpochOffset // the watermark handed to MarkCommitOffsets, reused
+	tr       *offsets.Tracker
+	revoked  bool           // set once, under mu, before the revoke commit; no mark after it
+	stuck    map[int64]bool // offsets that failed and hold the watermark; non-empty means stuck
+	blocked  int            // records that cannot finish in this assignment (the worker halted on them)
+	drained  chan struct{}  // closed when stopping and every record that can finish has
+	stopping bool           // the worker is stopped; waiting for in-flight work
+	hwm      int64          // high watermark of the last fetch, for the lag gauge
+	mark     offsets.Marker // hands the watermark to the client for commit
 
 	held        map[int64]bool // offsets of batches the write stage gave back unwritten; counted in blocked
 	stuckLogged time.Time      // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
 	split       *splitState    // hot-entity splits (split.go); nil when split is off
 }
 
-func newPartition(pl *Pipeline, tp topicPartition, topic *topicInfo) *partition {
+func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *partition {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &partition{
 		tp:         tp,
 		pl:         pl,
 		topic:      topic,
-		log:        pl.log.With(slog.String("topic", tp.topic), slog.Int("partition", int(tp.partition))),
-		lag:        pl.metrics.ConsumerLag.WithLabelValues(tp.topic, strconv.Itoa(int(tp.partition))),
+		log:        pl.log.With(slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition))),
+		lag:        pl.metrics.ConsumerLag.WithLabelValues(tp.Topic, strconv.Itoa(int(tp.Partition))),
 		quit:       make(chan struct{}),
 		workerDone: make(chan struct{}),
 		ctx:        ctx,
 		cancel:     cancel,
-		tr:         newTracker(entryCost),
+		tr:         offsets.NewTracker(budget.EntryCost),
 		stuck:      make(map[int64]bool),
 		held:       make(map[int64]bool),
 		hwm:        -1,
@@ -83,17 +88,13 @@ func (p *partition) start() {
 	go p.dl.run()
 }
 
-// handOffRows is how many rows a worker hands to the write stage in one message: one channel operation per
-// row would cost more than mapping the row.
-const handOffRows = 256
-
 // work takes records in offset order and turns each into a row for the write stage or a dead letter.
 func (p *partition) work() {
 	defer close(p.workerDone)
 	if p.split != nil {
 		defer p.split.release()
 	}
-	rows := getHandOff()
+	rows := consumer.GetHandOff()
 	for {
 		recs, ok := p.queue.next(p.quit)
 		if !ok {
@@ -107,10 +108,10 @@ func (p *partition) work() {
 		for i, r := range recs {
 			row, ok, cont, held := p.handle(r)
 			if !held {
-				freed += recordCost(r)
+				freed += budget.RecordCost(r)
 			}
 			// Nothing refers to the record any more (a dead letter holds a clone): franz-go may reuse its
-			// memory once every record of its batch is recycled (pools.go).
+			// memory once every record of its batch is recycled (consumer/pools.go).
 			r.Recycle()
 			if ok {
 				rows = append(rows, row)
@@ -121,7 +122,7 @@ func (p *partition) work() {
 					cont = false
 				}
 				if sent {
-					rows = getHandOff() // the write stage gives the sent slice back (putHandOff)
+					rows = consumer.GetHandOff() // the write stage gives the sent slice back (putHandOff)
 				}
 			}
 			if !cont {
@@ -150,33 +151,33 @@ func (p *partition) releaseMapped(n int64) {
 //
 // A mapped record is not kept: its row holds copies of what it needs (the mapper copies every string
 // and the key into the row's own memory), and if Cassandra refuses the row the dead-letter sender reads
-// the record back from Kafka (reread.go).
+// the record back from Kafka (deadletter/reread.go).
 func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool) {
 	row, err := p.mapRecord(r)
 	if errors.Is(err, errSplitStopped) {
 		return row, false, false, false // not registered: the next owner replays it
 	}
-	// What the record holds until it is done; its tracker entry (entryCost, charged by handOff or below)
+	// What the record holds until it is done; its tracker entry (budget.EntryCost, charged by handOff or below)
 	// is returned by the tracker when the watermark passes it.
 	var bytes int64
 	switch {
 	case err == nil:
 		// Charged by handOff, before the row can complete and be released.
-		bytes = rowCost(&row)
+		bytes = budget.RowCost(&row)
 	case p.topic.deadLetterTopic != "":
 		// The dead-letter sender holds the record until it is produced: the cost charged when it was
 		// queued moves to its tracker entry instead of being released with its chunk.
-		bytes = recordCost(r)
+		bytes = budget.RecordCost(r)
 	}
 	p.mu.Lock()
 	// Registered before it is handed on, so its acknowledgement always finds it.
-	rerr := p.tr.register(r.Offset, r.LeaderEpoch, bytes)
+	rerr := p.tr.Register(r.Offset, r.LeaderEpoch, bytes)
 	p.mu.Unlock()
 	if rerr != nil {
 		// Kafka never hands out a partition's records out of order; if it happens, stopping is the only
 		// choice that cannot commit past an unprocessed record.
 		p.log.Error("record out of order; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
-		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Inc()
+		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 		p.setStuck(r.Offset, true)
 		return row, false, false, false
 	}
@@ -190,16 +191,16 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	case errors.As(err, &re) && re.Reason != "":
 		reason = re.Reason
 	case errors.As(err, &pe):
-		reason = ReasonPanic
+		reason = deadletter.ReasonPanic
 	}
 	// A bad record has no row to hand off with its tracker entry; the entry is charged here, before the
 	// dead letter can be acknowledged and release it.
-	p.pl.charge(p.tp, entryCost)
+	p.pl.charge(p.tp, budget.EntryCost)
 	if p.topic.deadLetterTopic == "" {
 		p.halt(r.Offset, reason, err)
 		return row, false, false, false
 	}
-	p.dl.add(deadLetter{offset: r.Offset, rec: cloneRecord(r), reason: reason, err: err})
+	p.dl.add(deadLetter{offset: r.Offset, rec: consumer.CloneRecord(r), reason: reason, err: err})
 	return row, false, true, true
 }
 
@@ -244,13 +245,13 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 	if len(rows) == 0 {
 		return true
 	}
-	n := entryCost * int64(len(rows))
+	n := budget.EntryCost * int64(len(rows))
 	for i := range rows {
-		n += rowCost(&rows[i])
+		n += budget.RowCost(&rows[i])
 	}
 	p.pl.charge(p.tp, n)
 	select {
-	case p.pl.writes.in <- writeMsg{rows: rows, owner: p}:
+	case p.pl.writes.In() <- writestage.Msg{Rows: rows, Owner: p}:
 		return true
 	case <-p.quit:
 		// Registered but never handed on: they cannot finish in this assignment, so the revoke must not
@@ -262,24 +263,55 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 	}
 }
 
+// The write stage reports what became of a partition's rows through writestage.Owner.
+var _ writestage.Owner = (*partition)(nil)
+
+// TopicPartition is the Kafka partition of this assignment.
+func (p *partition) TopicPartition() offsets.TopicPartition { return p.tp }
+
+// Context ends when the partition is given up.
+func (p *partition) Context() context.Context { return p.ctx }
+
+// DeadLetterWrite sends a row the write stage cannot write to the dead-letter topic: reason write, a
+// row Cassandra refused (row is that row, sent along in case its record is gone when the sender reads
+// it back); reason slice, a row whose slice table does not exist (row nil). Without a dead-letter topic
+// the partition stops at it. A row no longer pending (the partition given up meanwhile) is left alone.
+func (p *partition) DeadLetterWrite(offset int64, reason, table string, row *batcher.Row, err error) {
+	if !p.pending(offset) {
+		return // given up meanwhile
+	}
+	if p.topic.deadLetterTopic == "" {
+		p.halt(offset, reason, err) // validation requires a dead_letter_topic for slices; never silent
+		return
+	}
+	if reason == deadletter.ReasonSlice {
+		p.log.Warn("slice table does not exist; dead-lettering the record", slog.Int64("offset", offset),
+			slog.String("table", table))
+	} else {
+		p.log.Warn("row rejected by Cassandra; dead-lettering it", slog.Int64("offset", offset),
+			slog.String("table", table), slog.Any("error", err))
+	}
+	p.dl.add(deadLetter{offset: offset, reason: reason, err: err, row: row})
+}
+
 // halt stops the partition at a bad record that has nowhere to go: the topic has no dead_letter_topic.
 // Skipping it would lose it, so the partition stops advancing and says so loudly.
 func (p *partition) halt(offset int64, reason string, err error) {
 	p.log.Error("bad record and no dead_letter_topic configured; partition stopped",
 		slog.Int64("offset", offset), slog.String("reason", reason), slog.Any("error", err))
-	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Inc()
+	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 	p.mu.Lock()
 	p.blocked++
 	p.mu.Unlock()
 	p.setStuck(offset, true)
 }
 
-// writeRetrying is called when the writer gave a batch back unwritten and the write stage will send it
+// WriteRetrying is called when the writer gave a batch back unwritten and the write stage will send it
 // again after a backoff. Until then the rows hold the watermark (nothing at or after the first of them is
 // committed), the partition is stuck (paused, counted in sink_stuck_partitions), and they count as blocked:
 // a revoke does not wait for them, the next owner replays them. The first failure and then one a
 // stuckLogEvery is logged at ERROR with the cause.
-func (p *partition) writeRetrying(offsets []int64, table, reason string, attempt int, err error) {
+func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt int, err error) {
 	p.mu.Lock()
 	if p.revoked {
 		p.mu.Unlock()
@@ -287,7 +319,7 @@ func (p *partition) writeRetrying(offsets []int64, table, reason string, attempt
 	}
 	newly := 0
 	for _, o := range offsets {
-		if p.tr.isPending(o) && !p.held[o] {
+		if p.tr.IsPending(o) && !p.held[o] {
 			p.held[o] = true
 			p.blocked++
 			newly++
@@ -300,7 +332,7 @@ func (p *partition) writeRetrying(offsets []int64, table, reason string, attempt
 	}
 	p.mu.Unlock()
 	if newly > 0 {
-		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Add(float64(newly))
+		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Add(float64(newly))
 	}
 	if logIt {
 		p.log.Error("writing rows failed; partition stuck before them, retrying with backoff",
@@ -317,9 +349,9 @@ func (p *partition) writeRetrying(offsets []int64, table, reason string, attempt
 // retries up to every writer.retry_max, and one line per retry would drown every other message.
 const stuckLogEvery = time.Minute
 
-// writeRecovered is called when rows the write stage was retrying were written (or are about to be
+// WriteRecovered is called when rows the write stage was retrying were written (or are about to be
 // dead-lettered): they no longer count as blocked, and the partition is no longer stuck on them.
-func (p *partition) writeRecovered(offsets []int64) {
+func (p *partition) WriteRecovered(offsets []int64) {
 	p.mu.Lock()
 	var was []int64
 	for _, o := range offsets {
@@ -340,15 +372,15 @@ func (p *partition) writeRecovered(offsets []int64) {
 		slog.Int("rows", len(was)))
 }
 
-// writeAbandoned is called when the write stage drops a batch it will not send again: the process is
+// WriteAbandoned is called when the write stage drops a batch it will not send again: the process is
 // stopping, or the partition was given up. The rows stay not done, so the watermark stops before the
 // first of them and the next owner (or the next start) replays them; they count as blocked so that a
 // stopping partition does not wait for them.
-func (p *partition) writeAbandoned(offsets []int64) {
+func (p *partition) WriteAbandoned(offsets []int64) {
 	p.mu.Lock()
 	if !p.revoked {
 		for _, o := range offsets {
-			if p.tr.isPending(o) && !p.held[o] {
+			if p.tr.IsPending(o) && !p.held[o] {
 				p.held[o] = true
 				p.blocked++
 			}
@@ -358,14 +390,14 @@ func (p *partition) writeAbandoned(offsets []int64) {
 	p.checkDrained()
 }
 
-// complete marks records done (written or dead-lettered), moves the watermark and marks it for commit
+// Complete marks records done (written or dead-lettered), moves the watermark and marks it for commit
 // while the partition is still ours, and releases their bytes.
-func (p *partition) complete(offsets []int64) {
+func (p *partition) Complete(offsets []int64) {
 	var freed int64
 	p.mu.Lock()
 	moved := false
 	for _, o := range offsets {
-		bytes, advanced, known := p.tr.done(o)
+		bytes, advanced, known := p.tr.Done(o)
 		if !known {
 			continue
 		}
@@ -380,13 +412,7 @@ func (p *partition) complete(offsets []int64) {
 	if moved && !p.revoked {
 		// Marking under mu with the revoked check is what keeps a late acknowledgement from re-creating
 		// a mark for a partition another member now owns.
-		next, epoch, _ := p.tr.watermark()
-		// franz-go copies the mark out of the map, so the partition's one map is reused (under mu).
-		if p.mark == nil {
-			p.mark = map[string]map[int32]kgo.EpochOffset{p.tp.topic: {}}
-		}
-		p.mark[p.tp.topic][p.tp.partition] = kgo.EpochOffset{Epoch: epoch, Offset: next}
-		p.pl.client.MarkCommitOffsets(p.mark)
+		next := p.mark.Mark(p.pl.client, p.tp, p.tr)
 		if p.hwm >= 0 {
 			p.lag.Set(float64(max(p.hwm-next, 0)))
 		}
@@ -405,18 +431,18 @@ func (p *partition) complete(offsets []int64) {
 func (p *partition) pending(offset int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !p.revoked && p.tr.isPending(offset)
+	return !p.revoked && p.tr.IsPending(offset)
 }
 
 // unreadable stops the partition at a row Cassandra refused whose source record the partition's log no
-// longer holds (reread.go) and whose dead letter came without the row to send instead (the write stage
+// longer holds (deadletter/reread.go) and whose dead letter came without the row to send instead (the write stage
 // always hands the row over, so this is a safeguard). Skipping it would lose it without a trace, so the
 // partition stops advancing before it, loudly; an operator decides.
 func (p *partition) unreadable(offset int64, reason string, cause error) {
 	p.log.Error("row refused by Cassandra and its record can no longer be read from Kafka to dead-letter it; partition stopped",
 		slog.Int64("offset", offset), slog.String("reason", reason), slog.Any("refused", cause),
-		slog.Any("error", errRecordGone))
-	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.topic).Inc()
+		slog.Any("error", deadletter.ErrRecordGone))
+	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 	p.mu.Lock()
 	p.blocked++
 	p.mu.Unlock()
@@ -450,7 +476,7 @@ func (p *partition) observeHighWatermark(hwm int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.hwm = hwm
-	next, _, ok := p.tr.watermark()
+	next, _, ok := p.tr.Watermark()
 	if !ok {
 		if first, _, qok := p.queue.firstOffset(); qok {
 			next = first
@@ -487,7 +513,7 @@ func (p *partition) checkDrained() {
 	if !p.stopping || p.drained == nil {
 		return
 	}
-	if p.tr.inFlight() <= p.blocked {
+	if p.tr.InFlight() <= p.blocked {
 		select {
 		case <-p.drained:
 		default:
@@ -510,8 +536,8 @@ func (p *partition) giveUp() {
 func (p *partition) undone() (int, int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	first, _ := p.tr.firstUndone()
-	return p.tr.inFlight(), first
+	first, _ := p.tr.FirstUndone()
+	return p.tr.InFlight(), first
 }
 
 // recordQueue hands fetched records from the poll loop to the worker. Push never blocks: the poll loop
@@ -589,16 +615,9 @@ func (q *recordQueue) drain() int64 {
 	var n int64
 	for _, c := range q.chunks {
 		for _, r := range c {
-			n += recordCost(r)
+			n += budget.RecordCost(r)
 		}
 	}
 	q.chunks = nil
 	return n
-}
-
-// writeMsg carries rows of one partition to the write stage, or a flush request.
-type writeMsg struct {
-	rows  []batcher.Row
-	owner *partition
-	flush chan struct{} // non-nil: take every open batch out of the batcher, then close it
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,12 @@ import (
 	"github.com/bucketsink/sink/internal/backoff"
 	"github.com/bucketsink/sink/internal/bounded"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline/budget"
+	"github.com/bucketsink/sink/pipeline/consumer"
+	"github.com/bucketsink/sink/pipeline/health"
+	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/offsets"
+	"github.com/bucketsink/sink/pipeline/writestage"
 )
 
 // Mapper turns a record into a row; an error (a *mapper.RecordError) means the record is bad input and
@@ -31,7 +38,7 @@ type Config struct {
 	Sink    *config.Config
 	Mapper  Mapper
 	Writer  BatchWriter
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 	// Ping checks that Cassandra answers, for /readyz; it is called every PingInterval unless a write
 	// was acknowledged within the last three intervals, with a timeout of at most 2 s. Nil means always
@@ -49,12 +56,12 @@ type Config struct {
 	Splits SplitStore
 }
 
-// SliceMaker creates the table of the slice of topics.<topic> that holds at, and returns its name
-// (keyspace.table) and whether it ran the statement (false: it made the table a moment ago).
-// *cassandra.SliceMaker implements it.
-type SliceMaker interface {
-	CreateSlice(ctx context.Context, topic string, at time.Time) (table string, ran bool, err error)
-}
+// BatchWriter writes one single-partition batch (*cassandra.Writer, or a test double); see
+// writestage.BatchWriter.
+type BatchWriter = writestage.BatchWriter
+
+// SliceMaker creates a missing slice table (*cassandra.SliceMaker); see writestage.SliceMaker.
+type SliceMaker = writestage.SliceMaker
 
 // topicInfo is what the pipeline knows of one consumed Kafka topic.
 type topicInfo struct {
@@ -75,7 +82,7 @@ const maxPollRecords = 10_000
 type Pipeline struct {
 	cfg      Config
 	log      *slog.Logger
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	mapper   Mapper
 	writer   BatchWriter
 	now      func() time.Time
@@ -83,7 +90,7 @@ type Pipeline struct {
 	sink     *config.Config
 	client   *kgo.Client // consumer group member; set in Run before any callback can fire
 	producer *kgo.Client // dead letters
-	writes   *writeStage
+	writes   *writestage.Stage
 
 	// dlqLimits caches the max.message.bytes of the dead-letter topics.
 	dlqLimits dlqLimits
@@ -93,25 +100,19 @@ type Pipeline struct {
 	shutdownTimeout        time.Duration
 
 	mu     sync.Mutex // guards parts and budget; lock order: a partition's mu before this one
-	parts  map[topicPartition]*partition
-	budget *budget
+	parts  map[offsets.TopicPartition]*partition
+	budget *budget.Budget
 	// budgetFreed wakes the poll loop when a release brings the bytes held back under the budget.
 	budgetFreed chan struct{}
 	// budgetFull mirrors budget.over() for the write stage, which picks batches by efficiency while it is
 	// set (writeStage.run).
 	budgetFull atomic.Bool
-	stuck      map[topicPartition]bool
+	stuck      map[offsets.TopicPartition]bool
 
-	// joined is true from an assignment until the group session ends without a rejoin (partitions lost,
-	// a group error): a member that lost its group does no work, so it is not ready.
-	joined    atomic.Bool
-	stopping  atomic.Bool
-	cassOK    atomic.Bool
-	lastAlive atomic.Int64 // unix nanos of the poll loop's last turn
-	// lastWritten is when Cassandra last acknowledged a batch (unix nanos, pl.now): proof of reachability
-	// that needs no ping (pingLoop).
-	lastWritten atomic.Int64
-	running     atomic.Bool
+	// health is liveness and readiness: the poll loop's turns, group membership, Cassandra's answers,
+	// shutdown.
+	health  *health.State
+	running atomic.Bool
 	// stoppedAt is when shutdown began (unix nanos); revoking counts the revoke callbacks running.
 	stoppedAt atomic.Int64
 	revoking  atomic.Int32
@@ -127,8 +128,8 @@ func New(cfg Config) (*Pipeline, error) {
 	if len(cfg.Sink.Topics) == 0 {
 		return nil, errors.New("pipeline: topics: no topic configured")
 	}
-	if err := defaultsApplied(cfg.Sink); err != nil {
-		return nil, err
+	if err := cfg.Sink.DefaultsApplied(); err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -152,10 +153,10 @@ func New(cfg Config) (*Pipeline, error) {
 		retryInitial:    w.RetryInitial.Std(),
 		retryMax:        w.RetryMax.Std(),
 		shutdownTimeout: w.ShutdownTimeout.Std(),
-		parts:           make(map[topicPartition]*partition),
-		budget:          newBudget(int64(w.MaxBufferedBytes)),
+		parts:           make(map[offsets.TopicPartition]*partition),
+		budget:          budget.New(int64(w.MaxBufferedBytes)),
 		budgetFreed:     make(chan struct{}, 1),
-		stuck:           make(map[topicPartition]bool),
+		stuck:           make(map[offsets.TopicPartition]bool),
 	}
 	pl.backoff = backoff.Policy{Initial: pl.retryInitial, Max: pl.retryMax}
 	for _, name := range cfg.Sink.TopicNames() {
@@ -175,32 +176,18 @@ func New(cfg Config) (*Pipeline, error) {
 		budget := t.PartitionBudget
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(budget))
 	}
-	pl.metrics.live.configure(w.TopPartitions, cfg.Now)
-	pl.cassOK.Store(cfg.Ping == nil)
-	pl.lastAlive.Store(cfg.Now().UnixNano())
+	pl.metrics.ConfigureLive(w.TopPartitions, cfg.Now)
+	pl.health = health.New(health.Config{
+		// A turn of the poll loop can wait for a revoke: its drain (shutdown_timeout) and commit.
+		WedgedAfter:  cfg.Sink.Kafka.RebalanceTimeout.Std() + pl.shutdownTimeout + commitTimeout + 30*time.Second,
+		Ping:         cfg.Ping,
+		PingInterval: cfg.PingInterval,
+		Now:          cfg.Now,
+		Log:          cfg.Logger,
+		Ready:        cfg.Metrics.Ready,
+		Largest:      func() any { return cfg.Metrics.Largest() },
+	})
 	return pl, nil
-}
-
-// defaultsApplied refuses a configuration built in Go without ApplyDefaults: the pipeline applies no
-// default of its own, and a zero in these keys would stall it (no buffer, no flush time) rather than fail.
-func defaultsApplied(c *config.Config) error {
-	k, w := c.Kafka, c.Writer
-	for _, v := range []struct {
-		key  string
-		zero bool
-	}{
-		{"kafka.group", k.Group == ""}, {"kafka.client_id", k.ClientID == ""},
-		{"kafka.fetch_max_bytes", k.FetchMaxBytes <= 0}, {"kafka.fetch_max_partition_bytes", k.FetchMaxPartitionBytes <= 0},
-		{"kafka.session_timeout", k.SessionTimeout <= 0}, {"kafka.rebalance_timeout", k.RebalanceTimeout <= 0},
-		{"writer.max_in_flight", w.MaxInFlight <= 0}, {"writer.max_buffered_bytes", w.MaxBufferedBytes <= 0},
-		{"writer.retry_initial", w.RetryInitial <= 0}, {"writer.retry_max", w.RetryMax <= 0},
-		{"writer.commit_interval", w.CommitInterval <= 0}, {"writer.shutdown_timeout", w.ShutdownTimeout <= 0},
-	} {
-		if v.zero {
-			return fmt.Errorf("pipeline: %s is unset; load the config with config.Load, or call ApplyDefaults on one built in Go", v.key)
-		}
-	}
-	return nil
 }
 
 // Bounds of the shutdown steps that follow the drain. With the drain's writer.shutdown_timeout they make
@@ -219,12 +206,10 @@ const (
 	clientCloseTimeout = 2 * time.Second
 )
 
-// StopBound is the longest Run takes to return once ctx is canceled: the drain (shutdownTimeout, 0 for the
-// default), the final commit, leaving the group, stopping the write stage and closing the Kafka clients.
+// StopBound is the longest Run takes to return once ctx is canceled: the drain (shutdownTimeout, the
+// validated writer.shutdown_timeout), the final commit, leaving the group, stopping the write stage and
+// closing the Kafka clients.
 func StopBound(shutdownTimeout time.Duration) time.Duration {
-	if shutdownTimeout <= 0 {
-		shutdownTimeout = config.DefaultShutdownTimeout.Std()
-	}
 	return shutdownTimeout +
 		finalCommitTimeout + leaveTimeout + stageStopTimeout + clientCloseTimeout
 }
@@ -250,7 +235,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the dead-letter producer (kafka.brokers): %w", err)
 	}
-	if err := pl.checkBrokers(ctx, pl.producer); err != nil {
+	if err := consumer.CheckBrokers(ctx, pl.producer, pl.sink.Kafka, pl.log); err != nil {
 		pl.producer.Close()
 		return err
 	}
@@ -261,17 +246,34 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	}
 
 	w := pl.sink.Writer
-	pl.writes = newWriteStage(pl, writesCtx, batcher.Config{
-		MaxRows:  w.BatchMaxRows,
-		MaxBytes: int(w.BatchMaxBytes),
-		Linger:   w.Linger.Std(),
-	}, w.MaxInFlight)
-	go pl.writes.run()
+	stageTopics := make(map[string]writestage.Topic, len(pl.topics))
+	for kt, ti := range pl.topics {
+		stageTopics[kt] = writestage.Topic{Name: ti.name, Sliced: ti.sliced, MissingSlice: ti.missingSlice}
+	}
+	pl.writes = writestage.New(writesCtx, writestage.Config{
+		Batcher: batcher.Config{
+			MaxRows:  w.BatchMaxRows,
+			MaxBytes: int(w.BatchMaxBytes),
+			Linger:   w.Linger.Std(),
+		},
+		MaxInFlight: w.MaxInFlight,
+		Writer:      pl.writer,
+		Slices:      pl.cfg.Slices,
+		Topics:      stageTopics,
+		Metrics:     pl.metrics,
+		Log:         pl.log,
+		Now:         pl.now,
+		Backoff:     pl.backoff,
+		Stopping:    pl.Stopping,
+		BudgetFull:  pl.budgetFull.Load,
+		Written:     pl.observeWritten,
+	})
+	go pl.writes.Run()
 
 	pingCtx, stopPing := context.WithCancel(context.Background())
 	var pingDone sync.WaitGroup
 	if pl.cfg.Ping != nil {
-		pingDone.Go(func() { pl.pingLoop(pingCtx) })
+		pingDone.Go(func() { pl.health.PingLoop(pingCtx) })
 	}
 
 	pl.log.Info("consuming", slog.String("group", pl.sink.Kafka.Group),
@@ -289,7 +291,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	pl.mu.Lock()
 	rest := make(map[string][]int32)
 	for tp := range pl.parts {
-		rest[tp.topic] = append(rest[tp.topic], tp.partition)
+		rest[tp.Topic] = append(rest[tp.Topic], tp.Partition)
 	}
 	pl.mu.Unlock()
 	if len(rest) > 0 {
@@ -301,12 +303,11 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	cancelWrites()
 	stopPing()
 	if revokeOver {
-		close(pl.writes.in)
+		pl.writes.Close()
 	}
 	if !bounded.Within(stageStopTimeout, func() {
 		if revokeOver {
-			<-pl.writes.done
-			pl.writes.wg.Wait()
+			pl.writes.Wait()
 		}
 		pingDone.Wait()
 	}) {
@@ -346,7 +347,17 @@ func (pl *Pipeline) leaveGroup() (revokeOver bool) {
 func (pl *Pipeline) stopStart() time.Time { return time.Unix(0, pl.stoppedAt.Load()) }
 
 // Stopping reports whether shutdown has begun.
-func (pl *Pipeline) Stopping() bool { return pl.stopping.Load() }
+func (pl *Pipeline) Stopping() bool { return pl.health.Stopping() }
+
+// Handler serves /healthz, /readyz and /debug/partitions. The caller adds /metrics from its registry.
+func (pl *Pipeline) Handler() http.Handler { return pl.health.Handler() }
+
+// Alive reports whether the poll loop is turning; an error says why not.
+func (pl *Pipeline) Alive() error { return pl.health.Alive() }
+
+// Ready reports whether the daemon can do work: group joined, Cassandra reachable, not shutting down.
+// An error names the first reason it is not (package health).
+func (pl *Pipeline) Ready() error { return pl.health.Ready() }
 
 func (pl *Pipeline) kafkaTopics() []string {
 	ts := make([]string, 0, len(pl.topics))
@@ -361,11 +372,10 @@ func (pl *Pipeline) kafkaTopics() []string {
 func (pl *Pipeline) pollLoop(ctx context.Context) error {
 	defer func() {
 		pl.stoppedAt.Store(time.Now().UnixNano())
-		pl.stopping.Store(true)
-		pl.updateReady()
+		pl.health.Stop()
 	}()
 	for {
-		pl.lastAlive.Store(pl.now().UnixNano())
+		pl.health.Turned()
 		if !pl.waitForBudget(ctx, 2*time.Second) {
 			continue // still over: refresh the liveness timestamp and wait again
 		}
@@ -428,7 +438,7 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 	if len(f.Records) == 0 {
 		return
 	}
-	tp := topicPartition{f.Topic, f.Partition}
+	tp := offsets.TopicPartition{Topic: f.Topic, Partition: f.Partition}
 	pl.mu.Lock()
 	p := pl.parts[tp]
 	pl.mu.Unlock()
@@ -442,7 +452,7 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 	}
 	var n int64
 	for _, r := range f.Records {
-		n += recordCost(r)
+		n += budget.RecordCost(r)
 	}
 	pl.metrics.RecordsConsumed.WithLabelValues(f.Topic).Add(float64(len(f.Records)))
 	// Charged before the worker can see the records: it releases their cost once it has mapped them,
@@ -458,7 +468,7 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 // client lets rebalances through: BlockRebalanceOnPoll only holds them between a poll and AllowRebalance.
 func (pl *Pipeline) waitForBudget(ctx context.Context, max time.Duration) bool {
 	pl.mu.Lock()
-	over := pl.budget.over()
+	over := pl.budget.Over()
 	pl.mu.Unlock()
 	if !over {
 		return true
@@ -474,7 +484,7 @@ func (pl *Pipeline) waitForBudget(ctx context.Context, max time.Duration) bool {
 			return false
 		}
 		pl.mu.Lock()
-		over = pl.budget.over()
+		over = pl.budget.Over()
 		pl.mu.Unlock()
 		if !over {
 			return true
@@ -483,18 +493,18 @@ func (pl *Pipeline) waitForBudget(ctx context.Context, max time.Duration) bool {
 }
 
 // charge adds bytes held for tp; at the budget, the poll loop stops polling until enough is released.
-func (pl *Pipeline) charge(tp topicPartition, n int64) {
+func (pl *Pipeline) charge(tp offsets.TopicPartition, n int64) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	pl.budget.charge(tp, n)
+	pl.budget.Charge(tp, n)
 	pl.budgetGauges()
 }
 
 // release returns bytes held for tp, waking the poll loop when the total falls back under the budget.
-func (pl *Pipeline) release(tp topicPartition, n int64) {
+func (pl *Pipeline) release(tp offsets.TopicPartition, n int64) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if pl.budget.release(tp, n) {
+	if pl.budget.Release(tp, n) {
 		pl.budgetFree()
 	}
 	pl.budgetGauges()
@@ -511,10 +521,10 @@ func (pl *Pipeline) budgetFree() {
 // budgetGauges updates sink_buffered_bytes and sink_paused_partitions. While the budget is full no
 // assigned partition is being fetched, so all of them count as paused; otherwise the stuck ones do.
 func (pl *Pipeline) budgetGauges() {
-	pl.metrics.BufferedBytes.Set(float64(pl.budget.total))
-	over := pl.budget.over()
+	pl.metrics.BufferedBytes.Set(float64(pl.budget.Total()))
+	over := pl.budget.Over()
 	pl.budgetFull.Store(over)
-	paused := pl.budget.stuckCount()
+	paused := pl.budget.StuckCount()
 	if over {
 		paused = len(pl.parts)
 	}
@@ -523,21 +533,21 @@ func (pl *Pipeline) budgetGauges() {
 
 // partitionStuck pauses a partition that cannot advance (so its queue and tracker stop growing) and
 // counts it in sink_stuck_partitions; it undoes both when the partition recovers.
-func (pl *Pipeline) partitionStuck(tp topicPartition, stuck bool) {
+func (pl *Pipeline) partitionStuck(tp offsets.TopicPartition, stuck bool) {
 	pl.mu.Lock()
-	pause, resume := pl.budget.setStuck(tp, stuck)
+	pause, resume := pl.budget.SetStuck(tp, stuck)
 	if pause {
-		pl.client.PauseFetchPartitions(map[string][]int32{tp.topic: {tp.partition}})
+		pl.client.PauseFetchPartitions(map[string][]int32{tp.Topic: {tp.Partition}})
 	}
 	if resume {
-		pl.client.ResumeFetchPartitions(map[string][]int32{tp.topic: {tp.partition}})
+		pl.client.ResumeFetchPartitions(map[string][]int32{tp.Topic: {tp.Partition}})
 	}
 	if stuck {
 		pl.stuck[tp] = true
 	} else {
 		delete(pl.stuck, tp)
 	}
-	pl.stuckGauge(tp.topic)
+	pl.stuckGauge(tp.Topic)
 	pl.budgetGauges()
 	pl.mu.Unlock()
 }
@@ -546,7 +556,7 @@ func (pl *Pipeline) partitionStuck(tp topicPartition, stuck bool) {
 func (pl *Pipeline) stuckGauge(topic string) {
 	n := 0
 	for tp := range pl.stuck {
-		if tp.topic == topic {
+		if tp.Topic == topic {
 			n++
 		}
 	}
@@ -562,11 +572,11 @@ func (pl *Pipeline) observeWritten(b *batcher.Batch) {
 			latest = t
 		}
 	}
-	pl.lastWritten.Store(pl.now().UnixNano())
+	pl.health.Written()
 	topic := b.Rows[0].Source.Topic
 	var closes time.Time
 	if ti := pl.topics[topic]; ti != nil && ti.policy != nil && !latest.IsZero() {
 		closes = ti.policy.End(ti.policy.Index(latest))
 	}
-	pl.metrics.live.written(topic, b.Target.Table, b.Key, int64(len(b.Rows)), int64(b.Bytes), latest, closes)
+	pl.metrics.ObserveWritten(topic, b.Target.Table, b.Key, int64(len(b.Rows)), int64(b.Bytes), latest, closes)
 }

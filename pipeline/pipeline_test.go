@@ -28,6 +28,10 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline/budget"
+	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/offsets"
 )
 
 func TestMain(m *testing.M) {
@@ -240,7 +244,7 @@ func (f *fixture) startFull(cfg *config.Config, mp Mapper, writer BatchWriter, s
 		Sink:    cfg,
 		Mapper:  mp,
 		Writer:  writer,
-		Metrics: NewMetrics(reg),
+		Metrics: metrics.NewMetrics(reg),
 		Logger:  slog.New(slog.NewTextHandler(tWriter{f.t}, &slog.HandlerOptions{Level: testLogLevel})),
 		Slices:  slices,
 	})
@@ -258,7 +262,7 @@ func (f *fixture) startFull(cfg *config.Config, mp Mapper, writer BatchWriter, s
 			f.t.Fatalf("Run returned before joining: %v", err)
 		default:
 		}
-		return pl.joined.Load()
+		return pl.health.Joined()
 	})
 	return m
 }
@@ -333,15 +337,7 @@ func (f *fixture) deadLetters(want int) []*kgo.Record {
 	return out
 }
 
-func header(r *kgo.Record, key string) string {
-	v := ""
-	for _, h := range r.Headers {
-		if h.Key == key {
-			v = string(h.Value)
-		}
-	}
-	return v
-}
+func header(r *kgo.Record, key string) string { return deadletter.HeaderValue(r, key) }
 
 func TestWritesEverythingAndDeadLettersBadRecords(t *testing.T) {
 	f := newFixture(t, 200, 20)
@@ -362,15 +358,15 @@ func TestWritesEverythingAndDeadLettersBadRecords(t *testing.T) {
 		t.Fatalf("%d dead letters, want %d", len(dls), len(f.bad))
 	}
 	for _, r := range dls {
-		p, _ := strconv.Atoi(header(r, HeaderSourcePartition))
-		o, _ := strconv.ParseInt(header(r, HeaderSourceOffset), 10, 64)
-		src := batcher.Source{Topic: header(r, HeaderSourceTopic), Partition: int32(p), Offset: o}
+		p, _ := strconv.Atoi(header(r, deadletter.HeaderSourcePartition))
+		o, _ := strconv.ParseInt(header(r, deadletter.HeaderSourceOffset), 10, 64)
+		src := batcher.Source{Topic: header(r, deadletter.HeaderSourceTopic), Partition: int32(p), Offset: o}
 		if !f.bad[src] {
 			t.Errorf("dead letter for %+v, which is not a bad record", src)
 		}
-		if !bytes.HasPrefix(r.Value, []byte("bad")) || header(r, HeaderReason) != ReasonDecode ||
-			!strings.Contains(header(r, HeaderError), "not an object") {
-			t.Errorf("dead letter %+v: value %q reason %q error %q", src, r.Value, header(r, HeaderReason), header(r, HeaderError))
+		if !bytes.HasPrefix(r.Value, []byte("bad")) || header(r, deadletter.HeaderReason) != deadletter.ReasonDecode ||
+			!strings.Contains(header(r, deadletter.HeaderError), "not an object") {
+			t.Errorf("dead letter %+v: value %q reason %q error %q", src, r.Value, header(r, deadletter.HeaderReason), header(r, deadletter.HeaderError))
 		}
 	}
 	if err := m.stop(); err != nil {
@@ -380,7 +376,7 @@ func TestWritesEverythingAndDeadLettersBadRecords(t *testing.T) {
 	if got := testutil.ToFloat64(m.pl.metrics.RecordsWritten.WithLabelValues(testTopic)); got != float64(good) {
 		t.Errorf("sink_records_written_total %v, want %d", got, good)
 	}
-	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonDecode)); got != float64(len(f.bad)) {
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, deadletter.ReasonDecode)); got != float64(len(f.bad)) {
 		t.Errorf("sink_records_dead_lettered_total %v, want %d", got, len(f.bad))
 	}
 	if got := testutil.ToFloat64(m.pl.metrics.BufferedBytes); got != 0 {
@@ -548,7 +544,7 @@ func TestFailedSliceCreationIsRetriedUntilTheTableExists(t *testing.T) {
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonSlice)); got != 0 {
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, deadletter.ReasonSlice)); got != 0 {
 		t.Errorf("%v records dead-lettered for a slice that could be created", got)
 	}
 }
@@ -618,7 +614,7 @@ func TestBatchesOfAFailingTableAreRetriedOneProbeAtATime(t *testing.T) {
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(m.pl.writes.gates); n != 0 {
+	if n := m.pl.writes.RetryGates(); n != 0 {
 		t.Errorf("%d retry gates left after every batch was written", n)
 	}
 }
@@ -662,8 +658,8 @@ func TestWriteStageForgetsPartitionsOnceFlushed(t *testing.T) {
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	<-m.pl.writes.done // the stage's goroutine is gone: its map may be read
-	if n := len(m.pl.writes.owners); n != 0 {
+	<-m.pl.writes.Done() // the stage's goroutine is gone: its map may be read
+	if n := m.pl.writes.Owners(); n != 0 {
 		t.Errorf("the write stage still refers to %d partitions after they were given up", n)
 	}
 }
@@ -754,14 +750,14 @@ func TestLateAckAfterRevokeDoesNotMark(t *testing.T) {
 			return false
 		}
 		for p := range int32(testParts) {
-			if m1.pl.parts[topicPartition{testTopic, p}] == nil {
+			if m1.pl.parts[offsets.TopicPartition{Topic: testTopic, Partition: p}] == nil {
 				revoked = p
 			}
 		}
 		return true
 	})
 	// The revoke gives up waiting for the held writes after shutdown_timeout.
-	gone := before[topicPartition{testTopic, revoked}]
+	gone := before[offsets.TopicPartition{Topic: testTopic, Partition: revoked}]
 	f.waitFor(20*time.Second, "the revoke to give up the partition", func() bool {
 		gone.mu.Lock()
 		defer gone.mu.Unlock()
@@ -776,7 +772,7 @@ func TestLateAckAfterRevokeDoesNotMark(t *testing.T) {
 		return w1.has(batcher.Source{Topic: testTopic, Partition: revoked, Offset: 19})
 	})
 	// The late acks complete asynchronously after the write returns; wait for the writer goroutines.
-	f.waitFor(20*time.Second, "no write in flight", func() bool { return len(m1.pl.writes.slots) == 0 })
+	f.waitFor(20*time.Second, "no write in flight", func() bool { return m1.pl.writes.InFlight() == 0 })
 	if mk, ok := m1.pl.client.MarkedOffsets()[testTopic][revoked]; ok && mk.Offset > 10 {
 		t.Fatalf("revoked partition %d marked at %d by a late acknowledgement", revoked, mk.Offset)
 	}
@@ -825,11 +821,11 @@ func TestBackpressureBoundsBufferedBytes(t *testing.T) {
 		}
 		recs = recs[n:]
 	}
-	const budget = 32 << 10
+	const budgetBytes = 32 << 10
 	w := newMemWriter()
 	w.hold = func(batcher.Source) bool { return true }
 	m := f.start(f.config(func(c *config.Config) {
-		c.Writer.MaxBufferedBytes = budget
+		c.Writer.MaxBufferedBytes = budgetBytes
 		c.Kafka.FetchMaxBytes = 8 << 10
 		c.Kafka.FetchMaxPartitionBytes = 4 << 10
 	}), w)
@@ -846,15 +842,15 @@ func TestBackpressureBoundsBufferedBytes(t *testing.T) {
 	}
 	sample := &kgo.Record{Key: []byte("k-0-0000"), Value: []byte(`{"n":0000}`)}
 	// A record and its row as charged: the row is its overhead plus a few small values and the key.
-	perRecord := float64(recordCost(sample) + rowOverhead + 64)
+	perRecord := float64(budget.RecordCost(sample) + budget.RowOverhead + 64)
 	total := 9000 * perRecord
-	t.Logf("buffered bytes peaked at %.0f with a budget of %d (the backlog is about %.0f)", peak, budget, total)
+	t.Logf("buffered bytes peaked at %.0f with a budget of %d (the backlog is about %.0f)", peak, budgetBytes, total)
 	// The overshoot is bounded by what the client had fetched when the budget was crossed: a partition is
 	// paused only when it is charged, so at most one fetch of each partition plus the one in flight, each
 	// fetch_max_bytes (8 KiB) of records encoded in about 30 bytes, each charged its cost and, once mapped,
 	// its row's.
 	perFetch := float64(8<<10) / 30
-	if limit := budget + (testParts+1)*perFetch*perRecord; peak > limit {
+	if limit := budgetBytes + (testParts+1)*perFetch*perRecord; peak > limit {
 		t.Errorf("buffered bytes peaked at %.0f, over %0.f", peak, limit)
 	}
 	close(w.release)
@@ -946,11 +942,11 @@ func TestRowsRejectedByCassandraAreDeadLettered(t *testing.T) {
 	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
 	dls := f.deadLetters(12)
 	for _, r := range dls {
-		o, _ := strconv.ParseInt(header(r, HeaderSourceOffset), 10, 64)
-		p := header(r, HeaderSourcePartition)
-		if o%30 != 7 || header(r, HeaderReason) != ReasonWrite || !strings.Contains(header(r, HeaderError), "value too large") ||
+		o, _ := strconv.ParseInt(header(r, deadletter.HeaderSourceOffset), 10, 64)
+		p := header(r, deadletter.HeaderSourcePartition)
+		if o%30 != 7 || header(r, deadletter.HeaderReason) != deadletter.ReasonWrite || !strings.Contains(header(r, deadletter.HeaderError), "value too large") ||
 			string(r.Key) != fmt.Sprintf("k-%s-%d", p, o) {
-			t.Errorf("dead letter %s/%d: key %q reason %q error %q", p, o, r.Key, header(r, HeaderReason), header(r, HeaderError))
+			t.Errorf("dead letter %s/%d: key %q reason %q error %q", p, o, r.Key, header(r, deadletter.HeaderReason), header(r, deadletter.HeaderError))
 		}
 	}
 	if len(dls) != 12 {
@@ -959,7 +955,7 @@ func TestRowsRejectedByCassandraAreDeadLettered(t *testing.T) {
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonWrite)); got != 12 {
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, deadletter.ReasonWrite)); got != 12 {
 		t.Errorf("sink_records_dead_lettered_total{reason=write} %v, want 12", got)
 	}
 }
@@ -1005,7 +1001,7 @@ func TestBatchesGrowWhileWritesAreBusy(t *testing.T) {
 	})
 	w := &sizeWriter{release: make(chan struct{})}
 	pl, err := New(Config{Sink: cfg, Mapper: oneKeyMapper{fakeMapper{target: &batcher.Target{Table: "events"}}},
-		Writer: w, Metrics: NewMetrics(prometheus.NewRegistry())})
+		Writer: w, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/metrics"
 )
 
 // produceWithHeaders produces n records to every partition of the fixture's topic, each with two headers
@@ -59,15 +61,15 @@ func TestRefusedRowDeadLetterCarriesTheOriginalRecord(t *testing.T) {
 	dls := f.deadLetters(12)
 	seen := make(map[[2]int64]bool)
 	for _, r := range dls {
-		p, _ := strconv.ParseInt(header(r, HeaderSourcePartition), 10, 32)
-		o, _ := strconv.ParseInt(header(r, HeaderSourceOffset), 10, 64)
+		p, _ := strconv.ParseInt(header(r, deadletter.HeaderSourcePartition), 10, 32)
+		o, _ := strconv.ParseInt(header(r, deadletter.HeaderSourceOffset), 10, 64)
 		seen[[2]int64{p, o}] = true
 		want := []string{
 			"trace-id=" + fmt.Sprintf("trace-%d-%d", p, o), "content-type=application/json",
-			HeaderSourceTopic + "=" + testTopic, HeaderSourcePartition + "=" + strconv.FormatInt(p, 10),
-			HeaderSourceOffset + "=" + strconv.FormatInt(o, 10),
-			HeaderSourceTimestamp + "=" + time.UnixMilli(1_700_000_000_000+o).UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-			HeaderError + "=Invalid query: value too large", HeaderReason + "=" + ReasonWrite,
+			deadletter.HeaderSourceTopic + "=" + testTopic, deadletter.HeaderSourcePartition + "=" + strconv.FormatInt(p, 10),
+			deadletter.HeaderSourceOffset + "=" + strconv.FormatInt(o, 10),
+			deadletter.HeaderSourceTimestamp + "=" + time.UnixMilli(1_700_000_000_000+o).UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+			deadletter.HeaderError + "=Invalid query: value too large", deadletter.HeaderReason + "=" + deadletter.ReasonWrite,
 		}
 		var got []string
 		for _, h := range r.Headers {
@@ -85,7 +87,7 @@ func TestRefusedRowDeadLetterCarriesTheOriginalRecord(t *testing.T) {
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonWrite)); got != 12 {
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, deadletter.ReasonWrite)); got != 12 {
 		t.Errorf("sink_records_dead_lettered_total{reason=write} %v, want 12", got)
 	}
 }
@@ -121,9 +123,9 @@ func TestRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing.T) {
 		got = append(got, h.Key+"="+string(h.Value))
 	}
 	want := []string{
-		HeaderSourceTopic + "=" + testTopic, HeaderSourcePartition + "=1", HeaderSourceOffset + "=40",
-		HeaderError + "=Invalid query: value too large", HeaderReason + "=" + ReasonWrite,
-		HeaderSourceMissing + "=true", HeaderTable + "=ks.events",
+		deadletter.HeaderSourceTopic + "=" + testTopic, deadletter.HeaderSourcePartition + "=1", deadletter.HeaderSourceOffset + "=40",
+		deadletter.HeaderError + "=Invalid query: value too large", deadletter.HeaderReason + "=" + deadletter.ReasonWrite,
+		deadletter.HeaderSourceMissing + "=true", deadletter.HeaderTable + "=ks.events",
 	}
 	if string(r.Value) != `{"v":"{\"n\":40}"}` || r.Key != nil || strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("dead letter: key %q value %s headers\n%s\nwant value {\"v\":\"{\\\"n\\\":40}\"} and headers\n%s",
@@ -132,7 +134,7 @@ func TestRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing.T) {
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, ReasonWrite)); got != 1 {
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, deadletter.ReasonWrite)); got != 1 {
 		t.Errorf("sink_records_dead_lettered_total{reason=write} %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)); got != 0 {
@@ -212,7 +214,7 @@ func TestMappedRecordsAreNotRetained(t *testing.T) {
 			w.hold = func(batcher.Source) bool { return true }
 			var mapped, freed atomic.Int64
 			pl, err := New(Config{Sink: cfg, Mapper: cleanupMapper{inner, &mapped, &freed}, Writer: w,
-				Metrics: NewMetrics(prometheus.NewRegistry())})
+				Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +241,7 @@ func TestMappedRecordsAreNotRetained(t *testing.T) {
 			var undone int
 			for _, p := range parts {
 				p.mu.Lock()
-				undone += p.tr.inFlight()
+				undone += p.tr.InFlight()
 				p.mu.Unlock()
 			}
 			if undone != 3*n {
@@ -313,7 +315,7 @@ func TestRefusedRowWaitsWhileItsRecordCannotBeReadBack(t *testing.T) {
 		return testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)) == 0
 	})
 	dls := f.deadLetters(1)
-	if len(dls) != 1 || header(dls[0], HeaderSourceOffset) != "25" || header(dls[0], "trace-id") != "trace-2-25" ||
+	if len(dls) != 1 || header(dls[0], deadletter.HeaderSourceOffset) != "25" || header(dls[0], "trace-id") != "trace-2-25" ||
 		string(dls[0].Value) != `{"n":25,"p":2}` {
 		t.Errorf("dead letters %v, want the one for 2/25 with its value and headers", dls)
 	}

@@ -367,7 +367,7 @@ func TestIntegrationTwoInstancesAgreeOnSplits(t *testing.T) {
 	// recommended, it is on one, and the rebalance moves it. Its rate rises, so it splits more than once.
 	recs := zipfRecords(2000, 40, 2, true)
 	first := s.start(nil)
-	s.waitFor(time.Minute, "the first member to join", first.pl.joined.Load)
+	s.waitFor(time.Minute, "the first member to join", first.pl.health.Joined)
 	third := len(recs) / 3
 	s.produceStream(recs[:third], 40, 30*time.Millisecond)
 	second := s.start(nil)

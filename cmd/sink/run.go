@@ -27,6 +27,8 @@ import (
 	"github.com/bucketsink/sink/internal/refusal"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline"
+	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/metrics"
 )
 
 // Bounds of the shutdown steps after the pipeline's (pipeline.StopBound); see stopBound.
@@ -107,7 +109,7 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 			return exitOK
 		}
 		log.Error("sink run failed", slog.Any("error", err))
-		if _, ok := errors.AsType[*pipeline.MissingDeadLetterTopicsError](err); ok {
+		if _, ok := errors.AsType[*deadletter.MissingDeadLetterTopicsError](err); ok {
 			return exitConfig
 		}
 		return failureCode(err)
@@ -137,14 +139,14 @@ func watchStop(ctx context.Context, served <-chan struct{}, limit time.Duration,
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := pipeline.NewMetrics(reg)
+	metrics := metrics.NewMetrics(reg)
 	metrics.SetBuildInfo(buildVersion())
 
 	m, err := mapper.New(cfg)
 	if err != nil {
 		return fmt.Errorf("compiling topics: %w", err)
 	}
-	if err := pipeline.CheckDeadLetterTopics(ctx, cfg, log); err != nil {
+	if err := deadletter.CheckDeadLetterTopics(ctx, cfg, log); err != nil {
 		return err
 	}
 	connectCtx, cancel := context.WithTimeout(ctx, time.Duration(cfg.Cassandra.ConnectTimeout)+30*time.Second)

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/bucketsink/sink/pipeline"
+	"github.com/bucketsink/sink/pipeline/metrics"
 )
 
 const (
@@ -22,14 +22,14 @@ const (
 // exported maps each metric name the daemon exports to its type.
 type exported map[string]string
 
-// exportedMetrics is what the daemon registers (pipeline.MetricNames), typed by the contract
+// exportedMetrics is what the daemon registers (metrics.MetricNames), typed by the contract
 // table of docs/DESIGN.md ("## Metrics"). The two must list the same names: a metric added to
 // one and not the other fails here, before a dashboard or alert can depend on it.
 func exportedMetrics(t *testing.T) exported {
 	t.Helper()
 	design := designMetrics(t)
 	m := exported{}
-	for _, name := range pipeline.MetricNames() {
+	for _, name := range metrics.MetricNames() {
 		typ, ok := design[name]
 		if !ok {
 			t.Errorf("the daemon exports %s, which docs/DESIGN.md does not list", name)
@@ -38,7 +38,7 @@ func exportedMetrics(t *testing.T) exported {
 	}
 	for name := range design {
 		if _, ok := m[name]; !ok {
-			t.Errorf("docs/DESIGN.md lists %s, which pipeline.MetricNames does not export", name)
+			t.Errorf("docs/DESIGN.md lists %s, which metrics.MetricNames does not export", name)
 		}
 	}
 	return m

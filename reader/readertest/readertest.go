@@ -23,6 +23,7 @@ import (
 	"github.com/bucketsink/sink/internal/testenv"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline"
+	"github.com/bucketsink/sink/pipeline/metrics"
 )
 
 // Event is one produced record: its topic (key under topics:), entity and time, and a sequence
@@ -112,7 +113,7 @@ func NewFixture(t testing.TB, cfg *config.Config, events []Event, sliceDays []ti
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics := pipeline.NewMetrics(prometheus.NewRegistry())
+	metrics := metrics.NewMetrics(prometheus.NewRegistry())
 	w := cassandra.NewWriter(session, cassandra.WriterConfig{MaxInFlight: 16, RetryInitial: 50 * time.Millisecond, RetryMax: time.Second}, metrics)
 	pl, err := pipeline.New(pipeline.Config{Sink: cfg, Mapper: m, Writer: w, Metrics: metrics,
 		Logger: slog.New(slog.DiscardHandler)})

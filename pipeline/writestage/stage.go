@@ -1,4 +1,4 @@
-package pipeline
+package writestage
 
 import (
 	"context"
@@ -11,6 +11,11 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/backoff"
+	"github.com/bucketsink/sink/pipeline/consumer"
+	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/offsets"
 )
 
 // BatchWriter writes one single-partition batch. *cassandra.Writer implements it; tests and benchmarks
@@ -20,19 +25,82 @@ type BatchWriter interface {
 	Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error)
 }
 
-// writeStage owns the batcher. One goroutine feeds it from a bounded channel and hands batches to writer
+// SliceMaker creates the table of the slice of topics.<topic> that holds at, and returns its name
+// (keyspace.table) and whether it ran the statement (false: it made the table a moment ago).
+// *cassandra.SliceMaker implements it.
+type SliceMaker interface {
+	CreateSlice(ctx context.Context, topic string, at time.Time) (table string, ran bool, err error)
+}
+
+// Owner is one assignment of a Kafka partition whose rows the stage holds: the stage tells it what
+// became of them. A later assignment of the same partition is another Owner.
+type Owner interface {
+	TopicPartition() offsets.TopicPartition
+	// Context ends when the assignment is given up.
+	Context() context.Context
+	// Complete: the rows at offsets were written.
+	Complete(offsets []int64)
+	// WriteRetrying: the batch holding the rows was given back unwritten and will be sent again.
+	WriteRetrying(offsets []int64, table, reason string, attempt int, err error)
+	// WriteRecovered: rows given back before are no longer held by a failed write.
+	WriteRecovered(offsets []int64)
+	// WriteAbandoned: the stage will not send the rows again (stopping, or the partition given up).
+	WriteAbandoned(offsets []int64)
+	// DeadLetterWrite: the row at offset cannot be written (reason deadletter.ReasonWrite: Cassandra
+	// refused it; deadletter.ReasonSlice: its slice table does not exist) and goes to the dead-letter
+	// topic. row is the refused row, or nil.
+	DeadLetterWrite(offset int64, reason, table string, row *batcher.Row, err error)
+}
+
+// Topic is what the stage knows of a consumed topic.
+type Topic struct {
+	Name         string // the key under topics: in the configuration
+	Sliced       bool
+	MissingSlice string // bucket.missing_slice
+}
+
+// Config is what a Stage needs; every field is required but Slices.
+type Config struct {
+	Batcher     batcher.Config
+	MaxInFlight int // writer.max_in_flight
+	Writer      BatchWriter
+	// Slices creates a missing slice table for topics with bucket.missing_slice: create; nil: such rows
+	// wait, retried with backoff, until the table exists.
+	Slices  SliceMaker
+	Topics  map[string]Topic // by Kafka topic
+	Metrics *metrics.Metrics
+	Log     *slog.Logger
+	Now     func() time.Time
+	Backoff backoff.Policy // writer.retry_initial .. writer.retry_max, between probes of a failing table
+	// Stopping reports whether the process is shutting down: failed batches are then not retried.
+	Stopping func() bool
+	// BudgetFull reports whether the byte budget is full: the stage then picks batches by efficiency.
+	BudgetFull func() bool
+	// Written is called with every batch Cassandra acknowledged (readiness, event-time lag, largest
+	// partitions).
+	Written func(*batcher.Batch)
+}
+
+// Msg carries rows of one partition to the stage.
+type Msg struct {
+	Rows  []batcher.Row
+	Owner Owner
+	flush chan struct{} // non-nil: take every open batch out of the batcher, then close it
+}
+
+// Stage owns the batcher. One goroutine feeds it from a bounded channel and hands batches to writer
 // goroutines, at most maxInFlight at a time: full batches as soon as a slot is free, due ones (linger
 // passed, on a single reused timer) likewise. While every slot is taken, due batches stay in the batcher
 // and keep growing, so under load batches fill up instead of going out small: the batch size adapts to
 // what Cassandra absorbs. The stage keeps taking rows meanwhile; memory stays bounded by the byte budget,
 // at which the poll loop stops polling. Workers block only when the channel is full, never the poll loop.
-type writeStage struct {
-	pl     *Pipeline
-	in     chan writeMsg
+type Stage struct {
+	cfg    Config
+	in     chan Msg
 	b      *batcher.Batcher
-	owners map[topicPartition]*partition // the assignment each buffered row belongs to; see take
-	ready  []readyBatch                  // out of the batcher, waiting for a slot, oldest first
-	due    bool                          // the timer fired: due batches wait for a slot
+	owners map[offsets.TopicPartition]Owner // the assignment each buffered row belongs to; see take
+	ready  []readyBatch                     // out of the batcher, waiting for a slot, oldest first
+	due    bool                             // the timer fired: due batches wait for a slot
 	slots  chan struct{}
 	// partial is how many writes may be in flight for a batch that is not full to be sent: above it,
 	// partial batches keep filling until a write finishes (freed) or they are overdue.
@@ -50,7 +118,7 @@ type writeStage struct {
 // readyBatch is a batch with the assignment of each of its rows, resolved when it left the batcher.
 type readyBatch struct {
 	b      *batcher.Batch
-	owners []*partition
+	owners []Owner
 	// retried: the batch was given back unwritten and waits on its table's gate; probe: it is the one
 	// batch of its table sent to find out whether the table works again (tableGate).
 	retried, probe bool
@@ -66,12 +134,14 @@ const overdue = 100 * time.Millisecond
 // what the batches can hold.
 const starve = 3 * time.Second
 
-func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInFlight int) *writeStage {
-	return &writeStage{
-		pl:      pl,
-		in:      make(chan writeMsg, 2*maxInFlight),
-		b:       batcher.New(cfg),
-		owners:  make(map[topicPartition]*partition),
+// New returns a stage for cfg; start it with Run. ctx is canceled at hard stop: in-flight writes give up.
+func New(ctx context.Context, cfg Config) *Stage {
+	maxInFlight := cfg.MaxInFlight
+	return &Stage{
+		cfg:     cfg,
+		in:      make(chan Msg, 2*maxInFlight),
+		b:       batcher.New(cfg.Batcher),
+		owners:  make(map[offsets.TopicPartition]Owner),
 		slots:   make(chan struct{}, maxInFlight),
 		jobs:    make(chan readyBatch, maxInFlight),
 		partial: max(1, maxInFlight/2),
@@ -82,9 +152,9 @@ func newWriteStage(pl *Pipeline, ctx context.Context, cfg batcher.Config, maxInF
 	}
 }
 
-// run is the stage's goroutine. When in is closed it writes out what it holds and returns; when ctx ends
+// Run is the stage's goroutine. When in is closed it writes out what it holds and returns; when ctx ends
 // it returns at once, leaving what it holds unwritten (and unacknowledged).
-func (s *writeStage) run() {
+func (s *Stage) Run() {
 	defer close(s.done)
 	// maxInFlight writer goroutines for the stage's life: a batch taken a slot for goes to one of them.
 	// One goroutine per write cost a goroutine start and the growth of its stack to the driver's depth,
@@ -109,7 +179,7 @@ func (s *writeStage) run() {
 		if len(s.ready) > 0 {
 			slot = s.slots
 		} else if s.due {
-			if len(s.slots) < s.partial || s.overdue(s.pl.now()) {
+			if len(s.slots) < s.partial || s.overdue(s.cfg.Now()) {
 				slot = s.slots
 			} else {
 				holdPartial = true
@@ -137,7 +207,7 @@ func (s *writeStage) run() {
 			armed = time.Time{}
 			s.due = true
 		case slot <- struct{}{}:
-			now := s.pl.now()
+			now := s.cfg.Now()
 			if next, ok := s.b.NextDue(); ok && !next.After(now) {
 				switch {
 				case now.Sub(next) > starve:
@@ -146,7 +216,7 @@ func (s *writeStage) run() {
 					s.take(s.b.Oldest())
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
-				case len(s.slots) <= s.partial || !s.pl.budgetFull.Load():
+				case len(s.slots) <= s.partial || !s.cfg.BudgetFull():
 					// Only the oldest due batches (those whose rows arrived together), not every due
 					// batch: the others keep filling while this slot is busy.
 					s.take(s.b.Due(next)...)
@@ -170,12 +240,12 @@ func (s *writeStage) run() {
 			s.ready = s.ready[1:]
 			s.start(rb)
 		}
-		s.pl.metrics.OpenBatchRows.Set(float64(s.b.Rows()))
+		s.cfg.Metrics.OpenBatchRows.Set(float64(s.b.Rows()))
 		if s.due {
 			if holdPartial && armed.IsZero() {
 				// Held back while many writes are in flight: wake up when the oldest becomes overdue.
 				if next, ok := s.b.NextDue(); ok {
-					timer.Reset(max(next.Add(overdue).Sub(s.pl.now()), 0))
+					timer.Reset(max(next.Add(overdue).Sub(s.cfg.Now()), 0))
 					armed = next.Add(overdue)
 				}
 			}
@@ -187,53 +257,55 @@ func (s *writeStage) run() {
 			timer.Stop()
 			armed = time.Time{}
 		case ok && !next.Equal(armed):
-			timer.Reset(max(next.Sub(s.pl.now()), 0))
+			timer.Reset(max(next.Sub(s.cfg.Now()), 0))
 			armed = next
 		}
 	}
 }
 
 // overdue reports whether the oldest open batch has waited past its linger by more than overdue.
-func (s *writeStage) overdue(now time.Time) bool {
+func (s *Stage) overdue(now time.Time) bool {
 	next, ok := s.b.NextDue()
 	return ok && now.Sub(next) > overdue
 }
 
 // add puts a message's rows into the batcher; batches that fill up become ready.
-func (s *writeStage) add(m writeMsg) {
+func (s *Stage) add(m Msg) {
 	// Rows are mapped back to their assignment by partition when a batch leaves the batcher, so the
 	// batcher must never hold rows of two assignments of one partition. A revoke flushes before the
 	// partition can be assigned again; a lost partition does not, so a new assignment's first rows flush
 	// out whatever the old one left.
-	if old, ok := s.owners[m.owner.tp]; ok && old != m.owner {
+	if old, ok := s.owners[m.Owner.TopicPartition()]; ok && old != m.Owner {
 		s.flushAll()
 	}
-	s.owners[m.owner.tp] = m.owner
-	now := s.pl.now()
-	for _, r := range m.rows {
+	s.owners[m.Owner.TopicPartition()] = m.Owner
+	now := s.cfg.Now()
+	for _, r := range m.Rows {
 		s.take(s.b.Add(r, now)...)
 	}
-	putHandOff(m.rows)
+	consumer.PutHandOff(m.Rows)
 }
 
 // flushAll takes every open batch out of the batcher. The batcher is then empty, so no row needs an owner
 // resolved any more: forgetting them all keeps a revoked partition (its tracker, its queue) from staying
 // reachable from the stage until another assignment of the same partition replaces it.
-func (s *writeStage) flushAll() {
+func (s *Stage) flushAll() {
 	s.take(s.b.Flush()...)
 	clear(s.owners)
 }
 
 // take moves batches out of the batcher into the ready queue, resolving the owner of every row now, while
 // the batcher holds only rows of current assignments.
-func (s *writeStage) take(bs ...*batcher.Batch) {
+func (s *Stage) take(bs ...*batcher.Batch) {
 	for _, b := range bs {
 		owners := getOwners(len(b.Rows))
-		var last *partition
+		var last Owner
+		var lastTP offsets.TopicPartition
 		for i := range b.Rows {
 			src := b.Rows[i].Source
-			if last == nil || last.tp.topic != src.Topic || last.tp.partition != src.Partition {
-				last = s.owners[topicPartition{src.Topic, src.Partition}]
+			if last == nil || lastTP.Topic != src.Topic || lastTP.Partition != src.Partition {
+				lastTP = offsets.TopicPartition{Topic: src.Topic, Partition: src.Partition}
+				last = s.owners[lastTP]
 			}
 			owners[i] = last
 		}
@@ -241,12 +313,12 @@ func (s *writeStage) take(bs ...*batcher.Batch) {
 	}
 }
 
-// flush asks the stage to take every open batch out of the batcher and waits until it has, or until ctx
+// Flush asks the stage to take every open batch out of the batcher and waits until it has, or until ctx
 // ends. The batches are then written as slots allow.
-func (s *writeStage) flush(ctx context.Context) bool {
+func (s *Stage) Flush(ctx context.Context) bool {
 	done := make(chan struct{})
 	select {
-	case s.in <- writeMsg{flush: done}:
+	case s.in <- Msg{flush: done}:
 	case <-ctx.Done():
 		return false
 	}
@@ -260,14 +332,14 @@ func (s *writeStage) flush(ctx context.Context) bool {
 
 // start hands one batch to a writer goroutine, on the slot the caller took. jobs holds as many batches as
 // there are slots, so this never blocks.
-func (s *writeStage) start(rb readyBatch) {
-	s.pl.metrics.BatchRows.Observe(float64(len(rb.b.Rows)))
-	s.pl.metrics.BatchBytes.Observe(float64(rb.b.Bytes))
+func (s *Stage) start(rb readyBatch) {
+	s.cfg.Metrics.BatchRows.Observe(float64(len(rb.b.Rows)))
+	s.cfg.Metrics.BatchBytes.Observe(float64(rb.b.Bytes))
 	s.jobs <- rb
 }
 
 // writer writes the batches handed to it until jobs is closed.
-func (s *writeStage) writer() {
+func (s *Stage) writer() {
 	defer s.wg.Done()
 	for rb := range s.jobs {
 		s.write(rb, 1)
@@ -282,7 +354,7 @@ func (s *writeStage) writer() {
 // that does not exist yet, Cassandra failing for longer than writer.retry_attempts, a refused statement,
 // an unknown error) may go away without a restart. For a sliced topic, a missing slice table is first
 // created, or its rows dead-lettered, as the topic's bucket.missing_slice says.
-func (s *writeStage) write(rb readyBatch, attempt int) {
+func (s *Stage) write(rb readyBatch, attempt int) {
 	b, owners := rb.b, rb.owners
 	kept := false // the batch goes on to a retry, which releases it
 	defer func() {
@@ -298,11 +370,11 @@ func (s *writeStage) write(rb readyBatch, attempt int) {
 		default:
 		}
 	}()
-	failures, err := s.pl.writer.Write(s.ctx, b)
+	failures, err := s.cfg.Writer.Write(s.ctx, b)
 	if err != nil {
 		var created bool
 		if created, err = s.createSlice(b, err); created {
-			failures, err = s.pl.writer.Write(s.ctx, b) // the table exists now
+			failures, err = s.cfg.Writer.Write(s.ctx, b) // the table exists now
 		}
 	}
 	if err != nil {
@@ -310,15 +382,15 @@ func (s *writeStage) write(rb readyBatch, attempt int) {
 		return
 	}
 	if rb.retried {
-		eachOwner(b, owners, nil, func(p *partition, offsets []int64) { p.writeRecovered(offsets) })
+		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets) })
 		s.gateLeft(rb, true)
 	}
-	m := s.pl.metrics
+	m := s.cfg.Metrics
 	topic := b.Rows[0].Source.Topic
 	written := len(b.Rows) - len(failures)
 	if written > 0 {
 		m.RecordsWritten.WithLabelValues(topic).Add(float64(written))
-		s.pl.observeWritten(b)
+		s.cfg.Written(b)
 	}
 	var rejected map[int]error
 	if len(failures) > 0 {
@@ -335,46 +407,32 @@ func (s *writeStage) write(rb readyBatch, attempt int) {
 			if p == nil {
 				continue
 			}
-			off := b.Rows[i].Source.Offset
-			if !p.pending(off) {
-				continue // given up meanwhile
-			}
-			if p.topic.deadLetterTopic == "" {
-				p.halt(off, ReasonWrite, ferr)
-				continue
-			}
-			p.log.Warn("row rejected by Cassandra; dead-lettering it", slog.Int64("offset", off),
-				slog.String("table", b.Target.Table), slog.Any("error", ferr))
 			// The sender re-reads the record; the row goes along in case the record is gone by then.
 			row := b.Rows[i]
-			p.dl.add(deadLetter{offset: off, reason: ReasonWrite, err: ferr, row: &row})
+			p.DeadLetterWrite(b.Rows[i].Source.Offset, deadletter.ReasonWrite, b.Target.Table, &row, ferr)
 		}
 	}
-	eachOwner(b, owners, rejected, func(p *partition, offsets []int64) { p.complete(offsets) })
+	eachOwner(b, owners, rejected, func(p Owner, offsets []int64) { p.Complete(offsets) })
 }
-
-// ReasonSlice is the dead-letter reason of a record whose slice table does not exist, in a topic with
-// bucket.missing_slice: dead_letter.
-const ReasonSlice = "slice"
 
 // createSlice creates the table of a batch that failed because its table does not exist, when the topic
 // is sliced with bucket.missing_slice: create. It reports whether the table now exists, and the error to
 // go on with: err itself, or err with the reason the creation failed. A failed creation leaves the batch
 // to be retried with backoff like any other failure (the ERROR log of a stuck partition carries the
 // cause, rate-limited), and the creation with it.
-func (s *writeStage) createSlice(b *batcher.Batch, err error) (bool, error) {
+func (s *Stage) createSlice(b *batcher.Batch, err error) (bool, error) {
 	src := b.Rows[0].Source
-	ti := s.pl.topics[src.Topic]
-	if ti == nil || !ti.sliced || ti.missingSlice != config.MissingSliceCreate || s.pl.cfg.Slices == nil ||
+	ti, known := s.cfg.Topics[src.Topic]
+	if !known || !ti.Sliced || ti.MissingSlice != config.MissingSliceCreate || s.cfg.Slices == nil ||
 		!cassandra.IsMissingTable(err) || s.ctx.Err() != nil {
 		return false, err
 	}
-	table, ran, cerr := s.pl.cfg.Slices.CreateSlice(s.ctx, ti.name, b.Rows[0].EventTime)
+	table, ran, cerr := s.cfg.Slices.CreateSlice(s.ctx, ti.Name, b.Rows[0].EventTime)
 	if cerr != nil {
 		return false, fmt.Errorf("%w; creating it failed: %v", err, cerr)
 	}
 	if ran {
-		s.pl.log.Info("created a missing slice table", slog.String("topic", src.Topic), slog.String("table", table),
+		s.cfg.Log.Info("created a missing slice table", slog.String("topic", src.Topic), slog.String("table", table),
 			slog.Int("partition", int(src.Partition)), slog.Int64("offset", src.Offset))
 	}
 	return true, nil
@@ -382,27 +440,27 @@ func (s *writeStage) createSlice(b *batcher.Batch, err error) (bool, error) {
 
 // failed deals with a batch the writer gave back unwritten. It reports whether the batch was kept for a
 // retry (retryLater then owns it).
-func (s *writeStage) failed(rb readyBatch, attempt int, err error) bool {
+func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 	b, owners := rb.b, rb.owners
 	reason := cassandra.FailUnknown
 	var we *cassandra.WriteError
 	if errors.As(err, &we) {
 		reason = we.Reason
 	}
-	if s.ctx.Err() != nil || s.pl.stopping.Load() || reason == cassandra.FailCanceled || !anyOwned(owners) {
-		eachOwner(b, owners, nil, func(p *partition, offsets []int64) { p.writeAbandoned(offsets) })
+	if s.ctx.Err() != nil || s.cfg.Stopping() || reason == cassandra.FailCanceled || !anyOwned(owners) {
+		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets) })
 		s.gateLeft(rb, false)
 		return false
 	}
-	if ti := s.pl.topics[b.Rows[0].Source.Topic]; ti != nil && ti.sliced &&
-		ti.missingSlice == config.MissingSliceDeadLetter && reason == cassandra.FailMissingTable {
+	if ti, known := s.cfg.Topics[b.Rows[0].Source.Topic]; known && ti.Sliced &&
+		ti.MissingSlice == config.MissingSliceDeadLetter && reason == cassandra.FailMissingTable {
 		s.deadLetterSlice(b, owners, err)
 		s.gateLeft(rb, false)
 		return false
 	}
-	s.pl.metrics.WriteStageRetries.WithLabelValues(b.Rows[0].Source.Topic, reason).Inc()
-	eachOwner(b, owners, nil, func(p *partition, offsets []int64) {
-		p.writeRetrying(offsets, tableOf(b), reason, attempt, err)
+	s.cfg.Metrics.WriteStageRetries.WithLabelValues(b.Rows[0].Source.Topic, reason).Inc()
+	eachOwner(b, owners, nil, func(p Owner, offsets []int64) {
+		p.WriteRetrying(offsets, tableOf(b), reason, attempt, err)
 	})
 	s.gateFailed(&rb)
 	s.retryLater(rb, attempt)
@@ -412,7 +470,7 @@ func (s *writeStage) failed(rb readyBatch, attempt int, err error) bool {
 // deadLetterSlice sends every row of a batch whose slice table does not exist to its partition's
 // dead-letter topic, with reason slice and an error naming the table. The sender reads each record back
 // from Kafka and completes it once produced.
-func (s *writeStage) deadLetterSlice(b *batcher.Batch, owners []*partition, err error) {
+func (s *Stage) deadLetterSlice(b *batcher.Batch, owners []Owner, err error) {
 	table := tableOf(b)
 	for i := range b.Rows {
 		p := owners[i]
@@ -420,26 +478,17 @@ func (s *writeStage) deadLetterSlice(b *batcher.Batch, owners []*partition, err 
 			continue
 		}
 		off := b.Rows[i].Source.Offset
-		p.writeRecovered([]int64{off}) // no longer the write stage's: the sender finishes it
-		if !p.pending(off) {
-			continue // given up meanwhile
-		}
+		p.WriteRecovered([]int64{off}) // no longer the write stage's: the sender finishes it
 		derr := fmt.Errorf("slice table %s does not exist (event time %s) and topics.%s.bucket.missing_slice is dead_letter: %w",
-			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), p.topic.name, err)
-		if p.topic.deadLetterTopic == "" {
-			p.halt(off, ReasonSlice, derr) // validation requires a dead_letter_topic; never silent
-			continue
-		}
-		p.log.Warn("slice table does not exist; dead-lettering the record", slog.Int64("offset", off),
-			slog.String("table", table))
-		p.dl.add(deadLetter{offset: off, reason: ReasonSlice, err: derr})
+			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), s.cfg.Topics[b.Rows[i].Source.Topic].Name, err)
+		p.DeadLetterWrite(off, deadletter.ReasonSlice, table, nil, derr)
 	}
 }
 
 // anyOwned reports whether at least one partition of a batch's rows is still ours.
-func anyOwned(owners []*partition) bool {
+func anyOwned(owners []Owner) bool {
 	for _, p := range owners {
-		if p != nil && p.ctx.Err() == nil {
+		if p != nil && p.Context().Err() == nil {
 			return true
 		}
 	}
@@ -448,8 +497,8 @@ func anyOwned(owners []*partition) bool {
 
 // eachOwner calls fn once per run of consecutive rows with the same owner, with their offsets, skipping
 // the rows in skip. Rows of one batch usually come from one Kafka partition, so this is one call.
-func eachOwner(b *batcher.Batch, owners []*partition, skip map[int]error, fn func(*partition, []int64)) {
-	var cur *partition
+func eachOwner(b *batcher.Batch, owners []Owner, skip map[int]error, fn func(Owner, []int64)) {
+	var cur Owner
 	buf := offsetsPool.Get().(*[]int64)
 	defer offsetsPool.Put(buf)
 	offsets := (*buf)[:0]
@@ -476,20 +525,48 @@ func eachOwner(b *batcher.Batch, owners []*partition, skip map[int]error, fn fun
 // Per-batch bookkeeping is reused: a batch's owners live until its write is acknowledged, the
 // offsets only during eachOwner.
 var (
-	ownersPool  = sync.Pool{New: func() any { return new([]*partition) }}
+	ownersPool  = sync.Pool{New: func() any { return new([]Owner) }}
 	offsetsPool = sync.Pool{New: func() any { return new([]int64) }}
 )
 
-func getOwners(n int) []*partition {
-	if p := ownersPool.Get().(*[]*partition); cap(*p) >= n {
+func getOwners(n int) []Owner {
+	if p := ownersPool.Get().(*[]Owner); cap(*p) >= n {
 		return (*p)[:n]
 	}
-	return make([]*partition, n)
+	return make([]Owner, n)
 }
 
 // putOwners takes back a batch's owners once its write is acknowledged; cleared, it keeps no
 // partition alive.
-func putOwners(o []*partition) {
+func putOwners(o []Owner) {
 	clear(o)
 	ownersPool.Put(&o)
 }
+
+// In is where workers send their rows (a bounded channel: the only place a worker waits).
+func (s *Stage) In() chan<- Msg { return s.in }
+
+// Close tells the stage that no more rows come: it writes out what it holds, then Run returns.
+func (s *Stage) Close() { close(s.in) }
+
+// Done is closed when Run has returned.
+func (s *Stage) Done() <-chan struct{} { return s.done }
+
+// Wait waits for Run to return and for every writer goroutine and retry to end.
+func (s *Stage) Wait() {
+	<-s.done
+	s.wg.Wait()
+}
+
+// InFlight is the number of write slots taken: batches being written.
+func (s *Stage) InFlight() int { return len(s.slots) }
+
+// RetryGates is the number of tables whose batches are being retried.
+func (s *Stage) RetryGates() int {
+	s.gatesMu.Lock()
+	defer s.gatesMu.Unlock()
+	return len(s.gates)
+}
+
+// Owners is the number of assignments the stage refers to; only meaningful once Done is closed.
+func (s *Stage) Owners() int { return len(s.owners) }

@@ -1,8 +1,10 @@
-package pipeline
+package offsets
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"testing"
+	"unsafe"
 )
 
 func TestTracker(t *testing.T) {
@@ -37,17 +39,17 @@ func TestTracker(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := newTracker(0)
+			tr := NewTracker(0)
 			for i, s := range tc.steps {
 				for _, o := range s.register {
-					if err := tr.register(o, 1, 0); err != nil {
+					if err := tr.Register(o, 1, 0); err != nil {
 						t.Fatalf("step %d: register(%d): %v", i, o, err)
 					}
 				}
 				for _, o := range s.done {
-					tr.done(o)
+					tr.Done(o)
 				}
-				got, _, ok := tr.watermark()
+				got, _, ok := tr.Watermark()
 				if !ok {
 					got = -1
 				}
@@ -60,63 +62,63 @@ func TestTracker(t *testing.T) {
 }
 
 func TestTrackerRejectsOutOfOrderRegistration(t *testing.T) {
-	tr := newTracker(0)
-	if err := tr.register(5, 0, 0); err != nil {
+	tr := NewTracker(0)
+	if err := tr.Register(5, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range []int64{5, 4} {
-		if err := tr.register(o, 0, 0); err == nil {
+		if err := tr.Register(o, 0, 0); err == nil {
 			t.Errorf("register(%d) after 5: no error", o)
 		}
 	}
 }
 
 func TestTrackerDoneReportsKnownOnce(t *testing.T) {
-	tr := newTracker(0)
-	_ = tr.register(1, 0, 0)
-	_ = tr.register(2, 0, 0)
-	if _, adv, known := tr.done(2); adv || !known {
+	tr := NewTracker(0)
+	_ = tr.Register(1, 0, 0)
+	_ = tr.Register(2, 0, 0)
+	if _, adv, known := tr.Done(2); adv || !known {
 		t.Fatalf("done(2) = %v, %v; want false, true", adv, known)
 	}
-	if _, _, known := tr.done(2); known {
+	if _, _, known := tr.Done(2); known {
 		t.Fatal("second done(2) reported known; a duplicate ack would be counted twice")
 	}
-	if _, adv, known := tr.done(1); !adv || !known {
+	if _, adv, known := tr.Done(1); !adv || !known {
 		t.Fatalf("done(1) = %v, %v; want true, true", adv, known)
 	}
-	if _, _, known := tr.done(1); known {
+	if _, _, known := tr.Done(1); known {
 		t.Fatal("done(1) after retirement reported known")
 	}
-	if tr.inFlight() != 0 {
-		t.Fatalf("inFlight %d, want 0", tr.inFlight())
+	if tr.InFlight() != 0 {
+		t.Fatalf("inFlight %d, want 0", tr.InFlight())
 	}
 }
 
 func TestTrackerKeepsBytesUntilDoneAndEntriesUntilRetired(t *testing.T) {
-	tr := newTracker(5)
-	_ = tr.register(1, 0, 10)
-	_ = tr.register(2, 0, 20)
-	if b, _, _ := tr.done(2); b != 20 {
+	tr := NewTracker(5)
+	_ = tr.Register(1, 0, 10)
+	_ = tr.Register(2, 0, 20)
+	if b, _, _ := tr.Done(2); b != 20 {
 		t.Fatalf("done(2) released %d bytes, want 20: its entry stays until the watermark passes it", b)
 	}
-	if b, _, known := tr.done(2); known || b != 0 {
+	if b, _, known := tr.Done(2); known || b != 0 {
 		t.Fatalf("second done(2) released %d bytes (known %v), want nothing", b, known)
 	}
-	if !tr.isPending(1) || tr.isPending(2) || tr.isPending(3) {
+	if !tr.IsPending(1) || tr.IsPending(2) || tr.IsPending(3) {
 		t.Fatal("isPending wrong")
 	}
-	if b, _, _ := tr.done(1); b != 10+2*5 {
+	if b, _, _ := tr.Done(1); b != 10+2*5 {
 		t.Fatalf("done(1) released %d bytes, want its 10 and both entries' 5", b)
 	}
 }
 
 func TestTrackerEpochIsThatOfTheLastRetiredRecord(t *testing.T) {
-	tr := newTracker(0)
-	_ = tr.register(1, 3, 0)
-	_ = tr.register(2, 4, 0)
-	tr.done(2)
-	tr.done(1)
-	if off, ep, _ := tr.watermark(); off != 3 || ep != 4 {
+	tr := NewTracker(0)
+	_ = tr.Register(1, 3, 0)
+	_ = tr.Register(2, 4, 0)
+	tr.Done(2)
+	tr.Done(1)
+	if off, ep, _ := tr.Watermark(); off != 3 || ep != 4 {
 		t.Fatalf("watermark %d epoch %d, want 3 epoch 4", off, ep)
 	}
 }
@@ -130,7 +132,7 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 	const entry = 7
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 500 {
-		tr := newTracker(entry)
+		tr := NewTracker(entry)
 		n := 1 + rng.IntN(300)
 		offsets := make([]int64, n)
 		sizes := make([]int64, n)
@@ -165,28 +167,28 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 		for _, i := range order {
 			// Register lazily, in offset order, up to the record about to complete and a bit beyond.
 			for registered < n && (registered <= i || rng.IntN(4) == 0) {
-				if err := tr.register(offsets[registered], epochs[registered], sizes[registered]); err != nil {
+				if err := tr.Register(offsets[registered], epochs[registered], sizes[registered]); err != nil {
 					t.Fatal(err)
 				}
 				charged += sizes[registered] + entry
 				registered++
 			}
-			freed, _, _ := tr.done(offsets[i])
+			freed, _, _ := tr.Done(offsets[i])
 			charged -= freed
 			done[offsets[i]] = true
 			want, wantEpoch := int64(-1), int32(0)
 			for j := 0; j < registered && done[offsets[j]]; j++ {
 				want, wantEpoch = offsets[j]+1, epochs[j]
 			}
-			got, gotEpoch, ok := tr.watermark()
+			got, gotEpoch, ok := tr.Watermark()
 			if !ok {
 				got = -1
 			}
 			if got != want || (ok && gotEpoch != wantEpoch) {
 				t.Fatalf("round %d: watermark %d epoch %d, want %d epoch %d", round, got, gotEpoch, want, wantEpoch)
 			}
-			if first, ok := tr.firstUndone(); ok != (tr.inFlight() > 0) || ok && (done[first] || first < got) {
-				t.Fatalf("round %d: firstUndone %d (%v) with %d in flight, watermark %d", round, first, ok, tr.inFlight(), got)
+			if first, ok := tr.FirstUndone(); ok != (tr.InFlight() > 0) || ok && (done[first] || first < got) {
+				t.Fatalf("round %d: firstUndone %d (%v) with %d in flight, watermark %d", round, first, ok, tr.InFlight(), got)
 			}
 			var held int64
 			for j := range registered {
@@ -204,8 +206,8 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 				t.Fatalf("round %d: %d bytes still charged, want %d (undone records and entries above the watermark)", round, charged, held)
 			}
 		}
-		if tr.inFlight() != 0 || tr.live != 0 || charged != 0 || len(tr.big) != 0 {
-			t.Fatalf("round %d: %d in flight, %d pending, %d big charges, %d bytes charged after all done", round, tr.inFlight(),
+		if tr.InFlight() != 0 || tr.live != 0 || charged != 0 || len(tr.big) != 0 {
+			t.Fatalf("round %d: %d in flight, %d pending, %d big charges, %d bytes charged after all done", round, tr.InFlight(),
 				tr.live, len(tr.big), charged)
 		}
 		if len(tr.chunks) > 1 {
@@ -217,22 +219,22 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 // TestTrackerGivesBackChunksAfterASpike: one slow record held 100,000 entries; once it is done, the
 // tracker keeps at most one chunk instead of its peak. A steady flow reuses chunks and allocates nothing.
 func TestTrackerGivesBackChunksAfterASpike(t *testing.T) {
-	tr := newTracker(0)
+	tr := NewTracker(0)
 	var o int64
 	for ; o < 100_000; o++ {
-		_ = tr.register(o, 0, 0)
+		_ = tr.Register(o, 0, 0)
 	}
 	if c := len(tr.chunks); c != (100_000+trackerChunkLen-1)/trackerChunkLen {
 		t.Fatalf("%d chunks for 100,000 entries", c)
 	}
 	for i := int64(1); i < o; i++ {
-		tr.done(i)
+		tr.Done(i)
 	}
-	if next, _, ok := tr.watermark(); ok {
+	if next, _, ok := tr.Watermark(); ok {
 		t.Fatalf("watermark %d while the first record is undone", next)
 	}
-	tr.done(0)
-	if next, _, _ := tr.watermark(); next != o {
+	tr.Done(0)
+	if next, _, _ := tr.Watermark(); next != o {
 		t.Fatalf("watermark %d after all done, want %d", next, o)
 	}
 	if c := len(tr.chunks); c > 1 {
@@ -240,11 +242,11 @@ func TestTrackerGivesBackChunksAfterASpike(t *testing.T) {
 	}
 	cycle := func(n int) {
 		for range n {
-			_ = tr.register(o, 0, 0)
+			_ = tr.Register(o, 0, 0)
 			o++
 		}
 		for i := o - int64(n); i < o; i++ {
-			tr.done(i)
+			tr.Done(i)
 		}
 	}
 	cycle(20_000)
@@ -257,46 +259,46 @@ func TestTrackerGivesBackChunksAfterASpike(t *testing.T) {
 
 // A gap of millions of offsets (compaction) inside the window allocates no chunk for it.
 func TestTrackerSkipsHugeGapsWithoutMemory(t *testing.T) {
-	tr := newTracker(1)
-	_ = tr.register(10, 0, 5)
-	_ = tr.register(50_000_000, 0, 7)
-	_ = tr.register(50_000_001, 1, 9)
+	tr := NewTracker(1)
+	_ = tr.Register(10, 0, 5)
+	_ = tr.Register(50_000_000, 0, 7)
+	_ = tr.Register(50_000_001, 1, 9)
 	if len(tr.chunks) != 2 {
 		t.Fatalf("%d chunks for offsets 10 and 50,000,000-1, want 2", len(tr.chunks))
 	}
-	if b, adv, _ := tr.done(50_000_000); adv || b != 7 {
+	if b, adv, _ := tr.Done(50_000_000); adv || b != 7 {
 		t.Fatalf("done(50,000,000) = %d bytes, advanced %v; want 7, false", b, adv)
 	}
-	if f, _ := tr.firstUndone(); f != 10 {
+	if f, _ := tr.FirstUndone(); f != 10 {
 		t.Fatalf("firstUndone %d, want 10", f)
 	}
-	if b, adv, _ := tr.done(10); !adv || b != 5+2 {
+	if b, adv, _ := tr.Done(10); !adv || b != 5+2 {
 		t.Fatalf("done(10) = %d bytes, advanced %v; want 5 and two entries, true", b, adv)
 	}
-	if next, ep, _ := tr.watermark(); next != 50_000_001 || ep != 0 {
+	if next, ep, _ := tr.Watermark(); next != 50_000_001 || ep != 0 {
 		t.Fatalf("watermark %d epoch %d, want 50,000,001 epoch 0", next, ep)
 	}
-	if f, _ := tr.firstUndone(); f != 50_000_001 {
+	if f, _ := tr.FirstUndone(); f != 50_000_001 {
 		t.Fatalf("firstUndone %d, want 50,000,001", f)
 	}
 	if len(tr.chunks) != 1 {
 		t.Fatalf("%d chunks after the watermark passed the gap, want 1", len(tr.chunks))
 	}
-	if b, _, _ := tr.done(50_000_001); b != 9+1 {
+	if b, _, _ := tr.Done(50_000_001); b != 9+1 {
 		t.Fatalf("done(50,000,001) = %d bytes, want 9 and its entry", b)
 	}
-	if next, ep, _ := tr.watermark(); next != 50_000_002 || ep != 1 {
+	if next, ep, _ := tr.Watermark(); next != 50_000_002 || ep != 1 {
 		t.Fatalf("watermark %d epoch %d, want 50,000,002 epoch 1", next, ep)
 	}
 }
 
 func BenchmarkTrackerInOrder(b *testing.B) {
 	b.ReportAllocs()
-	tr := newTracker(0)
+	tr := NewTracker(0)
 	var o int64
 	for b.Loop() {
-		_ = tr.register(o, 0, 0)
-		tr.done(o)
+		_ = tr.Register(o, 0, 0)
+		tr.Done(o)
 		o++
 	}
 }
@@ -308,15 +310,41 @@ func BenchmarkTrackerWindow(b *testing.B) {
 	const window = 1000
 	rng := rand.New(rand.NewPCG(3, 4))
 	perm := rng.Perm(window)
-	tr := newTracker(0)
+	tr := NewTracker(0)
 	var base int64
 	for b.Loop() {
 		for i := range window {
-			_ = tr.register(base+int64(i), 0, 0)
+			_ = tr.Register(base+int64(i), 0, 0)
 		}
 		for _, i := range perm {
-			tr.done(base + int64(i))
+			tr.Done(base + int64(i))
 		}
 		base += window
+	}
+}
+
+// TestEntryBytesIsAChunksShareOfAnOffset: a tracker entry costs the budget its chunk's bytes per offset
+// (moved here from the budget's TestCostsChargeWhatIsPinned with the tracker).
+func TestEntryBytesIsAChunksShareOfAnOffset(t *testing.T) {
+	if got, want := int64(EntryBytes), int64((unsafe.Sizeof(trackerChunk{})+trackerChunkLen-1)/trackerChunkLen); got != want {
+		t.Errorf("entry cost %d, want %d (a chunk's bytes per offset, rounded up)", got, want)
+	}
+}
+
+// TestTrackerEntryHoldsNothingOfTheRecord guards the budget's premise that a mapped record is not
+// retained: a tracker entry lives until the watermark passes it, so a pointer in it (the tracker once
+// kept the *kgo.Record for dead letters) would pin the record's slab, decompressed batch and fetch
+// response for as long, uncharged.
+func TestTrackerEntryHoldsNothingOfTheRecord(t *testing.T) {
+	typ := reflect.TypeFor[trackerChunk]()
+	for f := range typ.Fields() {
+		if f.Type.Kind() != reflect.Array || f.Type.Elem().Kind() == reflect.Pointer || f.Type.Elem().Kind() == reflect.Interface {
+			t.Errorf("trackerChunk.%s is a %s: entries must hold plain values, no reference to the record", f.Name, f.Type)
+		}
+		switch f.Type.Elem().Kind() {
+		case reflect.Uint64, reflect.Uint16:
+		default:
+			t.Errorf("trackerChunk.%s holds %s: entries must hold plain values, no reference to the record", f.Name, f.Type.Elem())
+		}
 	}
 }

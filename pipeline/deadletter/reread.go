@@ -1,4 +1,4 @@
-package pipeline
+package deadletter
 
 import (
 	"context"
@@ -25,22 +25,22 @@ import (
 // committed offset never passes a refused row before its dead letter is acknowledged, so the record is
 // there unless the topic's retention or compaction removed it first (or the log was truncated). Then
 // the record cannot be dead-lettered as it was: the refused row, which the write stage hands to the
-// sender with its offset, is dead-lettered in its place (rowDeadLetter), so the partition goes on and
+// sender with its offset, is dead-lettered in its place (FromRow), so the partition goes on and
 // what was refused is still on record. A re-read that merely fails (a broker unreachable, a timeout) is
 // retried like a failed dead-letter produce.
 
-// rereadTimeout is how long one re-read may go without finding a wanted record before it gives up (the
+// RereadTimeout is how long one re-read may go without finding a wanted record before it gives up (the
 // sender then retries with backoff). A local fetch takes milliseconds; this allows for a leader
 // election.
-const rereadTimeout = 15 * time.Second
+const RereadTimeout = 15 * time.Second
 
 // rereadSeek is how far ahead of the last record read the next wanted offset must be for the re-read to
 // seek to it rather than read through: reading a few thousand small records is cheaper than a seek,
 // which costs a new fetch session.
 const rereadSeek = 4096
 
-// errRecordGone marks a wanted offset that the partition's log no longer holds.
-var errRecordGone = errors.New("the record is no longer in the partition's log (removed by retention or compaction, or the log was truncated)")
+// ErrRecordGone marks a wanted offset that the partition's log no longer holds.
+var ErrRecordGone = errors.New("the record is no longer in the partition's log (removed by retention or compaction, or the log was truncated)")
 
 // rereadSweep is the pure core of a re-read: it resolves wanted offsets, ascending, from the records of
 // one partition read in offset order from at or below the first unresolved one. A record past a wanted
@@ -93,12 +93,12 @@ func (s *rereadSweep) seek() (int64, bool) {
 	return o, ok && s.after >= 0 && o-s.after > rereadSeek
 }
 
-// reread reads the records at offsets (ascending, distinct) of one partition, with clients built from
+// Reread reads the records at offsets (ascending, distinct) of one partition, with clients built from
 // opts (the connection options: brokers, TLS, SASL) and closed before it returns. recs[i] is the record
 // at offsets[i]; gone[i] says the log no longer holds it. A non-nil error means the offsets neither found
 // nor gone could not be read now (ctx ended, the client reported an error, or timeout passed without
 // progress); what was resolved is returned all the same.
-func reread(ctx context.Context, opts []kgo.Opt, topic string, partition int32, offsets []int64, timeout time.Duration) (recs []*kgo.Record, gone []bool, err error) {
+func Reread(ctx context.Context, opts []kgo.Opt, topic string, partition int32, offsets []int64, timeout time.Duration) (recs []*kgo.Record, gone []bool, err error) {
 	s := newRereadSweep(offsets)
 	for {
 		from, ok := s.pending()

@@ -1,4 +1,4 @@
-package pipeline
+package budget
 
 import (
 	"unsafe"
@@ -6,12 +6,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/pipeline/offsets"
 )
 
 // What the budget charges: the heap a buffered record and its row keep alive, not just their payload.
 // Counting key and value bytes alone let the process hold two to three times writer.max_buffered_bytes
 // (docs/PERFORMANCE.md, "Memory"). A record is charged from the moment it is queued until its worker has
-// mapped it (recordCost); from then on only its row and its tracker entry are (rowCost, entryCost), since
+// mapped it (RecordCost); from then on only its row and its tracker entry are (RowCost, EntryCost), since
 // nothing keeps the record once it is mapped (a row Cassandra refuses is dead-lettered from the record
 // read back from Kafka, reread.go). A record that fails mapping stays referenced by the dead-letter
 // sender until it is produced (as a copy: the original is recycled), so its record cost moves to its
@@ -29,7 +30,7 @@ import (
 //     packed values and routing key, one allocation (mapper/packed.go). A row of a topic the mapper
 //     does not pack keeps Row.Values: interfaces (16 bytes each) into the mapper's row block, whose
 //     bytes Row.Size estimates (encoded size), plus the routing key.
-//   - A tracker entry is two bits and two bytes in its partition's chunks (tracker.go), held until the
+//   - A tracker entry is two bits and two bytes in its partition's chunks (offsets/tracker.go), held until the
 //     watermark passes it, which can be long after its record is done: one slow batch keeps the entries
 //     of every record registered after it. Chunks are given back as the watermark passes them, so the
 //     memory beyond the entries is at most two partly used chunks per partition (18 KiB).
@@ -44,39 +45,33 @@ import (
 // 157 MB were live at 17 to 34 MB charged, 84 MB of it record slabs and decompressed batches.
 const (
 	recordFraming  = 12
-	recordOverhead = int64(unsafe.Sizeof(kgo.Record{})) + int64(unsafe.Sizeof((*kgo.Record)(nil))) + recordFraming
-	headerOverhead = int64(unsafe.Sizeof(kgo.RecordHeader{}))
-	rowOverhead    = 2 * int64(unsafe.Sizeof(batcher.Row{}))
+	RecordOverhead = int64(unsafe.Sizeof(kgo.Record{})) + int64(unsafe.Sizeof((*kgo.Record)(nil))) + recordFraming
+	HeaderOverhead = int64(unsafe.Sizeof(kgo.RecordHeader{}))
+	RowOverhead    = 2 * int64(unsafe.Sizeof(batcher.Row{}))
 	valueOverhead  = int64(unsafe.Sizeof(any(nil)))
-	// entryCost is what the tracker holds per registered record until the watermark passes it.
-	entryCost = trackerEntryBytes
+	// EntryCost is what the tracker holds per registered record until the watermark passes it.
+	EntryCost = offsets.EntryBytes
 )
 
-// recordCost is what a fetched record pins in memory from the moment it is queued until it is mapped.
-func recordCost(r *kgo.Record) int64 {
-	n := recordOverhead + int64(len(r.Key)+len(r.Value))
+// RecordCost is what a fetched record pins in memory from the moment it is queued until it is mapped.
+func RecordCost(r *kgo.Record) int64 {
+	n := RecordOverhead + int64(len(r.Key)+len(r.Value))
 	for _, h := range r.Headers {
-		n += headerOverhead + int64(len(h.Key)+len(h.Value))
+		n += HeaderOverhead + int64(len(h.Key)+len(h.Value))
 	}
 	return n
 }
 
-// rowCost is what a mapped row holds until it is written.
-func rowCost(row *batcher.Row) int64 {
+// RowCost is what a mapped row holds until it is written.
+func RowCost(row *batcher.Row) int64 {
 	if row.Packed != nil {
 		// One allocation: the values' bytes with a tag and a length each, then the key.
-		return rowOverhead + int64(cap(row.Packed)+len(row.Key))
+		return RowOverhead + int64(cap(row.Packed)+len(row.Key))
 	}
-	return rowOverhead + int64(row.Size) + int64(len(row.Key)) + valueOverhead*int64(len(row.Values))
+	return RowOverhead + int64(row.Size) + int64(len(row.Key)) + valueOverhead*int64(len(row.Values))
 }
 
-// topicPartition names one Kafka partition.
-type topicPartition struct {
-	topic     string
-	partition int32
-}
-
-// budget is the pure backpressure state: how many bytes of records and rows each partition holds in
+// Budget is the pure backpressure state: how many bytes of records and rows each partition holds in
 // memory, whether the total is at writer.max_buffered_bytes, and which partitions are paused because
 // they are stuck.
 //
@@ -90,45 +85,45 @@ type topicPartition struct {
 //
 // It is not safe for concurrent use and makes no calls: methods report what must change, and the caller
 // applies that to the Kafka client under the same lock.
-type budget struct {
+type Budget struct {
 	high  int64
 	total int64
-	held  map[topicPartition]int64
-	stuck map[topicPartition]bool
+	held  map[offsets.TopicPartition]int64
+	stuck map[offsets.TopicPartition]bool
 }
 
-func newBudget(high int64) *budget {
-	return &budget{
+func New(high int64) *Budget {
+	return &Budget{
 		high:  high,
-		held:  make(map[topicPartition]int64),
-		stuck: make(map[topicPartition]bool),
+		held:  make(map[offsets.TopicPartition]int64),
+		stuck: make(map[offsets.TopicPartition]bool),
 	}
 }
 
-// charge adds n bytes held for tp.
-func (b *budget) charge(tp topicPartition, n int64) {
+// Charge adds n bytes held for tp.
+func (b *Budget) Charge(tp offsets.TopicPartition, n int64) {
 	b.total += n
 	b.held[tp] += n
 }
 
-// release returns n bytes held for tp and reports whether that brought the total back under the budget.
-func (b *budget) release(tp topicPartition, n int64) (underAgain bool) {
-	was := b.over()
+// Release returns n bytes held for tp and reports whether that brought the total back under the budget.
+func (b *Budget) Release(tp offsets.TopicPartition, n int64) (underAgain bool) {
+	was := b.Over()
 	b.total -= n
 	if h := b.held[tp] - n; h > 0 {
 		b.held[tp] = h
 	} else {
 		delete(b.held, tp)
 	}
-	return was && !b.over()
+	return was && !b.Over()
 }
 
-// over reports whether the bytes held reached the budget: polling waits.
-func (b *budget) over() bool { return b.total >= b.high }
+// Over reports whether the bytes held reached the budget: polling waits.
+func (b *Budget) Over() bool { return b.total >= b.high }
 
-// setStuck marks or clears tp as stuck (one of its records cannot make progress). It reports whether tp
+// SetStuck marks or clears tp as stuck (one of its records cannot make progress). It reports whether tp
 // must now be paused or resumed in the client.
-func (b *budget) setStuck(tp topicPartition, stuck bool) (pause, resume bool) {
+func (b *Budget) SetStuck(tp offsets.TopicPartition, stuck bool) (pause, resume bool) {
 	if stuck == b.stuck[tp] {
 		return false, false
 	}
@@ -140,14 +135,17 @@ func (b *budget) setStuck(tp topicPartition, stuck bool) (pause, resume bool) {
 	return false, true
 }
 
-// forget drops every byte and the stuck mark of tp, when the partition is revoked or lost. It reports
+// Forget drops every byte and the stuck mark of tp, when the partition is revoked or lost. It reports
 // whether tp was paused (the caller clears the client's pause so a later reassignment starts fetching)
 // and whether the total fell back under the budget.
-func (b *budget) forget(tp topicPartition) (wasPaused, underAgain bool) {
+func (b *Budget) Forget(tp offsets.TopicPartition) (wasPaused, underAgain bool) {
 	wasPaused = b.stuck[tp]
 	delete(b.stuck, tp)
-	return wasPaused, b.release(tp, b.held[tp])
+	return wasPaused, b.Release(tp, b.held[tp])
 }
 
-// stuckCount is the number of partitions paused because they are stuck.
-func (b *budget) stuckCount() int { return len(b.stuck) }
+// StuckCount is the number of partitions paused because they are stuck.
+func (b *Budget) StuckCount() int { return len(b.stuck) }
+
+// Total is the bytes held now.
+func (b *Budget) Total() int64 { return b.total }

@@ -1,4 +1,4 @@
-package pipeline
+package deadletter
 
 import (
 	"encoding/json"
@@ -32,7 +32,7 @@ const (
 	// HeaderSourceValueSize is the source record's value size in bytes, on a truncated dead letter.
 	HeaderSourceValueSize = "sink.source.value.size"
 	// HeaderSourceMissing is "true" on the dead letter of a row Cassandra refused whose source record the
-	// partition's log no longer held: its value is the row (see rowDeadLetter), not the record.
+	// partition's log no longer held: its value is the row (see FromRow), not the record.
 	HeaderSourceMissing = "sink.source.missing"
 	// HeaderTable is the keyspace.table a source-missing dead letter's row was for.
 	HeaderTable = "sink.table"
@@ -44,6 +44,9 @@ const (
 	ReasonMap    = "map"    // decoded, but a field is missing or does not fit its column
 	ReasonWrite  = "write"  // Cassandra rejected the row for a reason retrying cannot fix
 	ReasonPanic  = "panic"  // mapping the record panicked (a bug, contained to the record)
+	// ReasonSlice: the record's slice table does not exist, in a topic with bucket.missing_slice:
+	// dead_letter.
+	ReasonSlice = "slice"
 )
 
 // maxErrorBytes caps the sink.error header. Error messages can quote input (a field's value, a driver's
@@ -86,10 +89,21 @@ func sinkHeaders(dst []kgo.RecordHeader, topic string, partition int32, offset i
 	)
 }
 
-// deadLetterRecord builds the record that carries src to the dead-letter topic: the original key, value
+// HeaderValue returns the value of r's last header named key, or "" when it has none.
+func HeaderValue(r *kgo.Record, key string) string {
+	v := ""
+	for _, h := range r.Headers {
+		if h.Key == key {
+			v = string(h.Value)
+		}
+	}
+	return v
+}
+
+// FromRecord builds the record that carries src to the dead-letter topic: the original key, value
 // and headers unchanged, followed by the sink.* headers describing where it came from and why it failed.
 // The original headers come first so a consumer reading the last value of a sink.* key always gets ours.
-func deadLetterRecord(dlqTopic string, src *kgo.Record, reason string, cause error) *kgo.Record {
+func FromRecord(dlqTopic string, src *kgo.Record, reason string, cause error) *kgo.Record {
 	headers := make([]kgo.RecordHeader, 0, len(src.Headers)+6)
 	headers = append(headers, src.Headers...)
 	headers = sinkHeaders(headers, src.Topic, src.Partition, src.Offset, src.Timestamp, reason, cause)
@@ -102,13 +116,13 @@ func deadLetterRecord(dlqTopic string, src *kgo.Record, reason string, cause err
 	}
 }
 
-// rowDeadLetter builds the dead letter of a row Cassandra refused whose source record Kafka no longer
+// FromRow builds the dead letter of a row Cassandra refused whose source record Kafka no longer
 // holds (retention or compaction removed it before it could be read back): what is left of the record
 // is the row the sink mapped from it. The value is that row as a JSON object, column name to bound value
 // (columns left unset are absent; the TTL and write timestamp are not columns); there is no key; the
 // headers are the sink.* ones without sink.source.timestamp (unknown), plus sink.source.missing=true
 // and sink.table.
-func rowDeadLetter(dlqTopic string, row *batcher.Row, reason string, cause error) *kgo.Record {
+func FromRow(dlqTopic string, row *batcher.Row, reason string, cause error) *kgo.Record {
 	src := row.Source
 	headers := sinkHeaders(make([]kgo.RecordHeader, 0, 7), src.Topic, src.Partition, src.Offset, time.Time{}, reason, cause)
 	headers = append(headers, kgo.RecordHeader{Key: HeaderSourceMissing, Value: []byte("true")})
@@ -154,13 +168,13 @@ func rowJSON(row *batcher.Row) []byte {
 // lengths 5 each, header count 5), and per header 10 (two lengths). Compression never makes a batch
 // larger: franz-go sends it uncompressed when compressing does not shrink it.
 const (
-	wireBatchOverhead  = 61
+	WireBatchOverhead  = 61
 	wireRecordOverhead = 36
 	wireHeaderOverhead = 10
 )
 
-// recordWireSize is an upper bound of the bytes r takes in a record batch, not counting the batch header.
-func recordWireSize(r *kgo.Record) int {
+// WireSize is an upper bound of the bytes r takes in a record batch, not counting the batch header.
+func WireSize(r *kgo.Record) int {
 	n := wireRecordOverhead + len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
 		n += wireHeaderOverhead + len(h.Key) + len(h.Value)
@@ -173,19 +187,19 @@ func recordWireSize(r *kgo.Record) int {
 var truncatedExtra = 2*wireHeaderOverhead + len(HeaderTruncated) + len("value,headers,key,error") +
 	len(HeaderSourceValueSize) + 20
 
-// fitDeadLetter returns r if a batch of r alone takes at most limit bytes; otherwise a truncated copy
+// Fit returns r if a batch of r alone takes at most limit bytes; otherwise a truncated copy
 // that does. The last ours headers of r are the sink.* ones, which always stay; the rest are the source
 // record's. What goes, in order, until it fits: the value's tail, then the original headers, then the
 // key's tail, then the tail of sink.error (down to minErrorBytes). sink.truncated names what was cut
 // and sink.source.value.size gives the original value's size. ok is false when even that does not fit.
-func fitDeadLetter(r *kgo.Record, ours, limit int) (fitted *kgo.Record, ok bool) {
-	if wireBatchOverhead+recordWireSize(r) <= limit {
+func Fit(r *kgo.Record, ours, limit int) (fitted *kgo.Record, ok bool) {
+	if WireBatchOverhead+WireSize(r) <= limit {
 		return r, true
 	}
 	t := *r
 	var cut []string
 	// excess is how many bytes t is over limit once the two truncation headers are added.
-	excess := func() int { return wireBatchOverhead + recordWireSize(&t) + truncatedExtra - limit }
+	excess := func() int { return WireBatchOverhead + WireSize(&t) + truncatedExtra - limit }
 	done := func() (*kgo.Record, bool) {
 		t.Headers = append(t.Headers[:len(t.Headers):len(t.Headers)],
 			kgo.RecordHeader{Key: HeaderTruncated, Value: []byte(strings.Join(cut, ","))},

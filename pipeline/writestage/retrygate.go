@@ -1,4 +1,4 @@
-package pipeline
+package writestage
 
 import (
 	"time"
@@ -35,7 +35,7 @@ func tableOf(b *batcher.Batch) string { return b.Target.Keyspace + "." + b.Targe
 // gateFailed records that rb was given back unwritten and will be retried: it joins its table's waiters
 // (once), and when the table was thought to work (its first failure, a failed probe, or a failure after
 // the gate opened) the next probe is pushed back by the backoff of one more failure.
-func (s *writeStage) gateFailed(rb *readyBatch) {
+func (s *Stage) gateFailed(rb *readyBatch) {
 	table := tableOf(rb.b)
 	s.gatesMu.Lock()
 	defer s.gatesMu.Unlock()
@@ -50,7 +50,7 @@ func (s *writeStage) gateFailed(rb *readyBatch) {
 	}
 	if rb.probe || g.open || g.failures == 0 {
 		g.failures++
-		g.next = time.Now().Add(s.pl.backoff.Delay(g.failures))
+		g.next = time.Now().Add(s.cfg.Backoff.Delay(g.failures))
 		g.open = false
 	}
 	if rb.probe {
@@ -62,7 +62,7 @@ func (s *writeStage) gateFailed(rb *readyBatch) {
 
 // gateLeft records that a retried batch left the retry path: written (ok, which opens the gate), handed
 // to the dead-letter topic, or abandoned. The last one out removes the gate.
-func (s *writeStage) gateLeft(rb readyBatch, ok bool) {
+func (s *Stage) gateLeft(rb readyBatch, ok bool) {
 	if !rb.retried {
 		return
 	}
@@ -87,19 +87,19 @@ func (s *writeStage) gateLeft(rb readyBatch, ok bool) {
 // slot while it waits. It gives up, leaving the rows unwritten and not done (the next owner or the next
 // start replays them), when the stage is hard-stopped, the process starts stopping, or every partition of
 // the batch's rows was given up.
-func (s *writeStage) retryLater(rb readyBatch, attempt int) {
+func (s *Stage) retryLater(rb readyBatch, attempt int) {
 	s.wg.Add(1) // called from a goroutine the group counts, so never an Add racing Wait at zero
 	go func() {
 		defer s.wg.Done()
 		var revoked <-chan struct{}
 		for _, p := range rb.owners {
 			if p != nil {
-				revoked = p.ctx.Done()
+				revoked = p.Context().Done()
 				break
 			}
 		}
 		table := tableOf(rb.b)
-		for s.ctx.Err() == nil && !s.pl.stopping.Load() && anyOwned(rb.owners) {
+		for s.ctx.Err() == nil && !s.cfg.Stopping() && anyOwned(rb.owners) {
 			s.gatesMu.Lock()
 			g := s.gates[table]
 			send := g.open
@@ -133,7 +133,7 @@ func (s *writeStage) retryLater(rb readyBatch, attempt int) {
 				t.Stop()
 			}
 		}
-		eachOwner(rb.b, rb.owners, nil, func(p *partition, offsets []int64) { p.writeAbandoned(offsets) })
+		eachOwner(rb.b, rb.owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets) })
 		s.gateLeft(rb, false)
 		batcher.Release(rb.b)
 		putOwners(rb.owners)

@@ -1,4 +1,4 @@
-package pipeline
+package deadletter
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ func TestDeadLetterRecordCarriesSourceAndReason(t *testing.T) {
 		Timestamp: time.Date(2024, 1, 15, 10, 30, 0, 123_000_000, time.FixedZone("CET", 3600)),
 		Headers:   []kgo.RecordHeader{{Key: "trace", Value: []byte("abc")}},
 	}
-	got := deadLetterRecord("readings.dlq", src, ReasonMap, errors.New(`field "ts": not RFC 3339`))
+	got := FromRecord("readings.dlq", src, ReasonMap, errors.New(`field "ts": not RFC 3339`))
 	if got.Topic != "readings.dlq" || string(got.Key) != "dev-1" || string(got.Value) != `{"ts":"yesterday"}` {
 		t.Fatalf("record %q/%q to %s: want the source key and value to readings.dlq", got.Key, got.Value, got.Topic)
 	}
@@ -47,16 +47,16 @@ func TestDeadLetterRecordCarriesSourceAndReason(t *testing.T) {
 	}
 }
 
-// TestOversizedDeadLetterIsCutValueFirstThenHeadersThenKey: fitDeadLetter keeps every sink.* header and
+// TestOversizedDeadLetterIsCutValueFirstThenHeadersThenKey: Fit keeps every sink.* header and
 // cuts only what it must, in order: the value's tail, the original headers, the key's tail; the result
 // always fits the limit, and what was cut is named.
 func TestOversizedDeadLetterIsCutValueFirstThenHeadersThenKey(t *testing.T) {
 	src := &kgo.Record{Topic: "readings", Partition: 2, Offset: 99, Key: []byte(strings.Repeat("k", 300)),
 		Value: []byte(strings.Repeat("v", 5000)), Timestamp: time.UnixMilli(1_700_000_000_000),
 		Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte(strings.Repeat("t", 400))}}}
-	dl := deadLetterRecord("readings.dlq", src, ReasonDecode, errors.New("not an object"))
+	dl := FromRecord("readings.dlq", src, ReasonDecode, errors.New("not an object"))
 	ours := len(dl.Headers) - len(src.Headers)
-	whole := wireBatchOverhead + recordWireSize(dl)
+	whole := WireBatchOverhead + WireSize(dl)
 	for _, tc := range []struct {
 		limit            int
 		truncated        string
@@ -67,17 +67,17 @@ func TestOversizedDeadLetterIsCutValueFirstThenHeadersThenKey(t *testing.T) {
 		{limit: whole - 5000 - 100, truncated: "value,headers", value: 0, key: 300, hdrs: 0}, // headers dropped, then it fits
 		{limit: 650, truncated: "value,headers,key", value: 0, hdrs: 0},
 	} {
-		got, ok := fitDeadLetter(dl, ours, tc.limit)
+		got, ok := Fit(dl, ours, tc.limit)
 		if !ok {
 			t.Errorf("limit %d: does not fit", tc.limit)
 			continue
 		}
-		if n := wireBatchOverhead + recordWireSize(got); n > tc.limit {
+		if n := WireBatchOverhead + WireSize(got); n > tc.limit {
 			t.Errorf("limit %d: %d bytes", tc.limit, n)
 		}
 		for _, k := range []string{HeaderSourceTopic, HeaderSourcePartition, HeaderSourceOffset, HeaderSourceTimestamp, HeaderReason, HeaderError} {
-			if header(got, k) != header(dl, k) {
-				t.Errorf("limit %d: header %s = %q, want %q", tc.limit, k, header(got, k), header(dl, k))
+			if HeaderValue(got, k) != HeaderValue(dl, k) {
+				t.Errorf("limit %d: header %s = %q, want %q", tc.limit, k, HeaderValue(got, k), HeaderValue(dl, k))
 			}
 		}
 		orig := 0
@@ -86,23 +86,23 @@ func TestOversizedDeadLetterIsCutValueFirstThenHeadersThenKey(t *testing.T) {
 				orig++
 			}
 		}
-		if header(got, HeaderTruncated) != tc.truncated || orig != tc.hdrs ||
+		if HeaderValue(got, HeaderTruncated) != tc.truncated || orig != tc.hdrs ||
 			(tc.truncated == "value" && (len(got.Value) < 500 || len(got.Value) >= 5000)) ||
 			(tc.truncated != "value" && len(got.Value) != tc.value) ||
 			(!strings.Contains(tc.truncated, "key") && len(got.Key) != tc.key) ||
 			(strings.Contains(tc.truncated, "key") && (len(got.Key) == 0 || len(got.Key) >= 300)) {
 			t.Errorf("limit %d: truncated %q, value %d, key %d, %d original headers; want %q, %d, %d, %d",
-				tc.limit, header(got, HeaderTruncated), len(got.Value), len(got.Key), orig, tc.truncated, tc.value, tc.key, tc.hdrs)
+				tc.limit, HeaderValue(got, HeaderTruncated), len(got.Value), len(got.Key), orig, tc.truncated, tc.value, tc.key, tc.hdrs)
 		}
-		if tc.truncated != "" && header(got, HeaderSourceValueSize) != "5000" {
-			t.Errorf("limit %d: %s = %q, want 5000", tc.limit, HeaderSourceValueSize, header(got, HeaderSourceValueSize))
+		if tc.truncated != "" && HeaderValue(got, HeaderSourceValueSize) != "5000" {
+			t.Errorf("limit %d: %s = %q, want 5000", tc.limit, HeaderSourceValueSize, HeaderValue(got, HeaderSourceValueSize))
 		}
 	}
-	if _, ok := fitDeadLetter(dl, ours, 200); ok {
+	if _, ok := Fit(dl, ours, 200); ok {
 		t.Error("limit 200: fits, though the sink.* headers alone take more")
 	}
 	if len(dl.Value) != 5000 || len(dl.Key) != 300 || len(dl.Headers) != 1+ours {
-		t.Error("fitDeadLetter changed the record it was given")
+		t.Error("Fit changed the record it was given")
 	}
 }
 
@@ -111,11 +111,11 @@ func TestOversizedDeadLetterIsCutValueFirstThenHeadersThenKey(t *testing.T) {
 func TestDeadLetterErrorHeaderIsCapped(t *testing.T) {
 	src := &kgo.Record{Topic: "t", Value: []byte("x")}
 	long := errors.New(strings.Repeat("é", 3000)) // two bytes each
-	got := header(deadLetterRecord("t.dlq", src, ReasonWrite, long), HeaderError)
+	got := HeaderValue(FromRecord("t.dlq", src, ReasonWrite, long), HeaderError)
 	if len(got) > maxErrorBytes || !utf8.ValidString(got) || !strings.HasSuffix(got, "…(truncated)") || len(got) < maxErrorBytes-20 {
 		t.Errorf("sink.error of %d bytes (valid UTF-8 %v): %.40q…", len(got), utf8.ValidString(got), got)
 	}
-	if got := header(deadLetterRecord("t.dlq", src, ReasonWrite, errors.New("short")), HeaderError); got != "short" {
+	if got := HeaderValue(FromRecord("t.dlq", src, ReasonWrite, errors.New("short")), HeaderError); got != "short" {
 		t.Errorf("short error: %q", got)
 	}
 }
@@ -130,7 +130,7 @@ func TestRowDeadLetterRendersTheRowAsJSON(t *testing.T) {
 			map[int]string{1: "one"}, 3600, int64(1_709_287_200_000_000)},
 		Source: batcher.Source{Topic: "readings", Partition: 4, Offset: 17},
 	}
-	got := rowDeadLetter("readings.dlq", row, ReasonWrite, errors.New("Invalid query: value too large"))
+	got := FromRow("readings.dlq", row, ReasonWrite, errors.New("Invalid query: value too large"))
 	want := `{"counts":{"1":"one"},"device_id":"dev-1","tags":["a","b"],"ts":"2024-03-01T10:00:00Z"}`
 	if string(got.Value) != want || got.Key != nil || got.Topic != "readings.dlq" {
 		t.Errorf("row dead letter %s key %q to %s, want %s", got.Value, got.Key, got.Topic, want)
@@ -151,19 +151,19 @@ func TestRowDeadLetterRendersTheRowAsJSON(t *testing.T) {
 // cut too, never below minErrorBytes.
 func TestOversizedDeadLetterCutsTheErrorLast(t *testing.T) {
 	src := &kgo.Record{Topic: "readings", Partition: 0, Offset: 35, Key: []byte("dev-1"), Value: []byte(strings.Repeat("v", 3000))}
-	dl := deadLetterRecord("readings.dlq", src, ReasonDecode, errors.New("decoding JSON: unparsed tail: "+strings.Repeat("v", 2000)))
+	dl := FromRecord("readings.dlq", src, ReasonDecode, errors.New("decoding JSON: unparsed tail: "+strings.Repeat("v", 2000)))
 	ours := len(dl.Headers) - len(src.Headers)
-	got, ok := fitDeadLetter(dl, ours, 600)
+	got, ok := Fit(dl, ours, 600)
 	if !ok {
 		t.Fatal("does not fit 600 bytes")
 	}
-	e := header(got, HeaderError)
-	if n := wireBatchOverhead + recordWireSize(got); n > 600 || header(got, HeaderTruncated) != "value,key,error" ||
+	e := HeaderValue(got, HeaderError)
+	if n := WireBatchOverhead + WireSize(got); n > 600 || HeaderValue(got, HeaderTruncated) != "value,key,error" ||
 		len(e) < minErrorBytes || !strings.HasPrefix(e, "decoding JSON: unparsed tail: ") || !strings.HasSuffix(e, "…(truncated)") ||
 		len(got.Key) != 0 || len(got.Value) != 0 {
-		t.Errorf("%d bytes, truncated %q, key %q, %d value bytes, error %q", n, header(got, HeaderTruncated), got.Key, len(got.Value), e)
+		t.Errorf("%d bytes, truncated %q, key %q, %d value bytes, error %q", n, HeaderValue(got, HeaderTruncated), got.Key, len(got.Value), e)
 	}
-	if len(header(dl, HeaderError)) != maxErrorBytes {
-		t.Error("fitDeadLetter changed the headers of the record it was given")
+	if len(HeaderValue(dl, HeaderError)) != maxErrorBytes {
+		t.Error("Fit changed the headers of the record it was given")
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package metrics
 
 import (
 	"slices"
@@ -9,7 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/metrics/metricstest"
 )
 
 // TestMetricsLintAndNames registers the metrics, gives every vector a series, and checks that promlint
@@ -20,7 +21,7 @@ func TestMetricsLintAndNames(t *testing.T) {
 	m.SetBuildInfo("test")
 	m.RecordsConsumed.WithLabelValues("t").Inc()
 	m.RecordsWritten.WithLabelValues("t").Inc()
-	m.RecordsDeadLettered.WithLabelValues("t", ReasonDecode).Inc()
+	m.RecordsDeadLettered.WithLabelValues("t", deadletter.ReasonDecode).Inc()
 	m.RecordsFailed.WithLabelValues("t").Inc()
 	m.BatchRows.Observe(1)
 	m.BatchBytes.Observe(1)
@@ -82,43 +83,6 @@ sink_largest_partition_rows{rank="1",topic="t"} 5
 	}
 }
 
-// seriesOf counts the exported series of the metric name.
-func seriesOf(t *testing.T, reg *prometheus.Registry, name string) []float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []float64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				out = append(out, m.GetGauge().GetValue())
-			}
-		}
-	}
-	return out
-}
-
-// TestTopPartitionsZeroExportsNone: writer.top_partitions: 0 is valid and means no largest-partition
-// series at all; New used to apply the default 10 again on top of the config's.
-func TestTopPartitionsZeroExportsNone(t *testing.T) {
-	cfg := (&fixture{t: t, addrs: []string{"127.0.0.1:1"}, group: "g"}).config(func(c *config.Config) { c.Writer.TopPartitions = 0 })
-	reg := prometheus.NewRegistry()
-	pl, err := New(Config{Sink: cfg, Mapper: fakeMapper{}, Writer: &memWriter{}, Metrics: NewMetrics(reg)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	pl.metrics.live.written(testTopic, "events", "dev-1", 5, 500, now.Add(-time.Minute), now.Add(time.Hour))
-	if got := seriesOf(t, reg, "sink_largest_partition_rows"); len(got) != 0 {
-		t.Errorf("top_partitions 0 exported %d largest-partition series, want none", len(got))
-	}
-	if got := pl.metrics.live.largest()[testTopic]; len(got) != 0 {
-		t.Errorf("top_partitions 0 listed %d partitions on /debug/partitions, want none", len(got))
-	}
-}
-
 // TestFutureEventTimeDoesNotPinLagNegative: one record dated a year ahead used to set the event-time lag
 // to about -3.2e7 s until the clock reached it, so a stalled sink never raised the lag alert. A future
 // event time counts as the time it was written, and the lag then grows while nothing else is written.
@@ -129,25 +93,15 @@ func TestFutureEventTimeDoesNotPinLagNegative(t *testing.T) {
 	m.live.configure(3, func() time.Time { return now })
 	m.live.written("t", "readings", "dev-1", 1, 100, now.Add(-30*time.Second), time.Time{})
 	m.live.written("t", "readings", "dev-2", 1, 100, now.AddDate(1, 0, 0), time.Time{})
-	if got := seriesOf(t, reg, "sink_event_time_lag_seconds"); len(got) != 1 || got[0] != 0 {
+	if got := metricstest.Series(t, reg, "sink_event_time_lag_seconds"); len(got) != 1 || got[0] != 0 {
 		t.Errorf("lag right after a future-dated record %v, want [0]", got)
 	}
 	now = now.Add(20 * time.Minute) // nothing written since
-	if got := seriesOf(t, reg, "sink_event_time_lag_seconds"); len(got) != 1 || got[0] != 1200 {
+	if got := metricstest.Series(t, reg, "sink_event_time_lag_seconds"); len(got) != 1 || got[0] != 1200 {
 		t.Errorf("lag 20 minutes later %v, want [1200]: it must grow so the alert can fire", got)
 	}
 	m.live.written("t", "readings", "dev-1", 1, 100, now.Add(-5*time.Second), time.Time{})
-	if got := seriesOf(t, reg, "sink_event_time_lag_seconds"); len(got) != 1 || got[0] != 5 {
+	if got := metricstest.Series(t, reg, "sink_event_time_lag_seconds"); len(got) != 1 || got[0] != 5 {
 		t.Errorf("lag after a current record %v, want [5]", got)
-	}
-}
-
-// TestNewRefusesConfigWithoutDefaults: the pipeline applies no default of its own (config does, once),
-// so a config built in Go without ApplyDefaults is refused by name instead of stalling on a zero buffer.
-func TestNewRefusesConfigWithoutDefaults(t *testing.T) {
-	cfg := &config.Config{Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events"}}}
-	_, err := New(Config{Sink: cfg, Mapper: fakeMapper{}, Writer: &memWriter{}, Metrics: NewMetrics(prometheus.NewRegistry())})
-	if err == nil || !strings.Contains(err.Error(), "kafka.group is unset; load the config with config.Load") {
-		t.Errorf("New without defaults: %v", err)
 	}
 }

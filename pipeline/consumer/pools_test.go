@@ -1,4 +1,4 @@
-package pipeline
+package consumer
 
 import (
 	"bytes"
@@ -58,7 +58,7 @@ func TestCloneRecordSharesNothing(t *testing.T) {
 		Timestamp: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC),
 		Headers:   []kgo.RecordHeader{{Key: "h", Value: []byte("v")}},
 	}
-	c := cloneRecord(r)
+	c := CloneRecord(r)
 	for _, b := range [][]byte{r.Key, r.Value, r.Headers[0].Value} {
 		for i := range b {
 			b[i] = 0

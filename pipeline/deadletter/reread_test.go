@@ -1,4 +1,4 @@
-package pipeline
+package deadletter
 
 import (
 	"context"
@@ -79,6 +79,9 @@ func TestRereadSweepSeeksOnlyFarAhead(t *testing.T) {
 	}
 }
 
+// testTopic is the topic the re-read tests read back.
+const testTopic = "events"
+
 // rereadValue is the value of the record at offset i: padded, so that a re-read takes several fetches.
 func rereadValue(i int64) string { return fmt.Sprintf(`{"n":%d,"pad":"%0300d"}`, i, 0) }
 
@@ -128,7 +131,7 @@ func TestRereadFindsRecordsByOffset(t *testing.T) {
 	// Close together (one fetch), in the same batch, and far apart (a seek: a 1 MiB fetch holds about
 	// 3,000 of these records), up to the last record.
 	want := []int64{0, 1, 17, 900, 9_000, 15_001, n - 1}
-	recs, gone, err := reread(t.Context(), []kgo.Opt{kgo.SeedBrokers(addrs...)}, testTopic, 0, want, 10*time.Second)
+	recs, gone, err := Reread(t.Context(), []kgo.Opt{kgo.SeedBrokers(addrs...)}, testTopic, 0, want, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +151,7 @@ func TestRereadReportsRecordsTheLogNoLongerHolds(t *testing.T) {
 		t.Fatalf("deleting records: %v %v", err, resp.Error())
 	}
 	want := []int64{10, 499, 500, 999}
-	recs, gone, err := reread(t.Context(), []kgo.Opt{kgo.SeedBrokers(addrs...)}, testTopic, 0, want, 10*time.Second)
+	recs, gone, err := Reread(t.Context(), []kgo.Opt{kgo.SeedBrokers(addrs...)}, testTopic, 0, want, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +170,7 @@ func TestRereadGivesUpAfterTimeoutWithoutGuessing(t *testing.T) {
 	addrs, _ := rereadCluster(t, 10)
 	// Offset 10 is the log end: not written yet, so neither found nor provably gone.
 	start := time.Now()
-	recs, gone, err := reread(t.Context(), []kgo.Opt{kgo.SeedBrokers(addrs...)}, testTopic, 0, []int64{3, 10}, 500*time.Millisecond)
+	recs, gone, err := Reread(t.Context(), []kgo.Opt{kgo.SeedBrokers(addrs...)}, testTopic, 0, []int64{3, 10}, 500*time.Millisecond)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want a deadline exceeded", err)
 	}

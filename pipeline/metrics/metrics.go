@@ -1,4 +1,4 @@
-package pipeline
+package metrics
 
 import (
 	"runtime"
@@ -308,3 +308,16 @@ func (m *Metrics) OnRetry(reason string) { m.WriteRetries.WithLabelValues(reason
 
 // InFlight implements cassandra.Observer.
 func (m *Metrics) InFlight(delta int) { m.WritesInFlight.Add(float64(delta)) }
+
+// ConfigureLive sets how many of the largest open partitions each topic exports (writer.top_partitions)
+// and the clock of the scrape-time metrics.
+func (m *Metrics) ConfigureLive(topN int, now func() time.Time) { m.live.configure(topN, now) }
+
+// ObserveWritten feeds the event-time lag and the largest open partitions with a written batch: rows and
+// bytes for (topic, table, key), the latest event time among its rows and when that event's bucket closes.
+func (m *Metrics) ObserveWritten(topic, table, key string, rows, bytes int64, eventTime, closes time.Time) {
+	m.live.written(topic, table, key, rows, bytes, eventTime, closes)
+}
+
+// Largest returns the largest open partitions of every topic, for /debug/partitions.
+func (m *Metrics) Largest() map[string][]PartitionStat { return m.live.largest() }

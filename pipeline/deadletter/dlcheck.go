@@ -1,4 +1,4 @@
-package pipeline
+package deadletter
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/pipeline/consumer"
 )
 
 // MissingDeadLetterTopicsError is the error of CheckDeadLetterTopics when Kafka says a configured
@@ -58,12 +59,11 @@ func CheckDeadLetterTopics(ctx context.Context, cfg *config.Config, log *slog.Lo
 	if len(named) == 0 {
 		return nil
 	}
-	pl := &Pipeline{sink: cfg, log: log, cfg: Config{KafkaOptions: opts}}
-	_, producerOpts, err := pl.kafkaOptions()
+	common, err := consumer.ClientOptions(cfg.Kafka, log)
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(producerOpts...)
+	cl, err := kgo.NewClient(append(ProducerOptions(common), opts...)...)
 	if err != nil {
 		return fmt.Errorf("creating a Kafka client to check the dead-letter topics (kafka.brokers): %w", err)
 	}

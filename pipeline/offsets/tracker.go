@@ -1,4 +1,4 @@
-package pipeline
+package offsets
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// tracker is the offset bookkeeping of one Kafka partition. Records are registered in offset order as the
+// Tracker is the offset bookkeeping of one Kafka partition. Records are registered in offset order as the
 // worker takes them; they complete in any order (batches to different Cassandra partitions and dead-letter
 // produces acknowledge independently). The committable offset is one past the highest registered offset
 // below which every registered record is done.
@@ -26,7 +26,7 @@ import (
 // registered (gaps) are skipped by the watermark; a chunk holding no registered offset is never allocated,
 // so a gap of millions (compaction) costs nothing. Chunks come from a pool shared by all partitions and go
 // back as the watermark passes them.
-type tracker struct {
+type Tracker struct {
 	chunks     []*trackerChunk // the window's chunks, ascending
 	ids        []int64         // ids[k] is the number of chunks[k]: it covers offsets from ids[k]·trackerChunkLen
 	head       int64           // lowest offset not yet passed by the watermark; the scan resumes here
@@ -61,20 +61,20 @@ type trackerChunk struct {
 // trackerBig marks a charge kept in tracker.big.
 const trackerBig = math.MaxUint16
 
-// trackerEntryBytes is what one offset of the window costs: its share of a chunk, rounded up.
-const trackerEntryBytes = 3
+// EntryBytes is what one offset of the window costs: its share of a chunk, rounded up.
+const EntryBytes = 3
 
 // trackerChunks holds zeroed chunks no tracker uses.
 var trackerChunks = sync.Pool{New: func() any { return new(trackerChunk) }}
 
-// newTracker returns an empty tracker whose entries each hold entryBytes of the budget until retired.
-func newTracker(entryBytes int64) *tracker {
-	return &tracker{next: -1, last: -1, entryBytes: entryBytes}
+// NewTracker returns an empty tracker whose entries each hold entryBytes of the budget until retired.
+func NewTracker(entryBytes int64) *Tracker {
+	return &Tracker{next: -1, last: -1, entryBytes: entryBytes}
 }
 
 // chunkOf returns the position in chunks of chunk id, or the position of the first chunk after it and
 // false when the window has no chunk id.
-func (t *tracker) chunkOf(id int64) (int, bool) {
+func (t *Tracker) chunkOf(id int64) (int, bool) {
 	if len(t.ids) == 0 {
 		return 0, false
 	}
@@ -95,7 +95,7 @@ func (t *tracker) chunkOf(id int64) (int, bool) {
 }
 
 // slot returns the chunk and index of offset, or nil when no chunk of the window covers it.
-func (t *tracker) slot(offset int64) (*trackerChunk, int) {
+func (t *Tracker) slot(offset int64) (*trackerChunk, int) {
 	k, ok := t.chunkOf(offset / trackerChunkLen)
 	if !ok {
 		return nil, 0
@@ -103,9 +103,9 @@ func (t *tracker) slot(offset int64) (*trackerChunk, int) {
 	return t.chunks[k], int(offset % trackerChunkLen)
 }
 
-// register adds a record. Offsets must strictly increase: a worker takes records in offset order, and a
+// Register adds a record. Offsets must strictly increase: a worker takes records in offset order, and a
 // repeated or lower offset would mean two records share a place in the watermark.
-func (t *tracker) register(offset int64, epoch int32, bytes int64) error {
+func (t *Tracker) Register(offset int64, epoch int32, bytes int64) error {
 	if offset <= t.last {
 		return fmt.Errorf("offset %d registered after offset %d: records must arrive in increasing offset order", offset, t.last)
 	}
@@ -141,7 +141,7 @@ func (t *tracker) register(offset int64, epoch int32, bytes int64) error {
 }
 
 // pendingAt returns the chunk and index of offset if it is registered and not done.
-func (t *tracker) pendingAt(offset int64) (*trackerChunk, int, bool) {
+func (t *Tracker) pendingAt(offset int64) (*trackerChunk, int, bool) {
 	if offset < t.head || offset > t.last {
 		return nil, 0, false
 	}
@@ -153,11 +153,11 @@ func (t *tracker) pendingAt(offset int64) (*trackerChunk, int, bool) {
 	return c, i, c.reg[i/64]&m != 0 && c.done[i/64]&m == 0
 }
 
-// done marks a registered record complete, reports whether the committable offset moved, and returns the
+// Done marks a registered record complete, reports whether the committable offset moved, and returns the
 // bytes to give back to the budget: what the record held, plus entryBytes for every entry the watermark
 // passed. It returns known=false for an offset that is not pending (never registered, or already done),
 // so a duplicate acknowledgement cannot be counted twice.
-func (t *tracker) done(offset int64) (bytes int64, advanced, known bool) {
+func (t *Tracker) Done(offset int64) (bytes int64, advanced, known bool) {
 	c, i, ok := t.pendingAt(offset)
 	if !ok {
 		return 0, false, false
@@ -186,7 +186,7 @@ func (t *tracker) done(offset int64) (bytes int64, advanced, known bool) {
 // advance moves head past every offset that is done or was never registered, up to the last registered
 // one, and returns how many registered records it passed and the highest of them. Chunks it leaves behind
 // go back to the pool.
-func (t *tracker) advance() (retired int, lastRetired int64) {
+func (t *Tracker) advance() (retired int, lastRetired int64) {
 	k, ok := t.chunkOf(t.head / trackerChunkLen)
 	for t.head <= t.last {
 		if !ok {
@@ -232,7 +232,7 @@ func (t *tracker) advance() (retired int, lastRetired int64) {
 }
 
 // release gives the first n chunks back to the pool, zeroed.
-func (t *tracker) release(n int) {
+func (t *Tracker) release(n int) {
 	for _, c := range t.chunks[:n] {
 		*c = trackerChunk{}
 		trackerChunks.Put(c)
@@ -242,17 +242,17 @@ func (t *tracker) release(n int) {
 	t.ids = t.ids[n:]
 }
 
-// watermark returns the offset to commit and the leader epoch of the record before it; ok is false until
+// Watermark returns the offset to commit and the leader epoch of the record before it; ok is false until
 // the first record is done in order.
-func (t *tracker) watermark() (offset int64, epoch int32, ok bool) {
+func (t *Tracker) Watermark() (offset int64, epoch int32, ok bool) {
 	return t.next, t.epoch, t.next >= 0
 }
 
-// inFlight is the number of registered records not yet done.
-func (t *tracker) inFlight() int { return t.undone }
+// InFlight is the number of registered records not yet done.
+func (t *Tracker) InFlight() int { return t.undone }
 
-// firstUndone returns the lowest registered offset not yet done, the one holding the watermark back.
-func (t *tracker) firstUndone() (int64, bool) {
+// FirstUndone returns the lowest registered offset not yet done, the one holding the watermark back.
+func (t *Tracker) FirstUndone() (int64, bool) {
 	if t.undone == 0 {
 		return 0, false
 	}
@@ -276,8 +276,8 @@ func (t *tracker) firstUndone() (int64, bool) {
 	return 0, false
 }
 
-// isPending reports whether offset is registered and not yet done.
-func (t *tracker) isPending(offset int64) bool {
+// IsPending reports whether offset is registered and not yet done.
+func (t *Tracker) IsPending(offset int64) bool {
 	_, _, ok := t.pendingAt(offset)
 	return ok
 }

@@ -1,4 +1,4 @@
-package pipeline
+package consumer
 
 import (
 	"math/bits"
@@ -123,10 +123,10 @@ func (p *fetchPools) PutDecompressBytes(b []byte) {
 	p.bytes[c].Put(&b)
 }
 
-// cloneRecord copies what the pipeline reads of a record (coordinates, timestamp, key, value and
+// CloneRecord copies what the pipeline reads of a record (coordinates, timestamp, key, value and
 // headers) into memory of its own, so that the original can be recycled while the copy waits for the
 // dead-letter producer.
-func cloneRecord(r *kgo.Record) *kgo.Record {
+func CloneRecord(r *kgo.Record) *kgo.Record {
 	c := &kgo.Record{
 		Key: slices.Clone(r.Key), Value: slices.Clone(r.Value),
 		Timestamp: r.Timestamp, Topic: r.Topic, Partition: r.Partition, Attrs: r.Attrs,
@@ -141,18 +141,23 @@ func cloneRecord(r *kgo.Record) *kgo.Record {
 	return c
 }
 
-// handOffPool holds the row slices workers hand to the write stage (handOffRows capacity each).
+// HandOffRows is how many rows a worker hands to the write stage in one message: one channel operation per
+// row would cost more than mapping the row.
+const HandOffRows = 256
+
+// handOffPool holds the row slices workers hand to the write stage (HandOffRows capacity each).
 var handOffPool = sync.Pool{New: func() any {
-	s := make([]batcher.Row, 0, handOffRows)
+	s := make([]batcher.Row, 0, HandOffRows)
 	return &s
 }}
 
-func getHandOff() []batcher.Row { return (*handOffPool.Get().(*[]batcher.Row))[:0] }
+// GetHandOff returns an empty hand-off slice of HandOffRows capacity.
+func GetHandOff() []batcher.Row { return (*handOffPool.Get().(*[]batcher.Row))[:0] }
 
-// putHandOff gives back a hand-off slice whose rows are in the batcher; the rows are cleared so the
+// PutHandOff gives back a hand-off slice whose rows are in the batcher; the rows are cleared so the
 // pooled slice keeps nothing alive.
-func putHandOff(rows []batcher.Row) {
-	if cap(rows) != handOffRows {
+func PutHandOff(rows []batcher.Row) {
+	if cap(rows) != HandOffRows {
 		return
 	}
 	clear(rows[:cap(rows)])

@@ -1,0 +1,42 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/metrics/metricstest"
+)
+
+// TestTopPartitionsZeroExportsNone: writer.top_partitions: 0 is valid and means no largest-partition
+// series at all; New used to apply the default 10 again on top of the config's.
+func TestTopPartitionsZeroExportsNone(t *testing.T) {
+	cfg := (&fixture{t: t, addrs: []string{"127.0.0.1:1"}, group: "g"}).config(func(c *config.Config) { c.Writer.TopPartitions = 0 })
+	reg := prometheus.NewRegistry()
+	pl, err := New(Config{Sink: cfg, Mapper: fakeMapper{}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	pl.metrics.ObserveWritten(testTopic, "events", "dev-1", 5, 500, now.Add(-time.Minute), now.Add(time.Hour))
+	if got := metricstest.Series(t, reg, "sink_largest_partition_rows"); len(got) != 0 {
+		t.Errorf("top_partitions 0 exported %d largest-partition series, want none", len(got))
+	}
+	if got := pl.metrics.Largest()[testTopic]; len(got) != 0 {
+		t.Errorf("top_partitions 0 listed %d partitions on /debug/partitions, want none", len(got))
+	}
+}
+
+// TestNewRefusesConfigWithoutDefaults: the pipeline applies no default of its own (config does, once),
+// so a config built in Go without ApplyDefaults is refused by name instead of stalling on a zero buffer.
+func TestNewRefusesConfigWithoutDefaults(t *testing.T) {
+	cfg := &config.Config{Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events"}}}
+	_, err := New(Config{Sink: cfg, Mapper: fakeMapper{}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
+	if err == nil || !strings.Contains(err.Error(), "kafka.group is unset; load the config with config.Load") {
+		t.Errorf("New without defaults: %v", err)
+	}
+}

@@ -1,0 +1,12 @@
+// Package offsets decides which Kafka offsets may be committed, and commits them.
+//
+// A Tracker per assigned partition records every offset the worker takes and which of them are done
+// (written to Cassandra or dead-lettered); its Watermark is the next offset to commit, never past a
+// record that is not done. commit.go is the one place offsets reach Kafka: Marker.Mark hands a moved
+// watermark to the client, which commits the marks every writer.commit_interval (ClientOptions), and
+// CommitMarked commits them synchronously when partitions are revoked.
+//
+// Concurrency: a Tracker and a Marker are not safe for concurrent use; the partition that owns them
+// guards both with its mutex, and marks only while it still owns the partition. CommitMarked and the
+// hooks may be called from any goroutine.
+package offsets
