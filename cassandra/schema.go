@@ -64,7 +64,7 @@ func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error
 		out = append(out, KeyspaceDDL(cfg, ks))
 	}
 	for _, ks := range routingTableKeyspaces(cfg, topics) {
-		out = append(out, routingTableDDL(ks))
+		out = append(out, routingTableDDL(ks)...)
 	}
 	return append(out, tables...), nil
 }
@@ -295,12 +295,14 @@ func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 		topics = m.Topics()
 	}
 	for _, ks := range routingTableKeyspaces(cfg, topics) {
-		cols, err := ReadSchemaColumns(ctx, s, ks, RoutingTable)
-		if err != nil {
-			return nil, err
-		}
-		if len(cols) == 0 {
-			missing = append(missing, ks+"."+RoutingTable)
+		for _, table := range routingTables {
+			cols, err := ReadSchemaColumns(ctx, s, ks, table)
+			if err != nil {
+				return nil, err
+			}
+			if len(cols) == 0 {
+				missing = append(missing, ks+"."+table)
+			}
 		}
 	}
 	for _, name := range topics {
