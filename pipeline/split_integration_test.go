@@ -315,14 +315,7 @@ func (s *stack) sinkMetric(name string) float64 {
 func (s *stack) replayAndCompare(recs []*itRecord, before []splitRow, budget bool) {
 	t := s.t
 	t.Helper()
-	old := s.group
-	t.Cleanup(func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = s.adm.DeleteGroup(dctx, old)
-	})
-	s.group = testenv.Name(t, "replay")
-	s.cfg.Kafka.Group = s.group
+	s.resetGroup()
 	cmd, _ := runSink(t, s.writeConfig())
 	s.waitFor(2*time.Minute, "the replay to be committed", s.allCommitted)
 	if code, took := stopSink(t, cmd); code != 0 {
@@ -332,6 +325,19 @@ func (s *stack) replayAndCompare(recs []*itRecord, before []splitRow, budget boo
 	if fmt.Sprint(before) != fmt.Sprint(after) {
 		t.Errorf("the replay changed the rows: %d before, %d after", len(before), len(after))
 	}
+}
+
+// resetGroup moves the stack to a new consumer group, which starts from the beginning of the topic
+// (a group reset), and deletes the old group when the test ends.
+func (s *stack) resetGroup() {
+	old := s.group
+	s.t.Cleanup(func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = s.adm.DeleteGroup(dctx, old)
+	})
+	s.group = testenv.Name(s.t, "replay")
+	s.cfg.Kafka.Group = s.group
 }
 
 // TestIntegrationKilledWhileSplittingReplaysIdentically: `sink run` is killed with SIGKILL at random
@@ -383,4 +389,152 @@ func TestIntegrationTwoInstancesAgreeOnSplits(t *testing.T) {
 	s.checkSplitLayout(recs, false)
 	t.Logf("splits decided: first member %v, second %v",
 		testutil.ToFloat64(first.metrics.Splits.WithLabelValues(s.topic)), testutil.ToFloat64(second.metrics.Splits.WithLabelValues(s.topic)))
+}
+
+// owned lists the Kafka partitions of the stack's topic a member owns now.
+func (s *stack) owned(m *itMember) []int32 {
+	m.pl.mu.Lock()
+	defer m.pl.mu.Unlock()
+	var out []int32
+	for tp := range m.pl.parts {
+		if tp.topic == s.topic {
+			out = append(out, tp.partition)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// hotAt is a record of the hot entity on a Kafka partition at an event time.
+func hotAt(partition int32, ts time.Time, n int) *itRecord {
+	ts = ts.Truncate(time.Millisecond)
+	return &itRecord{device: "hot", ts: ts, partition: partition,
+		value: fmt.Appendf(nil, `{"device_id":"hot","ts":%q,"value":%d.5}`, ts.Format(time.RFC3339Nano), n)}
+}
+
+// checkOncePerRecord checks that every record's row is in exactly one partition.
+func (s *stack) checkOncePerRecord(recs []*itRecord, rows []splitRow) {
+	s.t.Helper()
+	seen := map[string]int{}
+	for _, r := range rows {
+		seen[r.device+"/"+r.ts.Format(time.RFC3339Nano)]++
+	}
+	if len(rows) != len(recs) {
+		s.t.Errorf("Cassandra holds %d rows; the stream has %d records", len(rows), len(recs))
+	}
+	for _, r := range recs {
+		if n := seen[r.device+"/"+r.ts.Format(time.RFC3339Nano)]; n != 1 {
+			s.t.Errorf("record %s at %s (partition %d offset %d) is in %d partitions; want exactly 1",
+				r.device, r.ts.Format(time.RFC3339Nano), r.partition, r.offset, n)
+		}
+	}
+}
+
+// TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically: the hot entity's records come
+// from both Kafka partitions of the topic, each owned by its own sink instance. The owner of partition
+// 0 splits the entity's bucket while the owner of partition 1 holds a stale view (it loaded the
+// bucket's routing records before the split and reads them again only every 10 minutes), so
+// partition 1's later rows, past the split's instant T, go to the layout it knows. A group reset and
+// a full replay, which loads the routing record before any row, must write every row to the
+// partition it was first written to: partition 1 never adopted the split, so its rows keep the old
+// layout; partition 0 adopted it from the row after its decision. Every row exists exactly once,
+// before and after the replay, and the reader returns the hot entity's rows once each, in order.
+func TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically(t *testing.T) {
+	s := splitStack(t, 2)
+	tp := s.cfg.Topics["readings"]
+	tp.Split.RefreshInterval = config.Duration(10 * time.Minute) // partition 1's owner stays stale
+	s.cfg.Topics["readings"] = tp
+	a, b := s.start(nil), s.start(nil)
+	s.waitFor(time.Minute, "each instance to own one partition", func() bool {
+		return len(s.owned(a)) == 1 && len(s.owned(b)) == 1
+	})
+	time.Sleep(200 * time.Millisecond) // past the settle time (cassandra.timeout) of both assignments
+
+	// Both owners see the hot entity's bucket before any split: they load its (empty) routing records.
+	var recs []*itRecord
+	add := func(batch []*itRecord) {
+		s.produce(batch)
+		recs = append(recs, batch...)
+		s.waitFor(time.Minute, "the records to be committed", s.allCommitted)
+	}
+	// One row each: too few for either owner to project a rate from.
+	add([]*itRecord{hotAt(0, itBase.Add(1*time.Second), 0), hotAt(1, itBase.Add(2*time.Second), 1)})
+
+	// Partition 0 alone writes at 2,400 rows an hour against a budget of 200: its owner splits.
+	var hot0 []*itRecord
+	for i := range 400 {
+		hot0 = append(hot0, hotAt(0, itBase.Add(time.Minute+time.Duration(i)*1500*time.Millisecond), 10+i))
+	}
+	for len(hot0) > 0 {
+		n := min(40, len(hot0))
+		add(hot0[:n])
+		hot0 = hot0[n:]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sp := cassandra.NewSplits(s.session, s.ks, s.cfg.Cassandra)
+	splits, err := sp.Bucket(ctx, "split_readings", itBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(splits) == 0 {
+		t.Fatal("partition 0's owner made no split")
+	}
+	last := splits[len(splits)-1].From
+
+	// Partition 1's owner, stale, writes rows past every split's instant.
+	var late []*itRecord
+	for i := range 5 {
+		late = append(late, hotAt(1, last.Add(time.Duration(i+1)*3*time.Minute), 1000+i))
+	}
+	add(late)
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+	before := s.splitRows()
+	s.checkOncePerRecord(recs, before)
+	at := map[string]int{}
+	for _, r := range before {
+		at[r.ts.Format(time.RFC3339Nano)] = r.eb
+	}
+	for _, r := range late {
+		if eb := at[r.ts.Format(time.RFC3339Nano)]; eb != 0 {
+			t.Errorf("partition 1's row at %s is in event bucket %d; its stale owner knew only event bucket 0", r.ts.Format(time.RFC3339Nano), eb)
+		}
+	}
+	adoptions, err := sp.Adoptions(ctx, "split_readings", itBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ad := range adoptions {
+		if ad.Partition == 1 && ad.From <= late[len(late)-1].offset {
+			t.Errorf("partition 1 adopted generation %d from offset %d while its owner never knew of it", ad.Generation, ad.From)
+		}
+	}
+	t.Logf("splits %v; adoptions %v", splits, adoptions)
+
+	// A group reset and a full replay by one instance, which loads the routing records first.
+	s.resetGroup()
+	replay := s.start(nil)
+	s.waitFor(2*time.Minute, "the replay to be committed", s.allCommitted)
+	if err := replay.stop(); err != nil {
+		t.Fatal(err)
+	}
+	after := s.splitRows()
+	s.checkOncePerRecord(recs, after)
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("the replay changed the rows: %d before, %d after", len(before), len(after))
+		for i := range min(len(before), len(after)) {
+			if before[i] != after[i] {
+				t.Logf("first difference: %+v before, %+v after", before[i], after[i])
+				break
+			}
+		}
+	}
+	inOrder := slices.Clone(recs)
+	sort.SliceStable(inOrder, func(i, j int) bool { return inOrder[i].ts.Before(inOrder[j].ts) })
+	s.checkHotReadBack(inOrder, true)
 }
