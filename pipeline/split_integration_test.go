@@ -430,19 +430,16 @@ func (s *stack) checkOncePerRecord(recs []*itRecord, rows []splitRow) {
 	}
 }
 
-// TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically: the hot entity's records come
-// from both Kafka partitions of the topic, each owned by its own sink instance. The owner of partition
-// 0 splits the entity's bucket while the owner of partition 1 holds a stale view (it loaded the
-// bucket's routing records before the split and reads them again only every 10 minutes), so
-// partition 1's later rows, past the split's instant T, go to the layout it knows. A group reset and
-// a full replay, which loads the routing record before any row, must write every row to the
-// partition it was first written to: partition 1 never adopted the split, so its rows keep the old
-// layout; partition 0 adopted it from the row after its decision. Every row exists exactly once,
-// before and after the replay, and the reader returns the hot entity's rows once each, in order.
-func TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically(t *testing.T) {
-	s := splitStack(t, 2)
+// splitOnTwoPartitions runs one entity's records from both Kafka partitions of the topic, each owned
+// by its own instance, both reading the routing records again every refresh. Both owners first see
+// the entity's bucket before any split (one row each), then partition 0 alone writes fast enough for
+// its owner to split the bucket, then partition 1 writes five rows past every split's instant. It
+// stops both instances and returns every record, partition 1's five late ones, the rows Cassandra
+// holds, the routing records and the adoptions.
+func splitOnTwoPartitions(t *testing.T, refresh time.Duration) (s *stack, recs, late []*itRecord, rows []splitRow, splits []cassandra.Split, adoptions []cassandra.Adoption) {
+	s = splitStack(t, 2)
 	tp := s.cfg.Topics["readings"]
-	tp.Split.RefreshInterval = config.Duration(10 * time.Minute) // partition 1's owner stays stale
+	tp.Split.RefreshInterval = config.Duration(refresh)
 	s.cfg.Topics["readings"] = tp
 	a, b := s.start(nil), s.start(nil)
 	s.waitFor(time.Minute, "each instance to own one partition", func() bool {
@@ -450,8 +447,6 @@ func TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically(t *tes
 	})
 	time.Sleep(200 * time.Millisecond) // past the settle time (cassandra.timeout) of both assignments
 
-	// Both owners see the hot entity's bucket before any split: they load its (empty) routing records.
-	var recs []*itRecord
 	add := func(batch []*itRecord) {
 		s.produce(batch)
 		recs = append(recs, batch...)
@@ -480,12 +475,10 @@ func TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically(t *tes
 	if len(splits) == 0 {
 		t.Fatal("partition 0's owner made no split")
 	}
-	last := splits[len(splits)-1].From
 
-	// Partition 1's owner, stale, writes rows past every split's instant.
-	var late []*itRecord
+	// Partition 1 writes past every split's instant, slowly enough not to split anything itself.
 	for i := range 5 {
-		late = append(late, hotAt(1, last.Add(time.Duration(i+1)*3*time.Minute), 1000+i))
+		late = append(late, hotAt(1, splits[len(splits)-1].From.Add(time.Duration(i+1)*3*time.Minute), 1000+i))
 	}
 	add(late)
 	if err := a.stop(); err != nil {
@@ -494,29 +487,31 @@ func TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically(t *tes
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
-	before := s.splitRows()
-	s.checkOncePerRecord(recs, before)
-	at := map[string]int{}
-	for _, r := range before {
-		at[r.ts.Format(time.RFC3339Nano)] = r.eb
-	}
-	for _, r := range late {
-		if eb := at[r.ts.Format(time.RFC3339Nano)]; eb != 0 {
-			t.Errorf("partition 1's row at %s is in event bucket %d; its stale owner knew only event bucket 0", r.ts.Format(time.RFC3339Nano), eb)
-		}
-	}
-	adoptions, err := sp.Adoptions(ctx, "split_readings", itBase)
-	if err != nil {
+	rows = s.splitRows()
+	s.checkOncePerRecord(recs, rows)
+	if adoptions, err = sp.Adoptions(ctx, "split_readings", itBase); err != nil {
 		t.Fatal(err)
 	}
-	for _, ad := range adoptions {
-		if ad.Partition == 1 && ad.From <= late[len(late)-1].offset {
-			t.Errorf("partition 1 adopted generation %d from offset %d while its owner never knew of it", ad.Generation, ad.From)
+	t.Logf("splits %v; adoptions %v", splits, adoptions)
+	return s, recs, late, rows, splits, adoptions
+}
+
+// eventBucketOf returns the event bucket of the row of rows at ts.
+func eventBucketOf(rows []splitRow, ts time.Time) int {
+	for _, r := range rows {
+		if r.ts.Equal(ts) {
+			return r.eb
 		}
 	}
-	t.Logf("splits %v; adoptions %v", splits, adoptions)
+	return -1
+}
 
-	// A group reset and a full replay by one instance, which loads the routing records first.
+// replayIdentically resets the group and replays the whole topic with one in-process instance, which
+// loads the routing records and adoptions before any row; Cassandra must hold exactly the rows it held
+// before, and the reader return the hot entity's rows once each, in order.
+func (s *stack) replayIdentically(recs []*itRecord, before []splitRow) {
+	t := s.t
+	t.Helper()
 	s.resetGroup()
 	replay := s.start(nil)
 	s.waitFor(2*time.Minute, "the replay to be committed", s.allCommitted)
@@ -537,4 +532,48 @@ func TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically(t *tes
 	inOrder := slices.Clone(recs)
 	sort.SliceStable(inOrder, func(i, j int) bool { return inOrder[i].ts.Before(inOrder[j].ts) })
 	s.checkHotReadBack(inOrder, true)
+}
+
+// TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically: the owner of partition 1 holds
+// a stale view through partition 0's split (it reads the routing records again only every 10
+// minutes), so its rows past the split's instant go to the layout it knows, and it never adopts the
+// split. A group reset and a full replay, which loads the routing record before any row, must write
+// every row to the partition it was first written to: partition 1's rows keep the old layout, which
+// its owner at the replay adopts the split only from its end offset on; partition 0 adopted the split
+// from the row after its decision. Every row exists exactly once, before and after the replay, and
+// the reader returns the hot entity's rows once each, in order.
+func TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically(t *testing.T) {
+	s, recs, late, before, _, adoptions := splitOnTwoPartitions(t, 10*time.Minute)
+	for _, r := range late {
+		if eb := eventBucketOf(before, r.ts); eb != 0 {
+			t.Errorf("partition 1's row at %s is in event bucket %d; its stale owner knew only event bucket 0", r.ts.Format(time.RFC3339Nano), eb)
+		}
+	}
+	for _, ad := range adoptions {
+		if ad.Partition == 1 && ad.From <= late[len(late)-1].offset {
+			t.Errorf("partition 1 adopted generation %d from offset %d while its owner never knew of it", ad.Generation, ad.From)
+		}
+	}
+	s.replayIdentically(recs, before)
+}
+
+// TestIntegrationSplitReachesTheOtherKafkaPartitionsOwnerAtItsNextRefresh: with the routing records
+// read again every 500 ms, the owner of partition 1 learns of partition 0's split at its first row
+// after it, adopts the split from that row's offset and writes that row and the later ones to the
+// split's event buckets; a group reset and a full replay leave every row where it was.
+func TestIntegrationSplitReachesTheOtherKafkaPartitionsOwnerAtItsNextRefresh(t *testing.T) {
+	s, recs, late, before, splits, adoptions := splitOnTwoPartitions(t, 500*time.Millisecond)
+	g := splits[len(splits)-1]
+	for _, r := range late {
+		if eb := eventBucketOf(before, r.ts); eb < g.FirstEventBucket || eb >= g.FirstEventBucket+g.EventBuckets {
+			t.Errorf("partition 1's row at %s is in event bucket %d; generation %d has %d..%d", r.ts.Format(time.RFC3339Nano), eb,
+				g.Generation, g.FirstEventBucket, g.FirstEventBucket+g.EventBuckets-1)
+		}
+	}
+	if !slices.ContainsFunc(adoptions, func(a cassandra.Adoption) bool {
+		return a.Partition == 1 && a.Generation == g.Generation && a.From == late[0].offset
+	}) {
+		t.Errorf("no adoption of generation %d by partition 1 from offset %d (its first row after the split): %v", g.Generation, late[0].offset, adoptions)
+	}
+	s.replayIdentically(recs, before)
 }
