@@ -228,17 +228,18 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	} else if t.refreshDue(idx, time.Now()) {
 		s.refresh(idx)
 	}
-	entity, _, ok := s.keyParts(row.Key)
+	entity, eb, ok := s.keyParts(row.Key)
 	if !ok {
 		return row, nil // not a key the mapper makes; nothing to count
 	}
-	row, err := s.adopt(row, idx, entity, remap)
+	row, remapped, err := s.adopt(row, idx, entity, remap)
 	if err != nil {
 		return row, err
 	}
-	entity, eb, ok := s.keyParts(row.Key)
-	if !ok {
-		return row, nil
+	if remapped {
+		if entity, eb, ok = s.keyParts(row.Key); !ok {
+			return row, nil
+		}
 	}
 	k := splitKey{idx, entity}
 	st := s.tally[k]
@@ -424,20 +425,22 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 // row is mapped again to use it. Until then the row's partition followed the layout it knew, at
 // offsets below the adoption, which is what a replay finds too. When another owner of the partition
 // adopted first, its offset holds (a replay of this row routes as that offset says).
-func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func() (batcher.Row, error)) (batcher.Row, error) {
+// It reports whether it mapped the row again.
+func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func() (batcher.Row, error)) (batcher.Row, bool, error) {
 	t := s.t
 	g := mapper.Applying(t.routes.Lookup(idx, entity), row.EventTime)
 	if g == nil {
-		return row, nil
+		return row, false, nil
 	}
 	if _, ok := g.Adopted[row.Source.Partition]; ok {
-		return row, nil // the mapper routed the row by that adoption already
+		return row, false, nil // the mapper routed the row by that adoption already
 	}
 	from := max(row.Source.Offset, s.floors[splitGen{idx, entity, g.N}])
 	if err := s.adoptFrom(row, idx, entity, g.N, from); err != nil {
-		return row, err
+		return row, false, err
 	}
-	return remap()
+	row, err := remap()
+	return row, true, err
 }
 
 // adoptFrom writes the adoption of generation n by the row's Kafka partition from offset from on
