@@ -486,7 +486,8 @@ func (s *splitState) load(idx int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := s.publish(idx, recs, adoptions)
+	adopted := s.adopted(adoptions)
+	n := s.publish(idx, recs, adopted)
 	if len(recs) == 0 {
 		return n, nil
 	}
@@ -494,15 +495,33 @@ func (s *splitState) load(idx int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	part := s.p.tp.partition
 	for _, r := range recs {
-		if !slices.ContainsFunc(adoptions, func(a cassandra.Adoption) bool {
-			return a.Generation == r.Generation && a.Topic == t.label && a.Partition == part && string(a.Entity) == string(r.Entity)
-		}) {
+		if _, ok := adopted[string(r.Entity)][r.Generation][s.p.tp.partition]; !ok {
 			s.floors[splitGen{idx, string(r.Entity), r.Generation}] = hwm
 		}
 	}
 	return n, nil
+}
+
+// adopted indexes the adoptions of this topic's Kafka partitions: entity → generation → partition →
+// offset.
+func (s *splitState) adopted(adoptions []cassandra.Adoption) map[string]map[int]map[int32]int64 {
+	out := map[string]map[int]map[int32]int64{}
+	for _, a := range adoptions {
+		if a.Topic != s.t.label {
+			continue // another topic writing the same table
+		}
+		byGen := out[string(a.Entity)]
+		if byGen == nil {
+			byGen = map[int]map[int32]int64{}
+			out[string(a.Entity)] = byGen
+		}
+		if byGen[a.Generation] == nil {
+			byGen[a.Generation] = map[int32]int64{}
+		}
+		byGen[a.Generation][a.Partition] = a.From
+	}
+	return out
 }
 
 // highWatermark is the partition's high watermark as the fetch that brought the current record
@@ -549,25 +568,11 @@ func (s *splitState) tableOf(idx int64) string {
 	return t.table.Name
 }
 
-// publish hands the records of a bucket, ordered by entity then generation, and the adoptions of
-// this topic's Kafka partitions among adoptions, to the mapper's routes; it returns how many
-// entities have records.
-func (s *splitState) publish(idx int64, recs []cassandra.Split, adoptions []cassandra.Adoption) int {
+// publish hands the records of a bucket, ordered by entity then generation, with their adoptions
+// (s.adopted's index; nil for none), to the mapper's routes; it returns how many entities have
+// records.
+func (s *splitState) publish(idx int64, recs []cassandra.Split, adopted map[string]map[int]map[int32]int64) int {
 	t := s.t
-	adopted := map[string]map[int]map[int32]int64{} // entity → generation → partition → offset
-	for _, a := range adoptions {
-		if a.Topic != t.label {
-			continue // another topic writing the same table
-		}
-		if adopted[string(a.Entity)] == nil {
-			adopted[string(a.Entity)] = map[int]map[int32]int64{}
-		}
-		byGen := adopted[string(a.Entity)]
-		if byGen[a.Generation] == nil {
-			byGen[a.Generation] = map[int32]int64{}
-		}
-		byGen[a.Generation][a.Partition] = a.From
-	}
 	n := 0
 	for i := 0; i < len(recs); {
 		j := i
