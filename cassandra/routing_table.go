@@ -35,6 +35,27 @@ func routingTableDDL(keyspace string) []string {
 	return []string{routingRecordsDDL(keyspace), adoptionsDDL(keyspace)}
 }
 
+// checkRoutingTable reports an existing routing or adoption table that lacks a column the sink
+// writes (one created by an earlier, unreleased version), with the statement that adds them.
+func checkRoutingTable(keyspace, table string, cols []SchemaColumn) error {
+	want := map[string]string{RoutingTable: routingRecordsDDL(keyspace), AdoptionTable: adoptionsDDL(keyspace)}[table]
+	var lacking []string
+	for _, line := range strings.Split(want, "\n")[1:] {
+		f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), ","))
+		if len(f) != 2 || f[0] == "PRIMARY" {
+			continue
+		}
+		if !slices.ContainsFunc(cols, func(c SchemaColumn) bool { return c.Name == f[0] }) {
+			lacking = append(lacking, f[0]+" "+f[1])
+		}
+	}
+	if len(lacking) > 0 {
+		return fmt.Errorf("%s.%s lacks columns the sink writes; add them: ALTER TABLE %s.%s ADD (%s)",
+			keyspace, table, keyspace, table, strings.Join(lacking, ", "))
+	}
+	return nil
+}
+
 func adoptionsDDL(keyspace string) string {
 	return "CREATE TABLE IF NOT EXISTS " + keyspace + "." + AdoptionTable + " (\n" +
 		"    table_name text,\n" +
@@ -61,6 +82,9 @@ func routingRecordsDDL(keyspace string) string {
 		"    event_buckets int,\n" +
 		"    decided_at timestamp,\n" +
 		"    decided_by text,\n" +
+		"    source_topic text,\n" +
+		"    source_partition int,\n" +
+		"    source_from_offset bigint,\n" +
 		"    PRIMARY KEY ((table_name, bucket_start), entity, generation)\n" +
 		") WITH CLUSTERING ORDER BY (entity ASC, generation ASC)"
 }
@@ -97,7 +121,24 @@ type Split struct {
 	EventBuckets     int
 	DecidedAt        time.Time // when the decision was made (for people; nothing routes by it)
 	DecidedBy        string    // which instance made it (for people)
+	// The decider's own adoption, written in the same transaction as the decision: the rows of
+	// Kafka partition Partition of Topic follow this generation from offset FromOffset on. Topic is
+	// empty when the record carries none (the decider's partition then adopts it like any other).
+	Topic      string
+	Partition  int32
+	FromOffset int64
 }
+
+// Adoption returns the decider's adoption the record carries, and whether it carries one.
+func (r Split) Adoption() (Adoption, bool) {
+	if r.Topic == "" {
+		return Adoption{}, false
+	}
+	return Adoption{Table: r.Table, BucketStart: r.BucketStart, Entity: r.Entity, Generation: r.Generation,
+		Topic: r.Topic, Partition: r.Partition, From: r.FromOffset, AdoptedAt: r.DecidedAt, AdoptedBy: r.DecidedBy}, true
+}
+
+const splitColumns = "table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by, source_topic, source_partition, source_from_offset"
 
 // Splits reads and writes the routing records of one keyspace. Decisions are written with a
 // lightweight transaction (INSERT ... IF NOT EXISTS) and read at serial consistency, so a reader
@@ -127,8 +168,7 @@ var ErrRoutingTableMissing = errors.New("the routing table " + RoutingTable + " 
 // generation: what a restarted instance or a new owner of a partition loads before it routes a row
 // of that bucket, and what a reader caches.
 func (sp *Splits) Bucket(ctx context.Context, table string, bucketStart time.Time) ([]Split, error) {
-	q := sp.s.gs.Query("SELECT table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by FROM "+
-		sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ?", table, bucketStart.UTC()).
+	q := sp.s.gs.Query("SELECT "+splitColumns+" FROM "+sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ?", table, bucketStart.UTC()).
 		WithContext(ctx).Consistency(sp.serial)
 	return sp.scan(q.Iter(), table, bucketStart)
 }
@@ -136,8 +176,7 @@ func (sp *Splits) Bucket(ctx context.Context, table string, bucketStart time.Tim
 // Entity returns the routing records of one entity's time bucket in generation order (none when it
 // never split).
 func (sp *Splits) Entity(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]Split, error) {
-	q := sp.s.gs.Query("SELECT table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by FROM "+
-		sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ? AND entity = ?", table, bucketStart.UTC(), entity).
+	q := sp.s.gs.Query("SELECT "+splitColumns+" FROM "+sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ? AND entity = ?", table, bucketStart.UTC(), entity).
 		WithContext(ctx).Consistency(sp.serial)
 	return sp.scan(q.Iter(), table, bucketStart)
 }
@@ -145,7 +184,8 @@ func (sp *Splits) Entity(ctx context.Context, table string, bucketStart time.Tim
 func (sp *Splits) scan(iter *gocql.Iter, table string, bucketStart time.Time) ([]Split, error) {
 	var out []Split
 	var r Split
-	for iter.Scan(&r.Table, &r.BucketStart, &r.Entity, &r.Generation, &r.From, &r.FirstEventBucket, &r.EventBuckets, &r.DecidedAt, &r.DecidedBy) {
+	for iter.Scan(&r.Table, &r.BucketStart, &r.Entity, &r.Generation, &r.From, &r.FirstEventBucket, &r.EventBuckets, &r.DecidedAt, &r.DecidedBy,
+		&r.Topic, &r.Partition, &r.FromOffset) {
 		r.BucketStart, r.From, r.DecidedAt = r.BucketStart.UTC(), r.From.UTC(), r.DecidedAt.UTC()
 		out = append(out, r)
 		r = Split{}
@@ -169,9 +209,13 @@ func (sp *Splits) Propose(ctx context.Context, rec Split) (Split, bool, error) {
 	rec.BucketStart = rec.BucketStart.UTC()
 	rec.From = rec.From.UTC().Truncate(time.Millisecond)
 	rec.DecidedAt = rec.DecidedAt.UTC().Truncate(time.Millisecond)
-	q := sp.s.gs.Query("INSERT INTO "+sp.keyspace+"."+RoutingTable+
-		" (table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
-		rec.Table, rec.BucketStart, rec.Entity, rec.Generation, rec.From, rec.FirstEventBucket, rec.EventBuckets, rec.DecidedAt, rec.DecidedBy).
+	var topic, part, offset any // null unless the record carries its decider's adoption
+	if rec.Topic != "" {
+		topic, part, offset = rec.Topic, rec.Partition, rec.FromOffset
+	}
+	q := sp.s.gs.Query("INSERT INTO "+sp.keyspace+"."+RoutingTable+" ("+splitColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+		rec.Table, rec.BucketStart, rec.Entity, rec.Generation, rec.From, rec.FirstEventBucket, rec.EventBuckets, rec.DecidedAt, rec.DecidedBy,
+		topic, part, offset).
 		WithContext(ctx).Consistency(sp.s.cons).SerialConsistency(sp.serial)
 	prev := map[string]any{}
 	applied, err := q.MapScanCAS(prev)
@@ -187,6 +231,11 @@ func (sp *Splits) Propose(ctx context.Context, rec Split) (Split, bool, error) {
 	held.FirstEventBucket, _ = prev["first_event_bucket"].(int)
 	held.DecidedAt, _ = prev["decided_at"].(time.Time)
 	held.DecidedBy, _ = prev["decided_by"].(string)
+	held.Topic, _ = prev["source_topic"].(string)
+	if part, ok := prev["source_partition"].(int); ok {
+		held.Partition = int32(part)
+	}
+	held.FromOffset, _ = prev["source_from_offset"].(int64)
 	held.From, held.DecidedAt = held.From.UTC(), held.DecidedAt.UTC()
 	if held.EventBuckets < 2 || held.From.IsZero() {
 		return Split{}, false, fmt.Errorf("the routing record of %s bucket %s generation %d exists but reads back as %v", rec.Table, rec.BucketStart.Format(time.RFC3339), rec.Generation, prev)

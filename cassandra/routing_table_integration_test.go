@@ -192,3 +192,45 @@ func TestConcurrentAdoptersOfASplitAgreeOnOneOffset(t *testing.T) {
 		t.Errorf("the bucket holds the adoptions %+v; want partition 3 from %d and partition 4 from 7", held, got[0].From)
 	}
 }
+
+// TestSplitRecordCarriesItsDecidersAdoption: the decider's adoption is written in the routing
+// record's own transaction; it reads back from the bucket, and a losing proposer gets it with the
+// winner's record. A record written without one reads back as carrying none.
+func TestSplitRecordCarriesItsDecidersAdoption(t *testing.T) {
+	_, sp, _ := splitOnStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC)
+	rec := Split{Table: "sensor_readings", BucketStart: start, Entity: []byte("\x00\x03hot\x00"), Generation: 1, From: start.Add(time.Hour),
+		FirstEventBucket: 1, EventBuckets: 4, DecidedBy: "a", Topic: "sensors", Partition: 2, FromOffset: 4711}
+	if _, ok, err := sp.Propose(ctx, rec); err != nil || !ok {
+		t.Fatalf("proposing: applied %v, %v", ok, err)
+	}
+	loser := rec
+	loser.Partition, loser.FromOffset, loser.DecidedBy = 5, 9, "b"
+	held, ok, err := sp.Propose(ctx, loser)
+	if err != nil || ok {
+		t.Fatalf("the second proposal: applied %v, %v; want the first one back", ok, err)
+	}
+	loaded, err := sp.Bucket(ctx, "sensor_readings", start)
+	if err != nil || len(loaded) != 1 {
+		t.Fatalf("loaded %v, %v; want the one record", loaded, err)
+	}
+	for what, r := range map[string]Split{"the loser's copy": held, "the bucket's": loaded[0]} {
+		if a, ok := r.Adoption(); !ok || a.Topic != "sensors" || a.Partition != 2 || a.From != 4711 || a.Generation != 1 {
+			t.Errorf("%s adoption: %+v (%v); want sensors partition 2 from 4711", what, a, ok)
+		}
+	}
+	bare := rec
+	bare.Entity, bare.Topic, bare.Partition, bare.FromOffset = []byte("\x00\x04cold\x00"), "", 0, 0
+	if _, ok, err := sp.Propose(ctx, bare); err != nil || !ok {
+		t.Fatalf("proposing a record without an adoption: applied %v, %v", ok, err)
+	}
+	got, err := sp.Entity(ctx, "sensor_readings", start, bare.Entity)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("loaded %v, %v", got, err)
+	}
+	if a, ok := got[0].Adoption(); ok {
+		t.Errorf("a record written without an adoption reads back with %+v", a)
+	}
+}

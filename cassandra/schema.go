@@ -302,6 +302,8 @@ func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 			}
 			if len(cols) == 0 {
 				missing = append(missing, ks+"."+table)
+			} else if err := checkRoutingTable(ks, table, cols); err != nil {
+				return nil, err
 			}
 		}
 	}

@@ -394,6 +394,9 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	rec := cassandra.Split{
 		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: len(gens) + 1,
 		From: from, FirstEventBucket: end, EventBuckets: next, DecidedAt: time.Now(), DecidedBy: s.p.pl.sink.Kafka.ClientID,
+		// The decider's partition adopts its decision in the same transaction, from the next record
+		// on: no row of it was routed past this one, and every row before it is earlier than T.
+		Topic: row.Source.Topic, Partition: row.Source.Partition, FromOffset: row.Source.Offset + 1,
 	}
 	var held cassandra.Split
 	var applied bool
@@ -404,15 +407,13 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	if err != nil {
 		return err
 	}
-	gens = append(slices.Clone(gens), mapper.Generation{N: held.Generation, From: held.From, First: held.FirstEventBucket, Buckets: held.EventBuckets})
-	t.routes.Set(idx, entity, gens)
+	g := mapper.Generation{N: held.Generation, From: held.From, First: held.FirstEventBucket, Buckets: held.EventBuckets}
+	if a, ok := held.Adoption(); ok && a.Topic == t.label {
+		g.Adopted = map[int32]int64{a.Partition: a.From}
+	}
+	t.routes.Set(idx, entity, append(slices.Clone(gens), g))
 	if applied {
 		s.p.pl.metrics.Splits.WithLabelValues(t.label).Inc()
-		// The decider's partition follows its own decision from the next record on: no row of it
-		// was routed past this one, and every row before it is earlier than T.
-		if err := s.adoptFrom(row, idx, entity, held.Generation, row.Source.Offset+1); err != nil {
-			return err
-		}
 	}
 	s.p.log.Info("hot partition split", slog.String("table", rec.Table), slog.Time("bucket", rec.BucketStart),
 		slog.Int("generation", held.Generation), slog.Time("from", held.From), slog.Int("first_event_bucket", held.FirstEventBucket), slog.Int("event_buckets", held.EventBuckets),
@@ -486,7 +487,7 @@ func (s *splitState) load(idx int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	adopted := s.adopted(adoptions)
+	adopted := s.adopted(recs, adoptions)
 	n := s.publish(idx, recs, adopted)
 	if len(recs) == 0 {
 		return n, nil
@@ -503,10 +504,16 @@ func (s *splitState) load(idx int64) (int, error) {
 	return n, nil
 }
 
-// adopted indexes the adoptions of this topic's Kafka partitions: entity → generation → partition →
-// offset.
-func (s *splitState) adopted(adoptions []cassandra.Adoption) map[string]map[int]map[int32]int64 {
+// adopted indexes the adoptions of this topic's Kafka partitions, those the records carry for their
+// deciders and those of the adoption table: entity → generation → partition → offset. A decider's
+// adoption, written with its record, comes first.
+func (s *splitState) adopted(recs []cassandra.Split, adoptions []cassandra.Adoption) map[string]map[int]map[int32]int64 {
 	out := map[string]map[int]map[int32]int64{}
+	for _, r := range recs {
+		if a, ok := r.Adoption(); ok {
+			adoptions = append([]cassandra.Adoption{a}, adoptions...)
+		}
+	}
 	for _, a := range adoptions {
 		if a.Topic != s.t.label {
 			continue // another topic writing the same table
@@ -519,7 +526,9 @@ func (s *splitState) adopted(adoptions []cassandra.Adoption) map[string]map[int]
 		if byGen[a.Generation] == nil {
 			byGen[a.Generation] = map[int32]int64{}
 		}
-		byGen[a.Generation][a.Partition] = a.From
+		if _, ok := byGen[a.Generation][a.Partition]; !ok {
+			byGen[a.Generation][a.Partition] = a.From
+		}
 	}
 	return out
 }
@@ -569,10 +578,13 @@ func (s *splitState) tableOf(idx int64) string {
 }
 
 // publish hands the records of a bucket, ordered by entity then generation, with their adoptions
-// (s.adopted's index; nil for none), to the mapper's routes; it returns how many entities have
-// records.
+// (s.adopted's index; nil for those the records carry alone), to the mapper's routes; it returns
+// how many entities have records.
 func (s *splitState) publish(idx int64, recs []cassandra.Split, adopted map[string]map[int]map[int32]int64) int {
 	t := s.t
+	if adopted == nil {
+		adopted = s.adopted(recs, nil)
+	}
 	n := 0
 	for i := 0; i < len(recs); {
 		j := i

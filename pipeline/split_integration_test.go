@@ -543,7 +543,10 @@ func (s *stack) replayIdentically(recs []*itRecord, before []splitRow) {
 // from the row after its decision. Every row exists exactly once, before and after the replay, and
 // the reader returns the hot entity's rows once each, in order.
 func TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically(t *testing.T) {
-	s, recs, late, before, _, adoptions := splitOnTwoPartitions(t, 10*time.Minute)
+	s, recs, late, before, splits, adoptions := splitOnTwoPartitions(t, 10*time.Minute)
+	if g := splits[0]; g.Topic != s.topic || g.Partition != 0 || g.FromOffset < 1 {
+		t.Errorf("generation 1 carries the adoption %s/%d from %d; want partition 0's, from the record after its decision", g.Topic, g.Partition, g.FromOffset)
+	}
 	for _, r := range late {
 		if eb := eventBucketOf(before, r.ts); eb != 0 {
 			t.Errorf("partition 1's row at %s is in event bucket %d; its stale owner knew only event bucket 0", r.ts.Format(time.RFC3339Nano), eb)

@@ -172,8 +172,12 @@ func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanati
 	gens := make([]mapper.Generation, len(recs))
 	for i, r := range recs {
 		gens[i] = mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets, Adopted: map[int32]int64{}}
-		for _, a := range adoptions {
-			if a.Generation == r.Generation && a.Topic == ex.KafkaTopic {
+		mine := adoptions
+		if a, ok := r.Adoption(); ok {
+			mine = append([]cassandra.Adoption{a}, adoptions...) // the decider's, written with the record, first
+		}
+		for _, a := range mine {
+			if _, ok := gens[i].Adopted[a.Partition]; !ok && a.Generation == r.Generation && a.Topic == ex.KafkaTopic {
 				gens[i].Adopted[a.Partition] = a.From
 			}
 		}
