@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/mapper"
 )
 
 // RoutingTable is the name of the table, one per keyspace holding split topics, in which the sink
@@ -20,10 +19,59 @@ import (
 // is part of the on-disk contract: readers in any language consult it (README.md).
 const RoutingTable = "sink_splits"
 
-// routingTableDDL creates the routing table of keyspace. One partition per (data table, time
-// bucket) lists every split entity of that bucket, so loading the splits of an open bucket is one
-// query; within it, entity then generation order the decisions.
-func routingTableDDL(keyspace string) string {
+// AdoptionTable is the name of the table, next to RoutingTable, in which the sink records which
+// Kafka partition follows which split generation from which offset on (docs/DESIGN.md, "Adoption
+// by source offset"). Only writers read it: a reader needs the routing records alone.
+const AdoptionTable = "sink_split_adoptions"
+
+// routingTables are the tables `sink schema` creates in a keyspace holding split topics.
+var routingTables = []string{RoutingTable, AdoptionTable}
+
+// routingTableDDL creates the routing and adoption tables of keyspace. One partition per (data
+// table, time bucket) lists every split entity of that bucket, so loading the splits (or the
+// adoptions) of an open bucket is one query; within it, entity then generation order the
+// decisions, and each Kafka partition adopts a generation at most once.
+func routingTableDDL(keyspace string) []string {
+	return []string{routingRecordsDDL(keyspace), adoptionsDDL(keyspace)}
+}
+
+// checkRoutingTable reports an existing routing or adoption table that lacks a column the sink
+// writes (one created by an earlier, unreleased version), with the statement that adds them.
+func checkRoutingTable(keyspace, table string, cols []SchemaColumn) error {
+	want := map[string]string{RoutingTable: routingRecordsDDL(keyspace), AdoptionTable: adoptionsDDL(keyspace)}[table]
+	var lacking []string
+	for _, line := range strings.Split(want, "\n")[1:] {
+		f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), ","))
+		if len(f) != 2 || f[0] == "PRIMARY" {
+			continue
+		}
+		if !slices.ContainsFunc(cols, func(c SchemaColumn) bool { return c.Name == f[0] }) {
+			lacking = append(lacking, f[0]+" "+f[1])
+		}
+	}
+	if len(lacking) > 0 {
+		return fmt.Errorf("%s.%s lacks columns the sink writes; add them: ALTER TABLE %s.%s ADD (%s)",
+			keyspace, table, keyspace, table, strings.Join(lacking, ", "))
+	}
+	return nil
+}
+
+func adoptionsDDL(keyspace string) string {
+	return "CREATE TABLE IF NOT EXISTS " + keyspace + "." + AdoptionTable + " (\n" +
+		"    table_name text,\n" +
+		"    bucket_start timestamp,\n" +
+		"    entity blob,\n" +
+		"    generation int,\n" +
+		"    kafka_topic text,\n" +
+		"    kafka_partition int,\n" +
+		"    from_offset bigint,\n" +
+		"    adopted_at timestamp,\n" +
+		"    adopted_by text,\n" +
+		"    PRIMARY KEY ((table_name, bucket_start), entity, generation, kafka_topic, kafka_partition)\n" +
+		") WITH CLUSTERING ORDER BY (entity ASC, generation ASC, kafka_topic ASC, kafka_partition ASC)"
+}
+
+func routingRecordsDDL(keyspace string) string {
 	return "CREATE TABLE IF NOT EXISTS " + keyspace + "." + RoutingTable + " (\n" +
 		"    table_name text,\n" +
 		"    bucket_start timestamp,\n" +
@@ -34,6 +82,9 @@ func routingTableDDL(keyspace string) string {
 		"    event_buckets int,\n" +
 		"    decided_at timestamp,\n" +
 		"    decided_by text,\n" +
+		"    source_topic text,\n" +
+		"    source_partition int,\n" +
+		"    source_from_offset bigint,\n" +
 		"    PRIMARY KEY ((table_name, bucket_start), entity, generation)\n" +
 		") WITH CLUSTERING ORDER BY (entity ASC, generation ASC)"
 }
@@ -70,7 +121,24 @@ type Split struct {
 	EventBuckets     int
 	DecidedAt        time.Time // when the decision was made (for people; nothing routes by it)
 	DecidedBy        string    // which instance made it (for people)
+	// The decider's own adoption, written in the same transaction as the decision: the rows of
+	// Kafka partition Partition of Topic follow this generation from offset FromOffset on. Topic is
+	// empty when the record carries none (the decider's partition then adopts it like any other).
+	Topic      string
+	Partition  int32
+	FromOffset int64
 }
+
+// Adoption returns the decider's adoption the record carries, and whether it carries one.
+func (r Split) Adoption() (Adoption, bool) {
+	if r.Topic == "" {
+		return Adoption{}, false
+	}
+	return Adoption{Table: r.Table, BucketStart: r.BucketStart, Entity: r.Entity, Generation: r.Generation,
+		Topic: r.Topic, Partition: r.Partition, From: r.FromOffset, AdoptedAt: r.DecidedAt, AdoptedBy: r.DecidedBy}, true
+}
+
+const splitColumns = "table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by, source_topic, source_partition, source_from_offset"
 
 // Splits reads and writes the routing records of one keyspace. Decisions are written with a
 // lightweight transaction (INSERT ... IF NOT EXISTS) and read at serial consistency, so a reader
@@ -100,8 +168,7 @@ var ErrRoutingTableMissing = errors.New("the routing table " + RoutingTable + " 
 // generation: what a restarted instance or a new owner of a partition loads before it routes a row
 // of that bucket, and what a reader caches.
 func (sp *Splits) Bucket(ctx context.Context, table string, bucketStart time.Time) ([]Split, error) {
-	q := sp.s.gs.Query("SELECT table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by FROM "+
-		sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ?", table, bucketStart.UTC()).
+	q := sp.s.gs.Query("SELECT "+splitColumns+" FROM "+sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ?", table, bucketStart.UTC()).
 		WithContext(ctx).Consistency(sp.serial)
 	return sp.scan(q.Iter(), table, bucketStart)
 }
@@ -109,8 +176,7 @@ func (sp *Splits) Bucket(ctx context.Context, table string, bucketStart time.Tim
 // Entity returns the routing records of one entity's time bucket in generation order (none when it
 // never split).
 func (sp *Splits) Entity(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]Split, error) {
-	q := sp.s.gs.Query("SELECT table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by FROM "+
-		sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ? AND entity = ?", table, bucketStart.UTC(), entity).
+	q := sp.s.gs.Query("SELECT "+splitColumns+" FROM "+sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ? AND entity = ?", table, bucketStart.UTC(), entity).
 		WithContext(ctx).Consistency(sp.serial)
 	return sp.scan(q.Iter(), table, bucketStart)
 }
@@ -118,7 +184,8 @@ func (sp *Splits) Entity(ctx context.Context, table string, bucketStart time.Tim
 func (sp *Splits) scan(iter *gocql.Iter, table string, bucketStart time.Time) ([]Split, error) {
 	var out []Split
 	var r Split
-	for iter.Scan(&r.Table, &r.BucketStart, &r.Entity, &r.Generation, &r.From, &r.FirstEventBucket, &r.EventBuckets, &r.DecidedAt, &r.DecidedBy) {
+	for iter.Scan(&r.Table, &r.BucketStart, &r.Entity, &r.Generation, &r.From, &r.FirstEventBucket, &r.EventBuckets, &r.DecidedAt, &r.DecidedBy,
+		&r.Topic, &r.Partition, &r.FromOffset) {
 		r.BucketStart, r.From, r.DecidedAt = r.BucketStart.UTC(), r.From.UTC(), r.DecidedAt.UTC()
 		out = append(out, r)
 		r = Split{}
@@ -142,9 +209,13 @@ func (sp *Splits) Propose(ctx context.Context, rec Split) (Split, bool, error) {
 	rec.BucketStart = rec.BucketStart.UTC()
 	rec.From = rec.From.UTC().Truncate(time.Millisecond)
 	rec.DecidedAt = rec.DecidedAt.UTC().Truncate(time.Millisecond)
-	q := sp.s.gs.Query("INSERT INTO "+sp.keyspace+"."+RoutingTable+
-		" (table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
-		rec.Table, rec.BucketStart, rec.Entity, rec.Generation, rec.From, rec.FirstEventBucket, rec.EventBuckets, rec.DecidedAt, rec.DecidedBy).
+	var topic, part, offset any // null unless the record carries its decider's adoption
+	if rec.Topic != "" {
+		topic, part, offset = rec.Topic, rec.Partition, rec.FromOffset
+	}
+	q := sp.s.gs.Query("INSERT INTO "+sp.keyspace+"."+RoutingTable+" ("+splitColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+		rec.Table, rec.BucketStart, rec.Entity, rec.Generation, rec.From, rec.FirstEventBucket, rec.EventBuckets, rec.DecidedAt, rec.DecidedBy,
+		topic, part, offset).
 		WithContext(ctx).Consistency(sp.s.cons).SerialConsistency(sp.serial)
 	prev := map[string]any{}
 	applied, err := q.MapScanCAS(prev)
@@ -160,6 +231,11 @@ func (sp *Splits) Propose(ctx context.Context, rec Split) (Split, bool, error) {
 	held.FirstEventBucket, _ = prev["first_event_bucket"].(int)
 	held.DecidedAt, _ = prev["decided_at"].(time.Time)
 	held.DecidedBy, _ = prev["decided_by"].(string)
+	held.Topic, _ = prev["source_topic"].(string)
+	if part, ok := prev["source_partition"].(int); ok {
+		held.Partition = int32(part)
+	}
+	held.FromOffset, _ = prev["source_from_offset"].(int64)
 	held.From, held.DecidedAt = held.From.UTC(), held.DecidedAt.UTC()
 	if held.EventBuckets < 2 || held.From.IsZero() {
 		return Split{}, false, fmt.Errorf("the routing record of %s bucket %s generation %d exists but reads back as %v", rec.Table, rec.BucketStart.Format(time.RFC3339), rec.Generation, prev)
@@ -175,54 +251,45 @@ func (sp *Splits) wrap(err error, format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
 }
 
-// entityPartitions is the WHERE clause of one partition of row's entity and time bucket, the event
-// bucket bound last, and the values before it.
-func entityPartitions(t mapper.Table, row batcher.Row) (string, []any, error) {
-	if len(t.Clustering) == 0 || len(t.PartitionKey) < 2 {
-		return "", nil, fmt.Errorf("table %s: a split needs clustering columns and an event bucket column", t.Name)
-	}
-	vals := mapper.Values(row)
-	at := make(map[string]int, len(row.Target.Columns))
-	for i, c := range row.Target.Columns {
-		at[c] = i
-	}
-	var where []string
-	var args []any
-	for _, c := range t.PartitionKey[:len(t.PartitionKey)-1] {
-		i, ok := at[c]
-		if !ok {
-			return "", nil, fmt.Errorf("table %s: partition key column %s is not written", t.Name, c)
-		}
-		where = append(where, c+" = ?")
-		args = append(args, vals[i])
-	}
-	where = append(where, t.PartitionKey[len(t.PartitionKey)-1]+" = ?")
-	return " FROM " + row.Target.Keyspace + "." + row.Target.Table + " WHERE " + strings.Join(where, " AND "), args, nil
+// EntityPartitions names the partitions of one entity's time bucket in a data table, in plain
+// values: what Newest and Count read. The event bucket is bound last, per partition.
+type EntityPartitions struct {
+	Keyspace, Table string
+	Key             []string // the partition key columns before the event bucket column (ids, time bucket)
+	Values          []any    // their values, as the mapper binds them
+	EventBucket     string   // the event bucket column
+	Time            string   // the first clustering column: the event time
+	TimeUUID        bool     // Time is a timeuuid (else a timestamp)
 }
 
-// Newest returns the newest event time Cassandra holds in the partitions of row's entity and
-// time bucket with event buckets 0..eventBuckets-1 (the zero time when they are empty): one
-// `SELECT <first clustering column> ... ORDER BY it DESC LIMIT 1` per partition. t is the row's
-// topic; the first clustering column holds the event time (config requires it of a split topic).
-func (sp *Splits) Newest(ctx context.Context, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
-	from, args, err := entityPartitions(t, row)
+// from is the FROM and WHERE clause of one of the partitions, the event bucket bound last.
+func (e EntityPartitions) from() (string, error) {
+	if e.Time == "" || e.EventBucket == "" || len(e.Key) == 0 || len(e.Key) != len(e.Values) {
+		return "", fmt.Errorf("table %s: a split needs clustering columns, an event bucket column and a value for each of %v", e.Table, e.Key)
+	}
+	where := make([]string, 0, len(e.Key)+1)
+	for _, c := range e.Key {
+		where = append(where, c+" = ?")
+	}
+	where = append(where, e.EventBucket+" = ?")
+	return " FROM " + e.Keyspace + "." + e.Table + " WHERE " + strings.Join(where, " AND "), nil
+}
+
+// Newest returns the newest event time Cassandra holds in the entity's partitions with event
+// buckets 0..eventBuckets-1 (the zero time when they are empty): one `SELECT <time column> ...
+// ORDER BY it DESC LIMIT 1` per partition.
+func (sp *Splits) Newest(ctx context.Context, e EntityPartitions, eventBuckets int) (time.Time, error) {
+	from, err := e.from()
 	if err != nil {
 		return time.Time{}, err
 	}
-	first := t.Clustering[0]
-	var timeuuid bool
-	for _, c := range t.Columns {
-		if c.Name == first.Name && strings.EqualFold(c.Type, "timeuuid") {
-			timeuuid = true
-		}
-	}
-	stmt := "SELECT " + first.Name + from + " ORDER BY " + first.Name + " DESC LIMIT 1"
+	stmt := "SELECT " + e.Time + from + " ORDER BY " + e.Time + " DESC LIMIT 1"
 	var newest time.Time
 	for eb := range eventBuckets {
-		q := sp.s.gs.Query(stmt, append(args, int32(eb))...).WithContext(ctx).Consistency(sp.s.cons)
+		q := sp.s.gs.Query(stmt, append(slices.Clone(e.Values), int32(eb))...).WithContext(ctx).Consistency(sp.s.cons)
 		var ts time.Time
 		var err error
-		if timeuuid {
+		if e.TimeUUID {
 			var u gocql.UUID
 			if err = q.Scan(&u); err == nil {
 				ts = u.Time()
@@ -234,7 +301,7 @@ func (sp *Splits) Newest(ctx context.Context, t mapper.Table, row batcher.Row, e
 		case errors.Is(err, gocql.ErrNotFound):
 			continue
 		case err != nil:
-			return time.Time{}, fmt.Errorf("reading the newest row of %s.%s event bucket %d: %w", row.Target.Keyspace, row.Target.Table, eb, err)
+			return time.Time{}, fmt.Errorf("reading the newest row of %s.%s event bucket %d: %w", e.Keyspace, e.Table, eb, err)
 		}
 		if ts.After(newest) {
 			newest = ts
@@ -243,33 +310,114 @@ func (sp *Splits) Newest(ctx context.Context, t mapper.Table, row batcher.Row, e
 	return newest.UTC(), nil
 }
 
-// Count returns the rows Cassandra holds in each partition of row's entity and time bucket with
-// event buckets 0..eventBuckets-1, each counted up to limit: the rows are paged through without
-// being decoded, and a partition past limit is read no further.
-func (sp *Splits) Count(ctx context.Context, t mapper.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error) {
-	from, args, err := entityPartitions(t, row)
+// Count returns the rows Cassandra holds in each of the entity's partitions with event buckets
+// 0..eventBuckets-1, each counted up to limit: the rows are paged through without being decoded,
+// and a partition past limit is read no further.
+func (sp *Splits) Count(ctx context.Context, e EntityPartitions, eventBuckets int, limit int64) ([]int64, error) {
+	from, err := e.from()
 	if err != nil {
 		return nil, err
 	}
-	stmt := "SELECT " + t.Clustering[0].Name + from
+	stmt := "SELECT " + e.Time + from
 	out := make([]int64, eventBuckets)
 	for eb := range eventBuckets {
-		sc := sp.s.gs.Query(stmt, append(args, int32(eb))...).WithContext(ctx).Consistency(sp.s.cons).
+		sc := sp.s.gs.Query(stmt, append(slices.Clone(e.Values), int32(eb))...).WithContext(ctx).Consistency(sp.s.cons).
 			PageSize(int(max(min(limit, 5000), 1))).Iter().Scanner()
 		var n int64
 		for n < limit && sc.Next() {
 			n++
 		}
 		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("counting the rows of %s.%s event bucket %d: %w", row.Target.Keyspace, row.Target.Table, eb, err)
+			return nil, fmt.Errorf("counting the rows of %s.%s event bucket %d: %w", e.Keyspace, e.Table, eb, err)
 		}
 		out[eb] = n
 	}
 	return out, nil
 }
 
+// Adoption records that the rows of one Kafka partition follow a split generation from an offset
+// on: rows of that partition at From offset or later whose event time is at or after the
+// generation's from_time use it; earlier offsets never do. Written once per (generation, Kafka
+// partition), before any row of that partition uses the generation, and never changed.
+type Adoption struct {
+	Table       string
+	BucketStart time.Time
+	Entity      []byte
+	Generation  int
+	Topic       string // the Kafka topic
+	Partition   int32
+	From        int64     // the first offset whose rows may use the generation
+	AdoptedAt   time.Time // for people; nothing routes by it
+	AdoptedBy   string
+}
+
+const adoptionColumns = "table_name, bucket_start, entity, generation, kafka_topic, kafka_partition, from_offset, adopted_at, adopted_by"
+
+// Adoptions returns every adoption recorded for a time bucket of table, ordered by entity,
+// generation, topic and partition: what a new owner of a Kafka partition loads, with the routing
+// records, before it routes a row of the bucket. Read at serial consistency, as the records are.
+func (sp *Splits) Adoptions(ctx context.Context, table string, bucketStart time.Time) ([]Adoption, error) {
+	return sp.adoptions(ctx, " WHERE table_name = ? AND bucket_start = ?", table, bucketStart.UTC())
+}
+
+// EntityAdoptions returns the adoptions of one entity's time bucket.
+func (sp *Splits) EntityAdoptions(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]Adoption, error) {
+	return sp.adoptions(ctx, " WHERE table_name = ? AND bucket_start = ? AND entity = ?", table, bucketStart.UTC(), entity)
+}
+
+func (sp *Splits) adoptions(ctx context.Context, where string, args ...any) ([]Adoption, error) {
+	iter := sp.s.gs.Query("SELECT "+adoptionColumns+" FROM "+sp.keyspace+"."+AdoptionTable+where, args...).
+		WithContext(ctx).Consistency(sp.serial).Iter()
+	var out []Adoption
+	var a Adoption
+	for iter.Scan(&a.Table, &a.BucketStart, &a.Entity, &a.Generation, &a.Topic, &a.Partition, &a.From, &a.AdoptedAt, &a.AdoptedBy) {
+		a.BucketStart, a.AdoptedAt = a.BucketStart.UTC(), a.AdoptedAt.UTC()
+		out = append(out, a)
+		a = Adoption{}
+	}
+	if err := iter.Close(); err != nil {
+		return nil, sp.wrap(err, "reading the split adoptions of %s bucket %s", args[0], args[1].(time.Time).Format(time.RFC3339))
+	}
+	return out, nil
+}
+
+// Adopt writes adoption a unless its (generation, Kafka partition) already adopted, and returns
+// the adoption that holds: a when applied, else the one written first (whose offset the caller
+// must use: adoptions, like decisions, are never recomputed).
+func (sp *Splits) Adopt(ctx context.Context, a Adoption) (Adoption, bool, error) {
+	if a.Generation < 1 || a.From < 0 || a.Topic == "" || a.Partition < 0 {
+		return Adoption{}, false, fmt.Errorf("split adoption of %s: generation %d by %s partition %d from offset %d; want generation 1 or later, a topic and offsets from 0",
+			a.Table, a.Generation, a.Topic, a.Partition, a.From)
+	}
+	a.BucketStart = a.BucketStart.UTC()
+	a.AdoptedAt = a.AdoptedAt.UTC().Truncate(time.Millisecond)
+	q := sp.s.gs.Query("INSERT INTO "+sp.keyspace+"."+AdoptionTable+" ("+adoptionColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+		a.Table, a.BucketStart, a.Entity, a.Generation, a.Topic, a.Partition, a.From, a.AdoptedAt, a.AdoptedBy).
+		WithContext(ctx).Consistency(sp.s.cons).SerialConsistency(sp.serial)
+	prev := map[string]any{}
+	applied, err := q.MapScanCAS(prev)
+	if err != nil {
+		return Adoption{}, false, sp.wrap(err, "writing the adoption of %s bucket %s generation %d by %s partition %d",
+			a.Table, a.BucketStart.Format(time.RFC3339), a.Generation, a.Topic, a.Partition)
+	}
+	if applied {
+		return a, true, nil
+	}
+	from, ok := prev["from_offset"].(int64)
+	if !ok {
+		return Adoption{}, false, fmt.Errorf("the adoption of %s bucket %s generation %d by %s partition %d exists but reads back as %v",
+			a.Table, a.BucketStart.Format(time.RFC3339), a.Generation, a.Topic, a.Partition, prev)
+	}
+	held := a
+	held.From = from
+	held.AdoptedAt, _ = prev["adopted_at"].(time.Time)
+	held.AdoptedBy, _ = prev["adopted_by"].(string)
+	held.AdoptedAt = held.AdoptedAt.UTC()
+	return held, false, nil
+}
+
 // SplitStores is the routing table of every keyspace over one session: what the pipeline reads
-// and writes (pipeline.SplitStore).
+// and writes (through pipeline.SplitsOf).
 type SplitStores struct {
 	s  *Session
 	c  config.Cassandra
@@ -304,11 +452,21 @@ func (ss *SplitStores) Propose(ctx context.Context, keyspace string, rec Split) 
 }
 
 // Count is Splits.Count of keyspace.
-func (ss *SplitStores) Count(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error) {
-	return ss.of(keyspace).Count(ctx, t, row, eventBuckets, limit)
+func (ss *SplitStores) Count(ctx context.Context, keyspace string, e EntityPartitions, eventBuckets int, limit int64) ([]int64, error) {
+	return ss.of(keyspace).Count(ctx, e, eventBuckets, limit)
 }
 
 // Newest is Splits.Newest of keyspace.
-func (ss *SplitStores) Newest(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
-	return ss.of(keyspace).Newest(ctx, t, row, eventBuckets)
+func (ss *SplitStores) Newest(ctx context.Context, keyspace string, e EntityPartitions, eventBuckets int) (time.Time, error) {
+	return ss.of(keyspace).Newest(ctx, e, eventBuckets)
+}
+
+// Adoptions is Splits.Adoptions of keyspace.
+func (ss *SplitStores) Adoptions(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]Adoption, error) {
+	return ss.of(keyspace).Adoptions(ctx, table, bucketStart)
+}
+
+// Adopt is Splits.Adopt of keyspace.
+func (ss *SplitStores) Adopt(ctx context.Context, keyspace string, a Adoption) (Adoption, bool, error) {
+	return ss.of(keyspace).Adopt(ctx, a)
 }

@@ -140,3 +140,97 @@ func sameDecision(a, b Split) bool {
 	return a.Table == b.Table && a.BucketStart.Equal(b.BucketStart) && bytes.Equal(a.Entity, b.Entity) &&
 		a.Generation == b.Generation && a.From.Equal(b.From) && a.EventBuckets == b.EventBuckets && a.FirstEventBucket == b.FirstEventBucket && a.DecidedBy == b.DecidedBy
 }
+
+// TestConcurrentAdoptersOfASplitAgreeOnOneOffset: several owners of one Kafka partition (a rebalance
+// overlap) adopt the same generation at different offsets at once. Exactly one adoption is applied,
+// every adopter gets its offset back, and the table holds that one; another partition's adoption of
+// the same generation is a row of its own.
+func TestConcurrentAdoptersOfASplitAgreeOnOneOffset(t *testing.T) {
+	_, sp, _ := splitOnStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC)
+	entity := []byte("\x00\x03hot\x00")
+	const adopters = 6
+	var wg sync.WaitGroup
+	got := make([]Adoption, adopters)
+	applied := make([]bool, adopters)
+	errs := make([]error, adopters)
+	for i := range adopters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], applied[i], errs[i] = sp.Adopt(ctx, Adoption{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1,
+				Topic: "sensors", Partition: 3, From: int64(100 + i), AdoptedBy: fmt.Sprintf("adopter-%d", i)})
+		}()
+	}
+	wg.Wait()
+	winners := 0
+	for i := range adopters {
+		if errs[i] != nil {
+			t.Fatalf("adopter %d: %v", i, errs[i])
+		}
+		if applied[i] {
+			winners++
+		}
+		if got[i].From != got[0].From || got[i].AdoptedBy != got[0].AdoptedBy {
+			t.Errorf("adopter %d holds offset %d (%s), adopter 0 %d (%s); all must hold the winner's", i, got[i].From, got[i].AdoptedBy, got[0].From, got[0].AdoptedBy)
+		}
+	}
+	if winners != 1 {
+		t.Errorf("%d adoptions applied; want exactly one", winners)
+	}
+	if _, ok, err := sp.Adopt(ctx, Adoption{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1,
+		Topic: "sensors", Partition: 4, From: 7, AdoptedBy: "other"}); err != nil || !ok {
+		t.Fatalf("partition 4's adoption: applied %v, %v", ok, err)
+	}
+	held, err := sp.Adoptions(ctx, "sensor_readings", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 2 || held[0].Partition != 3 || held[0].From != got[0].From || held[1].Partition != 4 || held[1].From != 7 {
+		t.Errorf("the bucket holds the adoptions %+v; want partition 3 from %d and partition 4 from 7", held, got[0].From)
+	}
+}
+
+// TestSplitRecordCarriesItsDecidersAdoption: the decider's adoption is written in the routing
+// record's own transaction; it reads back from the bucket, and a losing proposer gets it with the
+// winner's record. A record written without one reads back as carrying none.
+func TestSplitRecordCarriesItsDecidersAdoption(t *testing.T) {
+	_, sp, _ := splitOnStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC)
+	rec := Split{Table: "sensor_readings", BucketStart: start, Entity: []byte("\x00\x03hot\x00"), Generation: 1, From: start.Add(time.Hour),
+		FirstEventBucket: 1, EventBuckets: 4, DecidedBy: "a", Topic: "sensors", Partition: 2, FromOffset: 4711}
+	if _, ok, err := sp.Propose(ctx, rec); err != nil || !ok {
+		t.Fatalf("proposing: applied %v, %v", ok, err)
+	}
+	loser := rec
+	loser.Partition, loser.FromOffset, loser.DecidedBy = 5, 9, "b"
+	held, ok, err := sp.Propose(ctx, loser)
+	if err != nil || ok {
+		t.Fatalf("the second proposal: applied %v, %v; want the first one back", ok, err)
+	}
+	loaded, err := sp.Bucket(ctx, "sensor_readings", start)
+	if err != nil || len(loaded) != 1 {
+		t.Fatalf("loaded %v, %v; want the one record", loaded, err)
+	}
+	for what, r := range map[string]Split{"the loser's copy": held, "the bucket's": loaded[0]} {
+		if a, ok := r.Adoption(); !ok || a.Topic != "sensors" || a.Partition != 2 || a.From != 4711 || a.Generation != 1 {
+			t.Errorf("%s adoption: %+v (%v); want sensors partition 2 from 4711", what, a, ok)
+		}
+	}
+	bare := rec
+	bare.Entity, bare.Topic, bare.Partition, bare.FromOffset = []byte("\x00\x04cold\x00"), "", 0, 0
+	if _, ok, err := sp.Propose(ctx, bare); err != nil || !ok {
+		t.Fatalf("proposing a record without an adoption: applied %v, %v", ok, err)
+	}
+	got, err := sp.Entity(ctx, "sensor_readings", start, bare.Entity)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("loaded %v, %v", got, err)
+	}
+	if a, ok := got[0].Adoption(); ok {
+		t.Errorf("a record written without an adoption reads back with %+v", a)
+	}
+}

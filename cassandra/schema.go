@@ -60,7 +60,7 @@ func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error
 		out = append(out, KeyspaceDDL(cfg, ks))
 	}
 	for _, ks := range routingTableKeyspaces(cfg, topics) {
-		out = append(out, routingTableDDL(ks))
+		out = append(out, routingTableDDL(ks)...)
 	}
 	return append(out, tables...), nil
 }
@@ -296,12 +296,16 @@ func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 		topics = all.Names()
 	}
 	for _, ks := range routingTableKeyspaces(cfg, topics) {
-		cols, err := ReadSchemaColumns(ctx, s, ks, RoutingTable)
-		if err != nil {
-			return nil, err
-		}
-		if len(cols) == 0 {
-			missing = append(missing, ks+"."+RoutingTable)
+		for _, table := range routingTables {
+			cols, err := ReadSchemaColumns(ctx, s, ks, table)
+			if err != nil {
+				return nil, err
+			}
+			if len(cols) == 0 {
+				missing = append(missing, ks+"."+table)
+			} else if err := checkRoutingTable(ks, table, cols); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, name := range topics {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"strings"
+	"time"
 )
 
 // Split is a topic's hot-entity split policy. With Enabled, an (entity, time bucket) partition
@@ -17,6 +18,10 @@ type Split struct {
 	// MaxRows is the row half of the budget (partition_budget is the byte half): a partition is
 	// split before it is projected to hold more rows than this. Default and upper bound 100,000.
 	MaxRows int64 `koanf:"max_rows"`
+	// RefreshInterval is how often a worker reads again the routing records of a time bucket it is
+	// writing, to learn of splits decided by workers of other Kafka partitions (an entity whose
+	// records are spread over several). Default 5s (also when 0); from 100ms to 10m.
+	RefreshInterval Duration `koanf:"refresh_interval"`
 }
 
 const (
@@ -30,6 +35,11 @@ const (
 	// MaxSplitBudget is the guidance's ceiling on a partition's bytes (decimal, as nodetool
 	// reports): a split policy never aims above it.
 	MaxSplitBudget = Bytes(100_000_000)
+	// DefaultSplitRefreshInterval bounds how long a worker writes a split entity's rows to its old,
+	// growing partition after another worker split it, at one query per open bucket and interval.
+	DefaultSplitRefreshInterval = Duration(5 * time.Second)
+	minSplitRefreshInterval     = Duration(100 * time.Millisecond)
+	maxSplitRefreshInterval     = Duration(10 * time.Minute)
 )
 
 // UsesEventBucketColumn reports whether the topic's partition key carries the event bucket column:
@@ -42,6 +52,7 @@ func (t Topic) UsesEventBucketColumn() bool {
 func splitDefaults(p string, t *Topic, unset func(path string, zero bool) bool) {
 	setDefault(unset, p+"split.max_event_buckets", &t.Split.MaxEventBuckets, DefaultSplitMaxEventBuckets)
 	setDefault(unset, p+"split.max_rows", &t.Split.MaxRows, int64(DefaultSplitMaxRows))
+	setDefault(unset, p+"split.refresh_interval", &t.Split.RefreshInterval, DefaultSplitRefreshInterval)
 }
 
 // validateSplit checks the split policy against the bucket policy. Only an enabled policy is
@@ -64,6 +75,10 @@ func validateSplit(v *validator, p string, t Topic) {
 	if s.MaxRows <= 0 || s.MaxRows > DefaultSplitMaxRows {
 		v.add(p+".max_rows", "%d is outside 1..%d: a partition should never hold more than %d rows; remove the key for the default",
 			s.MaxRows, DefaultSplitMaxRows, DefaultSplitMaxRows)
+	}
+	if r := s.RefreshInterval; r != 0 && (r < minSplitRefreshInterval || r > maxSplitRefreshInterval) {
+		v.add(p+".refresh_interval", "%s is outside %s..%s; remove the key for the default (%s)",
+			r, minSplitRefreshInterval, maxSplitRefreshInterval, DefaultSplitRefreshInterval)
 	}
 	if t.PartitionBudget > MaxSplitBudget {
 		v.add(strings.TrimSuffix(p, ".split")+".partition_budget", "%s is over %s, the most a split partition may aim for; lower it (aim for 10-100 MB)",

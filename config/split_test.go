@@ -3,7 +3,9 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 const splitYAML = `
@@ -51,5 +53,33 @@ func TestSplitOffLeavesTheKeyAlone(t *testing.T) {
 	tp := c.Topics["readings"]
 	if tp.Split.Enabled || tp.UsesEventBucketColumn() {
 		t.Errorf("local example: split %+v, event bucket column %v; want off and absent", tp.Split, tp.UsesEventBucketColumn())
+	}
+}
+
+// TestSplitRefreshIntervalDefaultsToFiveSecondsAndIsBounded: a split reads its routing records again
+// every 5 s unless told otherwise; an interval under 100 ms or over 10 minutes is refused by name.
+func TestSplitRefreshIntervalDefaultsToFiveSecondsAndIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "split.yaml")
+	if err := os.WriteFile(path, []byte(splitYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := loadValid(t, path, nil).Topics["readings"].Split.RefreshInterval; got != Duration(5*time.Second) {
+		t.Errorf("split.refresh_interval = %s; want 5s by default", got)
+	}
+	for _, v := range []string{"50ms", "11m"} {
+		path := filepath.Join(dir, "split-"+v+".yaml")
+		yaml := strings.Replace(splitYAML, "split: {enabled: true}", "split: {enabled: true, refresh_interval: "+v+"}", 1)
+		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "split.refresh_interval") {
+			t.Errorf("refresh_interval %s: %v; want it refused by name", v, err)
+		}
 	}
 }

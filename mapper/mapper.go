@@ -688,7 +688,7 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 		k, first := p.eventBuckets, 0
 		out.split = nil
 		if p.routes.HasBucket(b.idx) {
-			if g := Applying(p.routes.Lookup(b.idx, string(key)), t); g != nil {
+			if g := p.routes.Route(b.idx, string(key), t, rec.Partition, rec.Offset); g != nil {
 				k, first, out.split = g.Buckets, g.First, g
 			}
 		}

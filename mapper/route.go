@@ -15,11 +15,16 @@ import (
 // growing once a later generation takes over. Generation 0 is implicit: the topic's
 // bucket.event_buckets, 0..N-1, from the bucket's start. Generations of one entity and bucket have
 // strictly increasing N, From and First.
+//
+// Adopted lists the Kafka partitions of the topic that adopted the generation, each with the
+// offset from which its rows follow it (docs/DESIGN.md, "Adoption by source offset"). It is never
+// modified once the generation is published in a Routes snapshot; Routes.Adopt copies it.
 type Generation struct {
 	N       int
 	From    time.Time
 	First   int
 	Buckets int
+	Adopted map[int32]int64
 }
 
 // End is one past the last event bucket of the generation.
@@ -29,18 +34,27 @@ func (g Generation) End() int { return g.First + g.Buckets }
 // every row. Readers take an immutable snapshot through one atomic load, so a topic with no split
 // pays one nil check per row and one with splits in other buckets one map lookup by bucket
 // number; writers (the pipeline, after a routing record is in Cassandra) copy and swap.
+//
+// With FollowAdoptions (the pipeline and `sink explain` turn it on), a generation routes a row only
+// once the row's Kafka partition has adopted it at or before the row's offset (Route). Without it a
+// generation routes every row from its From on: the view of one who only reads the routing records.
 type Routes struct {
-	mu  sync.Mutex // serializes writers
-	cur atomic.Pointer[routeSnapshot]
+	mu      sync.Mutex // serializes writers
+	cur     atomic.Pointer[routeSnapshot]
+	adopted atomic.Bool // FollowAdoptions
 }
+
+// FollowAdoptions makes Route require the row's source to have adopted a generation.
+func (r *Routes) FollowAdoptions() { r.adopted.Store(true) }
 
 // routeSnapshot: bucket number → entity → generations in increasing N. The entity is the id
 // columns' part of the partition's routing key (EntityKey). Never modified once published.
 type routeSnapshot map[int64]map[string][]Generation
 
 // Set records the generations of an entity's time bucket (the whole list, as the routing table
-// holds it). A list no longer than the one already held changes nothing: decisions are never
-// recomputed, only followed by later ones.
+// holds it). A list no longer than the one already held adds no generation: decisions are never
+// recomputed, only followed by later ones. The adoptions of the given generations are added to
+// those already held (an adoption, like a decision, never changes once written).
 func (r *Routes) Set(bucket int64, entity string, gens []Generation) {
 	if len(gens) == 0 {
 		return
@@ -48,9 +62,74 @@ func (r *Routes) Set(bucket int64, entity string, gens []Generation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.cur.Load()
-	if old != nil && len((*old)[bucket][entity]) >= len(gens) {
+	if old != nil {
+		held := (*old)[bucket][entity]
+		if len(held) > len(gens) {
+			gens = append(slices.Clone(gens), held[len(gens):]...)
+		}
+		merged, changed := mergeAdoptions(held, gens)
+		if !changed && len(held) >= len(gens) {
+			return
+		}
+		gens = merged
+	}
+	r.publish(old, bucket, entity, gens)
+}
+
+// mergeAdoptions returns gens with the adoptions of held added (held's win: they were known
+// first and never change), and whether the result differs from held.
+func mergeAdoptions(held, gens []Generation) ([]Generation, bool) {
+	out := slices.Clone(gens)
+	changed := len(gens) != len(held)
+	for i := range out {
+		var have map[int32]int64
+		if i < len(held) {
+			have = held[i].Adopted
+		}
+		adopted := maps.Clone(have)
+		for part, from := range out[i].Adopted {
+			if _, ok := adopted[part]; !ok {
+				if adopted == nil {
+					adopted = map[int32]int64{}
+				}
+				adopted[part] = from
+				changed = true
+			}
+		}
+		out[i].Adopted = adopted
+	}
+	return out, changed
+}
+
+// Adopt records that Kafka partition part adopted generation n of an entity's time bucket from
+// offset from on. It changes nothing when the generation is unknown or the adoption already held.
+func (r *Routes) Adopt(bucket int64, entity string, n int, part int32, from int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.cur.Load()
+	if old == nil {
 		return
 	}
+	held := (*old)[bucket][entity]
+	i := slices.IndexFunc(held, func(g Generation) bool { return g.N == n })
+	if i < 0 {
+		return
+	}
+	if _, ok := held[i].Adopted[part]; ok {
+		return
+	}
+	gens := slices.Clone(held)
+	gens[i].Adopted = maps.Clone(gens[i].Adopted)
+	if gens[i].Adopted == nil {
+		gens[i].Adopted = map[int32]int64{}
+	}
+	gens[i].Adopted[part] = from
+	r.publish(old, bucket, entity, gens)
+}
+
+// publish stores a snapshot that is old with the entity's generations of bucket replaced by gens.
+// The caller holds r.mu.
+func (r *Routes) publish(old *routeSnapshot, bucket int64, entity string, gens []Generation) {
 	next := routeSnapshot{}
 	if old != nil {
 		next = maps.Clone(*old)
@@ -106,8 +185,26 @@ func (r *Routes) HasBucket(bucket int64) bool {
 	return ok
 }
 
-// Applying returns the generation that routes a row at event time t: the one with the largest
-// From at or before t, or nil for generation 0.
+// Route returns the generation that routes a row of the entity's time bucket with event time t,
+// read from Kafka partition part at offset: the highest generation with From at or before t that
+// part adopted at or before offset (any generation with From at or before t without
+// FollowAdoptions), or nil for generation 0. Both conditions depend only on the row and on what
+// the routing table holds, so a replay routes every row as the first pass did.
+func (r *Routes) Route(bucket int64, entity string, t time.Time, part int32, offset int64) *Generation {
+	gens := r.Lookup(bucket, entity)
+	if !r.adopted.Load() {
+		return Applying(gens, t)
+	}
+	for i := len(gens) - 1; i >= 0; i-- {
+		if from, ok := gens[i].Adopted[part]; ok && from <= offset && !gens[i].From.After(t) {
+			return &gens[i]
+		}
+	}
+	return nil
+}
+
+// Applying returns the generation whose time range holds event time t: the one with the largest
+// From at or before t, or nil for generation 0. It ignores adoptions (Route does not).
 func Applying(gens []Generation, t time.Time) *Generation {
 	for i := len(gens) - 1; i >= 0; i-- {
 		if !gens[i].From.After(t) {

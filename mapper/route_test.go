@@ -159,3 +159,48 @@ func benchMap(b *testing.B, m *Mapper) {
 func BenchmarkMapSensorSplitNone(b *testing.B) {
 	benchMap(b, newMapper(b, splitOn))
 }
+
+// TestRouteFollowsAGenerationOnlyFromItsSourcesAdoption: with FollowAdoptions, a generation routes
+// a row only when the row's Kafka partition adopted it at or before the row's offset; otherwise the
+// highest earlier generation it adopted does, or generation 0. Adoptions merge into what is held and
+// never change once held.
+func TestRouteFollowsAGenerationOnlyFromItsSourcesAdoption(t *testing.T) {
+	var r Routes
+	r.FollowAdoptions()
+	g1 := Generation{N: 1, From: time.Unix(100, 0), First: 1, Buckets: 4, Adopted: map[int32]int64{0: 10}}
+	g2 := Generation{N: 2, From: time.Unix(200, 0), First: 5, Buckets: 8}
+	r.Set(7, "e", []Generation{g1, g2})
+	at := time.Unix(250, 0)
+	for _, c := range []struct {
+		part   int32
+		offset int64
+		want   int
+	}{{0, 9, 0}, {0, 10, 1}, {1, 50, 0}} {
+		got := 0
+		if g := r.Route(7, "e", at, c.part, c.offset); g != nil {
+			got = g.N
+		}
+		if got != c.want {
+			t.Errorf("partition %d offset %d: generation %d; want %d", c.part, c.offset, got, c.want)
+		}
+	}
+	r.Adopt(7, "e", 2, 0, 20)
+	r.Adopt(7, "e", 2, 0, 5) // a second adoption of the same partition changes nothing
+	r.Set(7, "e", []Generation{g1, {N: 2, From: g2.From, First: 5, Buckets: 8, Adopted: map[int32]int64{1: 30}}})
+	for _, c := range []struct {
+		part   int32
+		offset int64
+		want   int
+	}{{0, 19, 1}, {0, 20, 2}, {1, 29, 0}, {1, 30, 2}} {
+		got := 0
+		if g := r.Route(7, "e", at, c.part, c.offset); g != nil {
+			got = g.N
+		}
+		if got != c.want {
+			t.Errorf("after the adoptions, partition %d offset %d: generation %d; want %d", c.part, c.offset, got, c.want)
+		}
+	}
+	if g := r.Route(7, "e", time.Unix(150, 0), 0, 100); g == nil || g.N != 1 {
+		t.Errorf("a row before generation 2's instant: %v; want generation 1", g)
+	}
+}

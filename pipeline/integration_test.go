@@ -446,7 +446,7 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Metrics: metrics, PingInterval: time.Second,
 		Slices:       cassandra.NewSliceMaker(session, s.cfg),
 		KafkaOptions: s.kafkaOpts,
-		Splits:       cassandra.NewSplitStores(session, s.cfg.Cassandra),
+		Splits:       SplitsOf(cassandra.NewSplitStores(session, s.cfg.Cassandra)),
 		Ping: func(ctx context.Context) error {
 			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
 		},

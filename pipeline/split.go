@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/bucketsink/sink/batcher"
@@ -23,6 +25,57 @@ type SplitStore interface {
 	Propose(ctx context.Context, keyspace string, rec cassandra.Split) (cassandra.Split, bool, error)
 	Newest(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error)
 	Count(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error)
+	Adoptions(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]cassandra.Adoption, error)
+	Adopt(ctx context.Context, keyspace string, a cassandra.Adoption) (cassandra.Adoption, bool, error)
+}
+
+// SplitsOf is the SplitStore of the routing tables of a session: it names the partitions of a
+// row's entity, which the cassandra package reads without knowing the mapper's rows.
+func SplitsOf(ss *cassandra.SplitStores) SplitStore { return cassandraSplits{ss} }
+
+type cassandraSplits struct{ *cassandra.SplitStores }
+
+func (c cassandraSplits) Newest(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
+	e, err := entityPartitions(t, row)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return c.SplitStores.Newest(ctx, keyspace, e, eventBuckets)
+}
+
+func (c cassandraSplits) Count(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error) {
+	e, err := entityPartitions(t, row)
+	if err != nil {
+		return nil, err
+	}
+	return c.SplitStores.Count(ctx, keyspace, e, eventBuckets, limit)
+}
+
+// entityPartitions names the partitions of row's entity and time bucket: its partition key values
+// but the event bucket, and the event time column.
+func entityPartitions(t mapper.Table, row batcher.Row) (cassandra.EntityPartitions, error) {
+	if len(t.Clustering) == 0 || len(t.PartitionKey) < 2 {
+		return cassandra.EntityPartitions{}, fmt.Errorf("table %s: a split needs clustering columns and an event bucket column", t.Name)
+	}
+	vals := mapper.Values(row)
+	e := cassandra.EntityPartitions{
+		Keyspace: row.Target.Keyspace, Table: row.Target.Table,
+		Key: t.PartitionKey[:len(t.PartitionKey)-1], EventBucket: t.PartitionKey[len(t.PartitionKey)-1],
+		Time: t.Clustering[0].Name,
+	}
+	for _, c := range t.Columns {
+		if c.Name == e.Time && strings.EqualFold(c.Type, "timeuuid") {
+			e.TimeUUID = true
+		}
+	}
+	for _, c := range e.Key {
+		i := slices.Index(row.Target.Columns, c)
+		if i < 0 {
+			return cassandra.EntityPartitions{}, fmt.Errorf("table %s: partition key column %s is not written", t.Name, c)
+		}
+		e.Values = append(e.Values, vals[i])
+	}
+	return e, nil
 }
 
 // splitMapper is what a split topic needs of the mapper beyond Map: its routes and its table.
@@ -46,6 +99,10 @@ type splitTopic struct {
 	maxRows  int64
 	ids      int           // id columns in the partition key
 	settle   time.Duration // no decision this soon after an assignment (cassandra.timeout)
+	refresh  time.Duration // split.refresh_interval
+
+	mu        sync.Mutex
+	refreshed map[int64]time.Time // when the routing records of a bucket were last read, by any worker
 }
 
 // newSplitTopic returns the split policy of topics.<name>, or nil when split is off.
@@ -64,13 +121,37 @@ func newSplitTopic(cfg Config, name string, tc config.Topic, policy *bucketer.Po
 	// Both series exist from the start, so that a rate or an alert on them is never absent.
 	cfg.Metrics.Splits.WithLabelValues(tc.Topic)
 	cfg.Metrics.OverBudget.WithLabelValues(tc.Topic)
+	routes := sm.Routes(name)
+	routes.FollowAdoptions()
+	refresh := time.Duration(tc.Split.RefreshInterval)
+	if refresh <= 0 {
+		refresh = time.Duration(config.DefaultSplitRefreshInterval)
+	}
 	return &splitTopic{
-		name: name, label: tc.Topic, keyspace: tc.Keyspace, table: t, policy: policy, routes: sm.Routes(name), store: cfg.Splits,
+		name: name, label: tc.Topic, keyspace: tc.Keyspace, table: t, policy: policy, routes: routes, store: cfg.Splits,
 		base: max(tc.Bucket.EventBuckets, 1), max: tc.Split.MaxEventBuckets,
 		budget: int64(tc.PartitionBudget), maxRows: tc.Split.MaxRows,
-		ids:    len(t.PartitionKey) - 2,
-		settle: time.Duration(cfg.Sink.Cassandra.Timeout),
+		ids:     len(t.PartitionKey) - 2,
+		settle:  time.Duration(cfg.Sink.Cassandra.Timeout),
+		refresh: refresh, refreshed: map[int64]time.Time{},
 	}, nil
+}
+
+// refreshDue reports whether the routing records of bucket idx are due to be read again, and if
+// so marks them read now, so that one worker of the process reads them per interval.
+func (t *splitTopic) refreshDue(idx int64, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if last, ok := t.refreshed[idx]; ok && now.Sub(last) < t.refresh {
+		return false
+	}
+	for b := range t.refreshed {
+		if b < idx-1 {
+			delete(t.refreshed, b)
+		}
+	}
+	t.refreshed[idx] = now
+	return true
 }
 
 // errSplitStopped: the partition stopped while its worker waited for the routing table. The record is
@@ -86,6 +167,17 @@ type splitState struct {
 	loaded  map[int64]bool
 	tally   map[splitKey]*splitStat
 	newest  int64 // the newest bucket seen, for pruning
+	// floors holds, for each generation that already existed when this worker loaded its bucket and
+	// that its Kafka partition had not adopted, the partition's high watermark at that load: an
+	// earlier owner may have routed rows below it without the generation, so no adoption starts
+	// earlier.
+	floors map[splitGen]int64
+}
+
+type splitGen struct {
+	bucket int64
+	entity string
+	n      int
 }
 
 type splitKey struct {
@@ -108,14 +200,16 @@ type splitStat struct {
 }
 
 func newSplitState(t *splitTopic, p *partition) *splitState {
-	return &splitState{t: t, p: p, started: time.Now(), loaded: map[int64]bool{}, tally: map[splitKey]*splitStat{}}
+	return &splitState{t: t, p: p, started: time.Now(), loaded: map[int64]bool{}, tally: map[splitKey]*splitStat{}, floors: map[splitGen]int64{}}
 }
 
 // route runs after a record is mapped: it makes sure the routing records of the row's bucket are
-// known (mapping again when they change the row), counts the row, and makes a split decision when
-// the row's partition is projected to outgrow its budget. The decision is synchronous, so nothing of
-// this worker is sent under the old layout while it is pending; its instant T is later than every
-// row sent so far, this one included, so this row stays where it was mapped.
+// known (mapping again when they change the row), reads them again every split.refresh_interval,
+// makes the row's Kafka partition adopt the generation that would route it before the row may use
+// it, counts the row, and makes a split decision when the row's partition is projected to outgrow
+// its budget. The decision is synchronous, so nothing of this worker is sent under the old layout
+// while it is pending; its instant T is later than every row sent so far, this one included, so
+// this row stays where it was mapped.
 func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (batcher.Row, error) {
 	t := s.t
 	idx := t.policy.Index(row.EventTime)
@@ -125,15 +219,27 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 			return row, err
 		}
 		s.loaded[idx] = true
+		t.refreshDue(idx, time.Now())
 		if n > 0 {
 			if row, err = remap(); err != nil {
 				return row, err
 			}
 		}
+	} else if t.refreshDue(idx, time.Now()) {
+		s.refresh(idx)
 	}
 	entity, eb, ok := s.keyParts(row.Key)
 	if !ok {
 		return row, nil // not a key the mapper makes; nothing to count
+	}
+	row, remapped, err := s.adopt(row, idx, entity, remap)
+	if err != nil {
+		return row, err
+	}
+	if remapped {
+		if entity, eb, ok = s.keyParts(row.Key); !ok {
+			return row, nil
+		}
 	}
 	k := splitKey{idx, entity}
 	st := s.tally[k]
@@ -288,6 +394,9 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	rec := cassandra.Split{
 		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: len(gens) + 1,
 		From: from, FirstEventBucket: end, EventBuckets: next, DecidedAt: time.Now(), DecidedBy: s.p.pl.sink.Kafka.ClientID,
+		// The decider's partition adopts its decision in the same transaction, from the next record
+		// on: no row of it was routed past this one, and every row before it is earlier than T.
+		Topic: row.Source.Topic, Partition: row.Source.Partition, FromOffset: row.Source.Offset + 1,
 	}
 	var held cassandra.Split
 	var applied bool
@@ -298,8 +407,11 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	if err != nil {
 		return err
 	}
-	gens = append(slices.Clone(gens), mapper.Generation{N: held.Generation, From: held.From, First: held.FirstEventBucket, Buckets: held.EventBuckets})
-	t.routes.Set(idx, entity, gens)
+	g := mapper.Generation{N: held.Generation, From: held.From, First: held.FirstEventBucket, Buckets: held.EventBuckets}
+	if a, ok := held.Adoption(); ok && a.Topic == t.label {
+		g.Adopted = map[int32]int64{a.Partition: a.From}
+	}
+	t.routes.Set(idx, entity, append(slices.Clone(gens), g))
 	if applied {
 		s.p.pl.metrics.Splits.WithLabelValues(t.label).Inc()
 	}
@@ -309,34 +421,184 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	return nil
 }
 
-// load reads the routing records of a bucket into the mapper's routes and returns how many entities
-// have some.
+// adopt makes the row's Kafka partition adopt, at the row's offset, the newest generation whose
+// time range holds the row, unless it adopted that generation already: synchronously, before the
+// row is mapped again to use it. Until then the row's partition followed the layout it knew, at
+// offsets below the adoption, which is what a replay finds too. When another owner of the partition
+// adopted first, its offset holds (a replay of this row routes as that offset says).
+// It reports whether it mapped the row again.
+func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func() (batcher.Row, error)) (batcher.Row, bool, error) {
+	t := s.t
+	g := mapper.Applying(t.routes.Lookup(idx, entity), row.EventTime)
+	if g == nil {
+		return row, false, nil
+	}
+	if _, ok := g.Adopted[row.Source.Partition]; ok {
+		return row, false, nil // the mapper routed the row by that adoption already
+	}
+	from := max(row.Source.Offset, s.floors[splitGen{idx, entity, g.N}])
+	if err := s.adoptFrom(row, idx, entity, g.N, from); err != nil {
+		return row, false, err
+	}
+	row, err := remap()
+	return row, true, err
+}
+
+// adoptFrom writes the adoption of generation n by the row's Kafka partition from offset from on
+// (or takes the one written first) and publishes it to the mapper's routes.
+func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int, from int64) error {
+	t := s.t
+	src := row.Source
+	a := cassandra.Adoption{
+		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: n,
+		Topic: src.Topic, Partition: src.Partition, From: from, AdoptedAt: time.Now(), AdoptedBy: s.p.pl.sink.Kafka.ClientID,
+	}
+	var held cassandra.Adoption
+	var applied bool
+	err := s.retry("writing a split adoption", func(ctx context.Context) (err error) {
+		held, applied, err = t.store.Adopt(ctx, t.keyspace, a)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	t.routes.Adopt(idx, entity, n, src.Partition, held.From)
+	s.p.log.Info("split generation adopted", slog.String("table", a.Table), slog.Time("bucket", a.BucketStart),
+		slog.Int("generation", n), slog.Int64("from_offset", held.From), slog.Bool("adopted_here", applied))
+	return nil
+}
+
+// load reads the adoptions and then the routing records of a bucket into the mapper's routes, and
+// returns how many entities have records. Adoptions are read first: an adoption is written after
+// its record, so every adoption read has its record in the second read. It is what a new owner does
+// before it routes a row of the bucket, so that it knows every adoption its partitions made.
 func (s *splitState) load(idx int64) (int, error) {
 	t := s.t
-	table := t.table.Name
-	if _, sliced := t.policy.Sliced(); sliced {
-		table = t.table.NameOfSlice(t.policy.SliceOfBucket(idx))
-	}
+	table := s.tableOf(idx)
+	var adoptions []cassandra.Adoption
 	var recs []cassandra.Split
 	err := s.retry("reading the routing records of a bucket", func(ctx context.Context) (err error) {
+		if adoptions, err = t.store.Adoptions(ctx, t.keyspace, table, t.policy.Start(idx)); err != nil {
+			return err
+		}
 		recs, err = t.store.Bucket(ctx, t.keyspace, table, t.policy.Start(idx))
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
+	adopted := s.adopted(recs, adoptions)
+	n := s.publish(idx, recs, adopted)
+	if len(recs) == 0 {
+		return n, nil
+	}
+	hwm, err := s.highWatermark()
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range recs {
+		if _, ok := adopted[string(r.Entity)][r.Generation][s.p.tp.partition]; !ok {
+			s.floors[splitGen{idx, string(r.Entity), r.Generation}] = hwm
+		}
+	}
+	return n, nil
+}
+
+// adopted indexes the adoptions of this topic's Kafka partitions, those the records carry for their
+// deciders and those of the adoption table: entity → generation → partition → offset. A decider's
+// adoption, written with its record, comes first.
+func (s *splitState) adopted(recs []cassandra.Split, adoptions []cassandra.Adoption) map[string]map[int]map[int32]int64 {
+	out := map[string]map[int]map[int32]int64{}
+	for _, r := range recs {
+		if a, ok := r.Adoption(); ok {
+			adoptions = append([]cassandra.Adoption{a}, adoptions...)
+		}
+	}
+	for _, a := range adoptions {
+		if a.Topic != s.t.label {
+			continue // another topic writing the same table
+		}
+		byGen := out[string(a.Entity)]
+		if byGen == nil {
+			byGen = map[int]map[int32]int64{}
+			out[string(a.Entity)] = byGen
+		}
+		if byGen[a.Generation] == nil {
+			byGen[a.Generation] = map[int32]int64{}
+		}
+		if _, ok := byGen[a.Generation][a.Partition]; !ok {
+			byGen[a.Generation][a.Partition] = a.From
+		}
+	}
+	return out
+}
+
+// highWatermark is the partition's high watermark as the fetch that brought the current record
+// reported it: past every offset an earlier owner can have routed. The fetch reports it just after
+// it queues the records, so the worker may have to wait for it an instant.
+func (s *splitState) highWatermark() (int64, error) {
+	for {
+		s.p.mu.Lock()
+		hwm := s.p.hwm
+		s.p.mu.Unlock()
+		if hwm >= 0 {
+			return hwm, nil
+		}
+		select {
+		case <-s.p.quit:
+			return 0, errSplitStopped
+		case <-s.p.ctx.Done():
+			return 0, errSplitStopped
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// refresh reads the routing records of a bucket again, to learn of generations decided by workers
+// of other Kafka partitions. It does not wait: a failure is logged and the next interval tries
+// again (a worker that knows a generation late only writes to the older layout longer).
+func (s *splitState) refresh(idx int64) {
+	t := s.t
+	ctx, cancel := context.WithTimeout(s.p.ctx, max(t.settle, time.Second))
+	defer cancel()
+	recs, err := t.store.Bucket(ctx, t.keyspace, s.tableOf(idx), t.policy.Start(idx))
+	if err != nil {
+		s.p.log.Warn("reading the routing records of a bucket again failed; trying again next interval", slog.Any("error", err))
+		return
+	}
+	s.publish(idx, recs, nil)
+}
+
+func (s *splitState) tableOf(idx int64) string {
+	t := s.t
+	if _, sliced := t.policy.Sliced(); sliced {
+		return t.table.NameOfSlice(t.policy.SliceOfBucket(idx))
+	}
+	return t.table.Name
+}
+
+// publish hands the records of a bucket, ordered by entity then generation, with their adoptions
+// (s.adopted's index; nil for those the records carry alone), to the mapper's routes; it returns
+// how many entities have records.
+func (s *splitState) publish(idx int64, recs []cassandra.Split, adopted map[string]map[int]map[int32]int64) int {
+	t := s.t
+	if adopted == nil {
+		adopted = s.adopted(recs, nil)
+	}
 	n := 0
 	for i := 0; i < len(recs); {
 		j := i
 		var gens []mapper.Generation
 		for ; j < len(recs) && string(recs[j].Entity) == string(recs[i].Entity); j++ {
-			gens = append(gens, mapper.Generation{N: recs[j].Generation, From: recs[j].From, First: recs[j].FirstEventBucket, Buckets: recs[j].EventBuckets})
+			r := recs[j]
+			gens = append(gens, mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets,
+				Adopted: adopted[string(r.Entity)][r.Generation]})
 		}
 		t.routes.Set(idx, string(recs[i].Entity), gens)
 		n++
 		i = j
 	}
-	return n, nil
+	return n
 }
 
 // retry runs op until it succeeds, with capped exponential backoff, or until the partition stops
@@ -395,6 +657,11 @@ func (s *splitState) prune(idx int64) {
 	for b := range s.loaded {
 		if b < idx-1 {
 			delete(s.loaded, b)
+		}
+	}
+	for g := range s.floors {
+		if g.bucket < idx-1 {
+			delete(s.floors, g)
 		}
 	}
 }

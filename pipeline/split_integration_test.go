@@ -315,14 +315,7 @@ func (s *stack) sinkMetric(name string) float64 {
 func (s *stack) replayAndCompare(recs []*itRecord, before []splitRow, budget bool) {
 	t := s.t
 	t.Helper()
-	old := s.group
-	t.Cleanup(func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = s.adm.DeleteGroup(dctx, old)
-	})
-	s.group = testenv.Name(t, "replay")
-	s.cfg.Kafka.Group = s.group
+	s.resetGroup()
 	cmd, _ := runSink(t, s.writeConfig())
 	s.waitFor(2*time.Minute, "the replay to be committed", s.allCommitted)
 	if code, took := stopSink(t, cmd); code != 0 {
@@ -332,6 +325,19 @@ func (s *stack) replayAndCompare(recs []*itRecord, before []splitRow, budget boo
 	if fmt.Sprint(before) != fmt.Sprint(after) {
 		t.Errorf("the replay changed the rows: %d before, %d after", len(before), len(after))
 	}
+}
+
+// resetGroup moves the stack to a new consumer group, which starts from the beginning of the topic
+// (a group reset), and deletes the old group when the test ends.
+func (s *stack) resetGroup() {
+	old := s.group
+	s.t.Cleanup(func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = s.adm.DeleteGroup(dctx, old)
+	})
+	s.group = testenv.Name(s.t, "replay")
+	s.cfg.Kafka.Group = s.group
 }
 
 // TestIntegrationKilledWhileSplittingReplaysIdentically: `sink run` is killed with SIGKILL at random
@@ -383,4 +389,194 @@ func TestIntegrationTwoInstancesAgreeOnSplits(t *testing.T) {
 	s.checkSplitLayout(recs, false)
 	t.Logf("splits decided: first member %v, second %v",
 		testutil.ToFloat64(first.metrics.Splits.WithLabelValues(s.topic)), testutil.ToFloat64(second.metrics.Splits.WithLabelValues(s.topic)))
+}
+
+// owned lists the Kafka partitions of the stack's topic a member owns now.
+func (s *stack) owned(m *itMember) []int32 {
+	m.pl.mu.Lock()
+	defer m.pl.mu.Unlock()
+	var out []int32
+	for tp := range m.pl.parts {
+		if tp.topic == s.topic {
+			out = append(out, tp.partition)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// hotAt is a record of the hot entity on a Kafka partition at an event time.
+func hotAt(partition int32, ts time.Time, n int) *itRecord {
+	ts = ts.Truncate(time.Millisecond)
+	return &itRecord{device: "hot", ts: ts, partition: partition,
+		value: fmt.Appendf(nil, `{"device_id":"hot","ts":%q,"value":%d.5}`, ts.Format(time.RFC3339Nano), n)}
+}
+
+// checkOncePerRecord checks that every record's row is in exactly one partition.
+func (s *stack) checkOncePerRecord(recs []*itRecord, rows []splitRow) {
+	s.t.Helper()
+	seen := map[string]int{}
+	for _, r := range rows {
+		seen[r.device+"/"+r.ts.Format(time.RFC3339Nano)]++
+	}
+	if len(rows) != len(recs) {
+		s.t.Errorf("Cassandra holds %d rows; the stream has %d records", len(rows), len(recs))
+	}
+	for _, r := range recs {
+		if n := seen[r.device+"/"+r.ts.Format(time.RFC3339Nano)]; n != 1 {
+			s.t.Errorf("record %s at %s (partition %d offset %d) is in %d partitions; want exactly 1",
+				r.device, r.ts.Format(time.RFC3339Nano), r.partition, r.offset, n)
+		}
+	}
+}
+
+// splitOnTwoPartitions runs one entity's records from both Kafka partitions of the topic, each owned
+// by its own instance, both reading the routing records again every refresh. Both owners first see
+// the entity's bucket before any split (one row each), then partition 0 alone writes fast enough for
+// its owner to split the bucket, then partition 1 writes five rows past every split's instant. It
+// stops both instances and returns every record, partition 1's five late ones, the rows Cassandra
+// holds, the routing records and the adoptions.
+func splitOnTwoPartitions(t *testing.T, refresh time.Duration) (s *stack, recs, late []*itRecord, rows []splitRow, splits []cassandra.Split, adoptions []cassandra.Adoption) {
+	s = splitStack(t, 2)
+	tp := s.cfg.Topics["readings"]
+	tp.Split.RefreshInterval = config.Duration(refresh)
+	s.cfg.Topics["readings"] = tp
+	a, b := s.start(nil), s.start(nil)
+	s.waitFor(time.Minute, "each instance to own one partition", func() bool {
+		return len(s.owned(a)) == 1 && len(s.owned(b)) == 1
+	})
+	time.Sleep(200 * time.Millisecond) // past the settle time (cassandra.timeout) of both assignments
+
+	add := func(batch []*itRecord) {
+		s.produce(batch)
+		recs = append(recs, batch...)
+		s.waitFor(time.Minute, "the records to be committed", s.allCommitted)
+	}
+	// One row each: too few for either owner to project a rate from.
+	add([]*itRecord{hotAt(0, itBase.Add(1*time.Second), 0), hotAt(1, itBase.Add(2*time.Second), 1)})
+
+	// Partition 0 alone writes at 2,400 rows an hour against a budget of 200: its owner splits.
+	var hot0 []*itRecord
+	for i := range 400 {
+		hot0 = append(hot0, hotAt(0, itBase.Add(time.Minute+time.Duration(i)*1500*time.Millisecond), 10+i))
+	}
+	for len(hot0) > 0 {
+		n := min(40, len(hot0))
+		add(hot0[:n])
+		hot0 = hot0[n:]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sp := cassandra.NewSplits(s.session, s.ks, s.cfg.Cassandra)
+	splits, err := sp.Bucket(ctx, "split_readings", itBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(splits) == 0 {
+		t.Fatal("partition 0's owner made no split")
+	}
+
+	// Partition 1 writes past every split's instant, slowly enough not to split anything itself.
+	for i := range 5 {
+		late = append(late, hotAt(1, splits[len(splits)-1].From.Add(time.Duration(i+1)*3*time.Minute), 1000+i))
+	}
+	add(late)
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+	rows = s.splitRows()
+	s.checkOncePerRecord(recs, rows)
+	if adoptions, err = sp.Adoptions(ctx, "split_readings", itBase); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("splits %v; adoptions %v", splits, adoptions)
+	return s, recs, late, rows, splits, adoptions
+}
+
+// eventBucketOf returns the event bucket of the row of rows at ts.
+func eventBucketOf(rows []splitRow, ts time.Time) int {
+	for _, r := range rows {
+		if r.ts.Equal(ts) {
+			return r.eb
+		}
+	}
+	return -1
+}
+
+// replayIdentically resets the group and replays the whole topic with one in-process instance, which
+// loads the routing records and adoptions before any row; Cassandra must hold exactly the rows it held
+// before, and the reader return the hot entity's rows once each, in order.
+func (s *stack) replayIdentically(recs []*itRecord, before []splitRow) {
+	t := s.t
+	t.Helper()
+	s.resetGroup()
+	replay := s.start(nil)
+	s.waitFor(2*time.Minute, "the replay to be committed", s.allCommitted)
+	if err := replay.stop(); err != nil {
+		t.Fatal(err)
+	}
+	after := s.splitRows()
+	s.checkOncePerRecord(recs, after)
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("the replay changed the rows: %d before, %d after", len(before), len(after))
+		for i := range min(len(before), len(after)) {
+			if before[i] != after[i] {
+				t.Logf("first difference: %+v before, %+v after", before[i], after[i])
+				break
+			}
+		}
+	}
+	inOrder := slices.Clone(recs)
+	sort.SliceStable(inOrder, func(i, j int) bool { return inOrder[i].ts.Before(inOrder[j].ts) })
+	s.checkHotReadBack(inOrder, true)
+}
+
+// TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically: the owner of partition 1 holds
+// a stale view through partition 0's split (it reads the routing records again only every 10
+// minutes), so its rows past the split's instant go to the layout it knows, and it never adopts the
+// split. A group reset and a full replay, which loads the routing record before any row, must write
+// every row to the partition it was first written to: partition 1's rows keep the old layout, which
+// its owner at the replay adopts the split only from its end offset on; partition 0 adopted the split
+// from the row after its decision. Every row exists exactly once, before and after the replay, and
+// the reader returns the hot entity's rows once each, in order.
+func TestIntegrationSplitOfAnEntityOnTwoKafkaPartitionsReplaysIdentically(t *testing.T) {
+	s, recs, late, before, splits, adoptions := splitOnTwoPartitions(t, 10*time.Minute)
+	if g := splits[0]; g.Topic != s.topic || g.Partition != 0 || g.FromOffset < 1 {
+		t.Errorf("generation 1 carries the adoption %s/%d from %d; want partition 0's, from the record after its decision", g.Topic, g.Partition, g.FromOffset)
+	}
+	for _, r := range late {
+		if eb := eventBucketOf(before, r.ts); eb != 0 {
+			t.Errorf("partition 1's row at %s is in event bucket %d; its stale owner knew only event bucket 0", r.ts.Format(time.RFC3339Nano), eb)
+		}
+	}
+	for _, ad := range adoptions {
+		if ad.Partition == 1 && ad.From <= late[len(late)-1].offset {
+			t.Errorf("partition 1 adopted generation %d from offset %d while its owner never knew of it", ad.Generation, ad.From)
+		}
+	}
+	s.replayIdentically(recs, before)
+}
+
+// TestIntegrationSplitReachesTheOtherKafkaPartitionsOwnerAtItsNextRefresh: with the routing records
+// read again every 500 ms, the owner of partition 1 learns of partition 0's split at its first row
+// after it, adopts the split from that row's offset and writes that row and the later ones to the
+// split's event buckets; a group reset and a full replay leave every row where it was.
+func TestIntegrationSplitReachesTheOtherKafkaPartitionsOwnerAtItsNextRefresh(t *testing.T) {
+	s, recs, late, before, splits, adoptions := splitOnTwoPartitions(t, 500*time.Millisecond)
+	g := splits[len(splits)-1]
+	for _, r := range late {
+		if eb := eventBucketOf(before, r.ts); eb < g.FirstEventBucket || eb >= g.FirstEventBucket+g.EventBuckets {
+			t.Errorf("partition 1's row at %s is in event bucket %d; generation %d has %d..%d", r.ts.Format(time.RFC3339Nano), eb,
+				g.Generation, g.FirstEventBucket, g.FirstEventBucket+g.EventBuckets-1)
+		}
+	}
+	if !slices.ContainsFunc(adoptions, func(a cassandra.Adoption) bool {
+		return a.Partition == 1 && a.Generation == g.Generation && a.From == late[0].offset
+	}) {
+		t.Errorf("no adoption of generation %d by partition 1 from offset %d (its first row after the split): %v", g.Generation, late[0].offset, adoptions)
+	}
+	s.replayIdentically(recs, before)
 }

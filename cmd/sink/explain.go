@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -30,7 +32,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "values, the TTL, the write timestamp, and the INSERT with its bound values. A record that")
 		fmt.Fprintln(stderr, "would go to the dead-letter topic prints the exact error instead. For a topic with split on")
 		fmt.Fprintln(stderr, "it reads the entity's routing records of the record's time bucket from Cassandra and shows the")
-		fmt.Fprintln(stderr, "one that applies and the partition it picks (--offline skips that: generation 0 is shown).")
+		fmt.Fprintln(stderr, "one that applies, whether the record's Kafka partition adopted it and from which offset, and")
+		fmt.Fprintln(stderr, "the partition it picks (--offline skips that: generation 0 is shown).")
 		fmt.Fprintln(stderr, "\n--record takes the JSON value itself, @FILE to read it from a file, or - for stdin.")
 		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be")
 		fmt.Fprintln(stderr, "read; 2 usage error; 3 invalid configuration.")
@@ -121,7 +124,21 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return exitFailure
 		}
 		if len(gens) > 0 {
-			m.Routes(ex.Topic).Set(ex.Bucket, string(ex.Entity), gens)
+			// A generation the record's partition has not adopted is shown as the sink would route
+			// the record were it the first of its partition to use it: adopted at its offset.
+			route := make([]mapper.Generation, len(gens))
+			for i, g := range gens {
+				route[i] = g
+				if _, ok := g.Adopted[rec.Partition]; !ok {
+					route[i].Adopted = maps.Clone(g.Adopted)
+					if route[i].Adopted == nil {
+						route[i].Adopted = map[int32]int64{}
+					}
+					route[i].Adopted[rec.Partition] = rec.Offset
+				}
+			}
+			m.Routes(ex.Topic).FollowAdoptions()
+			m.Routes(ex.Topic).Set(ex.Bucket, string(ex.Entity), route)
 			if ex, err = m.Explain(rec); err != nil {
 				fmt.Fprintf(stderr, "sink explain: %v\n", err)
 				return exitFailure
@@ -130,31 +147,48 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	printExplanation(stdout, ex, rec)
 	if ex.SplitOn {
-		printSplit(stdout, ex, gens, *offline)
+		printSplit(stdout, ex, rec, gens, *offline)
 	}
 	return exitOK
 }
 
-// routingRecords reads the split generations of the record's entity and time bucket.
+// routingRecords reads the split generations of the record's entity and time bucket, each with the
+// adoptions of the record's Kafka topic.
 func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanation) ([]mapper.Generation, error) {
 	s, err := cassandra.Connect(ctx, cfg.Cassandra)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	recs, err := cassandra.NewSplits(s, ex.Keyspace, cfg.Cassandra).Entity(ctx, ex.Table, ex.BucketStart, ex.Entity)
+	sp := cassandra.NewSplits(s, ex.Keyspace, cfg.Cassandra)
+	adoptions, err := sp.EntityAdoptions(ctx, ex.Table, ex.BucketStart, ex.Entity)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := sp.Entity(ctx, ex.Table, ex.BucketStart, ex.Entity)
 	if err != nil {
 		return nil, err
 	}
 	gens := make([]mapper.Generation, len(recs))
 	for i, r := range recs {
-		gens[i] = mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets}
+		gens[i] = mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets, Adopted: map[int32]int64{}}
+		mine := adoptions
+		if a, ok := r.Adoption(); ok {
+			mine = append([]cassandra.Adoption{a}, adoptions...) // the decider's, written with the record, first
+		}
+		for _, a := range mine {
+			if _, ok := gens[i].Adopted[a.Partition]; !ok && a.Generation == r.Generation && a.Topic == ex.KafkaTopic {
+				gens[i].Adopted[a.Partition] = a.From
+			}
+		}
 	}
 	return gens, nil
 }
 
 // printSplit says which routing record placed the row, after the explanation.
-func printSplit(w io.Writer, ex mapper.Explanation, gens []mapper.Generation, offline bool) {
+// A generation applies to the record only once the record's Kafka partition adopted it at or
+// before the record's offset.
+func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []mapper.Generation, offline bool) {
 	fmt.Fprintln(w, "\nsplit (routing records of "+ex.Keyspace+"."+cassandra.RoutingTable+", entity 0x"+hex.EncodeToString(ex.Entity)+"):")
 	if offline {
 		fmt.Fprintln(w, "  not read (--offline); shown as generation 0")
@@ -169,11 +203,26 @@ func printSplit(w io.Writer, ex mapper.Explanation, gens []mapper.Generation, of
 		if ex.Split != nil && ex.Split.N == g.N {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "%s generation %d from %s: event buckets %d..%d (%d)\n", mark, g.N, g.From.UTC().Format(rfc3339Milli), g.First, g.End()-1, g.Buckets)
+		adopted := fmt.Sprintf("partition %d has not adopted it yet", rec.Partition)
+		if from, ok := g.Adopted[rec.Partition]; ok {
+			adopted = fmt.Sprintf("adopted by partition %d from offset %d", rec.Partition, from)
+		}
+		fmt.Fprintf(w, "%s generation %d from %s: event buckets %d..%d (%d); %s\n", mark, g.N, g.From.UTC().Format(rfc3339Milli), g.First, g.End()-1, g.Buckets, adopted)
 	}
 	if ex.Split == nil {
+		if g := mapper.Applying(gens, ex.EventTime); g != nil {
+			fmt.Fprintf(w, "  generation %d holds the event time, but partition %d adopted it after offset %d: generation 0 applies, event bucket %d\n",
+				g.N, rec.Partition, rec.Offset, ex.EventBucket)
+			return
+		}
 		fmt.Fprintf(w, "  the event time is before generation 1: generation 0 applies, event bucket %d\n", ex.EventBucket)
 		return
+	}
+	if i := slices.IndexFunc(gens, func(g mapper.Generation) bool { return g.N == ex.Split.N }); i >= 0 {
+		if _, ok := gens[i].Adopted[rec.Partition]; !ok {
+			fmt.Fprintf(w, "  partition %d has not adopted generation %d: the sink adopts it at the first row of the partition that uses it\n", rec.Partition, ex.Split.N)
+			fmt.Fprintln(w, "  (this record, if the sink has not passed its offset yet; an owner assigned later adopts it from the partition's end offset)")
+		}
 	}
 	fmt.Fprintf(w, "  generation %d applies (*): event bucket %d = %d + hash mod %d\n", ex.Split.N, ex.EventBucket, ex.Split.First, ex.Split.Buckets)
 }

@@ -203,7 +203,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Metrics: metrics,
 		Logger:  log,
 		Slices:  cassandra.NewSliceMaker(session, cfg),
-		Splits:  cassandra.NewSplitStores(session, cfg.Cassandra),
+		Splits:  pipeline.SplitsOf(cassandra.NewSplitStores(session, cfg.Cassandra)),
 		Ping: func(ctx context.Context) error {
 			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
 		},
