@@ -497,7 +497,7 @@ func (s *splitState) load(idx int64) (int, error) {
 		return 0, err
 	}
 	for _, r := range recs {
-		if _, ok := adopted[string(r.Entity)][r.Generation][s.p.tp.partition]; !ok {
+		if _, ok := adopted[string(r.Entity)][r.Generation][s.p.tp.Partition]; !ok {
 			s.floors[splitGen{idx, string(r.Entity), r.Generation}] = hwm
 		}
 	}

@@ -397,8 +397,8 @@ func (s *stack) owned(m *itMember) []int32 {
 	defer m.pl.mu.Unlock()
 	var out []int32
 	for tp := range m.pl.parts {
-		if tp.topic == s.topic {
-			out = append(out, tp.partition)
+		if tp.Topic == s.topic {
+			out = append(out, tp.Partition)
 		}
 	}
 	slices.Sort(out)
