@@ -4,16 +4,6 @@ import (
 	"github.com/bucketsink/sink/schema"
 )
 
-// Table, TableColumn and TableClustering are the table description of package schema, under the
-// names the mapper used before that package existed.
-//
-// Deprecated: use schema.Table, schema.Column and schema.Clustering.
-type (
-	Table           = schema.Table
-	TableColumn     = schema.Column
-	TableClustering = schema.Clustering
-)
-
 // Topics lists the configured topic names, sorted.
 func (m *Mapper) Topics() []string { return m.tables.Names() }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/schema"
 )
 
 // SplitStore is the routing table of hot-entity splits (docs/DESIGN.md, "Hot entities split at
@@ -23,8 +24,8 @@ import (
 type SplitStore interface {
 	Bucket(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]cassandra.Split, error)
 	Propose(ctx context.Context, keyspace string, rec cassandra.Split) (cassandra.Split, bool, error)
-	Newest(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error)
-	Count(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error)
+	Newest(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int) (time.Time, error)
+	Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error)
 	Adoptions(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]cassandra.Adoption, error)
 	Adopt(ctx context.Context, keyspace string, a cassandra.Adoption) (cassandra.Adoption, bool, error)
 }
@@ -35,7 +36,7 @@ func SplitsOf(ss *cassandra.SplitStores) SplitStore { return cassandraSplits{ss}
 
 type cassandraSplits struct{ *cassandra.SplitStores }
 
-func (c cassandraSplits) Newest(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
+func (c cassandraSplits) Newest(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
 	e, err := entityPartitions(t, row)
 	if err != nil {
 		return time.Time{}, err
@@ -43,7 +44,7 @@ func (c cassandraSplits) Newest(ctx context.Context, keyspace string, t mapper.T
 	return c.SplitStores.Newest(ctx, keyspace, e, eventBuckets)
 }
 
-func (c cassandraSplits) Count(ctx context.Context, keyspace string, t mapper.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error) {
+func (c cassandraSplits) Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error) {
 	e, err := entityPartitions(t, row)
 	if err != nil {
 		return nil, err
@@ -53,7 +54,7 @@ func (c cassandraSplits) Count(ctx context.Context, keyspace string, t mapper.Ta
 
 // entityPartitions names the partitions of row's entity and time bucket: its partition key values
 // but the event bucket, and the event time column.
-func entityPartitions(t mapper.Table, row batcher.Row) (cassandra.EntityPartitions, error) {
+func entityPartitions(t schema.Table, row batcher.Row) (cassandra.EntityPartitions, error) {
 	if len(t.Clustering) == 0 || len(t.PartitionKey) < 2 {
 		return cassandra.EntityPartitions{}, fmt.Errorf("table %s: a split needs clustering columns and an event bucket column", t.Name)
 	}
@@ -81,7 +82,7 @@ func entityPartitions(t mapper.Table, row batcher.Row) (cassandra.EntityPartitio
 // splitMapper is what a split topic needs of the mapper beyond Map: its routes and its table.
 type splitMapper interface {
 	Routes(name string) *mapper.Routes
-	Table(name string) (mapper.Table, bool)
+	Table(name string) (schema.Table, bool)
 }
 
 // splitTopic is the immutable split policy of one topic, shared by its partitions' workers.
@@ -89,7 +90,7 @@ type splitTopic struct {
 	name     string // topics.<name>
 	label    string // the Kafka topic: the metrics' topic label, as everywhere
 	keyspace string
-	table    mapper.Table
+	table    schema.Table
 	policy   *bucketer.Policy
 	routes   *mapper.Routes
 	store    SplitStore

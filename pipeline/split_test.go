@@ -7,7 +7,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/schema"
 )
 
 func projector(t *testing.T, max int) *splitState {
@@ -102,7 +102,7 @@ type countStore struct {
 	counts []int64
 }
 
-func (c countStore) Count(context.Context, string, mapper.Table, batcher.Row, int, int64) ([]int64, error) {
+func (c countStore) Count(context.Context, string, schema.Table, batcher.Row, int, int64) ([]int64, error) {
 	return c.counts, nil
 }
 
@@ -135,7 +135,7 @@ type newestStore struct {
 	newest time.Time
 }
 
-func (n newestStore) Newest(context.Context, string, mapper.Table, batcher.Row, int) (time.Time, error) {
+func (n newestStore) Newest(context.Context, string, schema.Table, batcher.Row, int) (time.Time, error) {
 	return n.newest, nil
 }
 
