@@ -80,11 +80,16 @@ func benchmarkPipeline(b *testing.B, w BatchWriter) {
 	go func() { errc <- pl.Run(ctx) }()
 	for done := false; !done; {
 		time.Sleep(5 * time.Millisecond)
-		if !pl.health.Joined() {
+		// Run sets the client under mu, and the group (which reports Joined) starts inside
+		// kgo.NewClient, before Run has set it.
+		pl.mu.Lock()
+		cl := pl.client
+		pl.mu.Unlock()
+		if cl == nil || !pl.health.Joined() {
 			continue
 		}
-		marked := pl.client.MarkedOffsets()[testTopic]
-		committed := pl.client.CommittedOffsets()[testTopic]
+		marked := cl.MarkedOffsets()[testTopic]
+		committed := cl.CommittedOffsets()[testTopic]
 		done = true
 		for p, o := range end {
 			if max(marked[p].Offset, committed[p].Offset) < o {

@@ -80,15 +80,18 @@ const maxPollRecords = 10_000
 // Pipeline consumes the configured topics as one member of the consumer group and writes their rows to
 // Cassandra at least once. Create it with New, serve its Handler, and call Run once.
 type Pipeline struct {
-	cfg      Config
-	log      *slog.Logger
-	metrics  *metrics.Metrics
-	mapper   Mapper
-	writer   BatchWriter
-	now      func() time.Time
-	topics   map[string]*topicInfo // by Kafka topic
-	sink     *config.Config
-	client   *kgo.Client // consumer group member; set in Run before any callback can fire
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	mapper  Mapper
+	writer  BatchWriter
+	now     func() time.Time
+	topics  map[string]*topicInfo // by Kafka topic
+	sink    *config.Config
+	// client is the consumer group member, set in Run under mu. The group starts inside kgo.NewClient, so
+	// a rebalance callback can run before it is set: callbacks use it only for pauses, which the poll loop
+	// makes after it is set.
+	client   *kgo.Client
 	producer *kgo.Client // dead letters
 	writes   *writestage.Stage
 
@@ -239,11 +242,14 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		pl.producer.Close()
 		return err
 	}
-	pl.client, err = kgo.NewClient(consumerOpts...)
+	cl, err := kgo.NewClient(consumerOpts...)
 	if err != nil {
 		pl.producer.Close()
 		return fmt.Errorf("creating the consumer (kafka.brokers, kafka.group): %w", err)
 	}
+	pl.mu.Lock()
+	pl.client = cl
+	pl.mu.Unlock()
 
 	w := pl.sink.Writer
 	stageTopics := make(map[string]writestage.Topic, len(pl.topics))
