@@ -10,6 +10,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/packed"
 )
 
 // ceilingSetting is one configuration of the direct writer.
@@ -126,7 +127,7 @@ func execBatch(ctx context.Context, s *gocql.Session, b *batcher.Batch, consiste
 	gb := s.Batch(gocql.UnloggedBatch).Consistency(consistency)
 	gb.Entries = make([]gocql.BatchEntry, len(b.Rows))
 	for i, r := range b.Rows {
-		gb.Entries[i] = gocql.BatchEntry{Stmt: b.Target.Insert, Args: r.Values, Idempotent: true} // bound ready-made (ceilingTrial)
+		gb.Entries[i] = gocql.BatchEntry{Stmt: b.Target.Insert, Args: packed.Values(r.Packed), Idempotent: true}
 	}
 	var err error
 	for attempt := range 5 {

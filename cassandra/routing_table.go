@@ -13,6 +13,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 )
 
 // RoutingTable is the name of the table, one per keyspace holding split topics, in which the sink
@@ -181,7 +182,7 @@ func entityPartitions(t mapper.Table, row batcher.Row) (string, []any, error) {
 	if len(t.Clustering) == 0 || len(t.PartitionKey) < 2 {
 		return "", nil, fmt.Errorf("table %s: a split needs clustering columns and an event bucket column", t.Name)
 	}
-	vals := mapper.Values(row)
+	vals := packed.Values(row.Packed)
 	at := make(map[string]int, len(row.Target.Columns))
 	for i, c := range row.Target.Columns {
 		at[c] = i

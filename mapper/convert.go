@@ -2,7 +2,6 @@ package mapper
 
 import (
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -150,25 +149,15 @@ var (
 )
 
 // inTimeRange reports whether t is one the mapper writes. The zero time.Time
-// (0001-01-01T00:00:00Z) is an instant like any other here: the mapper encodes times itself
-// (encoded.go), and hands gocql none it would send as an empty value (see timeValue).
+// (0001-01-01T00:00:00Z) is an instant like any other here: the packed row format encodes times
+// itself, as the instant, where gocql would send the zero time as an empty value.
 func inTimeRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) }
-
-// timeValue is the Go value bound for a timestamp or date inside a collection, which gocql
-// encodes: gocql sends the zero time.Time as an empty value instead of that instant, so the zero
-// instant goes as its milliseconds (an int64 gocql encodes as the same instant, for both types).
-func timeValue(t time.Time) any {
-	if t.IsZero() {
-		return unixMilli(t)
-	}
-	return t
-}
 
 // convertScalar converts one JSON value to the Go value gocql binds for CQL type k.
 // buf is scratch space; the returned value never aliases it or the parser's memory.
-// Collections use it for their elements; the kinds row memory holds (see rowmem.go) are
-// converted by the typed helpers below, which convertCell also calls for a column's value, so
-// both paths share one definition of each conversion.
+// Collections use it for their elements; the kinds the mapper encodes directly (see value) are
+// converted by the typed helpers below, which value also calls for a column's value, so both
+// paths share one definition of each conversion.
 func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
 	switch k {
 	case kText, kASCII:
@@ -205,13 +194,13 @@ func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
 		if !pr.ok() {
 			return nil, pr
 		}
-		return timeValue(t), problem{}
+		return t, problem{}
 	case kDate:
 		t, pr := dateOf(v)
 		if !pr.ok() {
 			return nil, pr
 		}
-		return timeValue(t), problem{}
+		return t, problem{}
 	case kUUID, kTimeUUID:
 		u, pr := uuidOf(k, v)
 		if !pr.ok() {
@@ -628,165 +617,4 @@ func appendUUIDCanonical(dst []byte, u gocql.UUID) []byte {
 	dst = hex.AppendEncode(dst, u[8:10])
 	dst = append(dst, '-')
 	return hex.AppendEncode(dst, u[10:16])
-}
-
-// appendSerialized appends the native-protocol encoding of a scalar value of kind k, the bytes
-// Cassandra hashes for the token of a partition key component (the same bytes gocql.Marshal gives).
-func appendSerialized(dst []byte, k kind, val any) []byte {
-	switch x := val.(type) {
-	case *encText:
-		return append(dst, *x...)
-	case *encASCII:
-		return append(dst, *x...)
-	case *encBigint:
-		return append(dst, x[:]...)
-	case *encInt:
-		return append(dst, x[:]...)
-	case *encSmallint:
-		return append(dst, x[:]...)
-	case *encTinyint:
-		return append(dst, x[:]...)
-	case *encFloat:
-		return append(dst, x[:]...)
-	case *encDouble:
-		return append(dst, x[:]...)
-	case *encTimestamp:
-		return append(dst, x[:]...)
-	case *encDate:
-		return append(dst, x[:]...)
-	case *encUUID:
-		return append(dst, x[:]...)
-	case *encTimeUUID:
-		return append(dst, x[:]...)
-	case string:
-		return append(dst, x...)
-	case int8:
-		return append(dst, byte(x))
-	case int16:
-		return binary.BigEndian.AppendUint16(dst, uint16(x))
-	case int32:
-		return binary.BigEndian.AppendUint32(dst, uint32(x))
-	case int64:
-		if k == kVarint {
-			return appendVarint(dst, big.NewInt(x))
-		}
-		return binary.BigEndian.AppendUint64(dst, uint64(x))
-	case float32:
-		return binary.BigEndian.AppendUint32(dst, math.Float32bits(x))
-	case float64:
-		return binary.BigEndian.AppendUint64(dst, math.Float64bits(x))
-	case bool:
-		if x {
-			return append(dst, 1)
-		}
-		return append(dst, 0)
-	case time.Time:
-		ms := x.Unix()*1000 + int64(x.Nanosecond()/1e6)
-		if k == kDate {
-			return binary.BigEndian.AppendUint32(dst, uint32(ms/msPerDay+(1<<31)))
-		}
-		return binary.BigEndian.AppendUint64(dst, uint64(ms))
-	case gocql.UUID:
-		return append(dst, x[:]...)
-	case []byte:
-		return append(dst, x...)
-	case net.IP:
-		if v4 := x.To4(); v4 != nil {
-			return append(dst, v4...)
-		}
-		return append(dst, x.To16()...)
-	case *inf.Dec:
-		dst = binary.BigEndian.AppendUint32(dst, uint32(int32(x.Scale())))
-		return appendVarint(dst, x.UnscaledBig())
-	case *big.Int:
-		return appendVarint(dst, x)
-	}
-	return dst
-}
-
-const msPerDay = 24 * 60 * 60 * 1000
-
-// appendVarint appends the minimal big-endian two's-complement form of n (CQL varint).
-func appendVarint(dst []byte, n *big.Int) []byte {
-	switch n.Sign() {
-	case 0:
-		return append(dst, 0)
-	case 1:
-		b := n.Bytes()
-		if b[0]&0x80 != 0 {
-			dst = append(dst, 0)
-		}
-		return append(dst, b...)
-	}
-	// For n < 0 the two's complement bytes are the inverted bytes of |n|-1 = ^n, with a 0xff sign
-	// byte in front when the top bit would otherwise read as positive.
-	m := new(big.Int).Not(n).Bytes()
-	if len(m) == 0 || m[0]&0x80 != 0 {
-		dst = append(dst, 0xff)
-	}
-	for _, c := range m {
-		dst = append(dst, ^c)
-	}
-	return dst
-}
-
-// encodedSize estimates the native-protocol size of a bound value, without its 4-byte length;
-// exact for an encoded value.
-func encodedSize(val any) int {
-	// The encoded types are listed one by one: a concrete case is a type-word comparison, a case
-	// of interface type a method-set lookup, and this runs for every value of every row.
-	switch x := val.(type) {
-	case *encText:
-		return len(*x)
-	case *encASCII:
-		return len(*x)
-	case *encTinyint:
-		return 1
-	case *encSmallint:
-		return 2
-	case *encInt, *encFloat, *encDate:
-		return 4
-	case *encBigint, *encDouble, *encTimestamp:
-		return 8
-	case *encUUID, *encTimeUUID:
-		return 16
-	case nil:
-		return 0
-	case string:
-		return len(x)
-	case int8, bool:
-		return 1
-	case int16:
-		return 2
-	case int32, float32:
-		return 4
-	case int64, float64, time.Time:
-		return 8
-	case gocql.UUID:
-		return 16
-	case []byte:
-		return len(x)
-	case net.IP:
-		if x.To4() != nil {
-			return 4
-		}
-		return 16
-	case *inf.Dec:
-		return 4 + len(x.UnscaledBig().Bytes()) + 1
-	case *big.Int:
-		return len(x.Bytes()) + 1
-	case []any:
-		n := 4
-		for _, e := range x {
-			n += 4 + encodedSize(e)
-		}
-		return n
-	case map[string]any:
-		n := 4
-		for k, e := range x {
-			n += 8 + len(k) + encodedSize(e)
-		}
-		return n
-	}
-	return 8
 }

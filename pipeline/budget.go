@@ -26,9 +26,7 @@ import (
 //     record its share is exact only on average.
 //   - A mapped row is a batcher.Row, copied into the hand-off slice and then into its batch's row slice,
 //     which grows by doubling (charged twice, for the copy and the slice's spare capacity), plus its
-//     packed values and routing key, one allocation (mapper/packed.go). A row of a topic the mapper
-//     does not pack keeps Row.Values: interfaces (16 bytes each) into the mapper's row block, whose
-//     bytes Row.Size estimates (encoded size), plus the routing key.
+//     packed values and routing key, one allocation (package packed).
 //   - A tracker entry is two bits and two bytes in its partition's chunks (tracker.go), held until the
 //     watermark passes it, which can be long after its record is done: one slow batch keeps the entries
 //     of every record registered after it. Chunks are given back as the watermark passes them, so the
@@ -47,7 +45,6 @@ const (
 	recordOverhead = int64(unsafe.Sizeof(kgo.Record{})) + int64(unsafe.Sizeof((*kgo.Record)(nil))) + recordFraming
 	headerOverhead = int64(unsafe.Sizeof(kgo.RecordHeader{}))
 	rowOverhead    = 2 * int64(unsafe.Sizeof(batcher.Row{}))
-	valueOverhead  = int64(unsafe.Sizeof(any(nil)))
 	// entryCost is what the tracker holds per registered record until the watermark passes it.
 	entryCost = trackerEntryBytes
 )
@@ -63,11 +60,8 @@ func recordCost(r *kgo.Record) int64 {
 
 // rowCost is what a mapped row holds until it is written.
 func rowCost(row *batcher.Row) int64 {
-	if row.Packed != nil {
-		// One allocation: the values' bytes with a tag and a length each, then the key.
-		return rowOverhead + int64(cap(row.Packed)+len(row.Key))
-	}
-	return rowOverhead + int64(row.Size) + int64(len(row.Key)) + valueOverhead*int64(len(row.Values))
+	// One allocation: the values' bytes with a tag and a length each, then the key.
+	return rowOverhead + int64(cap(row.Packed)+len(row.Key))
 }
 
 // topicPartition names one Kafka partition.
