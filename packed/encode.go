@@ -3,7 +3,6 @@ package packed
 import (
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"math"
 	"math/big"
 	"net"
@@ -84,11 +83,13 @@ func AppendVarint(dst []byte, n *big.Int) []byte {
 	case 0:
 		return append(dst, 0)
 	case 1:
-		b := n.Bytes()
-		if b[0]&0x80 != 0 {
-			dst = append(dst, 0)
-		}
-		return append(dst, b...)
+		// The magnitude's bytes, filled in place, with a 0x00 in front when the top bit would
+		// otherwise read as negative.
+		size := (n.BitLen() + 8) / 8 // one bit more than the magnitude: room for the sign
+		at := len(dst)
+		dst = slices.Grow(dst, size)[:at+size]
+		n.FillBytes(dst[at:])
+		return dst
 	}
 	// For n < 0 the two's complement bytes are the inverted bytes of |n|-1 = ^n, with a 0xff sign
 	// byte in front when the top bit would otherwise read as positive.
@@ -136,7 +137,12 @@ func AppendValue(dst []byte, t Type, v any) ([]byte, error) {
 			return dst, fmt.Errorf("packed: %T is not a map[string]any for CQL %s", v, t)
 		}
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(m)))
-		for _, k := range slices.Sorted(maps.Keys(m)) {
+		keys := make([]string, 0, 8) // on the stack for a small map
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
 			dst = binary.BigEndian.AppendUint32(dst, uint32(len(k)))
 			dst = append(dst, k...)
 			var err error
