@@ -17,7 +17,7 @@ import (
 	"github.com/bucketsink/sink/packed"
 )
 
-// encodedKinds are the kinds row memory encodes.
+// encodedKinds are the kinds the mapper encodes directly (store).
 var encodedKinds = []kind{kText, kASCII, kBigint, kInt, kSmallint, kTinyint, kFloat, kDouble, kTimestamp, kDate, kUUID, kTimeUUID}
 
 // nativeInfo is gocql's TypeInfo of a scalar kind, as a prepared statement reports it.
