@@ -467,7 +467,11 @@ func (p *plan) bucket(idx int64) *bucketEntry {
 	}
 	v := p.policy.Value(idx)
 	e := &bucketEntry{idx: idx, target: p.target}
-	e.ser, _ = packed.AppendValue(nil, packed.Scalar(p.bucketKind), v) // the policy gives a value of its CQL type
+	ser, err := packed.AppendValue(nil, packed.Scalar(p.bucketKind), v)
+	if err != nil { // the policy's values are of its CQL type (bucketer.Policy.Value)
+		panic("mapper: topic " + p.name + ": bucket value: " + err.Error())
+	}
+	e.ser = ser
 	if p.sliced {
 		s := p.policy.SliceOfBucket(idx)
 		e.suffix = string(p.policy.AppendSliceSuffix(nil, s))
