@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/valyala/fastjson"
@@ -100,6 +101,10 @@ type scratch struct {
 	canon     []span
 	// raw is where the single-pass scan found each field path of the topic (scan.go).
 	raw []rawValue
+	// coll and entries are where a value that is not encoded through a cell is converted (a
+	// collection, boolean, blob, inet, decimal or varint: appendConverted).
+	coll    []byte
+	entries []mapEntry
 }
 
 // span is a range of a scratch buffer.
@@ -514,6 +519,9 @@ func (m *Mapper) release(s *scratch) {
 		s.key = make([]byte, 0, 128)
 	}
 	s.w.Shrink(maxScratch)
+	if cap(s.coll) > maxScratch {
+		s.coll = nil
+	}
 	m.pool.Put(s)
 }
 
@@ -847,9 +855,9 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 		var pr problem
 		switch k := c.typ.kind; {
 		case !c.direct:
-			var out any
-			if out, pr = convert(c.typ, v, &s.buf); pr.ok() {
-				return s.putGo(c, out)
+			if s.coll, pr = appendConverted(s.coll[:0], c.typ, v, &s.buf, &s.entries); pr.ok() {
+				s.putWire(c, s.coll)
+				return nil
 			}
 		case k == kText || k == kASCII:
 			x.b, pr = textOf(k, v, &s.buf)
@@ -898,7 +906,8 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			}
 		}
 		if !c.direct { // blob
-			return s.putGo(c, b)
+			s.putWire(c, b)
+			return nil
 		}
 		if c.typ.kind == kASCII {
 			for _, ch := range b {
@@ -911,7 +920,9 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 		}
 		x.b = b
 	case srcKafkaTopic:
-		return s.putGo(c, p.kafkaTopic)
+		// text, ascii or blob: the topic's bytes. A view, not a copy: the writer copies them.
+		s.putWire(c, unsafe.Slice(unsafe.StringData(p.kafkaTopic), len(p.kafkaTopic)))
+		return nil
 	case srcKafkaPartition:
 		x.n = int64(rec.Partition)
 	case srcKafkaOffset:
@@ -961,18 +972,16 @@ func store(c *column, x *cell, s *scratch) {
 	}
 }
 
-// putGo writes v, the Go value of column c (see convert), to s.w, and records its canonical text
-// when the event bucket hashes it.
-func (s *scratch) putGo(c *column, v any) error {
+// putWire writes the wire bytes b of column c, a column value encodes without a cell, to s.w,
+// and records its canonical text when the event bucket hashes it, read back from the bytes.
+func (s *scratch) putWire(c *column, b []byte) {
+	t := c.typ.packed()
 	if c.hash >= 0 {
 		off := len(s.canonText)
-		s.canonText = appendCanonical(s.canonText, v)
+		s.canonText = appendCanonical(s.canonText, packed.GoValue(&packed.Value{Type: t, Wire: b}))
 		s.canon[c.hash] = span{off, len(s.canonText) - off}
 	}
-	if err := s.w.Value(c.typ.packed(), v); err != nil {
-		return fmt.Errorf("column %s: %w", c.name, err) // a conversion bug: convert gives every type its Go value
-	}
-	return nil
+	s.w.Encoded(t, b)
 }
 
 // canonical records the canonical text of column c's typed value (the event bucket hash

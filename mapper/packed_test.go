@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/big"
 	"net"
+	"reflect"
 	"testing"
 	"time"
 
@@ -221,5 +222,25 @@ func TestZeroTimeBucketIsTheInstantNotEmpty(t *testing.T) {
 	}
 	if GoValue(vals[0]) != "d" || row.Key == "" {
 		t.Errorf("device_id %#v, key %q", GoValue(vals[0]), row.Key)
+	}
+}
+
+// TestMapColumnKeepsTheLastOfDuplicateKeys: a JSON object with a key twice writes one map entry,
+// the last value, as the Go map it was converted to before did; the entries are in key order.
+func TestMapColumnKeepsTheLastOfDuplicateKeys(t *testing.T) {
+	m := newMapper(t, func(tp *config.Topic) {
+		tp.Columns = append(tp.Columns, config.Column{Name: "m", Type: "map<text, int>", Field: "m"})
+	})
+	row, err := m.Map(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1,"m":{"y":2,"x":1,"y":3}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Values(row)[6]
+	if got, want := GoValue(v), map[string]any{"x": int32(1), "y": int32(3)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("map %#v, want %#v", got, want)
+	}
+	want := []byte{0, 0, 0, 2, 0, 0, 0, 1, 'x', 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 1, 'y', 0, 0, 0, 4, 0, 0, 0, 3}
+	if got := v.(*packed.Value).Wire; !bytes.Equal(got, want) {
+		t.Errorf("map bytes %x, want %x", got, want)
 	}
 }

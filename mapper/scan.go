@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bucketsink/sink/packed"
 )
 
 // The single-pass scan.
@@ -217,10 +219,11 @@ func (p *plan) mapScanned(rec *Record, s *scratch) (outcome, bool) {
 			ok = p.value(c, nil, rec, out.eventTime, s) == nil
 		case raw[slot].kind == rawMissing || raw[slot].kind == rawNull:
 			s.w.Absent(p.absent)
-		case !c.direct: // boolean, the one Go-valued type the scan converts
-			var v any
+		case !c.direct: // boolean, the one type the scan converts without a cell
+			var v bool
 			if v, ok = scannedBool(raw[slot], b); ok {
-				ok = s.putGo(c, v) == nil
+				s.coll = packed.AppendBoolean(s.coll[:0], v)
+				s.putWire(c, s.coll)
 			}
 		default:
 			var x cell
@@ -269,8 +272,8 @@ func scannedNumeric(r rawValue, text string) bool {
 	return false
 }
 
-// scannedBool is convertScalar's boolean for a scanned value.
-func scannedBool(r rawValue, b []byte) (any, bool) {
+// scannedBool is appendScalar's boolean for a scanned value.
+func scannedBool(r rawValue, b []byte) (v, ok bool) {
 	switch r.kind {
 	case rawTrue:
 		return true, true
@@ -284,7 +287,7 @@ func scannedBool(r rawValue, b []byte) (any, bool) {
 			return false, true
 		}
 	}
-	return nil, false
+	return false, false
 }
 
 // scannedCell converts a scanned value for a column of kind k as textOf, floatOf, intOf,
