@@ -37,7 +37,7 @@
 //
 // # Values
 //
-// JSON values convert to the Go types gocql binds: numbers must be whole and in range for the
+// JSON values convert to the configured CQL types: numbers must be whole and in range for the
 // integer types and keep their exact text for decimal and varint; numeric strings count as
 // numbers; text columns take a JSON string as is and any other JSON value as its JSON text;
 // timestamp takes RFC 3339 with an offset or epoch milliseconds; date takes 2006-01-02; uuid
@@ -57,9 +57,11 @@
 // The mapper converts a JSON value and encodes it at once, for the column's configured type, into
 // the scratch's packed.Writer, an append buffer reused record after record: text, ascii, the
 // integer types, float, double, timestamp, date, uuid and timeuuid through a typed cell on the
-// stack (store), the other types (boolean, blob, inet, decimal, varint and the collections) from
-// the Go value convert gives them (putGo). Once the row is complete (bucket, event bucket, TTL, write
-// timestamp), the buffer and the key are copied into the row's allocation. The cassandra writer
+// stack (store), the other types (boolean, blob, inet, decimal, varint and the collections)
+// straight from the JSON value to their bytes (appendConverted; a map's entries in key order, the
+// last of duplicate keys kept). No Go value is built for a row's values. Once the row is complete
+// (bucket, event bucket, TTL, write timestamp), the buffer and the key are copied into the row's
+// allocation. The cassandra writer
 // binds the bytes with a packed.Binder, which refuses a bind marker of another type than the one a
 // value was encoded for (packed.BindTypeError). packed.Values and packed.GoValue read a row's values
 // back for tests, `sink explain` and dead letters.
