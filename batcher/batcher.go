@@ -40,14 +40,13 @@ type Row struct {
 	// value; for a composite key, per component a 2-byte big-endian length, the bytes, then 0x00.
 	// The batcher treats it as opaque and only compares it.
 	Key string
-	// Values are bound in Target.Columns order, then the TTL (if the insert has one), then the write timestamp.
-	// A row the mapper built carries them packed instead (Values nil): see Packed.
-	Values []any
-	// Packed holds the same values already serialized, in the mapper's packed form: one allocation with no
-	// pointers, which the collector never scans and which costs a third of Values' memory. mapper.Binder
-	// turns it into bind arguments when the batch is written. The batcher never reads it.
+	// Packed holds the row's values, bound in Target.Columns order, then the TTL (if the insert has one),
+	// then the write timestamp, already serialized in the packed row format (package packed): one
+	// allocation with no pointers, which the collector never scans. packed.Binder turns it into bind
+	// arguments when the batch is written. The batcher never reads it.
 	Packed []byte
-	// Size is the estimated encoded size of Values in bytes; it drives the MaxBytes limit and memory accounting.
+	// Size is the encoded size of the values in bytes, each with its 4-byte length, plus a fixed
+	// overhead per row; it drives the MaxBytes limit and memory accounting.
 	Size   int
 	Source Source
 	// EventTime is the record's event time (UTC). The batcher ignores it; the pipeline reports

@@ -10,6 +10,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/packed"
 )
 
 // ceilingSetting is one configuration of the direct writer.
@@ -125,8 +126,9 @@ func writeCeiling(ctx context.Context, write func(context.Context, *batcher.Batc
 func execBatch(ctx context.Context, s *gocql.Session, b *batcher.Batch, consistency gocql.Consistency) error {
 	gb := s.Batch(gocql.UnloggedBatch).Consistency(consistency)
 	gb.Entries = make([]gocql.BatchEntry, len(b.Rows))
+	var bd packed.Binder // the arguments point into the rows: no copy of their bytes
 	for i, r := range b.Rows {
-		gb.Entries[i] = gocql.BatchEntry{Stmt: b.Target.Insert, Args: r.Values, Idempotent: true} // bound ready-made (ceilingTrial)
+		gb.Entries[i] = gocql.BatchEntry{Stmt: b.Target.Insert, Args: bd.Args(r.Packed), Idempotent: true}
 	}
 	var err error
 	for attempt := range 5 {

@@ -23,6 +23,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/memlimit"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/pipeline"
 	"github.com/bucketsink/sink/pipeline/metrics"
 )
@@ -46,7 +47,7 @@ type discardWriter struct {
 
 func newDiscardWriter(driver *gocql.Session) *discardWriter {
 	w := &discardWriter{driver: driver, types: make(map[*batcher.Target][]gocql.TypeInfo)}
-	w.binders.New = func() any { return new(mapper.Binder) }
+	w.binders.New = func() any { return new(packed.Binder) }
 	return w
 }
 
@@ -85,12 +86,17 @@ func (w *discardWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandr
 	}
 	var failed []cassandra.RowFailure
 	var n int64
-	bd := w.binders.Get().(*mapper.Binder)
+	bd := w.binders.Get().(*packed.Binder)
 	defer func() { bd.Reset(); w.binders.Put(bd) }()
-	bd.Reserve(b.Rows)
+	n = 0
+	for i := range b.Rows {
+		n += int64(packed.Count(b.Rows[i].Packed))
+	}
+	bd.Reserve(int(n))
+	n = 0
 	for i := range b.Rows {
 		r := &b.Rows[i]
-		args := bd.Args(r)
+		args := bd.Args(r.Packed)
 		if len(args) != len(ts) {
 			failed = append(failed, cassandra.RowFailure{Row: *r, Err: fmt.Errorf("the row has %d values, the insert of %s.%s binds %d",
 				len(args), b.Target.Keyspace, b.Target.Table, len(ts))})

@@ -10,6 +10,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/gen"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 )
 
 // sensorBatch maps n generated sensor records with the bench config's mapper into one batch, and
@@ -53,7 +54,7 @@ func sensorBatch(tb testing.TB, n int) (*batcher.Batch, []gocql.TypeInfo) {
 		types = append(types, cqlType(tb, c.Type))
 	}
 	types = append(types, cqlType(tb, "int"), cqlType(tb, "bigint"))
-	if got := mapper.NumValues(&b.Rows[0]); got != len(types) {
+	if got := packed.Count(b.Rows[0].Packed); got != len(types) {
 		tb.Fatalf("a row binds %d values, the table shape gives %d types", got, len(types))
 	}
 	return b, types
@@ -79,8 +80,18 @@ func TestDiscardWriterMarshalsEveryValue(t *testing.T) {
 	}
 
 	// A row whose value does not fit its column fails alone, as Cassandra's refusal would.
-	b.Rows[3].Values, b.Rows[3].Packed = mapper.Values(b.Rows[3]), nil
-	b.Rows[3].Values[len(types)-1] = "not a bigint"
+	vals := packed.Values(b.Rows[3].Packed)
+	ts := make([]packed.Type, len(vals))
+	for i, v := range vals {
+		if pv, ok := v.(*packed.Value); ok {
+			ts[i], vals[i] = pv.Type, packed.GoValue(pv)
+		}
+	}
+	ts[len(types)-1], vals[len(types)-1] = packed.Scalar(packed.KText), "not a bigint"
+	var perr error
+	if b.Rows[3].Packed, _, perr = packed.Pack(ts, vals, nil); perr != nil {
+		t.Fatal(perr)
+	}
 	failed, err = w.Write(context.Background(), b)
 	if err != nil || len(failed) != 1 || failed[0].Row.Source.Offset != 3 {
 		t.Errorf("a bad value: %d failures (%v), err %v; want offset 3 alone", len(failed), failed, err)

@@ -485,9 +485,6 @@ func (h *harness) ceilingTrial(ctx context.Context, base setup, name string, rec
 		if err != nil {
 			return CeilingTrial{}, fmt.Errorf("mapping a backlog record for the ceiling: %w", err)
 		}
-		// The ceiling binds values ready-made: unpacking a packed row at write time is the sink's
-		// cost, not the direct writer's.
-		row.Values, row.Packed = mapper.Values(row), nil
 		rows[i] = row
 	}
 	h.res.Ceiling.MapSecond = time.Since(mapStart).Seconds()

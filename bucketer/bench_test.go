@@ -77,7 +77,7 @@ func BenchmarkKeyText(b *testing.B) {
 	}
 }
 
-// BenchmarkValue measures the boxed value a mapper appends to Row.Values; boxing an int64 or a
+// BenchmarkValue measures the boxed bucket value a policy returns; boxing an int64 or a
 // time.Time into an interface allocates (Go keeps only values 0-255 preallocated).
 func BenchmarkValue(b *testing.B) {
 	for _, spec := range []Spec{{Width: "1h", Key: "int"}, {Width: "1h", Key: "timestamp"}, {Width: "1h"}} {

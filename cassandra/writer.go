@@ -11,7 +11,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/internal/backoff"
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 )
 
 // Outcomes of one write attempt, the values of the outcome label of sink_write_duration_seconds.
@@ -145,7 +145,7 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 	rows := b.Rows
 	var failed []RowFailure
 	for i := range rows {
-		if mapper.NumValues(&rows[i]) != info.binds {
+		if packed.Count(rows[i].Packed) != info.binds {
 			failed, rows = splitMismatched(rows, info.binds, t)
 			break
 		}
@@ -186,7 +186,7 @@ func splitMismatched(rows []batcher.Row, binds int, t *batcher.Target) ([]RowFai
 	var failed []RowFailure
 	ok := make([]batcher.Row, 0, len(rows))
 	for _, r := range rows {
-		if n := mapper.NumValues(&r); n != binds {
+		if n := packed.Count(r.Packed); n != binds {
 			failed = append(failed, RowFailure{Row: r, Err: fmt.Errorf("writing to %s.%s: the row has %d values, the insert binds %d",
 				t.Keyspace, t.Table, n, binds)})
 			continue
@@ -213,12 +213,16 @@ func (w *Writer) fail(ctx context.Context, b *batcher.Batch, attempts int, cls c
 // deterministic timestamps. The keyspace is what the token-aware policy looks the replicas up by;
 // the routing key is the first entry's partition key, shared by every row of a batcher.Batch.
 // The arguments of packed rows are unpacked by bd and valid until its Reset.
-func buildBatch(gs *gocql.Session, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row, bd *mapper.Binder) *gocql.Batch {
+func buildBatch(gs *gocql.Session, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row, bd *packed.Binder) *gocql.Batch {
 	gb := gs.Batch(gocql.UnloggedBatch)
 	gb.Entries = make([]gocql.BatchEntry, len(rows))
-	bd.Reserve(rows)
+	n := 0
 	for i := range rows {
-		gb.Entries[i] = gocql.BatchEntry{Stmt: t.Insert, Args: bd.Args(&rows[i]), Idempotent: true}
+		n += packed.Count(rows[i].Packed)
+	}
+	bd.Reserve(n)
+	for i := range rows {
+		gb.Entries[i] = gocql.BatchEntry{Stmt: t.Insert, Args: bd.Args(rows[i].Packed), Idempotent: true}
 	}
 	gb.SetKeyspace(t.Keyspace)
 	gb.Consistency(cons)
@@ -226,11 +230,11 @@ func buildBatch(gs *gocql.Session, t *batcher.Target, cons gocql.Consistency, ro
 }
 
 // binders hold the unpacked arguments of batches being sent.
-var binders = sync.Pool{New: func() any { return new(mapper.Binder) }}
+var binders = sync.Pool{New: func() any { return new(packed.Binder) }}
 
 // send writes rows as one batch with retries, reporting every attempt to the observer.
 func (w *Writer) send(ctx context.Context, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row) (int, class, error) {
-	bd := binders.Get().(*mapper.Binder)
+	bd := binders.Get().(*packed.Binder)
 	defer func() { bd.Reset(); binders.Put(bd) }() // the driver has framed the values by the time ExecContext returns
 	gb := buildBatch(w.s.gs, t, cons, rows, bd)    // v2 batches are immutable during execution: reuse across attempts
 	size := 0

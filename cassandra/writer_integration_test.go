@@ -18,6 +18,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"
+	"github.com/bucketsink/sink/packed"
 )
 
 // pick is what the host selection policy saw for one batch.
@@ -114,14 +115,22 @@ var base = time.Date(2024, 1, 15, 14, 0, 0, 0, time.UTC)
 // readingRow builds row i of partition (id, bucket), with Key set to the routing key the way the
 // mapper does: for text components the UTF-8 bytes, in the composite encoding.
 func readingRow(t *batcher.Target, id, bucket string, i int) batcher.Row {
-	ts := base.Add(time.Duration(i) * time.Second)
 	return batcher.Row{
 		Target: t,
 		Key:    string(AppendRoutingKey(nil, []byte(id), []byte(bucket))),
-		Values: []any{id, bucket, ts, "t", float64(i), ts.UnixMicro()},
+		Packed: packed.MustPack(readingTypes, readingValues(id, bucket, i)...),
 		Size:   40,
 		Source: batcher.Source{Topic: "readings", Partition: 0, Offset: int64(i)},
 	}
+}
+
+// readingTypes are the types of a readings row's values: its columns, then the write timestamp.
+var readingTypes = []string{"text", "text", "timestamp", "text", "double", "bigint"}
+
+// readingValues are the values of readingRow, as Go values.
+func readingValues(id, bucket string, i int) []any {
+	ts := base.Add(time.Duration(i) * time.Second)
+	return []any{id, bucket, ts, "t", float64(i), ts.UnixMicro()}
 }
 
 func batchOf(rows ...batcher.Row) *batcher.Batch {
@@ -200,7 +209,7 @@ func testRouting(t *testing.T, proto int) {
 
 	f.recorder.take()
 	key := binary.BigEndian.AppendUint64(nil, uint64(42))
-	b := batchOf(batcher.Row{Target: single, Key: string(key), Values: []any{int64(42), "x"}, Size: 9})
+	b := batchOf(batcher.Row{Target: single, Key: string(key), Packed: packed.MustPack([]string{"bigint", "text"}, int64(42), "x"), Size: 9})
 	if failed, err := w.Write(t.Context(), b); err != nil || len(failed) != 0 {
 		t.Fatalf("Write = %v, %v", failed, err)
 	}
@@ -286,9 +295,12 @@ func TestIntegrationPoisonRows(t *testing.T) {
 	for i := range rows {
 		rows[i] = readingRow(tgt, "sensor-p", "2024-01-15", i)
 	}
-	rows[3].Values[2] = nil                         // ts: null clustering value
-	rows[7].Values[3] = strings.Repeat("x", 70_000) // tag: longer than a clustering value may be
-	rows[5].Values = rows[5].Values[:4]             // a mapper bug: one value short
+	repack := func(i int, edit func(vals []any) []any) {
+		rows[i].Packed = packed.MustPack(readingTypes, edit(readingValues("sensor-p", "2024-01-15", i))...)
+	}
+	repack(3, func(v []any) []any { v[2] = nil; return v })                         // ts: null clustering value
+	repack(7, func(v []any) []any { v[3] = strings.Repeat("x", 70_000); return v }) // tag: longer than a clustering value may be
+	repack(5, func(v []any) []any { return v[:4] })                                 // a mapper bug: one value short
 
 	rec := &recorder{}
 	w := NewWriter(f.s, WriterConfig{RetryAttempts: 3}, rec)
@@ -324,7 +336,7 @@ func TestIntegrationMissingTableIsNotPoison(t *testing.T) {
 	for _, ks := range []string{f.ks, f.ks + "_none"} { // a missing table, then a missing keyspace
 		tgt := &batcher.Target{Keyspace: ks, Table: "nope", Insert: fmt.Sprintf("INSERT INTO %s.nope (id) VALUES (?)", ks)}
 		w := NewWriter(f.s, WriterConfig{RetryAttempts: 2}, nil)
-		failed, err := w.Write(t.Context(), batchOf(batcher.Row{Target: tgt, Key: "a", Values: []any{"a"}}))
+		failed, err := w.Write(t.Context(), batchOf(batcher.Row{Target: tgt, Key: "a", Packed: packed.MustPack([]string{"text"}, "a")}))
 		var we *WriteError
 		if len(failed) != 0 || !errors.As(err, &we) || we.Table != "nope" || we.Reason != FailMissingTable || !IsMissingTable(err) {
 			t.Fatalf("Write = %v, %v; want a *WriteError for a missing table nope and no row failures", failed, err)

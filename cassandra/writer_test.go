@@ -12,7 +12,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/batcher"
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 )
 
 // recorder is an Observer that keeps everything it is told.
@@ -225,10 +225,11 @@ func BenchmarkBuildBatch(b *testing.B) {
 	target := &batcher.Target{Keyspace: "ks", Table: "t", Insert: "INSERT INTO ks.t (id, bucket, ts, v) VALUES (?, ?, ?, ?)"}
 	rows := make([]batcher.Row, 100)
 	for i := range rows {
-		rows[i] = batcher.Row{Target: target, Key: "k", Values: []any{"id", "2024-01-15", time.Unix(int64(i), 0), float64(i)}, Size: 40}
+		rows[i] = batcher.Row{Target: target, Key: "k", Size: 40,
+			Packed: packed.MustPack([]string{"text", "text", "timestamp", "double"}, "id", "2024-01-15", time.Unix(int64(i), 0), float64(i))}
 	}
 	gs := new(gocql.Session) // building needs no connection
-	var bd mapper.Binder
+	var bd packed.Binder
 	b.ReportAllocs()
 	for b.Loop() {
 		gb := buildBatch(gs, target, gocql.LocalQuorum, rows, &bd)

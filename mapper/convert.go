@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"math/big"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -19,6 +21,7 @@ import (
 	"gopkg.in/inf.v0"
 
 	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/packed"
 )
 
 // problem says why a JSON value does not fit a column type. The zero value means no problem.
@@ -150,91 +153,67 @@ var (
 )
 
 // inTimeRange reports whether t is one the mapper writes. The zero time.Time
-// (0001-01-01T00:00:00Z) is an instant like any other here: the mapper encodes times itself
-// (encoded.go), and hands gocql none it would send as an empty value (see timeValue).
+// (0001-01-01T00:00:00Z) is an instant like any other here: the packed row format encodes times
+// itself, as the instant, where gocql would send the zero time as an empty value.
 func inTimeRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) }
 
-// timeValue is the Go value bound for a timestamp or date inside a collection, which gocql
-// encodes: gocql sends the zero time.Time as an empty value instead of that instant, so the zero
-// instant goes as its milliseconds (an int64 gocql encodes as the same instant, for both types).
-func timeValue(t time.Time) any {
-	if t.IsZero() {
-		return unixMilli(t)
-	}
-	return t
-}
-
-// convertScalar converts one JSON value to the Go value gocql binds for CQL type k.
-// buf is scratch space; the returned value never aliases it or the parser's memory.
-// Collections use it for their elements; the kinds row memory holds (see rowmem.go) are
-// converted by the typed helpers below, which convertCell also calls for a column's value, so
-// both paths share one definition of each conversion.
-func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
+// appendScalar appends the wire bytes of one JSON value converted for CQL type k to dst.
+// buf is scratch space. Collections use it for their elements, and value for the columns it does
+// not encode through a cell; the typed helpers below (textOf, intOf, ...) are the one definition of
+// each conversion, shared with value and the scan.
+func appendScalar(dst []byte, k kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
+	var pr problem
 	switch k {
 	case kText, kASCII:
-		b, pr := textOf(k, v, buf)
-		if !pr.ok() {
-			return nil, pr
+		var b []byte
+		if b, pr = textOf(k, v, buf); pr.ok() {
+			return append(dst, b...), pr
 		}
-		return string(b), problem{}
 	case kInt, kBigint, kSmallint, kTinyint:
-		n, pr := intOf(k, v, buf)
-		if !pr.ok() {
-			return nil, pr
+		var n int64
+		if n, pr = intOf(k, v, buf); pr.ok() {
+			return appendInteger(dst, k, n), pr
 		}
-		switch k {
-		case kInt:
-			return int32(n), problem{}
-		case kSmallint:
-			return int16(n), problem{}
-		case kTinyint:
-			return int8(n), problem{}
-		}
-		return n, problem{}
 	case kFloat, kDouble:
-		f, pr := floatOf(k, v, buf)
-		if !pr.ok() {
-			return nil, pr
+		var f float64
+		if f, pr = floatOf(k, v, buf); pr.ok() {
+			if k == kFloat {
+				return packed.AppendFloat(dst, float32(f)), pr
+			}
+			return packed.AppendDouble(dst, f), pr
 		}
-		if k == kFloat {
-			return float32(f), problem{}
-		}
-		return f, problem{}
 	case kTimestamp:
-		t, pr := timestampOf(v, buf)
-		if !pr.ok() {
-			return nil, pr
+		var t time.Time
+		if t, pr = timestampOf(v, buf); pr.ok() {
+			return packed.AppendTimestamp(dst, t), pr
 		}
-		return timeValue(t), problem{}
 	case kDate:
-		t, pr := dateOf(v)
-		if !pr.ok() {
-			return nil, pr
+		var t time.Time
+		if t, pr = dateOf(v); pr.ok() {
+			return packed.AppendDate(dst, t), pr
 		}
-		return timeValue(t), problem{}
 	case kUUID, kTimeUUID:
-		u, pr := uuidOf(k, v)
-		if !pr.ok() {
-			return nil, pr
+		var u gocql.UUID
+		if u, pr = uuidOf(k, v); pr.ok() {
+			return packed.AppendUUID(dst, u), pr
 		}
-		return u, problem{}
 
 	case kBoolean:
 		switch v.Type() {
 		case fastjson.TypeTrue:
-			return true, problem{}
+			return packed.AppendBoolean(dst, true), pr
 		case fastjson.TypeFalse:
-			return false, problem{}
+			return packed.AppendBoolean(dst, false), pr
 		case fastjson.TypeString:
 			b, _ := v.StringBytes()
 			switch bstr(b) {
 			case "true":
-				return true, problem{}
+				return packed.AppendBoolean(dst, true), pr
 			case "false":
-				return false, problem{}
+				return packed.AppendBoolean(dst, false), pr
 			}
 		}
-		return nil, fail(v, "not true or false for CQL boolean")
+		return dst, fail(v, "not true or false for CQL boolean")
 
 	case kBlob:
 		if v.Type() == fastjson.TypeString {
@@ -243,13 +222,11 @@ func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
 			if len(b)%4 != 0 {
 				enc = base64.RawStdEncoding
 			}
-			out := make([]byte, enc.DecodedLen(len(b)))
-			n, err := enc.Decode(out, b)
-			if err == nil {
-				return out[:n], problem{}
+			if out, err := enc.AppendDecode(dst, b); err == nil {
+				return out, pr
 			}
 		}
-		return nil, fail(v, "not base64 for CQL blob")
+		return dst, fail(v, "not base64 for CQL blob")
 
 	case kInet:
 		if v.Type() == fastjson.TypeString {
@@ -257,34 +234,50 @@ func convertScalar(k kind, v *fastjson.Value, buf *[]byte) (any, problem) {
 			if a, err := netip.ParseAddr(bstr(b)); err == nil && a.Zone() == "" {
 				if a.Is4() {
 					b4 := a.As4()
-					return net.IP(b4[:]), problem{}
+					return append(dst, b4[:]...), pr
 				}
 				b16 := a.As16()
-				return net.IP(b16[:]), problem{}
+				return append(dst, b16[:]...), pr
 			}
 		}
-		return nil, fail(v, "not an IP address for CQL inet")
+		return dst, fail(v, "not an IP address for CQL inet")
 
 	case kDecimal, kVarint:
 		text, ok := numberText(v, *buf)
 		*buf = text
 		if !ok {
-			return nil, fail(v, "not a number for CQL "+kindNames[k])
+			return dst, fail(v, "not a number for CQL "+kindNames[k])
 		}
 		unscaled, scale, ok := parseDecimal(bstr(text))
 		if !ok {
-			return nil, fail(v, "out of range for CQL "+kindNames[k]+" (exponent too large)")
+			return dst, fail(v, "out of range for CQL "+kindNames[k]+" (exponent too large)")
 		}
 		if k == kDecimal {
-			return inf.NewDecBig(unscaled, inf.Scale(scale)), problem{}
+			dst = packed.AppendInt(dst, scale)
+			return packed.AppendVarint(dst, unscaled), pr
 		}
 		n, ok := integralBig(unscaled, scale)
 		if !ok {
-			return nil, fail(v, "not a whole number for CQL varint")
+			return dst, fail(v, "not a whole number for CQL varint")
 		}
-		return n, problem{}
+		return packed.AppendVarint(dst, n), pr
+	default:
+		return dst, fail(v, "of an unsupported type")
 	}
-	return nil, fail(v, "of an unsupported type")
+	return dst, pr
+}
+
+// appendInteger appends n as a value of integer kind k; n is in the kind's range.
+func appendInteger(dst []byte, k kind, n int64) []byte {
+	switch k {
+	case kTinyint:
+		return packed.AppendTinyint(dst, int8(n))
+	case kSmallint:
+		return packed.AppendSmallint(dst, int16(n))
+	case kInt:
+		return packed.AppendInt(dst, int32(n))
+	}
+	return packed.AppendBigint(dst, n)
 }
 
 // textOf is the text of a text or ascii column: a JSON string as is, any other JSON value as
@@ -514,33 +507,46 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// convert converts a JSON value to the Go value for column type t, collections included.
-func convert(t cqlType, v *fastjson.Value, buf *[]byte) (any, problem) {
+// mapEntry is one entry of a JSON object converted for a CQL map: its key, and where its value's
+// bytes are.
+type mapEntry struct {
+	key        []byte
+	start, end int
+}
+
+// appendConverted appends the wire bytes of a JSON value converted for column type t, collections
+// included, to dst. A collection is framed as packed.AppendValue frames it (a map's entries in key
+// order, the last of duplicate keys kept, as a Go map would), so that both give the same bytes.
+// entries is scratch space for a map's entries.
+func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entries *[]mapEntry) ([]byte, problem) {
 	switch t.kind {
 	case kList, kSet:
 		if v.Type() != fastjson.TypeArray {
-			return nil, fail(v, "not a JSON array for CQL "+t.name)
+			return dst, fail(v, "not a JSON array for CQL "+t.name)
 		}
 		arr, _ := v.Array()
-		out := make([]any, len(arr))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(arr)))
 		for i, e := range arr {
 			if e.Type() == fastjson.TypeNull {
-				return nil, problem{msg: "null, and CQL collections cannot hold nulls", elem: "element " + strconv.Itoa(i), val: e}
+				return dst, problem{msg: "null, and CQL collections cannot hold nulls", elem: "element " + strconv.Itoa(i), val: e}
 			}
-			x, p := convertScalar(t.elem, e, buf)
-			if !p.ok() {
+			at := len(dst)
+			var p problem
+			if dst, p = appendScalar(append(dst, 0, 0, 0, 0), t.elem, e, buf); !p.ok() {
 				p.elem = "element " + strconv.Itoa(i)
-				return nil, p
+				return dst, p
 			}
-			out[i] = x
+			binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
 		}
-		return out, problem{}
+		return dst, problem{}
 	case kMap:
 		if v.Type() != fastjson.TypeObject {
-			return nil, fail(v, "not a JSON object for CQL "+t.name)
+			return dst, fail(v, "not a JSON object for CQL "+t.name)
 		}
 		o, _ := v.Object()
-		out := make(map[string]any, o.Len())
+		// The values are converted after the framed entries' place, then written in key order.
+		es := (*entries)[:0]
+		vals := len(dst)
 		var bad problem
 		o.Visit(func(key []byte, e *fastjson.Value) {
 			if !bad.ok() {
@@ -554,20 +560,41 @@ func convert(t cqlType, v *fastjson.Value, buf *[]byte) (any, problem) {
 				bad = problem{msg: "null, and CQL collections cannot hold nulls", elem: "key " + strconv.Quote(string(key)), val: e}
 				return
 			}
-			x, p := convertScalar(t.elem, e, buf)
-			if !p.ok() {
+			start := len(dst)
+			var p problem
+			if dst, p = appendScalar(dst, t.elem, e, buf); !p.ok() {
 				p.elem = "key " + strconv.Quote(string(key))
 				bad = p
 				return
 			}
-			out[string(key)] = x
+			es = append(es, mapEntry{key: key, start: start, end: len(dst)})
 		})
+		*entries = es
 		if !bad.ok() {
-			return nil, bad
+			return dst[:vals], bad
 		}
-		return out, problem{}
+		slices.SortStableFunc(es, func(a, b mapEntry) int { return bytes.Compare(a.key, b.key) })
+		n := 0 // entries kept: the last of each run of equal keys
+		for i := range es {
+			if i+1 < len(es) && bytes.Equal(es[i].key, es[i+1].key) {
+				continue
+			}
+			es[n] = es[i]
+			n++
+		}
+		end := len(dst)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+		for _, e := range es[:n] {
+			dst = binary.BigEndian.AppendUint32(dst, uint32(len(e.key)))
+			dst = append(dst, e.key...)
+			dst = binary.BigEndian.AppendUint32(dst, uint32(e.end-e.start))
+			dst = append(dst, dst[e.start:e.end]...)
+		}
+		// Move the framed map over the values it was built from.
+		n = copy(dst[vals:], dst[end:])
+		return dst[:vals+n], problem{}
 	}
-	return convertScalar(t.kind, v, buf)
+	return appendScalar(dst, t.kind, v, buf)
 }
 
 // appendCanonical appends the canonical text of a scalar value: the form hashed for event
@@ -628,165 +655,4 @@ func appendUUIDCanonical(dst []byte, u gocql.UUID) []byte {
 	dst = hex.AppendEncode(dst, u[8:10])
 	dst = append(dst, '-')
 	return hex.AppendEncode(dst, u[10:16])
-}
-
-// appendSerialized appends the native-protocol encoding of a scalar value of kind k, the bytes
-// Cassandra hashes for the token of a partition key component (the same bytes gocql.Marshal gives).
-func appendSerialized(dst []byte, k kind, val any) []byte {
-	switch x := val.(type) {
-	case *encText:
-		return append(dst, *x...)
-	case *encASCII:
-		return append(dst, *x...)
-	case *encBigint:
-		return append(dst, x[:]...)
-	case *encInt:
-		return append(dst, x[:]...)
-	case *encSmallint:
-		return append(dst, x[:]...)
-	case *encTinyint:
-		return append(dst, x[:]...)
-	case *encFloat:
-		return append(dst, x[:]...)
-	case *encDouble:
-		return append(dst, x[:]...)
-	case *encTimestamp:
-		return append(dst, x[:]...)
-	case *encDate:
-		return append(dst, x[:]...)
-	case *encUUID:
-		return append(dst, x[:]...)
-	case *encTimeUUID:
-		return append(dst, x[:]...)
-	case string:
-		return append(dst, x...)
-	case int8:
-		return append(dst, byte(x))
-	case int16:
-		return binary.BigEndian.AppendUint16(dst, uint16(x))
-	case int32:
-		return binary.BigEndian.AppendUint32(dst, uint32(x))
-	case int64:
-		if k == kVarint {
-			return appendVarint(dst, big.NewInt(x))
-		}
-		return binary.BigEndian.AppendUint64(dst, uint64(x))
-	case float32:
-		return binary.BigEndian.AppendUint32(dst, math.Float32bits(x))
-	case float64:
-		return binary.BigEndian.AppendUint64(dst, math.Float64bits(x))
-	case bool:
-		if x {
-			return append(dst, 1)
-		}
-		return append(dst, 0)
-	case time.Time:
-		ms := x.Unix()*1000 + int64(x.Nanosecond()/1e6)
-		if k == kDate {
-			return binary.BigEndian.AppendUint32(dst, uint32(ms/msPerDay+(1<<31)))
-		}
-		return binary.BigEndian.AppendUint64(dst, uint64(ms))
-	case gocql.UUID:
-		return append(dst, x[:]...)
-	case []byte:
-		return append(dst, x...)
-	case net.IP:
-		if v4 := x.To4(); v4 != nil {
-			return append(dst, v4...)
-		}
-		return append(dst, x.To16()...)
-	case *inf.Dec:
-		dst = binary.BigEndian.AppendUint32(dst, uint32(int32(x.Scale())))
-		return appendVarint(dst, x.UnscaledBig())
-	case *big.Int:
-		return appendVarint(dst, x)
-	}
-	return dst
-}
-
-const msPerDay = 24 * 60 * 60 * 1000
-
-// appendVarint appends the minimal big-endian two's-complement form of n (CQL varint).
-func appendVarint(dst []byte, n *big.Int) []byte {
-	switch n.Sign() {
-	case 0:
-		return append(dst, 0)
-	case 1:
-		b := n.Bytes()
-		if b[0]&0x80 != 0 {
-			dst = append(dst, 0)
-		}
-		return append(dst, b...)
-	}
-	// For n < 0 the two's complement bytes are the inverted bytes of |n|-1 = ^n, with a 0xff sign
-	// byte in front when the top bit would otherwise read as positive.
-	m := new(big.Int).Not(n).Bytes()
-	if len(m) == 0 || m[0]&0x80 != 0 {
-		dst = append(dst, 0xff)
-	}
-	for _, c := range m {
-		dst = append(dst, ^c)
-	}
-	return dst
-}
-
-// encodedSize estimates the native-protocol size of a bound value, without its 4-byte length;
-// exact for an encoded value.
-func encodedSize(val any) int {
-	// The encoded types are listed one by one: a concrete case is a type-word comparison, a case
-	// of interface type a method-set lookup, and this runs for every value of every row.
-	switch x := val.(type) {
-	case *encText:
-		return len(*x)
-	case *encASCII:
-		return len(*x)
-	case *encTinyint:
-		return 1
-	case *encSmallint:
-		return 2
-	case *encInt, *encFloat, *encDate:
-		return 4
-	case *encBigint, *encDouble, *encTimestamp:
-		return 8
-	case *encUUID, *encTimeUUID:
-		return 16
-	case nil:
-		return 0
-	case string:
-		return len(x)
-	case int8, bool:
-		return 1
-	case int16:
-		return 2
-	case int32, float32:
-		return 4
-	case int64, float64, time.Time:
-		return 8
-	case gocql.UUID:
-		return 16
-	case []byte:
-		return len(x)
-	case net.IP:
-		if x.To4() != nil {
-			return 4
-		}
-		return 16
-	case *inf.Dec:
-		return 4 + len(x.UnscaledBig().Bytes()) + 1
-	case *big.Int:
-		return len(x.Bytes()) + 1
-	case []any:
-		n := 4
-		for _, e := range x {
-			n += 4 + encodedSize(e)
-		}
-		return n
-	case map[string]any:
-		n := 4
-		for k, e := range x {
-			n += 8 + len(k) + encodedSize(e)
-		}
-		return n
-	}
-	return 8
 }

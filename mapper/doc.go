@@ -37,7 +37,7 @@
 //
 // # Values
 //
-// JSON values convert to the Go types gocql binds: numbers must be whole and in range for the
+// JSON values convert to the configured CQL types: numbers must be whole and in range for the
 // integer types and keep their exact text for decimal and varint; numeric strings count as
 // numbers; text columns take a JSON string as is and any other JSON value as its JSON text;
 // timestamp takes RFC 3339 with an offset or epoch milliseconds; date takes 2006-01-02; uuid
@@ -48,23 +48,23 @@
 //
 // # Memory and encoding
 //
-// A row whose topic has only encoded column types (below) costs one allocation with no pointers
-// in it, whatever its column count: Row.Packed, the bytes of every bound value with a tag and a
-// length each, followed by the routing key, which Row.Key points into (see packed.go). Rows stay
-// buffered until their batch is written, so every pointer a row holds is marked by each
-// collection; a packed row gives the collector nothing to mark. A Binder turns packed rows into
-// bind arguments when their batch is written, into memory reused batch after batch. A topic with
-// another column type keeps two allocations per row: a block holding Row.Values and the bytes of
-// its values, and one for its strings and key (see rowmem.go).
+// Every row is one allocation with no pointers in it, whatever its topic and column count:
+// Row.Packed, the bytes of every bound value in the packed row format (package packed), followed
+// by the routing key, which Row.Key points into. Rows stay buffered until their batch is written,
+// so every pointer a row held would be marked by each collection; a packed row gives the collector
+// nothing to mark.
 //
-// Values of text, ascii, the integer types, float, double, timestamp, date, uuid and timeuuid,
-// and the write timestamp, bucket value, event bucket and TTL, are encoded: the exact bytes
-// gocql.Marshal would produce for the Go value and the column's type, bound through a pointer
-// whose MarshalCQL returns them without allocating (see encoded.go). MarshalCQL checks the bind
-// marker's type and fails with a *BindTypeError when the table's column type is not the
-// configured one. Values returns a row's values as bound before packing; GoValue turns an encoded
-// value back into its Go value. gocql.UnsetValue (or nil on protocol 3) for an absent value, and
-// the other types, are bound as ordinary Go values.
+// The mapper converts a JSON value and encodes it at once, for the column's configured type, into
+// the scratch's packed.Writer, an append buffer reused record after record: text, ascii, the
+// integer types, float, double, timestamp, date, uuid and timeuuid through a typed cell on the
+// stack (store), the other types (boolean, blob, inet, decimal, varint and the collections)
+// straight from the JSON value to their bytes (appendConverted; a map's entries in key order, the
+// last of duplicate keys kept). No Go value is built for a row's values. Once the row is complete
+// (bucket, event bucket, TTL, write timestamp), the buffer and the key are copied into the row's
+// allocation. The cassandra writer
+// binds the bytes with a packed.Binder, which refuses a bind marker of another type than the one a
+// value was encoded for (packed.BindTypeError). packed.Values and packed.GoValue read a row's values
+// back for tests, `sink explain` and dead letters.
 //
 // Row.Key is the partition's routing key, the bytes Cassandra hashes to a token: the serialized
 // value for a one-column key; for a composite key, per column a 2-byte big-endian length, the

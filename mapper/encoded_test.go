@@ -13,13 +13,15 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/bucketsink/sink/packed"
 )
 
-// encodedKinds are the kinds row memory encodes.
+// encodedKinds are the kinds the mapper encodes directly (store).
 var encodedKinds = []kind{kText, kASCII, kBigint, kInt, kSmallint, kTinyint, kFloat, kDouble, kTimestamp, kDate, kUUID, kTimeUUID}
 
 // nativeInfo is gocql's TypeInfo of a scalar kind, as a prepared statement reports it.
-func nativeInfo(k kind) gocql.TypeInfo { return gocql.NewNativeType(4, gocqlTypes[k], "") }
+func nativeInfo(k kind) gocql.TypeInfo { return gocql.NewNativeType(4, packed.CQLType(k), "") }
 
 // typedValue is the Go value the mapper bound for kind k before it encoded values: the value
 // gocql.Marshal is compared against.
@@ -47,16 +49,19 @@ func typedValue(k kind, x *cell) any {
 	panic(k)
 }
 
-// encodeOne runs the mapper's store path for one value of kind k in a fresh row block.
+// encodeOne runs the mapper's store path for one value of kind k into a fresh packed row and
+// returns that value as it binds.
 func encodeOne(k kind, x *cell) (any, *scratch) {
-	l := newRowLayout(1, 1, 16)
-	c := &column{name: "v", typ: cqlType{kind: k, name: kindNames[k]}, slot: slotFixed, hash: 0}
-	if k == kText || k == kASCII {
-		c.slot = slotString
-	}
+	c := &column{name: "v", typ: cqlType{kind: k, name: kindNames[k]}, direct: true, hash: 0}
 	s := &scratch{canon: make([]span, 1)}
-	return store(c, x, s, l.alloc()), s
+	s.w.Reset()
+	store(c, x, s)
+	p, _ := s.w.Finish(nil)
+	return packed.Values(p)[0], s
 }
+
+// wire is the bytes a packed value binds.
+func wire(v any) []byte { return v.(*packed.Value).Wire }
 
 // checkExact asserts that the encoding of x for kind k is what gocql.Marshal makes of the typed
 // value, that gocql unmarshals it to GoValue, and that the canonical text recorded for the event
@@ -77,18 +82,18 @@ func checkExact(t *testing.T, k kind, x *cell) {
 	if !bytes.Equal(got, wantB) || (got == nil) != (wantB == nil) {
 		t.Fatalf("%s %#v: encoded %x (nil %v), gocql.Marshal gives %x (nil %v)", kindNames[k], want, got, got == nil, wantB, wantB == nil)
 	}
-	if n := encodedSize(enc); n != len(wantB) {
-		t.Errorf("%s %#v: encodedSize %d, want %d", kindNames[k], want, n, len(wantB))
+	if n := len(wire(enc)); n != len(wantB) {
+		t.Errorf("%s %#v: encoded size %d, want %d", kindNames[k], want, n, len(wantB))
 	}
-	if ser := appendSerialized(nil, k, enc); !bytes.Equal(ser, wantB) {
+	if ser := packed.AppendKeyComponent(nil, 1, wire(enc)); !bytes.Equal(ser, wantB) {
 		t.Errorf("%s %#v: routing-key bytes %x, want %x", kindNames[k], want, ser, wantB)
 	}
-	dst := reflect.New(reflect.TypeOf(GoValue(enc)))
+	dst := reflect.New(reflect.TypeOf(packed.GoValue(enc)))
 	if err := gocql.Unmarshal(info, got, dst.Interface()); err != nil {
 		t.Fatalf("%s %#v: gocql.Unmarshal: %v", kindNames[k], want, err)
 	}
-	if dec := dst.Elem().Interface(); !sameValue(dec, GoValue(enc)) {
-		t.Errorf("%s %#v: GoValue %#v, gocql decodes %#v", kindNames[k], want, GoValue(enc), dec)
+	if dec := dst.Elem().Interface(); !sameValue(dec, packed.GoValue(enc)) {
+		t.Errorf("%s %#v: GoValue %#v, gocql decodes %#v", kindNames[k], want, packed.GoValue(enc), dec)
 	}
 	var canon []byte
 	if k == kDate {
@@ -278,23 +283,23 @@ func TestEncodedRefusesOtherTypes(t *testing.T) {
 		x := randomCell(r, k)
 		enc, _ := encodeOne(k, &x)
 		for _, nt := range natives {
-			accepted := nt == gocqlTypes[k] || (k == kText && nt == gocql.TypeText)
+			accepted := nt == packed.CQLType(k) || (k == kText && nt == gocql.TypeText)
 			b, err := gocql.Marshal(gocql.NewNativeType(4, nt, ""), enc)
 			if accepted {
 				if err != nil {
-					t.Errorf("%s bound as %s: %v", kindNames[k], gocqlTypeName(nt), err)
+					t.Errorf("%s bound as %s: %v", kindNames[k], packed.TypeName(nt), err)
 				}
 				continue
 			}
-			var bte *BindTypeError
+			var bte *packed.BindTypeError
 			if !errors.As(err, &bte) || b != nil {
-				t.Errorf("%s bound as %s: %x, %v; want no bytes and a *BindTypeError", kindNames[k], gocqlTypeName(nt), b, err)
+				t.Errorf("%s bound as %s: %x, %v; want no bytes and a *BindTypeError", kindNames[k], packed.TypeName(nt), b, err)
 				continue
 			}
 			if bte.Encoded != kindNames[k] || bte.Bound != nt {
-				t.Errorf("%s bound as %s: error says %+v", kindNames[k], gocqlTypeName(nt), bte)
+				t.Errorf("%s bound as %s: error says %+v", kindNames[k], packed.TypeName(nt), bte)
 			}
-			want := "binding a value encoded as CQL " + kindNames[k] + " to a bind marker of CQL type " + gocqlTypeName(nt) + ": "
+			want := "binding a value encoded as CQL " + kindNames[k] + " to a bind marker of CQL type " + packed.TypeName(nt) + ": "
 			if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "type id") {
 				t.Errorf("message %q, want it to start %q", err, want)
 			}
@@ -324,38 +329,35 @@ func TestMarshalCQLDoesNotAllocate(t *testing.T) {
 	}
 }
 
-func TestEncodeShared(t *testing.T) {
+// TestSharedValuesMatchGocql: the values many rows bind (a bucket value, the TTL, the Kafka topic)
+// are encoded once from their Go value, to the bytes gocql gives.
+func TestSharedValuesMatchGocql(t *testing.T) {
 	day := time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		k kind
 		v any
 	}{{kText, "2024-01-15"}, {kASCII, "sensor-readings"}, {kInt, int32(7776000)}, {kBigint, int64(202401150000)},
 		{kTimestamp, day}, {kDate, day}} {
-		e := encodeShared(tc.k, tc.v)
-		if _, ok := e.(encoded); !ok {
-			t.Errorf("%s %#v: not encoded (%T)", kindNames[tc.k], tc.v, e)
+		b, err := packed.AppendValue(nil, packed.Scalar(tc.k), tc.v)
+		if err != nil {
+			t.Errorf("%s %#v: %v", kindNames[tc.k], tc.v, err)
 			continue
 		}
+		e := &packed.Value{Type: packed.Scalar(tc.k), Wire: b}
 		got, err := gocql.Marshal(nativeInfo(tc.k), e)
 		want, werr := gocql.Marshal(nativeInfo(tc.k), tc.v)
 		if err != nil || werr != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s %#v: %x, %v; gocql gives %x, %v", kindNames[tc.k], tc.v, got, err, want, werr)
 		}
-		if !sameValue(GoValue(e), tc.v) {
-			t.Errorf("%s: GoValue %#v, want %#v", kindNames[tc.k], GoValue(e), tc.v)
+		if !sameValue(packed.GoValue(e), tc.v) {
+			t.Errorf("%s: GoValue %#v, want %#v", kindNames[tc.k], packed.GoValue(e), tc.v)
 		}
 	}
 	// gocql sends the zero time as an empty value; the mapper sends the instant it is
 	// (0001-01-01T00:00:00Z is a time the mapper accepts, see inTimeRange).
-	zero := encodeShared(kTimestamp, time.Time{})
-	if e, ok := zero.(*encTimestamp); !ok || int64(binary.BigEndian.Uint64(e[:])) != (time.Time{}).UnixMilli() {
-		t.Errorf("encodeShared(timestamp, zero time) = %#v, want the instant's milliseconds", zero)
-	}
-	// Combinations the mapper never makes stay the Go value.
-	for _, v := range []any{int64(1), true} {
-		if e := encodeShared(kTimestamp, v); e != v {
-			t.Errorf("encodeShared(timestamp, %#v) = %#v, want the value itself", v, e)
-		}
+	zero, _ := packed.AppendValue(nil, packed.Scalar(kTimestamp), time.Time{})
+	if len(zero) != 8 || int64(binary.BigEndian.Uint64(zero)) != (time.Time{}).UnixMilli() {
+		t.Errorf("timestamp of the zero time = %x, want the instant's milliseconds", zero)
 	}
 }
 

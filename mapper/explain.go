@@ -13,13 +13,14 @@ import (
 	"gopkg.in/inf.v0"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/packed"
 )
 
 // Value is one column and its bound value, for explain.
 type Value struct {
 	Column string
 	Type   string // CQL type
-	Value  any    // the bound value as a Go value (GoValue of the pre-encoded ones)
+	Value  any    // the bound value as a Go value (packed.GoValue)
 	Order  string // clustering order (asc, desc); "" elsewhere
 }
 
@@ -57,7 +58,7 @@ type Explanation struct {
 	WriteTimestampSource string
 	CQL                  string
 	Bound                []Value     // every bound value in statement order, TTL and timestamp included
-	Row                  batcher.Row // the row Map returns, its values as bound (see GoValue)
+	Row                  batcher.Row // the row Map returns (its values: packed.Values of Row.Packed)
 }
 
 // Explain maps rec like Map and also reports how: table, partition key, bucket, clustering
@@ -74,7 +75,7 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 	if err != nil {
 		return Explanation{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
 	}
-	vals := Values(out.row)
+	vals := packed.Values(out.row.Packed)
 	ex := Explanation{
 		Topic:                p.name,
 		KafkaTopic:           p.kafkaTopic,
@@ -97,19 +98,19 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 		Row:                  out.row,
 	}
 	for _, ci := range p.ids {
-		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: GoValue(vals[ci])})
+		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci])})
 	}
 	n := len(p.cols)
-	ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.bucketColumn, Type: p.policy.CQLType(), Value: GoValue(vals[n])})
+	ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.bucketColumn, Type: p.policy.CQLType(), Value: packed.GoValue(vals[n])})
 	if p.ebColumn {
-		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.eventBucketColumn, Type: "int", Value: GoValue(vals[n+1])})
+		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.eventBucketColumn, Type: "int", Value: packed.GoValue(vals[n+1])})
 	}
 	for i, ci := range p.clustering {
 		order := "asc"
 		if p.clusteringDesc[i] {
 			order = "desc"
 		}
-		ex.Clustering = append(ex.Clustering, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: GoValue(vals[ci]), Order: order})
+		ex.Clustering = append(ex.Clustering, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), Order: order})
 	}
 	for i, name := range p.insertCols {
 		typ := "int"
@@ -119,15 +120,15 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 		case i == len(p.cols):
 			typ = p.policy.CQLType()
 		}
-		ex.Bound = append(ex.Bound, Value{Column: name, Type: typ, Value: GoValue(vals[i])})
+		ex.Bound = append(ex.Bound, Value{Column: name, Type: typ, Value: packed.GoValue(vals[i])})
 	}
 	i := len(p.insertCols)
-	if p.ttlValue != nil {
-		ex.Bound = append(ex.Bound, Value{Column: "[ttl]", Type: "int", Value: GoValue(vals[i])})
+	if p.ttlWire != nil {
+		ex.Bound = append(ex.Bound, Value{Column: "[ttl]", Type: "int", Value: packed.GoValue(vals[i])})
 		i++
 	}
 	if p.wts != wtsServer {
-		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: GoValue(vals[i])})
+		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: packed.GoValue(vals[i])})
 	}
 	return ex, nil
 }

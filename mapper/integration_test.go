@@ -16,6 +16,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 )
 
 // TestRowsOnCassandra writes mapped rows of every column type through the INSERT the mapper
@@ -71,11 +72,11 @@ func TestRowsOnCassandra(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Driver().Query(row.Target.Insert, mapper.Values(row)...).WithContext(ctx).Exec(); err != nil {
+		if err := s.Driver().Query(row.Target.Insert, packed.Values(row.Packed)...).WithContext(ctx).Exec(); err != nil {
 			t.Fatalf("insert: %v", err)
 		}
 		n := len(row.Target.Columns)
-		bucket, shard := mapper.Values(row)[n-2], mapper.Values(row)[n-1]
+		bucket, shard := packed.Values(row.Packed)[n-2], packed.Values(row.Packed)[n-1]
 
 		var (
 			token, wt int64
@@ -101,7 +102,7 @@ func TestRowsOnCassandra(t *testing.T) {
 		)
 		err = s.Driver().Query(`SELECT token(tenant, device, bucket, event_bucket), writetime(a), ttl(a), id, a, k, bi, off, si, ti, f, d, b, day, u, bl, ip, dec, vi, tags, vals, attrs, missing `+
 			`FROM `+ks+`.all_types WHERE tenant = ? AND device = ? AND bucket = ? AND event_bucket = ? AND id = ?`,
-			"acme", int32(7), bucket, shard, mapper.Values(row)[2]).WithContext(ctx).
+			"acme", int32(7), bucket, shard, packed.Values(row.Packed)[2]).WithContext(ctx).
 			Scan(&token, &wt, &ttl, &id, &a, &k, &bi, &off, &si, &ti, &f, &d, &b, &day, &u, &bl, &ip, &dec, &vi, &tags, &vals, &attrs, &missing)
 		if err != nil {
 			t.Fatalf("offset %d: reading the row back: %v", offset, err)
@@ -115,7 +116,7 @@ func TestRowsOnCassandra(t *testing.T) {
 		if ttl <= 0 || ttl > 24*3600 {
 			t.Errorf("ttl %d", ttl)
 		}
-		if id != mapper.GoValue(mapper.Values(row)[2]).(gocql.UUID) || off != offset || k != "k1" {
+		if id != packed.GoValue(packed.Values(row.Packed)[2]).(gocql.UUID) || off != offset || k != "k1" {
 			t.Errorf("id %v off %d key %q", id, off, k)
 		}
 		if a != "plain" || bi != -9000000000 || si != -300 || ti != 12 || f != 1.5 || d != -2.25e-3 || !b ||
@@ -163,7 +164,7 @@ func TestEncodedValueRefusesAlteredColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The configured table takes the values.
-	if err := s.Driver().Query(row.Target.Insert, mapper.Values(row)...).WithContext(ctx).Exec(); err != nil {
+	if err := s.Driver().Query(row.Target.Insert, packed.Values(row.Packed)...).WithContext(ctx).Exec(); err != nil {
 		t.Fatalf("insert into the configured table: %v", err)
 	}
 	for _, tc := range []struct {
@@ -171,13 +172,13 @@ func TestEncodedValueRefusesAlteredColumn(t *testing.T) {
 		values []any
 		want   string
 	}{
-		{"INSERT INTO " + ks + ".altered (k, n) VALUES ('a', ?)", mapper.Values(row)[1:2], "int to a bind marker of CQL type bigint"},
-		{"INSERT INTO " + ks + ".altered (k, n) VALUES (?, 1)", mapper.Values(row)[0:1], "text to a bind marker of CQL type ascii"},
+		{"INSERT INTO " + ks + ".altered (k, n) VALUES ('a', ?)", packed.Values(row.Packed)[1:2], "int to a bind marker of CQL type bigint"},
+		{"INSERT INTO " + ks + ".altered (k, n) VALUES (?, 1)", packed.Values(row.Packed)[0:1], "text to a bind marker of CQL type ascii"},
 	} {
 		err := s.Driver().Query(tc.insert, tc.values...).WithContext(ctx).Exec()
-		var bte *mapper.BindTypeError
+		var bte *packed.BindTypeError
 		if !errors.As(err, &bte) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want a *mapper.BindTypeError (%s)", tc.insert, err, tc.want)
+			t.Errorf("%s: error %v, want a *packed.BindTypeError (%s)", tc.insert, err, tc.want)
 		}
 		if cassandra.IsRetryable(err) {
 			t.Errorf("%s: %v is retryable; the same bytes would fail again", tc.insert, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -90,32 +91,25 @@ type scratch struct {
 	parser fastjson.Parser
 	buf    []byte
 	key    []byte
-	// text collects the bytes of the row's string values while they are converted, and texts
-	// says which string slot holds which bytes. Once the row is complete, text and the key are
-	// copied into one allocation the row owns and the slots are pointed there (finishRow), so a
-	// row's strings cost one allocation however many there are.
-	text  []byte
-	texts []textRef
+	// w collects the row's values in their packed form while they are converted, and spans says
+	// where each column's bytes are in it. Once the row is complete, its values and key are copied
+	// into the one allocation the row owns (packed.Writer.Finish).
+	w     packed.Writer
+	spans []packed.Span
 	// canonText collects the canonical text of the row's hashed columns while they are converted,
 	// from the typed values before encoding; canon says where each one is (see column.hash).
 	canonText []byte
 	canon     []span
 	// raw is where the single-pass scan found each field path of the topic (scan.go).
 	raw []rawValue
-	// blocks is this scratch's row memory per topic, for rows that are packed (rowBlock); block
-	// and blockOf are the last one used.
-	blocks  map[*plan]rowMem
-	block   rowMem
-	blockOf *plan
-	noPack  bool   // map into a block of the row's own (mapRecord)
-	pack    []byte // the packed values of the row being finished (pack)
+	// coll and entries are where a value that is not encoded through a cell is converted (a
+	// collection, boolean, blob, inet, decimal or varint: appendConverted).
+	coll    []byte
+	entries []mapEntry
 }
 
 // span is a range of a scratch buffer.
 type span struct{ off, n int }
-
-// textRef is a string slot of row memory and where its bytes are in scratch.text.
-type textRef struct{ slot, off, n int }
 
 type source uint8
 
@@ -143,13 +137,14 @@ type column struct {
 	name   string
 	typ    cqlType
 	source source
-	field  string    // dot path as configured, for messages
-	path   []string  // field split at dots, once
-	need   string    // why a value is mandatory ("an id column", ...); "" when it may be absent
-	slot   slotClass // where the converted value lives in row memory
-	at     int       // its string slot, or its byte offset in the fixed part
-	hash   int       // its index in scratch.canon when the event bucket hashes it; -1 otherwise
-	shared any       // the value of every row, for a kafka_topic column
+	field  string   // dot path as configured, for messages
+	path   []string // field split at dots, once
+	need   string   // why a value is mandatory ("an id column", ...); "" when it may be absent
+	hash   int      // its index in scratch.canon when the event bucket hashes it; -1 otherwise
+	// direct: the value converts to a cell and is written by store (text, ascii, the integers,
+	// float, double, timestamp, date, uuid, timeuuid); the other kinds convert to their Go value
+	// and are encoded from it (putGo).
+	direct bool
 }
 
 type writeTS uint8
@@ -192,20 +187,15 @@ type plan struct {
 	acceptBefore      time.Duration // the accept window (config.Accept)
 	acceptAfter       time.Duration
 	ttl               time.Duration
-	ttlValue          any  // int32 seconds, encoded once; nil without TTL
-	ttlFromEvent      bool // ttl_from event_time: each row's TTL is ttl minus its age (rowTTL)
-	ttlAt             int  // with ttlFromEvent, the byte offset of the row's TTL in row memory
+	ttlWire           []byte // the TTL in seconds as a CQL int, encoded once; nil without TTL
+	ttlFromEvent      bool   // ttl_from event_time: each row's TTL is ttl minus its age (rowTTL)
 	now               func() time.Time
 	wts               writeTS
 	consistency       string
 	insertCols        []string  // cols, bucket column, event bucket column
 	nvals             int       // len(insertCols) + TTL + timestamp
-	ebValues          []any     // int32(0..eventBuckets-1), encoded once
 	scan              *scanPlan // the single-pass field reader (scan.go); nil: fastjson only
 	absent            any       // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
-	mem               rowLayout // the row memory block (rowmem.go)
-	packable          bool      // rows are packed (packed.go): every column's value is encoded
-	wtsAt             int       // the byte offset of the write timestamp in row memory
 	nhash             int       // how many columns record their canonical text in scratch.canon
 	target            *batcher.Target
 	routes            Routes                      // split decisions of open buckets (route.go)
@@ -220,8 +210,7 @@ type plan struct {
 // order, so caching the last one spares the key formatting and the slice lookup on most records.
 type bucketEntry struct {
 	idx    int64
-	value  any    // the bound value, encoded once for every row of the bucket
-	ser    []byte // the bucket value as a routing-key component
+	ser    []byte // the bucket value's wire bytes: its bound value and its routing-key component
 	target *batcher.Target
 	suffix string
 }
@@ -237,7 +226,7 @@ func New(cfg *config.Config) (*Mapper, error) {
 	}
 	m := &Mapper{byKafka: map[string]*plan{}, byName: map[string]*plan{}, tables: tables}
 	m.pool.New = func() any {
-		return &scratch{buf: make([]byte, 0, 256), key: make([]byte, 0, 128), text: make([]byte, 0, 256)}
+		return &scratch{buf: make([]byte, 0, 256), key: make([]byte, 0, 128)}
 	}
 	var errs []error
 	for _, name := range cfg.TopicNames() {
@@ -357,9 +346,6 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 				p.cols[ci].need = "the event bucket is hashed from it"
 			}
 		}
-		for i := range p.maxEventBuckets {
-			p.ebValues = append(p.ebValues, encodeShared(kInt, int32(i)))
-		}
 	}
 
 	if t.Time.Source == config.TimeSourceKafka {
@@ -389,68 +375,35 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	p.insertCols = desc.InsertColumns()
 	p.nvals = desc.NumValues()
 	if desc.BindsTTL() {
-		p.ttlValue = encodeShared(kInt, int32(p.ttl/time.Second))
+		p.ttlWire = packed.AppendInt(nil, int32(p.ttl/time.Second))
 	}
 	if !sliced {
 		p.target = p.newTarget(p.table)
 	}
-	p.layoutRowMemory()
+	p.layoutColumns()
 	p.scan = newScanPlan(p)
 	return p, nil
 }
 
-// layoutRowMemory gives every column whose value row memory can hold its slot, the write
-// timestamp its bytes, each hashed column its canonical-text entry, and each kafka_topic column
-// its shared encoded value.
-func (p *plan) layoutRowMemory() {
-	var nstr, nbytes int
+// layoutColumns marks the columns whose values the mapper encodes directly (see value) and gives
+// each column the event bucket hashes its canonical-text entry.
+func (p *plan) layoutColumns() {
 	for i := range p.cols {
 		c := &p.cols[i]
-		c.slot, c.hash, c.shared = slotNone, -1, nil
+		c.hash, c.direct = -1, false
 		switch c.source {
 		case srcField, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
-			switch {
-			case c.typ.kind == kText || c.typ.kind == kASCII:
-				c.slot = slotString
-			case fixedWidth(c.typ.kind) > 0:
-				c.slot = slotFixed
-			}
+			c.direct = c.typ.kind == kText || c.typ.kind == kASCII || (packed.Width(c.typ.kind) > 0 && c.typ.kind != kBoolean)
 		case srcKafkaKey, srcRaw:
-			if c.typ.kind == kText || c.typ.kind == kASCII {
-				c.slot = slotString
-			}
-		case srcKafkaTopic:
-			c.shared = encodeShared(c.typ.kind, p.kafkaTopic)
-		}
-		switch c.slot {
-		case slotString:
-			c.at, nstr = nstr, nstr+1
-		case slotFixed:
-			c.at, nbytes = nbytes, nbytes+fixedWidth(c.typ.kind)
+			c.direct = c.typ.kind == kText || c.typ.kind == kASCII
 		}
 	}
 	p.nhash = 0
 	if p.ebColumn {
 		for _, ci := range p.hashCols {
-			c := &p.cols[ci]
-			if c.hash < 0 && (c.slot != slotNone || c.source == srcKafkaTopic) {
+			if c := &p.cols[ci]; c.hash < 0 {
 				c.hash, p.nhash = p.nhash, p.nhash+1
 			}
-		}
-	}
-	if p.wts != wtsServer {
-		p.wtsAt, nbytes = nbytes, nbytes+fixedWidth(kBigint)
-	}
-	if p.ttlFromEvent {
-		p.ttlAt, nbytes = nbytes, nbytes+fixedWidth(kInt)
-	}
-	p.mem = newRowLayout(p.nvals, nstr, nbytes)
-	// Packing needs every column's value encoded (or absent); the other values of a row always are.
-	p.packable = true
-	for i := range p.cols {
-		c := &p.cols[i]
-		if _, shared := c.shared.(encoded); c.slot == slotNone && !shared {
-			p.packable = false
 		}
 	}
 }
@@ -473,8 +426,12 @@ func (p *plan) bucket(idx int64) *bucketEntry {
 		return e
 	}
 	v := p.policy.Value(idx)
-	e := &bucketEntry{idx: idx, value: encodeShared(p.bucketKind, v), target: p.target}
-	e.ser = appendSerialized(nil, p.bucketKind, v)
+	e := &bucketEntry{idx: idx, target: p.target}
+	ser, err := packed.AppendValue(nil, packed.Scalar(p.bucketKind), v)
+	if err != nil { // the policy's values are of its CQL type (bucketer.Policy.Value)
+		panic("mapper: topic " + p.name + ": bucket value: " + err.Error())
+	}
+	e.ser = ser
 	if p.sliced {
 		s := p.policy.SliceOfBucket(idx)
 		e.suffix = string(p.policy.AppendSliceSuffix(nil, s))
@@ -516,11 +473,9 @@ func (m *Mapper) release(s *scratch) {
 	if cap(s.key) > maxScratch {
 		s.key = make([]byte, 0, 128)
 	}
-	if cap(s.pack) > maxScratch {
-		s.pack = nil
-	}
-	if cap(s.text) > maxScratch {
-		s.text = make([]byte, 0, 256)
+	s.w.Shrink(maxScratch)
+	if cap(s.coll) > maxScratch {
+		s.coll = nil
 	}
 	m.pool.Put(s)
 }
@@ -544,24 +499,11 @@ type outcome struct {
 	entityLen   int           // the id columns' bytes at the start of row.Key (EntityKey)
 	ttl         time.Duration // the TTL bound (0: none)
 	writeTS     int64
-	unpacked    bool // built in scratch memory but pack refused a value: map again with noPack
 }
 
 // mapRecord maps one record: by the single-pass scan when it handles the record (scan.go), else
-// by the fastjson path, which is the reference for every result and every error message. A row
-// pack refused (a value of a kind it does not pack, such as a bucket at the zero time) is mapped
-// again into memory of its own.
+// by the fastjson path, which is the reference for every result and every error message.
 func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
-	out, reason, err := p.mapOnce(rec, s)
-	if err == nil && out.unpacked {
-		s.noPack = true
-		out, reason, err = p.mapOnce(rec, s)
-		s.noPack = false
-	}
-	return out, reason, err
-}
-
-func (p *plan) mapOnce(rec *Record, s *scratch) (outcome, string, error) {
 	if p.scan != nil {
 		if out, ok := p.mapScanned(rec, s); ok {
 			return out, "", nil
@@ -597,17 +539,14 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	}
 	out.eventTime = t
 
-	mem := p.rowBlock(s)
-	vals := mem.values()
 	s.begin(p)
 	for i := range p.cols {
-		v, err := p.value(&p.cols[i], root, rec, t, s, mem)
-		if err != nil {
+		if err := p.value(&p.cols[i], root, rec, t, s); err != nil {
 			return out, ReasonMap, err
 		}
-		vals[i] = v
+		s.spans[i] = s.w.Last()
 	}
-	if err := p.complete(&out, rec, s, mem); err != nil {
+	if err := p.complete(&out, rec, s); err != nil {
 		if errors.Is(err, errExpired) {
 			return out, ReasonExpired, err
 		}
@@ -616,9 +555,13 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	return out, "", nil
 }
 
-// begin readies the scratch buffers that collect a row's strings and canonical texts.
+// begin readies the scratch buffers that collect a row's values and canonical texts.
 func (s *scratch) begin(p *plan) {
-	s.text, s.texts = s.text[:0], s.texts[:0]
+	s.w.Reset()
+	if cap(s.spans) < len(p.cols) {
+		s.spans = make([]packed.Span, len(p.cols))
+	}
+	s.spans = s.spans[:len(p.cols)]
 	s.canonText = s.canonText[:0]
 	if cap(s.canon) < p.nhash {
 		s.canon = make([]span, p.nhash)
@@ -626,48 +569,30 @@ func (s *scratch) begin(p *plan) {
 	s.canon = s.canon[:p.nhash]
 }
 
-// ebValue is the bound value of event bucket eb: encoded once for the buckets the policy allows, on
-// the spot for a routing record written under a larger cap (the record is what rows follow).
-func (p *plan) ebValue(eb int) any {
-	if eb < len(p.ebValues) {
-		return p.ebValues[eb]
-	}
-	return encodeShared(kInt, int32(eb))
-}
-
-// hashBucket is the event bucket among k of the row whose values are in vals: the hash of the
-// canonical texts of its hash columns (bucketer.IDHash), mod k.
-func (p *plan) hashBucket(vals []any, s *scratch, k int) (int, error) {
+// hashBucket is the event bucket among k of the row being built: the hash of the canonical texts
+// of its hash columns (bucketer.IDHash), mod k.
+func (p *plan) hashBucket(s *scratch, k int) (int, error) {
 	h := bucketer.NewIDHash()
 	for _, ci := range p.hashCols {
 		c := &p.cols[ci]
-		v := vals[ci]
-		if v == p.absent {
+		if s.spans[ci].Absent() {
 			return 0, fmt.Errorf("event bucket: column %s has no value to hash", c.name)
 		}
-		if c.hash >= 0 {
-			// Encoded: its canonical text was taken from the typed value (value, store).
-			sp := s.canon[c.hash]
-			h.Part(s.canonText[sp.off : sp.off+sp.n])
-			continue
-		}
-		s.buf = appendCanonical(s.buf[:0], v)
-		h.Part(s.buf)
+		sp := s.canon[c.hash]
+		h.Part(s.canonText[sp.off : sp.off+sp.n])
 	}
 	return h.Bucket(k), nil
 }
 
-// complete finishes a row whose column values are in mem and whose event time is out.eventTime:
+// complete finishes a row whose column values are in s.w and whose event time is out.eventTime:
 // bucket, event bucket, TTL, write timestamp, routing key and size. Its errors are ReasonMap.
-func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error {
+func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 	t := out.eventTime
-	vals := mem.values()
-	n := len(p.cols)
+	w := &s.w
 
 	b := p.bucket(p.policy.Index(t))
 	out.bucket = b
-	vals[n] = b.value
-	n++
+	w.Encoded(packed.Scalar(p.bucketKind), b.ser)
 	// The id columns' part of the routing key comes first: a split entity is known by it.
 	key := s.key[:0]
 	components := len(p.ids) + 1
@@ -676,7 +601,7 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 	}
 	for _, ci := range p.ids {
 		at := len(key)
-		key = appendComponent(key, components, p.cols[ci].typ.kind, vals[ci])
+		key = packed.AppendKeyComponent(key, components, w.Wire(s.spans[ci]))
 		if n := len(key) - at; n > maxKeyComponent+3 {
 			s.key = key[:0]
 			return fmt.Errorf("column %s: the value is %d bytes; Cassandra limits a partition key value to %d", p.cols[ci].name, n-3, maxKeyComponent)
@@ -694,14 +619,13 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 		}
 		out.eventBucket = first
 		if k > 1 {
-			eb, err := p.hashBucket(vals, s, k)
+			eb, err := p.hashBucket(s, k)
 			if err != nil {
 				return err
 			}
 			out.eventBucket = first + eb
 		}
-		vals[n] = p.ebValue(out.eventBucket)
-		n++
+		w.Integer(kInt, int64(out.eventBucket))
 	}
 	out.ttl = p.ttl
 	if p.ttlFromEvent {
@@ -709,14 +633,10 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 		if err != nil {
 			return err
 		}
-		e := mem.int(p.ttlAt)
-		e.set(secs)
-		vals[n] = e
+		w.Integer(kInt, int64(secs))
 		out.ttl = time.Duration(secs) * time.Second
-		n++
-	} else if p.ttlValue != nil {
-		vals[n] = p.ttlValue
-		n++
+	} else if p.ttlWire != nil {
+		w.Encoded(packed.Scalar(kInt), p.ttlWire)
 	}
 	switch p.wts {
 	case wtsKafka:
@@ -736,20 +656,11 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 		out.writeTS = rec.Offset
 	}
 	if p.wts != wtsServer {
-		e := mem.bigint(p.wtsAt)
-		e.set(out.writeTS)
-		vals[n] = e
+		w.Integer(kBigint, out.writeTS)
 	}
 
 	// Row key: the routing key of the full partition key (ids, then bucket and event bucket).
-	key = s.key
-	if components == 1 {
-		key = append(key, b.ser...)
-	} else {
-		key = binary.BigEndian.AppendUint16(key, uint16(len(b.ser)))
-		key = append(key, b.ser...)
-		key = append(key, 0)
-	}
+	key = packed.AppendKeyComponent(s.key, components, b.ser)
 	if p.ebColumn {
 		key = append(key, 0, 4)
 		key = binary.BigEndian.AppendUint32(key, uint32(out.eventBucket))
@@ -761,22 +672,9 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch, mem rowMem) error
 		Target:    b.target,
 		Source:    batcher.Source{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset},
 		EventTime: t,
+		Size:      rowOverhead + w.Size(),
 	}
-	if mem.scratch {
-		// The values are in the scratch's block: copy their bytes out (packed.go).
-		var ok bool
-		if s.pack, ok = pack(&out.row, vals, key, s.pack); !ok {
-			out.unpacked = true
-		}
-		return nil
-	}
-	size := rowOverhead
-	for _, v := range vals {
-		size += 4 + encodedSize(v)
-	}
-	out.row.Key = finishRow(mem, s, key)
-	out.row.Values = vals
-	out.row.Size = size
+	out.row.Packed, out.row.Key = w.Finish(key)
 	return nil
 }
 
@@ -806,61 +704,12 @@ func (p *plan) rowTTL(t time.Time) (int32, error) {
 	return int32((p.ttl - age) / time.Second), nil
 }
 
-// rowBlock returns the row memory for the next row of p: the scratch's own block, reused row after
-// row, when the row will be packed, or a new block the row keeps (a topic with a column type the
-// mapper does not encode, or a row pack refused).
-func (p *plan) rowBlock(s *scratch) rowMem {
-	if !p.packable || s.noPack {
-		return p.mem.alloc()
-	}
-	if s.blockOf != p {
-		if s.blocks == nil {
-			s.blocks = make(map[*plan]rowMem)
-		}
-		m, ok := s.blocks[p]
-		if !ok {
-			m = p.mem.alloc()
-			m.scratch = true
-			s.blocks[p] = m
-		}
-		s.block, s.blockOf = m, p
-	}
-	return s.block
-}
-
-// finishRow copies the row's string bytes and its key into one allocation, points the string
-// slots there, and returns the key. Until now the slots pointed into scratch.text, which the
-// next record reuses.
-func finishRow(mem rowMem, s *scratch, key []byte) string {
-	own := make([]byte, len(s.text)+len(key))
-	copy(own, s.text)
-	copy(own[len(s.text):], key)
-	for _, r := range s.texts {
-		if r.n > 0 {
-			*mem.str(r.slot) = unsafe.String(&own[r.off], r.n)
-		}
-	}
-	return unsafe.String(&own[len(s.text)], len(key))
-}
-
 // maxKeyComponent is Cassandra's limit on one partition key value (its length is a uint16).
 const maxKeyComponent = 65535
 
 // rowOverhead approximates the framing of one batch entry around its values: kind, prepared id
 // (16 bytes plus length), value count.
 const rowOverhead = 24
-
-// appendComponent appends one partition key component in routing-key form.
-func appendComponent(dst []byte, components int, k kind, v any) []byte {
-	if components == 1 {
-		return appendSerialized(dst, k, v)
-	}
-	at := len(dst)
-	dst = append(dst, 0, 0)
-	dst = appendSerialized(dst, k, v)
-	binary.BigEndian.PutUint16(dst[at:], uint16(len(dst)-at-2))
-	return append(dst, 0)
-}
 
 // eventTime finds the record's event time per the topic's time settings.
 func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Time, error) {
@@ -937,9 +786,9 @@ func distance(d time.Duration) string {
 	return config.Duration(d.Round(time.Second)).String()
 }
 
-// value computes the bound value of one column: encoded in its row memory slot when it has one
-// (store), shared, or boxed.
-func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, s *scratch, mem rowMem) (any, error) {
+// value converts the value of one column and writes it to s.w: through a cell (store) for the
+// kinds the mapper encodes directly, else through its Go value (putGo).
+func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, s *scratch) error {
 	var x cell
 	switch c.source {
 	case srcField:
@@ -950,20 +799,20 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 				state = "null"
 			}
 			if c.need != "" {
-				return nil, fmt.Errorf("column %s: field %q is %s, and %s", c.name, c.field, state, c.need)
+				return fmt.Errorf("column %s: field %q is %s, and %s", c.name, c.field, state, c.need)
 			}
 			// Unset, not null: a null would write a tombstone cell that every read must skip,
 			// while an unset column costs nothing and reads back as null all the same.
-			return p.absent, nil
+			s.w.Absent(p.absent)
+			return nil
 		}
-		// The kinds row memory holds convert into x, to be encoded by store; the others to their
-		// boxed Go value.
+		// The direct kinds convert into x, to be encoded by store; the others to their Go value.
 		var pr problem
 		switch k := c.typ.kind; {
-		case c.slot == slotNone:
-			var out any
-			if out, pr = convert(c.typ, v, &s.buf); pr.ok() {
-				return out, nil
+		case !c.direct:
+			if s.coll, pr = appendConverted(s.coll[:0], c.typ, v, &s.buf, &s.entries); pr.ok() {
+				s.putWire(c, s.coll)
+				return nil
 			}
 		case k == kText || k == kASCII:
 			x.b, pr = textOf(k, v, &s.buf)
@@ -975,17 +824,17 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			x.t, pr = dateOf(v)
 		case k == kUUID || k == kTimeUUID:
 			x.u, pr = uuidOf(k, v)
-		default: // tinyint to bigint: layoutRowMemory gives a slot to no other kind
+		default: // tinyint to bigint: layoutColumns makes no other kind direct
 			x.n, pr = intOf(k, v, &s.buf)
 		}
 		if !pr.ok() {
 			if pr.val == nil { // a value whose bytes are not text is described, not shown
-				return nil, fmt.Errorf("column %s: field %q%s %s", c.name, c.field, prefixed(" ", pr.elem), pr.msg)
+				return fmt.Errorf("column %s: field %q%s %s", c.name, c.field, prefixed(" ", pr.elem), pr.msg)
 			}
 			if pr.elem != "" {
-				return nil, fmt.Errorf("column %s: field %q %s is %s, %s", c.name, c.field, pr.elem, show(pr.val, s), pr.msg)
+				return fmt.Errorf("column %s: field %q %s is %s, %s", c.name, c.field, pr.elem, show(pr.val, s), pr.msg)
 			}
-			return nil, fmt.Errorf("column %s: field %q is %s, %s", c.name, c.field, show(pr.val, s), pr.msg)
+			return fmt.Errorf("column %s: field %q is %s, %s", c.name, c.field, show(pr.val, s), pr.msg)
 		}
 	case srcEventTime:
 		x.t = t
@@ -993,9 +842,10 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 		kt, ok := kafkaTime(rec)
 		if !ok {
 			if c.need != "" {
-				return nil, fmt.Errorf("column %s: the record has no Kafka timestamp (-1), and %s", c.name, c.need)
+				return fmt.Errorf("column %s: the record has no Kafka timestamp (-1), and %s", c.name, c.need)
 			}
-			return p.absent, nil
+			s.w.Absent(p.absent)
+			return nil
 		}
 		x.t = kt
 	case srcKafkaKey, srcRaw:
@@ -1004,31 +854,30 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			b, what = rec.Key, "Kafka key"
 			if b == nil {
 				if c.need != "" {
-					return nil, fmt.Errorf("column %s: the record has no Kafka key, and %s", c.name, c.need)
+					return fmt.Errorf("column %s: the record has no Kafka key, and %s", c.name, c.need)
 				}
-				return p.absent, nil
+				s.w.Absent(p.absent)
+				return nil
 			}
 		}
-		if c.slot == slotNone { // blob
-			return append([]byte(nil), b...), nil
+		if !c.direct { // blob
+			s.putWire(c, b)
+			return nil
 		}
 		if c.typ.kind == kASCII {
 			for _, ch := range b {
 				if ch >= 0x80 {
-					return nil, fmt.Errorf("column %s: the %s is not ASCII for CQL ascii", c.name, what)
+					return fmt.Errorf("column %s: the %s is not ASCII for CQL ascii", c.name, what)
 				}
 			}
 		} else if msg := utf8Problem(b); msg != "" {
-			return nil, fmt.Errorf("column %s: the %s %s", c.name, what, msg)
+			return fmt.Errorf("column %s: the %s %s", c.name, what, msg)
 		}
 		x.b = b
 	case srcKafkaTopic:
-		if c.hash >= 0 {
-			// A view, not a copy: canonical only reads it.
-			x.b = unsafe.Slice(unsafe.StringData(p.kafkaTopic), len(p.kafkaTopic))
-			s.canonical(c, &x)
-		}
-		return c.shared, nil
+		// text, ascii or blob: the topic's bytes. A view, not a copy: the writer copies them.
+		s.putWire(c, unsafe.Slice(unsafe.StringData(p.kafkaTopic), len(p.kafkaTopic)))
+		return nil
 	case srcKafkaPartition:
 		x.n = int64(rec.Partition)
 	case srcKafkaOffset:
@@ -1036,17 +885,18 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 	case srcTimeUUID:
 		u, ok := timeUUID(t, rec.Topic, rec.Partition, rec.Offset)
 		if !ok {
-			return nil, fmt.Errorf("column %s: event time %s is outside the range of a timeuuid (1582-10-15 to 5236)", c.name, t.Format(time.RFC3339Nano))
+			return fmt.Errorf("column %s: event time %s is outside the range of a timeuuid (1582-10-15 to 5236)", c.name, t.Format(time.RFC3339Nano))
 		}
 		x.u = u
 	default:
-		return nil, fmt.Errorf("column %s: unsupported source", c.name)
+		return fmt.Errorf("column %s: unsupported source", c.name)
 	}
-	return store(c, &x, s, mem), nil
+	store(c, &x, s)
+	return nil
 }
 
-// cell is one converted value of a row memory column on its way to being encoded; only the
-// field of the column's kind is set.
+// cell is one converted value of a direct column on its way to being encoded; only the field of
+// the column's kind is set.
 type cell struct {
 	b []byte     // text, ascii: the bytes; they alias the parser, the record or scratch.buf
 	n int64      // tinyint, smallint, int, bigint (range-checked for the kind)
@@ -1055,58 +905,38 @@ type cell struct {
 	u gocql.UUID // uuid, timeuuid
 }
 
-// store encodes the value of column c into its row memory slot and returns the bound value: a
-// pointer to the encoding, typed for the column's CQL type. A hashed column first records its
-// canonical text, from the typed value.
-func store(c *column, x *cell, s *scratch, mem rowMem) any {
+// store writes the value of direct column c to s.w. A hashed column first records its canonical
+// text, from the typed value.
+func store(c *column, x *cell, s *scratch) {
 	if c.hash >= 0 {
 		s.canonical(c, x)
 	}
-	switch c.typ.kind {
+	switch k := c.typ.kind; k {
 	case kText, kASCII:
-		return putText(c, x.b, s, mem)
-	case kBigint:
-		e := mem.bigint(c.at)
-		e.set(x.n)
-		return e
-	case kInt:
-		e := mem.int(c.at)
-		e.set(int32(x.n))
-		return e
-	case kSmallint:
-		e := mem.smallint(c.at)
-		e.set(int16(x.n))
-		return e
-	case kTinyint:
-		e := mem.tinyint(c.at)
-		e.set(int8(x.n))
-		return e
-	case kFloat:
-		e := mem.float(c.at)
-		e.set(float32(x.f))
-		return e
-	case kDouble:
-		e := mem.double(c.at)
-		e.set(x.f)
-		return e
-	case kTimestamp:
-		e := mem.timestamp(c.at)
-		e.set(x.t)
-		return e
-	case kDate:
-		e := mem.date(c.at)
-		e.set(x.t)
-		return e
-	case kUUID:
-		e := mem.uuid(c.at)
-		e.set(x.u)
-		return e
-	case kTimeUUID:
-		e := mem.timeUUID(c.at)
-		e.set(x.u)
-		return e
+		s.w.Text(k, x.b)
+	case kBigint, kInt, kSmallint, kTinyint:
+		s.w.Integer(k, x.n)
+	case kFloat, kDouble:
+		s.w.Floating(k, x.f)
+	case kTimestamp, kDate:
+		s.w.Time(k, x.t)
+	case kUUID, kTimeUUID:
+		s.w.UUID(k, x.u)
+	default:
+		panic("mapper: column " + c.name + " is direct but has no encoding") // layoutColumns makes only the kinds above direct
 	}
-	panic("mapper: column " + c.name + " has a row memory slot but no encoding") // layoutRowMemory gives slots only to the kinds above
+}
+
+// putWire writes the wire bytes b of column c, a column value encodes without a cell, to s.w,
+// and records its canonical text when the event bucket hashes it, read back from the bytes.
+func (s *scratch) putWire(c *column, b []byte) {
+	t := c.typ.packed()
+	if c.hash >= 0 {
+		off := len(s.canonText)
+		s.canonText = appendCanonical(s.canonText, packed.GoValue(&packed.Value{Type: t, Wire: b}))
+		s.canon[c.hash] = span{off, len(s.canonText) - off}
+	}
+	s.w.Encoded(t, b)
 }
 
 // canonical records the canonical text of column c's typed value (the event bucket hash
@@ -1132,20 +962,6 @@ func (s *scratch) canonical(c *column, x *cell) {
 	}
 	s.canonText = b
 	s.canon[c.hash] = span{off, len(b) - off}
-}
-
-// putText stores the text of column c's string slot. Its bytes go to scratch.text for now
-// (finishRow moves them into memory the row owns).
-func putText(c *column, b []byte, s *scratch, mem rowMem) any {
-	off := len(s.text)
-	s.text = append(s.text, b...)
-	s.texts = append(s.texts, textRef{slot: c.at, off: off, n: len(b)})
-	p := mem.str(c.at)
-	*p = bstr(s.text[off:])
-	if c.typ.kind == kASCII {
-		return (*encASCII)(p)
-	}
-	return (*encText)(p)
 }
 
 // maxShown bounds how much of a bad value an error message repeats.

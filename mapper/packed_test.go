@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/big"
+	"net"
+	"reflect"
 	"testing"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"gopkg.in/inf.v0"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/packed"
 )
 
 // bindInfos is the bind-marker type of every value of a sensor row (see baseConfig): the columns,
@@ -34,15 +39,15 @@ func TestPackedRowBindsTheSameBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if row.Packed == nil || row.Values != nil {
-			t.Fatalf("sensor row not packed: Packed %d bytes, %d Values", len(row.Packed), len(row.Values))
+		if row.Packed == nil {
+			t.Fatalf("sensor row not packed")
 		}
 		infos := bindInfos()
-		var bd Binder
-		args := bd.Args(&row)
+		var bd packed.Binder
+		args := bd.Args(row.Packed)
 		vals := Values(row)
-		if len(args) != len(infos) || len(vals) != len(infos) || NumValues(&row) != len(infos) {
-			t.Fatalf("%d args, %d values, NumValues %d; want %d", len(args), len(vals), NumValues(&row), len(infos))
+		if len(args) != len(infos) || len(vals) != len(infos) || packed.Count(row.Packed) != len(infos) {
+			t.Fatalf("%d args, %d values, NumValues %d; want %d", len(args), len(vals), packed.Count(row.Packed), len(infos))
 		}
 		for i, info := range infos {
 			if vals[i] == gocql.UnsetValue {
@@ -73,10 +78,10 @@ func TestPackedValueRefusesAnotherType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bd Binder
-	args := bd.Args(&row)
+	var bd packed.Binder
+	args := bd.Args(row.Packed)
 	_, err = gocql.Marshal(gocql.NewNativeType(4, gocql.TypeBigInt, ""), args[0]) // device_id is text
-	var bte *BindTypeError
+	var bte *packed.BindTypeError
 	if !errors.As(err, &bte) || bte.Encoded != "text" || bte.Bound != gocql.TypeBigInt {
 		t.Fatalf("text bound to bigint: %v, want a BindTypeError naming text and bigint", err)
 	}
@@ -90,7 +95,7 @@ func TestPackedValueRefusesAnotherType(t *testing.T) {
 func TestBinderKeepsEarlierArguments(t *testing.T) {
 	m := newMapper(t, nil)
 	info := gocql.NewNativeType(4, gocql.TypeVarchar, "")
-	var bd Binder
+	var bd packed.Binder
 	var rows []batcher.Row
 	for _, id := range []string{"a", "bb", "ccc", "dddd", "eeeee", "ffffff", "g", "h", "i", "j"} {
 		row, err := m.Map(rec(`{"device_id":"` + id + `","ts":"2024-01-15T14:37:22Z","temperature":1}`))
@@ -102,10 +107,10 @@ func TestBinderKeepsEarlierArguments(t *testing.T) {
 	for round := range 3 {
 		var all [][]any
 		if round == 1 {
-			bd.Reserve(rows) // the same arguments whether or not the room was made first
+			reserve(&bd, rows) // the same arguments whether or not the room was made first
 		}
 		for i := range rows {
-			all = append(all, bd.Args(&rows[i]))
+			all = append(all, bd.Args(rows[i].Packed))
 		}
 		for i, args := range all {
 			b, err := gocql.Marshal(info, args[0])
@@ -117,7 +122,7 @@ func TestBinderKeepsEarlierArguments(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(20, func() {
 		for i := range rows {
-			bd.Args(&rows[i])
+			bd.Args(rows[i].Packed)
 		}
 		bd.Reset()
 	}); allocs != 0 {
@@ -127,10 +132,10 @@ func TestBinderKeepsEarlierArguments(t *testing.T) {
 	// detector and coverage instrumentation add allocations of their own.
 	if testing.CoverMode() == "" && !raceEnabled {
 		if allocs := testing.AllocsPerRun(20, func() {
-			var fresh Binder
-			fresh.Reserve(rows)
+			var fresh packed.Binder
+			reserve(&fresh, rows)
 			for i := range rows {
-				fresh.Args(&rows[i])
+				fresh.Args(rows[i].Packed)
 			}
 		}); allocs != 2 {
 			t.Errorf("%v allocations for a batch after Reserve, want 2 (arguments and values)", allocs)
@@ -138,25 +143,49 @@ func TestBinderKeepsEarlierArguments(t *testing.T) {
 	}
 }
 
-// A topic with a column type the mapper does not encode keeps Values; pack refuses such a value.
-func TestUnpackableTopicKeepsValues(t *testing.T) {
-	m := newMapper(t, func(tp *config.Topic) {
-		tp.Columns = append(tp.Columns, config.Column{Name: "ok", Type: "boolean", Field: "ok"})
-	})
-	row, err := m.Map(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1,"ok":true}`))
+// reserve makes room in bd for the arguments of rows, as the cassandra writer does.
+func reserve(bd *packed.Binder, rows []batcher.Row) {
+	n := 0
+	for i := range rows {
+		n += packed.Count(rows[i].Packed)
+	}
+	bd.Reserve(n)
+}
+
+// TestEveryTopicIsPacked: a topic with a column of a type the mapper used to box (boolean, blob,
+// inet, decimal, varint, the collections) is packed like any other, and binds gocql's bytes.
+func TestEveryTopicIsPacked(t *testing.T) {
+	cols := []config.Column{
+		{Name: "ok", Type: "boolean", Field: "ok"}, {Name: "b", Type: "blob", Field: "b"},
+		{Name: "ip", Type: "inet", Field: "ip"}, {Name: "d", Type: "decimal", Field: "d"},
+		{Name: "n", Type: "varint", Field: "n"}, {Name: "l", Type: "list<int>", Field: "l"},
+		{Name: "tags", Type: "set<text>", Field: "tags"}, {Name: "m", Type: "map<text, double>", Field: "m"},
+	}
+	m := newMapper(t, func(tp *config.Topic) { tp.Columns = append(tp.Columns, cols...) })
+	row, err := m.Map(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1,"ok":true,"b":"aGk=",` +
+		`"ip":"10.0.0.1","d":"-12.50","n":-129,"l":[1,-2],"tags":["a","b"],"m":{"x":1.5}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row.Packed != nil || len(row.Values) != NumValues(&row) || Values(row)[6] != true {
-		t.Fatalf("boolean topic: Packed %d bytes, Values %#v", len(row.Packed), row.Values)
+	if row.Packed == nil || packed.Count(row.Packed) != len(row.Target.Columns)+2 {
+		t.Fatalf("row with boxed-type columns: Packed %x", row.Packed)
 	}
-	var bd Binder
-	if args := bd.Args(&row); &args[0] != &row.Values[0] {
-		t.Error("the binder copied Values instead of binding them as they are")
-	}
-	var r batcher.Row
-	if _, ok := pack(&r, []any{true}, nil, nil); ok || r.Packed != nil {
-		t.Error("pack accepted a boxed boolean")
+	want := []any{true, []byte("hi"), net.IP{10, 0, 0, 1}, inf.NewDec(-1250, 2), big.NewInt(-129),
+		[]any{int32(1), int32(-2)}, []any{"a", "b"}, map[string]any{"x": 1.5}}
+	var bd packed.Binder
+	args := bd.Args(row.Packed)
+	for i, c := range cols {
+		typ, err := gocqlType(c.Type)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := gocql.Marshal(typ, args[6+i])
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if wantB, err := gocql.Marshal(typ, want[i]); err != nil || !bytes.Equal(got, wantB) {
+			t.Errorf("%s binds %x, gocql gives %x (%v) for %#v", c.Name, got, wantB, err, want[i])
+		}
 	}
 }
 
@@ -168,8 +197,8 @@ func TestPackedEmptyTextIsNotNull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bd Binder
-	b, err := gocql.Marshal(gocql.NewNativeType(4, gocql.TypeVarchar, ""), bd.Args(&row)[2])
+	var bd packed.Binder
+	b, err := gocql.Marshal(gocql.NewNativeType(4, gocql.TypeVarchar, ""), bd.Args(row.Packed)[2])
 	if err != nil || b == nil || len(b) != 0 {
 		t.Fatalf("empty site_id binds %#v (%v), want an empty non-nil value", b, err)
 	}
@@ -185,13 +214,33 @@ func TestZeroTimeBucketIsTheInstantNotEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	if row.Packed == nil {
-		t.Fatalf("zero-time bucket: not packed (%d Values)", len(row.Values))
+		t.Fatalf("zero-time bucket: not packed")
 	}
 	vals := Values(row)
-	if b, ok := vals[6].(*encTimestamp); !ok || int64(binary.BigEndian.Uint64(b[:])) != (time.Time{}).UnixMilli() {
+	if b, ok := vals[6].(*packed.Value); !ok || b.Type.Kind != kTimestamp || int64(binary.BigEndian.Uint64(b.Wire)) != (time.Time{}).UnixMilli() {
 		t.Errorf("bucket value %#v, want the encoded instant 0001-01-01T00:00:00Z", vals[6])
 	}
 	if GoValue(vals[0]) != "d" || row.Key == "" {
 		t.Errorf("device_id %#v, key %q", GoValue(vals[0]), row.Key)
+	}
+}
+
+// TestMapColumnKeepsTheLastOfDuplicateKeys: a JSON object with a key twice writes one map entry,
+// the last value, as the Go map it was converted to before did; the entries are in key order.
+func TestMapColumnKeepsTheLastOfDuplicateKeys(t *testing.T) {
+	m := newMapper(t, func(tp *config.Topic) {
+		tp.Columns = append(tp.Columns, config.Column{Name: "m", Type: "map<text, int>", Field: "m"})
+	})
+	row, err := m.Map(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1,"m":{"y":2,"x":1,"y":3}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Values(row)[6]
+	if got, want := GoValue(v), map[string]any{"x": int32(1), "y": int32(3)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("map %#v, want %#v", got, want)
+	}
+	want := []byte{0, 0, 0, 2, 0, 0, 0, 1, 'x', 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 1, 'y', 0, 0, 0, 4, 0, 0, 0, 3}
+	if got := v.(*packed.Value).Wire; !bytes.Equal(got, want) {
+		t.Errorf("map bytes %x, want %x", got, want)
 	}
 }

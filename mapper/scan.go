@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"time"
 	"unicode/utf8"
+
+	"github.com/bucketsink/sink/packed"
 )
 
 // The single-pass scan.
@@ -152,7 +154,7 @@ func newScanPlan(p *plan) *scanPlan {
 		if c.source != srcField {
 			continue
 		}
-		if c.slot == slotNone && c.typ.kind != kBoolean {
+		if !c.direct && c.typ.kind != kBoolean {
 			return nil
 		}
 		if sp.colSlot[i] = add(c.path); sp.colSlot[i] < 0 {
@@ -198,49 +200,43 @@ func (p *plan) mapScanned(rec *Record, s *scratch) (outcome, bool) {
 		return out, false
 	}
 
-	// A required value missing is looked for before the row memory is allocated, so that such a
-	// record does not cost a second block. (The scan already gave up on the other values left to
-	// fastjson whatever they hold: see scanEdge.leaf.)
+	// A required value missing is looked for before any value is written, so that such a record
+	// costs no encoding work before fastjson maps it. (The scan already gave up on the other values
+	// left to fastjson whatever they hold: see scanEdge.leaf.)
 	for i, slot := range sp.colSlot {
 		if slot >= 0 && p.cols[i].need != "" && (raw[slot].kind == rawMissing || raw[slot].kind == rawNull) {
 			return out, false
 		}
 	}
 
-	mem := p.rowBlock(s)
-	vals := mem.values()
 	s.begin(p)
 	for i, slot := range sp.colSlot {
 		c := &p.cols[i]
-		if slot < 0 {
+		ok := true
+		switch {
+		case slot < 0:
 			// Not a field: value reads the record, not the JSON.
-			v, err := p.value(c, nil, rec, out.eventTime, s, mem)
-			if err != nil {
-				return out, false
+			ok = p.value(c, nil, rec, out.eventTime, s) == nil
+		case raw[slot].kind == rawMissing || raw[slot].kind == rawNull:
+			s.w.Absent(p.absent)
+		case !c.direct: // boolean, the one type the scan converts without a cell
+			var v bool
+			if v, ok = scannedBool(raw[slot], b); ok {
+				s.coll = packed.AppendBoolean(s.coll[:0], v)
+				s.putWire(c, s.coll)
 			}
-			vals[i] = v
-			continue
-		}
-		r := raw[slot]
-		if r.kind == rawMissing || r.kind == rawNull {
-			vals[i] = p.absent
-			continue
-		}
-		if c.slot == slotNone { // boolean, the one boxed type the scan converts
-			v, ok := scannedBool(r, b)
-			if !ok {
-				return out, false
+		default:
+			var x cell
+			if ok = scannedCell(c.typ.kind, raw[slot], b, &x); ok {
+				store(c, &x, s)
 			}
-			vals[i] = v
-			continue
 		}
-		var x cell
-		if !scannedCell(c.typ.kind, r, b, &x) {
+		if !ok {
 			return out, false
 		}
-		vals[i] = store(c, &x, s, mem)
+		s.spans[i] = s.w.Last()
 	}
-	if p.complete(&out, rec, s, mem) != nil {
+	if p.complete(&out, rec, s) != nil {
 		return out, false
 	}
 	return out, true
@@ -276,8 +272,8 @@ func scannedNumeric(r rawValue, text string) bool {
 	return false
 }
 
-// scannedBool is convertScalar's boolean for a scanned value.
-func scannedBool(r rawValue, b []byte) (any, bool) {
+// scannedBool is appendScalar's boolean for a scanned value.
+func scannedBool(r rawValue, b []byte) (v, ok bool) {
 	switch r.kind {
 	case rawTrue:
 		return true, true
@@ -291,7 +287,7 @@ func scannedBool(r rawValue, b []byte) (any, bool) {
 			return false, true
 		}
 	}
-	return nil, false
+	return false, false
 }
 
 // scannedCell converts a scanned value for a column of kind k as textOf, floatOf, intOf,

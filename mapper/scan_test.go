@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/packed"
 )
 
 // The single-pass scan (scan.go) must map every record it handles exactly as the fastjson path
@@ -176,9 +177,9 @@ func diffOutcome(a, b outcome) string {
 		if reflect.TypeOf(va) != reflect.TypeOf(vb) {
 			return fmt.Sprintf("value %d is %T, want %T", i, va, vb)
 		}
-		if ea, ok := va.(encoded); ok {
-			if !bytes.Equal(ea.wire(), vb.(encoded).wire()) {
-				return fmt.Sprintf("value %d is %x, want %x", i, ea.wire(), vb.(encoded).wire())
+		if ea, ok := va.(*packed.Value); ok {
+			if eb := vb.(*packed.Value); ea.Type != eb.Type || !bytes.Equal(ea.Wire, eb.Wire) {
+				return fmt.Sprintf("value %d is %v %x, want %v %x", i, ea.Type, ea.Wire, eb.Type, eb.Wire)
 			}
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -51,7 +52,7 @@ func TestRowsBindTheSchemaTable(t *testing.T) {
 			t.Errorf("slice %q: row target %s %q %v; schema says %s %q %v", slice,
 				row.Target.Table, row.Target.Insert, row.Target.Columns, want, tbl.Insert(want), tbl.InsertColumns())
 		}
-		if n := mapper.NumValues(&row); n != tbl.NumValues() {
+		if n := packed.Count(row.Packed); n != tbl.NumValues() {
 			t.Errorf("slice %q: the row binds %d values, the table's INSERT %d", slice, n, tbl.NumValues())
 		}
 		if got, _ := m.Table("readings"); got.Insert(want) != tbl.Insert(want) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 )
 
 // TestEventTimeTTLAndZeroTimeOnCassandra writes two rows through the mapper's INSERT into the table
@@ -44,7 +45,7 @@ func TestEventTimeTTLAndZeroTimeOnCassandra(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Driver().Query(row.Target.Insert, mapper.Values(row)...).WithContext(ctx).Exec(); err != nil {
+		if err := s.Driver().Query(row.Target.Insert, packed.Values(row.Packed)...).WithContext(ctx).Exec(); err != nil {
 			t.Fatalf("insert: %v", err)
 		}
 	}

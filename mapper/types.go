@@ -1,50 +1,38 @@
 package mapper
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/bucketsink/sink/packed"
 
-// kind is a scalar CQL type, or a collection whose element kind is kept beside it.
-type kind uint8
+// kind is a column's CQL type kind, as the packed row format names it.
+type kind = packed.Kind
 
 const (
-	kText kind = iota + 1 // text and varchar
-	kASCII
-	kInt
-	kBigint
-	kSmallint
-	kTinyint
-	kFloat
-	kDouble
-	kBoolean
-	kTimestamp
-	kDate
-	kUUID
-	kTimeUUID
-	kBlob
-	kInet
-	kDecimal
-	kVarint
-	kList
-	kSet
-	kMap // map<text, elem>
+	kText      = packed.KText
+	kASCII     = packed.KASCII
+	kInt       = packed.KInt
+	kBigint    = packed.KBigint
+	kSmallint  = packed.KSmallint
+	kTinyint   = packed.KTinyint
+	kFloat     = packed.KFloat
+	kDouble    = packed.KDouble
+	kBoolean   = packed.KBoolean
+	kTimestamp = packed.KTimestamp
+	kDate      = packed.KDate
+	kUUID      = packed.KUUID
+	kTimeUUID  = packed.KTimeUUID
+	kBlob      = packed.KBlob
+	kInet      = packed.KInet
+	kDecimal   = packed.KDecimal
+	kVarint    = packed.KVarint
+	kList      = packed.KList
+	kSet       = packed.KSet
+	kMap       = packed.KMap
 )
 
-var scalarNames = map[string]kind{
-	"text": kText, "varchar": kText, "ascii": kASCII,
-	"int": kInt, "bigint": kBigint, "smallint": kSmallint, "tinyint": kTinyint,
-	"float": kFloat, "double": kDouble, "boolean": kBoolean,
-	"timestamp": kTimestamp, "date": kDate, "uuid": kUUID, "timeuuid": kTimeUUID,
-	"blob": kBlob, "inet": kInet, "decimal": kDecimal, "varint": kVarint,
-}
-
+// kindNames is the CQL name of each kind, for messages.
 var kindNames = func() map[kind]string {
-	m := make(map[kind]string, len(scalarNames))
-	for n, k := range scalarNames {
-		if n != "varchar" {
-			m[k] = n
-		}
+	m := make(map[kind]string)
+	for k := kText; k <= kMap; k++ {
+		m[k] = k.String()
 	}
 	return m
 }()
@@ -56,37 +44,16 @@ type cqlType struct {
 	name string
 }
 
-func (t cqlType) collection() bool { return t.kind >= kList }
+func (t cqlType) collection() bool { return t.kind.Collection() }
 
-// parseType parses the column types config accepts: the scalars above, list<T>, set<T> and
-// map<text, T> of a scalar T. Spaces and case are ignored.
+// packed is the type as the packed row format takes it.
+func (t cqlType) packed() packed.Type { return packed.Type{Kind: t.kind, Elem: t.elem} }
+
+// parseType parses the column types config accepts (see packed.ParseType).
 func parseType(s string) (cqlType, error) {
-	v := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), " ", ""))
-	if k, ok := scalarNames[v]; ok {
-		return cqlType{kind: k, name: kindNames[k]}, nil
+	t, err := packed.ParseType(s)
+	if err != nil {
+		return cqlType{}, err
 	}
-	open := strings.IndexByte(v, '<')
-	if open > 0 && strings.HasSuffix(v, ">") {
-		outer, inner := v[:open], v[open+1:len(v)-1]
-		switch outer {
-		case "list", "set":
-			if k, ok := scalarNames[inner]; ok {
-				ck := kList
-				if outer == "set" {
-					ck = kSet
-				}
-				return cqlType{kind: ck, elem: k, name: outer + "<" + kindNames[k] + ">"}, nil
-			}
-		case "map":
-			key, val, ok := strings.Cut(inner, ",")
-			if ok && (key == "text" || key == "varchar") {
-				if k, ok := scalarNames[val]; ok {
-					return cqlType{kind: kMap, elem: k, name: "map<text, " + kindNames[k] + ">"}, nil
-				}
-			}
-		}
-	}
-	return cqlType{}, fmt.Errorf("%q is not a supported CQL type; use text, ascii, varchar, int, bigint, smallint, "+
-		"tinyint, float, double, boolean, timestamp, date, uuid, timeuuid, blob, inet, decimal, varint, "+
-		"list<T>, set<T> or map<text, T> of one of those", s)
+	return cqlType{kind: t.Kind, elem: t.Elem, name: t.String()}, nil
 }

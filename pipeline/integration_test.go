@@ -29,6 +29,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/metrics"
 )
@@ -1044,7 +1045,7 @@ func TestIntegrationThreePolicies(t *testing.T) {
 				if eb < 0 {
 					t.Fatalf("%s: the insert has no event_bucket column: %v", c.name, row.Target.Columns)
 				}
-				k.event = int(mapper.GoValue(mapper.Values(row)[eb]).(int32))
+				k.event = int(packed.GoValue(packed.Values(row.Packed)[eb]).(int32))
 				if k.event < 0 || k.event >= c.bucket.EventBuckets {
 					t.Fatalf("%s: event bucket %d out of range", c.name, k.event)
 				}

@@ -28,6 +28,7 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/pipeline/budget"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/metrics"
@@ -61,7 +62,7 @@ func (m fakeMapper) Map(r mapper.Record) (batcher.Row, error) {
 	return batcher.Row{
 		Target:    m.target,
 		Key:       string(r.Key),
-		Values:    []any{string(r.Value)},
+		Packed:    packText(string(r.Value)),
 		Size:      len(r.Value) + 16,
 		Source:    batcher.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
 		EventTime: r.Timestamp,
@@ -1032,4 +1033,13 @@ func TestBatchesGrowWhileWritesAreBusy(t *testing.T) {
 		t.Errorf("%d batches, %d of them full, sizes %v: batches did not grow while the slot was busy", len(w.sizes), full, w.sizes)
 	}
 	t.Logf("%d batches for 3,000 rows with one write slot; %d full", len(w.sizes), full)
+}
+
+// packText is the packed form of a row with one text value.
+func packText(s string) []byte {
+	p, _, err := packed.Pack(packed.MustTypes("text"), []any{s}, nil)
+	if err != nil {
+		panic(err)
+	}
+	return p
 }

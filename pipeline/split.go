@@ -16,6 +16,7 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -58,7 +59,7 @@ func entityPartitions(t schema.Table, row batcher.Row) (cassandra.EntityPartitio
 	if len(t.Clustering) == 0 || len(t.PartitionKey) < 2 {
 		return cassandra.EntityPartitions{}, fmt.Errorf("table %s: a split needs clustering columns and an event bucket column", t.Name)
 	}
-	vals := mapper.Values(row)
+	vals := packed.Values(row.Packed)
 	e := cassandra.EntityPartitions{
 		Keyspace: row.Target.Keyspace, Table: row.Target.Table,
 		Key: t.PartitionKey[:len(t.PartitionKey)-1], EventBucket: t.PartitionKey[len(t.PartitionKey)-1],

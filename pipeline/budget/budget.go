@@ -27,9 +27,7 @@ import (
 //     record its share is exact only on average.
 //   - A mapped row is a batcher.Row, copied into the hand-off slice and then into its batch's row slice,
 //     which grows by doubling (charged twice, for the copy and the slice's spare capacity), plus its
-//     packed values and routing key, one allocation (mapper/packed.go). A row of a topic the mapper
-//     does not pack keeps Row.Values: interfaces (16 bytes each) into the mapper's row block, whose
-//     bytes Row.Size estimates (encoded size), plus the routing key.
+//     packed values and routing key, one allocation (package packed).
 //   - A tracker entry is two bits and two bytes in its partition's chunks (offsets/tracker.go), held until the
 //     watermark passes it, which can be long after its record is done: one slow batch keeps the entries
 //     of every record registered after it. Chunks are given back as the watermark passes them, so the
@@ -48,7 +46,6 @@ const (
 	RecordOverhead = int64(unsafe.Sizeof(kgo.Record{})) + int64(unsafe.Sizeof((*kgo.Record)(nil))) + recordFraming
 	HeaderOverhead = int64(unsafe.Sizeof(kgo.RecordHeader{}))
 	RowOverhead    = 2 * int64(unsafe.Sizeof(batcher.Row{}))
-	valueOverhead  = int64(unsafe.Sizeof(any(nil)))
 	// EntryCost is what the tracker holds per registered record until the watermark passes it.
 	EntryCost = offsets.EntryBytes
 )
@@ -64,11 +61,8 @@ func RecordCost(r *kgo.Record) int64 {
 
 // RowCost is what a mapped row holds until it is written.
 func RowCost(row *batcher.Row) int64 {
-	if row.Packed != nil {
-		// One allocation: the values' bytes with a tag and a length each, then the key.
-		return RowOverhead + int64(cap(row.Packed)+len(row.Key))
-	}
-	return RowOverhead + int64(row.Size) + int64(len(row.Key)) + valueOverhead*int64(len(row.Values))
+	// One allocation: the values' bytes with a tag and a length each, then the key.
+	return RowOverhead + int64(cap(row.Packed)+len(row.Key))
 }
 
 // Budget is the pure backpressure state: how many bytes of records and rows each partition holds in

@@ -91,8 +91,8 @@ func TestCostsChargeWhatIsPinned(t *testing.T) {
 	if got, want := RecordCost(&withHeader)-RecordCost(r), HeaderOverhead+5+3; got != want {
 		t.Errorf("a header costs %d, want %d", got, want)
 	}
-	row := batcher.Row{Key: "device-1", Values: make([]any, 6), Size: 90}
-	if got, want := RowCost(&row), RowOverhead+90+8+6*16; got != want {
+	row := batcher.Row{Key: "device-1", Packed: make([]byte, 70, 80), Size: 90}
+	if got, want := RowCost(&row), RowOverhead+80+8; got != want {
 		t.Errorf("row cost %d, want %d", got, want)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/batcher"
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 )
 
 // Header keys of a dead-lettered record. Together they name the source record exactly, so an operator can
@@ -135,7 +135,7 @@ func FromRow(dlqTopic string, row *batcher.Row, reason string, cause error) *kgo
 // rowJSON renders a row's column values as a JSON object. A value JSON cannot encode as it is (a map
 // with keys JSON has no form for) is rendered as its Go string form.
 func rowJSON(row *batcher.Row) []byte {
-	vals := mapper.Values(*row)
+	vals := packed.Values(row.Packed)
 	var cols []string
 	if row.Target != nil {
 		cols = row.Target.Columns
@@ -145,7 +145,7 @@ func rowJSON(row *batcher.Row) []byte {
 		if i >= len(vals) {
 			break
 		}
-		v := mapper.GoValue(vals[i])
+		v := packed.GoValue(vals[i])
 		if v == gocql.UnsetValue {
 			continue
 		}

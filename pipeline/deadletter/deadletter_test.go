@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/packed"
 )
 
 func TestDeadLetterRecordCarriesSourceAndReason(t *testing.T) {
@@ -126,8 +127,9 @@ func TestDeadLetterErrorHeaderIsCapped(t *testing.T) {
 func TestRowDeadLetterRendersTheRowAsJSON(t *testing.T) {
 	row := &batcher.Row{
 		Target: &batcher.Target{Keyspace: "ks", Table: "readings", Columns: []string{"device_id", "ts", "tags", "note", "counts"}},
-		Values: []any{"dev-1", time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC), []string{"a", "b"}, gocql.UnsetValue,
-			map[int]string{1: "one"}, 3600, int64(1_709_287_200_000_000)},
+		Packed: packed.MustPack([]string{"text", "timestamp", "list<text>", "text", "map<text, text>", "int", "bigint"},
+			"dev-1", time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC), []any{"a", "b"}, gocql.UnsetValue,
+			map[string]any{"1": "one"}, int32(3600), int64(1_709_287_200_000_000)),
 		Source: batcher.Source{Topic: "readings", Partition: 4, Offset: 17},
 	}
 	got := FromRow("readings.dlq", row, ReasonWrite, errors.New("Invalid query: value too large"))

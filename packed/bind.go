@@ -1,0 +1,145 @@
+package packed
+
+import (
+	"encoding/binary"
+	"slices"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+)
+
+// Value is one packed value as a bind argument: gocql marshals it by calling MarshalCQL, which
+// hands over Wire as it is.
+type Value struct {
+	Type Type
+	Wire []byte
+}
+
+// MarshalCQL returns the bytes for a bind marker of the type they were encoded for, and a
+// *BindTypeError for any other: the bytes would mean another value there.
+func (v *Value) MarshalCQL(info gocql.TypeInfo) ([]byte, error) {
+	if !v.Type.binds(info) {
+		return nil, &BindTypeError{Encoded: v.Type.String(), Bound: bindType(info)}
+	}
+	return v.Wire, nil
+}
+
+// binds reports whether a value of type t may be bound to a marker of info's type. A nil info (no
+// metadata) matches nothing.
+func (t Type) binds(info gocql.TypeInfo) bool {
+	bt := bindType(info)
+	if bt != kindInfo[t.Kind].cql {
+		return t.Kind == KText && bt == gocql.TypeText
+	}
+	if !t.Kind.Collection() {
+		return true
+	}
+	var ct gocql.CollectionType
+	switch c := info.(type) {
+	case gocql.CollectionType:
+		ct = c
+	case *gocql.CollectionType:
+		ct = *c
+	default:
+		return false
+	}
+	if t.Kind == KMap && !Scalar(KText).binds(ct.Key) {
+		return false
+	}
+	return Scalar(t.Elem).binds(ct.Elem)
+}
+
+// bindType is info's type; a nil info matches nothing.
+func bindType(info gocql.TypeInfo) gocql.Type {
+	if info == nil {
+		return gocql.TypeCustom
+	}
+	return info.Type()
+}
+
+// BindTypeError is the error of binding a packed value to a bind marker of another CQL type than
+// the one it was encoded for. It means the table's column type differs from the type configured
+// for the column (topics.<name>.columns[].type), for example after an ALTER TABLE: sending the
+// bytes anyway would store a different value, so nothing is sent. It is not a gocql.MarshalError on
+// purpose: every row of the table would fail alike, so the write must stop (the cassandra writer
+// treats unknown errors as fatal) rather than dead-letter each row.
+type BindTypeError struct {
+	Encoded string     // the configured CQL type the value was encoded for, e.g. "int"
+	Bound   gocql.Type // the type of the bind marker in the prepared statement
+}
+
+func (e *BindTypeError) Error() string {
+	return "binding a value encoded as CQL " + e.Encoded + " to a bind marker of CQL type " + TypeName(e.Bound) +
+		": the table's column type differs from the column's configured type (topics.<name>.columns[].type); " +
+		"make the configuration and the table agree"
+}
+
+// Count is how many values the packed row p binds.
+func Count(p []byte) int {
+	if len(p) < header {
+		return 0
+	}
+	return int(binary.BigEndian.Uint16(p))
+}
+
+// Binder turns packed rows into bind arguments. The arguments point into the row and into the
+// binder's memory, which Reset lets the next batch reuse: they are valid until Reset. One binder
+// serves one goroutine; writers keep them in a sync.Pool.
+type Binder struct {
+	vals []Value
+	args []any
+}
+
+// Reserve makes room for n more arguments, so that Args never grows the binder's memory while they
+// are bound. Count the values of a batch's rows in a loop of their own first: a row waits in its
+// batch long enough to leave the CPU caches, and those independent loads overlap their misses.
+func (b *Binder) Reserve(n int) {
+	if cap(b.args)-len(b.args) < n {
+		b.args = slices.Grow(b.args, n)
+	}
+	if cap(b.vals)-len(b.vals) < n {
+		b.vals = slices.Grow(b.vals, n)
+	}
+}
+
+// Args returns the bind arguments of the packed row p: a *Value for each value, gocql.UnsetValue
+// for an unset one and nil for a null.
+func (b *Binder) Args(p []byte) []any {
+	n := Count(p)
+	start := len(b.args)
+	at := header
+	for range n {
+		tag := p[at]
+		at++
+		switch tag {
+		case tagUnset:
+			b.args = append(b.args, gocql.UnsetValue)
+			continue
+		case tagNull:
+			b.args = append(b.args, nil)
+			continue
+		}
+		t := Type{Kind: Kind(tag)}
+		if t.Kind.Collection() {
+			t.Elem = Kind(p[at])
+			at++
+		}
+		l := int(kindInfo[t.Kind].width)
+		if l == 0 {
+			u, m := binary.Uvarint(p[at:])
+			l, at = int(u), at+m
+		}
+		// Earlier pointers stay valid if append moves vals: they keep the old array alive, and an
+		// entry is never written after its pointer is taken.
+		b.vals = append(b.vals, Value{Type: t, Wire: p[at : at+l : at+l]})
+		b.args = append(b.args, &b.vals[len(b.vals)-1])
+		at += l
+	}
+	return b.args[start:len(b.args):len(b.args)]
+}
+
+// Reset forgets every argument handed out, and what they referred to.
+func (b *Binder) Reset() {
+	clear(b.vals)
+	clear(b.args)
+	b.vals, b.args = b.vals[:0], b.args[:0]
+}

@@ -1,0 +1,193 @@
+package packed
+
+import (
+	"encoding/binary"
+	"time"
+	"unsafe"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+)
+
+// Tags of the values that carry no bytes; every other tag is the Kind of the value.
+const (
+	tagUnset = 0xfe // gocql.UnsetValue: the column is left as it is
+	tagNull  = 0xff // nil: the column is written null (protocol 3 has no unset)
+)
+
+// header is the size of the value count that starts a packed row.
+const header = 2
+
+// Span is where the wire bytes of one value lie in a Writer's buffer; Off is -1 for an unset or
+// null value, which has none.
+type Span struct{ Off, End int }
+
+// Absent reports whether the value was unset or null.
+func (s Span) Absent() bool { return s.Off < 0 }
+
+// Writer builds the packed values of one row at a time, in an append buffer it reuses row after
+// packed: Reset, one call per value in bind order, then Finish. A Writer is not safe for concurrent
+// use; the mapper keeps one per pooled scratch.
+type Writer struct {
+	buf  []byte
+	tmp  []byte // AppendValue's output before its length is known
+	n    int    // values written
+	size int    // their encoded size, each with its 4-byte length
+	last Span
+}
+
+// Reset starts a new row.
+func (w *Writer) Reset() {
+	w.buf = append(w.buf[:0], 0, 0)
+	w.n, w.size = 0, 0
+}
+
+// Last is the span of the value written last.
+func (w *Writer) Last() Span { return w.last }
+
+// Wire is the bytes of a value written since the last Reset; valid until the next Reset.
+func (w *Writer) Wire(s Span) []byte { return w.buf[s.Off:s.End:s.End] }
+
+// Unset writes gocql.UnsetValue.
+func (w *Writer) Unset() { w.absent(tagUnset) }
+
+// Null writes a null.
+func (w *Writer) Null() { w.absent(tagNull) }
+
+func (w *Writer) absent(tag byte) {
+	w.buf = append(w.buf, tag)
+	w.n++
+	w.size += 4
+	w.last = Span{-1, -1}
+}
+
+// Absent writes v, which is gocql.UnsetValue or nil.
+func (w *Writer) Absent(v any) {
+	if v == nil {
+		w.Null()
+		return
+	}
+	w.Unset()
+}
+
+// begin writes the tag of a value of type t whose wire form is n bytes long.
+func (w *Writer) begin(t Type, n int) {
+	w.buf = append(w.buf, byte(t.Kind))
+	if t.Kind.Collection() {
+		w.buf = append(w.buf, byte(t.Elem))
+	}
+	if kindInfo[t.Kind].width == 0 {
+		w.buf = binary.AppendUvarint(w.buf, uint64(n))
+	}
+	w.last.Off = len(w.buf)
+}
+
+func (w *Writer) end() {
+	w.last.End = len(w.buf)
+	w.n++
+	w.size += 4 + w.last.End - w.last.Off
+}
+
+// Encoded writes a value of type t whose wire bytes are b (as the Append functions make them).
+func (w *Writer) Encoded(t Type, b []byte) {
+	w.begin(t, len(b))
+	w.buf = append(w.buf, b...)
+	w.end()
+}
+
+// Text writes a text or ascii value (k is KText or KASCII).
+func (w *Writer) Text(k Kind, b []byte) { w.Encoded(Type{Kind: k}, b) }
+
+// Integer writes n as a tinyint, smallint, int or bigint (k); n is in the kind's range.
+func (w *Writer) Integer(k Kind, n int64) {
+	w.begin(Type{Kind: k}, 0)
+	switch k {
+	case KTinyint:
+		w.buf = AppendTinyint(w.buf, int8(n))
+	case KSmallint:
+		w.buf = AppendSmallint(w.buf, int16(n))
+	case KInt:
+		w.buf = AppendInt(w.buf, int32(n))
+	default:
+		w.buf = AppendBigint(w.buf, n)
+	}
+	w.end()
+}
+
+// Floating writes f as a float or double (k); f is in float32's range for a float.
+func (w *Writer) Floating(k Kind, f float64) {
+	w.begin(Type{Kind: k}, 0)
+	if k == KFloat {
+		w.buf = AppendFloat(w.buf, float32(f))
+	} else {
+		w.buf = AppendDouble(w.buf, f)
+	}
+	w.end()
+}
+
+// Time writes t as a timestamp or date (k).
+func (w *Writer) Time(k Kind, t time.Time) {
+	w.begin(Type{Kind: k}, 0)
+	if k == KDate {
+		w.buf = AppendDate(w.buf, t)
+	} else {
+		w.buf = AppendTimestamp(w.buf, t)
+	}
+	w.end()
+}
+
+// UUID writes u as a uuid or timeuuid (k).
+func (w *Writer) UUID(k Kind, u gocql.UUID) {
+	w.begin(Type{Kind: k}, 0)
+	w.buf = AppendUUID(w.buf, u)
+	w.end()
+}
+
+// Value writes v, a Go value of type t as AppendValue takes it.
+func (w *Writer) Value(t Type, v any) error {
+	var err error
+	w.tmp, err = AppendValue(w.tmp[:0], t, v)
+	if err != nil {
+		return err
+	}
+	w.Encoded(t, w.tmp)
+	return nil
+}
+
+// Size is the encoded size of the values written since Reset, each with its 4-byte length.
+func (w *Writer) Size() int { return w.size }
+
+// Finish copies the row's packed values, followed by the routing key, into one new allocation with
+// no pointers in it, and returns the values part and the key, a string over the rest.
+func (w *Writer) Finish(key []byte) (values []byte, k string) {
+	binary.BigEndian.PutUint16(w.buf, uint16(w.n))
+	n := len(w.buf)
+	own := make([]byte, n+len(key))
+	copy(own, w.buf)
+	copy(own[n:], key)
+	if len(key) > 0 {
+		k = unsafe.String(&own[n], len(key))
+	}
+	return own[:n:n], k
+}
+
+// Shrink drops a buffer that one huge row grew past max bytes, so that it does not stay pinned.
+func (w *Writer) Shrink(max int) {
+	if cap(w.buf) > max {
+		w.buf = nil
+	}
+	if cap(w.tmp) > max {
+		w.tmp = nil
+	}
+}
+
+// AppendKeyComponent appends one partition key value's wire bytes b in routing-key form: the
+// bytes as they are when the key has one component, else a 2-byte big-endian length, the bytes and
+// a 0x00. The routing key is what Cassandra hashes to a token.
+func AppendKeyComponent(dst []byte, components int, b []byte) []byte {
+	if components == 1 {
+		return append(dst, b...)
+	}
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(b)))
+	dst = append(dst, b...)
+	return append(dst, 0)
+}
