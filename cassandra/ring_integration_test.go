@@ -15,6 +15,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"
+	"github.com/bucketsink/sink/packed"
 )
 
 // coordinators records the host that coordinated each batch, with the batch's first bound values.
@@ -30,9 +31,12 @@ type observed struct {
 }
 
 func (c *coordinators) ObserveBatch(_ context.Context, b gocql.ObservedBatch) {
+	// The bound values are a Binder's arguments, reused once the write returns: keep their Go values.
 	var values []any
 	if len(b.Values) > 0 {
-		values = b.Values[0]
+		for _, v := range b.Values[0] {
+			values = append(values, packed.GoValue(v))
+		}
 	}
 	c.mu.Lock()
 	c.seen = append(c.seen, observed{host: b.Host.ConnectAddress(), values: values, err: b.Err})
