@@ -42,7 +42,8 @@ type Config struct {
 	// MaxPartitions caps the partitions one query's range may span (default 10000): a wider
 	// range is an error, not a slow read.
 	MaxPartitions int
-	// Consistency of the reads; 0 is the topic's consistency, else cassandra.consistency.
+	// Consistency of the reads; 0 is the topic's (which config sets to cassandra.consistency unless
+	// the topic names one).
 	Consistency gocql.Consistency
 	// Observer, when set, sees every request the reader sends (tests count them).
 	Observer gocql.QueryObserver
@@ -165,15 +166,10 @@ func New(cfg Config) (*Reader, error) {
 		return nil, err
 	}
 	cons := cfg.Consistency
-	if cons == 0 {
-		s := tc.Consistency
-		if s == "" {
-			s = cfg.Sink.Cassandra.Consistency
-		}
-		if s != "" {
-			if cons, err = gocql.ParseConsistencyWrapper(s); err != nil {
-				return nil, fmt.Errorf("topics.%s.consistency: %w", name, err)
-			}
+	if cons == 0 && tc.Consistency != "" {
+		// config gives every topic a consistency (cassandra.consistency unless the topic sets one).
+		if cons, err = gocql.ParseConsistencyWrapper(tc.Consistency); err != nil {
+			return nil, fmt.Errorf("topics.%s.consistency: %w", name, err)
 		}
 	}
 	r.cons = cons
