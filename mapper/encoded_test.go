@@ -259,7 +259,7 @@ func FuzzEncodedMatchesGocql(f *testing.F) {
 			if !inTimeRange(x.t) || x.t.IsZero() {
 				// Never encoded: the mapper rejects times outside 0000 to 9999. The zero time is
 				// encoded as its instant on purpose, where gocql sends an empty value
-				// (TestEncodeShared).
+				// (TestSharedValuesMatchGocql).
 				return
 			}
 		case kUUID, kTimeUUID:

@@ -2,5 +2,6 @@
 
 package mapper
 
-// raceEnabled: the race detector changes allocation counts, so TestMapAllocs does not hold them.
+// raceEnabled: the race detector changes allocation counts, so TestMarshalCQLDoesNotAllocate and
+// TestBinderKeepsEarlierArguments do not count them.
 const raceEnabled = true

@@ -27,7 +27,7 @@ type deadLetter struct {
 	// sender re-reads it from Kafka (deadletter/reread.go).
 	rec *kgo.Record
 	// row is the refused row, for a row Cassandra refused: should its record be gone from Kafka when the
-	// sender reads it back, the dead letter carries the row instead (rowDeadLetter).
+	// sender reads it back, the dead letter carries the row instead (deadletter.FromRow).
 	row *batcher.Row
 	// gone is set when the re-read found the record no longer in the partition's log.
 	gone   bool
@@ -59,7 +59,7 @@ func (d *deadLetter) record(dlqTopic string) (r *kgo.Record, ours int) {
 // deadLetterSender produces a partition's bad records to the topic's dead-letter topic, one goroutine per
 // partition. A record counts as done only once the produce is acknowledged (acks=all, idempotent
 // producer). Every dead letter is sized against what the topic accepts and truncated to fit (see
-// fitDeadLetter), so a record too large for it still gets there. A failed produce (the topic does not
+// deadletter.Fit), so a record too large for it still gets there. A failed produce (the topic does not
 // exist, a broker is unreachable) is retried with capped exponential backoff (writer.retry_initial to
 // writer.retry_max), for as long as the partition is ours: meanwhile the partition does not advance past
 // the record, which is counted in sink_records_failed_total and sink_stuck_partitions and logged at

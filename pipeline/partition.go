@@ -122,7 +122,7 @@ func (p *partition) work() {
 					cont = false
 				}
 				if sent {
-					rows = consumer.GetHandOff() // the write stage gives the sent slice back (putHandOff)
+					rows = consumer.GetHandOff() // the write stage gives the sent slice back (consumer.PutHandOff)
 				}
 			}
 			if !cont {

@@ -107,8 +107,8 @@ type Pipeline struct {
 	budget *budget.Budget
 	// budgetFreed wakes the poll loop when a release brings the bytes held back under the budget.
 	budgetFreed chan struct{}
-	// budgetFull mirrors budget.over() for the write stage, which picks batches by efficiency while it is
-	// set (writeStage.run).
+	// budgetFull mirrors budget.Budget.Over for the write stage, which picks batches by efficiency while it
+	// is set (writestage.Stage.Run).
 	budgetFull atomic.Bool
 	stuck      map[offsets.TopicPartition]bool
 

@@ -1,0 +1,172 @@
+package layers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const module = "github.com/bucketsink/sink"
+
+// pkg is the part of `go list -json` the rules read. Imports are the production imports: a test may
+// reach across layers to build its fixtures (the mapper's tests write through cassandra, say).
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+var (
+	loadOnce sync.Once
+	loaded   map[string][]string // package (relative to the module) -> its imports of the module (relative)
+	loadErr  error
+)
+
+// graph lists every package of the module once per test binary, with `go list -e -json` (-e: a
+// broken package, an import cycle say, is still listed with its imports, so the rule it breaks is named).
+func graph(t *testing.T) map[string][]string {
+	t.Helper()
+	loadOnce.Do(func() { loaded, loadErr = list() })
+	if loadErr != nil {
+		t.Fatalf("listing the module's packages: %v", loadErr)
+	}
+	return loaded
+}
+
+func list() (map[string][]string, error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.Command(goTool, "list", "-e", "-json", module+"/...")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, errors.Join(err, errors.New(stderr.String()))
+	}
+	g := make(map[string][]string)
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		name, ok := relative(p.ImportPath)
+		if !ok {
+			continue
+		}
+		var own []string
+		for _, imp := range p.Imports {
+			if rel, ok := relative(imp); ok {
+				own = append(own, rel)
+			}
+		}
+		g[name] = own
+	}
+	if len(g) == 0 {
+		return nil, errors.New("go list found no package of " + module)
+	}
+	return g, nil
+}
+
+// relative is a module package's path below the module ("pipeline/offsets"), or false for another
+// module's package.
+func relative(path string) (string, bool) {
+	if path == module {
+		return ".", true
+	}
+	return strings.CutPrefix(path, module+"/")
+}
+
+// within reports whether p is root or one of its subpackages.
+func within(p, root string) bool {
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+// importsOnly fails for every import of pkgName that allowed does not accept.
+func importsOnly(t *testing.T, pkgName string, allowed func(string) bool, rule string) {
+	t.Helper()
+	imports, ok := graph(t)[pkgName]
+	if !ok {
+		t.Fatalf("package %s is not in the module any more; update the rule %q", pkgName, rule)
+	}
+	for _, imp := range imports {
+		if !allowed(imp) {
+			t.Errorf("%s imports %s: %s", pkgName, imp, rule)
+		}
+	}
+}
+
+// TestStorageNeverImportsDecoding: cassandra, the row format and the table description never depend
+// on the mapper, so the writer and the schema check get a row's values and a table's shape without a
+// JSON decoder.
+func TestStorageNeverImportsDecoding(t *testing.T) {
+	for _, p := range []string{"cassandra", "packed", "schema"} {
+		importsOnly(t, p, func(imp string) bool { return !within(imp, "mapper") },
+			"storage, the row format and the table description never import the mapper")
+	}
+}
+
+// TestDecodingNeverImportsStorage: the mapper writes rows in the packed format for a schema.Table
+// and knows neither the writer nor the pipeline that carries its rows.
+func TestDecodingNeverImportsStorage(t *testing.T) {
+	importsOnly(t, "mapper", func(imp string) bool { return !within(imp, "cassandra") && !within(imp, "pipeline") },
+		"the mapper never imports cassandra or the pipeline")
+}
+
+// TestRowFormatImportsNothingOfTheProject: packed is the shared vocabulary of mapper and cassandra,
+// so it may not lean on either, nor on anything else of the module.
+func TestRowFormatImportsNothingOfTheProject(t *testing.T) {
+	importsOnly(t, "packed", func(string) bool { return false }, "packed imports nothing of the project")
+}
+
+// TestTableDescriptionImportsOnlyConfigAndBucketer: the table description is derived from the
+// validated configuration alone.
+func TestTableDescriptionImportsOnlyConfigAndBucketer(t *testing.T) {
+	importsOnly(t, "schema", func(imp string) bool { return imp == "config" || imp == "bucketer" },
+		"schema imports config and bucketer only")
+}
+
+// TestBucketArithmeticIsTheBottomLayer: bucketer imports nothing of the project, and config only
+// bucketer (it compiles each topic's policy).
+func TestBucketArithmeticIsTheBottomLayer(t *testing.T) {
+	importsOnly(t, "bucketer", func(string) bool { return false }, "bucketer imports nothing of the project")
+	importsOnly(t, "config", func(imp string) bool { return imp == "bucketer" }, "config imports bucketer only")
+}
+
+// TestOnlyCommandsAndHarnessesImportThePipeline: the pipeline is the top layer. Outside its own tree
+// only the commands and the harnesses that drive it as a whole (`sink bench`, the reader's oracle)
+// import it or its subpackages, and no subpackage imports its parent.
+func TestOnlyCommandsAndHarnessesImportThePipeline(t *testing.T) {
+	harnesses := []string{"bench", "reader/readertest"}
+	g := graph(t)
+	names := make([]string, 0, len(g))
+	for name := range g {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		for _, imp := range g[name] {
+			if !within(imp, "pipeline") {
+				continue
+			}
+			switch {
+			case within(name, "pipeline") && imp == "pipeline":
+				t.Errorf("%s imports its parent pipeline: a subpackage is a part the pipeline wires, never the other way", name)
+			case within(name, "pipeline"), within(name, "cmd"), slices.Contains(harnesses, name):
+			default:
+				t.Errorf("%s imports %s: only the pipeline itself, cmd and the harnesses %v may", name, imp, harnesses)
+			}
+		}
+	}
+}
