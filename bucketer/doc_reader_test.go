@@ -57,7 +57,15 @@ func (w written) String() string {
 
 // writtenBy is where the mapper put ex; the bucket column follows the id columns in the key.
 func writtenBy(ex mapper.Explanation, ids int) written {
-	return written{ex.Table, ex.PartitionKey[ids].Value, ex.EventBucket}
+	return written{ex.Table, keyOf(ex.PartitionKey[ids].Value), ex.EventBucket}
+}
+
+// keyOf makes a bucket key comparable with ==: a timestamp or date key as its UTC text.
+func keyOf(key any) any {
+	if t, ok := key.(time.Time); ok {
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return key
 }
 
 // planned lists the partitions of a plan, in plan order.
@@ -65,7 +73,7 @@ func planned(p reader.Plan) []written {
 	var out []written
 	for _, b := range p.Buckets {
 		for _, part := range b.Partitions {
-			out = append(out, written{part.Table, part.Key, part.EventBucket})
+			out = append(out, written{part.Table, keyOf(part.Key), part.EventBucket})
 		}
 	}
 	return out
@@ -287,5 +295,52 @@ func TestREADMESplitExampleIsWhereTheMapperWritesAndTheReaderReads(t *testing.T)
 	}
 	if lookups != 2 {
 		t.Errorf("%d routing lookups for two plans of one day; want one each", lookups)
+	}
+}
+
+// TestREADMEHighVolumeExampleIsWhereTheMapperWritesAndTheReaderReads: the README's explain of the
+// sensor record on examples/high-volume.yaml (10-minute timestamp buckets, 8 event buckets) writes
+// to shard 1 of the 14:30 bucket (TestREADMEEventBucketFollowsTheDoc checks the shard), and a
+// reader of that 10-minute window, in either direction, reads exactly its 8 partitions, as the
+// example's own comment says, that one among them.
+func TestREADMEHighVolumeExampleIsWhereTheMapperWritesAndTheReaderReads(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = "  bucket         = '2024-01-15T14:30:00.000Z'  time bucket 2842215, 2024-01-15T14:30:00Z to 2024-01-15T14:40:00Z\n"
+	if !strings.Contains(string(readme), line) {
+		t.Errorf("the README no longer shows\n%s", line)
+	}
+	requireProse(t, "../examples/high-volume.yaml", "Reads of a 10-minute window query its 8 partitions in parallel.")
+
+	cfg, err := config.Load("../examples/high-volume.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := explain(t, cfg, "sensor-firehose", `{"device_id":"dev-0042","ts":"2024-01-15T14:37:22.123Z","temperature":21.5,`+
+		`"humidity":40.2,"battery":3.71,"site":{"id":"plant-1"}}`)
+	w := writtenBy(ex, 1)
+	if ex.Bucket != 2842215 || w.key != "2024-01-15T14:30:00Z" {
+		t.Errorf("the mapper writes time bucket %d key %v; the README says 2842215, 2024-01-15T14:30:00Z", ex.Bucket, w.key)
+	}
+	var window []written
+	for eb := range 8 {
+		window = append(window, written{"readings_10m", "2024-01-15T14:30:00Z", eb})
+	}
+	tab := tableOf(t, cfg, "firehose")
+	start := time.Date(2024, 1, 15, 14, 30, 0, 0, time.UTC)
+	for _, r := range []struct {
+		name     string
+		from, to time.Time
+	}{
+		{"oldest first", start, start.Add(10 * time.Minute)},
+		{"newest first", start.Add(10*time.Minute - time.Millisecond), start.Add(-time.Millisecond)},
+	} {
+		p, err := reader.MakePlan(context.Background(), tab, []any{"dev-0042"}, r.from, r.to, 100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readsWhereWritten(t, "the 14:30 window read "+r.name, p, window, w)
 	}
 }
