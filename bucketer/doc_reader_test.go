@@ -191,8 +191,8 @@ func TestREADMESplitExampleIsWhereTheMapperWritesAndTheReaderReads(t *testing.T)
 		fmt.Sprintf("a reader of that day reads the %d partitions `(dev-0042, '%s', 0..%d)` either way.", x.gen.End(), x.day.Format(time.DateOnly), x.gen.End()-1),
 		"WHERE table_name = 'sensor_readings' AND bucket_start = '2024-01-15T00:00:00Z';",
 	)
-	if got := bucketer.EventBucket([]byte(x.after), 8); got != x.afterHash {
-		t.Errorf("FNV-1a-64(%q) mod 8 = %d; the README says %d", x.after, got, x.afterHash)
+	if got := bucketer.EventBucket([]byte(x.after), x.gen.Buckets); got != x.afterHash {
+		t.Errorf("FNV-1a-64(%q) mod %d = %d; the README says %d", x.after, x.gen.Buckets, got, x.afterHash)
 	}
 
 	cfg, err := config.Load("../examples/iot-sensors.yaml", nil)
