@@ -110,5 +110,8 @@
 //	with clustering (ts, seq) and seq an int of 7:
 //	FNV-1a 64("2024-01-15T09:07:12.000Z" 0x00 "7") = 350632916081792452; mod 4 = 0
 //
-// TestDocWorkedExample computes these lines through the real mapper.
+// TestDocWorkedExample computes these lines through the real mapper, and
+// TestDocWorkedExampleIsWhereTheMapperWritesAndTheReaderReads checks that the real reader's plan
+// of any range holding the instant lists the 4 event buckets of "2024-01-15-09", the mapper's
+// among them.
 package bucketer
