@@ -98,9 +98,8 @@ type Pipeline struct {
 	// dlqLimits caches the max.message.bytes of the dead-letter topics.
 	dlqLimits dlqLimits
 
-	retryInitial, retryMax time.Duration
-	backoff                backoff.Policy // writer.retry_initial .. writer.retry_max
-	shutdownTimeout        time.Duration
+	backoff         backoff.Policy // writer.retry_initial .. writer.retry_max
+	shutdownTimeout time.Duration
 
 	mu     sync.Mutex // guards parts and budget; lock order: a partition's mu before this one
 	parts  map[offsets.TopicPartition]*partition
@@ -153,15 +152,13 @@ func New(cfg Config) (*Pipeline, error) {
 		now:             cfg.Now,
 		sink:            cfg.Sink,
 		topics:          make(map[string]*topicInfo),
-		retryInitial:    w.RetryInitial.Std(),
-		retryMax:        w.RetryMax.Std(),
 		shutdownTimeout: w.ShutdownTimeout.Std(),
 		parts:           make(map[offsets.TopicPartition]*partition),
 		budget:          budget.New(int64(w.MaxBufferedBytes)),
 		budgetFreed:     make(chan struct{}, 1),
 		stuck:           make(map[offsets.TopicPartition]bool),
 	}
-	pl.backoff = backoff.Policy{Initial: pl.retryInitial, Max: pl.retryMax}
+	pl.backoff = backoff.Policy{Initial: w.RetryInitial.Std(), Max: w.RetryMax.Std()}
 	for _, name := range cfg.Sink.TopicNames() {
 		t := cfg.Sink.Topics[name]
 		kt := t.Topic

@@ -216,7 +216,7 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	t := s.t
 	idx := t.policy.Index(row.EventTime)
 	if !s.loaded[idx] {
-		n, err := s.load(idx)
+		n, err := s.load(idx, row.Source.Offset)
 		if err != nil {
 			return row, err
 		}
@@ -294,7 +294,7 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 func (s *splitState) count(row batcher.Row, st *splitStat, k int) error {
 	t := s.t
 	var counts []int64
-	err := s.retry("counting the rows of a hot partition", func(ctx context.Context) (err error) {
+	err := s.retry(row.Source.Offset, "counting the rows of a hot partition", func(ctx context.Context) (err error) {
 		counts, err = t.store.Count(ctx, t.keyspace, t.table, row, k, t.maxRows+1)
 		return err
 	})
@@ -374,7 +374,7 @@ func (s *splitState) setOver(st *splitStat, over bool) {
 func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []mapper.Generation, end, next int, st *splitStat) error {
 	t := s.t
 	var newest time.Time
-	err := s.retry("reading the newest row of a hot partition", func(ctx context.Context) (err error) {
+	err := s.retry(row.Source.Offset, "reading the newest row of a hot partition", func(ctx context.Context) (err error) {
 		newest, err = t.store.Newest(ctx, t.keyspace, t.table, row, end)
 		return err
 	})
@@ -402,7 +402,7 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	}
 	var held cassandra.Split
 	var applied bool
-	err = s.retry("writing a routing record", func(ctx context.Context) (err error) {
+	err = s.retry(row.Source.Offset, "writing a routing record", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Propose(ctx, t.keyspace, rec)
 		return err
 	})
@@ -457,7 +457,7 @@ func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int,
 	}
 	var held cassandra.Adoption
 	var applied bool
-	err := s.retry("writing a split adoption", func(ctx context.Context) (err error) {
+	err := s.retry(row.Source.Offset, "writing a split adoption", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Adopt(ctx, t.keyspace, a)
 		return err
 	})
@@ -474,12 +474,12 @@ func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int,
 // returns how many entities have records. Adoptions are read first: an adoption is written after
 // its record, so every adoption read has its record in the second read. It is what a new owner does
 // before it routes a row of the bucket, so that it knows every adoption its partitions made.
-func (s *splitState) load(idx int64) (int, error) {
+func (s *splitState) load(idx, offset int64) (int, error) {
 	t := s.t
 	table := s.tableOf(idx)
 	var adoptions []cassandra.Adoption
 	var recs []cassandra.Split
-	err := s.retry("reading the routing records of a bucket", func(ctx context.Context) (err error) {
+	err := s.retry(offset, "reading the routing records of a bucket", func(ctx context.Context) (err error) {
 		if adoptions, err = t.store.Adoptions(ctx, t.keyspace, table, t.policy.Start(idx)); err != nil {
 			return err
 		}
@@ -603,26 +603,42 @@ func (s *splitState) publish(idx int64, recs []cassandra.Split, adopted map[stri
 	return n
 }
 
-// retry runs op until it succeeds, with capped exponential backoff, or until the partition stops
-// (errSplitStopped). The routing table being unreachable is never the record's fault.
-func (s *splitState) retry(what string, op func(ctx context.Context) error) error {
-	wait := s.p.pl.retryInitial
-	for {
+// retry runs op until it succeeds, with the pipeline's backoff, or until the partition stops
+// (errSplitStopped). The routing table being unreachable is never the record's fault. While it
+// fails, the partition is stuck at offset (the record waiting for it): paused in the client and
+// counted in sink_stuck_partitions, like a write being retried, so that its fetched records do not
+// fill the byte budget that every other partition shares. The failure is logged at once and then at
+// most every stuckLogEvery.
+func (s *splitState) retry(offset int64, what string, op func(ctx context.Context) error) error {
+	var logged time.Time
+	for n := 0; ; n++ {
 		ctx, cancel := context.WithTimeout(s.p.ctx, 30*time.Second)
 		err := op(ctx)
 		cancel()
 		if err == nil {
+			if n > 0 {
+				s.p.setStuck(offset, false)
+			}
 			return nil
 		}
-		s.p.log.Warn(what+" failed; retrying", slog.Any("error", err), slog.Duration("backoff", wait))
+		if n == 0 {
+			s.p.setStuck(offset, true)
+		}
+		wait := s.p.pl.backoff.Delay(n)
+		if now := time.Now(); now.Sub(logged) >= stuckLogEvery {
+			logged = now
+			s.p.log.Warn(what+" failed; partition stuck before the record, retrying with backoff",
+				slog.Int64("offset", offset), slog.Int("attempt", n+1), slog.Any("error", err), slog.Duration("backoff", wait))
+		}
 		select {
 		case <-s.p.quit:
+			s.p.setStuck(offset, false)
 			return errSplitStopped
 		case <-s.p.ctx.Done():
+			s.p.setStuck(offset, false)
 			return errSplitStopped
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, s.p.pl.retryMax)
 	}
 }
 

@@ -580,3 +580,36 @@ func TestIntegrationSplitReachesTheOtherKafkaPartitionsOwnerAtItsNextRefresh(t *
 	}
 	s.replayIdentically(recs, before)
 }
+
+// TestIntegrationRoutingTableOutageStopsOnlyItsPartitionAndHeals: the routing table is missing when
+// the first rows of a split topic arrive. Each partition that waits for it is counted stuck (and
+// paused, so that its fetched records do not fill the byte budget every partition shares) and
+// retried with the pipeline's backoff; once the table is back, the stream finishes by itself, with
+// every row where the routing records say and nothing stuck.
+func TestIntegrationRoutingTableOutageStopsOnlyItsPartitionAndHeals(t *testing.T) {
+	s := splitStack(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := s.session.Driver().Query("DROP TABLE " + s.ks + "." + cassandra.RoutingTable).ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs := zipfRecords(200, 10, 2, false)
+	m := s.start(nil)
+	s.produce(recs)
+	stuck := func() float64 { return testutil.ToFloat64(m.metrics.StuckPartitions.WithLabelValues(s.topic)) }
+	s.waitFor(time.Minute, "a partition counted stuck while the routing table is missing", func() bool { return stuck() >= 1 })
+	if s.allCommitted() {
+		t.Fatal("the stream was committed although no routing record could be read")
+	}
+	if err := cassandra.ApplySchema(ctx, s.session, s.cfg, nil, itBase); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(2*time.Minute, "the stream to be committed once the routing table is back", s.allCommitted)
+	if n := stuck(); n != 0 {
+		t.Errorf("sink_stuck_partitions = %v after the routing table came back; want 0", n)
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s.checkSplitLayout(recs, false)
+}
