@@ -22,10 +22,24 @@ type RouteLookup func(ctx context.Context, table string, bucketStart time.Time, 
 // routingTable is the table the sink keeps its split records in (cassandra.RoutingTable).
 const routingTable = "sink_splits"
 
-// openTTL is how long the records of a bucket that may still take rows are cached: a split
-// decided meanwhile is seen by the next query after it. A closed bucket's records are cached for
-// the reader's life (a late row may still split one; a new Reader sees it).
-const openTTL = time.Second
+// How long the routing records of a bucket are cached. A bucket that may still take rows (it ended
+// less than an hour ago) is read again after openTTL, so a split decided meanwhile is seen by the
+// next query after it. A closed one can still be split by a late row or by a consumer catching up on
+// a backlog, so a long-lived Reader reads its records again after closedTTL: it never keeps missing
+// the partitions of a split for longer than that.
+const (
+	openTTL   = time.Second
+	closedTTL = time.Minute
+)
+
+// fresh reports whether a cached bucket's records may still be used at now.
+func (b cachedBucket) fresh(now time.Time) bool {
+	ttl := closedTTL
+	if b.open {
+		ttl = openTTL
+	}
+	return now.Sub(b.at) < ttl
+}
 
 // splitCache reads the routing records of a keyspace, one query per (table, time bucket), and
 // keeps them: an entity that never split costs no query beyond its bucket's.
@@ -60,7 +74,7 @@ func (c *splitCache) lookup(ctx context.Context, table string, start, end time.T
 	c.mu.Lock()
 	b, ok := c.buckets[k]
 	c.mu.Unlock()
-	if ok && (!b.open || now.Sub(b.at) < openTTL) {
+	if ok && b.fresh(now) {
 		return b.entities[string(entity)], nil
 	}
 	iter := c.gs.Query("SELECT entity, generation, from_time, first_event_bucket, event_buckets FROM "+c.keyspace+"."+routingTable+

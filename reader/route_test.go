@@ -80,3 +80,27 @@ func TestPlanOfASplitBucketListsEveryGenerationsPartitions(t *testing.T) {
 		t.Error("23 partitions planned under a cap of 10; want a range error")
 	}
 }
+
+// TestClosedBucketRoutingRecordsAreReadAgain: a Reader that lives long does not keep a closed
+// bucket's routing records forever (a late row or a catching-up consumer can still split it): they
+// are read again after a minute; an open bucket's after a second.
+func TestClosedBucketRoutingRecordsAreReadAgain(t *testing.T) {
+	at := time.Date(2024, 1, 15, 12, 0, 0, 0, time.UTC)
+	closed, open := cachedBucket{at: at}, cachedBucket{at: at, open: true}
+	for _, c := range []struct {
+		name  string
+		b     cachedBucket
+		after time.Duration
+		fresh bool
+	}{
+		{"closed, 59s", closed, 59 * time.Second, true},
+		{"closed, 1m", closed, time.Minute, false},
+		{"closed, 1h", closed, time.Hour, false},
+		{"open, 999ms", open, 999 * time.Millisecond, true},
+		{"open, 1s", open, time.Second, false},
+	} {
+		if got := c.b.fresh(at.Add(c.after)); got != c.fresh {
+			t.Errorf("%s: fresh = %v, want %v", c.name, got, c.fresh)
+		}
+	}
+}
