@@ -14,6 +14,8 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"gopkg.in/inf.v0"
+
+	"github.com/bucketsink/sink/config"
 )
 
 // info is gocql's TypeInfo of a CQL type name, as a prepared statement reports it (protocol 4).
@@ -171,6 +173,26 @@ func TestPackedRowRoundTrip(t *testing.T) {
 		}
 		if want, _ := AppendValue(nil, types[i], tc.v); !bytes.Equal(v.Wire, want) {
 			t.Errorf("value %d (%s): %x, want %x", i, tc.typ, v.Wire, want)
+		}
+	}
+}
+
+// TestParseTypeIgnoresWhiteSpaceAsConfigDoes: every spelling config accepts for a column type (it
+// drops all white space, tabs and newlines of a YAML block included) is one the row format parses
+// to the same type; before, a tab or newline passed config and then stopped the mapper at start.
+func TestParseTypeIgnoresWhiteSpaceAsConfigDoes(t *testing.T) {
+	for _, s := range []string{"map<text,\nint>", "list<\tint>", " Set < TEXT > ", "map<text,int>"} {
+		if _, err := config.ParseCQLType(s); err != nil {
+			t.Fatalf("config refuses %q: %v", s, err)
+		}
+		got, err := ParseType(s)
+		if err != nil {
+			t.Errorf("ParseType(%q): %v; config accepts it", s, err)
+			continue
+		}
+		want, _ := ParseType(strings.Join(strings.Fields(s), ""))
+		if got != want {
+			t.Errorf("ParseType(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

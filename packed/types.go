@@ -104,9 +104,10 @@ var scalarNames = map[string]Kind{
 }
 
 // ParseType parses the column types the sink supports: the scalars, list<T>, set<T> and
-// map<text, T> of a scalar T. Spaces and case are ignored; varchar is text.
+// map<text, T> of a scalar T. White space and case are ignored, as config.ParseCQLType ignores
+// them; varchar is text.
 func ParseType(s string) (Type, error) {
-	v := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), " ", ""))
+	v := strings.ToLower(strings.Join(strings.Fields(s), ""))
 	if k, ok := scalarNames[v]; ok {
 		return Type{Kind: k}, nil
 	}
