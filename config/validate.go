@@ -591,8 +591,10 @@ func (c *Config) validateBucketColumns(v *validator, p string, t Topic, mapped f
 			v.add(p+".bucket.event_bucket_column", "%q is also the bucket column; give them different names", b.EventBucketColumn)
 		}
 		if f := b.EventBucketField; f != "" {
-			if _, ok := mapped(f); !ok {
+			if ct, ok := mapped(f); !ok {
 				v.add(p+".bucket.event_bucket_field", "%q is not a column; name a column whose value varies between the rows of one entity", f)
+			} else if ct.Elem != "" {
+				v.add(p+".bucket.event_bucket_field", "%q is a %s: a collection has no canonical text to hash, so every row would land in the same event bucket; name a scalar column", f, ct)
 			} else if slices.ContainsFunc(t.ID, func(id string) bool { return strings.EqualFold(id, f) }) {
 				v.add(p+".bucket.event_bucket_field", "%q is an id column: all rows of an entity would hash to the same event bucket and nothing would be split; name a column that varies per row, or remove the key", f)
 			}
