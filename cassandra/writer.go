@@ -154,7 +154,7 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 		return failed, nil
 	}
 
-	attempts, cls, err = w.send(ctx, t, cons, rows)
+	attempts, cls, err = w.send(ctx, t, cons, rows, info.binds)
 	switch {
 	case err == nil:
 		return failed, nil
@@ -169,7 +169,7 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 	// Isolation: one bad row refuses the whole batch, so send each row alone. Sequential on purpose:
 	// a poison batch is rare, and it should not take more than its share of MaxInFlight.
 	for i := range rows {
-		attempts, cls, err := w.send(ctx, t, cons, rows[i:i+1])
+		attempts, cls, err := w.send(ctx, t, cons, rows[i:i+1], info.binds)
 		if err == nil {
 			continue
 		}
@@ -212,15 +212,12 @@ func (w *Writer) fail(ctx context.Context, b *batcher.Batch, attempts int, cls c
 // retry and speculative-execution policies only for idempotent batches, and ours are upserts with
 // deterministic timestamps. The keyspace is what the token-aware policy looks the replicas up by;
 // the routing key is the first entry's partition key, shared by every row of a batcher.Batch.
-// The arguments of packed rows are unpacked by bd and valid until its Reset.
-func buildBatch(gs *gocql.Session, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row, bd *packed.Binder) *gocql.Batch {
+// The arguments of packed rows are unpacked by bd and valid until its Reset. Every row binds binds
+// values: Write took out the rows that do not.
+func buildBatch(gs *gocql.Session, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row, binds int, bd *packed.Binder) *gocql.Batch {
 	gb := gs.Batch(gocql.UnloggedBatch)
 	gb.Entries = make([]gocql.BatchEntry, len(rows))
-	n := 0
-	for i := range rows {
-		n += packed.Count(rows[i].Packed)
-	}
-	bd.Reserve(n)
+	bd.Reserve(len(rows) * binds)
 	for i := range rows {
 		gb.Entries[i] = gocql.BatchEntry{Stmt: t.Insert, Args: bd.Args(rows[i].Packed), Idempotent: true}
 	}
@@ -233,10 +230,10 @@ func buildBatch(gs *gocql.Session, t *batcher.Target, cons gocql.Consistency, ro
 var binders = sync.Pool{New: func() any { return new(packed.Binder) }}
 
 // send writes rows as one batch with retries, reporting every attempt to the observer.
-func (w *Writer) send(ctx context.Context, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row) (int, class, error) {
+func (w *Writer) send(ctx context.Context, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row, binds int) (int, class, error) {
 	bd := binders.Get().(*packed.Binder)
-	defer func() { bd.Reset(); binders.Put(bd) }() // the driver has framed the values by the time ExecContext returns
-	gb := buildBatch(w.s.gs, t, cons, rows, bd)    // v2 batches are immutable during execution: reuse across attempts
+	defer func() { bd.Reset(); binders.Put(bd) }()     // the driver has framed the values by the time ExecContext returns
+	gb := buildBatch(w.s.gs, t, cons, rows, binds, bd) // v2 batches are immutable during execution: reuse across attempts
 	size := 0
 	for i := range rows {
 		size += rows[i].Size

@@ -232,7 +232,7 @@ func BenchmarkBuildBatch(b *testing.B) {
 	var bd packed.Binder
 	b.ReportAllocs()
 	for b.Loop() {
-		gb := buildBatch(gs, target, gocql.LocalQuorum, rows, &bd)
+		gb := buildBatch(gs, target, gocql.LocalQuorum, rows, 4, &bd)
 		if len(gb.Entries) != 100 || !gb.IsIdempotent() {
 			b.Fatal("bad batch")
 		}

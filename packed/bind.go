@@ -90,8 +90,9 @@ type Binder struct {
 }
 
 // Reserve makes room for n more arguments, so that Args never grows the binder's memory while they
-// are bound. Count the values of a batch's rows in a loop of their own first: a row waits in its
-// batch long enough to leave the CPU caches, and those independent loads overlap their misses.
+// are bound. The cassandra writer reserves rows × the INSERT's bind markers; its check that every
+// row has that many values reads each row's count in a loop of its own before, so that the rows'
+// cache misses (a row waits in its batch long enough to leave the CPU caches) overlap.
 func (b *Binder) Reserve(n int) {
 	if cap(b.args)-len(b.args) < n {
 		b.args = slices.Grow(b.args, n)
