@@ -1,7 +1,8 @@
 // Package mapper turns one Kafka record into one Cassandra row for its topic's policy.
 //
 // New compiles every configured topic once: the column plan with each field path split at its
-// dots, the bucket policy, and the INSERT statement of each table. Map then decodes the record's
+// dots and the bucket policy, bound to the topic's table as package schema describes it (columns,
+// keys, the INSERT statement). Map then decodes the record's
 // JSON value, finds the event time, converts every column, and returns a batcher.Row, or a
 // *RecordError naming the topic, partition, offset and the exact problem, which the pipeline
 // sends to the dead-letter topic. A Mapper is safe for concurrent use.
@@ -18,7 +19,8 @@
 //
 //   - Event bucket: FNV-1a 64 (bucketer.EventBucket) of the canonical text of each clustering value
 //     (or of the bucket.event_bucket_field column), joined with one 0x00 byte between values, modulo
-//     bucket.event_buckets. Canonical text: text as is; integers in decimal; float and double in
+//     bucket.event_buckets; for a row a split generation routes, its first event bucket plus that
+//     hash modulo the generation's event bucket count (route.go). Canonical text: text as is; integers in decimal; float and double in
 //     the shortest form that reads back exactly (strconv 'g', -1); boolean true/false; timestamp
 //     as 2006-01-02T15:04:05.000Z in UTC; date as 2006-01-02; uuid and timeuuid in lower-case
 //     8-4-4-4-12 form; blob in lower-case hex; inet as Go's net.IP String; decimal and varint in

@@ -142,8 +142,9 @@ type column struct {
 	need   string   // why a value is mandatory ("an id column", ...); "" when it may be absent
 	hash   int      // its index in scratch.canon when the event bucket hashes it; -1 otherwise
 	// direct: the value converts to a cell and is written by store (text, ascii, the integers,
-	// float, double, timestamp, date, uuid, timeuuid); the other kinds convert to their Go value
-	// and are encoded from it (putGo).
+	// float, double, timestamp, date, uuid, timeuuid); the other kinds (boolean, blob, inet,
+	// decimal, varint, collections) are appended as wire bytes straight from the JSON
+	// (appendConverted, then putWire).
 	direct bool
 }
 
@@ -174,7 +175,6 @@ type plan struct {
 	hashCols          []int // the columns whose canonical text feeds the event bucket hash
 	eventBuckets      int   // configured (generation 0); 1 = none
 	ebColumn          bool  // the partition key has the event bucket column (event buckets or split on)
-	maxEventBuckets   int   // the most event buckets any row may use: eventBuckets, or the split cap
 	split             bool  // split.enabled
 	bucketColumn      string
 	eventBucketColumn string
@@ -193,7 +193,6 @@ type plan struct {
 	wts               writeTS
 	consistency       string
 	insertCols        []string  // cols, bucket column, event bucket column
-	nvals             int       // len(insertCols) + TTL + timestamp
 	scan              *scanPlan // the single-pass field reader (scan.go); nil: fastjson only
 	absent            any       // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
 	nhash             int       // how many columns record their canonical text in scratch.canon
@@ -259,7 +258,6 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		policy: policy, sliced: sliced, desc: desc,
 		eventBuckets:      max(t.Bucket.EventBuckets, 1),
 		ebColumn:          t.UsesEventBucketColumn(),
-		maxEventBuckets:   max(t.Bucket.EventBuckets, 1),
 		split:             t.Split.Enabled,
 		bucketColumn:      t.Bucket.Column,
 		eventBucketColumn: t.Bucket.EventBucketColumn,
@@ -332,9 +330,6 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	// are already in the partition key, so by default the clustering values (which tell one row of an
 	// entity from the next, and are the same on replay) feed the hash.
 	p.hashCols = p.clustering
-	if t.Split.Enabled {
-		p.maxEventBuckets = max(p.maxEventBuckets, t.Split.MaxEventBuckets)
-	}
 	if p.ebColumn {
 		if f := t.Bucket.EventBucketField; f != "" {
 			ci, err := lookup(kp+".bucket.event_bucket_field", f)
@@ -373,7 +368,6 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	}
 
 	p.insertCols = desc.InsertColumns()
-	p.nvals = desc.NumValues()
 	if desc.BindsTTL() {
 		p.ttlWire = packed.AppendInt(nil, int32(p.ttl/time.Second))
 	}
@@ -438,7 +432,7 @@ func (p *plan) bucket(idx int64) *bucketEntry {
 		if t, ok := p.targets.Load(s); ok {
 			e.target = t.(*batcher.Target)
 		} else {
-			t, _ := p.targets.LoadOrStore(s, p.newTarget(p.table+"_"+e.suffix))
+			t, _ := p.targets.LoadOrStore(s, p.newTarget(p.desc.NameOfSlice(s)))
 			e.target = t.(*batcher.Target)
 		}
 	}
@@ -613,7 +607,8 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 		k, first := p.eventBuckets, 0
 		out.split = nil
 		if p.routes.HasBucket(b.idx) {
-			if g := p.routes.Route(b.idx, string(key), t, rec.Partition, rec.Offset); g != nil {
+			// Route keeps no reference to the entity: a view of the scratch key allocates nothing.
+			if g := p.routes.Route(b.idx, bstr(key), t, rec.Partition, rec.Offset); g != nil {
 				k, first, out.split = g.Buckets, g.First, g
 			}
 		}
@@ -787,7 +782,8 @@ func distance(d time.Duration) string {
 }
 
 // value converts the value of one column and writes it to s.w: through a cell (store) for the
-// kinds the mapper encodes directly, else through its Go value (putGo).
+// kinds the mapper encodes directly, else as wire bytes appended straight from the JSON
+// (appendConverted, putWire).
 func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, s *scratch) error {
 	var x cell
 	switch c.source {

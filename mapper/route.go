@@ -190,6 +190,7 @@ func (r *Routes) HasBucket(bucket int64) bool {
 // part adopted at or before offset (any generation with From at or before t without
 // FollowAdoptions), or nil for generation 0. Both conditions depend only on the row and on what
 // the routing table holds, so a replay routes every row as the first pass did.
+// entity is only looked up, never kept: callers may pass a view of bytes they reuse.
 func (r *Routes) Route(bucket int64, entity string, t time.Time, part int32, offset int64) *Generation {
 	gens := r.Lookup(bucket, entity)
 	if !r.adopted.Load() {

@@ -370,10 +370,10 @@ func (s *deadLetterSender) reread(ctx context.Context, batch []deadLetter, attem
 }
 
 // Limits of the dead-letter producer. franz-go fails a record larger than its batch cap
-// (ProducerBatchMaxBytes in kafkaOptions) before sending it; the broker refuses a batch larger than the
+// (deadletter.ProducerBatchMaxBytes) before sending it; the broker refuses a batch larger than the
 // topic's max.message.bytes. Until a topic's value is known, Kafka's default is assumed.
 const (
-	producerMaxBatchBytes  = 16 << 20
+	producerMaxBatchBytes  = deadletter.ProducerBatchMaxBytes
 	defaultMaxMessageBytes = 1048588 // Kafka's message.max.bytes default
 	describeTimeout        = 10 * time.Second
 )

@@ -173,8 +173,7 @@ func New(cfg Config) (*Pipeline, error) {
 		_, sliced := policy.Sliced()
 		pl.topics[kt] = &topicInfo{name: name, deadLetterTopic: t.DeadLetterTopic, policy: policy,
 			sliced: sliced, missingSlice: t.Bucket.MissingSlice, split: split}
-		budget := t.PartitionBudget
-		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(budget))
+		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(t.PartitionBudget))
 	}
 	pl.metrics.ConfigureLive(w.TopPartitions, cfg.Now)
 	pl.health = health.New(health.Config{

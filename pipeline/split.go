@@ -88,7 +88,6 @@ type splitMapper interface {
 
 // splitTopic is the immutable split policy of one topic, shared by its partitions' workers.
 type splitTopic struct {
-	name     string // topics.<name>
 	label    string // the Kafka topic: the metrics' topic label, as everywhere
 	keyspace string
 	table    schema.Table
@@ -130,7 +129,7 @@ func newSplitTopic(cfg Config, name string, tc config.Topic, policy *bucketer.Po
 		refresh = time.Duration(config.DefaultSplitRefreshInterval)
 	}
 	return &splitTopic{
-		name: name, label: tc.Topic, keyspace: tc.Keyspace, table: t, policy: policy, routes: routes, store: cfg.Splits,
+		label: tc.Topic, keyspace: tc.Keyspace, table: t, policy: policy, routes: routes, store: cfg.Splits,
 		base: max(tc.Bucket.EventBuckets, 1), max: tc.Split.MaxEventBuckets,
 		budget: int64(tc.PartitionBudget), maxRows: tc.Split.MaxRows,
 		ids:     len(t.PartitionKey) - 2,

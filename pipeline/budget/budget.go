@@ -14,7 +14,7 @@ import (
 // (docs/PERFORMANCE.md, "Memory"). A record is charged from the moment it is queued until its worker has
 // mapped it (RecordCost); from then on only its row and its tracker entry are (RowCost, EntryCost), since
 // nothing keeps the record once it is mapped (a row Cassandra refuses is dead-lettered from the record
-// read back from Kafka, reread.go). A record that fails mapping stays referenced by the dead-letter
+// read back from Kafka, deadletter/reread.go). A record that fails mapping stays referenced by the dead-letter
 // sender until it is produced (as a copy: the original is recycled), so its record cost moves to its
 // tracker entry. The estimates follow how franz-go (v1.22) and the write stage hold data:
 //

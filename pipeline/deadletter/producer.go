@@ -6,6 +6,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// ProducerBatchMaxBytes is the dead-letter producer's batch cap: franz-go fails a record larger
+// than it before sending it.
+const ProducerBatchMaxBytes = 16 << 20
+
 // ProducerOptions adds to the shared client options (consumer.ClientOptions) what the dead-letter
 // producer needs.
 func ProducerOptions(common []kgo.Opt) []kgo.Opt {
@@ -17,6 +21,6 @@ func ProducerOptions(common []kgo.Opt) []kgo.Opt {
 		// fails, is logged and counted, and is retried by the sender.
 		kgo.RecordDeliveryTimeout(30*time.Second),
 		kgo.ProducerLinger(0),
-		kgo.ProducerBatchMaxBytes(16<<20),
+		kgo.ProducerBatchMaxBytes(ProducerBatchMaxBytes),
 	)
 }
