@@ -30,8 +30,9 @@ type Generation struct {
 // End is one past the last event bucket of the generation.
 func (g Generation) End() int { return g.First + g.Buckets }
 
-// Routes holds the split decisions of one topic's open time buckets, as the mapper reads them on
-// every row. Readers take an immutable snapshot through one atomic load, so a topic with no split
+// Routes holds the split decisions of the time buckets of one topic that the process has loaded
+// (every bucket with a split since it started: nothing is forgotten, so a late row of an old bucket
+// still routes by its records), as the mapper reads them on every row. Readers take an immutable snapshot through one atomic load, so a topic with no split
 // pays one nil check per row and one with splits in other buckets one map lookup by bucket
 // number; writers (the pipeline, after a routing record is in Cassandra) copy and swap.
 //
