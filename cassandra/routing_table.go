@@ -138,6 +138,39 @@ func (r Split) Adoption() (Adoption, bool) {
 		Topic: r.Topic, Partition: r.Partition, From: r.FromOffset, AdoptedAt: r.DecidedAt, AdoptedBy: r.DecidedBy}, true
 }
 
+// AdoptionIndex indexes the adoptions of topic's Kafka partitions, those the records carry for
+// their deciders and those of the adoption table: entity → generation → partition → from offset.
+// Where two name one (generation, partition), the decider's, written with its record, holds; the
+// transactions allow no other duplicate.
+func AdoptionIndex(recs []Split, adoptions []Adoption, topic string) map[string]map[int]map[int32]int64 {
+	out := map[string]map[int]map[int32]int64{}
+	add := func(a Adoption) {
+		if a.Topic != topic {
+			return // another topic writing the same table
+		}
+		byGen := out[string(a.Entity)]
+		if byGen == nil {
+			byGen = map[int]map[int32]int64{}
+			out[string(a.Entity)] = byGen
+		}
+		if byGen[a.Generation] == nil {
+			byGen[a.Generation] = map[int32]int64{}
+		}
+		if _, ok := byGen[a.Generation][a.Partition]; !ok {
+			byGen[a.Generation][a.Partition] = a.From
+		}
+	}
+	for _, r := range recs {
+		if a, ok := r.Adoption(); ok {
+			add(a)
+		}
+	}
+	for _, a := range adoptions {
+		add(a)
+	}
+	return out
+}
+
 const splitColumns = "table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by, source_topic, source_partition, source_from_offset"
 
 // Splits reads and writes the routing records of one keyspace. Decisions are written with a

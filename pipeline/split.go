@@ -509,29 +509,7 @@ func (s *splitState) load(idx, offset int64) (int, error) {
 // deciders and those of the adoption table: entity → generation → partition → offset. A decider's
 // adoption, written with its record, comes first.
 func (s *splitState) adopted(recs []cassandra.Split, adoptions []cassandra.Adoption) map[string]map[int]map[int32]int64 {
-	out := map[string]map[int]map[int32]int64{}
-	for _, r := range recs {
-		if a, ok := r.Adoption(); ok {
-			adoptions = append([]cassandra.Adoption{a}, adoptions...)
-		}
-	}
-	for _, a := range adoptions {
-		if a.Topic != s.t.label {
-			continue // another topic writing the same table
-		}
-		byGen := out[string(a.Entity)]
-		if byGen == nil {
-			byGen = map[int]map[int32]int64{}
-			out[string(a.Entity)] = byGen
-		}
-		if byGen[a.Generation] == nil {
-			byGen[a.Generation] = map[int32]int64{}
-		}
-		if _, ok := byGen[a.Generation][a.Partition]; !ok {
-			byGen[a.Generation][a.Partition] = a.From
-		}
-	}
-	return out
+	return cassandra.AdoptionIndex(recs, adoptions, s.t.label)
 }
 
 // highWatermark is the partition's high watermark as the fetch that brought the current record

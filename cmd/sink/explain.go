@@ -169,18 +169,10 @@ func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanati
 	if err != nil {
 		return nil, err
 	}
+	adopted := cassandra.AdoptionIndex(recs, adoptions, ex.KafkaTopic)[string(ex.Entity)]
 	gens := make([]mapper.Generation, len(recs))
 	for i, r := range recs {
-		gens[i] = mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets, Adopted: map[int32]int64{}}
-		mine := adoptions
-		if a, ok := r.Adoption(); ok {
-			mine = append([]cassandra.Adoption{a}, adoptions...) // the decider's, written with the record, first
-		}
-		for _, a := range mine {
-			if _, ok := gens[i].Adopted[a.Partition]; !ok && a.Generation == r.Generation && a.Topic == ex.KafkaTopic {
-				gens[i].Adopted[a.Partition] = a.From
-			}
-		}
+		gens[i] = mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets, Adopted: adopted[r.Generation]}
 	}
 	return gens, nil
 }
