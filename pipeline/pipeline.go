@@ -65,12 +65,12 @@ type SliceMaker = writestage.SliceMaker
 
 // topicInfo is what the pipeline knows of one consumed Kafka topic.
 type topicInfo struct {
-	name            string // the key under topics: in the configuration
 	deadLetterTopic string
 	policy          *bucketer.Policy // for the close time of a row's bucket (largest open partitions)
-	sliced          bool
-	missingSlice    string      // bucket.missing_slice: what a row whose slice table does not exist does
-	split           *splitTopic // nil unless split is on (split.go)
+	// stage is what the write stage knows of the topic: its name under topics:, whether it is
+	// sliced, and bucket.missing_slice.
+	stage writestage.Topic
+	split *splitTopic // nil unless split is on (split.go)
 }
 
 // maxPollRecords bounds one poll. The poll loop only queues records, so this is about fairness between
@@ -171,8 +171,8 @@ func New(cfg Config) (*Pipeline, error) {
 			return nil, err
 		}
 		_, sliced := policy.Sliced()
-		pl.topics[kt] = &topicInfo{name: name, deadLetterTopic: t.DeadLetterTopic, policy: policy,
-			sliced: sliced, missingSlice: t.Bucket.MissingSlice, split: split}
+		pl.topics[kt] = &topicInfo{deadLetterTopic: t.DeadLetterTopic, policy: policy, split: split,
+			stage: writestage.Topic{Name: name, Sliced: sliced, MissingSlice: t.Bucket.MissingSlice}}
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(t.PartitionBudget))
 	}
 	pl.metrics.ConfigureLive(w.TopPartitions, cfg.Now)
@@ -250,7 +250,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	w := pl.sink.Writer
 	stageTopics := make(map[string]writestage.Topic, len(pl.topics))
 	for kt, ti := range pl.topics {
-		stageTopics[kt] = writestage.Topic{Name: ti.name, Sliced: ti.sliced, MissingSlice: ti.missingSlice}
+		stageTopics[kt] = ti.stage
 	}
 	pl.writes = writestage.New(writesCtx, writestage.Config{
 		Batcher: batcher.Config{
