@@ -349,4 +349,6 @@ const (
 var Codecs = []string{CodecJSON, CodecAvro, CodecProtobuf, CodecJSONSchema}
 
 // NeedsRegistry reports whether topics of codec read writer schemas from schema_registry.
-func NeedsRegistry(codec string) bool { return codec != CodecJSON }
+func NeedsRegistry(codec string) bool {
+	return codec == CodecAvro || codec == CodecProtobuf || codec == CodecJSONSchema
+}

@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/schema"
@@ -49,6 +51,9 @@ const (
 	ReasonDecode  = "decode"  // the value is not a JSON object
 	ReasonMap     = "map"     // a field is missing or does not fit its column, or the time is unusable
 	ReasonExpired = "expired" // ttl_from event_time: the event is older than the ttl, so its row would be born expired
+	// ReasonSchema: the writer schema cannot feed a configured field (codec.SchemaError), or the
+	// registry has no schema with the record's id.
+	ReasonSchema = codec.ReasonSchema
 	// ReasonLate and ReasonFuture: the event time lies further before (after) the record's Kafka
 	// timestamp than the topic's accept window allows.
 	ReasonLate   = "late"
@@ -61,7 +66,7 @@ type RecordError struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Reason    string // ReasonDecode, ReasonMap, ReasonExpired, ReasonLate or ReasonFuture
+	Reason    string // ReasonDecode, ReasonMap, ReasonSchema, ReasonExpired, ReasonLate or ReasonFuture
 	Err       error
 }
 
@@ -83,6 +88,8 @@ type Mapper struct {
 	byName  map[string]*plan // topics.<name> → plan
 	tables  schema.Tables    // topics.<name> → the table its rows are bound to
 	pool    sync.Pool        // *scratch
+	// registry serves the writer schemas of the topics whose codec reads them; nil when none does.
+	registry codec.Registry
 }
 
 // scratch is the per-call working memory: a fastjson parser (not safe for concurrent use, so
@@ -106,6 +113,8 @@ type scratch struct {
 	// collection, boolean, blob, inet, decimal or varint: appendConverted).
 	coll    []byte
 	entries []mapEntry
+	// vals are a schema-registry codec's decoded fields (decoded.go).
+	vals []codec.Value
 }
 
 // span is a range of a scratch buffer.
@@ -203,6 +212,16 @@ type plan struct {
 
 	// desc is the table the rows are bound to (package schema): its INSERT and columns.
 	desc schema.Table
+
+	// The value's format (decoded.go). codec is nil for json and json_schema (the JSON path).
+	codecName string
+	codec     codec.Codec
+	framed    bool           // the value is in the Confluent wire format (every codec but json)
+	registry  codec.Registry // the mapper's; nil when no topic reads a registry
+	fields    []codec.Field  // what codec decodes: the field columns', then the event time
+	colSlot   []int          // per column: its index in fields; -1 for the other sources
+	timeSlot  int            // the event time's index in fields; -1 when it comes from Kafka
+	schemas   sync.Map       // schema id (int) → *writerPlan
 }
 
 // bucketEntry is everything derived from a bucket index alone. Records arrive roughly in time
@@ -240,20 +259,37 @@ func (p *plan) bucket(idx int64) *bucketEntry {
 	return e
 }
 
-// Map turns one record into the row its topic's policy says, or a *RecordError.
+// Map turns one record into the row its topic's policy says, or a *RecordError; see MapContext.
 func (m *Mapper) Map(rec Record) (batcher.Row, error) {
+	return m.MapContext(context.Background(), rec)
+}
+
+// MapContext is Map, with ctx bounding a fetch of the record's writer schema from the registry
+// (the first record of each schema id). When the registry does not answer, the error wraps a
+// *codec.UnavailableError and is no *RecordError: the record is not at fault, and mapping it again
+// later will succeed.
+func (m *Mapper) MapContext(ctx context.Context, rec Record) (batcher.Row, error) {
 	p := m.byKafka[rec.Topic]
 	if p == nil {
 		return batcher.Row{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, ReasonMap,
 			fmt.Errorf("%w (configured topics read %s)", ErrUnknownTopic, strings.Join(m.kafkaTopics(), ", "))}
 	}
 	s := m.pool.Get().(*scratch)
-	out, reason, err := p.mapRecord(&rec, s)
+	out, reason, err := p.mapRecord(ctx, &rec, s)
 	m.release(s)
 	if err != nil {
-		return batcher.Row{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
+		return batcher.Row{}, recordError(&rec, reason, err)
 	}
 	return out.row, nil
+}
+
+// recordError is the error of a record that cannot be mapped: a *RecordError, except while the
+// registry does not answer.
+func recordError(rec *Record, reason string, err error) error {
+	if ue := (*codec.UnavailableError)(nil); errors.As(err, &ue) {
+		return fmt.Errorf("topic %s partition %d offset %d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+	}
+	return &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
 }
 
 // maxScratch bounds the buffers a pooled scratch keeps, so one huge record does not pin its
@@ -295,9 +331,20 @@ type outcome struct {
 	writeTS     int64
 }
 
-// mapRecord maps one record: by the single-pass scan when it handles the record (scan.go), else
+// mapRecord maps one record by its topic's codec.
+func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
+	switch {
+	case p.codec != nil:
+		return p.mapDecoded(ctx, rec, s)
+	case p.framed:
+		return p.mapFramed(ctx, rec, s)
+	}
+	return p.mapJSON(rec, s)
+}
+
+// mapJSON maps a JSON value: by the single-pass scan when it handles the record (scan.go), else
 // by the fastjson path, which is the reference for every result and every error message.
-func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
+func (p *plan) mapJSON(rec *Record, s *scratch) (outcome, string, error) {
 	if p.scan != nil {
 		if out, ok := p.mapScanned(rec, s); ok {
 			return out, "", nil
@@ -325,10 +372,7 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	}
 
 	t, err := p.eventTime(root, rec, s)
-	if err != nil {
-		return out, ReasonMap, err
-	}
-	if reason, err := p.accept(t, rec); err != nil {
+	if reason, err := p.admit(t, err, rec); err != nil {
 		return out, reason, err
 	}
 	out.eventTime = t
@@ -340,13 +384,19 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 		}
 		s.spans[i] = s.w.Last()
 	}
-	if err := p.complete(&out, rec, s); err != nil {
+	reason, err := p.completeRow(&out, rec, s)
+	return out, reason, err
+}
+
+// completeRow is complete, with the reason of its error.
+func (p *plan) completeRow(out *outcome, rec *Record, s *scratch) (string, error) {
+	if err := p.complete(out, rec, s); err != nil {
 		if errors.Is(err, errExpired) {
-			return out, ReasonExpired, err
+			return ReasonExpired, err
 		}
-		return out, ReasonMap, err
+		return ReasonMap, err
 	}
-	return out, "", nil
+	return "", nil
 }
 
 // begin readies the scratch buffers that collect a row's values and canonical texts.
@@ -547,6 +597,15 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 		return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range for %s (years 0000 to 9999)", p.timeField, show(v, s), p.timeFormat)
 	}
 	return t, nil
+}
+
+// admit is the reason and error of a record whose event time is t, or could not be found (err):
+// ReasonMap for err, else accept's.
+func (p *plan) admit(t time.Time, err error, rec *Record) (string, error) {
+	if err != nil {
+		return ReasonMap, err
+	}
+	return p.accept(t, rec)
 }
 
 // accept checks event time t against the record's Kafka timestamp and the topic's accept window; the

@@ -9,6 +9,8 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/codec"
+	"github.com/bucketsink/sink/codec/registry"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/schema"
@@ -17,16 +19,34 @@ import (
 // The plan compiler: New compiles each configured topic once into a plan, which the per-record
 // path (mapper.go) then follows for every record of the topic.
 
+// Option configures New.
+type Option func(*Mapper)
+
+// WithRegistry makes the mapper fetch writer schemas from r instead of the client New builds from
+// cfg.SchemaRegistry.
+func WithRegistry(r codec.Registry) Option { return func(m *Mapper) { m.registry = r } }
+
 // New validates cfg (see config.Validate), takes each topic's table from package schema (columns,
 // keys, the INSERT statement) and compiles every topic: column plans, field paths, the bucket
-// policy. cfg must have its defaults applied (config.Load does; a Config built in Go calls
-// ApplyDefaults).
-func New(cfg *config.Config) (*Mapper, error) {
+// policy, the codec. cfg must have its defaults applied (config.Load does; a Config built in Go
+// calls ApplyDefaults). When a topic's codec reads a schema registry, New builds the registry
+// client of cfg.SchemaRegistry (without connecting) unless WithRegistry gives one.
+func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 	tables, err := schema.Describe(cfg)
 	if err != nil {
 		return nil, err
 	}
 	m := &Mapper{byKafka: map[string]*plan{}, byName: map[string]*plan{}, tables: tables}
+	for _, o := range opts {
+		o(m)
+	}
+	if m.registry == nil && len(cfg.SchemaRegistry.URLs) > 0 {
+		reg, err := registry.New(cfg.SchemaRegistry)
+		if err != nil {
+			return nil, err
+		}
+		m.registry = reg
+	}
 	m.pool.New = func() any {
 		return &scratch{buf: make([]byte, 0, 256), key: make([]byte, 0, 128)}
 	}
@@ -37,6 +57,7 @@ func New(cfg *config.Config) (*Mapper, error) {
 			errs = append(errs, err)
 			continue
 		}
+		p.registry = m.registry
 		// Unset values need native protocol 4; a session pinned to protocol 3 writes nulls instead.
 		p.absent = gocql.UnsetValue
 		if cfg.Cassandra.ProtocolVersion == 3 {
@@ -178,7 +199,19 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		p.target = p.newTarget(p.table)
 	}
 	p.layoutColumns()
-	p.scan = newScanPlan(p)
+	p.codecName = t.Codec
+	switch t.Codec {
+	case config.CodecJSON, config.CodecJSONSchema:
+		p.framed = t.Codec == config.CodecJSONSchema
+		p.scan = newScanPlan(p)
+	default:
+		c, ok := codecs[t.Codec]
+		if !ok {
+			return nil, fmt.Errorf("%s.codec: %s has no decoder in this build", kp, t.Codec)
+		}
+		p.codec, p.framed = c, true
+		p.decodeFields()
+	}
 	return p, nil
 }
 
@@ -216,4 +249,3 @@ func (p *plan) newTarget(name string) *batcher.Target {
 		Consistency: p.consistency,
 	}
 }
-
