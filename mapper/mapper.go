@@ -107,7 +107,7 @@ type scratch struct {
 	// from the typed values before encoding; canon says where each one is (see column.hash).
 	canonText []byte
 	canon     []span
-	// raw is where the single-pass scan found each field path of the topic (scan.go).
+	// raw is where the single-pass scan found each field path of the topic (json_scan.go).
 	raw []rawValue
 	// coll and entries are where a value that is not encoded through a cell is converted (a
 	// collection, boolean, blob, inet, decimal or varint: appendConverted).
@@ -202,7 +202,7 @@ type plan struct {
 	wts               writeTS
 	consistency       string
 	insertCols        []string  // cols, bucket column, event bucket column
-	scan              *scanPlan // the single-pass field reader (scan.go); nil: fastjson only
+	scan              *scanPlan // the single-pass field reader (json_scan.go); nil: fastjson only
 	absent            any       // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
 	nhash             int       // how many columns record their canonical text in scratch.canon
 	target            *batcher.Target
@@ -342,7 +342,7 @@ func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome,
 	return p.mapJSON(rec, s)
 }
 
-// mapJSON maps a JSON value: by the single-pass scan when it handles the record (scan.go), else
+// mapJSON maps a JSON value: by the single-pass scan when it handles the record (json_scan.go), else
 // by the fastjson path, which is the reference for every result and every error message.
 func (p *plan) mapJSON(rec *Record, s *scratch) (outcome, string, error) {
 	if p.scan != nil {

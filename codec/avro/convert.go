@@ -135,5 +135,8 @@ func converter(n *node, k packed.Kind, unit time.Duration) (conv, int64, string)
 			return cMap, 0, ""
 		}
 	}
+	if n.kind == tRecord {
+		return cNone, 0, "; name one of its fields (field: a.b)"
+	}
 	return cNone, 0, ""
 }

@@ -136,9 +136,6 @@ func (c *compiler) node(n *node, want []int, depth int, name string) (step, erro
 		return st, c.fail(i, "%q is %s, which has no field %q (a path walks records only)",
 			strings.Join(c.fields[i].Path[:depth], "."), n.describe(), c.fields[i].Path[depth])
 	}
-	if st.op == opKeep {
-		return st, c.fail(st.targets[0].slot, "is %s; name one of its fields", n.describe())
-	}
 	st.op = opRecord
 	used := 0
 	for _, f := range n.fields {

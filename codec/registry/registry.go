@@ -45,6 +45,9 @@ func New(c config.SchemaRegistry) (*Client, error) {
 		return nil, errors.New("schema_registry.urls: empty; a schema-registry codec needs the registry's URL")
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// A schema is fetched once per id for the life of the process: a connection kept open between
+	// fetches would idle for hours.
+	tr.DisableKeepAlives = true
 	if c.TLS.Enabled {
 		tc, err := c.TLS.ClientConfig("schema_registry.tls")
 		if err != nil {
