@@ -13,7 +13,6 @@ import (
 
 	"gopkg.in/inf.v0"
 
-	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/packed"
 )
 
@@ -121,11 +120,12 @@ func SetInteger(v *Value, k packed.Kind, x int64, signed bool, unit time.Duratio
 		if k == packed.KDecimal {
 			buf = append(buf, 0, 0, 0, 0) // scale 0
 		}
-		if big64 {
-			buf = append(buf, 0) // the sign byte of a positive value with its top bit set
+		// A sign byte in front: 0 for an unsigned value, whose top bit is not a sign; else x's own.
+		var w [9]byte
+		if !big64 && x < 0 {
+			w[0] = 0xff
 		}
-		var w [8]byte
-		binary.BigEndian.PutUint64(w[:], uint64(x))
+		binary.BigEndian.PutUint64(w[1:], uint64(x))
 		buf = AppendMinimal(buf, w[:])
 		v.B = buf[at:]
 	case packed.KTimestamp:
@@ -179,13 +179,21 @@ func UnixTime(x int64, unit time.Duration) (time.Time, bool) {
 	return t, InRange(t)
 }
 
+// MinTime and MaxTime bound a Value's T: years 0000 to 9999, the instants whose bucket keys are part of the
+// on-disk contract (bucketer.MinTime and MaxTime, which TestTimeBoundsAreTheBucketers keeps them equal to; the
+// seam does not import the bucketer).
 var (
-	minUnix = bucketer.MinTime.Unix()
-	maxUnix = bucketer.MaxTime.Unix()
+	MinTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
 )
 
-// InRange reports whether t is within the years CQL timestamps take here (0000 to 9999).
-func InRange(t time.Time) bool { return !t.Before(bucketer.MinTime) && !t.After(bucketer.MaxTime) }
+var (
+	minUnix = MinTime.Unix()
+	maxUnix = MaxTime.Unix()
+)
+
+// InRange reports whether t is within MinTime and MaxTime.
+func InRange(t time.Time) bool { return !t.Before(MinTime) && !t.After(MaxTime) }
 
 // AppendElement appends the framed wire bytes of collection element v of kind k: a 4-byte length, then the
 // bytes.
