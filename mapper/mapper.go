@@ -33,7 +33,15 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Timestamp time.Time // the record timestamp (create or log-append time); see kafkaTime
+	// SchemaIDHeader: the record has a __value_schema_id header, the newer Confluent clients' way of
+	// carrying the writer schema's id beside the value instead of in its first 5 bytes. The sink does
+	// not read that form (decoded.go says so in the dead letter).
+	SchemaIDHeader bool
 }
+
+// HeaderValueSchemaID is the record header in which the newer Confluent clients carry a value's
+// writer schema id (a GUID) instead of the wire format's prefix.
+const HeaderValueSchemaID = "__value_schema_id"
 
 // kafkaTime is the record's Kafka timestamp, and false when it has none. A record produced
 // without a timestamp carries -1, which franz-go hands on as 1969-12-31T23:59:59.999Z, and
