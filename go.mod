@@ -4,9 +4,11 @@ go 1.26.8
 
 require (
 	github.com/apache/cassandra-gocql-driver/v2 v2.1.2
+	github.com/bufbuild/protocompile v0.14.1
 	github.com/knadh/koanf/parsers/yaml v1.1.1
 	github.com/knadh/koanf/providers/file v1.2.1
 	github.com/knadh/koanf/v2 v2.4.1
+	github.com/linkedin/goavro/v2 v2.15.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/testcontainers/testcontainers-go v0.45.0
 	github.com/twmb/franz-go v1.22.2
@@ -16,6 +18,7 @@ require (
 	github.com/twmb/franz-go/pkg/sr v1.8.0
 	github.com/valyala/fastjson v1.6.10
 	go.uber.org/goleak v1.3.0
+	google.golang.org/protobuf v1.36.12
 	gopkg.in/inf.v0 v0.9.1
 )
 
@@ -46,7 +49,6 @@ require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/knadh/koanf/maps v0.1.2 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
-	github.com/linkedin/goavro/v2 v2.15.0 // indirect
 	github.com/lufia/plan9stats v0.0.0-20260330125221-c963978e514e // indirect
 	github.com/magiconair/properties v1.18.12 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
@@ -81,6 +83,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.44.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )

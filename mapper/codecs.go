@@ -3,6 +3,7 @@ package mapper
 import (
 	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/codec/avro"
+	"github.com/bucketsink/sink/codec/protobuf"
 	"github.com/bucketsink/sink/config"
 )
 
@@ -10,5 +11,6 @@ import (
 // per writer schema. json and json_schema are read by the JSON path (json_scan.go, mapParsed); a new
 // format is one package under codec and one entry here.
 var codecs = map[string]codec.Codec{
-	config.CodecAvro: avro.Codec{},
+	config.CodecAvro:     avro.Codec{},
+	config.CodecProtobuf: protobuf.Codec{},
 }

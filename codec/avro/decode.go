@@ -1,12 +1,10 @@
 package avro
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"net/netip"
-	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -273,7 +271,7 @@ func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kin
 			return end, d.malformed(name, "enum index %d of %d symbols", i, len(n.symbols))
 		}
 		v.B = n.symbols[i]
-		if k == packed.KASCII && !ascii(v.B) {
+		if k == packed.KASCII && !codec.ASCII(v.B) {
 			return end, mapErr(name, "the symbol %q is not ASCII for CQL ascii", v.B)
 		}
 		return end, nil
@@ -348,11 +346,11 @@ func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kin
 		case cDecimal:
 			at := len(d.buf)
 			d.buf = binary.BigEndian.AppendUint32(d.buf, uint32(int32(n.scale)))
-			d.buf = appendMinimal(d.buf, b)
+			d.buf = codec.AppendMinimal(d.buf, b)
 			v.B = d.buf[at:]
 		case cVarintDecimal:
 			at := len(d.buf)
-			d.buf = appendMinimal(d.buf, b)
+			d.buf = codec.AppendMinimal(d.buf, b)
 			v.B = d.buf[at:]
 		}
 		return end, nil
@@ -369,38 +367,38 @@ func (d *decoder) text(name string, cv conv, k packed.Kind, s []byte, v *codec.V
 	}
 	switch cv {
 	case cText:
-		if k == packed.KASCII && !ascii(s) {
-			return mapErr(name, "%s is not ASCII for CQL ascii", shown(s))
+		if k == packed.KASCII && !codec.ASCII(s) {
+			return mapErr(name, "%s is not ASCII for CQL ascii", codec.Shown(s))
 		}
 		v.B = s
 	case cTimestampText:
 		tm, err := time.Parse(time.RFC3339Nano, string(s))
 		if err != nil {
-			return mapErr(name, "%s is not RFC 3339 with an offset for CQL timestamp", shown(s))
+			return mapErr(name, "%s is not RFC 3339 with an offset for CQL timestamp", codec.Shown(s))
 		}
 		if tm = tm.UTC(); !inRange(tm) {
-			return mapErr(name, "%s is out of range for CQL timestamp (years 0000 to 9999)", shown(s))
+			return mapErr(name, "%s is out of range for CQL timestamp (years 0000 to 9999)", codec.Shown(s))
 		}
 		v.T = tm
 	case cDateText:
 		tm, err := time.Parse(time.DateOnly, string(s))
 		if err != nil || len(s) != len(time.DateOnly) {
-			return mapErr(name, "%s is not a date (YYYY-MM-DD) for CQL date", shown(s))
+			return mapErr(name, "%s is not a date (YYYY-MM-DD) for CQL date", codec.Shown(s))
 		}
 		v.T = tm
 	case cUUIDText:
 		u, ok := codec.ParseUUID(s)
 		if !ok {
-			return mapErr(name, "%s is not a UUID (8-4-4-4-12 hex digits) for CQL %s", shown(s), k)
+			return mapErr(name, "%s is not a UUID (8-4-4-4-12 hex digits) for CQL %s", codec.Shown(s), k)
 		}
 		if k == packed.KTimeUUID && u[6]>>4 != 1 {
-			return mapErr(name, "%s is not a version 1 UUID for CQL timeuuid", shown(s))
+			return mapErr(name, "%s is not a version 1 UUID for CQL timeuuid", codec.Shown(s))
 		}
 		v.U = u
 	case cInetText:
 		a, err := netip.ParseAddr(string(s))
 		if err != nil || a.Zone() != "" {
-			return mapErr(name, "%s is not an IP address for CQL inet", shown(s))
+			return mapErr(name, "%s is not an IP address for CQL inet", codec.Shown(s))
 		}
 		at := len(d.buf)
 		if a.Is4() {
@@ -457,7 +455,7 @@ func (d *decoder) integer(name string, n *node, t *target, cv conv, k packed.Kin
 		}
 		var w [8]byte
 		binary.BigEndian.PutUint64(w[:], uint64(x))
-		d.buf = appendMinimal(d.buf, w[:])
+		d.buf = codec.AppendMinimal(d.buf, w[:])
 		v.B = d.buf[at:]
 	}
 	return nil
@@ -491,7 +489,7 @@ func (d *decoder) collection(n *node, name string, t *target, k packed.Kind, pos
 	start := len(d.buf)
 	d.buf = append(d.buf, 0, 0, 0, 0)
 	total := 0
-	var entries []entry
+	var entries []codec.MapEntry
 	var ev codec.Value
 	et := *t
 	et.conv, et.typ = t.elem, packed.Scalar(t.typ.Elem)
@@ -525,7 +523,7 @@ func (d *decoder) collection(n *node, name string, t *target, k packed.Kind, pos
 			d.buf = appendWire(d.buf, t.typ.Elem, &ev)
 			binary.BigEndian.PutUint32(d.buf[at:], uint32(len(d.buf)-at-4))
 			if n.kind == tMap {
-				entries = append(entries, entry{key: key, at: at, end: len(d.buf)})
+				entries = append(entries, codec.MapEntry{Key: key, At: at, End: len(d.buf)})
 			}
 			total++
 		}
@@ -533,43 +531,13 @@ func (d *decoder) collection(n *node, name string, t *target, k packed.Kind, pos
 	d.depth--
 	end := pos
 	if n.kind == tMap {
-		d.buf = d.sortedMap(start, entries)
+		d.buf = codec.SortedMap(d.buf, start, entries)
 		v.B = d.buf[start:]
 		return end, nil
 	}
 	binary.BigEndian.PutUint32(d.buf[start:], uint32(total))
 	v.B = d.buf[start:]
 	return end, nil
-}
-
-// entry is a map entry being collected: its key, and its framed value in the decoder's buffer.
-type entry struct {
-	key     []byte
-	at, end int
-}
-
-// sortedMap rewrites the map collected at d.buf[start:] (a count placeholder and the framed
-// values) as its wire form, entries in key order, the last of equal keys kept.
-func (d *decoder) sortedMap(start int, es []entry) []byte {
-	slices.SortStableFunc(es, func(a, b entry) int { return bytes.Compare(a.key, b.key) })
-	n := 0
-	for i := range es {
-		if i+1 < len(es) && bytes.Equal(es[i].key, es[i+1].key) {
-			continue
-		}
-		es[n] = es[i]
-		n++
-	}
-	buf := d.buf
-	mid := len(buf)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(n))
-	for _, e := range es[:n] {
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(e.key)))
-		buf = append(buf, e.key...)
-		buf = append(buf, buf[e.at:e.end]...)
-	}
-	m := copy(buf[start:], buf[mid:])
-	return buf[:start+m]
 }
 
 // appendWire appends the CQL wire bytes of an element value v of kind k.
@@ -595,38 +563,6 @@ func appendWire(dst []byte, k packed.Kind, v *codec.Value) []byte {
 		return append(dst, v.U[:]...)
 	}
 	return append(dst, v.B...) // text, ascii and the kinds handed over as wire bytes
-}
-
-// appendMinimal appends the big-endian two's complement integer b without the leading bytes that
-// only repeat the sign (0 for an empty b), the form CQL varint and decimal values take.
-func appendMinimal(dst, b []byte) []byte {
-	if len(b) == 0 {
-		return append(dst, 0)
-	}
-	i := 0
-	for i < len(b)-1 && (b[i] == 0 && b[i+1]&0x80 == 0 || b[i] == 0xff && b[i+1]&0x80 != 0) {
-		i++
-	}
-	return append(dst, b[i:]...)
-}
-
-func ascii(b []byte) bool {
-	for _, c := range b {
-		if c >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
-// maxShown bounds how much of a bad value a message repeats.
-const maxShown = 64
-
-func shown(b []byte) string {
-	if len(b) > maxShown {
-		return fmt.Sprintf("%q...", b[:maxShown])
-	}
-	return fmt.Sprintf("%q", b)
 }
 
 // mapErr is a value that does not fit its column: reason map. The mapper adds the column.
