@@ -186,3 +186,32 @@ func TestNullUnionLeavesTheColumnUnsetAndARequiredOneIsBadInput(t *testing.T) {
 		t.Errorf("a required column on the null branch: %v", err)
 	}
 }
+
+func TestWriteNullBindsANullInsteadOfLeavingTheColumnUnset(t *testing.T) {
+	reg := &staticRegistry{schemas: map[int]*codec.Schema{7: {ID: 7, Type: "AVRO", Text: sensorAvro}}}
+	writeNull := func(tp *config.Topic) { tp.Columns[4].WriteNull = true }
+	n := sensorNative()
+	n["humidity"] = nil
+	avro := rec("")
+	avro.Value = avroValue(t, sensorAvro, 7, n)
+	noHumidity := rec(strings.Replace(sensorJSON, `"humidity":40.2,`, ``, 1))
+	for _, tc := range []struct {
+		name string
+		m    *Mapper
+		r    Record
+		want any
+	}{
+		{"avro null, unset by default", newAvroMapper(t, reg, nil), avro, gocql.UnsetValue},
+		{"avro null, write_null", newAvroMapper(t, reg, writeNull), avro, nil},
+		{"json missing, unset by default", newMapper(t, nil), noHumidity, gocql.UnsetValue},
+		{"json missing, write_null", newMapper(t, writeNull), noHumidity, nil},
+	} {
+		row, err := tc.m.Map(tc.r)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := packed.Values(row.Packed)[4]; got != tc.want {
+			t.Errorf("%s: humidity binds %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

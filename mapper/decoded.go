@@ -174,7 +174,8 @@ func (p *plan) decodedTime(vals []codec.Value, rec *Record, s *scratch) (time.Ti
 }
 
 // decodedValue writes the decoded value v of field column c to s.w: a missing or null value leaves
-// the column unset (never a null, which would be a tombstone) unless the column needs one.
+// the column unset (never a null, which would be a tombstone, unless the column has write_null), or
+// is an error when the column needs a value.
 func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 	if v.State != codec.Set {
 		state := "missing"
@@ -184,7 +185,7 @@ func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 		if c.need != "" {
 			return fmt.Errorf("column %s: field %q is %s, and %s", c.name, c.field, state, c.need)
 		}
-		s.w.Absent(p.absent)
+		s.w.Absent(c.absent)
 		return nil
 	}
 	if !c.direct {
