@@ -237,6 +237,10 @@ type Column struct {
 	// timeuuid timeuuid; raw text, varchar or blob.
 	Source   string `koanf:"source"`
 	Required bool   `koanf:"required"` // a missing or null value is bad input (id and clustering columns always are)
+	// WriteNull binds a missing or null value as null (a tombstone cell) instead of leaving the column
+	// unset; for a column whose previous value a later record must be able to clear. Not for id,
+	// clustering or required columns, which always need a value.
+	WriteNull bool `koanf:"write_null"`
 }
 
 // Clustering is one clustering column and its order.

@@ -483,6 +483,12 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		return t, ok
 	}
 
+	for i, col := range t.Columns {
+		if col.WriteNull && col.Required {
+			v.add(fmt.Sprintf("%s.columns[%d].write_null", p, i), "set on a required column, which never goes without a value; remove one of them")
+		}
+	}
+
 	// Partition key: id columns, then the generated bucket and event bucket columns.
 	if len(t.ID) == 0 {
 		v.add(p+".id", "empty; list the column(s) that identify an entity, e.g. [device_id]")
@@ -526,6 +532,11 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		seen[strings.ToLower(cl.Column)] = true
 		if cl.Order != "asc" && cl.Order != "desc" {
 			v.add(cp+".order", "%q is not an order; use desc (newest first, for latest-N reads) or asc", cl.Order)
+		}
+	}
+	for i, col := range t.Columns {
+		if name := strings.ToLower(col.Name); col.WriteNull && (ids[name] || seen[name]) {
+			v.add(fmt.Sprintf("%s.columns[%d].write_null", p, i), "set on a key column (id or clustering), which never goes without a value; remove it")
 		}
 	}
 

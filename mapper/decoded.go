@@ -82,12 +82,26 @@ func (p *plan) writerPlan(ctx context.Context, id int) (codec.Plan, string, erro
 	return wp.plan, "", nil
 }
 
+// frame is codec.Frame for rec, whose errors are ReasonDecode; a record that carries its schema id in
+// a header is refused as such, whatever its value holds.
+func (p *plan) frame(rec *Record) (int, []byte, error) {
+	if rec.SchemaIDHeader {
+		return 0, nil, fmt.Errorf("decoding %s: the record carries its writer schema id in the %s header (the newer Confluent clients' header form), which this sink does not read; have the producer write the id into the value (the wire format's 5-byte prefix, the clients' default)",
+			p.codecName, HeaderValueSchemaID)
+	}
+	id, body, err := codec.Frame(rec.Value)
+	if err != nil {
+		return 0, nil, fmt.Errorf("decoding %s: %w", p.codecName, err)
+	}
+	return id, body, nil
+}
+
 // mapFramed maps a json_schema record: its framing and writer schema checked, its body by the JSON
 // path. The JSON is not validated against the schema.
 func (p *plan) mapFramed(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
-	id, body, err := codec.Frame(rec.Value)
+	id, body, err := p.frame(rec)
 	if err != nil {
-		return outcome{}, ReasonDecode, fmt.Errorf("decoding %s: %w", p.codecName, err)
+		return outcome{}, ReasonDecode, err
 	}
 	if _, reason, err := p.writerPlan(ctx, id); err != nil {
 		return outcome{}, reason, err
@@ -100,9 +114,9 @@ func (p *plan) mapFramed(ctx context.Context, rec *Record, s *scratch) (outcome,
 // mapDecoded maps a record of a schema-registry codec through its writer schema's plan.
 func (p *plan) mapDecoded(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
 	var out outcome
-	id, body, err := codec.Frame(rec.Value)
+	id, body, err := p.frame(rec)
 	if err != nil {
-		return out, ReasonDecode, fmt.Errorf("decoding %s: %w", p.codecName, err)
+		return out, ReasonDecode, err
 	}
 	wp, reason, err := p.writerPlan(ctx, id)
 	if err != nil {
@@ -160,7 +174,8 @@ func (p *plan) decodedTime(vals []codec.Value, rec *Record, s *scratch) (time.Ti
 }
 
 // decodedValue writes the decoded value v of field column c to s.w: a missing or null value leaves
-// the column unset (never a null, which would be a tombstone) unless the column needs one.
+// the column unset (never a null, which would be a tombstone, unless the column has write_null), or
+// is an error when the column needs a value.
 func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 	if v.State != codec.Set {
 		state := "missing"
@@ -170,7 +185,7 @@ func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 		if c.need != "" {
 			return fmt.Errorf("column %s: field %q is %s, and %s", c.name, c.field, state, c.need)
 		}
-		s.w.Absent(p.absent)
+		s.w.Absent(c.absent)
 		return nil
 	}
 	if !c.direct {

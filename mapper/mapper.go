@@ -33,7 +33,15 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Timestamp time.Time // the record timestamp (create or log-append time); see kafkaTime
+	// SchemaIDHeader: the record has a __value_schema_id header, the newer Confluent clients' way of
+	// carrying the writer schema's id beside the value instead of in its first 5 bytes. The sink does
+	// not read that form (decoded.go says so in the dead letter).
+	SchemaIDHeader bool
 }
+
+// HeaderValueSchemaID is the record header in which the newer Confluent clients carry a value's
+// writer schema id (a GUID) instead of the wire format's prefix.
+const HeaderValueSchemaID = "__value_schema_id"
 
 // kafkaTime is the record's Kafka timestamp, and false when it has none. A record produced
 // without a timestamp carries -1, which franz-go hands on as 1969-12-31T23:59:59.999Z, and
@@ -149,7 +157,10 @@ type column struct {
 	field  string   // dot path as configured, for messages
 	path   []string // field split at dots, once
 	need   string   // why a value is mandatory ("an id column", ...); "" when it may be absent
-	hash   int      // its index in scratch.canon when the event bucket hashes it; -1 otherwise
+	// absent is what a missing or null value binds: gocql.UnsetValue (no tombstone), or nil for a
+	// column with write_null, or on protocol 3, which has no unset values.
+	absent any
+	hash   int // its index in scratch.canon when the event bucket hashes it; -1 otherwise
 	// direct: the value converts to a cell and is written by store (text, ascii, the integers,
 	// float, double, timestamp, date, uuid, timeuuid); the other kinds (boolean, blob, inet,
 	// decimal, varint, collections) are appended as wire bytes straight from the JSON
@@ -203,7 +214,6 @@ type plan struct {
 	consistency       string
 	insertCols        []string  // cols, bucket column, event bucket column
 	scan              *scanPlan // the single-pass field reader (json_scan.go); nil: fastjson only
-	absent            any       // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
 	nhash             int       // how many columns record their canonical text in scratch.canon
 	target            *batcher.Target
 	routes            Routes                      // split decisions of open buckets (route.go)
@@ -656,9 +666,10 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			if c.need != "" {
 				return fmt.Errorf("column %s: field %q is %s, and %s", c.name, c.field, state, c.need)
 			}
-			// Unset, not null: a null would write a tombstone cell that every read must skip,
-			// while an unset column costs nothing and reads back as null all the same.
-			s.w.Absent(p.absent)
+			// Unset, not null (unless the column asks for null): a null would write a tombstone cell
+			// that every read must skip, while an unset column costs nothing and reads back as null
+			// all the same.
+			s.w.Absent(c.absent)
 			return nil
 		}
 		// The direct kinds convert into x, to be encoded by store; the others to their Go value.
@@ -699,7 +710,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			if c.need != "" {
 				return fmt.Errorf("column %s: the record has no Kafka timestamp (-1), and %s", c.name, c.need)
 			}
-			s.w.Absent(p.absent)
+			s.w.Absent(c.absent)
 			return nil
 		}
 		x.t = kt
@@ -711,7 +722,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 				if c.need != "" {
 					return fmt.Errorf("column %s: the record has no Kafka key, and %s", c.name, c.need)
 				}
-				s.w.Absent(p.absent)
+				s.w.Absent(c.absent)
 				return nil
 			}
 		}

@@ -59,9 +59,15 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 		}
 		p.registry = m.registry
 		// Unset values need native protocol 4; a session pinned to protocol 3 writes nulls instead.
-		p.absent = gocql.UnsetValue
+		var absent any = gocql.UnsetValue
 		if cfg.Cassandra.ProtocolVersion == 3 {
-			p.absent = nil
+			absent = nil
+		}
+		for i, c := range cfg.Topics[name].Columns {
+			p.cols[i].absent = absent
+			if c.WriteNull {
+				p.cols[i].absent = nil // the column asks for null: a tombstone that clears an earlier value
+			}
 		}
 		m.byKafka[p.kafkaTopic] = p
 		m.byName[name] = p

@@ -232,7 +232,7 @@ func (p *partition) mapRecord(r *kgo.Record) (row batcher.Row, err error) {
 	mapOnce := func() (batcher.Row, error) {
 		rec := mapper.Record{
 			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-			Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
+			Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, SchemaIDHeader: hasHeader(r, mapper.HeaderValueSchemaID),
 		}
 		row, err := p.pl.mapper.MapContext(p.ctx, rec)
 		ue := (*codec.UnavailableError)(nil)
@@ -301,6 +301,16 @@ func (p *partition) retry(offset int64, what string, op func(ctx context.Context
 		case <-time.After(wait):
 		}
 	}
+}
+
+// hasHeader reports whether r has a header named key.
+func hasHeader(r *kgo.Record, key string) bool {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // handOff sends rows to the write stage; it returns false if the partition was stopped first.

@@ -309,7 +309,11 @@ func fetchRecord(ctx context.Context, cfg *config.Config, c kafkaCoords) (mapper
 		return mapper.Record{}, fmt.Errorf("%s/%d/%d is not in the log (deleted, compacted away, or past its end)", c.topic, c.partition, c.offset)
 	}
 	r := recs[0]
-	return mapper.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}, nil
+	rec := mapper.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	for _, h := range r.Headers {
+		rec.SchemaIDHeader = rec.SchemaIDHeader || h.Key == mapper.HeaderValueSchemaID
+	}
+	return rec, nil
 }
 
 func readRecord(arg string) ([]byte, error) {

@@ -108,6 +108,17 @@ func TestIntegrationExplainReadsAnAvroRecordFromKafkaAndFromHex(t *testing.T) {
 			t.Errorf("%v: exit %d\n%s%s", args[0], code, out, errOut)
 			continue
 		}
+		// The README's worked Avro example shows this output (TestReadmeShowsExplainGoldens).
+		golden := filepath.Join("testdata", "explain", "avro-sensors.golden")
+		got := "exit 0\n" + strings.ReplaceAll(out, topic, "sensor-readings-avro")
+		if *updateExplain && args[0] == "--from-kafka" {
+			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want, err := os.ReadFile(golden); err != nil || string(want) != got {
+			t.Errorf("%v: the output differs from %s (-update-explain rewrites it): %v\n%s", args[0], golden, err, got)
+		}
 		for _, w := range wants {
 			if !strings.Contains(out, w) {
 				t.Errorf("%v: the explanation does not show %q\n%s", args[0], w, out)

@@ -65,7 +65,7 @@ func New(c config.SchemaRegistry) (*Client, error) {
 		sr.UserAgent("bucketsink"),
 	}
 	if c.Auth.Username != "" {
-		opts = append(opts, sr.BasicAuth(c.Auth.Username, string(c.Auth.Password)))
+		opts = append(opts, sr.BasicAuth(c.Auth.Username, c.Auth.Password.Reveal()))
 	}
 	cl, err := sr.NewClient(opts...)
 	if err != nil {
