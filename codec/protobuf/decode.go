@@ -89,7 +89,7 @@ func (d *decoder) message(m *message, b []byte, depth int) error {
 	whole := b
 	for len(b) > 0 {
 		at := len(whole) - len(b)
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("a malformed field tag at byte %d of a message", at)
 		}
@@ -141,14 +141,13 @@ type scalar struct {
 	f      float64
 	b      []byte // string, bytes
 	t      time.Time
-	set    bool // a wrapper's or a well-known type's field was present
 }
 
 // single reads one occurrence of a singular field into its value; a later occurrence overwrites it.
 func (d *decoder) single(lf *leaf, f field, depth int) error {
 	v := &d.out[lf.out] // a later occurrence overwrites the member its kind uses
-	s, err := readValue(lf, lf.src, f, depth)
-	if err != nil {
+	var s scalar
+	if err := readValue(lf, lf.src, f, depth, &s); err != nil {
 		return d.fieldErr(lf, err)
 	}
 	if err := d.set(lf, v, lf.kind, &s); err != nil {
@@ -195,6 +194,14 @@ type field struct {
 	b   []byte
 }
 
+// consumeTag is protowire.ConsumeTag with the one-byte tag of field numbers 1 to 15 read inline.
+func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
+	if len(b) > 0 && b[0] < 0x80 && b[0] >= 8 {
+		return protowire.Number(b[0] >> 3), protowire.Type(b[0] & 7), 1
+	}
+	return protowire.ConsumeTag(b)
+}
+
 // consumeField reads the value of field num of wire type typ at the start of b, once, and returns it with its
 // length (negative when cut short or malformed). A group is skipped whole.
 func consumeField(num protowire.Number, typ protowire.Type, b []byte) (field, int) {
@@ -202,6 +209,9 @@ func consumeField(num protowire.Number, typ protowire.Type, b []byte) (field, in
 	var n int
 	switch typ {
 	case protowire.VarintType:
+		if len(b) > 0 && b[0] < 0x80 { // most varints are one byte
+			return field{typ: typ, x: uint64(b[0])}, 1
+		}
 		f.x, n = protowire.ConsumeVarint(b)
 	case protowire.Fixed32Type:
 		var x uint32
@@ -210,6 +220,10 @@ func consumeField(num protowire.Number, typ protowire.Type, b []byte) (field, in
 	case protowire.Fixed64Type:
 		f.x, n = protowire.ConsumeFixed64(b)
 	case protowire.BytesType:
+		if len(b) > 0 && b[0] < 0x80 && int(b[0]) < len(b) { // a length under 128
+			l := int(b[0])
+			return field{typ: typ, b: b[1 : 1+l : 1+l]}, 1 + l
+		}
 		f.b, n = protowire.ConsumeBytes(b)
 	default:
 		n = protowire.ConsumeFieldValue(num, typ, b)
@@ -218,13 +232,13 @@ func consumeField(num protowire.Number, typ protowire.Type, b []byte) (field, in
 }
 
 // readValue reads one value of source src from f.
-func readValue(lf *leaf, src source, f field, depth int) (scalar, error) {
-	s := scalar{signed: true}
+func readValue(lf *leaf, src source, f field, depth int, s *scalar) error {
+	*s = scalar{signed: true}
 	typ, x := f.typ, f.x
 	switch src {
 	case sInt32, sInt64, sUint32, sUint64, sSint32, sSint64, sBool, sEnum:
 		if typ != protowire.VarintType {
-			return s, wireErr{src, typ}
+			return wireErr{src, typ}
 		}
 		switch src {
 		case sInt32, sEnum:
@@ -247,7 +261,7 @@ func readValue(lf *leaf, src source, f field, depth int) (scalar, error) {
 		}
 	case sFixed32, sSfixed32, sFloat:
 		if typ != protowire.Fixed32Type {
-			return s, wireErr{src, typ}
+			return wireErr{src, typ}
 		}
 		switch src {
 		case sFixed32:
@@ -259,7 +273,7 @@ func readValue(lf *leaf, src source, f field, depth int) (scalar, error) {
 		}
 	case sFixed64, sSfixed64, sDouble:
 		if typ != protowire.Fixed64Type {
-			return s, wireErr{src, typ}
+			return wireErr{src, typ}
 		}
 		switch src {
 		case sFixed64:
@@ -271,47 +285,45 @@ func readValue(lf *leaf, src source, f field, depth int) (scalar, error) {
 		}
 	case sString, sBytes:
 		if typ != protowire.BytesType {
-			return s, wireErr{src, typ}
+			return wireErr{src, typ}
 		}
 		s.b = f.b
 		if src == sString && !utf8.Valid(s.b) {
-			return s, fmt.Errorf("a string that is not UTF-8")
+			return fmt.Errorf("a string that is not UTF-8")
 		}
 	case sTimestamp, sDuration, sWrapper:
 		if typ != protowire.BytesType {
-			return s, wireErr{src, typ}
+			return wireErr{src, typ}
 		}
-		return readMessageValue(lf, src, f.b, depth)
+		return readMessageValue(lf, src, f.b, depth, s)
 	}
-	return s, nil
+	return nil
 }
 
 // readMessageValue reads a well-known message: Timestamp and Duration (seconds 1, nanos 2) or a wrapper (value
 // 1). Their fields are scalars without presence: a field not on the wire is 0.
-func readMessageValue(lf *leaf, src source, b []byte, depth int) (scalar, error) {
+func readMessageValue(lf *leaf, src source, b []byte, depth int, s *scalar) error {
 	var secs, nanos int64
-	s := scalar{signed: true}
+	*s = scalar{signed: true}
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
-			return s, fmt.Errorf("a malformed field tag in %s", sourceNames[src])
+			return fmt.Errorf("a malformed field tag in %s", sourceNames[src])
 		}
 		b = b[n:]
 		f, n := consumeField(num, typ, b)
 		if n < 0 {
-			return s, fmt.Errorf("field %d of a %s cut short", num, sourceNames[src])
+			return fmt.Errorf("field %d of a %s cut short", num, sourceNames[src])
 		}
 		b = b[n:]
 		switch {
 		case src == sWrapper && num == 1:
-			v, err := readValue(lf, lf.inner, f, depth+1)
-			if err != nil {
-				return s, err
+			if err := readValue(lf, lf.inner, f, depth+1, s); err != nil {
+				return err
 			}
-			s = v
 		case src != sWrapper && (num == 1 || num == 2):
 			if typ != protowire.VarintType {
-				return s, wireErr{sInt64, typ}
+				return wireErr{sInt64, typ}
 			}
 			if num == 1 {
 				secs = int64(f.x)
@@ -323,23 +335,22 @@ func readMessageValue(lf *leaf, src source, b []byte, depth int) (scalar, error)
 	switch src {
 	case sTimestamp:
 		if nanos < 0 || nanos >= 1e9 {
-			return s, fmt.Errorf("a google.protobuf.Timestamp with nanos %d (0 to 999,999,999)", nanos)
+			return fmt.Errorf("a google.protobuf.Timestamp with nanos %d (0 to 999,999,999)", nanos)
 		}
 		if secs < minSeconds || secs > maxSeconds {
-			return s, fmt.Errorf("a google.protobuf.Timestamp of %d seconds is out of range for CQL timestamp (years 0000 to 9999)", secs)
+			return fmt.Errorf("a google.protobuf.Timestamp of %d seconds is out of range for CQL timestamp (years 0000 to 9999)", secs)
 		}
 		s.t = time.Unix(secs, nanos).UTC()
 	case sDuration:
 		if nanos <= -1e9 || nanos >= 1e9 || secs > 0 && nanos < 0 || secs < 0 && nanos > 0 {
-			return s, fmt.Errorf("a google.protobuf.Duration with nanos %d for %d seconds", nanos, secs)
+			return fmt.Errorf("a google.protobuf.Duration with nanos %d for %d seconds", nanos, secs)
 		}
 		if secs > maxDurationSeconds || secs < -maxDurationSeconds {
-			return s, fmt.Errorf("a google.protobuf.Duration of %d seconds is out of range for bigint nanoseconds", secs)
+			return fmt.Errorf("a google.protobuf.Duration of %d seconds is out of range for bigint nanoseconds", secs)
 		}
 		s.n = secs*1e9 + nanos
 	}
-	s.set = true
-	return s, nil
+	return nil
 }
 
 // maxDurationSeconds keeps a Duration's nanoseconds within an int64.
@@ -420,7 +431,7 @@ func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth i
 	var entries []codec.MapEntry
 	var ev codec.Value
 	for len(msg) > 0 {
-		n, typ, tn := protowire.ConsumeTag(msg)
+		n, typ, tn := consumeTag(msg)
 		if tn < 0 {
 			return malformed("a malformed field tag in a message")
 		}
@@ -472,8 +483,8 @@ func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth i
 
 // element appends one element of a repeated field to the collection being built in d.buf.
 func (d *decoder) element(lf *leaf, f field, depth int, ev *codec.Value) error {
-	s, err := readValue(lf, lf.src, f, depth)
-	if err != nil {
+	var s scalar
+	if err := readValue(lf, lf.src, f, depth, &s); err != nil {
 		return d.fieldErr(lf, err)
 	}
 	*ev = codec.Value{}
@@ -495,7 +506,7 @@ func (d *decoder) mapEntry(lf *leaf, f field, depth int, ev *codec.Value) (codec
 	var val field
 	hasVal := false
 	for len(b) > 0 {
-		num, t, n := protowire.ConsumeTag(b)
+		num, t, n := consumeTag(b)
 		if n < 0 {
 			return e, d.fieldErr(lf, fmt.Errorf("a malformed tag in a map entry"))
 		}
