@@ -273,8 +273,8 @@ func (p *partition) TopicPartition() offsets.TopicPartition { return p.tp }
 func (p *partition) Context() context.Context { return p.ctx }
 
 // DeadLetterWrite sends a row the write stage cannot write to the dead-letter topic: reason write, a
-// row Cassandra refused (row is that row, sent along in case its record is gone when the sender reads
-// it back); reason slice, a row whose slice table does not exist (row nil). Without a dead-letter topic
+// row Cassandra refused; reason slice, a row whose slice table does not exist. row is that row, sent
+// along in case its record is gone when the sender reads it back. Without a dead-letter topic
 // the partition stops at it. A row no longer pending (the partition given up meanwhile) is left alone.
 func (p *partition) DeadLetterWrite(offset int64, reason, table string, row *batcher.Row, err error) {
 	if !p.pending(offset) {
