@@ -15,12 +15,14 @@ import (
 const offsetCheckTimeout = 5 * time.Second
 
 // checkOffsetRestart warns, once per partition at its assignment, when the group's committed offset is
-// above the partition's end offset in a topic with write_timestamp: offset. That is what a topic deleted
-// and created again looks like to the group: its offsets start from 0 again, the consumer resets to
-// kafka.start_offset, and every row the new records write carries a write timestamp (its offset) below
-// the rows the old topic wrote for the same keys, so it loses to them until its offsets pass theirs
-// (README, "Which version of a row wins"). Nothing is changed: the warning names the partition and both
-// offsets so that an operator can decide (another write_timestamp, or deleting the old rows).
+// above the partition's end offset in a topic with write_timestamp: offset. The partition's offsets went
+// back under the group (a log truncated by an unclean leader election, a topic replaced while the group's
+// offsets were kept or set by hand): the consumer resets to kafka.start_offset, and every row the new
+// records write carries a write timestamp (its offset) below the rows older records wrote for the same
+// keys, so it loses to them until its offsets pass theirs (README, "Which version of a row wins").
+// A plain delete and create of the topic is not seen here: Kafka deletes the group's committed offsets
+// with the topic. Nothing is changed: the warning names the partition and both offsets so that an
+// operator can decide (another write_timestamp, or deleting the old rows).
 func (pl *Pipeline) checkOffsetRestart(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	var topics []string
 	for topic := range assigned {
@@ -43,7 +45,7 @@ func (pl *Pipeline) checkOffsetRestart(ctx context.Context, cl *kgo.Client, assi
 		ends, err = adm.ListEndOffsets(ctx, topics...)
 	}
 	if err != nil {
-		pl.log.Warn("could not compare committed offsets with end offsets at assignment (write_timestamp: offset); a recreated topic would go unnoticed",
+		pl.log.Warn("could not compare committed offsets with end offsets at assignment (write_timestamp: offset); offsets that went back would go unnoticed",
 			slog.Any("topics", topics), slog.Any("error", err))
 		return
 	}
@@ -57,7 +59,7 @@ func (pl *Pipeline) checkOffsetRestart(ctx context.Context, cl *kgo.Client, assi
 			if !ok || end.Err != nil || c.At <= end.Offset {
 				continue
 			}
-			pl.log.Warn("committed offset is above the partition's end offset: the topic looks deleted and recreated; with write_timestamp: offset its new rows lose to the old rows of the same keys until its offsets pass the old ones",
+			pl.log.Warn("committed offset is above the partition's end offset: the partition's offsets went back (log truncated, or topic replaced); with write_timestamp: offset its new rows lose to the old rows of the same keys until its offsets pass the old ones",
 				slog.String("topic", topic), slog.Int("partition", int(part)),
 				slog.Int64("committed", c.At), slog.Int64("end_offset", end.Offset),
 				slog.String("topic_config", pl.topics[topic].stage.Name))

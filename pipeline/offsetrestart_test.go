@@ -24,11 +24,13 @@ func (b *lockedBuffer) lines(containing string) []string {
 	return out
 }
 
-// TestOffsetRestartIsWarnedAtAssignmentUnderOffsetWriteTimestamps guards the start-up warning of a topic
-// whose offsets started again (deleted and recreated while the group kept committing): with
-// write_timestamp offset the new rows lose to the old rows of the same keys, silently. The group's
-// committed offset above the partition's end offset is what that looks like; the member says so once per
-// such partition when it is assigned, and only for topics with write_timestamp offset.
+// TestOffsetRestartIsWarnedAtAssignmentUnderOffsetWriteTimestamps guards the start-up warning of a
+// partition whose offsets went back under the group (a truncated log, a topic replaced while the group's
+// offsets were kept): with write_timestamp offset the new rows lose to the old rows of the same keys,
+// silently. The group's committed offset above the partition's end offset is what that looks like; the
+// member says so once per such partition when it is assigned, and only for topics with write_timestamp
+// offset. kfake shows it faithfully: the signal is the group's committed offset and the partition's end
+// offset, both read through the Kafka protocol, and a commit above the end is what the group holds then.
 func TestOffsetRestartIsWarnedAtAssignmentUnderOffsetWriteTimestamps(t *testing.T) {
 	const warning = "committed offset is above the partition's end offset"
 	for _, ts := range []string{config.WriteTimestampOffset, config.WriteTimestampKafka} {
@@ -36,7 +38,7 @@ func TestOffsetRestartIsWarnedAtAssignmentUnderOffsetWriteTimestamps(t *testing.
 			f := newFixture(t, 30, 0)
 			logs := &lockedBuffer{}
 			f.logs = logs
-			// Partition 1 has 30 records; the group last committed 500 there, as it had in the old topic.
+			// Partition 1 has 30 records; the group last committed 500 there, before its log went back.
 			var commit kadm.Offsets
 			commit.Add(kadm.Offset{Topic: testTopic, Partition: 1, At: 500, LeaderEpoch: -1})
 			if _, err := f.adm.CommitOffsets(context.Background(), f.group, commit); err != nil {

@@ -71,8 +71,8 @@ type topicInfo struct {
 	// sliced, and bucket.missing_slice.
 	stage writestage.Topic
 	split *splitTopic // nil unless split is on (split.go)
-	// offsetTimestamps: write_timestamp is offset, so a topic whose offsets start again from 0 writes
-	// rows that lose to older ones (offsetrestart.go).
+	// offsetTimestamps: write_timestamp is offset, so a partition whose offsets go back writes rows
+	// that lose to older ones (offsetrestart.go).
 	offsetTimestamps bool
 }
 
