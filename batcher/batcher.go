@@ -54,12 +54,16 @@ type Row struct {
 	EventTime time.Time
 }
 
-// Batch is a set of rows of one Cassandra partition, in the order they were added.
+// Batch is a set of rows of one Cassandra partition, in the order they were added, or, made by Join,
+// of several partitions of one table, each partition's rows contiguous and in their order.
 type Batch struct {
 	Target *Target
-	Key    string
-	Rows   []Row
-	Bytes  int // sum of Rows[i].Size
+	// Key is the partition's key (Row.Key); empty when the batch joins several partitions.
+	Key   string
+	Rows  []Row
+	Bytes int // sum of Rows[i].Size
+	// Partitions is the number of partitions the batch holds: 1, or more for a batch made by Join.
+	Partitions int
 
 	buf *rowBuf // the pooled backing array of Rows; see Release
 }
@@ -212,7 +216,7 @@ func (b *Batcher) find(t *Target, key string) (*node, uint64) {
 
 // newNode is an open batch for r's partition, not yet filed.
 func (b *Batcher) newNode(r *Row, h uint64) *node {
-	e := &node{Batch: Batch{Target: r.Target, Key: r.Key}, hash: h, first: b.last}
+	e := &node{Batch: Batch{Target: r.Target, Key: r.Key, Partitions: 1}, hash: h, first: b.last}
 	if len(r.Key) > 0 && len(r.Key) <= keyInline {
 		copy(e.kbuf[:], r.Key)
 		e.Key = unsafe.String(&e.kbuf[0], len(r.Key))
@@ -470,6 +474,51 @@ func appendRow(bt *Batch, r Row) {
 	}
 	bt.Rows = append(bt.Rows, r)
 	bt.Bytes += r.Size
+}
+
+// Join returns one batch holding the rows of bs, partition after partition, and releases bs. The
+// batches must be of one Target and of distinct partitions (batches taken out of one Batcher at once
+// are); the caller decides which may share a request. One batch comes back as it is.
+func Join(bs []*Batch) *Batch {
+	if len(bs) == 1 {
+		return bs[0]
+	}
+	n := 0
+	for _, b := range bs {
+		n += len(b.Rows)
+	}
+	rb := getRowBuf(1 << bits.Len(uint(n-1))) // a power of two, as appendRow asks: the pool hands out no smaller array
+	j := &Batch{Target: bs[0].Target, buf: rb, Rows: rb.rows[:0]}
+	for _, b := range bs {
+		j.Rows = append(j.Rows, b.Rows...)
+		j.Bytes += b.Bytes
+		j.Partitions += max(b.Partitions, 1)
+		Release(b)
+	}
+	if j.Partitions == 1 {
+		j.Key = bs[0].Key
+	}
+	return j
+}
+
+// EachPartition calls fn with each partition of b in turn: a view of b holding that partition's rows.
+func (b *Batch) EachPartition(fn func(part *Batch)) {
+	if b.Partitions <= 1 {
+		fn(b)
+		return
+	}
+	for i := 0; i < len(b.Rows); {
+		j := i + 1
+		for j < len(b.Rows) && b.Rows[j].Key == b.Rows[i].Key {
+			j++
+		}
+		part := Batch{Target: b.Target, Key: b.Rows[i].Key, Rows: b.Rows[i:j:j], Partitions: 1}
+		for k := i; k < j; k++ {
+			part.Bytes += b.Rows[k].Size
+		}
+		fn(&part)
+		i = j
+	}
 }
 
 // Release returns the batch's row array for reuse by later batches. Call it once, when nothing will read

@@ -35,9 +35,12 @@ type Mapper interface {
 
 // Config is what a Pipeline needs. Sink must have passed config.Validate (with defaults applied).
 type Config struct {
-	Sink    *config.Config
-	Mapper  Mapper
-	Writer  BatchWriter
+	Sink   *config.Config
+	Mapper Mapper
+	Writer BatchWriter
+	// Group joins batches due together that may share a request (*cassandra.Writer.Group); nil sends
+	// every partition's batch alone.
+	Group   func([]*batcher.Batch) []*batcher.Batch
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 	// Ping checks that Cassandra answers, for /readyz; it is called every PingInterval unless a write
@@ -260,6 +263,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		},
 		MaxInFlight: w.MaxInFlight,
 		Writer:      pl.writer,
+		Group:       pl.cfg.Group,
 		Slices:      pl.cfg.Slices,
 		Topics:      stageTopics,
 		Metrics:     pl.metrics,

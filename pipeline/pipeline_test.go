@@ -73,6 +73,7 @@ func (m fakeMapper) Map(r mapper.Record) (batcher.Row, error) {
 type memWriter struct {
 	mu      sync.Mutex
 	rows    map[batcher.Source]int // writes per row: replays show up as counts above 1
+	parts   int                    // the most partitions one request held
 	hold    func(batcher.Source) bool
 	fail    func(batcher.Source) error
 	reject  func(batcher.Source) bool
@@ -104,6 +105,7 @@ func (w *memWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.Ro
 	failures := w.rejected(b)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.parts = max(w.parts, b.Partitions)
 rows:
 	for _, r := range b.Rows {
 		for _, f := range failures {
@@ -148,6 +150,7 @@ type fixture struct {
 	group   string
 	end     map[int32]int64
 	bad     map[batcher.Source]bool
+	join    func([]*batcher.Batch) []*batcher.Batch // Config.Group of the members it starts
 }
 
 // newFixture starts a cluster with the topic (3 partitions) and its dead-letter topic and produces n
@@ -245,6 +248,7 @@ func (f *fixture) startFull(cfg *config.Config, mp Mapper, writer BatchWriter, s
 		Sink:    cfg,
 		Mapper:  mp,
 		Writer:  writer,
+		Group:   f.join,
 		Metrics: metrics.NewMetrics(reg),
 		Logger:  slog.New(slog.NewTextHandler(tWriter{f.t}, &slog.HandlerOptions{Level: testLogLevel})),
 		Slices:  slices,

@@ -21,6 +21,7 @@ type Metrics struct {
 	RecordsFailed       *prometheus.CounterVec
 	BatchRows           prometheus.Histogram
 	BatchBytes          prometheus.Histogram
+	BatchPartitions     prometheus.Histogram
 	WriteDuration       *prometheus.HistogramVec
 	WriteRetries        *prometheus.CounterVec
 	WritesInFlight      prometheus.Gauge
@@ -67,13 +68,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		BatchRows: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "batch_rows",
-			Help:    "Rows per Cassandra batch (one batch is one Cassandra partition).",
+			Help:    "Rows per Cassandra batch request (of one partition, or of several sharing a coordinator).",
 			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000},
 		}),
 		BatchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "batch_bytes",
 			Help:    "Estimated encoded bytes per Cassandra batch.",
 			Buckets: prometheus.ExponentialBuckets(256, 4, 8), // 256 B .. 4 MiB
+		}),
+		BatchPartitions: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "batch_partitions",
+			Help:    "Cassandra partitions per batch request: 1, or more when batches due together share a coordinator.",
+			Buckets: []float64{1, 2, 3, 5, 10, 20, 50},
 		}),
 		WriteDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "write_duration_seconds",
@@ -137,7 +143,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(
 		m.RecordsConsumed, m.RecordsWritten, m.RecordsDeadLettered, m.RecordsFailed,
-		m.BatchRows, m.BatchBytes, m.WriteDuration, m.WriteRetries, m.WritesInFlight,
+		m.BatchRows, m.BatchBytes, m.BatchPartitions, m.WriteDuration, m.WriteRetries, m.WritesInFlight,
 		m.BufferedBytes, m.OpenBatchRows, m.PausedPartitions, m.StuckPartitions, m.WriteStageRetries,
 		m.CommitDuration, m.CommitFailures,
 		m.ConsumerLag, m.PartitionBudget, m.Ready, m.BuildInfo, m.live,
@@ -174,6 +180,7 @@ func MetricNames() []string {
 		"sink_records_failed_total",
 		"sink_batch_rows",
 		"sink_batch_bytes",
+		"sink_batch_partitions",
 		"sink_write_duration_seconds",
 		"sink_write_retries_total",
 		"sink_writes_in_flight",

@@ -18,7 +18,7 @@ import (
 	"github.com/bucketsink/sink/pipeline/offsets"
 )
 
-// BatchWriter writes one single-partition batch. *cassandra.Writer implements it; tests and benchmarks
+// BatchWriter writes one batch (one partition, or several joined by Config.Group). *cassandra.Writer implements it; tests and benchmarks
 // plug in their own. A nil error means every row not listed in the failures was written; a non-nil error
 // means nothing of the batch may be acknowledged.
 type BatchWriter interface {
@@ -64,6 +64,9 @@ type Config struct {
 	Batcher     batcher.Config
 	MaxInFlight int // writer.max_in_flight
 	Writer      BatchWriter
+	// Group joins batches taken out of the batcher together into fewer requests (batches of several
+	// partitions that share a coordinator; *cassandra.Writer.Group); nil sends each batch alone.
+	Group func([]*batcher.Batch) []*batcher.Batch
 	// Slices creates a missing slice table for topics with bucket.missing_slice: create; nil: such rows
 	// wait, retried with backoff, until the table exists.
 	Slices  SliceMaker
@@ -216,6 +219,10 @@ func (s *Stage) Run() {
 					s.take(s.b.Oldest())
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
+				case s.cfg.Group != nil && (len(s.slots) <= s.partial || !s.cfg.BudgetFull()):
+					// Every due batch, joined into as few requests as their coordinators allow: a
+					// request of ten small partitions costs Cassandra far less than ten requests.
+					s.take(s.cfg.Group(s.b.Due(now))...)
 				case len(s.slots) <= s.partial || !s.cfg.BudgetFull():
 					// Only the oldest due batches (those whose rows arrived together), not every due
 					// batch: the others keep filling while this slot is busy.
@@ -290,7 +297,11 @@ func (s *Stage) add(m Msg) {
 // resolved any more: forgetting them all keeps a revoked partition (its tracker, its queue) from staying
 // reachable from the stage until another assignment of the same partition replaces it.
 func (s *Stage) flushAll() {
-	s.take(s.b.Flush()...)
+	all := s.b.Flush()
+	if s.cfg.Group != nil {
+		all = s.cfg.Group(all)
+	}
+	s.take(all...)
 	clear(s.owners)
 }
 
@@ -335,6 +346,7 @@ func (s *Stage) Flush(ctx context.Context) bool {
 func (s *Stage) start(rb readyBatch) {
 	s.cfg.Metrics.BatchRows.Observe(float64(len(rb.b.Rows)))
 	s.cfg.Metrics.BatchBytes.Observe(float64(rb.b.Bytes))
+	s.cfg.Metrics.BatchPartitions.Observe(float64(max(rb.b.Partitions, 1)))
 	s.jobs <- rb
 }
 
@@ -390,7 +402,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 	written := len(b.Rows) - len(failures)
 	if written > 0 {
 		m.RecordsWritten.WithLabelValues(topic).Add(float64(written))
-		s.cfg.Written(b)
+		b.EachPartition(s.cfg.Written)
 	}
 	var rejected map[int]error
 	if len(failures) > 0 {
