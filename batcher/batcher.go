@@ -64,6 +64,8 @@ type Batch struct {
 	Bytes int // sum of Rows[i].Size
 	// Partitions is the number of partitions the batch holds: 1, or more for a batch made by Join.
 	Partitions int
+	// First is when the batch's first row was added (for a joined batch, the earliest of its parts').
+	First time.Time
 
 	buf *rowBuf // the pooled backing array of Rows; see Release
 }
@@ -121,7 +123,6 @@ type node struct {
 	hash  uint64    // of the batch's Target and Key (keyHash)
 	chain *node     // the next open batch whose hash is the same
 	open  bool      // false once taken: its queue entry is stale
-	first time.Time // when its first row arrived
 	// prev and next link the node into its size class: the list of open batches with the same number of
 	// rows (see Pick), in the order they reached that size.
 	prev, next *node
@@ -216,7 +217,7 @@ func (b *Batcher) find(t *Target, key string) (*node, uint64) {
 
 // newNode is an open batch for r's partition, not yet filed.
 func (b *Batcher) newNode(r *Row, h uint64) *node {
-	e := &node{Batch: Batch{Target: r.Target, Key: r.Key, Partitions: 1}, hash: h, first: b.last}
+	e := &node{Batch: Batch{Target: r.Target, Key: r.Key, Partitions: 1, First: b.last}, hash: h}
 	if len(r.Key) > 0 && len(r.Key) <= keyInline {
 		copy(e.kbuf[:], r.Key)
 		e.Key = unsafe.String(&e.kbuf[0], len(r.Key))
@@ -340,7 +341,7 @@ func (b *Batcher) Pick(now time.Time) *Batch {
 			continue
 		}
 		// +1 ns: rows that arrived at now still rank by their count.
-		if s := float64(len(e.Rows)) * float64(max(now.Sub(e.first), 0)+1); best == nil || s > score {
+		if s := float64(len(e.Rows)) * float64(max(now.Sub(e.First), 0)+1); best == nil || s > score {
 			best, score = e, s
 		}
 	}
@@ -377,7 +378,7 @@ func (b *Batcher) Due(now time.Time) []*Batch {
 	for b.head < len(b.queue) {
 		q := b.queue[b.head]
 		e, ok := b.live(q)
-		if ok && now.Sub(q.n.first) < b.cfg.Linger {
+		if ok && now.Sub(q.n.First) < b.cfg.Linger {
 			break
 		}
 		b.pop()
@@ -406,7 +407,7 @@ func (b *Batcher) NextDue() (time.Time, bool) {
 	for b.head < len(b.queue) {
 		q := b.queue[b.head]
 		if _, ok := b.live(q); ok {
-			return q.n.first.Add(b.cfg.Linger), true
+			return q.n.First.Add(b.cfg.Linger), true
 		}
 		b.pop()
 	}
@@ -488,8 +489,11 @@ func Join(bs []*Batch) *Batch {
 		n += len(b.Rows)
 	}
 	rb := getRowBuf(1 << bits.Len(uint(n-1))) // a power of two, as appendRow asks: the pool hands out no smaller array
-	j := &Batch{Target: bs[0].Target, buf: rb, Rows: rb.rows[:0]}
+	j := &Batch{Target: bs[0].Target, buf: rb, Rows: rb.rows[:0], First: bs[0].First}
 	for _, b := range bs {
+		if b.First.Before(j.First) {
+			j.First = b.First
+		}
 		j.Rows = append(j.Rows, b.Rows...)
 		j.Bytes += b.Bytes
 		j.Partitions += max(b.Partitions, 1)

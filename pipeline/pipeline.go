@@ -96,7 +96,9 @@ type Pipeline struct {
 	// makes after it is set.
 	client   *kgo.Client
 	producer *kgo.Client // dead letters
-	writes   *writestage.Stage
+	// commitClock times marks until their commit (sink_stage_seconds{stage="committed"}).
+	commitClock *offsets.CommitClock
+	writes      *writestage.Stage
 
 	// dlqLimits caches the max.message.bytes of the dead-letter topics.
 	dlqLimits dlqLimits
@@ -147,14 +149,17 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	w := cfg.Sink.Writer
 	pl := &Pipeline{
-		cfg:             cfg,
-		log:             cfg.Logger,
-		metrics:         cfg.Metrics,
-		mapper:          cfg.Mapper,
-		writer:          cfg.Writer,
-		now:             cfg.Now,
-		sink:            cfg.Sink,
-		topics:          make(map[string]*topicInfo),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		metrics: cfg.Metrics,
+		mapper:  cfg.Mapper,
+		writer:  cfg.Writer,
+		now:     cfg.Now,
+		sink:    cfg.Sink,
+		topics:  make(map[string]*topicInfo),
+		commitClock: offsets.NewCommitClock(cfg.Now, func(d time.Duration) {
+			cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageCommitted).Observe(d.Seconds())
+		}),
 		shutdownTimeout: w.ShutdownTimeout.Std(),
 		parts:           make(map[offsets.TopicPartition]*partition),
 		budget:          budget.New(int64(w.MaxBufferedBytes)),
@@ -464,7 +469,7 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 	// Charged before the worker can see the records: it releases their cost once it has mapped them,
 	// and a release that came first would leave the partition's share of the budget off by n.
 	pl.charge(tp, n)
-	p.queue.push(f.Records)
+	p.queue.push(f.Records, pl.now())
 	p.observeHighWatermark(f.HighWatermark)
 }
 

@@ -1047,3 +1047,39 @@ func packText(s string) []byte {
 	}
 	return p
 }
+
+// TestStageHistogramsCoverEveryStage: once records are written and committed, sink_stage_seconds has
+// observations for each stage a record passes (mapped, batched, acknowledged, committed), so a p99 can be
+// attributed to one of them.
+func TestStageHistogramsCoverEveryStage(t *testing.T) {
+	f := newFixture(t, 200, 0)
+	m := f.start(f.config(nil), newMemWriter())
+	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
+	for _, stage := range []string{metrics.StageMapped, metrics.StageBatched, metrics.StageAcknowledged, metrics.StageCommitted} {
+		f.waitFor(5*time.Second, "observations of stage "+stage, func() bool {
+			return histogramCount(t, m.reg, stage) > 0
+		})
+	}
+}
+
+// histogramCount is the number of observations of sink_stage_seconds{stage}.
+func histogramCount(t *testing.T, reg prometheus.Gatherer, stage string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sink_stage_seconds" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "stage" && l.GetValue() == stage {
+					return s.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
+}

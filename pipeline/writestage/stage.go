@@ -125,6 +125,7 @@ type readyBatch struct {
 	// retried: the batch was given back unwritten and waits on its table's gate; probe: it is the one
 	// batch of its table sent to find out whether the table works again (tableGate).
 	retried, probe bool
+	taken          time.Time // when it left the batcher
 }
 
 // overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
@@ -320,7 +321,9 @@ func (s *Stage) take(bs ...*batcher.Batch) {
 			}
 			owners[i] = last
 		}
-		s.ready = append(s.ready, readyBatch{b: b, owners: owners})
+		now := s.cfg.Now()
+		s.stage(metrics.StageBatched, now.Sub(b.First))
+		s.ready = append(s.ready, readyBatch{b: b, owners: owners, taken: now})
 	}
 }
 
@@ -393,6 +396,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		kept = s.failed(rb, attempt, err)
 		return
 	}
+	s.stage(metrics.StageAcknowledged, s.cfg.Now().Sub(rb.taken))
 	if rb.retried {
 		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets) })
 		s.gateLeft(rb, true)
@@ -553,6 +557,11 @@ func getOwners(n int) []Owner {
 func putOwners(o []Owner) {
 	clear(o)
 	ownersPool.Put(&o)
+}
+
+// stage observes the time rows spent reaching a stage (sink_stage_seconds).
+func (s *Stage) stage(name string, d time.Duration) {
+	s.cfg.Metrics.StageSeconds.WithLabelValues(name).Observe(max(d, 0).Seconds())
 }
 
 // In is where workers send their rows (a bounded channel: the only place a worker waits).
