@@ -120,9 +120,9 @@ const keyInline = 48
 // one allocation; the caller gets &node.Batch.
 type node struct {
 	Batch
-	hash  uint64    // of the batch's Target and Key (keyHash)
-	chain *node     // the next open batch whose hash is the same
-	open  bool      // false once taken: its queue entry is stale
+	hash  uint64 // of the batch's Target and Key (keyHash)
+	chain *node  // the next open batch whose hash is the same
+	open  bool   // false once taken: its queue entry is stale
 	// prev and next link the node into its size class: the list of open batches with the same number of
 	// rows (see Pick), in the order they reached that size.
 	prev, next *node
