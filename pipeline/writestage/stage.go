@@ -220,14 +220,12 @@ func (s *Stage) Run() {
 					s.take(s.b.Oldest())
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
-				case s.cfg.Group != nil && (len(s.slots) <= s.partial || !s.cfg.BudgetFull()):
-					// Every due batch, joined into as few requests as their coordinators allow: a
-					// request of ten small partitions costs Cassandra far less than ten requests.
-					s.take(s.cfg.Group(s.b.Due(now))...)
 				case len(s.slots) <= s.partial || !s.cfg.BudgetFull():
 					// Only the oldest due batches (those whose rows arrived together), not every due
-					// batch: the others keep filling while this slot is busy.
-					s.take(s.b.Due(next)...)
+					// batch: the others keep filling while this slot is busy. Those due together are
+					// joined into as few requests as their coordinators allow: a request of ten small
+					// partitions costs Cassandra far less than ten requests.
+					s.take(s.group(s.b.Due(next))...)
 				default:
 					// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra
 					// slower than the input) and holds all it may. Send the batch that carries the most
@@ -298,12 +296,16 @@ func (s *Stage) add(m Msg) {
 // resolved any more: forgetting them all keeps a revoked partition (its tracker, its queue) from staying
 // reachable from the stage until another assignment of the same partition replaces it.
 func (s *Stage) flushAll() {
-	all := s.b.Flush()
-	if s.cfg.Group != nil {
-		all = s.cfg.Group(all)
-	}
-	s.take(all...)
+	s.take(s.group(s.b.Flush())...)
 	clear(s.owners)
+}
+
+// group joins batches taken out of the batcher together into fewer requests, when the stage has a Group.
+func (s *Stage) group(bs []*batcher.Batch) []*batcher.Batch {
+	if s.cfg.Group == nil {
+		return bs
+	}
+	return s.cfg.Group(bs)
 }
 
 // take moves batches out of the batcher into the ready queue, resolving the owner of every row now, while
