@@ -219,7 +219,11 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 	case r.Params.Quick:
 		kind = "quick"
 	}
-	name := fmt.Sprintf("%s-%s-%d.json", r.Date.UTC().Format("20060102T150405Z"), kind, r.Params.Events)
+	events := r.Params.Events
+	if r.Params.SteadyOnly {
+		events = r.Latency.Events
+	}
+	name := fmt.Sprintf("%s-%s-%d.json", r.Date.UTC().Format("20060102T150405Z"), kind, events)
 	path := filepath.Join(dir, name)
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -240,8 +244,13 @@ func (r *Result) PrintTable(w io.Writer) {
 		fmt.Fprintf(tw, "core speed\t%.0f ns to map one backlog record on one core (for comparing machines; no target uses it)\n", m.MapNanos)
 	}
 	fmt.Fprintf(tw, "commit\t%s%s, %s\n", r.GitCommit, map[bool]string{true: " (dirty)"}[r.GitDirty], r.Date.UTC().Format(time.RFC3339))
-	fmt.Fprintf(tw, "input\t%d events (%.0f B avg) over %d entities, %d partitions, %s\n",
-		r.Produce.Events, r.Produce.AvgEventBytes, r.Params.Entities, r.Params.Partitions, r.Params.Compression)
+	if r.Params.SteadyOnly {
+		fmt.Fprintf(tw, "input\t%d events at a steady rate over %d entities, %d partitions, %s; sink %s\n",
+			r.Latency.Events, r.Params.Entities, r.Params.Partitions, r.Params.Compression, r.Params.SinkBinary)
+	} else {
+		fmt.Fprintf(tw, "input\t%d events (%.0f B avg) over %d entities, %d partitions, %s\n",
+			r.Produce.Events, r.Produce.AvgEventBytes, r.Params.Entities, r.Params.Partitions, r.Params.Compression)
+	}
 	fmt.Fprintln(tw, "\t\t")
 	fmt.Fprintln(tw, "phase\tresult\tdetail")
 	if !r.Params.SteadyOnly {
