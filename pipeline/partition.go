@@ -18,7 +18,6 @@ import (
 	"github.com/bucketsink/sink/pipeline/budget"
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
-	"github.com/bucketsink/sink/pipeline/metrics"
 	"github.com/bucketsink/sink/pipeline/offsets"
 	"github.com/bucketsink/sink/pipeline/writestage"
 )
@@ -126,7 +125,7 @@ func (p *partition) work() {
 			if len(rows) == cap(rows) || i == len(recs)-1 || !cont {
 				sent := len(rows) > 0
 				if sent {
-					p.pl.metrics.StageSeconds.WithLabelValues(metrics.StageMapped).Observe(max(p.pl.now().Sub(c.fetched), 0).Seconds())
+					p.pl.mapped.Observe(max(p.pl.now().Sub(c.fetched), 0).Seconds())
 				}
 				if !p.handOff(rows) {
 					cont = false

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -99,8 +100,10 @@ type Pipeline struct {
 	// makes after it is set.
 	client   *kgo.Client
 	producer *kgo.Client // dead letters
-	// commitClock times marks until their commit (sink_stage_seconds{stage="committed"}).
+	// commitClock times marks until their commit (sink_stage_seconds{stage="committed"}); mapped is the
+	// stage before it that the workers observe.
 	commitClock *offsets.CommitClock
+	mapped      prometheus.Observer
 	writes      *writestage.Stage
 
 	// dlqLimits caches the max.message.bytes of the dead-letter topics.
@@ -160,6 +163,7 @@ func New(cfg Config) (*Pipeline, error) {
 		now:     cfg.Now,
 		sink:    cfg.Sink,
 		topics:  make(map[string]*topicInfo),
+		mapped:  cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageMapped),
 		commitClock: offsets.NewCommitClock(cfg.Now, func(d time.Duration) {
 			cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageCommitted).Observe(d.Seconds())
 		}),

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
@@ -18,8 +20,8 @@ import (
 	"github.com/bucketsink/sink/pipeline/offsets"
 )
 
-// BatchWriter writes one batch (one partition, or several joined by Config.Group). *cassandra.Writer implements it; tests and benchmarks
-// plug in their own. A nil error means every row not listed in the failures was written; a non-nil error
+// BatchWriter writes one batch: one partition's rows, or several partitions' joined by Config.Group.
+// *cassandra.Writer implements it; tests and benchmarks plug in their own. A nil error means every row not listed in the failures was written; a non-nil error
 // means nothing of the batch may be acknowledged.
 type BatchWriter interface {
 	Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error)
@@ -116,6 +118,8 @@ type Stage struct {
 
 	gatesMu sync.Mutex
 	gates   map[string]*tableGate // by keyspace.table, while batches of the table are retried
+
+	batched, acknowledged prometheus.Observer // sink_stage_seconds of the stages the stage sees
 }
 
 // readyBatch is a batch with the assignment of each of its rows, resolved when it left the batcher.
@@ -153,6 +157,9 @@ func New(ctx context.Context, cfg Config) *Stage {
 		ctx:     ctx,
 		done:    make(chan struct{}),
 		gates:   make(map[string]*tableGate),
+
+		batched:      cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageBatched),
+		acknowledged: cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageAcknowledged),
 	}
 }
 
@@ -324,7 +331,7 @@ func (s *Stage) take(bs ...*batcher.Batch) {
 			owners[i] = last
 		}
 		now := s.cfg.Now()
-		s.stage(metrics.StageBatched, now.Sub(b.First))
+		s.batched.Observe(max(now.Sub(b.First), 0).Seconds())
 		s.ready = append(s.ready, readyBatch{b: b, owners: owners, taken: now})
 	}
 }
@@ -398,7 +405,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		kept = s.failed(rb, attempt, err)
 		return
 	}
-	s.stage(metrics.StageAcknowledged, s.cfg.Now().Sub(rb.taken))
+	s.acknowledged.Observe(max(s.cfg.Now().Sub(rb.taken), 0).Seconds())
 	if rb.retried {
 		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets) })
 		s.gateLeft(rb, true)
@@ -564,11 +571,6 @@ func getOwners(n int) []Owner {
 func putOwners(o []Owner) {
 	clear(o)
 	ownersPool.Put(&o)
-}
-
-// stage observes the time rows spent reaching a stage (sink_stage_seconds).
-func (s *Stage) stage(name string, d time.Duration) {
-	s.cfg.Metrics.StageSeconds.WithLabelValues(name).Observe(max(d, 0).Seconds())
 }
 
 // In is where workers send their rows (a bounded channel: the only place a worker waits).
