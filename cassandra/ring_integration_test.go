@@ -161,8 +161,8 @@ func TestEveryBatchIsCoordinatedByAReplicaOfItsPartition(t *testing.T) {
 			parts[id] = true
 			token := Token(AppendRoutingKey(nil, []byte(id), []byte(bucket)))
 			if owner := ringOwner(t, ringHosts, token); !owner.Equal(o.host) {
-				t.Errorf("partition (%s, %s), token %d, in a request of %d partitions: coordinated by %s, but only %s holds it",
-					id, bucket, token, len(parts), o.host, owner)
+				t.Errorf("partition (%s, %s), token %d, in a request of %d rows: coordinated by %s, but only %s holds it",
+					id, bucket, token, len(o.entries), o.host, owner)
 			}
 		}
 		entries += len(o.entries)
