@@ -52,6 +52,7 @@ type partition struct {
 	stopping bool           // the worker is stopped; waiting for in-flight work
 	hwm      int64          // high watermark of the last fetch, for the lag gauge
 	mark     offsets.Marker // hands the watermark to the client for commit
+	settled  chan struct{}  // closed when nothing is in flight, for a worker restarting tracking (restartTracking)
 
 	held        map[int64]bool // offsets of batches the write stage gave back unwritten; counted in blocked
 	stuckLogged time.Time      // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
@@ -110,6 +111,20 @@ func (p *partition) work() {
 		// which live until the last of them is mapped, so the release waits for the whole chunk.
 		var freed int64
 		for i, r := range recs {
+			if p.rewound(r.Offset) {
+				// Everything mapped before r is handed on first: restarting waits for it to finish.
+				sent := len(rows) > 0
+				cont := p.handOff(rows) && p.restartTracking(r.Offset)
+				if sent {
+					rows = consumer.GetHandOff()
+				}
+				if !cont {
+					p.queue.pushFront(recs[i:])
+					p.releaseMapped(freed)
+					<-p.quit
+					return
+				}
+			}
 			row, ok, cont, held := p.handle(r)
 			if !held {
 				freed += budget.RecordCost(r)
@@ -180,9 +195,10 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	rerr := p.tr.Register(r.Offset, r.LeaderEpoch, bytes)
 	p.mu.Unlock()
 	if rerr != nil {
-		// Kafka never hands out a partition's records out of order; if it happens, stopping is the only
-		// choice that cannot commit past an unprocessed record.
-		p.log.Error("record out of order; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
+		// A lower offset than one already taken restarts tracking first (work, restartTracking), so this
+		// is an offset the tracker cannot hold at all (negative): stopping is the only choice that cannot
+		// commit past an unprocessed record.
+		p.log.Error("record offset refused; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
 		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 		p.setStuck(r.Offset, true)
 		return row, false, false, false
@@ -212,6 +228,56 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	}
 	p.dl.add(deadLetter{offset: r.Offset, rec: consumer.CloneRecord(r), reason: reason, err: err})
 	return row, false, true, true
+}
+
+// rewound reports whether offset is at or below a record this assignment already took: the client went
+// back in the partition's log. Kafka hands a partition's records in order, but its position can move
+// back: after a log truncation (an unclean leader election, or a reset to kafka.start_offset when the
+// position fell out of the log's range) or when the group's offset is reset under a live member.
+func (p *partition) rewound(offset int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last, ok := p.tr.Last()
+	return ok && offset <= last
+}
+
+// restartTracking starts the partition's offset tracking again at offset, a rewound position: it waits
+// until every record taken so far is done (written or dead-lettered; rows held by a failing write are
+// retried meanwhile), then replaces the tracker, so the records from offset on are tracked afresh and
+// the watermark never counts one of them done for an old record at the same offset. Nothing is marked
+// while it waits, so no commit runs ahead of a row. The marks from offset on reach the commit as the
+// client takes them: a position after a truncation carries a newer leader epoch and is taken though its
+// offset is lower; at the same epoch the records below the last commit are the ones already written,
+// and the commit stays where it is until the replay passes it. It returns false if the partition is
+// stopped while it waits; a partition halted on a bad record without a dead-letter topic waits here
+// like anywhere else.
+func (p *partition) restartTracking(offset int64) bool {
+	p.mu.Lock()
+	last, _ := p.tr.Last()
+	n := p.tr.InFlight()
+	p.mu.Unlock()
+	p.log.Warn("partition went back to an offset already taken (log truncated or offsets reset); "+
+		"tracking starts again there once the records in flight are done",
+		slog.Int64("offset", offset), slog.Int64("last_taken", last), slog.Int("in_flight", n))
+	for {
+		p.mu.Lock()
+		if p.tr.InFlight() == 0 {
+			p.tr = offsets.NewTracker(budget.EntryCost)
+			p.settled = nil
+			p.mu.Unlock()
+			return true
+		}
+		if p.settled == nil {
+			p.settled = make(chan struct{})
+		}
+		settled := p.settled
+		p.mu.Unlock()
+		select {
+		case <-settled:
+		case <-p.quit:
+			return false
+		}
+	}
 }
 
 // isExpired reports whether err says a record's row would be born expired (ttl_from event_time, an event
@@ -543,10 +609,15 @@ func (p *partition) stop() {
 	p.checkDrained()
 }
 
-// checkDrained closes drained once a stopping partition has nothing left that can finish.
+// checkDrained closes drained once a stopping partition has nothing left that can finish, and settled
+// once a worker restarting its tracking has nothing in flight.
 func (p *partition) checkDrained() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.settled != nil && p.tr.InFlight() == 0 {
+		close(p.settled)
+		p.settled = nil
+	}
 	if !p.stopping || p.drained == nil {
 		return
 	}
