@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/bucketsink/sink/batcher"
 )
@@ -20,8 +23,8 @@ import (
 // the rewind are written and committed by themselves; while a row from before the rewind is unwritten,
 // nothing at or past it is committed and nothing from the rewound position is taken.
 //
-// The rewind is the consumer's own (SetOffsets on the member's client): what the partition sees is the
-// same as after a broker-side reset, records at offsets it already registered.
+// kfake answers a fetch OFFSET_OUT_OF_RANGE, as a broker does whose log was truncated below the
+// consumer's position, and franz-go resets the partition to its start.
 func TestRewoundPartitionRestartsTrackingAndResumesByItself(t *testing.T) {
 	f := newFixture(t, 100, 0)
 	logs := &lockedBuffer{}
@@ -32,7 +35,10 @@ func TestRewoundPartitionRestartsTrackingAndResumesByItself(t *testing.T) {
 	m := f.start(f.config(nil), w)
 	f.waitFor(20*time.Second, "every row but the held one written", func() bool { return w.count() == 3*100-1 })
 
-	m.pl.client.SetOffsets(map[string]map[int32]kgo.EpochOffset{testTopic: {0: {Epoch: -1, Offset: 10}}})
+	// The broker answers one fetch of partition 0 OFFSET_OUT_OF_RANGE: the client resets the partition to
+	// kafka.start_offset (its start), below every record the partition took.
+	f.cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: testTopic, Partitions: []int32{0},
+		Err: kerr.OffsetOutOfRange})
 	var more []*kgo.Record
 	for i := 100; i < 150; i++ {
 		more = append(more, &kgo.Record{Topic: testTopic, Partition: 0, Key: []byte("k-0-" + strconv.Itoa(i)),
