@@ -83,11 +83,19 @@ type Auth struct {
 
 // Writer holds the batching, concurrency and memory limits of the write path.
 type Writer struct {
-	// BatchMaxRows and BatchMaxBytes cap one UNLOGGED batch (always one Cassandra partition).
+	// BatchMaxRows and BatchMaxBytes cap the rows of one Cassandra partition in one UNLOGGED batch.
 	// Defaults 100 rows and 32 KiB: a single-partition batch is exempt from the server's
 	// batch_size_fail_threshold, but small batches keep coordinator latency even.
 	BatchMaxRows  int   `koanf:"batch_max_rows"`
 	BatchMaxBytes Bytes `koanf:"batch_max_bytes"`
+	// GroupMaxPartitions is the most partitions one request joins when small batches of one table are
+	// due together and share their replicas; 1 sends every partition alone. Default 10, Cassandra's
+	// unlogged_batch_across_partitions_warn_threshold: raise both together.
+	GroupMaxPartitions int `koanf:"group_max_partitions"`
+	// GroupMaxBytes caps a request of several partitions, below the server's batch_size_warn_threshold
+	// (5 KiB by default), which, unlike single-partition batches, such a request is subject to.
+	// Default 2KiB.
+	GroupMaxBytes Bytes `koanf:"group_max_bytes"`
 	// Linger is how long a partially filled batch waits for more rows of its partition. Default 5ms.
 	Linger Duration `koanf:"linger"`
 	// MaxInFlight bounds concurrent batch requests to Cassandra. Default 64.

@@ -29,7 +29,7 @@ func (pl *Pipeline) kafkaOptions() (consumerOpts, producerOpts []kgo.Opt, err er
 	consumerOpts = append(append(append([]kgo.Opt{}, common...),
 		consumer.GroupOptions(pl.sink.Kafka, pl.sink.Writer, pl.kafkaTopics(),
 			consumer.Rebalance{Assigned: pl.assigned, Revoked: pl.revoked, Lost: pl.lost})...),
-		offsets.ClientOptions(pl.sink.Writer.CommitInterval.Std(), pl.metrics.CommitDuration, pl.metrics.CommitFailures, pl.log)...)
+		offsets.ClientOptions(pl.sink.Writer.CommitInterval.Std(), pl.metrics.CommitDuration, pl.metrics.CommitFailures, pl.commitClock, pl.log)...)
 	producerOpts = deadletter.ProducerOptions(common)
 	consumerOpts = append(consumerOpts, pl.cfg.KafkaOptions...)
 	producerOpts = append(producerOpts, pl.cfg.KafkaOptions...)

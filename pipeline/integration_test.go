@@ -437,14 +437,17 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 		s.t.Fatal(err)
 	}
 	metrics := metrics.NewMetrics(prometheus.NewRegistry())
-	var w BatchWriter = cassandra.NewWriter(session, cassandra.WriterConfig{
+	cw := cassandra.NewWriter(session, cassandra.WriterConfig{
 		MaxInFlight: s.cfg.Writer.MaxInFlight, RetryInitial: s.cfg.Writer.RetryInitial.Std(),
 		RetryMax: s.cfg.Writer.RetryMax.Std(), RetryAttempts: s.cfg.Writer.RetryAttempts,
+		Group: cassandra.GroupConfig{MaxPartitions: s.cfg.Writer.GroupMaxPartitions, MaxBytes: int(s.cfg.Writer.GroupMaxBytes)},
 	}, metrics)
+	var w BatchWriter = cw
 	if wrap != nil {
 		w = wrap(w)
 	}
-	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Metrics: metrics, PingInterval: time.Second,
+	// Requests are joined as `sink run` joins them, so every test here runs with grouped requests.
+	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Group: cw.Group, Metrics: metrics, PingInterval: time.Second,
 		Slices:       cassandra.NewSliceMaker(session, s.cfg),
 		KafkaOptions: s.kafkaOpts,
 		Splits:       SplitsOf(cassandra.NewSplitStores(session, s.cfg.Cassandra)),

@@ -76,6 +76,7 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 		ctx:        ctx,
 		cancel:     cancel,
 		tr:         offsets.NewTracker(budget.EntryCost),
+		mark:       offsets.Marker{Clock: pl.commitClock},
 		stuck:      make(map[int64]bool),
 		held:       make(map[int64]bool),
 		hwm:        -1,
@@ -101,25 +102,33 @@ func (p *partition) work() {
 	}
 	rows := consumer.GetHandOff()
 	for {
-		recs, ok := p.queue.next(p.quit)
+		c, ok := p.queue.next(p.quit)
 		if !ok {
 			return
 		}
+		recs := c.recs
 		// What the chunk's records were charged when they were queued, returned once the worker lets go
 		// of the chunk: after mapping, nothing keeps a record but the dead-letter sender (a bad one, whose
 		// cost moves to its tracker entry). The records of a chunk share slabs and decompressed batches,
 		// which live until the last of them is mapped, so the release waits for the whole chunk.
 		var freed int64
+		// flush hands the rows mapped so far to the write stage; false if the partition was stopped first.
+		flush := func() bool {
+			sent := len(rows) > 0
+			if sent {
+				p.pl.mapped.Observe(max(p.pl.now().Sub(c.fetched), 0).Seconds())
+			}
+			ok := p.handOff(rows)
+			if sent {
+				rows = consumer.GetHandOff() // the write stage gives the sent slice back (consumer.PutHandOff)
+			}
+			return ok
+		}
 		for i, r := range recs {
 			if p.rewound(r.Offset) {
 				// Everything mapped before r is handed on first: restarting waits for it to finish.
-				sent := len(rows) > 0
-				cont := p.handOff(rows) && p.restartTracking(r.Offset)
-				if sent {
-					rows = consumer.GetHandOff()
-				}
-				if !cont {
-					p.queue.pushFront(recs[i:])
+				if !flush() || !p.restartTracking(r.Offset) {
+					p.queue.pushFront(recs[i:], c.fetched)
 					p.releaseMapped(freed)
 					<-p.quit
 					return
@@ -135,19 +144,13 @@ func (p *partition) work() {
 			if ok {
 				rows = append(rows, row)
 			}
-			if len(rows) == cap(rows) || i == len(recs)-1 || !cont {
-				sent := len(rows) > 0
-				if !p.handOff(rows) {
-					cont = false
-				}
-				if sent {
-					rows = consumer.GetHandOff() // the write stage gives the sent slice back (consumer.PutHandOff)
-				}
+			if (len(rows) == cap(rows) || i == len(recs)-1 || !cont) && !flush() {
+				cont = false
 			}
 			if !cont {
 				// Stopped, or halted on a record that cannot be dead-lettered. The rest goes back so that
 				// its bytes are released when the partition is given up.
-				p.queue.pushFront(recs[i+1:])
+				p.queue.pushFront(recs[i+1:], c.fetched)
 				p.releaseMapped(freed)
 				<-p.quit
 				return
@@ -653,15 +656,21 @@ func (p *partition) undone() (int, int64) {
 // bounded by the byte budget, at which the poll loop stops polling instead.
 type recordQueue struct {
 	mu     sync.Mutex
-	chunks [][]*kgo.Record
+	chunks []chunk
 	notify chan struct{}
+}
+
+// chunk is the records of one fetch of one partition, and when the poll loop handed them over.
+type chunk struct {
+	recs    []*kgo.Record
+	fetched time.Time
 }
 
 func (q *recordQueue) init() { q.notify = make(chan struct{}, 1) }
 
-func (q *recordQueue) push(recs []*kgo.Record) {
+func (q *recordQueue) push(recs []*kgo.Record, fetched time.Time) {
 	q.mu.Lock()
-	q.chunks = append(q.chunks, recs)
+	q.chunks = append(q.chunks, chunk{recs, fetched})
 	q.mu.Unlock()
 	select {
 	case q.notify <- struct{}{}:
@@ -670,36 +679,36 @@ func (q *recordQueue) push(recs []*kgo.Record) {
 }
 
 // pushFront returns records the worker took but did not handle.
-func (q *recordQueue) pushFront(recs []*kgo.Record) {
+func (q *recordQueue) pushFront(recs []*kgo.Record, fetched time.Time) {
 	if len(recs) == 0 {
 		return
 	}
 	q.mu.Lock()
-	q.chunks = append([][]*kgo.Record{recs}, q.chunks...)
+	q.chunks = append([]chunk{{recs, fetched}}, q.chunks...)
 	q.mu.Unlock()
 }
 
 // next waits for records or for quit.
-func (q *recordQueue) next(quit <-chan struct{}) ([]*kgo.Record, bool) {
+func (q *recordQueue) next(quit <-chan struct{}) (chunk, bool) {
 	for {
 		select {
 		case <-quit:
-			return nil, false
+			return chunk{}, false
 		default:
 		}
 		q.mu.Lock()
 		if len(q.chunks) > 0 {
-			recs := q.chunks[0]
-			q.chunks[0] = nil
+			c := q.chunks[0]
+			q.chunks[0] = chunk{}
 			q.chunks = q.chunks[1:]
 			q.mu.Unlock()
-			return recs, true
+			return c, true
 		}
 		q.mu.Unlock()
 		select {
 		case <-q.notify:
 		case <-quit:
-			return nil, false
+			return chunk{}, false
 		}
 	}
 }
@@ -709,8 +718,8 @@ func (q *recordQueue) firstOffset() (int64, int32, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, c := range q.chunks {
-		if len(c) > 0 {
-			return c[0].Offset, c[0].LeaderEpoch, true
+		if len(c.recs) > 0 {
+			return c.recs[0].Offset, c.recs[0].LeaderEpoch, true
 		}
 	}
 	return 0, 0, false
@@ -722,7 +731,7 @@ func (q *recordQueue) drain() int64 {
 	defer q.mu.Unlock()
 	var n int64
 	for _, c := range q.chunks {
-		for _, r := range c {
+		for _, r := range c.recs {
 			n += budget.RecordCost(r)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -35,9 +36,12 @@ type Mapper interface {
 
 // Config is what a Pipeline needs. Sink must have passed config.Validate (with defaults applied).
 type Config struct {
-	Sink    *config.Config
-	Mapper  Mapper
-	Writer  BatchWriter
+	Sink   *config.Config
+	Mapper Mapper
+	Writer BatchWriter
+	// Group joins batches due together that may share a request (*cassandra.Writer.Group); nil sends
+	// every partition's batch alone.
+	Group   func([]*batcher.Batch) []*batcher.Batch
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 	// Ping checks that Cassandra answers, for /readyz; it is called every PingInterval unless a write
@@ -96,7 +100,11 @@ type Pipeline struct {
 	// makes after it is set.
 	client   *kgo.Client
 	producer *kgo.Client // dead letters
-	writes   *writestage.Stage
+	// commitClock times marks until their commit (sink_stage_seconds{stage="committed"}); mapped is the
+	// stage before it that the workers observe.
+	commitClock *offsets.CommitClock
+	mapped      prometheus.Observer
+	writes      *writestage.Stage
 
 	// dlqLimits caches the max.message.bytes of the dead-letter topics.
 	dlqLimits dlqLimits
@@ -150,14 +158,18 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	w := cfg.Sink.Writer
 	pl := &Pipeline{
-		cfg:              cfg,
-		log:              cfg.Logger,
-		metrics:          cfg.Metrics,
-		mapper:           cfg.Mapper,
-		writer:           cfg.Writer,
-		now:              cfg.Now,
-		sink:             cfg.Sink,
-		topics:           make(map[string]*topicInfo),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		metrics: cfg.Metrics,
+		mapper:  cfg.Mapper,
+		writer:  cfg.Writer,
+		now:     cfg.Now,
+		sink:    cfg.Sink,
+		topics:  make(map[string]*topicInfo),
+		mapped:  cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageMapped),
+		commitClock: offsets.NewCommitClock(cfg.Now, func(d time.Duration) {
+			cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageCommitted).Observe(d.Seconds())
+		}),
 		shutdownTimeout:  w.ShutdownTimeout.Std(),
 		parts:            make(map[offsets.TopicPartition]*partition),
 		budget:           budget.New(int64(w.MaxBufferedBytes)),
@@ -268,6 +280,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		},
 		MaxInFlight: w.MaxInFlight,
 		Writer:      pl.writer,
+		Group:       pl.cfg.Group,
 		Slices:      pl.cfg.Slices,
 		Topics:      stageTopics,
 		Metrics:     pl.metrics,
@@ -471,7 +484,7 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 	// Charged before the worker can see the records: it releases their cost once it has mapped them,
 	// and a release that came first would leave the partition's share of the budget off by n.
 	pl.charge(tp, n)
-	p.queue.push(f.Records)
+	p.queue.push(f.Records, pl.now())
 	p.observeHighWatermark(f.HighWatermark)
 }
 

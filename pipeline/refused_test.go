@@ -94,6 +94,48 @@ func TestRefusedRowDeadLetterCarriesTheOriginalRecord(t *testing.T) {
 	}
 }
 
+// TestRefusedRowInAJoinedRequestIsDeadLetteredAloneAndTheRestCommitted: with the write stage joining
+// the batches due together (every partition here has one row) into requests of several partitions, a
+// row the writer refuses inside such a request goes to the dead-letter topic alone, every other row of
+// the request is written, and the commits reach the end of every partition.
+func TestRefusedRowInAJoinedRequestIsDeadLetteredAloneAndTheRestCommitted(t *testing.T) {
+	f := newFixture(t, 0, 0)
+	f.join = func(bs []*batcher.Batch) []*batcher.Batch {
+		var out []*batcher.Batch
+		for len(bs) > 0 {
+			n := min(len(bs), 10)
+			out = append(out, batcher.Join(bs[:n]))
+			bs = bs[n:]
+		}
+		return out
+	}
+	f.produceWithHeaders(100)
+	w := newMemWriter()
+	w.reject = func(s batcher.Source) bool { return s.Offset%30 == 7 }
+	m := f.start(f.config(nil), w)
+	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
+	if dls := f.deadLetters(12); len(dls) != 12 {
+		t.Errorf("%d dead letters, want 12", len(dls))
+	}
+	for p := range int32(testParts) {
+		for o := range int64(100) {
+			src := batcher.Source{Topic: testTopic, Partition: p, Offset: o}
+			if w.has(src) == (o%30 == 7) {
+				t.Errorf("row %d/%d written: %v", p, o, w.has(src))
+			}
+		}
+	}
+	w.mu.Lock()
+	parts := w.parts
+	w.mu.Unlock()
+	if parts < 2 {
+		t.Errorf("no request held more than %d partition: nothing was joined", parts)
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // deadLetterOfGoneRecord waits for partition 1 to stop before its row at offset 40, which w holds,
 // deletes the partition's records below 60 (retention), lets the row go on, and returns the one dead
 // letter once every partition is committed to its end.

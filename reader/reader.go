@@ -18,7 +18,7 @@ import (
 const (
 	DefaultParallelism   = 8
 	DefaultReadAhead     = 8
-	DefaultFetchSize     = 1000
+	DefaultFetchSize     = 5000
 	DefaultMaxPartitions = 10000
 )
 
@@ -37,7 +37,10 @@ type Config struct {
 	// they are needed (default 8). A query with a limit opens only as many time buckets ahead as
 	// the rows seen so far say it needs, so "the latest 100" of a busy entity reads one or two.
 	ReadAhead int
-	// FetchSize is the rows asked for per request (default 1000), less when a limit needs fewer.
+	// FetchSize is the most rows asked for per request (default 5000, the driver's own page). A
+	// query with a page size or a limit asks each partition for its share of what the page still
+	// needs, so the fetch size follows the page size; an unbounded read asks FetchSize rows, and a
+	// dense bucket then costs Cassandra one request per FetchSize rows rather than one per 1,000.
 	FetchSize int
 	// MaxPartitions caps the partitions one query's range may span (default 10000): a wider
 	// range is an error, not a slow read.

@@ -194,12 +194,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		RetryMax:       w.RetryMax.Std(),
 		RetryAttempts:  w.RetryAttempts,
 		AttemptTimeout: cfg.Cassandra.Timeout.Std(),
+		Group:          cassandra.GroupConfig{MaxPartitions: w.GroupMaxPartitions, MaxBytes: int(w.GroupMaxBytes)},
 	}, metrics)
 
 	pl, err := pipeline.New(pipeline.Config{
 		Sink:    cfg,
 		Mapper:  m,
 		Writer:  writer,
+		Group:   writer.Group,
 		Metrics: metrics,
 		Logger:  log,
 		Slices:  cassandra.NewSliceMaker(session, cfg),

@@ -30,6 +30,7 @@ func TestMetricsLintAndNames(t *testing.T) {
 	m.OnRetry("timeout")
 	m.InFlight(1)
 	m.CommitDuration.Observe(0.01)
+	m.StageSeconds.WithLabelValues(StageCommitted).Observe(0.2)
 	m.CommitFailures.Inc()
 	m.DLTruncated.WithLabelValues("t").Inc()
 	m.Splits.WithLabelValues("t").Inc()
