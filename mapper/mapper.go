@@ -72,6 +72,9 @@ func (e *RecordError) Error() string {
 
 func (e *RecordError) Unwrap() error { return e.Err }
 
+// Quoted is Error with the bad value shown (see the package function Quoted).
+func (e *RecordError) Quoted() string { return Quoted(e) }
+
 // ErrUnknownTopic is wrapped by the RecordError of a record whose Kafka topic no configured topic
 // reads; the pipeline subscribes only to configured topics, so it means a wiring bug.
 var ErrUnknownTopic = errors.New("no configured topic reads this Kafka topic")
@@ -518,7 +521,7 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	}
 	root, err := s.parser.ParseBytes(rec.Value)
 	if err != nil {
-		return out, ReasonDecode, fmt.Errorf("decoding JSON: %w", err)
+		return out, ReasonDecode, notJSON(err)
 	}
 	if root.Type() != fastjson.TypeObject {
 		return out, ReasonDecode, fmt.Errorf("decoding JSON: the value is a JSON %s, not an object", root.Type())
@@ -730,21 +733,23 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 			b, _ := v.StringBytes()
 			if t, err := parseRFC3339(bstr(b)); err == nil {
 				if !inTimeRange(t) {
-					return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range (years 0000 to 9999)", p.timeField, show(v, s))
+					return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "out of range (years 0000 to 9999)")
 				}
 				return t, nil
+			} else if err == errRFC3339Offset {
+				return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), offsetProblem)
 			}
 		}
-		return time.Time{}, fmt.Errorf("event time: field %q is %s, not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)", p.timeField, show(v, s))
+		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)")
 	}
 	text, ok := numberText(v, s.buf)
 	s.buf = text
 	if !ok {
-		return time.Time{}, fmt.Errorf("event time: field %q is %s, not a %s number", p.timeField, show(v, s), p.timeFormat)
+		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "not a "+p.timeFormat+" number")
 	}
 	t, ok := parseUnix(bstr(text), p.timeUnit)
 	if !ok {
-		return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range for %s (years 0000 to 9999)", p.timeField, show(v, s), p.timeFormat)
+		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "out of range for "+p.timeFormat+" (years 0000 to 9999)")
 	}
 	return t, nil
 }
@@ -824,13 +829,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			x.n, pr = intOf(k, v, &s.buf)
 		}
 		if !pr.ok() {
-			if pr.val == nil { // a value whose bytes are not text is described, not shown
-				return fmt.Errorf("column %s: field %q%s %s", c.name, c.field, prefixed(" ", pr.elem), pr.msg)
-			}
-			if pr.elem != "" {
-				return fmt.Errorf("column %s: field %q %s is %s, %s", c.name, c.field, pr.elem, show(pr.val, s), pr.msg)
-			}
-			return fmt.Errorf("column %s: field %q is %s, %s", c.name, c.field, show(pr.val, s), pr.msg)
+			return pr.err(fmt.Sprintf("column %s: field %q", c.name, c.field), s)
 		}
 	case srcEventTime:
 		x.t = t
@@ -960,8 +959,46 @@ func (s *scratch) canonical(c *column, x *cell) {
 	s.canon[c.hash] = span{off, len(b) - off}
 }
 
-// maxShown bounds how much of a bad value an error message repeats.
+// maxShown bounds how much of a bad value a quoted error message repeats.
 const maxShown = 64
+
+// valueError is a problem with a value of the record. Its message (Error) names the column, the field
+// and, in a collection, the element or the entry by its position, and says what is wrong; never the
+// value, nor a map key (both are the record's data, and logs are kept longer and read by more people
+// than the data). quoted is the same message with the value and the key shown, which Quoted returns.
+type valueError struct{ plain, quoted string }
+
+func (e *valueError) Error() string { return e.plain }
+
+// badValue is the valueError "<subject> is <reason>", quoted "<subject> is <shown>, <reason>".
+func badValue(subject, shown, reason string) *valueError {
+	return &valueError{plain: subject + " is " + reason, quoted: subject + " is " + shown + ", " + reason}
+}
+
+// notJSON is the decode error of a value fastjson cannot parse. fastjson's messages quote the document
+// (the unexpected value, the unparsed tail); the plain message keeps what is wrong and not the text.
+func notJSON(err error) *valueError {
+	quoted := "decoding JSON: " + err.Error()
+	plain, _, _ := strings.Cut(quoted, "; unparsed tail: ")
+	plain, _, _ = strings.Cut(plain, `: "`)
+	return &valueError{plain: plain, quoted: quoted}
+}
+
+// Quoted returns err's message with the bad value shown, where err is about a value of the record (a
+// field that does not convert, an event time that does not parse, a value that is not JSON); for any
+// other error, its message. Dead letters carry it in sink.error (they carry the record anyway); logs
+// carry it only when log.quote_values is set, Error otherwise.
+func Quoted(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	var ve *valueError
+	if errors.As(err, &ve) {
+		return strings.Replace(msg, ve.plain, ve.quoted, 1)
+	}
+	return msg
+}
 
 // show renders a JSON value for an error message: its JSON text, shortened when long.
 func show(v *fastjson.Value, s *scratch) string {

@@ -111,7 +111,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		var re *mapper.RecordError
 		if errors.As(err, &re) {
-			fmt.Fprintf(stdout, "dead letter (reason %s): %v\n", re.Reason, err)
+			// The error the dead letter carries in sink.error: the value shown (the user gave it).
+			fmt.Fprintf(stdout, "dead letter (reason %s): %s\n", re.Reason, re.Quoted())
 			return exitBadData
 		}
 		fmt.Fprintf(stderr, "sink explain: %v\n", err)

@@ -2,6 +2,7 @@ package deadletter
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -73,7 +74,14 @@ func truncateUTF8(s string, n int) string {
 func sinkHeaders(dst []kgo.RecordHeader, topic string, partition int32, offset int64, ts time.Time, reason string, cause error) []kgo.RecordHeader {
 	msg := ""
 	if cause != nil {
-		msg = truncateUTF8(cause.Error(), maxErrorBytes)
+		msg = cause.Error()
+		// An error that can show the bad value (mapper.RecordError) shows it here: the dead letter carries
+		// the record anyway, and the value beside the reason saves a reader decoding it.
+		var q interface{ Quoted() string }
+		if errors.As(cause, &q) {
+			msg = q.Quoted()
+		}
+		msg = truncateUTF8(msg, maxErrorBytes)
 	}
 	dst = append(dst,
 		kgo.RecordHeader{Key: HeaderSourceTopic, Value: []byte(topic)},
