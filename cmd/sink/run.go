@@ -97,6 +97,9 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(cfg.Log, stderr)
+	for _, w := range cfg.Warnings() {
+		log.Warn("the config is valid but allows this; see sink validate", slog.String("key", w.Path), slog.String("warning", w.Problem))
+	}
 	memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
 	served := make(chan struct{})
 	defer close(served)
