@@ -533,7 +533,7 @@ type mapEntry struct {
 
 // appendConverted appends the wire bytes of a JSON value converted for column type t, collections
 // included, to dst. A collection is framed as packed.AppendValue frames it (a map's entries in key
-// order, the last of duplicate keys kept, as a Go map would), so that both give the same bytes.
+// order, the first of duplicate keys kept), so that both give the same bytes.
 // entries is scratch space for a map's entries.
 func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entries *[]mapEntry) ([]byte, problem) {
 	switch t.kind {
@@ -594,9 +594,11 @@ func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entr
 			return dst[:vals], bad
 		}
 		slices.SortStableFunc(es, func(a, b mapEntry) int { return bytes.Compare(a.key, b.key) })
-		n := 0 // entries kept: the last of each run of equal keys
+		// Entries kept: the first of each run of equal keys (the sort is stable), the occurrence a plain
+		// field takes too (fastjson's Get and the scan), so one rule holds for a key given twice.
+		n := 0
 		for i := range es {
-			if i+1 < len(es) && bytes.Equal(es[i].key, es[i+1].key) {
+			if n > 0 && bytes.Equal(es[n-1].key, es[i].key) {
 				continue
 			}
 			es[n] = es[i]

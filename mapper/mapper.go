@@ -526,6 +526,11 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	if root.Type() != fastjson.TypeObject {
 		return out, ReasonDecode, fmt.Errorf("decoding JSON: the value is a JSON %s, not an object", root.Type())
 	}
+	if bad, path := lenientNumber(root, s); bad != nil {
+		const why = "a number outside JSON's grammar (NaN, Infinity, +1, 1-2 and the like), refused in any field"
+		return out, ReasonDecode, &valueError{plain: "decoding JSON: the value holds " + why,
+			quoted: fmt.Sprintf("decoding JSON: field %q is %s, %s", path, show(bad, s), why)}
+	}
 
 	t, err := p.eventTime(root, rec, s)
 	if err != nil {
@@ -973,6 +978,49 @@ func (e *valueError) Error() string { return e.plain }
 // badValue is the valueError "<subject> is <reason>", quoted "<subject> is <shown>, <reason>".
 func badValue(subject, shown, reason string) *valueError {
 	return &valueError{plain: subject + " is " + reason, quoted: subject + " is " + shown + ", " + reason}
+}
+
+// lenientNumber finds a number fastjson takes but JSON does not have (fastjson's number token is any run
+// of digits, signs, dots and e, or inf and nan: NaN, Infinity, +1, 1-2) anywhere in the document, read
+// by a column or not. The scan refuses such a document wherever the number is, so this path does too: a
+// record is JSON or it is not, whichever fields a topic reads. It returns the number and its path
+// (a.b[2].c; in quoted messages only, as keys can be data), or nil.
+func lenientNumber(v *fastjson.Value, s *scratch) (*fastjson.Value, string) {
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		s.buf = v.MarshalTo(s.buf[:0])
+		if !isNumber(bstr(s.buf)) {
+			return v, ""
+		}
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		for i, e := range a {
+			if bad, path := lenientNumber(e, s); bad != nil {
+				return bad, "[" + strconv.Itoa(i) + "]" + dotted(path)
+			}
+		}
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		var bad *fastjson.Value
+		var path string
+		o.Visit(func(key []byte, e *fastjson.Value) {
+			if bad == nil {
+				if bad, path = lenientNumber(e, s); bad != nil {
+					path = string(key) + dotted(path)
+				}
+			}
+		})
+		return bad, path
+	}
+	return nil, ""
+}
+
+// dotted joins the rest of a path to its key: "" stays "", "[2]" is an index, anything else a key.
+func dotted(rest string) string {
+	if rest == "" || rest[0] == '[' {
+		return rest
+	}
+	return "." + rest
 }
 
 // notJSON is the decode error of a value fastjson cannot parse. fastjson's messages quote the document

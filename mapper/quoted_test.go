@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -76,5 +77,37 @@ func TestOffsetOutOfRangeIsNamedAsSuch(t *testing.T) {
 		if err == nil || err.Error() != prefix+tc.want {
 			t.Errorf("%s:\n got %v\nwant %s", tc.value, err, prefix+tc.want)
 		}
+	}
+}
+
+// TestNumberOutsideJSONIsRefusedInAnyField guards one strictness for JSON: NaN in a field no column reads
+// was accepted (fastjson takes it) while Infinity was refused, and the scan refused both. Every number
+// outside JSON's grammar is now a decode error wherever it is, on a topic the scan reads and on one it
+// does not (a set column sends every record through fastjson), while a JSON number a column cannot take
+// (1.5 for an int) stays a mapping error of that column.
+func TestNumberOutsideJSONIsRefusedInAnyField(t *testing.T) {
+	scanned := newMapper(t, nil)
+	parsed := newMapper(t, func(tp *config.Topic) {
+		tp.Columns = append(tp.Columns, config.Column{Name: "tags", Type: "set<text>", Field: "tags"})
+	})
+	const good = `"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1`
+	for _, m := range []*Mapper{scanned, parsed} {
+		for _, n := range []string{"NaN", "nan", "-NaN", "Infinity", "-Infinity", "inf", "+1", "1-2", "1.2.3"} {
+			for _, value := range []string{`{` + good + `,"unused":` + n + `}`, `{` + good + `,"x":{"y":[0,` + n + `]}}`} {
+				_, err := m.Map(rec(value))
+				var re *RecordError
+				if !errors.As(err, &re) || re.Reason != ReasonDecode {
+					t.Errorf("%s: error %v, want a decode error", value, err)
+				}
+			}
+		}
+		if _, err := m.Map(rec(`{` + good + `,"unused":-1.5e-3,"x":[01,0]}`)); err != nil {
+			t.Errorf("JSON numbers refused: %v", err)
+		}
+	}
+	_, err := parsed.Map(rec(`{` + good + `,"x":{"y":[0,NaN]}}`))
+	if want := `decoding JSON: field "x.y[1]" is NaN, a number outside JSON's grammar`; !strings.Contains(Quoted(err), want) ||
+		strings.Contains(err.Error(), "x.y") {
+		t.Errorf("message %q / quoted %q; want the path and value in the quoted one only (%s)", err, Quoted(err), want)
 	}
 }
