@@ -699,8 +699,19 @@ func (p *plan) rowTTL(t time.Time) (int32, error) {
 	age := p.now().Sub(t) // Sub saturates at the extremes; the comparisons below never overflow
 	switch {
 	case age > p.ttl-time.Second:
-		return 0, fmt.Errorf("%w: event time %s plus ttl %s was %s ago; the row would be born expired (ttl_from event_time)",
-			errExpired, t.Format(time.RFC3339Nano), config.Duration(p.ttl), config.Duration(age-p.ttl))
+		// Within the last second of the ttl the end is still ahead, but less than the one second a TTL
+		// can say; past it, the distance is said to the second (time.Sub's sub-second digits are noise).
+		var ends string
+		switch past := age - p.ttl; {
+		case past < 0:
+			ends = "ends in under a second, and a TTL counts whole seconds (0 would mean never)"
+		case past < time.Second:
+			ends = "ended under a second ago"
+		default:
+			ends = "ended " + distance(past) + " ago"
+		}
+		return 0, fmt.Errorf("%w: event time %s plus ttl %s %s; the row would be born expired (ttl_from event_time)",
+			errExpired, t.Format(time.RFC3339Nano), config.Duration(p.ttl), ends)
 	case age < p.ttl-maxTTL*time.Second:
 		return maxTTL, nil
 	}

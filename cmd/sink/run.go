@@ -252,6 +252,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	return runErr
 }
 
+// readableDuration writes a duration attribute (retry_in, timeout, took) as Go writes a duration,
+// "1.5s", where the JSON handler would write bare nanoseconds (1500000000), which a reader has to count.
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
+}
+
 // newLogger builds the slog logger of log.level and log.format.
 func newLogger(c config.Log, w io.Writer) *slog.Logger {
 	var level slog.Level
@@ -265,7 +274,7 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 	default:
 		level = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: readableDuration}
 	if strings.EqualFold(c.Format, "text") {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
