@@ -165,8 +165,8 @@ type Topic struct {
 	PartitionBudget Bytes `koanf:"partition_budget"`
 	// TTLFrom is what TTL counts from: "write" (default: Cassandra's own rule, the row expires ttl
 	// after it is written) or "event_time" (the row expires ttl after its event time: each row is
-	// written with ttl minus its age, and a record already older than ttl is dead-lettered with
-	// reason expired).
+	// written with ttl minus its age, and a record already older than ttl is skipped, committed and
+	// counted in sink_records_skipped_total{reason="expired"}).
 	TTLFrom string `koanf:"ttl_from"`
 	// Accept bounds the event time around the record's Kafka timestamp (accept.go).
 	Accept Accept `koanf:"accept"`

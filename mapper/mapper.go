@@ -44,7 +44,8 @@ func kafkaTime(rec *Record) (time.Time, bool) {
 	return rec.Timestamp.UTC(), true
 }
 
-// Reasons of a RecordError, also the reason label of sink_records_dead_lettered_total.
+// Reasons of a RecordError, also the reason label of sink_records_dead_lettered_total (of
+// sink_records_skipped_total for ReasonExpired: the pipeline skips such a record, it is not bad input).
 const (
 	ReasonDecode  = "decode"  // the value is not a JSON object
 	ReasonMap     = "map"     // a field is missing or does not fit its column, or the time is unusable

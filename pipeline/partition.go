@@ -55,7 +55,11 @@ type partition struct {
 
 	held        map[int64]bool // offsets of batches the write stage gave back unwritten; counted in blocked
 	stuckLogged time.Time      // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
-	split       *splitState    // hot-entity splits (split.go); nil when split is off
+	// skipLogged is when the worker last logged a skipped record, skipped how many it skipped since
+	// (skip); the worker's alone.
+	skipLogged time.Time
+	skipped    int
+	split      *splitState // hot-entity splits (split.go); nil when split is off
 }
 
 func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *partition {
@@ -164,6 +168,8 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	case err == nil:
 		// Charged by handOff, before the row can complete and be released.
 		bytes = budget.RowCost(&row)
+	case isExpired(err):
+		// Skipped below: nothing but its tracker entry.
 	case p.topic.deadLetterTopic != "":
 		// The dead-letter sender holds the record until it is produced: the cost charged when it was
 		// queued moves to its tracker entry instead of being released with its chunk.
@@ -184,6 +190,10 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	if err == nil {
 		return row, true, true, false
 	}
+	if isExpired(err) {
+		p.skip(r.Offset, mapper.ReasonExpired, err)
+		return row, false, true, false
+	}
 	reason := mapper.ReasonMap
 	var re *mapper.RecordError
 	var pe *mapPanic
@@ -203,6 +213,33 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	p.dl.add(deadLetter{offset: r.Offset, rec: consumer.CloneRecord(r), reason: reason, err: err})
 	return row, false, true, true
 }
+
+// isExpired reports whether err says a record's row would be born expired (ttl_from event_time, an event
+// older than the ttl). Such a record is good data, only old: writing it would store a row Cassandra
+// drops at once, so it is skipped (see skip), never dead-lettered nor a reason to stop the partition.
+func isExpired(err error) bool {
+	var re *mapper.RecordError
+	return errors.As(err, &re) && re.Reason == mapper.ReasonExpired
+}
+
+// skip marks a registered record done without a row: counted in sink_records_skipped_total by reason,
+// its offset committed like a written record's. A consumer behind by more than the ttl skips a record
+// per offset, so the log says so at most once a skipLogEvery per partition, with the last record's
+// coordinates and how many were skipped since the previous line.
+func (p *partition) skip(offset int64, reason string, err error) {
+	p.pl.metrics.RecordsSkipped.WithLabelValues(p.tp.Topic, reason).Inc()
+	p.skipped++
+	if now := p.pl.now(); now.Sub(p.skipLogged) >= skipLogEvery {
+		p.log.Info("record skipped: its row would be born expired", slog.Int64("offset", offset),
+			slog.String("reason", reason), slog.Int("skipped", p.skipped), slog.Any("error", err))
+		p.skipLogged, p.skipped = now, 0
+	}
+	p.pl.charge(p.tp, budget.EntryCost) // the tracker entry's cost, returned when the watermark passes it
+	p.Complete([]int64{offset})
+}
+
+// skipLogEvery rate-limits the log of skipped records per partition.
+const skipLogEvery = time.Minute
 
 // mapPanic is the error of a record whose mapping panicked.
 type mapPanic struct {
@@ -273,8 +310,8 @@ func (p *partition) TopicPartition() offsets.TopicPartition { return p.tp }
 func (p *partition) Context() context.Context { return p.ctx }
 
 // DeadLetterWrite sends a row the write stage cannot write to the dead-letter topic: reason write, a
-// row Cassandra refused (row is that row, sent along in case its record is gone when the sender reads
-// it back); reason slice, a row whose slice table does not exist (row nil). Without a dead-letter topic
+// row Cassandra refused; reason slice, a row whose slice table does not exist. row is that row, sent
+// along in case its record is gone when the sender reads it back. Without a dead-letter topic
 // the partition stops at it. A row no longer pending (the partition given up meanwhile) is left alone.
 func (p *partition) DeadLetterWrite(offset int64, reason, table string, row *batcher.Row, err error) {
 	if !p.pending(offset) {

@@ -71,6 +71,9 @@ type topicInfo struct {
 	// sliced, and bucket.missing_slice.
 	stage writestage.Topic
 	split *splitTopic // nil unless split is on (split.go)
+	// offsetTimestamps: write_timestamp is offset, so a partition whose offsets go back writes rows
+	// that lose to older ones (offsetrestart.go).
+	offsetTimestamps bool
 }
 
 // maxPollRecords bounds one poll. The poll loop only queues records, so this is about fairness between
@@ -172,7 +175,8 @@ func New(cfg Config) (*Pipeline, error) {
 		}
 		_, sliced := policy.Sliced()
 		pl.topics[kt] = &topicInfo{deadLetterTopic: t.DeadLetterTopic, policy: policy, split: split,
-			stage: writestage.Topic{Name: name, Sliced: sliced, MissingSlice: t.Bucket.MissingSlice}}
+			stage:            writestage.Topic{Name: name, Sliced: sliced, MissingSlice: t.Bucket.MissingSlice},
+			offsetTimestamps: t.WriteTimestamp == config.WriteTimestampOffset}
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(t.PartitionBudget))
 	}
 	pl.metrics.ConfigureLive(w.TopPartitions, cfg.Now)

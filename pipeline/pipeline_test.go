@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -148,6 +149,7 @@ type fixture struct {
 	group   string
 	end     map[int32]int64
 	bad     map[batcher.Source]bool
+	logs    io.Writer // when set, members log there too
 }
 
 // newFixture starts a cluster with the topic (3 partitions) and its dead-letter topic and produces n
@@ -246,7 +248,7 @@ func (f *fixture) startFull(cfg *config.Config, mp Mapper, writer BatchWriter, s
 		Mapper:  mp,
 		Writer:  writer,
 		Metrics: metrics.NewMetrics(reg),
-		Logger:  slog.New(slog.NewTextHandler(tWriter{f.t}, &slog.HandlerOptions{Level: testLogLevel})),
+		Logger:  slog.New(slog.NewTextHandler(f.logWriter(), &slog.HandlerOptions{Level: testLogLevel})),
 		Slices:  slices,
 	})
 	if err != nil {
@@ -266,6 +268,14 @@ func (f *fixture) startFull(cfg *config.Config, mp Mapper, writer BatchWriter, s
 		return pl.health.Joined()
 	})
 	return m
+}
+
+// logWriter is where a member logs: the test's log, and f.logs when set.
+func (f *fixture) logWriter() io.Writer {
+	if f.logs == nil {
+		return tWriter{f.t}
+	}
+	return io.MultiWriter(tWriter{f.t}, f.logs)
 }
 
 // stop shuts the member down gracefully; idempotent.

@@ -18,6 +18,7 @@ type Metrics struct {
 	RecordsConsumed     *prometheus.CounterVec
 	RecordsWritten      *prometheus.CounterVec
 	RecordsDeadLettered *prometheus.CounterVec
+	RecordsSkipped      *prometheus.CounterVec
 	RecordsFailed       *prometheus.CounterVec
 	BatchRows           prometheus.Histogram
 	BatchBytes          prometheus.Histogram
@@ -59,7 +60,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		RecordsDeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_dead_lettered_total",
-			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, expired, slice, write, panic).",
+			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, slice, write, panic).",
+		}, []string{"topic", "reason"}),
+		RecordsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "records_skipped_total",
+			Help: "Good records the sink did not write and committed past, by reason (expired: under ttl_from event_time the row would be born expired).",
 		}, []string{"topic", "reason"}),
 		RecordsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_failed_total",
@@ -136,7 +141,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		live: newLiveCollector(),
 	}
 	reg.MustRegister(
-		m.RecordsConsumed, m.RecordsWritten, m.RecordsDeadLettered, m.RecordsFailed,
+		m.RecordsConsumed, m.RecordsWritten, m.RecordsDeadLettered, m.RecordsSkipped, m.RecordsFailed,
 		m.BatchRows, m.BatchBytes, m.WriteDuration, m.WriteRetries, m.WritesInFlight,
 		m.BufferedBytes, m.OpenBatchRows, m.PausedPartitions, m.StuckPartitions, m.WriteStageRetries,
 		m.CommitDuration, m.CommitFailures,
@@ -171,6 +176,7 @@ func MetricNames() []string {
 		"sink_records_consumed_total",
 		"sink_records_written_total",
 		"sink_records_dead_lettered_total",
+		"sink_records_skipped_total",
 		"sink_records_failed_total",
 		"sink_batch_rows",
 		"sink_batch_bytes",

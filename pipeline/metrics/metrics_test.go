@@ -22,6 +22,7 @@ func TestMetricsLintAndNames(t *testing.T) {
 	m.RecordsConsumed.WithLabelValues("t").Inc()
 	m.RecordsWritten.WithLabelValues("t").Inc()
 	m.RecordsDeadLettered.WithLabelValues("t", deadletter.ReasonDecode).Inc()
+	m.RecordsSkipped.WithLabelValues("t", "expired").Inc()
 	m.RecordsFailed.WithLabelValues("t").Inc()
 	m.BatchRows.Observe(1)
 	m.BatchBytes.Observe(1)

@@ -48,7 +48,7 @@ type Owner interface {
 	WriteAbandoned(offsets []int64)
 	// DeadLetterWrite: the row at offset cannot be written (reason deadletter.ReasonWrite: Cassandra
 	// refused it; deadletter.ReasonSlice: its slice table does not exist) and goes to the dead-letter
-	// topic. row is the refused row, or nil.
+	// topic. row is that row, never nil: the dead letter is made of it if the record has left Kafka.
 	DeadLetterWrite(offset int64, reason, table string, row *batcher.Row, err error)
 }
 
@@ -469,7 +469,8 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 
 // deadLetterSlice sends every row of a batch whose slice table does not exist to its partition's
 // dead-letter topic, with reason slice and an error naming the table. The sender reads each record back
-// from Kafka and completes it once produced.
+// from Kafka and completes it once produced; each row goes along, as for a refused row, so that a record
+// Kafka no longer holds by then is dead-lettered as its row instead of stopping the partition.
 func (s *Stage) deadLetterSlice(b *batcher.Batch, owners []Owner, err error) {
 	table := tableOf(b)
 	for i := range b.Rows {
@@ -481,18 +482,22 @@ func (s *Stage) deadLetterSlice(b *batcher.Batch, owners []Owner, err error) {
 		p.WriteRecovered([]int64{off}) // no longer the write stage's: the sender finishes it
 		derr := fmt.Errorf("slice table %s does not exist (event time %s) and topics.%s.bucket.missing_slice is dead_letter: %w",
 			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), s.cfg.Topics[b.Rows[i].Source.Topic].Name, err)
-		p.DeadLetterWrite(off, deadletter.ReasonSlice, table, nil, derr)
+		row := b.Rows[i] // a copy: b's row array is reused once the batch is released
+		p.DeadLetterWrite(off, deadletter.ReasonSlice, table, &row, derr)
 	}
 }
 
 // anyOwned reports whether at least one partition of a batch's rows is still ours.
-func anyOwned(owners []Owner) bool {
+func anyOwned(owners []Owner) bool { return ownedBy(owners) != nil }
+
+// ownedBy returns the first owner of a batch's rows whose partition is still ours, or nil.
+func ownedBy(owners []Owner) Owner {
 	for _, p := range owners {
 		if p != nil && p.Context().Err() == nil {
-			return true
+			return p
 		}
 	}
-	return false
+	return nil
 }
 
 // eachOwner calls fn once per run of consecutive rows with the same owner, with their offsets, skipping
