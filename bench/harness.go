@@ -965,7 +965,7 @@ func (h *harness) machine(ctx context.Context) Machine {
 		})
 	}
 	var rel string
-	if err := h.admin.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&rel); err == nil {
+	if err := h.admin.Query("SELECT release_version FROM system.local").ScanContext(ctx, &rel); err == nil {
 		m.Cassandra = rel
 	}
 	return m

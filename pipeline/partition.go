@@ -404,7 +404,7 @@ func (p *partition) DeadLetterWrite(offset int64, reason, table string, row *bat
 // Skipping it would lose it, so the partition stops advancing and says so loudly.
 func (p *partition) halt(offset int64, reason string, err error) {
 	p.log.Error("bad record and no dead_letter_topic configured; partition stopped",
-		slog.Int64("offset", offset), slog.String("reason", reason), slog.Any("error", err))
+		slog.Int64("offset", offset), slog.String("reason", reason), p.pl.badRecordError(err))
 	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 	p.mu.Lock()
 	p.blocked++

@@ -196,6 +196,10 @@ func New(cfg Config) (*Pipeline, error) {
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(t.PartitionBudget))
 	}
 	pl.metrics.ConfigureLive(w.TopPartitions, cfg.Now)
+	var largest func() any
+	if cfg.Sink.Metrics.DebugPartitions {
+		largest = func() any { return cfg.Metrics.Largest() }
+	}
 	pl.health = health.New(health.Config{
 		// A turn of the poll loop can wait for a revoke: its drain (shutdown_timeout) and commit.
 		WedgedAfter:  cfg.Sink.Kafka.RebalanceTimeout.Std() + pl.shutdownTimeout + commitTimeout + 30*time.Second,
@@ -204,7 +208,7 @@ func New(cfg Config) (*Pipeline, error) {
 		Now:          cfg.Now,
 		Log:          cfg.Logger,
 		Ready:        cfg.Metrics.Ready,
-		Largest:      func() any { return cfg.Metrics.Largest() },
+		Largest:      largest,
 	})
 	return pl, nil
 }
@@ -372,7 +376,17 @@ func (pl *Pipeline) stopStart() time.Time { return time.Unix(0, pl.stoppedAt.Loa
 // Stopping reports whether shutdown has begun.
 func (pl *Pipeline) Stopping() bool { return pl.health.Stopping() }
 
-// Handler serves /healthz, /readyz and /debug/partitions. The caller adds /metrics from its registry.
+// badRecordError is the error attribute of the log line of a bad record. A mapping error names the column,
+// field and reason without the record's value; with log.quote_values it shows the value (mapper.Quoted).
+func (pl *Pipeline) badRecordError(err error) slog.Attr {
+	if pl.sink.Log.QuoteValues {
+		return slog.String("error", mapper.Quoted(err))
+	}
+	return slog.Any("error", err)
+}
+
+// Handler serves /healthz, /readyz and /debug/partitions (unless metrics.debug_partitions is false). The
+// caller adds /metrics from its registry.
 func (pl *Pipeline) Handler() http.Handler { return pl.health.Handler() }
 
 // Alive reports whether the poll loop is turning; an error says why not.
