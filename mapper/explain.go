@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"context"
 	"fmt"
 	"math/big"
 	"net"
@@ -70,10 +71,10 @@ func (m *Mapper) Explain(rec Record) (Explanation, error) {
 		return Explanation{}, err
 	}
 	s := m.pool.Get().(*scratch)
-	out, reason, err := p.mapRecord(&rec, s)
+	out, reason, err := p.mapRecord(context.Background(), &rec, s)
 	m.release(s)
 	if err != nil {
-		return Explanation{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
+		return Explanation{}, recordError(&rec, reason, err)
 	}
 	vals := packed.Values(out.row.Packed)
 	ex := Explanation{

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/budget"
 	"github.com/bucketsink/sink/pipeline/consumer"
@@ -176,7 +177,7 @@ func (p *partition) releaseMapped(n int64) {
 // the record back from Kafka (deadletter/reread.go).
 func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool) {
 	row, err := p.mapRecord(r)
-	if errors.Is(err, errSplitStopped) {
+	if errors.Is(err, errStopped) {
 		return row, false, false, false // not registered: the next owner replays it
 	}
 	// What the record holds until it is done; its tracker entry (budget.EntryCost, charged by handOff or below)
@@ -335,15 +336,87 @@ func (p *partition) mapRecord(r *kgo.Record) (row batcher.Row, err error) {
 		}
 	}()
 	mapOnce := func() (batcher.Row, error) {
-		return p.pl.mapper.Map(mapper.Record{
+		rec := mapper.Record{
 			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-			Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
-		})
+			Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, SchemaIDHeader: hasHeader(r, mapper.HeaderValueSchemaID),
+		}
+		row, err := p.pl.mapper.MapContext(p.ctx, rec)
+		ue := (*codec.UnavailableError)(nil)
+		if !errors.As(err, &ue) {
+			return row, err
+		}
+		// The schema registry does not answer: the record waits, and the partition with it.
+		p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
+		if werr := p.retry(r.Offset, "fetching the writer schema from the schema registry", func(ctx context.Context) error {
+			row, err = p.pl.mapper.MapContext(ctx, rec)
+			if errors.As(err, &ue) {
+				p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
+				return err
+			}
+			return nil
+		}); werr != nil {
+			return row, werr
+		}
+		return row, err
 	}
 	if row, err = mapOnce(); err != nil || p.split == nil {
 		return row, err
 	}
 	return p.split.route(row, mapOnce)
+}
+
+// errStopped: the partition stopped while a record waited for something unreachable (the routing
+// table, the schema registry). The record is not registered and will be replayed by the next owner.
+var errStopped = errors.New("partition stopped while a record waited")
+
+// retry runs op until it succeeds, with the pipeline's backoff, or until the partition stops
+// (errStopped). A dependency being unreachable (the routing table, the schema registry) is never the
+// record's fault. While it
+// fails, the partition is stuck at offset (the record waiting for it): paused in the client and
+// counted in sink_stuck_partitions, like a write being retried, so that its fetched records do not
+// fill the byte budget that every other partition shares. The failure is logged at once and then at
+// most every stuckLogEvery.
+func (p *partition) retry(offset int64, what string, op func(ctx context.Context) error) error {
+	var logged time.Time
+	for n := 0; ; n++ {
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		err := op(ctx)
+		cancel()
+		if err == nil {
+			if n > 0 {
+				p.setStuck(offset, false)
+			}
+			return nil
+		}
+		if n == 0 {
+			p.setStuck(offset, true)
+		}
+		wait := p.pl.backoff.Delay(n)
+		if now := time.Now(); now.Sub(logged) >= stuckLogEvery {
+			logged = now
+			p.log.Warn(what+" failed; partition stuck before the record, retrying with backoff",
+				slog.Int64("offset", offset), slog.Int("attempt", n+1), slog.Any("error", err), slog.Duration("backoff", wait))
+		}
+		select {
+		case <-p.quit:
+			p.setStuck(offset, false)
+			return errStopped
+		case <-p.ctx.Done():
+			p.setStuck(offset, false)
+			return errStopped
+		case <-time.After(wait):
+		}
+	}
+}
+
+// hasHeader reports whether r has a header named key.
+func hasHeader(r *kgo.Record, key string) bool {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // handOff sends rows to the write stage; it returns false if the partition was stopped first.

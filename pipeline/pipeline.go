@@ -29,9 +29,11 @@ import (
 )
 
 // Mapper turns a record into a row; an error (a *mapper.RecordError) means the record is bad input and
-// goes to the dead-letter topic. *mapper.Mapper implements it.
+// goes to the dead-letter topic, while one wrapping a *codec.UnavailableError means the schema registry
+// did not answer: the record waits and is mapped again. ctx bounds a registry fetch. *mapper.Mapper
+// implements it.
 type Mapper interface {
-	Map(rec mapper.Record) (batcher.Row, error)
+	MapContext(ctx context.Context, rec mapper.Record) (batcher.Row, error)
 }
 
 // Config is what a Pipeline needs. Sink must have passed config.Validate (with defaults applied).

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -155,10 +154,6 @@ func (t *splitTopic) refreshDue(idx int64, now time.Time) bool {
 	return true
 }
 
-// errSplitStopped: the partition stopped while its worker waited for the routing table. The record is
-// not registered and will be replayed by the next owner.
-var errSplitStopped = errors.New("partition stopped while reading the routing table")
-
 // splitState is one partition worker's view: which buckets' records it has loaded, and what it has
 // sent per (entity, bucket). It lives as long as the assignment, so a new owner loads again.
 type splitState struct {
@@ -293,7 +288,7 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 func (s *splitState) count(row batcher.Row, st *splitStat, k int) error {
 	t := s.t
 	var counts []int64
-	err := s.retry(row.Source.Offset, "counting the rows of a hot partition", func(ctx context.Context) (err error) {
+	err := s.p.retry(row.Source.Offset, "counting the rows of a hot partition", func(ctx context.Context) (err error) {
 		counts, err = t.store.Count(ctx, t.keyspace, t.table, row, k, t.maxRows+1)
 		return err
 	})
@@ -373,7 +368,7 @@ func (s *splitState) setOver(st *splitStat, over bool) {
 func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []mapper.Generation, end, next int, st *splitStat) error {
 	t := s.t
 	var newest time.Time
-	err := s.retry(row.Source.Offset, "reading the newest row of a hot partition", func(ctx context.Context) (err error) {
+	err := s.p.retry(row.Source.Offset, "reading the newest row of a hot partition", func(ctx context.Context) (err error) {
 		newest, err = t.store.Newest(ctx, t.keyspace, t.table, row, end)
 		return err
 	})
@@ -401,7 +396,7 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	}
 	var held cassandra.Split
 	var applied bool
-	err = s.retry(row.Source.Offset, "writing a routing record", func(ctx context.Context) (err error) {
+	err = s.p.retry(row.Source.Offset, "writing a routing record", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Propose(ctx, t.keyspace, rec)
 		return err
 	})
@@ -456,7 +451,7 @@ func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int,
 	}
 	var held cassandra.Adoption
 	var applied bool
-	err := s.retry(row.Source.Offset, "writing a split adoption", func(ctx context.Context) (err error) {
+	err := s.p.retry(row.Source.Offset, "writing a split adoption", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Adopt(ctx, t.keyspace, a)
 		return err
 	})
@@ -478,7 +473,7 @@ func (s *splitState) load(idx, offset int64) (int, error) {
 	table := s.tableOf(idx)
 	var adoptions []cassandra.Adoption
 	var recs []cassandra.Split
-	err := s.retry(offset, "reading the routing records of a bucket", func(ctx context.Context) (err error) {
+	err := s.p.retry(offset, "reading the routing records of a bucket", func(ctx context.Context) (err error) {
 		if adoptions, err = t.store.Adoptions(ctx, t.keyspace, table, t.policy.Start(idx)); err != nil {
 			return err
 		}
@@ -525,9 +520,9 @@ func (s *splitState) highWatermark() (int64, error) {
 		}
 		select {
 		case <-s.p.quit:
-			return 0, errSplitStopped
+			return 0, errStopped
 		case <-s.p.ctx.Done():
-			return 0, errSplitStopped
+			return 0, errStopped
 		case <-time.After(time.Millisecond):
 		}
 	}
@@ -578,45 +573,6 @@ func (s *splitState) publish(idx int64, recs []cassandra.Split, adopted map[stri
 		i = j
 	}
 	return n
-}
-
-// retry runs op until it succeeds, with the pipeline's backoff, or until the partition stops
-// (errSplitStopped). The routing table being unreachable is never the record's fault. While it
-// fails, the partition is stuck at offset (the record waiting for it): paused in the client and
-// counted in sink_stuck_partitions, like a write being retried, so that its fetched records do not
-// fill the byte budget that every other partition shares. The failure is logged at once and then at
-// most every stuckLogEvery.
-func (s *splitState) retry(offset int64, what string, op func(ctx context.Context) error) error {
-	var logged time.Time
-	for n := 0; ; n++ {
-		ctx, cancel := context.WithTimeout(s.p.ctx, 30*time.Second)
-		err := op(ctx)
-		cancel()
-		if err == nil {
-			if n > 0 {
-				s.p.setStuck(offset, false)
-			}
-			return nil
-		}
-		if n == 0 {
-			s.p.setStuck(offset, true)
-		}
-		wait := s.p.pl.backoff.Delay(n)
-		if now := time.Now(); now.Sub(logged) >= stuckLogEvery {
-			logged = now
-			s.p.log.Warn(what+" failed; partition stuck before the record, retrying with backoff",
-				slog.Int64("offset", offset), slog.Int("attempt", n+1), slog.Any("error", err), slog.Duration("backoff", wait))
-		}
-		select {
-		case <-s.p.quit:
-			s.p.setStuck(offset, false)
-			return errSplitStopped
-		case <-s.p.ctx.Done():
-			s.p.setStuck(offset, false)
-			return errSplitStopped
-		case <-time.After(wait):
-		}
-	}
 }
 
 // keyParts splits a row's routing key into the entity (its id components) and its event bucket.

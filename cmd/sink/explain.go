@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -18,6 +19,8 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline/consumer"
+	"github.com/bucketsink/sink/pipeline/deadletter"
 )
 
 // runExplain shows where one record would land, or why it would be dead-lettered.
@@ -27,6 +30,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sink explain --config FILE --topic NAME --record JSON [--key K] [--timestamp RFC3339]")
 		fmt.Fprintln(stderr, "                    [--partition P] [--offset O]")
+		fmt.Fprintln(stderr, "       sink explain --config FILE --topic NAME (--record-hex HEX | --record-file FILE) [...]")
+		fmt.Fprintln(stderr, "       sink explain --config FILE --from-kafka TOPIC/PARTITION/OFFSET")
 		fmt.Fprintln(stderr, "\nMaps one record exactly as `sink run` would and prints the table, the full partition key")
 		fmt.Fprintln(stderr, "(id values, time bucket with its UTC start and end, event bucket, slice), the clustering")
 		fmt.Fprintln(stderr, "values, the TTL, the write timestamp, and the INSERT with its bound values. A record that")
@@ -35,6 +40,10 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "one that applies, whether the record's Kafka partition adopted it and from which offset, and")
 		fmt.Fprintln(stderr, "the partition it picks (--offline skips that: generation 0 is shown).")
 		fmt.Fprintln(stderr, "\n--record takes the JSON value itself, @FILE to read it from a file, or - for stdin.")
+		fmt.Fprintln(stderr, "--record-hex and --record-file take the value's raw bytes, in any format (an Avro record in")
+		fmt.Fprintln(stderr, "the wire format, say). --from-kafka fetches one record from Kafka (its key, value, timestamp,")
+		fmt.Fprintln(stderr, "partition and offset) and explains it; its Kafka topic names the configured topic. A topic")
+		fmt.Fprintln(stderr, "whose codec reads a schema registry fetches the record's writer schema from it.")
 		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be")
 		fmt.Fprintln(stderr, "read; 2 usage error; 3 invalid configuration.")
 		fmt.Fprintln(stderr, "\nFlags:")
@@ -42,7 +51,10 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	path := fs.String("config", "", "the YAML config file (required)")
 	topic := fs.String("topic", "", "the topic: a key under topics:, or its Kafka topic (required)")
-	record := fs.String("record", "", "the record value: JSON, @FILE or - (required)")
+	record := fs.String("record", "", "the record value: JSON, @FILE or -")
+	recordHex := fs.String("record-hex", "", "the record value's raw bytes, in hex")
+	recordFile := fs.String("record-file", "", "a file holding the record value's raw bytes")
+	fromKafka := fs.String("from-kafka", "", "TOPIC/PARTITION/OFFSET: explain that record of Kafka")
 	key := fs.String("key", "", "the Kafka record key (default: no key)")
 	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 from 1970 on, or none for a record without one (default now)")
 	partition := fs.Int("partition", 0, "the Kafka partition")
@@ -55,7 +67,28 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sink explain: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	for _, req := range []struct{ name, val string }{{"config", *path}, {"topic", *topic}, {"record", *record}} {
+	given := 0
+	for _, v := range []string{*record, *recordHex, *recordFile, *fromKafka} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		fmt.Fprintln(stderr, "sink explain: give exactly one of --record, --record-hex, --record-file and --from-kafka")
+		return exitUsage
+	}
+	var from kafkaCoords
+	if *fromKafka != "" {
+		var err error
+		if from, err = parseKafkaCoords(*fromKafka); err != nil {
+			fmt.Fprintf(stderr, "sink explain: --from-kafka: %v\n", err)
+			return exitUsage
+		}
+		if *topic == "" {
+			*topic = from.topic
+		}
+	}
+	for _, req := range []struct{ name, val string }{{"config", *path}, {"topic", *topic}} {
 		if req.val == "" {
 			fmt.Fprintf(stderr, "sink explain: --%s is required\n", req.name)
 			return exitUsage
@@ -84,9 +117,21 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		ts = t
 	}
-	value, err := readRecord(*record)
+	var value []byte
+	var err error
+	flagName := "record"
+	switch {
+	case *record != "":
+		value, err = readRecord(*record)
+	case *recordHex != "":
+		flagName = "record-hex"
+		value, err = hex.DecodeString(strings.Join(strings.Fields(*recordHex), ""))
+	case *recordFile != "":
+		flagName = "record-file"
+		value, err = os.ReadFile(*recordFile)
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sink explain: --record: %v\n", err)
+		fmt.Fprintf(stderr, "sink explain: --%s: %v\n", flagName, err)
 		return exitUsage
 	}
 
@@ -116,6 +161,16 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	rec := mapper.Record{Topic: kafkaTopic, Partition: int32(*partition), Offset: *offset, Value: value, Timestamp: ts}
 	if *key != "" {
 		rec.Key = []byte(*key)
+	}
+	if *fromKafka != "" {
+		if from.topic != kafkaTopic {
+			fmt.Fprintf(stderr, "sink explain: --from-kafka reads %s, but --topic %s reads %s\n", from.topic, *topic, kafkaTopic)
+			return exitUsage
+		}
+		if rec, err = fetchRecord(ctx, cfg, from); err != nil {
+			fmt.Fprintf(stderr, "sink explain: --from-kafka: %v\n", err)
+			return exitFailure
+		}
 	}
 	ex, err := m.Explain(rec)
 	if err != nil {
@@ -228,6 +283,48 @@ func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []ma
 		}
 	}
 	fmt.Fprintf(w, "  generation %d applies (*): event bucket %d = %d + hash mod %d\n", ex.Split.N, ex.EventBucket, ex.Split.First, ex.Split.Buckets)
+}
+
+// kafkaCoords name one record of Kafka.
+type kafkaCoords struct {
+	topic     string
+	partition int32
+	offset    int64
+}
+
+// parseKafkaCoords reads TOPIC/PARTITION/OFFSET; a Kafka topic name has no slash.
+func parseKafkaCoords(s string) (kafkaCoords, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 || parts[0] == "" {
+		return kafkaCoords{}, fmt.Errorf("%q is not TOPIC/PARTITION/OFFSET", s)
+	}
+	p, err1 := strconv.ParseInt(parts[1], 10, 32)
+	o, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || p < 0 || o < 0 {
+		return kafkaCoords{}, fmt.Errorf("%q: the partition and the offset are numbers, not negative", s)
+	}
+	return kafkaCoords{topic: parts[0], partition: int32(p), offset: o}, nil
+}
+
+// fetchRecord reads the record at c from Kafka with the config's connection settings.
+func fetchRecord(ctx context.Context, cfg *config.Config, c kafkaCoords) (mapper.Record, error) {
+	opts, err := consumer.ClientOptions(cfg.Kafka, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return mapper.Record{}, err
+	}
+	recs, gone, err := deadletter.Reread(ctx, opts, c.topic, c.partition, []int64{c.offset}, 30*time.Second)
+	switch {
+	case err != nil:
+		return mapper.Record{}, err
+	case gone[0]:
+		return mapper.Record{}, fmt.Errorf("%s/%d/%d is not in the log (deleted, compacted away, or past its end)", c.topic, c.partition, c.offset)
+	}
+	r := recs[0]
+	rec := mapper.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	for _, h := range r.Headers {
+		rec.SchemaIDHeader = rec.SchemaIDHeader || h.Key == mapper.HeaderValueSchemaID
+	}
+	return rec, nil
 }
 
 func readRecord(arg string) ([]byte, error) {
