@@ -30,7 +30,7 @@ type Metrics struct {
 	RecordsFailed       *prometheus.CounterVec
 	BatchRows           prometheus.Histogram
 	BatchBytes          prometheus.Histogram
-	BatchPartitions   prometheus.Histogram
+	BatchPartitions     prometheus.Histogram
 	// StageSeconds is how long records spend in each stage; see the Stage constants.
 	StageSeconds      *prometheus.HistogramVec
 	WriteDuration     *prometheus.HistogramVec
