@@ -42,6 +42,8 @@ type partition struct {
 	workerDone chan struct{}
 	ctx        context.Context // canceled when the partition is given up: dead-letter retries stop
 	cancel     context.CancelFunc
+	workCtx    context.Context // the worker's calls (the routing table of splits); canceled by stop
+	stopWork   context.CancelFunc
 
 	mu       sync.Mutex
 	tr       *offsets.Tracker
@@ -75,6 +77,7 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 		held:       make(map[int64]bool),
 		hwm:        -1,
 	}
+	p.workCtx, p.stopWork = context.WithCancel(ctx)
 	p.queue.init()
 	p.dl = newDeadLetterSender(p)
 	if topic.split != nil {
@@ -495,6 +498,7 @@ func (p *partition) stop() {
 	default:
 		close(p.quit)
 	}
+	p.stopWork() // a call the worker is in returns now, not at its timeout
 	<-p.workerDone
 	if n := p.queue.drain(); n > 0 {
 		p.pl.release(p.tp, n)

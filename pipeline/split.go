@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,20 +14,20 @@ import (
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/packed"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
 // SplitStore is the routing table of hot-entity splits (docs/DESIGN.md, "Hot entities split at
 // write time"); cassandra.SplitStores implements it over a session.
 type SplitStore interface {
-	Bucket(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]cassandra.Split, error)
-	Propose(ctx context.Context, keyspace string, rec cassandra.Split) (cassandra.Split, bool, error)
+	Bucket(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]routing.Record, error)
+	Propose(ctx context.Context, keyspace string, rec routing.Record) (routing.Record, bool, error)
 	Newest(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int) (time.Time, error)
-	Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error)
-	Adoptions(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]cassandra.Adoption, error)
-	Adopt(ctx context.Context, keyspace string, a cassandra.Adoption) (cassandra.Adoption, bool, error)
+	Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eb int, limit int64) (int64, error)
+	Adoptions(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]routing.Adoption, error)
+	Adopt(ctx context.Context, keyspace string, a routing.Adoption) (routing.Adoption, bool, error)
 }
 
 // SplitsOf is the SplitStore of the routing tables of a session: it names the partitions of a
@@ -38,51 +37,24 @@ func SplitsOf(ss *cassandra.SplitStores) SplitStore { return cassandraSplits{ss}
 type cassandraSplits struct{ *cassandra.SplitStores }
 
 func (c cassandraSplits) Newest(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
-	e, err := entityPartitions(t, row)
+	e, err := routing.Partitions(t, row.Target.Table, row.Target.Columns, packed.Values(row.Packed))
 	if err != nil {
 		return time.Time{}, err
 	}
 	return c.SplitStores.Newest(ctx, keyspace, e, eventBuckets)
 }
 
-func (c cassandraSplits) Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error) {
-	e, err := entityPartitions(t, row)
+func (c cassandraSplits) Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eb int, limit int64) (int64, error) {
+	e, err := routing.Partitions(t, row.Target.Table, row.Target.Columns, packed.Values(row.Packed))
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	return c.SplitStores.Count(ctx, keyspace, e, eventBuckets, limit)
-}
-
-// entityPartitions names the partitions of row's entity and time bucket: its partition key values
-// but the event bucket, and the event time column.
-func entityPartitions(t schema.Table, row batcher.Row) (cassandra.EntityPartitions, error) {
-	if len(t.Clustering) == 0 || len(t.PartitionKey) < 2 {
-		return cassandra.EntityPartitions{}, fmt.Errorf("table %s: a split needs clustering columns and an event bucket column", t.Name)
-	}
-	vals := packed.Values(row.Packed)
-	e := cassandra.EntityPartitions{
-		Keyspace: row.Target.Keyspace, Table: row.Target.Table,
-		Key: t.PartitionKey[:len(t.PartitionKey)-1], EventBucket: t.PartitionKey[len(t.PartitionKey)-1],
-		Time: t.Clustering[0].Name,
-	}
-	for _, c := range t.Columns {
-		if c.Name == e.Time && strings.EqualFold(c.Type, "timeuuid") {
-			e.TimeUUID = true
-		}
-	}
-	for _, c := range e.Key {
-		i := slices.Index(row.Target.Columns, c)
-		if i < 0 {
-			return cassandra.EntityPartitions{}, fmt.Errorf("table %s: partition key column %s is not written", t.Name, c)
-		}
-		e.Values = append(e.Values, vals[i])
-	}
-	return e, nil
+	return c.SplitStores.Count(ctx, keyspace, e, eb, limit)
 }
 
 // splitMapper is what a split topic needs of the mapper beyond Map: its routes and its table.
 type splitMapper interface {
-	Routes(name string) *mapper.Routes
+	Routes(name string) *routing.Routes
 	Table(name string) (schema.Table, bool)
 }
 
@@ -92,7 +64,7 @@ type splitTopic struct {
 	keyspace string
 	table    schema.Table
 	policy   *bucketer.Policy
-	routes   *mapper.Routes
+	routes   *routing.Routes
 	store    SplitStore
 	base     int   // the configured event buckets (generation 0)
 	max      int   // split.max_event_buckets
@@ -155,6 +127,10 @@ func (t *splitTopic) refreshDue(idx int64, now time.Time) bool {
 	return true
 }
 
+// routingCallTimeout bounds one call to the routing table, which the retry then repeats. A stop of
+// the partition cancels a call at once (partition.stop), so a revoke or a shutdown never waits for it.
+const routingCallTimeout = 30 * time.Second
+
 // errSplitStopped: the partition stopped while its worker waited for the routing table. The record is
 // not registered and will be replayed by the next owner.
 var errSplitStopped = errors.New("partition stopped while reading the routing table")
@@ -215,8 +191,11 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	t := s.t
 	idx := t.policy.Index(row.EventTime)
 	if !s.loaded[idx] {
+		// Held before the load, so that no other worker's release forgets what this one loads.
+		t.routes.Hold(idx)
 		n, err := s.load(idx, row.Source.Offset)
 		if err != nil {
+			t.routes.Release(idx)
 			return row, err
 		}
 		s.loaded[idx] = true
@@ -276,7 +255,7 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	if !st.counted {
 		// After a restart or a rebalance this worker has seen only part of the bucket: count what
 		// Cassandra holds before deciding, once per entity and bucket.
-		if err := s.count(row, st, first+kNow); err != nil {
+		if err := s.count(row, st, first, kNow); err != nil {
 			return row, err
 		}
 		next, over = s.project(st, idx, first, kNow)
@@ -288,29 +267,32 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	return row, s.decide(row, idx, entity, gens, first+kNow, next, st)
 }
 
-// count raises the tally of each event bucket to the rows Cassandra holds there (at most the row
-// budget plus one), at the bytes per row this worker has seen.
-func (s *splitState) count(row batcher.Row, st *splitStat, k int) error {
+// count raises the tally of the current generation's event buckets first..first+k-1 to the rows
+// Cassandra holds there (each counted to at most the row budget plus one), at the bytes per row this
+// worker has seen: the partitions the projection reads. Earlier generations take no more rows and
+// are not counted. Each partition is its own call, retried alone, so one call reads a bounded number
+// of rows and a count that fails part way keeps what it counted.
+func (s *splitState) count(row batcher.Row, st *splitStat, first, k int) error {
 	t := s.t
-	var counts []int64
-	err := s.retry(row.Source.Offset, "counting the rows of a hot partition", func(ctx context.Context) (err error) {
-		counts, err = t.store.Count(ctx, t.keyspace, t.table, row, k, t.maxRows+1)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	st.counted = true
 	perRow := st.sentBytes / max(st.sentRows, 1)
-	for eb, n := range counts {
-		for len(st.rows) <= eb {
-			st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
+	for len(st.rows) < first+k {
+		st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
+	}
+	for eb := first; eb < first+k; eb++ {
+		var n int64
+		err := s.retry(row.Source.Offset, "counting the rows of a hot partition", func(ctx context.Context) (err error) {
+			n, err = t.store.Count(ctx, t.keyspace, t.table, row, eb, t.maxRows+1)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		if n > st.rows[eb] {
 			st.bytes[eb] += (n - st.rows[eb]) * perRow
 			st.rows[eb] = n
 		}
 	}
+	st.counted = true
 	return nil
 }
 
@@ -370,7 +352,7 @@ func (s *splitState) setOver(st *splitStat, over bool) {
 // the first unused one), or adopts the one another instance wrote first, and publishes it to the
 // mapper. T is later than every row of the entity's bucket this worker has sent and every row
 // Cassandra holds in its partitions so far.
-func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []mapper.Generation, end, next int, st *splitStat) error {
+func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []routing.Generation, end, next int, st *splitStat) error {
 	t := s.t
 	var newest time.Time
 	err := s.retry(row.Source.Offset, "reading the newest row of a hot partition", func(ctx context.Context) (err error) {
@@ -392,14 +374,14 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 		st.tooLate = true // the bucket ends first: nothing left to spread, and no need to ask again
 		return nil
 	}
-	rec := cassandra.Split{
+	rec := routing.Record{
 		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: len(gens) + 1,
 		From: from, FirstEventBucket: end, EventBuckets: next, DecidedAt: time.Now(), DecidedBy: s.p.pl.sink.Kafka.ClientID,
 		// The decider's partition adopts its decision in the same transaction, from the next record
 		// on: no row of it was routed past this one, and every row before it is earlier than T.
 		Topic: row.Source.Topic, Partition: row.Source.Partition, FromOffset: row.Source.Offset + 1,
 	}
-	var held cassandra.Split
+	var held routing.Record
 	var applied bool
 	err = s.retry(row.Source.Offset, "writing a routing record", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Propose(ctx, t.keyspace, rec)
@@ -408,7 +390,7 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	if err != nil {
 		return err
 	}
-	g := mapper.Generation{N: held.Generation, From: held.From, First: held.FirstEventBucket, Buckets: held.EventBuckets}
+	g := routing.Generation{N: held.Generation, From: held.From, First: held.FirstEventBucket, Buckets: held.EventBuckets}
 	if a, ok := held.Adoption(); ok && a.Topic == t.label {
 		g.Adopted = map[int32]int64{a.Partition: a.From}
 	}
@@ -430,7 +412,7 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 // It reports whether it mapped the row again.
 func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func() (batcher.Row, error)) (batcher.Row, bool, error) {
 	t := s.t
-	g := mapper.Applying(t.routes.Lookup(idx, entity), row.EventTime)
+	g := routing.Applying(t.routes.Lookup(idx, entity), row.EventTime)
 	if g == nil {
 		return row, false, nil
 	}
@@ -450,11 +432,11 @@ func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func
 func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int, from int64) error {
 	t := s.t
 	src := row.Source
-	a := cassandra.Adoption{
+	a := routing.Adoption{
 		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: n,
 		Topic: src.Topic, Partition: src.Partition, From: from, AdoptedAt: time.Now(), AdoptedBy: s.p.pl.sink.Kafka.ClientID,
 	}
-	var held cassandra.Adoption
+	var held routing.Adoption
 	var applied bool
 	err := s.retry(row.Source.Offset, "writing a split adoption", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Adopt(ctx, t.keyspace, a)
@@ -476,8 +458,8 @@ func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int,
 func (s *splitState) load(idx, offset int64) (int, error) {
 	t := s.t
 	table := s.tableOf(idx)
-	var adoptions []cassandra.Adoption
-	var recs []cassandra.Split
+	var adoptions []routing.Adoption
+	var recs []routing.Record
 	err := s.retry(offset, "reading the routing records of a bucket", func(ctx context.Context) (err error) {
 		if adoptions, err = t.store.Adoptions(ctx, t.keyspace, table, t.policy.Start(idx)); err != nil {
 			return err
@@ -508,8 +490,8 @@ func (s *splitState) load(idx, offset int64) (int, error) {
 // adopted indexes the adoptions of this topic's Kafka partitions, those the records carry for their
 // deciders and those of the adoption table: entity → generation → partition → offset. A decider's
 // adoption, written with its record, comes first.
-func (s *splitState) adopted(recs []cassandra.Split, adoptions []cassandra.Adoption) map[string]map[int]map[int32]int64 {
-	return cassandra.AdoptionIndex(recs, adoptions, s.t.label)
+func (s *splitState) adopted(recs []routing.Record, adoptions []routing.Adoption) routing.Index {
+	return routing.AdoptionIndex(recs, adoptions, s.t.label)
 }
 
 // highWatermark is the partition's high watermark as the fetch that brought the current record
@@ -526,7 +508,7 @@ func (s *splitState) highWatermark() (int64, error) {
 		select {
 		case <-s.p.quit:
 			return 0, errSplitStopped
-		case <-s.p.ctx.Done():
+		case <-s.p.workCtx.Done():
 			return 0, errSplitStopped
 		case <-time.After(time.Millisecond):
 		}
@@ -538,7 +520,7 @@ func (s *splitState) highWatermark() (int64, error) {
 // again (a worker that knows a generation late only writes to the older layout longer).
 func (s *splitState) refresh(idx int64) {
 	t := s.t
-	ctx, cancel := context.WithTimeout(s.p.ctx, max(t.settle, time.Second))
+	ctx, cancel := context.WithTimeout(s.p.workCtx, max(t.settle, time.Second))
 	defer cancel()
 	recs, err := t.store.Bucket(ctx, t.keyspace, s.tableOf(idx), t.policy.Start(idx))
 	if err != nil {
@@ -559,24 +541,15 @@ func (s *splitState) tableOf(idx int64) string {
 // publish hands the records of a bucket, ordered by entity then generation, with their adoptions
 // (s.adopted's index; nil for those the records carry alone), to the mapper's routes; it returns
 // how many entities have records.
-func (s *splitState) publish(idx int64, recs []cassandra.Split, adopted map[string]map[int]map[int32]int64) int {
-	t := s.t
+func (s *splitState) publish(idx int64, recs []routing.Record, adopted routing.Index) int {
 	if adopted == nil {
 		adopted = s.adopted(recs, nil)
 	}
 	n := 0
-	for i := 0; i < len(recs); {
-		j := i
-		var gens []mapper.Generation
-		for ; j < len(recs) && string(recs[j].Entity) == string(recs[i].Entity); j++ {
-			r := recs[j]
-			gens = append(gens, mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets,
-				Adopted: adopted[string(r.Entity)][r.Generation]})
-		}
-		t.routes.Set(idx, string(recs[i].Entity), gens)
+	routing.Generations(recs, adopted, func(entity string, gens []routing.Generation) {
+		s.t.routes.Set(idx, entity, gens)
 		n++
-		i = j
-	}
+	})
 	return n
 }
 
@@ -589,7 +562,7 @@ func (s *splitState) publish(idx int64, recs []cassandra.Split, adopted map[stri
 func (s *splitState) retry(offset int64, what string, op func(ctx context.Context) error) error {
 	var logged time.Time
 	for n := 0; ; n++ {
-		ctx, cancel := context.WithTimeout(s.p.ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(s.p.workCtx, routingCallTimeout)
 		err := op(ctx)
 		cancel()
 		if err == nil {
@@ -611,7 +584,7 @@ func (s *splitState) retry(offset int64, what string, op func(ctx context.Contex
 		case <-s.p.quit:
 			s.p.setStuck(offset, false)
 			return errSplitStopped
-		case <-s.p.ctx.Done():
+		case <-s.p.workCtx.Done():
 			s.p.setStuck(offset, false)
 			return errSplitStopped
 		case <-time.After(wait):
@@ -620,22 +593,7 @@ func (s *splitState) retry(offset int64, what string, op func(ctx context.Contex
 }
 
 // keyParts splits a row's routing key into the entity (its id components) and its event bucket.
-func (s *splitState) keyParts(key string) (string, int, bool) {
-	at := 0
-	for range s.t.ids {
-		if len(key) < at+2 {
-			return "", 0, false
-		}
-		at += 2 + (int(key[at])<<8 | int(key[at+1])) + 1
-	}
-	// Then the bucket component and the event bucket: 0x00 0x04, 4 bytes big-endian, 0x00.
-	if len(key) < at+7 || at < 0 {
-		return "", 0, false
-	}
-	e := key[len(key)-5 : len(key)-1]
-	eb := int(e[0])<<24 | int(e[1])<<16 | int(e[2])<<8 | int(e[3])
-	return key[:at], eb, true
-}
+func (s *splitState) keyParts(key string) (string, int, bool) { return routing.KeyParts(key, s.t.ids) }
 
 // prune forgets the tallies of buckets two or more before the newest this worker has seen.
 func (s *splitState) prune(idx int64) {
@@ -652,6 +610,7 @@ func (s *splitState) prune(idx int64) {
 	for b := range s.loaded {
 		if b < idx-1 {
 			delete(s.loaded, b)
+			s.t.routes.Release(b)
 		}
 	}
 	for g := range s.floors {
@@ -661,9 +620,14 @@ func (s *splitState) prune(idx int64) {
 	}
 }
 
-// release drops the worker's over-budget counts when its assignment ends.
+// release drops the worker's over-budget counts and its holds on the mapper's routes when its
+// assignment ends.
 func (s *splitState) release() {
 	for _, st := range s.tally {
 		s.setOver(st, false)
 	}
+	for b := range s.loaded {
+		s.t.routes.Release(b)
+	}
+	clear(s.loaded)
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"
-	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/reader"
+	"github.com/bucketsink/sink/routing"
 )
 
 // splitStack is newStack with split on: a table whose partition key has the event bucket column, a
@@ -156,7 +156,7 @@ func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gens []mapper.Generation
+	var gens []routing.Generation
 	for _, r := range recsOf {
 		if string(r.Entity) != "\x00\x03hot\x00" {
 			t.Errorf("a routing record for entity %q; only the hot entity should split", r.Entity)
@@ -165,14 +165,14 @@ func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
 		if r.Generation != len(gens)+1 {
 			t.Errorf("routing records of the hot entity: generation %d after %d; want one record per generation", r.Generation, len(gens))
 		}
-		gens = append(gens, mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets})
+		gens = append(gens, routing.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets})
 	}
 	for _, r := range rows {
 		if r.device != "hot" {
 			continue
 		}
 		want := 0
-		if g := mapper.Applying(gens, r.ts); g != nil {
+		if g := routing.Applying(gens, r.ts); g != nil {
 			want = g.First + bucketer.EventBucketString(r.ts.Format("2006-01-02T15:04:05.000Z"), g.Buckets)
 		}
 		if r.eb != want {
@@ -436,7 +436,7 @@ func (s *stack) checkOncePerRecord(recs []*itRecord, rows []splitRow) {
 // its owner to split the bucket, then partition 1 writes five rows past every split's instant. It
 // stops both instances and returns every record, partition 1's five late ones, the rows Cassandra
 // holds, the routing records and the adoptions.
-func splitOnTwoPartitions(t *testing.T, refresh time.Duration) (s *stack, recs, late []*itRecord, rows []splitRow, splits []cassandra.Split, adoptions []cassandra.Adoption) {
+func splitOnTwoPartitions(t *testing.T, refresh time.Duration) (s *stack, recs, late []*itRecord, rows []splitRow, splits []routing.Record, adoptions []routing.Adoption) {
 	s = splitStack(t, 2)
 	tp := s.cfg.Topics["readings"]
 	tp.Split.RefreshInterval = config.Duration(refresh)
@@ -573,7 +573,7 @@ func TestIntegrationSplitReachesTheOtherKafkaPartitionsOwnerAtItsNextRefresh(t *
 				g.Generation, g.FirstEventBucket, g.FirstEventBucket+g.EventBuckets-1)
 		}
 	}
-	if !slices.ContainsFunc(adoptions, func(a cassandra.Adoption) bool {
+	if !slices.ContainsFunc(adoptions, func(a routing.Adoption) bool {
 		return a.Partition == 1 && a.Generation == g.Generation && a.From == late[0].offset
 	}) {
 		t.Errorf("no adoption of generation %d by partition 1 from offset %d (its first row after the split): %v", g.Generation, late[0].offset, adoptions)

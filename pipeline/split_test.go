@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -85,25 +86,19 @@ func TestSplitAtTheCapIsOverBudget(t *testing.T) {
 	}
 }
 
-// TestSplitKeyParts: the entity is the id components of the routing key, the event bucket its last
-// component.
-func TestSplitKeyParts(t *testing.T) {
-	s := &splitState{t: &splitTopic{ids: 1}}
-	key := "\x00\x03hot\x00" + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x11\x00"
-	entity, eb, ok := s.keyParts(key)
-	if !ok || entity != "\x00\x03hot\x00" || eb != 17 {
-		t.Errorf("keyParts = %q, %d, %v; want the hot entity, 17", entity, eb, ok)
-	}
-}
-
-// countStore is a SplitStore whose partitions hold the given row counts.
+// countStore is a SplitStore whose partitions hold the given row counts, by event bucket; it notes
+// which event buckets were counted.
 type countStore struct {
 	SplitStore
-	counts []int64
+	counts  []int64
+	counted *[]int
 }
 
-func (c countStore) Count(context.Context, string, schema.Table, batcher.Row, int, int64) ([]int64, error) {
-	return c.counts, nil
+func (c countStore) Count(_ context.Context, _ string, _ schema.Table, _ batcher.Row, eb int, limit int64) (int64, error) {
+	if c.counted != nil {
+		*c.counted = append(*c.counted, eb)
+	}
+	return min(c.counts[eb], limit), nil
 }
 
 // TestSplitCountsWhatCassandraHoldsBeforeDeciding: a worker that took over an entity's bucket half
@@ -113,11 +108,11 @@ func (c countStore) Count(context.Context, string, schema.Table, batcher.Row, in
 func TestSplitCountsWhatCassandraHoldsBeforeDeciding(t *testing.T) {
 	s := projector(t, 64)
 	s.t.store = countStore{counts: []int64{900}}
-	s.p = &partition{ctx: context.Background(), pl: &Pipeline{}}
+	s.p = &partition{workCtx: context.Background(), pl: &Pipeline{}}
 	st := stat(1, 20, 30*time.Minute)
 	st.first = hour0.Add(25 * time.Minute) // seen for the last 5 minutes only
 	own, _ := s.project(st, idx0, 0, 1)
-	if err := s.count(batcher.Row{}, st, 1); err != nil {
+	if err := s.count(batcher.Row{}, st, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	if st.rows[0] != 900 || !st.counted {
@@ -145,12 +140,37 @@ func (n newestStore) Newest(context.Context, string, schema.Table, batcher.Row, 
 func TestSplitNoDecisionPastTheBucketEnd(t *testing.T) {
 	s := projector(t, 64)
 	s.t.store = newestStore{newest: hour0.Add(time.Hour - 300*time.Millisecond)}
-	s.p = &partition{ctx: context.Background(), pl: &Pipeline{}}
+	s.p = &partition{workCtx: context.Background(), pl: &Pipeline{}}
 	st := stat(1, 200, 30*time.Minute)
 	if err := s.decide(batcher.Row{}, idx0, "e", nil, 1, 4, st); err != nil {
 		t.Fatal(err)
 	}
 	if !st.tooLate {
 		t.Error("a split starting at the bucket's end was not given up")
+	}
+}
+
+// TestSplitCountsOnlyTheCurrentGenerationsPartitions: before its first decision a worker counts what
+// Cassandra holds in the partitions the projection reads, those of the current generation, never
+// the earlier generations' (which take no more rows): with generation 1 at event buckets 1..4 and
+// generation 2 at 5..12, only 5..12 are read, each at most the row budget plus one.
+func TestSplitCountsOnlyTheCurrentGenerationsPartitions(t *testing.T) {
+	s := projector(t, 64)
+	var counted []int
+	counts := make([]int64, 13)
+	for i := range counts {
+		counts[i] = 1_000_000
+	}
+	s.t.store = countStore{counts: counts, counted: &counted}
+	s.p = &partition{workCtx: context.Background(), pl: &Pipeline{}}
+	st := stat(13, 20, 30*time.Minute)
+	if err := s.count(batcher.Row{}, st, 5, 8); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(counted, []int{5, 6, 7, 8, 9, 10, 11, 12}) {
+		t.Errorf("counted event buckets %v; want only generation 2's, 5..12", counted)
+	}
+	if st.rows[5] != s.t.maxRows+1 || st.rows[0] != 20 {
+		t.Errorf("rows counted %v; want generation 2's at the budget plus one, event bucket 0 as sent", st.rows)
 	}
 }

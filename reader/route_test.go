@@ -8,6 +8,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/reader/readertest"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -45,13 +46,13 @@ func TestPlanOfASplitBucketListsEveryGenerationsPartitions(t *testing.T) {
 	to := from.Add(2 * time.Hour) // buckets 00:00, 01:00, 02:00
 	split := time.Date(2024, 6, 1, 1, 0, 0, 0, time.UTC)
 	calls := 0
-	routes := func(_ context.Context, table string, start time.Time, entity []byte) ([]mapper.Generation, error) {
+	routes := func(_ context.Context, table string, start time.Time, entity []byte) ([]routing.Generation, error) {
 		calls++
 		if table != "t" || string(entity) != "\x00\x02s1\x00\x00\x02d1\x00" {
 			t.Errorf("lookup of table %q entity %q", table, entity)
 		}
 		if start.Equal(split) {
-			return []mapper.Generation{{N: 1, From: split.Add(10 * time.Minute), First: 1, Buckets: 4}, {N: 2, From: split.Add(20 * time.Minute), First: 5, Buckets: 16}}, nil
+			return []routing.Generation{{N: 1, From: split.Add(10 * time.Minute), First: 1, Buckets: 4}, {N: 2, From: split.Add(20 * time.Minute), First: 5, Buckets: 16}}, nil
 		}
 		return nil, nil
 	}
