@@ -14,6 +14,7 @@ import (
 
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/routing"
+	"github.com/bucketsink/sink/schema"
 )
 
 // RoutingTable is the name of the table, one per keyspace holding split topics, in which the sink
@@ -406,4 +407,84 @@ func (ss *SplitStores) Adoptions(ctx context.Context, keyspace, table string, bu
 // Adopt is Splits.Adopt of keyspace.
 func (ss *SplitStores) Adopt(ctx context.Context, keyspace string, a routing.Adoption) (routing.Adoption, bool, error) {
 	return ss.of(keyspace).Adopt(ctx, a)
+}
+
+// SplitOffError is a topic with split off whose table has routing records: rows that a split sent to
+// later generations are there, so a writer that ignores the records would write a replay of their
+// offsets a second time, to generation 0. `sink run` refuses to start (exit 3).
+type SplitOffError struct {
+	Topic, Keyspace, Table string
+	BucketStart            time.Time // one time bucket with records (the first found)
+}
+
+func (e *SplitOffError) Error() string {
+	return fmt.Sprintf("topics.%s.split.enabled is off, but %s.%s has split routing records for %s.%s (bucket %s and maybe others): "+
+		"rows there were written to split event buckets, and a replay without split would write them a second time; "+
+		"turn split back on (it keeps following its records), or write to a new table",
+		e.Topic, e.Keyspace, RoutingTable, e.Keyspace, e.Table, e.BucketStart.UTC().Format(time.RFC3339))
+}
+
+// CheckSplitsOff returns a *SplitOffError for the first of topics (every topic when empty) that has
+// split off while its table, or a slice of it, has routing records. It reads the partition keys of
+// each routing table involved (one per (table, time bucket) that split) until it finds one.
+func CheckSplitsOff(ctx context.Context, s *Session, cfg *config.Config, topics []string) error {
+	all, err := schema.Describe(cfg)
+	if err != nil {
+		return err
+	}
+	if len(topics) == 0 {
+		topics = all.Names()
+	}
+	byKeyspace := map[string][]schema.Table{}
+	var keyspaces []string
+	for _, name := range topics {
+		if cfg.Topics[name].Split.Enabled {
+			continue
+		}
+		t, err := all.Get(name)
+		if err != nil {
+			return err
+		}
+		if byKeyspace[t.Keyspace] == nil {
+			keyspaces = append(keyspaces, t.Keyspace)
+		}
+		byKeyspace[t.Keyspace] = append(byKeyspace[t.Keyspace], t)
+	}
+	for _, ks := range keyspaces {
+		cols, err := ReadSchemaColumns(ctx, s, ks, RoutingTable)
+		if err != nil {
+			return err
+		}
+		if len(cols) == 0 {
+			continue // no split ever ran in this keyspace
+		}
+		iter := s.gs.Query("SELECT DISTINCT table_name, bucket_start FROM " + ks + "." + RoutingTable).WithContext(ctx).Iter()
+		var table string
+		var start time.Time
+		var found error
+		for found == nil && iter.Scan(&table, &start) {
+			for _, t := range byKeyspace[ks] {
+				if table == t.Name || table == tableOfBucket(t, start) {
+					found = &SplitOffError{Topic: t.Topic, Keyspace: ks, Table: table, BucketStart: start}
+					break
+				}
+			}
+		}
+		if err := iter.Close(); err != nil {
+			return fmt.Errorf("reading the tables %s.%s has records for: %w", ks, RoutingTable, err)
+		}
+		if found != nil {
+			return found
+		}
+	}
+	return nil
+}
+
+// tableOfBucket is the table, with its slice suffix when sliced, that holds t's time bucket starting
+// at start.
+func tableOfBucket(t schema.Table, start time.Time) string {
+	if _, sliced := t.Policy.Sliced(); !sliced {
+		return t.Name
+	}
+	return t.NameOfSlice(t.Policy.SliceOfBucket(t.Policy.Index(start.UTC())))
 }

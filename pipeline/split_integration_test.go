@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -29,12 +30,15 @@ import (
 // budget of splitBudgetRows rows, and decisions allowed 100 ms after an assignment (cassandra.timeout).
 const splitBudgetRows = 200
 
-func splitStack(t *testing.T, partitions int32) *stack {
+func splitStack(t *testing.T, partitions int32, opts ...func(*config.Topic)) *stack {
 	s := newStack(t, partitions, nil)
 	tp := s.cfg.Topics["readings"]
 	tp.Table = "split_readings"
 	tp.Split = config.Split{Enabled: true, MaxEventBuckets: 32, MaxRows: splitBudgetRows}
 	tp.PartitionBudget = config.Bytes(20_000) // both halves of the budget bind: 2,000 hot rows are ~70 KB
+	for _, o := range opts {
+		o(&tp)
+	}
 	s.cfg.Topics["readings"] = tp
 	s.cfg.Cassandra.Timeout = config.Duration(100 * time.Millisecond)
 	if err := s.cfg.Validate(); err != nil {
@@ -243,8 +247,20 @@ func (s *stack) checkHotReadBack(recs []*itRecord, split bool) {
 // topic from the start: Cassandra holds exactly the same rows in the same partitions.
 func TestIntegrationZipfHotEntitySplitsWithinBudget(t *testing.T) {
 	s := splitStack(t, 2)
-	s.cfg.Metrics.Address = freeAddr(t)
 	recs := zipfRecords(2000, 40, 2, false)
+	s.streamThroughSink(recs)
+	first := s.checkSplitLayout(recs, true)
+
+	s.replayAndCompare(recs, first, true)
+}
+
+// streamThroughSink runs the `sink run` binary on the stack's config, produces recs to it as a stream
+// once it has joined, waits until they are committed, checks that it split at least once and stops it
+// with SIGTERM, which it must obey with exit 0.
+func (s *stack) streamThroughSink(recs []*itRecord) {
+	t := s.t
+	t.Helper()
+	s.cfg.Metrics.Address = freeAddr(t)
 	cmd, _ := runSink(t, s.writeConfig())
 	s.waitFor(time.Minute, "sink run to join the group (/readyz)", s.sinkReady)
 	time.Sleep(time.Second) // the partitions are assigned and settled
@@ -256,9 +272,42 @@ func TestIntegrationZipfHotEntitySplitsWithinBudget(t *testing.T) {
 	if code, took := stopSink(t, cmd); code != 0 {
 		t.Errorf("sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
 	}
-	first := s.checkSplitLayout(recs, true)
+}
 
-	s.replayAndCompare(recs, first, true)
+// TestIntegrationSplitTurnedOffStillFindsEveryRowAndTheWriterRefusesToStart: a table (4 event
+// buckets) whose hot entity split is read with a configuration that has split off: the reader still
+// follows the routing records and finds every row of the hot entity once, in order. A `sink run` with
+// split off over that table exits 3 at start, naming the routing records, instead of writing a replay
+// of those rows a second time to the configured event buckets.
+func TestIntegrationSplitTurnedOffStillFindsEveryRowAndTheWriterRefusesToStart(t *testing.T) {
+	s := splitStack(t, 2, func(tp *config.Topic) { tp.Bucket.EventBuckets = 4 })
+	recs := zipfRecords(1000, 20, 2, false)
+	s.streamThroughSink(recs)
+
+	on := s.cfg
+	off := *on
+	off.Topics = maps.Clone(on.Topics)
+	tp := off.Topics["readings"]
+	tp.Split = config.Split{}
+	off.Topics["readings"] = tp
+	if err := off.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s.cfg = &off
+	defer func() { s.cfg = on }()
+	s.checkHotReadBack(recs, true)
+
+	cmd, logs := runSink(t, s.writeConfig())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("sink run with split off over a split table did not stop at start")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 3 || !logs.contains("has split routing records") {
+		t.Errorf("sink run with split off over a split table: exit %d; want 3, naming the routing records", code)
+	}
 }
 
 // freeAddr is a local address no one listens on, for the metrics endpoint of a `sink run`.

@@ -82,6 +82,27 @@ func TestPlanOfASplitBucketListsEveryGenerationsPartitions(t *testing.T) {
 	}
 }
 
+// TestPlanWithSplitTurnedOffStillFollowsTheRoutingRecords: a topic whose split was turned off (or a
+// reader given a copy of the config without the split block) still has rows in the event buckets its
+// splits recorded. As long as the table has an event bucket column, the plan consults the routing
+// records and lists those partitions; before, it listed the configured event buckets only.
+func TestPlanWithSplitTurnedOffStillFollowsTheRoutingRecords(t *testing.T) {
+	tc := readertest.Topic(config.Bucket{Width: "1h", EventBuckets: 4}, "desc", "device_id")
+	tc.Table, tc.Topic = "t", "in"
+	tab, _ := compileTopic(t, tc)
+	start := time.Date(2024, 6, 1, 1, 0, 0, 0, time.UTC)
+	routes := func(context.Context, string, time.Time, []byte) ([]routing.Generation, error) {
+		return []routing.Generation{{N: 1, From: start.Add(10 * time.Minute), First: 4, Buckets: 8}}, nil
+	}
+	plan, err := MakePlan(context.Background(), tab, []any{"d1"}, start, start.Add(time.Hour), 100, routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Buckets) != 1 || len(plan.Buckets[0].Partitions) != 12 {
+		t.Fatalf("plan %+v; want one bucket of 12 partitions (event buckets 0..3 and the split's 4..11)", plan.Buckets)
+	}
+}
+
 // TestClosedBucketRoutingRecordsAreReadAgain: a Reader that lives long does not keep a closed
 // bucket's routing records forever (a late row or a catching-up consumer can still split it): they
 // are read again after a minute; an open bucket's after a second.
