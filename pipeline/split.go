@@ -571,6 +571,12 @@ func (s *splitState) retry(offset int64, what string, op func(ctx context.Contex
 			}
 			return nil
 		}
+		if s.p.workCtx.Err() != nil { // the partition stops: the call was canceled, not failed
+			if n > 0 {
+				s.p.setStuck(offset, false)
+			}
+			return errSplitStopped
+		}
 		if n == 0 {
 			s.p.setStuck(offset, true)
 		}

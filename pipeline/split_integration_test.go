@@ -662,3 +662,43 @@ func TestIntegrationRoutingTableOutageStopsOnlyItsPartitionAndHeals(t *testing.T
 	}
 	s.checkSplitLayout(recs, false)
 }
+
+// TestIntegrationSIGTERMWhileARoutingTableCallHangsExitsWithinTheGracePeriod: Cassandra stops
+// answering (a proxy holds all traffic) just before the first rows of a split topic arrive, so the
+// worker's first routing-table call (loading the bucket's records) hangs. SIGTERM must still end the
+// process within the chart's grace period, and each step of the stop within its own bound: the stop
+// cancels the call instead of waiting for the driver's timeout (30 s here, a legitimate setting), so
+// the revoke finishes, its commit is made and the group is left. Before, the revoke waited for the
+// call, and the leave overran its bound (the group then noticed only after the session timeout).
+func TestIntegrationSIGTERMWhileARoutingTableCallHangsExitsWithinTheGracePeriod(t *testing.T) {
+	s := splitStack(t, 1)
+	proxy := newCutProxy(t, s.cfg.Cassandra.Hosts[0])
+	s.cfg.Cassandra.Hosts = []string{proxy.addr()}
+	shutdown := 5 * time.Second
+	s.cfg.Writer.ShutdownTimeout = config.Duration(shutdown)
+	s.cfg.Cassandra.Timeout = config.Duration(30 * time.Second)
+	s.cfg.Cassandra.ConnectTimeout = config.Duration(20 * time.Second)
+	s.cfg.Metrics.Address = freeAddr(t)
+	cmd, logs := runSink(t, s.writeConfig())
+	s.waitFor(time.Minute, "sink run to join the group (/readyz)", s.sinkReady)
+
+	proxy.setHeld(true)
+	s.produce(zipfRecords(20, 0, 1, false))
+	s.waitFor(30*time.Second, "the records to reach the worker", func() bool { return s.sinkMetric("sink_records_consumed_total") >= 20 })
+	time.Sleep(time.Second) // the worker is inside its first routing-table call, which cannot return
+
+	code, took := stopSink(t, cmd)
+	grace := chartGrace(shutdown)
+	t.Logf("exit %d %s after SIGTERM (grace period %s)", code, took.Round(time.Millisecond), grace)
+	if code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+	if took >= grace {
+		t.Errorf("exited %s after SIGTERM, not within the grace period %s (writer.shutdown_timeout %s + 15 s)", took, grace, shutdown)
+	}
+	for _, overran := range []string{"in-flight work did not finish within writer.shutdown_timeout", "leaving the consumer group did not finish in time"} {
+		if logs.contains(overran) {
+			t.Errorf("a step of the stop overran its bound: %q", overran)
+		}
+	}
+}
