@@ -672,12 +672,7 @@ func TestIntegrationRoutingTableOutageStopsOnlyItsPartitionAndHeals(t *testing.T
 // call, and the leave overran its bound (the group then noticed only after the session timeout).
 func TestIntegrationSIGTERMWhileARoutingTableCallHangsExitsWithinTheGracePeriod(t *testing.T) {
 	s := splitStack(t, 1)
-	proxy := newCutProxy(t, s.cfg.Cassandra.Hosts[0])
-	s.cfg.Cassandra.Hosts = []string{proxy.addr()}
-	shutdown := 5 * time.Second
-	s.cfg.Writer.ShutdownTimeout = config.Duration(shutdown)
-	s.cfg.Cassandra.Timeout = config.Duration(30 * time.Second)
-	s.cfg.Cassandra.ConnectTimeout = config.Duration(20 * time.Second)
+	proxy, shutdown := s.cassandraBehindProxy()
 	s.cfg.Metrics.Address = freeAddr(t)
 	cmd, logs := runSink(t, s.writeConfig())
 	s.waitFor(time.Minute, "sink run to join the group (/readyz)", s.sinkReady)
