@@ -8,6 +8,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -172,5 +173,67 @@ func TestSplitCountsOnlyTheCurrentGenerationsPartitions(t *testing.T) {
 	}
 	if st.rows[5] != s.t.maxRows+1 || st.rows[0] != 20 {
 		t.Errorf("rows counted %v; want generation 2's at the budget plus one, event bucket 0 as sent", st.rows)
+	}
+}
+
+// bucketStore is a SplitStore in which every bucket has one routing record for the entity hot,
+// starting a minute before the bucket ends; it counts the loads.
+type bucketStore struct {
+	SplitStore
+	loads *int
+}
+
+func (b bucketStore) Bucket(_ context.Context, _, table string, start time.Time) ([]routing.Record, error) {
+	*b.loads++
+	return []routing.Record{{Table: table, BucketStart: start, Entity: []byte(hotEntity), Generation: 1,
+		From: start.Add(59 * time.Minute), FirstEventBucket: 1, EventBuckets: 2}}, nil
+}
+
+func (bucketStore) Adoptions(context.Context, string, string, time.Time) ([]routing.Adoption, error) {
+	return nil, nil
+}
+
+const hotEntity = "\x00\x03hot\x00"
+
+// TestSplitRoutesForgetTheBucketsAWorkerMovedPast: a worker writing hour after hour of a split topic
+// leaves the mapper's routes holding only the buckets it still writes (the current one and the one
+// before), not every bucket that ever split; a late row of a forgotten bucket loads its records again
+// and is routed by them.
+func TestSplitRoutesForgetTheBucketsAWorkerMovedPast(t *testing.T) {
+	s := projector(t, 64)
+	loads := 0
+	routes := &routing.Routes{}
+	s.t.routes, s.t.store, s.t.ids, s.t.settle, s.t.refresh = routes, bucketStore{loads: &loads}, 1, time.Hour, time.Hour
+	s.t.refreshed = map[int64]time.Time{}
+	w := newSplitState(s.t, &partition{workCtx: context.Background(), hwm: 0})
+	key := hotEntity + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x00\x00"
+	row := func(hour int) batcher.Row {
+		return batcher.Row{Key: key, EventTime: hour0.Add(time.Duration(hour)*time.Hour + time.Minute), Source: batcher.Source{Offset: int64(hour)}}
+	}
+	for h := range 100 {
+		r := row(h)
+		if _, err := w.route(r, func() (batcher.Row, error) { return r, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for h := range 98 {
+		if routes.HasBucket(idx0 + int64(h)) {
+			t.Fatalf("hour %d still held after the worker moved two buckets past it", h)
+		}
+	}
+	if !routes.HasBucket(idx0+98) || !routes.HasBucket(idx0+99) {
+		t.Fatal("the buckets the worker still writes were forgotten")
+	}
+	before := loads
+	late := row(5)
+	if _, err := w.route(late, func() (batcher.Row, error) { return late, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if loads != before+1 || routes.Lookup(idx0+5, hotEntity) == nil {
+		t.Errorf("a late row of a forgotten bucket: %d loads, generations %v; want its records loaded again", loads-before, routes.Lookup(idx0+5, hotEntity))
+	}
+	w.release()
+	if routes.HasBucket(idx0 + 99) {
+		t.Error("the routes still hold a bucket after the assignment ended")
 	}
 }
