@@ -73,6 +73,7 @@ type splitTopic struct {
 	ids      int           // id columns in the partition key
 	settle   time.Duration // no decision this soon after an assignment (cassandra.timeout)
 	refresh  time.Duration // split.refresh_interval
+	session  time.Duration // kafka.session_timeout
 
 	mu        sync.Mutex
 	refreshed map[int64]time.Time // when the routing records of a bucket were last read, by any worker
@@ -107,16 +108,21 @@ func newSplitTopic(cfg Config, name string, tc config.Topic, policy *bucketer.Po
 		ids:     len(t.PartitionKey) - 2,
 		settle:  time.Duration(cfg.Sink.Cassandra.Timeout),
 		refresh: refresh, refreshed: map[int64]time.Time{},
+		session: time.Duration(cfg.Sink.Kafka.SessionTimeout),
 	}, nil
 }
 
 // refreshDue reports whether the routing records of bucket idx are due to be read again, and if
-// so marks them read now, so that one worker of the process reads them per interval.
-func (t *splitTopic) refreshDue(idx int64, now time.Time) bool {
+// so marks them read now, so that one worker of the process reads them per interval. It also reports
+// whether they were last read a session timeout ago or more: the process may then have been frozen
+// or cut off long enough for its group session to be lost and its partitions to have a new owner,
+// which may have split or adopted meanwhile, so the read must succeed before another row is routed.
+func (t *splitTopic) refreshDue(idx int64, now time.Time) (due, stale bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if last, ok := t.refreshed[idx]; ok && now.Sub(last) < t.refresh {
-		return false
+	last, ok := t.refreshed[idx]
+	if ok && now.Sub(last) < t.refresh {
+		return false, false
 	}
 	for b := range t.refreshed {
 		if b < idx-1 {
@@ -124,7 +130,7 @@ func (t *splitTopic) refreshDue(idx int64, now time.Time) bool {
 		}
 	}
 	t.refreshed[idx] = now
-	return true
+	return true, ok && now.Sub(last) >= t.session
 }
 
 // routingCallTimeout bounds one call to the routing table, which the retry then repeats. A stop of
@@ -199,14 +205,24 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 			return row, err
 		}
 		s.loaded[idx] = true
-		t.refreshDue(idx, time.Now())
+		_, _ = t.refreshDue(idx, time.Now()) // just read
 		if n > 0 {
 			if row, err = remap(); err != nil {
 				return row, err
 			}
 		}
-	} else if t.refreshDue(idx, time.Now()) {
-		s.refresh(idx)
+	} else if due, stale := t.refreshDue(idx, time.Now()); due {
+		n, err := s.refresh(idx, row.Source.Offset, stale)
+		if err != nil {
+			return row, err
+		}
+		if n > 0 {
+			// What was read may route this row otherwise: a generation its Kafka partition adopted
+			// under another owner (this process was frozen past its session), or a later one.
+			if row, err = remap(); err != nil {
+				return row, err
+			}
+		}
 	}
 	entity, eb, ok := s.keyParts(row.Key)
 	if !ok {
@@ -456,15 +472,10 @@ func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int,
 // its record, so every adoption read has its record in the second read. It is what a new owner does
 // before it routes a row of the bucket, so that it knows every adoption its partitions made.
 func (s *splitState) load(idx, offset int64) (int, error) {
-	t := s.t
-	table := s.tableOf(idx)
-	var adoptions []routing.Adoption
 	var recs []routing.Record
+	var adoptions []routing.Adoption
 	err := s.retry(offset, "reading the routing records of a bucket", func(ctx context.Context) (err error) {
-		if adoptions, err = t.store.Adoptions(ctx, t.keyspace, table, t.policy.Start(idx)); err != nil {
-			return err
-		}
-		recs, err = t.store.Bucket(ctx, t.keyspace, table, t.policy.Start(idx))
+		recs, adoptions, err = s.read(ctx, idx)
 		return err
 	})
 	if err != nil {
@@ -485,6 +496,19 @@ func (s *splitState) load(idx, offset int64) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// read reads the adoptions and then the routing records of a bucket. Adoptions are read first: an
+// adoption is written after its record, so every adoption read has its record in the second read.
+func (s *splitState) read(ctx context.Context, idx int64) ([]routing.Record, []routing.Adoption, error) {
+	t := s.t
+	table, start := s.tableOf(idx), t.policy.Start(idx)
+	adoptions, err := t.store.Adoptions(ctx, t.keyspace, table, start)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, err := t.store.Bucket(ctx, t.keyspace, table, start)
+	return recs, adoptions, err
 }
 
 // adopted indexes the adoptions of this topic's Kafka partitions, those the records carry for their
@@ -515,19 +539,35 @@ func (s *splitState) highWatermark() (int64, error) {
 	}
 }
 
-// refresh reads the routing records of a bucket again, to learn of generations decided by workers
-// of other Kafka partitions. It does not wait: a failure is logged and the next interval tries
-// again (a worker that knows a generation late only writes to the older layout longer).
-func (s *splitState) refresh(idx int64) {
-	t := s.t
-	ctx, cancel := context.WithTimeout(s.p.workCtx, max(t.settle, time.Second))
-	defer cancel()
-	recs, err := t.store.Bucket(ctx, t.keyspace, s.tableOf(idx), t.policy.Start(idx))
-	if err != nil {
-		s.p.log.Warn("reading the routing records of a bucket again failed; trying again next interval", slog.Any("error", err))
-		return
+// refresh reads the adoptions and routing records of a bucket again, to learn of generations decided
+// by workers of other Kafka partitions, and of adoptions of this worker's own partition by another
+// owner (a process frozen past its session keeps its partitions until franz-go reports them lost, and
+// meanwhile a new owner may have split or adopted: this worker then routes as that owner does). It
+// returns how many entities have records. Unless wait (the last read is a session timeout old), it
+// does not wait: a failure is logged and the next interval tries again (a worker that knows a
+// generation late only writes to the older layout longer).
+func (s *splitState) refresh(idx, offset int64, wait bool) (int, error) {
+	var recs []routing.Record
+	var adoptions []routing.Adoption
+	var err error
+	if wait {
+		err = s.retry(offset, "reading the routing records of a bucket again", func(ctx context.Context) (err error) {
+			recs, adoptions, err = s.read(ctx, idx)
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(s.p.workCtx, max(s.t.settle, time.Second))
+		recs, adoptions, err = s.read(ctx, idx)
+		cancel()
+		if err != nil {
+			s.p.log.Warn("reading the routing records of a bucket again failed; trying again next interval", slog.Any("error", err))
+			return 0, nil
+		}
 	}
-	s.publish(idx, recs, nil)
+	return s.publish(idx, recs, s.adopted(recs, adoptions)), nil
 }
 
 func (s *splitState) tableOf(idx int64) string {
@@ -539,12 +579,8 @@ func (s *splitState) tableOf(idx int64) string {
 }
 
 // publish hands the records of a bucket, ordered by entity then generation, with their adoptions
-// (s.adopted's index; nil for those the records carry alone), to the mapper's routes; it returns
-// how many entities have records.
+// (s.adopted's index), to the mapper's routes; it returns how many entities have records.
 func (s *splitState) publish(idx int64, recs []routing.Record, adopted routing.Index) int {
-	if adopted == nil {
-		adopted = s.adopted(recs, nil)
-	}
 	n := 0
 	routing.Generations(recs, adopted, func(entity string, gens []routing.Generation) {
 		s.t.routes.Set(idx, entity, gens)

@@ -9,10 +9,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -696,4 +698,61 @@ func TestIntegrationSIGTERMWhileARoutingTableCallHangsExitsWithinTheGracePeriod(
 			t.Errorf("a step of the stop overran its bound: %q", overran)
 		}
 	}
+}
+
+// TestIntegrationMemberFrozenPastItsSessionWritesEveryRowOnce: two `sink run` processes in one group,
+// one Kafka partition. The owner's Cassandra stops answering for a moment in the middle of a hot
+// entity's rising stream, so that records pile up in its queue, and it is frozen (SIGSTOP) for longer
+// than its session timeout; its Cassandra traffic is let through meanwhile, so whatever it had sent
+// lands before the other member, which takes the partition over, replays from the commit and decides
+// the entity's later splits. Then the frozen member runs again (SIGCONT) and maps what it had queued
+// before franz-go tells it the partition is lost. Every row must still be in exactly one partition,
+// where the routing records put it, and the hot entity read back once each.
+func TestIntegrationMemberFrozenPastItsSessionWritesEveryRowOnce(t *testing.T) {
+	s := splitStack(t, 1)
+	tp := s.cfg.Topics["readings"]
+	tp.PartitionBudget = config.Bytes(1_000_000) // the row half binds
+	tp.Split.MaxEventBuckets = 512               // room for the splits the taking-over member decides
+	s.cfg.Topics["readings"] = tp
+	recs := zipfRecords(3000, 20, 1, true)
+
+	direct := s.cfg.Cassandra.Hosts
+	proxy := newCutProxy(t, direct[0])
+	s.cfg.Cassandra.Hosts = []string{proxy.addr()}
+	s.cfg.Metrics.Address = freeAddr(t)
+	frozen, _ := runSink(t, s.writeConfig())
+	s.waitFor(time.Minute, "the first member to join (/readyz)", s.sinkReady)
+	s.cfg.Cassandra.Hosts = direct
+	s.cfg.Metrics.Address = freeAddr(t)
+	other, _ := runSink(t, s.writeConfig())
+	s.waitFor(time.Minute, "the second member to join (/readyz)", s.sinkReady)
+
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		s.produceStream(recs, 20, 150*time.Millisecond)
+	}()
+	s.waitFor(time.Minute, "a tenth of the stream committed", func() bool { return s.committed()[0] >= int64(len(recs)/10) })
+	proxy.setHeld(true)
+	time.Sleep(2 * time.Second) // the owner's queue fills while its calls and writes wait
+	if err := frozen.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	proxy.setHeld(false)
+	frozenAt := s.committed()[0]
+	// Past the session timeout (10 s), the group moves the partition to the other member, which
+	// replays from the commit and splits the entity further as its rate rises.
+	s.waitFor(2*time.Minute, "the other member to take the partition over and commit", func() bool { return s.committed()[0] > frozenAt+200 })
+	s.waitFor(time.Minute, "the other member to decide a split", func() bool { return s.sinkMetric("sink_partition_splits_total") >= 1 })
+	if err := frozen.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	<-produced
+	s.waitFor(2*time.Minute, "the stream to be committed", s.allCommitted)
+	for _, cmd := range []*exec.Cmd{frozen, other} {
+		if code, took := stopSink(t, cmd); code != 0 {
+			t.Errorf("sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
+		}
+	}
+	s.checkSplitLayout(recs, false)
 }

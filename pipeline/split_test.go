@@ -237,3 +237,58 @@ func TestSplitRoutesForgetTheBucketsAWorkerMovedPast(t *testing.T) {
 		t.Error("the routes still hold a bucket after the assignment ended")
 	}
 }
+
+// heldStore is a SplitStore whose buckets hold the records recs points at, and no adoptions beyond
+// those the records carry.
+type heldStore struct {
+	SplitStore
+	recs *[]routing.Record
+}
+
+func (h heldStore) Bucket(context.Context, string, string, time.Time) ([]routing.Record, error) {
+	return *h.recs, nil
+}
+
+func (heldStore) Adoptions(context.Context, string, string, time.Time) ([]routing.Adoption, error) {
+	return nil, nil
+}
+
+// TestSplitWorkerFrozenPastItsSessionFollowsTheNewOwnersSplit: a worker that resumes after a freeze
+// longer than its session (its records last read that long ago) reads them again before it routes
+// its next row, and when they show that its own Kafka partition adopted a generation under another
+// owner, it maps the row again, so the row goes where the new owner sends it, not to the layout the
+// worker knew before the freeze.
+func TestSplitWorkerFrozenPastItsSessionFollowsTheNewOwnersSplit(t *testing.T) {
+	s := projector(t, 64)
+	var recs []routing.Record
+	routes := &routing.Routes{}
+	routes.FollowAdoptions()
+	s.t.routes, s.t.store, s.t.ids, s.t.settle = routes, heldStore{recs: &recs}, 1, time.Hour
+	s.t.refresh, s.t.session, s.t.label = time.Second, 10*time.Second, "in"
+	s.t.refreshed = map[int64]time.Time{}
+	w := newSplitState(s.t, &partition{workCtx: context.Background(), hwm: 0})
+	key := hotEntity + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x00\x00"
+	row := func(offset int64) batcher.Row {
+		return batcher.Row{Key: key, EventTime: hour0.Add(time.Duration(offset) * time.Second),
+			Source: batcher.Source{Topic: "in", Partition: 0, Offset: offset}}
+	}
+	remaps := 0
+	route := func(r batcher.Row) {
+		t.Helper()
+		if _, err := w.route(r, func() (batcher.Row, error) { remaps++; return r, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	route(row(1)) // loads the bucket: no split yet
+	// Frozen for a minute; meanwhile the partition's next owner split the entity from offset 5 on.
+	recs = []routing.Record{{Table: "t", BucketStart: hour0, Entity: []byte(hotEntity), Generation: 1, From: hour0,
+		FirstEventBucket: 1, EventBuckets: 4, Topic: "in", Partition: 0, FromOffset: 5}}
+	s.t.refreshed[idx0] = time.Now().Add(-time.Minute)
+	route(row(10))
+	if remaps != 1 {
+		t.Errorf("the row after the freeze was mapped again %d times; want once, after the records were read", remaps)
+	}
+	if g := routes.Route(idx0, hotEntity, row(10).EventTime, 0, 10); g == nil || g.N != 1 {
+		t.Errorf("the row at offset 10 routes by %v; want generation 1, which its partition adopted from offset 5", g)
+	}
+}
