@@ -265,8 +265,11 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	}
 	next, over := s.project(st, idx, first, kNow)
 	s.setOver(st, over)
-	if (next == 0 && !over) || st.tooLate || time.Since(s.started) < t.settle {
+	if (next == 0 && !over) || st.tooLate {
 		return row, nil
+	}
+	if err := s.settle(); err != nil {
+		return row, err
 	}
 	if !st.counted {
 		// After a restart or a rebalance this worker has seen only part of the bucket: count what
@@ -281,6 +284,28 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 		return row, nil
 	}
 	return row, s.decide(row, idx, entity, gens, first+kNow, next, st)
+}
+
+// settle waits, if need be, until cassandra.timeout has passed since the assignment began: the
+// previous owner's last writes have then landed or failed, so the decision's newest-row read sees
+// them. It holds the row (and the partition's rows behind it) instead of letting them through
+// unsplit: a new owner in front of a backlog would otherwise write much of it to the old layout
+// within the window.
+func (s *splitState) settle() error {
+	wait := time.Until(s.started.Add(s.t.settle))
+	if wait <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-s.p.quit:
+		return errSplitStopped
+	case <-s.p.workCtx.Done():
+		return errSplitStopped
+	case <-timer.C:
+		return nil
+	}
 }
 
 // count raises the tally of the current generation's event buckets first..first+k-1 to the rows

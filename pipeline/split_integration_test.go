@@ -140,9 +140,10 @@ func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
 		}
 	}
 	hotParts := 0
+	maxRows := int(s.cfg.Topics["readings"].Split.MaxRows)
 	for p, n := range perPartition {
-		if budget && n > splitBudgetRows {
-			t.Errorf("partition %s holds %d rows, over the budget of %d", p, n, splitBudgetRows)
+		if budget && n > maxRows {
+			t.Errorf("partition %s holds %d rows, over the budget of %d", p, n, maxRows)
 		}
 		if b := config.Bytes(bytesOf[p]); budget && b > s.cfg.Topics["readings"].PartitionBudget {
 			t.Errorf("partition %s holds %s, over the budget of %s", p, b, s.cfg.Topics["readings"].PartitionBudget)
@@ -755,4 +756,31 @@ func TestIntegrationMemberFrozenPastItsSessionWritesEveryRowOnce(t *testing.T) {
 		}
 	}
 	s.checkSplitLayout(recs, false)
+}
+
+// TestIntegrationBacklogOfAHotEntityIsSplitWithinBudget: `sink run` starts in front of a backlog of
+// 100,000 records of one hot entity (one hour, split.max_rows 2,000), with a Cassandra timeout of 5 s,
+// the settle time in which a new owner makes no split decision. The backlog is consumed faster than
+// that, so before, most of it went to the entity's one unsplit partition; now the entity's rows wait
+// for the settle time to pass, and no partition ends over its row budget.
+func TestIntegrationBacklogOfAHotEntityIsSplitWithinBudget(t *testing.T) {
+	s := splitStack(t, 1)
+	tp := s.cfg.Topics["readings"]
+	tp.Split = config.Split{Enabled: true, MaxEventBuckets: 256, MaxRows: 2000}
+	tp.PartitionBudget = config.Bytes(50_000_000) // the row half binds
+	s.cfg.Topics["readings"] = tp
+	s.cfg.Cassandra.Timeout = config.Duration(5 * time.Second)
+	recs := zipfRecords(100_000, 0, 1, false)
+	for i := 0; i < len(recs); i += 10_000 {
+		s.produce(recs[i:min(i+10_000, len(recs))])
+	}
+	s.cfg.Metrics.Address = freeAddr(t)
+	start := time.Now()
+	cmd, _ := runSink(t, s.writeConfig())
+	s.waitFor(5*time.Minute, "the backlog to be committed", s.allCommitted)
+	t.Logf("backlog of %d records committed %s after the start", len(recs), time.Since(start).Round(time.Millisecond))
+	if code, took := stopSink(t, cmd); code != 0 {
+		t.Errorf("sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
+	}
+	s.checkSplitLayout(recs, true)
 }
