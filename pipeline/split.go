@@ -180,6 +180,12 @@ type splitStat struct {
 	over                bool // counted in sink_partitions_over_budget
 	counted             bool // Cassandra's rows were counted in
 	tooLate             bool // a split would start at or after the bucket's end: none is made
+	// What Cassandra held of the current generation when last sampled (sample): its rows since
+	// wholeFrom, estimated from its first partition, whichever Kafka partitions wrote them; and
+	// this worker's sentRows then.
+	wholeRows int64
+	wholeFrom time.Time
+	sampledAt int64
 }
 
 func newSplitState(t *splitTopic, p *partition) *splitState {
@@ -251,6 +257,7 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	if len(gens) != st.gens {
 		// A new generation: its rate window starts here.
 		st.gens, st.sentRows, st.sentBytes, st.first, st.last = len(gens), 0, 0, row.EventTime, row.EventTime
+		st.wholeRows, st.sampledAt = 0, 0
 	}
 	st.rows[eb]++
 	st.bytes[eb] += int64(row.Size)
@@ -264,6 +271,14 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 		first, kNow = gens[len(gens)-1].First, gens[len(gens)-1].Buckets
 	}
 	next, over := s.project(st, idx, first, kNow)
+	if next == 0 && !st.tooLate && s.warm(st) && st.sentRows >= st.sampledAt+st.sampledAt/4 {
+		// The entity may be written through other Kafka partitions as well, each worker seeing a
+		// share of its rate: project from what Cassandra holds of it too.
+		if err := s.sample(row, st, idx, gens, first, kNow); err != nil {
+			return row, err
+		}
+		next, over = s.project(st, idx, first, kNow)
+	}
 	s.setOver(st, over)
 	if (next == 0 && !over) || st.tooLate {
 		return row, nil
@@ -337,12 +352,47 @@ func (s *splitState) count(row batcher.Row, st *splitStat, first, k int) error {
 	return nil
 }
 
+// warm reports whether the entity holds 1% of its budget in what this worker sent in the current
+// generation: below that, a rate means nothing and no projection is made.
+func (s *splitState) warm(st *splitStat) bool {
+	return st.sentBytes >= s.t.budget/100 || st.sentRows >= s.t.maxRows/100
+}
+
+// sample counts what Cassandra holds in the first partition of the current generation (event
+// buckets first..first+k-1, which the hash fills evenly), at most the row budget plus one, and takes
+// k times that as the generation's rows since it began, whichever Kafka partitions wrote them. The
+// projection then reads the entity's rate from the larger of that and this worker's own. A worker
+// samples again each time its own rows grew by a quarter, so a sample is a bounded read made a
+// logarithmic number of times per generation.
+func (s *splitState) sample(row batcher.Row, st *splitStat, idx int64, gens []routing.Generation, first, k int) error {
+	t := s.t
+	var n int64
+	err := s.retry(row.Source.Offset, "counting the rows of a warm partition", func(ctx context.Context) (err error) {
+		n, err = t.store.Count(ctx, t.keyspace, t.table, row, first, t.maxRows+1)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	st.sampledAt = max(st.sentRows, 1)
+	st.wholeRows, st.wholeFrom = n*int64(k), t.policy.Start(idx)
+	if len(gens) > 0 {
+		st.wholeFrom = gens[len(gens)-1].From
+	}
+	if n > st.rows[first] {
+		st.bytes[first] += (n - st.rows[first]) * (st.sentBytes / max(st.sentRows, 1))
+		st.rows[first] = n
+	}
+	return nil
+}
+
 // project returns the event bucket count of the entity's next generation in its bucket (0: no
 // split), and whether a partition of it is or will be over budget even so. The current generation
 // has event buckets first..first+k-1 and takes the rows to come; earlier generations' partitions
 // take no more. The projection extends what this worker sent, at its rate in event time, to the
-// bucket's end; it waits until the entity holds 1% of the budget, so that a rate is not read from a
-// handful of rows. The next generation gets event buckets of its own, as many as keep each at half
+// bucket's end (or, when Cassandra holds more of the entity than this worker sent, what Cassandra
+// holds, at its rate: sample); it waits until the entity holds 1% of the budget, so that a rate is
+// not read from a handful of rows. The next generation gets event buckets of its own, as many as keep each at half
 // the budget, within split.max_event_buckets in all.
 func (s *splitState) project(st *splitStat, idx int64, first, k int) (int, bool) {
 	t := s.t
@@ -350,11 +400,16 @@ func (s *splitState) project(st *splitStat, idx int64, first, k int) (int, bool)
 		st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
 	}
 	over := slices.Max(st.bytes) > t.budget || slices.Max(st.rows) > t.maxRows
-	rows, total := st.sentRows, st.sentBytes
-	if total < t.budget/100 && rows < t.maxRows/100 {
+	if !s.warm(st) {
 		return 0, over
 	}
+	rows, total := st.sentRows, st.sentBytes
 	elapsed := st.last.Sub(st.first)
+	if w := st.last.Sub(st.wholeFrom); st.wholeRows > 0 && w >= time.Second && float64(st.wholeRows)*float64(elapsed) > float64(rows)*float64(w) {
+		// Cassandra holds the entity at a higher rate than this worker sends it: other Kafka
+		// partitions write it too.
+		rows, total, elapsed = st.wholeRows, st.wholeRows*(st.sentBytes/max(st.sentRows, 1)), w
+	}
 	remaining := t.policy.End(idx).Sub(st.last)
 	if elapsed < time.Second || remaining <= 0 {
 		return 0, over

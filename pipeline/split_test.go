@@ -292,3 +292,23 @@ func TestSplitWorkerFrozenPastItsSessionFollowsTheNewOwnersSplit(t *testing.T) {
 		t.Errorf("the row at offset 10 routes by %v; want generation 1, which its partition adopted from offset 5", g)
 	}
 }
+
+// TestSplitProjectsTheWholeEntityFromWhatCassandraHolds: a worker that writes a third of an entity
+// (the rest comes through two other Kafka partitions) sees 100 rows in its first 10 minutes, 500 by
+// the hour's end: within the budget of 1,000 by its own view. Cassandra holds 300 in the partition:
+// sampled in, the entity is on course for 1,800, so it splits, into event buckets for the whole rate.
+func TestSplitProjectsTheWholeEntityFromWhatCassandraHolds(t *testing.T) {
+	s := projector(t, 64)
+	s.t.store = countStore{counts: []int64{300}}
+	s.p = &partition{workCtx: context.Background(), pl: &Pipeline{}}
+	st := stat(1, 100, 10*time.Minute)
+	if next, _ := s.project(st, idx0, 0, 1); next != 0 {
+		t.Fatalf("own view: split to %d; want none (500 rows projected)", next)
+	}
+	if err := s.sample(batcher.Row{}, st, idx0, nil, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if next, _ := s.project(st, idx0, 0, 1); next != 3 {
+		t.Errorf("with Cassandra's 300 rows in 10 minutes: split to %d; want 3 (1,500 to come, at half the budget each)", next)
+	}
+}
