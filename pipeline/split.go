@@ -329,17 +329,12 @@ func (s *splitState) settle() error {
 // are not counted. Each partition is its own call, retried alone, so one call reads a bounded number
 // of rows and a count that fails part way keeps what it counted.
 func (s *splitState) count(row batcher.Row, st *splitStat, first, k int) error {
-	t := s.t
 	perRow := st.sentBytes / max(st.sentRows, 1)
 	for len(st.rows) < first+k {
 		st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
 	}
 	for eb := first; eb < first+k; eb++ {
-		var n int64
-		err := s.retry(row.Source.Offset, "counting the rows of a hot partition", func(ctx context.Context) (err error) {
-			n, err = t.store.Count(ctx, t.keyspace, t.table, row, eb, t.maxRows+1)
-			return err
-		})
+		n, err := s.countOne(row, eb)
 		if err != nil {
 			return err
 		}
@@ -350,6 +345,18 @@ func (s *splitState) count(row batcher.Row, st *splitStat, first, k int) error {
 	}
 	st.counted = true
 	return nil
+}
+
+// countOne counts the rows Cassandra holds in the entity's partition with event bucket eb, at most
+// the row budget plus one, retried until it succeeds or the partition stops.
+func (s *splitState) countOne(row batcher.Row, eb int) (int64, error) {
+	t := s.t
+	var n int64
+	err := s.retry(row.Source.Offset, "counting the rows of a partition", func(ctx context.Context) (err error) {
+		n, err = t.store.Count(ctx, t.keyspace, t.table, row, eb, t.maxRows+1)
+		return err
+	})
+	return n, err
 }
 
 // warm reports whether the entity holds 1% of its budget in what this worker sent in the current
@@ -366,11 +373,7 @@ func (s *splitState) warm(st *splitStat) bool {
 // logarithmic number of times per generation.
 func (s *splitState) sample(row batcher.Row, st *splitStat, idx int64, gens []routing.Generation, first, k int) error {
 	t := s.t
-	var n int64
-	err := s.retry(row.Source.Offset, "counting the rows of a warm partition", func(ctx context.Context) (err error) {
-		n, err = t.store.Count(ctx, t.keyspace, t.table, row, first, t.maxRows+1)
-		return err
-	})
+	n, err := s.countOne(row, first)
 	if err != nil {
 		return err
 	}

@@ -758,17 +758,22 @@ func TestIntegrationMemberFrozenPastItsSessionWritesEveryRowOnce(t *testing.T) {
 	s.checkSplitLayout(recs, false)
 }
 
+// rowBudget is a splitStack option: split on with maxEventBuckets and a budget of maxRows rows per
+// partition, the byte half of the budget far above it.
+func rowBudget(maxEventBuckets int, maxRows int64) func(*config.Topic) {
+	return func(tp *config.Topic) {
+		tp.Split = config.Split{Enabled: true, MaxEventBuckets: maxEventBuckets, MaxRows: maxRows}
+		tp.PartitionBudget = config.Bytes(50_000_000)
+	}
+}
+
 // TestIntegrationBacklogOfAHotEntityIsSplitWithinBudget: `sink run` starts in front of a backlog of
 // 100,000 records of one hot entity (one hour, split.max_rows 2,000), with a Cassandra timeout of 5 s,
 // the settle time in which a new owner makes no split decision. The backlog is consumed faster than
 // that, so before, most of it went to the entity's one unsplit partition; now the entity's rows wait
 // for the settle time to pass, and no partition ends over its row budget.
 func TestIntegrationBacklogOfAHotEntityIsSplitWithinBudget(t *testing.T) {
-	s := splitStack(t, 1)
-	tp := s.cfg.Topics["readings"]
-	tp.Split = config.Split{Enabled: true, MaxEventBuckets: 256, MaxRows: 2000}
-	tp.PartitionBudget = config.Bytes(50_000_000) // the row half binds
-	s.cfg.Topics["readings"] = tp
+	s := splitStack(t, 1, rowBudget(256, 2000))
 	s.cfg.Cassandra.Timeout = config.Duration(5 * time.Second)
 	recs := zipfRecords(100_000, 0, 1, false)
 	for i := 0; i < len(recs); i += 10_000 {
@@ -792,11 +797,8 @@ func TestIntegrationBacklogOfAHotEntityIsSplitWithinBudget(t *testing.T) {
 // group reset and a full replay leave exactly the same rows in the same partitions. Before, the
 // entity split once into 5 event buckets that each ended with 1,148 to 1,205 rows.
 func TestIntegrationEntityOnThreeKafkaPartitionsSplitsWithinBudget(t *testing.T) {
-	s := splitStack(t, 3)
+	s := splitStack(t, 3, rowBudget(64, 1000))
 	tp := s.cfg.Topics["readings"]
-	tp.Split = config.Split{Enabled: true, MaxEventBuckets: 64, MaxRows: 1000}
-	tp.PartitionBudget = config.Bytes(1_000_000) // the row half binds
-	s.cfg.Topics["readings"] = tp
 	recs := zipfRecords(6000, 20, 3, false)
 	hot := 0
 	for _, r := range recs {
