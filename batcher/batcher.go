@@ -54,12 +54,18 @@ type Row struct {
 	EventTime time.Time
 }
 
-// Batch is a set of rows of one Cassandra partition, in the order they were added.
+// Batch is a set of rows of one Cassandra partition, in the order they were added, or, made by Join,
+// of several partitions of one table, each partition's rows contiguous and in their order.
 type Batch struct {
 	Target *Target
-	Key    string
-	Rows   []Row
-	Bytes  int // sum of Rows[i].Size
+	// Key is the partition's key (Row.Key); empty when the batch joins several partitions.
+	Key   string
+	Rows  []Row
+	Bytes int // sum of Rows[i].Size
+	// Partitions is the number of partitions the batch holds: 1, or more for a batch made by Join.
+	Partitions int
+	// First is when the batch's first row was added (for a joined batch, the earliest of its parts').
+	First time.Time
 
 	buf *rowBuf // the pooled backing array of Rows; see Release
 }
@@ -114,10 +120,9 @@ const keyInline = 48
 // one allocation; the caller gets &node.Batch.
 type node struct {
 	Batch
-	hash  uint64    // of the batch's Target and Key (keyHash)
-	chain *node     // the next open batch whose hash is the same
-	open  bool      // false once taken: its queue entry is stale
-	first time.Time // when its first row arrived
+	hash  uint64 // of the batch's Target and Key (keyHash)
+	chain *node  // the next open batch whose hash is the same
+	open  bool   // false once taken: its queue entry is stale
 	// prev and next link the node into its size class: the list of open batches with the same number of
 	// rows (see Pick), in the order they reached that size.
 	prev, next *node
@@ -212,7 +217,7 @@ func (b *Batcher) find(t *Target, key string) (*node, uint64) {
 
 // newNode is an open batch for r's partition, not yet filed.
 func (b *Batcher) newNode(r *Row, h uint64) *node {
-	e := &node{Batch: Batch{Target: r.Target, Key: r.Key}, hash: h, first: b.last}
+	e := &node{Batch: Batch{Target: r.Target, Key: r.Key, Partitions: 1, First: b.last}, hash: h}
 	if len(r.Key) > 0 && len(r.Key) <= keyInline {
 		copy(e.kbuf[:], r.Key)
 		e.Key = unsafe.String(&e.kbuf[0], len(r.Key))
@@ -336,7 +341,7 @@ func (b *Batcher) Pick(now time.Time) *Batch {
 			continue
 		}
 		// +1 ns: rows that arrived at now still rank by their count.
-		if s := float64(len(e.Rows)) * float64(max(now.Sub(e.first), 0)+1); best == nil || s > score {
+		if s := float64(len(e.Rows)) * float64(max(now.Sub(e.First), 0)+1); best == nil || s > score {
 			best, score = e, s
 		}
 	}
@@ -373,7 +378,7 @@ func (b *Batcher) Due(now time.Time) []*Batch {
 	for b.head < len(b.queue) {
 		q := b.queue[b.head]
 		e, ok := b.live(q)
-		if ok && now.Sub(q.n.first) < b.cfg.Linger {
+		if ok && now.Sub(q.n.First) < b.cfg.Linger {
 			break
 		}
 		b.pop()
@@ -402,7 +407,7 @@ func (b *Batcher) NextDue() (time.Time, bool) {
 	for b.head < len(b.queue) {
 		q := b.queue[b.head]
 		if _, ok := b.live(q); ok {
-			return q.n.first.Add(b.cfg.Linger), true
+			return q.n.First.Add(b.cfg.Linger), true
 		}
 		b.pop()
 	}
@@ -470,6 +475,54 @@ func appendRow(bt *Batch, r Row) {
 	}
 	bt.Rows = append(bt.Rows, r)
 	bt.Bytes += r.Size
+}
+
+// Join returns one batch holding the rows of bs, partition after partition, and releases bs. The
+// batches must be of one Target and of distinct partitions (batches taken out of one Batcher at once
+// are); the caller decides which may share a request. One batch comes back as it is.
+func Join(bs []*Batch) *Batch {
+	if len(bs) == 1 {
+		return bs[0]
+	}
+	n := 0
+	for _, b := range bs {
+		n += len(b.Rows)
+	}
+	rb := getRowBuf(1 << bits.Len(uint(n-1))) // a power of two, as appendRow asks: the pool hands out no smaller array
+	j := &Batch{Target: bs[0].Target, buf: rb, Rows: rb.rows[:0], First: bs[0].First}
+	for _, b := range bs {
+		if b.First.Before(j.First) {
+			j.First = b.First
+		}
+		j.Rows = append(j.Rows, b.Rows...)
+		j.Bytes += b.Bytes
+		j.Partitions += max(b.Partitions, 1)
+		Release(b)
+	}
+	if j.Partitions == 1 {
+		j.Key = bs[0].Key
+	}
+	return j
+}
+
+// EachPartition calls fn with each partition of b in turn: a view of b holding that partition's rows.
+func (b *Batch) EachPartition(fn func(part *Batch)) {
+	if b.Partitions <= 1 {
+		fn(b)
+		return
+	}
+	for i := 0; i < len(b.Rows); {
+		j := i + 1
+		for j < len(b.Rows) && b.Rows[j].Key == b.Rows[i].Key {
+			j++
+		}
+		part := Batch{Target: b.Target, Key: b.Rows[i].Key, Rows: b.Rows[i:j:j], Partitions: 1}
+		for k := i; k < j; k++ {
+			part.Bytes += b.Rows[k].Size
+		}
+		fn(&part)
+		i = j
+	}
 }
 
 // Release returns the batch's row array for reuse by later batches. Call it once, when nothing will read

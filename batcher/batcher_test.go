@@ -529,3 +529,41 @@ func BenchmarkAdd(b *testing.B) {
 		})
 	}
 }
+
+// TestJoinKeepsEachPartitionsRowsTogether: a joined batch holds every row of its batches, partition
+// after partition, and EachPartition gives each partition back with its rows, bytes and key.
+func TestJoinKeepsEachPartitionsRowsTogether(t *testing.T) {
+	b := New(Config{MaxRows: 100, MaxBytes: 1 << 20, Linger: time.Millisecond})
+	for i, k := range []string{"x", "y", "x", "z", "y", "x"} {
+		b.Add(row(tgtA, k, 10+i, int64(i)), t0)
+	}
+	due := b.Due(t0.Add(time.Millisecond))
+	if len(due) != 3 {
+		t.Fatalf("%d batches due, want 3", len(due))
+	}
+	j := Join(due)
+	if j.Partitions != 3 || j.Key != "" || len(j.Rows) != 6 || j.Bytes != 10+11+12+13+14+15 || j.Target != tgtA {
+		t.Fatalf("joined: %d partitions, key %q, %d rows, %d bytes", j.Partitions, j.Key, len(j.Rows), j.Bytes)
+	}
+	var got []string
+	j.EachPartition(func(p *Batch) {
+		got = append(got, fmt.Sprintf("%s%v/%dB/%d", p.Key, offsets(p), p.Bytes, p.Partitions))
+	})
+	if want := "x[0 2 5]/37B/1 y[1 4]/25B/1 z[3]/13B/1"; strings.Join(got, " ") != want {
+		t.Fatalf("partitions %s, want %s", strings.Join(got, " "), want)
+	}
+	Release(j)
+	one := b.Add(row(tgtA, "w", 5, 9), t0)
+	if len(one) != 0 {
+		t.Fatal("a row alone filled a batch")
+	}
+	single := b.Flush()
+	if Join(single) != single[0] {
+		t.Fatal("Join of one batch made a new one")
+	}
+	single[0].EachPartition(func(p *Batch) {
+		if p != single[0] {
+			t.Error("EachPartition of a one-partition batch is not the batch itself")
+		}
+	})
+}

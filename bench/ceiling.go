@@ -126,7 +126,7 @@ func writeCeiling(ctx context.Context, write func(context.Context, *batcher.Batc
 func execBatch(ctx context.Context, s *gocql.Session, b *batcher.Batch, consistency gocql.Consistency) error {
 	gb := s.Batch(gocql.UnloggedBatch).Consistency(consistency)
 	gb.Entries = make([]gocql.BatchEntry, len(b.Rows))
-	var bd packed.Binder // the arguments point into the rows: no copy of their bytes
+	var bd packed.Binder                                     // the arguments point into the rows: no copy of their bytes
 	bd.Reserve(len(b.Rows) * packed.Count(b.Rows[0].Packed)) // one table: every row binds as many values
 	for i, r := range b.Rows {
 		gb.Entries[i] = gocql.BatchEntry{Stmt: b.Target.Insert, Args: bd.Args(r.Packed), Idempotent: true}

@@ -20,6 +20,7 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/reader"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -71,6 +72,12 @@ type Options struct {
 	KeepData bool
 	// Progress receives progress lines while the run goes; nil discards them.
 	Progress io.Writer
+	// SteadyOnly runs the steady-rate phase alone, at LatencyRate (required): to compare binaries
+	// (SinkBinary) side by side at one rate without the backlog phases.
+	SteadyOnly bool
+	// CassandraPID is the Cassandra server process whose CPU the steady phase reads from /proc; 0 looks
+	// for the one Cassandra process on this machine (none or several: its CPU is not measured).
+	CassandraPID int
 }
 
 func (o *Options) defaults() error {
@@ -195,10 +202,26 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	r.Params = Params{
 		Events: o.Events, Entities: o.Entities, Partitions: o.Partitions, Quick: o.Quick,
 		Compression: compressionName, CommitInterval: o.CommitInterval.String(), DaemonEnv: o.DaemonEnv,
-		SettleMax: o.SettleMax.String(), KeepData: o.KeepData,
+		SettleMax: o.SettleMax.String(), KeepData: o.KeepData, SteadyOnly: o.SteadyOnly,
+	}
+	if self, err := os.Executable(); err == nil && o.SinkBinary != self {
+		r.Params.SinkBinary = filepath.Base(o.SinkBinary)
 	}
 	h.p.logf("bench: %d events, %d entities, %d partitions; %d cores, %s, Kafka %s, Cassandra %s",
 		o.Events, o.Entities, o.Partitions, r.Machine.Cores, r.Machine.Go, r.Machine.Kafka, r.Machine.Cassandra)
+
+	if o.SteadyOnly {
+		if o.LatencyRate <= 0 || o.LatencyFor <= 0 {
+			return nil, errors.New("the steady phase alone needs a rate (--latency-rate) and a length")
+		}
+		if err := h.settle(ctx, "steady"); err != nil {
+			return nil, err
+		}
+		if err := h.latency(ctx, o.LatencyRate); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
 
 	// Phase 1: the backlog.
 	topic := o.Prefix + "_backlog"
@@ -783,6 +806,40 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		return err
 	}
 
+	// What the phase costs: the sink's and Cassandra's CPU and the daemon's counters, from here to the
+	// last commit.
+	l := &h.res.Latency
+	cassPID, cerr := cassandraPID(o.CassandraPID)
+	if cerr != nil {
+		l.CassandraCPUNote = cerr.Error()
+		h.p.logf("steady: Cassandra's CPU is not measured: %v", cerr)
+	}
+	metricsBefore, err := d.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	sinkBefore, err := readCPU(d.pid())
+	if err != nil {
+		return err
+	}
+	var cassBefore procSample
+	if cassPID != 0 {
+		if cassBefore, err = readCPU(cassPID); err != nil {
+			return err
+		}
+	}
+	rd, err := reader.New(reader.Config{Session: h.admin, Sink: cfg, Topic: topicName, Parallelism: 1})
+	if err != nil {
+		return err
+	}
+	fresh := &freshness{r: rd, every: 5 * time.Millisecond, giveUp: 30 * time.Second}
+	probes := make(chan probe, 64)
+	freshDone := make(chan struct{})
+	go func() {
+		defer close(freshDone)
+		fresh.run(ctx, probes)
+	}()
+
 	log := newProduceLog()
 	var seen []commitSeen
 	var produced atomic.Int64
@@ -795,7 +852,9 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	)
 	go func() {
 		var err error
-		sent, sending, err = producePaced(ctx, o.Brokers, st.Topic, o.Entities, rate, o.LatencyFor, log, &produced)
+		// About 20 probes a second: each is polled every 5 ms until readable, a read load far below the writes.
+		sent, sending, err = producePaced(ctx, o.Brokers, st.Topic, o.Entities, rate, o.LatencyFor, log, &produced,
+			probes, max(1, int(rate/20)))
 		prodErr <- err
 	}()
 
@@ -846,11 +905,39 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		}
 	}
 	h.p.done()
+	sinkAfter, err := readCPU(d.pid())
+	if err != nil {
+		return err
+	}
+	if cassPID != 0 {
+		cassAfter, err := readCPU(cassPID)
+		if err != nil {
+			return err
+		}
+		l.CassandraPID = cassPID
+		l.CassandraCPUMicrosPerRow = float64((cassAfter.CPU - cassBefore.CPU).Microseconds()) / float64(produced.Load())
+	}
+	l.SinkCPUMicrosPerRow = float64((sinkAfter.CPU - sinkBefore.CPU).Microseconds()) / float64(produced.Load())
+	metricsAfter, err := d.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	l.RowsPerRequest = meanOf(metricsBefore, metricsAfter, "sink_batch_rows")
+	l.PartitionsPerRequest = meanOf(metricsBefore, metricsAfter, "sink_batch_partitions")
+	l.Stages = stageLatencies(metricsBefore, metricsAfter)
+	select {
+	case <-freshDone:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	l.FreshSamples, l.FreshMissing = len(fresh.delays), fresh.missing
+	l.FreshP50Millis = float64(percentile(fresh.delays, 0.50)) / 1e6
+	l.FreshP99Millis = float64(percentile(fresh.delays, 0.99)) / 1e6
+	l.FreshMaxMillis = float64(percentile(fresh.delays, 1)) / 1e6
 	if err := d.stop(time.Minute); err != nil {
 		return err
 	}
 	lat := commitLatencies(log.parts, seen)
-	l := &h.res.Latency
 	l.Rate, l.Events, l.Covered, l.Seconds = rate, sent, len(lat), o.LatencyFor.Seconds()
 	l.AchievedRate = float64(sent) / sending.Seconds()
 	l.P50Millis = float64(percentile(lat, 0.50)) / 1e6
@@ -860,7 +947,8 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	if len(lat) != sent {
 		return fmt.Errorf("latency phase: %d records produced but %d seen committed", sent, len(lat))
 	}
-	h.p.logf("latency: p50 %.0f ms, p99 %.0f ms at %s events/s", l.P50Millis, l.P99Millis, num(rate))
+	h.p.logf("steady: commit p50 %.0f ms, p99 %.0f ms; readable p50 %.0f ms, p99 %.0f ms; %.1f rows per request at %s events/s",
+		l.P50Millis, l.P99Millis, l.FreshP50Millis, l.FreshP99Millis, l.RowsPerRequest, num(rate))
 	return nil
 }
 
@@ -877,7 +965,7 @@ func (h *harness) machine(ctx context.Context) Machine {
 		})
 	}
 	var rel string
-	if err := h.admin.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&rel); err == nil {
+	if err := h.admin.Query("SELECT release_version FROM system.local").ScanContext(ctx, &rel); err == nil {
 		m.Cassandra = rel
 	}
 	return m

@@ -113,7 +113,12 @@ func produceBacklog(ctx context.Context, brokers []string, topic string, n, enti
 // schedule, so the event time in the JSON is within a tick of when the record was sent.
 // It returns how many records it sent and how long sending them took, which exceeds d when the
 // machine could not keep up with the rate.
-func producePaced(ctx context.Context, brokers []string, topic string, entities int, rate float64, d time.Duration, log *produceLog, done *atomic.Int64) (int, time.Duration, error) {
+//
+// Every sampleEvery-th event (0: none) is also offered to probes, without waiting: a probe the poller
+// cannot take at once is skipped. probes is closed when the producer returns.
+func producePaced(ctx context.Context, brokers []string, topic string, entities int, rate float64, d time.Duration, log *produceLog, done *atomic.Int64,
+	probes chan<- probe, sampleEvery int) (int, time.Duration, error) {
+	defer close(probes)
 	start := time.Now()
 	g, err := gen.New(gen.Config{Entities: entities, Seed: 2, Start: start, Rate: rate})
 	if err != nil {
@@ -145,6 +150,12 @@ func producePaced(ctx context.Context, brokers []string, topic string, entities 
 		for ; sent < due; sent++ {
 			_, ev := g.Append(make([]byte, 0, 192))
 			now := time.Now()
+			if sampleEvery > 0 && sent%sampleEvery == 0 {
+				select {
+				case probes <- probe{device: string(ev.Key), event: ev.Time, produced: now}:
+				default:
+				}
+			}
 			rec := &kgo.Record{Key: ev.Key, Value: ev.Value, Timestamp: now}
 			cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 				if err != nil {

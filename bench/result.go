@@ -70,10 +70,12 @@ type Params struct {
 	CommitInterval string   `json:"commit_interval"`
 	GOMAXPROCS     int      `json:"sink_gomaxprocs,omitempty"`
 	LatencyFor     string   `json:"latency_duration"`
-	LatencyRate    float64  `json:"latency_rate"`         // events/s asked of the producer; 0 when latency was not measured
-	DaemonEnv      []string `json:"daemon_env,omitempty"` // config overrides given to the daemons
-	SettleMax      string   `json:"settle_max,omitempty"` // longest wait for a quiet machine before a phase
-	KeepData       bool     `json:"keep_data,omitempty"`  // tables and topics kept (runs before this field kept them all; see Options.KeepData)
+	LatencyRate    float64  `json:"latency_rate"`          // events/s asked of the producer; 0 when latency was not measured
+	DaemonEnv      []string `json:"daemon_env,omitempty"`  // config overrides given to the daemons
+	SettleMax      string   `json:"settle_max,omitempty"`  // longest wait for a quiet machine before a phase
+	KeepData       bool     `json:"keep_data,omitempty"`   // tables and topics kept (runs before this field kept them all; see Options.KeepData)
+	SteadyOnly     bool     `json:"steady_only,omitempty"` // the steady-rate phase alone (Options.SteadyOnly)
+	SinkBinary     string   `json:"sink_binary,omitempty"` // the executable measured, when not the harness's own
 }
 
 // Produce is phase 1: loading the backlog.
@@ -139,7 +141,8 @@ type Process struct {
 	Profile            string  `json:"cpu_profile,omitempty"`
 }
 
-// Latency is phase 5: event-to-commit delay at a fixed produce rate.
+// Latency is phase 5, the steady rate: event-to-commit delay at a fixed produce rate, freshness read
+// from Cassandra, and what each row costs the sink and Cassandra.
 type Latency struct {
 	Rate float64 `json:"rate"`
 	// AchievedRate is what the producer managed; below Rate when the machine could not keep up.
@@ -150,6 +153,24 @@ type Latency struct {
 	P50Millis    float64 `json:"p50_ms"`
 	P99Millis    float64 `json:"p99_ms"`
 	MaxMillis    float64 `json:"max_ms"`
+	// What the rows cost over the phase (the daemon's start-up excluded): rows per request and
+	// partitions per request from the daemon's histograms (0: not exported by that binary); the
+	// sink's and Cassandra's user+system CPU per row, from /proc (Cassandra's: 0 with a note when the
+	// process could not be told apart).
+	RowsPerRequest           float64 `json:"rows_per_request"`
+	PartitionsPerRequest     float64 `json:"partitions_per_request,omitempty"`
+	SinkCPUMicrosPerRow      float64 `json:"sink_cpu_us_per_row"`
+	CassandraCPUMicrosPerRow float64 `json:"cassandra_cpu_us_per_row"`
+	CassandraPID             int     `json:"cassandra_pid,omitempty"`
+	CassandraCPUNote         string  `json:"cassandra_cpu_note,omitempty"`
+	// Freshness: produce → row readable through the reader, for about 20 sampled events a second.
+	FreshSamples   int     `json:"fresh_samples"`
+	FreshMissing   int     `json:"fresh_missing"`
+	FreshP50Millis float64 `json:"fresh_p50_ms"`
+	FreshP99Millis float64 `json:"fresh_p99_ms"`
+	FreshMaxMillis float64 `json:"fresh_max_ms"`
+	// Stages: sink_stage_seconds over the phase (absent for a binary without it).
+	Stages []StageLatency `json:"stages,omitempty"`
 }
 
 // Target is one goal of the issue and whether this run met it.
@@ -192,10 +213,17 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 		return "", fmt.Errorf("creating results directory %s: %w", dir, err)
 	}
 	kind := "full"
-	if r.Params.Quick {
+	switch {
+	case r.Params.SteadyOnly:
+		kind = "steady"
+	case r.Params.Quick:
 		kind = "quick"
 	}
-	name := fmt.Sprintf("%s-%s-%d.json", r.Date.UTC().Format("20060102T150405Z"), kind, r.Params.Events)
+	events := r.Params.Events
+	if r.Params.SteadyOnly {
+		events = r.Latency.Events
+	}
+	name := fmt.Sprintf("%s-%s-%d.json", r.Date.UTC().Format("20060102T150405Z"), kind, events)
 	path := filepath.Join(dir, name)
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -216,34 +244,19 @@ func (r *Result) PrintTable(w io.Writer) {
 		fmt.Fprintf(tw, "core speed\t%.0f ns to map one backlog record on one core (for comparing machines; no target uses it)\n", m.MapNanos)
 	}
 	fmt.Fprintf(tw, "commit\t%s%s, %s\n", r.GitCommit, map[bool]string{true: " (dirty)"}[r.GitDirty], r.Date.UTC().Format(time.RFC3339))
-	fmt.Fprintf(tw, "input\t%d events (%.0f B avg) over %d entities, %d partitions, %s\n",
-		r.Produce.Events, r.Produce.AvgEventBytes, r.Params.Entities, r.Params.Partitions, r.Params.Compression)
+	if r.Params.SteadyOnly {
+		fmt.Fprintf(tw, "input\t%d events at a steady rate over %d entities, %d partitions, %s; sink %s\n",
+			r.Latency.Events, r.Params.Entities, r.Params.Partitions, r.Params.Compression, r.Params.SinkBinary)
+	} else {
+		fmt.Fprintf(tw, "input\t%d events (%.0f B avg) over %d entities, %d partitions, %s\n",
+			r.Produce.Events, r.Produce.AvgEventBytes, r.Params.Entities, r.Params.Partitions, r.Params.Compression)
+	}
 	fmt.Fprintln(tw, "\t\t")
 	fmt.Fprintln(tw, "phase\tresult\tdetail")
-	fmt.Fprintf(tw, "produce\t%s events/s\t%.1f s\n", num(r.Produce.EventsPerSec), r.Produce.Seconds)
-	for _, t := range r.Ceiling.Trials {
-		label := "ceiling trial"
-		switch {
-		case t.After:
-			label = "ceiling after"
-		case t.Final:
-			label = "ceiling"
-		}
-		fmt.Fprintf(tw, "%s\t%s rows/s\t%s writer, %d rows/batch, %d in flight, %d conns; %d rows in %d batches, %.1f s; %.2f CPU-s per million; machine %.2f cores busy\n",
-			label, num(t.RowsPerS), t.Writer, t.BatchRows, t.Concurrency, t.NumConns, t.Rows, t.Batches, t.Seconds, t.CPUPerMillion, t.CoresBusy)
+	if !r.Params.SteadyOnly {
+		r.printBacklog(tw)
 	}
-	s := r.Sink
-	fmt.Fprintf(tw, "sink\t%s rows/s\t%.3f × ceiling (the better of before and after); %.1f s; %.2f CPU-s per million; peak RSS %.0f MiB; %.1f rows per batch; machine %.2f cores busy\n",
-		num(s.PerSec), s.RatioToCeiling, s.Seconds, s.CPUPerMillion, float64(s.PeakRSSBytes)/(1<<20), s.MeanBatchRows, s.CoresBusy)
-	fmt.Fprintf(tw, "\t\ton average %.0f rows in open batches, %.1f MiB held against the budget, %.1f writes in flight\n",
-		s.MeanOpenBatchRows, s.MeanBufferedBytes/(1<<20), s.MeanWritesInFlight)
-	p := r.Pipeline
-	fmt.Fprintf(tw, "pipeline only\t%s events/s\t%s events per CPU-second; %.1f s; peak RSS %.0f MiB; %.1f rows per batch\n",
-		num(p.PerSec), num(p.PerCPUSecond), p.Seconds, float64(p.PeakRSSBytes)/(1<<20), p.MeanBatchRows)
-	if l := r.Latency; l.Events > 0 {
-		fmt.Fprintf(tw, "latency\tp50 %.0f ms, p99 %.0f ms\tat %s events/s asked, %s produced, for %.0f s (%d events, commit interval %s)\n",
-			l.P50Millis, l.P99Millis, num(l.Rate), num(l.AchievedRate), l.Seconds, l.Events, r.Params.CommitInterval)
-	}
+	r.printSteady(tw)
 	if len(r.Settles) > 0 {
 		var waits []string
 		for _, st := range r.Settles {
@@ -264,6 +277,49 @@ func (r *Result) PrintTable(w io.Writer) {
 		fmt.Fprintf(tw, "target\t%s %s\t%s: %s\n", t.Name, t.Want, mark, num(t.Measured))
 	}
 	tw.Flush()
+}
+
+// printBacklog writes the lines of the backlog phases: produce, ceiling, sink, pipeline alone.
+func (r *Result) printBacklog(tw io.Writer) {
+	fmt.Fprintf(tw, "produce\t%s events/s\t%.1f s\n", num(r.Produce.EventsPerSec), r.Produce.Seconds)
+	for _, t := range r.Ceiling.Trials {
+		label := "ceiling trial"
+		switch {
+		case t.After:
+			label = "ceiling after"
+		case t.Final:
+			label = "ceiling"
+		}
+		fmt.Fprintf(tw, "%s\t%s rows/s\t%s writer, %d rows/batch, %d in flight, %d conns; %d rows in %d batches, %.1f s; %.2f CPU-s per million; machine %.2f cores busy\n",
+			label, num(t.RowsPerS), t.Writer, t.BatchRows, t.Concurrency, t.NumConns, t.Rows, t.Batches, t.Seconds, t.CPUPerMillion, t.CoresBusy)
+	}
+	s := r.Sink
+	fmt.Fprintf(tw, "sink\t%s rows/s\t%.3f × ceiling (the better of before and after); %.1f s; %.2f CPU-s per million; peak RSS %.0f MiB; %.1f rows per batch; machine %.2f cores busy\n",
+		num(s.PerSec), s.RatioToCeiling, s.Seconds, s.CPUPerMillion, float64(s.PeakRSSBytes)/(1<<20), s.MeanBatchRows, s.CoresBusy)
+	fmt.Fprintf(tw, "\t\ton average %.0f rows in open batches, %.1f MiB held against the budget, %.1f writes in flight\n",
+		s.MeanOpenBatchRows, s.MeanBufferedBytes/(1<<20), s.MeanWritesInFlight)
+	p := r.Pipeline
+	fmt.Fprintf(tw, "pipeline only\t%s events/s\t%s events per CPU-second; %.1f s; peak RSS %.0f MiB; %.1f rows per batch\n",
+		num(p.PerSec), num(p.PerCPUSecond), p.Seconds, float64(p.PeakRSSBytes)/(1<<20), p.MeanBatchRows)
+}
+
+// printSteady writes the lines of the steady-rate phase.
+func (r *Result) printSteady(tw io.Writer) {
+	if l := r.Latency; l.Events > 0 {
+		fmt.Fprintf(tw, "steady: committed\tp50 %.0f ms, p99 %.0f ms\tat %s events/s asked, %s produced, for %.0f s (%d events, commit interval %s)\n",
+			l.P50Millis, l.P99Millis, num(l.Rate), num(l.AchievedRate), l.Seconds, l.Events, r.Params.CommitInterval)
+		fmt.Fprintf(tw, "steady: readable\tp50 %.0f ms, p99 %.0f ms\tmax %.0f ms; %d sampled events read back, %d never seen\n",
+			l.FreshP50Millis, l.FreshP99Millis, l.FreshMaxMillis, l.FreshSamples, l.FreshMissing)
+		cass := fmt.Sprintf("%.1f µs", l.CassandraCPUMicrosPerRow)
+		if l.CassandraCPUNote != "" {
+			cass = "not measured (" + l.CassandraCPUNote + ")"
+		}
+		fmt.Fprintf(tw, "steady: cost\t%.1f rows per request\t%.2f partitions per request; CPU per row: sink %.1f µs, Cassandra %s\n",
+			l.RowsPerRequest, l.PartitionsPerRequest, l.SinkCPUMicrosPerRow, cass)
+		for _, st := range l.Stages {
+			fmt.Fprintf(tw, "steady: stage %s\tp50 %.1f ms, p99 %.1f ms\t%d observations\n", st.Stage, st.P50Millis, st.P99Millis, st.Count)
+		}
+	}
 }
 
 // num formats a rate with thousands separators, or three significant decimals below 10.

@@ -29,5 +29,11 @@ func (c WriterConfig) withDefaults() WriterConfig {
 	if c.RetryMax == 0 {
 		c.RetryMax = max(config.DefaultRetryMax.Std(), c.RetryInitial)
 	}
+	if c.Group.MaxPartitions == 0 {
+		c.Group.MaxPartitions = config.DefaultGroupMaxPartitions
+	}
+	if c.Group.MaxBytes == 0 {
+		c.Group.MaxBytes = int(config.DefaultGroupMaxBytes)
+	}
 	return c
 }

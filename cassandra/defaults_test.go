@@ -27,7 +27,8 @@ func TestZeroFieldsMeanConfigDefaults(t *testing.T) {
 	}
 
 	w := applied.Writer
-	want := WriterConfig{MaxInFlight: w.MaxInFlight, RetryInitial: w.RetryInitial.Std(), RetryMax: w.RetryMax.Std()}
+	want := WriterConfig{MaxInFlight: w.MaxInFlight, RetryInitial: w.RetryInitial.Std(), RetryMax: w.RetryMax.Std(),
+		Group: GroupConfig{MaxPartitions: w.GroupMaxPartitions, MaxBytes: int(w.GroupMaxBytes)}}
 	if got := NewWriter(nil, WriterConfig{}, nil).cfg; got != want {
 		t.Errorf("zero WriterConfig became %+v; config's writer defaults are %+v", got, want)
 	}

@@ -18,28 +18,30 @@ import (
 	"github.com/bucketsink/sink/packed"
 )
 
-// coordinators records the host that coordinated each batch, with the batch's first bound values.
+// coordinators records the host that coordinated each batch, with every entry's bound values.
 type coordinators struct {
 	mu   sync.Mutex
 	seen []observed
 }
 
 type observed struct {
-	host   net.IP
-	values []any
-	err    error
+	host    net.IP
+	entries [][]any
+	err     error
 }
 
 func (c *coordinators) ObserveBatch(_ context.Context, b gocql.ObservedBatch) {
 	// The bound values are a Binder's arguments, reused once the write returns: keep their Go values.
-	var values []any
-	if len(b.Values) > 0 {
-		for _, v := range b.Values[0] {
+	var entries [][]any
+	for _, e := range b.Values {
+		var values []any
+		for _, v := range e {
 			values = append(values, packed.GoValue(v))
 		}
+		entries = append(entries, values)
 	}
 	c.mu.Lock()
-	c.seen = append(c.seen, observed{host: b.Host.ConnectAddress(), values: values, err: b.Err})
+	c.seen = append(c.seen, observed{host: b.Host.ConnectAddress(), entries: entries, err: b.Err})
 	c.mu.Unlock()
 }
 
@@ -70,11 +72,15 @@ func ringOwner(t *testing.T, hosts []*gocql.HostInfo, token int64) net.IP {
 	return ring[0].host
 }
 
-// TestEveryBatchIsCoordinatedByAReplicaOfItsPartition writes one batch to each of 150 partitions of a keyspace
-// with replication factor 1 on a three-node ring, through the sink's own session configuration, and checks from
-// the driver's batch observer that each batch was sent to the one node that holds its partition (by the token
-// ring the nodes report). With one replica per partition, a batch sent anywhere else would be forwarded by its
-// coordinator: that is what token-aware routing saves.
+// TestEveryBatchIsCoordinatedByAReplicaOfItsPartition writes two rows to each of 150 partitions of a
+// keyspace with replication factor 1 on a three-node ring, through the sink's own session configuration:
+// the partitions' batches are due together, so the writer joins them (Writer.Group) into requests of up
+// to writer.group_max_partitions partitions. From the driver's batch observer it checks that every
+// partition of every request was sent to the one node that holds it (by the token ring the nodes
+// report): one request, one coordinator that is a replica of every partition in it. With one replica
+// per partition, a partition sent anywhere else would be forwarded by its coordinator, which is what
+// token-aware routing saves; the test also checks that requests did join several partitions, and that
+// they spread over the whole ring.
 func TestEveryBatchIsCoordinatedByAReplicaOfItsPartition(t *testing.T) {
 	hosts := testenv.Ring(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
@@ -109,12 +115,27 @@ func TestEveryBatchIsCoordinatedByAReplicaOfItsPartition(t *testing.T) {
 		Insert: fmt.Sprintf("INSERT INTO %s.readings (id, bucket, ts, tag, value) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?", ks),
 	}
 	w := NewWriter(s, WriterConfig{}, nil)
+	// The replicas are looked up in the driver's schema metadata, which learns of a new keyspace from a
+	// schema-change event, debounced by a second; until then the driver routes by the primary owner.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, err := s.gs.KeyspaceMetadata(ks); err != nil; _, err = s.gs.KeyspaceMetadata(ks) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no metadata for keyspace %s: %v", ks, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	const partitions = 150
+	var due []*batcher.Batch
 	for i := range partitions {
 		id := fmt.Sprintf("device-%03d", i)
-		rows := []batcher.Row{readingRow(tgt, id, "2024-01-15", 0), readingRow(tgt, id, "2024-01-15", 1)}
-		if failed, err := w.Write(ctx, batchOf(rows...)); err != nil || len(failed) != 0 {
-			t.Fatalf("writing partition %s: %v, %v", id, failed, err)
+		b := batchOf(readingRow(tgt, id, "2024-01-15", 0), readingRow(tgt, id, "2024-01-15", 1))
+		b.Partitions = 1
+		due = append(due, b)
+	}
+	requests := w.Group(due)
+	for _, r := range requests {
+		if failed, err := w.Write(ctx, r); err != nil || len(failed) != 0 {
+			t.Fatalf("writing a request of %d partitions: %v, %v", r.Partitions, failed, err)
 		}
 	}
 
@@ -125,20 +146,39 @@ func TestEveryBatchIsCoordinatedByAReplicaOfItsPartition(t *testing.T) {
 	obs.mu.Lock()
 	seen := append([]observed(nil), obs.seen...)
 	obs.mu.Unlock()
-	if len(seen) != partitions {
-		t.Fatalf("observed %d batches, want %d (one per partition, none retried)", len(seen), partitions)
+	if len(seen) != len(requests) {
+		t.Fatalf("observed %d batches, want %d (one per request, none retried)", len(seen), len(requests))
 	}
 	used := map[string]int{}
+	entries, joined := 0, 0
 	for _, o := range seen {
 		if o.err != nil {
 			t.Fatalf("a batch failed: %v", o.err)
 		}
-		id, bucket := o.values[0].(string), o.values[1].(string)
-		token := Token(AppendRoutingKey(nil, []byte(id), []byte(bucket)))
-		if owner := ringOwner(t, ringHosts, token); !owner.Equal(o.host) {
-			t.Errorf("partition (%s, %s), token %d: coordinated by %s, but only %s holds it", id, bucket, token, o.host, owner)
+		parts := map[string]bool{}
+		for _, e := range o.entries {
+			id, bucket := e[0].(string), e[1].(string)
+			parts[id] = true
+			token := Token(AppendRoutingKey(nil, []byte(id), []byte(bucket)))
+			if owner := ringOwner(t, ringHosts, token); !owner.Equal(o.host) {
+				t.Errorf("partition (%s, %s), token %d, in a request of %d rows: coordinated by %s, but only %s holds it",
+					id, bucket, token, len(o.entries), o.host, owner)
+			}
+		}
+		entries += len(o.entries)
+		if len(parts) > 1 {
+			joined++
+		}
+		if len(parts) > config.DefaultGroupMaxPartitions {
+			t.Errorf("a request of %d partitions; at most %d by default", len(parts), config.DefaultGroupMaxPartitions)
 		}
 		used[o.host.String()]++
+	}
+	if entries != 2*partitions {
+		t.Errorf("observed %d rows, want %d", entries, 2*partitions)
+	}
+	if joined == 0 || len(requests) >= partitions {
+		t.Errorf("%d requests for %d partitions, %d of them joining several: the rule was not exercised", len(requests), partitions, joined)
 	}
 	if len(used) != len(hosts) {
 		t.Errorf("batches went to %d of the %d nodes (%v): the partitions should spread over the whole ring", len(used), len(hosts), used)

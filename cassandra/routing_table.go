@@ -138,16 +138,16 @@ var ErrRoutingTableMissing = errors.New("the routing table " + RoutingTable + " 
 // of that bucket, and what a reader caches.
 func (sp *Splits) Bucket(ctx context.Context, table string, bucketStart time.Time) ([]routing.Record, error) {
 	q := sp.s.gs.Query("SELECT "+splitColumns+" FROM "+sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ?", table, bucketStart.UTC()).
-		WithContext(ctx).Consistency(sp.serial)
-	return sp.scan(q.Iter(), table, bucketStart)
+		Consistency(sp.serial)
+	return sp.scan(q.IterContext(ctx), table, bucketStart)
 }
 
 // Entity returns the routing records of one entity's time bucket in generation order (none when it
 // never split).
 func (sp *Splits) Entity(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]routing.Record, error) {
 	q := sp.s.gs.Query("SELECT "+splitColumns+" FROM "+sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ? AND entity = ?", table, bucketStart.UTC(), entity).
-		WithContext(ctx).Consistency(sp.serial)
-	return sp.scan(q.Iter(), table, bucketStart)
+		Consistency(sp.serial)
+	return sp.scan(q.IterContext(ctx), table, bucketStart)
 }
 
 func (sp *Splits) scan(iter *gocql.Iter, table string, bucketStart time.Time) ([]routing.Record, error) {
@@ -185,9 +185,9 @@ func (sp *Splits) Propose(ctx context.Context, rec routing.Record) (routing.Reco
 	q := sp.s.gs.Query("INSERT INTO "+sp.keyspace+"."+RoutingTable+" ("+splitColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
 		rec.Table, rec.BucketStart, rec.Entity, rec.Generation, rec.From, rec.FirstEventBucket, rec.EventBuckets, rec.DecidedAt, rec.DecidedBy,
 		topic, part, offset).
-		WithContext(ctx).Consistency(sp.s.cons).SerialConsistency(sp.serial)
+		Consistency(sp.s.cons).SerialConsistency(sp.serial)
 	prev := map[string]any{}
-	applied, err := q.MapScanCAS(prev)
+	applied, err := q.MapScanCASContext(ctx, prev)
 	if err != nil {
 		return routing.Record{}, false, sp.wrap(err, "writing the routing record of %s bucket %s generation %d", rec.Table, rec.BucketStart.Format(time.RFC3339), rec.Generation)
 	}
@@ -245,16 +245,16 @@ func (sp *Splits) Newest(ctx context.Context, e routing.EntityPartitions, eventB
 	stmt := "SELECT " + e.Time + from + " ORDER BY " + e.Time + " DESC LIMIT 1"
 	var newest time.Time
 	for eb := range eventBuckets {
-		q := sp.s.gs.Query(stmt, append(slices.Clone(e.Values), int32(eb))...).WithContext(ctx).Consistency(sp.s.cons)
+		q := sp.s.gs.Query(stmt, append(slices.Clone(e.Values), int32(eb))...).Consistency(sp.s.cons)
 		var ts time.Time
 		var err error
 		if e.TimeUUID {
 			var u gocql.UUID
-			if err = q.Scan(&u); err == nil {
+			if err = q.ScanContext(ctx, &u); err == nil {
 				ts = u.Time()
 			}
 		} else {
-			err = q.Scan(&ts)
+			err = q.ScanContext(ctx, &ts)
 		}
 		switch {
 		case errors.Is(err, gocql.ErrNotFound):
@@ -278,7 +278,7 @@ func (sp *Splits) Count(ctx context.Context, e routing.EntityPartitions, eb int,
 		return 0, err
 	}
 	sc := sp.s.gs.Query("SELECT "+e.Time+from+" LIMIT ?", append(slices.Clone(e.Values), int32(eb), int32(min(limit, math.MaxInt32)))...).
-		WithContext(ctx).Consistency(sp.s.cons).PageSize(int(max(min(limit, 5000), 1))).Iter().Scanner()
+		Consistency(sp.s.cons).PageSize(int(max(min(limit, 5000), 1))).IterContext(ctx).Scanner()
 	var n int64
 	for n < limit && sc.Next() {
 		n++
@@ -304,8 +304,7 @@ func (sp *Splits) EntityAdoptions(ctx context.Context, table string, bucketStart
 }
 
 func (sp *Splits) adoptions(ctx context.Context, where string, args ...any) ([]routing.Adoption, error) {
-	iter := sp.s.gs.Query("SELECT "+adoptionColumns+" FROM "+sp.keyspace+"."+AdoptionTable+where, args...).
-		WithContext(ctx).Consistency(sp.serial).Iter()
+	iter := sp.s.gs.Query("SELECT "+adoptionColumns+" FROM "+sp.keyspace+"."+AdoptionTable+where, args...).Consistency(sp.serial).IterContext(ctx)
 	var out []routing.Adoption
 	var a routing.Adoption
 	for iter.Scan(&a.Table, &a.BucketStart, &a.Entity, &a.Generation, &a.Topic, &a.Partition, &a.From, &a.AdoptedAt, &a.AdoptedBy) {
@@ -331,9 +330,9 @@ func (sp *Splits) Adopt(ctx context.Context, a routing.Adoption) (routing.Adopti
 	a.AdoptedAt = a.AdoptedAt.UTC().Truncate(time.Millisecond)
 	q := sp.s.gs.Query("INSERT INTO "+sp.keyspace+"."+AdoptionTable+" ("+adoptionColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
 		a.Table, a.BucketStart, a.Entity, a.Generation, a.Topic, a.Partition, a.From, a.AdoptedAt, a.AdoptedBy).
-		WithContext(ctx).Consistency(sp.s.cons).SerialConsistency(sp.serial)
+		Consistency(sp.s.cons).SerialConsistency(sp.serial)
 	prev := map[string]any{}
-	applied, err := q.MapScanCAS(prev)
+	applied, err := q.MapScanCASContext(ctx, prev)
 	if err != nil {
 		return routing.Adoption{}, false, sp.wrap(err, "writing the adoption of %s bucket %s generation %d by %s partition %d",
 			a.Table, a.BucketStart.Format(time.RFC3339), a.Generation, a.Topic, a.Partition)
@@ -458,7 +457,7 @@ func CheckSplitsOff(ctx context.Context, s *Session, cfg *config.Config, topics 
 		if len(cols) == 0 {
 			continue // no split ever ran in this keyspace
 		}
-		iter := s.gs.Query("SELECT DISTINCT table_name, bucket_start FROM " + ks + "." + RoutingTable).WithContext(ctx).Iter()
+		iter := s.gs.Query("SELECT DISTINCT table_name, bucket_start FROM " + ks + "." + RoutingTable).IterContext(ctx)
 		var table string
 		var start time.Time
 		var found error

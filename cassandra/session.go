@@ -19,8 +19,9 @@ import (
 // with shuffled replicas, no driver retry policy (the Writer retries), TLS and password auth from
 // config. It is safe for concurrent use.
 type Session struct {
-	gs   *gocql.Session
-	cons gocql.Consistency // cassandra.consistency
+	gs     *gocql.Session
+	cons   gocql.Consistency         // cassandra.consistency
+	policy gocql.HostSelectionPolicy // the session's token-aware policy, asked for replicas (Replicas)
 
 	// stmts caches what the writer needs to know about each INSERT, by keyspace + statement.
 	mu    sync.Mutex
@@ -97,7 +98,7 @@ func connectCluster(ctx context.Context, cluster *gocql.ClusterConfig, cons gocq
 		if r.err != nil {
 			return nil, fmt.Errorf("connecting to cassandra.hosts %v: %w", cluster.Hosts, r.err)
 		}
-		return &Session{gs: r.s, cons: cons, stmts: make(map[stmtKey]*stmtInfo)}, nil
+		return &Session{gs: r.s, cons: cons, policy: cluster.PoolConfig.HostSelectionPolicy, stmts: make(map[stmtKey]*stmtInfo)}, nil
 	case <-ctx.Done():
 		go func() {
 			if r := <-done; r.s != nil {
@@ -149,7 +150,9 @@ func newCluster(c config.Cassandra) (*gocql.ClusterConfig, gocql.Consistency, er
 	if c.LocalDC != "" {
 		fallback = gocql.DCAwareRoundRobinPolicy(c.LocalDC)
 	}
-	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(fallback, gocql.ShuffleReplicas())
+	// The fallback is wrapped so that Replicas can ask the token-aware policy for a partition's replicas
+	// alone (see replicaFallback).
+	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(replicaFallback{fallback}, gocql.ShuffleReplicas())
 
 	// Come back quickly after an outage: the driver's default re-dials a down host once a minute,
 	// which would hold every partition for up to a minute after Cassandra is back.

@@ -55,6 +55,10 @@ type WriterConfig struct {
 	// AttemptTimeout bounds one request; 0 leaves it to the session timeout (cassandra.timeout).
 	// A request that runs out of time is retried like a server timeout, never taken as written.
 	AttemptTimeout time.Duration
+	// Group bounds the requests Group makes of batches due together (writer.group_max_partitions,
+	// writer.group_max_bytes). Zero fields take config.DefaultGroupMaxPartitions and
+	// config.DefaultGroupMaxBytes.
+	Group GroupConfig
 }
 
 // Validate reports negative fields and a RetryMax below RetryInitial.
@@ -75,11 +79,15 @@ func (c WriterConfig) Validate() error {
 	if c.AttemptTimeout < 0 {
 		errs = append(errs, fmt.Errorf("attempt timeout %v is negative", c.AttemptTimeout))
 	}
+	if c.Group.MaxPartitions < 0 || c.Group.MaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("writer.group_max_partitions %d and writer.group_max_bytes %d must not be negative", c.Group.MaxPartitions, c.Group.MaxBytes))
+	}
 	return errors.Join(errs...)
 }
 
-// Writer writes batches as UNLOGGED single-partition batches with bounded concurrency, retries
-// transient failures itself, and isolates rows Cassandra refuses. It is safe for concurrent use;
+// Writer writes batches as UNLOGGED batches (of one partition, or of several that share their replicas:
+// see Group) with bounded concurrency, retries transient failures itself, and isolates rows Cassandra
+// refuses. It is safe for concurrent use;
 // run one Write per goroutine, up to MaxInFlight of them make progress at once.
 type Writer struct {
 	s       *Session
@@ -181,6 +189,10 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 	return failed, nil
 }
 
+// Group joins the batches of bs that may share a request (Session.Group, with the writer's
+// GroupConfig). The pipeline's write stage calls it with the batches that are due together.
+func (w *Writer) Group(bs []*batcher.Batch) []*batcher.Batch { return w.s.Group(w.cfg.Group, bs) }
+
 // splitMismatched separates the rows whose value count does not match the statement.
 func splitMismatched(rows []batcher.Row, binds int, t *batcher.Target) ([]RowFailure, []batcher.Row) {
 	var failed []RowFailure
@@ -211,7 +223,8 @@ func (w *Writer) fail(ctx context.Context, b *batcher.Batch, attempts int, cls c
 // buildBatch makes the driver batch for rows. Every entry is marked idempotent: the driver honours
 // retry and speculative-execution policies only for idempotent batches, and ours are upserts with
 // deterministic timestamps. The keyspace is what the token-aware policy looks the replicas up by;
-// the routing key is the first entry's partition key, shared by every row of a batcher.Batch.
+// the routing key is the first entry's partition key: the driver sends the batch to one of that
+// partition's replicas, which are those of every partition of a batch Group joined.
 // The arguments of packed rows are unpacked by bd and valid until its Reset. Every row binds binds
 // values: Write took out the rows that do not.
 func buildBatch(gs *gocql.Session, t *batcher.Target, cons gocql.Consistency, rows []batcher.Row, binds int, bd *packed.Binder) *gocql.Batch {

@@ -51,6 +51,14 @@ const (
 	// latency: 100 rows or 32 KiB keeps each mutation small and batch latency even.
 	DefaultBatchMaxRows  = 100
 	DefaultBatchMaxBytes = Bytes(32 << 10)
+	// DefaultGroupMaxPartitions is Cassandra's unlogged_batch_across_partitions_warn_threshold (10): a
+	// request of more partitions than that logs a warning on the server for every batch.
+	DefaultGroupMaxPartitions = 10
+	// DefaultGroupMaxBytes keeps a request of several partitions under batch_size_warn_threshold
+	// (5 KiB). The server counts a partition update's data size, which for a row is about twice its
+	// size here (every cell carries an 8-byte timestamp, a TTL another 8; rows here count 4 bytes
+	// per value): 2 KiB of rows stays under the threshold with a margin.
+	DefaultGroupMaxBytes = Bytes(2 << 10)
 	// DefaultLinger: 5ms adds little latency and, at a few hundred rows/s per partition,
 	// already gathers several rows per batch.
 	DefaultLinger = Duration(5 * time.Millisecond)
@@ -244,6 +252,8 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	w := &c.Writer
 	num("writer.batch_max_rows", &w.BatchMaxRows, DefaultBatchMaxRows)
 	size("writer.batch_max_bytes", &w.BatchMaxBytes, DefaultBatchMaxBytes)
+	num("writer.group_max_partitions", &w.GroupMaxPartitions, DefaultGroupMaxPartitions)
+	size("writer.group_max_bytes", &w.GroupMaxBytes, DefaultGroupMaxBytes)
 	dur("writer.linger", &w.Linger, DefaultLinger)
 	num("writer.max_in_flight", &w.MaxInFlight, DefaultMaxInFlight)
 	size("writer.max_buffered_bytes", &w.MaxBufferedBytes, DefaultMaxBufferedBytes)
@@ -256,6 +266,7 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	num("writer.top_partitions", &w.TopPartitions, DefaultTopPartitions)
 
 	str("metrics.address", &c.Metrics.Address, DefaultMetricsAddress)
+	setDefault(unset, "metrics.debug_partitions", &c.Metrics.DebugPartitions, true)
 	str("log.level", &c.Log.Level, DefaultLogLevel)
 	c.Log.Level = strings.ToLower(c.Log.Level)
 	str("log.format", &c.Log.Format, DefaultLogFormat)

@@ -83,11 +83,19 @@ type Auth struct {
 
 // Writer holds the batching, concurrency and memory limits of the write path.
 type Writer struct {
-	// BatchMaxRows and BatchMaxBytes cap one UNLOGGED batch (always one Cassandra partition).
+	// BatchMaxRows and BatchMaxBytes cap the rows of one Cassandra partition in one UNLOGGED batch.
 	// Defaults 100 rows and 32 KiB: a single-partition batch is exempt from the server's
 	// batch_size_fail_threshold, but small batches keep coordinator latency even.
 	BatchMaxRows  int   `koanf:"batch_max_rows"`
 	BatchMaxBytes Bytes `koanf:"batch_max_bytes"`
+	// GroupMaxPartitions is the most partitions one request joins when small batches of one table are
+	// due together and share their replicas; 1 sends every partition alone. Default 10, Cassandra's
+	// unlogged_batch_across_partitions_warn_threshold: raise both together.
+	GroupMaxPartitions int `koanf:"group_max_partitions"`
+	// GroupMaxBytes caps a request of several partitions, below the server's batch_size_warn_threshold
+	// (5 KiB by default), which, unlike single-partition batches, such a request is subject to.
+	// Default 2KiB.
+	GroupMaxBytes Bytes `koanf:"group_max_bytes"`
 	// Linger is how long a partially filled batch waits for more rows of its partition. Default 5ms.
 	Linger Duration `koanf:"linger"`
 	// MaxInFlight bounds concurrent batch requests to Cassandra. Default 64.
@@ -120,12 +128,19 @@ type Writer struct {
 // Metrics is the HTTP endpoint for /metrics, /healthz and /readyz.
 type Metrics struct {
 	Address string `koanf:"address"` // default ":9464"; "" disables
+	// DebugPartitions serves /debug/partitions on the metrics address: the partition keys (entity ids)
+	// of the largest open partitions. That port has no authentication; false turns it off. Default true.
+	DebugPartitions bool `koanf:"debug_partitions"`
 }
 
 // Log configures the slog handler.
 type Log struct {
 	Level  string `koanf:"level"`  // debug, info (default), warn, error
 	Format string `koanf:"format"` // json (default) or text
+	// QuoteValues shows the bad value (and a bad map key) in the log line of a record that cannot be
+	// mapped. Default false: the line names the topic, partition, offset, column, field and reason, and
+	// the value is in the dead letter only. For debugging; logs usually outlive the data.
+	QuoteValues bool `koanf:"quote_values"`
 }
 
 // Topic is the per-topic policy: where records come from, how they become rows, and which
@@ -158,8 +173,8 @@ type Topic struct {
 	PartitionBudget Bytes `koanf:"partition_budget"`
 	// TTLFrom is what TTL counts from: "write" (default: Cassandra's own rule, the row expires ttl
 	// after it is written) or "event_time" (the row expires ttl after its event time: each row is
-	// written with ttl minus its age, and a record already older than ttl is dead-lettered with
-	// reason expired).
+	// written with ttl minus its age, and a record already older than ttl is skipped, committed and
+	// counted in sink_records_skipped_total{reason="expired"}).
 	TTLFrom string `koanf:"ttl_from"`
 	// Accept bounds the event time around the record's Kafka timestamp (accept.go).
 	Accept Accept `koanf:"accept"`

@@ -281,6 +281,14 @@ func (c *Config) validateWriter(v *validator) {
 	}
 	v.positive("writer.max_in_flight", int64(w.MaxInFlight), strconv.Itoa(w.MaxInFlight))
 	v.positive("writer.max_buffered_bytes", int64(w.MaxBufferedBytes), w.MaxBufferedBytes.String())
+	v.positive("writer.group_max_partitions", int64(w.GroupMaxPartitions), strconv.Itoa(w.GroupMaxPartitions))
+	if w.GroupMaxPartitions > MaxBatchRows {
+		v.add("writer.group_max_partitions", "%d is more than %d, the most statements the native protocol can carry in one batch; use e.g. %d", w.GroupMaxPartitions, MaxBatchRows, DefaultGroupMaxPartitions)
+	}
+	v.positive("writer.group_max_bytes", int64(w.GroupMaxBytes), w.GroupMaxBytes.String())
+	if w.GroupMaxBytes > maxBatchBytes {
+		v.add("writer.group_max_bytes", "%s is more than %s; Cassandra refuses a multi-partition batch over batch_size_fail_threshold (50 KiB by default); use e.g. %s", w.GroupMaxBytes, maxBatchBytes, DefaultGroupMaxBytes)
+	}
 	if w.BatchMaxBytes > 0 && w.MaxBufferedBytes > 0 && w.MaxBufferedBytes < w.BatchMaxBytes {
 		v.add("writer.max_buffered_bytes", "%s is smaller than one batch (writer.batch_max_bytes %s); raise it", w.MaxBufferedBytes, w.BatchMaxBytes)
 	}

@@ -280,7 +280,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 					p.pl.metrics.DLTruncated.WithLabelValues(p.tp.Topic).Inc()
 				}
 				p.log.Info("record dead-lettered", slog.Int64("offset", d.offset), slog.String("reason", d.reason),
-					slog.String("dead_letter_topic", dlq), slog.Any("error", d.err))
+					slog.String("dead_letter_topic", dlq), p.pl.badRecordError(d.err))
 				if attempt > 1 {
 					p.setStuck(d.offset, false)
 				}

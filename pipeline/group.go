@@ -29,15 +29,16 @@ func (pl *Pipeline) kafkaOptions() (consumerOpts, producerOpts []kgo.Opt, err er
 	consumerOpts = append(append(append([]kgo.Opt{}, common...),
 		consumer.GroupOptions(pl.sink.Kafka, pl.sink.Writer, pl.kafkaTopics(),
 			consumer.Rebalance{Assigned: pl.assigned, Revoked: pl.revoked, Lost: pl.lost})...),
-		offsets.ClientOptions(pl.sink.Writer.CommitInterval.Std(), pl.metrics.CommitDuration, pl.metrics.CommitFailures, pl.log)...)
+		offsets.ClientOptions(pl.sink.Writer.CommitInterval.Std(), pl.metrics.CommitDuration, pl.metrics.CommitFailures, pl.commitClock, pl.log)...)
 	producerOpts = deadletter.ProducerOptions(common)
 	consumerOpts = append(consumerOpts, pl.cfg.KafkaOptions...)
 	producerOpts = append(producerOpts, pl.cfg.KafkaOptions...)
 	return consumerOpts, producerOpts, nil
 }
 
-// assigned starts a worker for every newly assigned partition.
-func (pl *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+// assigned starts a worker for every newly assigned partition, then looks for offsets that start again
+// (offsetrestart.go).
+func (pl *Pipeline) assigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	pl.mu.Lock()
 	for topic, parts := range assigned {
 		info := pl.topics[topic]
@@ -57,6 +58,7 @@ func (pl *Pipeline) assigned(_ context.Context, _ *kgo.Client, assigned map[stri
 	}
 	pl.mu.Unlock()
 	pl.health.Join()
+	pl.checkOffsetRestart(ctx, cl, assigned)
 }
 
 // revoked gives up partitions cleanly: stop their workers, flush the batcher, wait for their in-flight

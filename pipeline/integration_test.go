@@ -272,8 +272,7 @@ type rowKey struct {
 // rows reads every row of the table.
 func (s *stack) rows() map[rowKey]bool {
 	s.t.Helper()
-	iter := s.session.Driver().Query("SELECT device_id, bucket, ts FROM " + s.ks + ".readings").
-		WithContext(context.Background()).PageSize(5000).Iter()
+	iter := s.session.Driver().Query("SELECT device_id, bucket, ts FROM " + s.ks + ".readings").PageSize(5000).IterContext(context.Background())
 	out := make(map[rowKey]bool)
 	var k rowKey
 	for iter.Scan(&k.device, &k.bucket, &k.ts) {
@@ -310,8 +309,7 @@ func (s *stack) checkPlacement() {
 		want[pk][k.ts] = true
 	}
 	for pk, times := range want {
-		iter := s.session.Driver().Query("SELECT ts FROM "+s.ks+".readings WHERE device_id = ? AND bucket = ?", pk[0], pk[1]).
-			WithContext(context.Background()).Iter()
+		iter := s.session.Driver().Query("SELECT ts FROM "+s.ks+".readings WHERE device_id = ? AND bucket = ?", pk[0], pk[1]).IterContext(context.Background())
 		got := make(map[time.Time]bool)
 		var ts time.Time
 		for iter.Scan(&ts) {
@@ -437,14 +435,17 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 		s.t.Fatal(err)
 	}
 	metrics := metrics.NewMetrics(prometheus.NewRegistry())
-	var w BatchWriter = cassandra.NewWriter(session, cassandra.WriterConfig{
+	cw := cassandra.NewWriter(session, cassandra.WriterConfig{
 		MaxInFlight: s.cfg.Writer.MaxInFlight, RetryInitial: s.cfg.Writer.RetryInitial.Std(),
 		RetryMax: s.cfg.Writer.RetryMax.Std(), RetryAttempts: s.cfg.Writer.RetryAttempts,
+		Group: cassandra.GroupConfig{MaxPartitions: s.cfg.Writer.GroupMaxPartitions, MaxBytes: int(s.cfg.Writer.GroupMaxBytes)},
 	}, metrics)
+	var w BatchWriter = cw
 	if wrap != nil {
 		w = wrap(w)
 	}
-	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Metrics: metrics, PingInterval: time.Second,
+	// Requests are joined as `sink run` joins them, so every test here runs with grouped requests.
+	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Group: cw.Group, Metrics: metrics, PingInterval: time.Second,
 		Slices:       cassandra.NewSliceMaker(session, s.cfg),
 		KafkaOptions: s.kafkaOpts,
 		Splits:       SplitsOf(cassandra.NewSplitStores(session, s.cfg.Cassandra)),
@@ -1063,7 +1064,7 @@ func TestIntegrationThreePolicies(t *testing.T) {
 				q += " AND event_bucket = ?"
 				args = append(args, k.event)
 			}
-			iter := s.session.Driver().Query(q, args...).WithContext(ctx).Iter()
+			iter := s.session.Driver().Query(q, args...).IterContext(ctx)
 			got := map[time.Time]bool{}
 			var ts time.Time
 			for iter.Scan(&ts) {
@@ -1084,7 +1085,7 @@ func TestIntegrationThreePolicies(t *testing.T) {
 		}
 		for table, n := range tables {
 			var total int
-			if err := s.session.Driver().Query("SELECT COUNT(*) FROM " + s.ks + "." + table).WithContext(ctx).Scan(&total); err != nil {
+			if err := s.session.Driver().Query("SELECT COUNT(*) FROM "+s.ks+"."+table).ScanContext(ctx, &total); err != nil {
 				t.Fatal(err)
 			}
 			if total != n {
@@ -1465,7 +1466,7 @@ func TestIntegrationMissingSliceTableFollowsTheTopicsPolicy(t *testing.T) {
 
 			count := func(table string) (int, error) {
 				var n int
-				err := s.session.Driver().Query("SELECT COUNT(*) FROM " + table).WithContext(ctx).Scan(&n)
+				err := s.session.Driver().Query("SELECT COUNT(*) FROM "+table).ScanContext(ctx, &n)
 				return n, err
 			}
 			if n, err := count(current); err != nil || n != 300 {
@@ -1476,7 +1477,7 @@ func TestIntegrationMissingSliceTableFollowsTheTopicsPolicy(t *testing.T) {
 			case config.MissingSliceCreate:
 				var value float64
 				qerr := s.session.Driver().Query("SELECT value FROM "+lateTable+" WHERE device_id = ? AND bucket = ? AND ts = ?",
-					"dev-late", s.policy.Text(s.policy.Index(lateTS)), lateTS).WithContext(ctx).Scan(&value)
+					"dev-late", s.policy.Text(s.policy.Index(lateTS)), lateTS).ScanContext(ctx, &value)
 				if err != nil || n != 1 || qerr != nil || value != 7.5 {
 					t.Errorf("%s: %d rows (%v), late row value %v (%v); want the late record written there", lateTable, n, err, value, qerr)
 				}
@@ -1530,7 +1531,7 @@ func TestIntegrationRowsOfAMissingTableWaitUntilItExists(t *testing.T) {
 	s := newStack(t, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := s.session.Driver().Query("DROP TABLE " + s.ks + ".readings").WithContext(ctx).Exec(); err != nil {
+	if err := s.session.Driver().Query("DROP TABLE " + s.ks + ".readings").ExecContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s.produce(makeRecords(300, 0, 3))

@@ -57,7 +57,11 @@ type partition struct {
 
 	held        map[int64]bool // offsets of batches the write stage gave back unwritten; counted in blocked
 	stuckLogged time.Time      // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
-	split       *splitState    // hot-entity splits (split.go); nil when split is off
+	// skipLogged is when the worker last logged a skipped record, skipped how many it skipped since
+	// (skip); the worker's alone.
+	skipLogged time.Time
+	skipped    int
+	split      *splitState // hot-entity splits (split.go); nil when split is off
 }
 
 func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *partition {
@@ -73,6 +77,7 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 		ctx:        ctx,
 		cancel:     cancel,
 		tr:         offsets.NewTracker(budget.EntryCost),
+		mark:       offsets.Marker{Clock: pl.commitClock},
 		stuck:      make(map[int64]bool),
 		held:       make(map[int64]bool),
 		hwm:        -1,
@@ -99,10 +104,11 @@ func (p *partition) work() {
 	}
 	rows := consumer.GetHandOff()
 	for {
-		recs, ok := p.queue.next(p.quit)
+		c, ok := p.queue.next(p.quit)
 		if !ok {
 			return
 		}
+		recs := c.recs
 		// What the chunk's records were charged when they were queued, returned once the worker lets go
 		// of the chunk: after mapping, nothing keeps a record but the dead-letter sender (a bad one, whose
 		// cost moves to its tracker entry). The records of a chunk share slabs and decompressed batches,
@@ -121,6 +127,9 @@ func (p *partition) work() {
 			}
 			if len(rows) == cap(rows) || i == len(recs)-1 || !cont {
 				sent := len(rows) > 0
+				if sent {
+					p.pl.mapped.Observe(max(p.pl.now().Sub(c.fetched), 0).Seconds())
+				}
 				if !p.handOff(rows) {
 					cont = false
 				}
@@ -131,7 +140,7 @@ func (p *partition) work() {
 			if !cont {
 				// Stopped, or halted on a record that cannot be dead-lettered. The rest goes back so that
 				// its bytes are released when the partition is given up.
-				p.queue.pushFront(recs[i+1:])
+				p.queue.pushFront(recs[i+1:], c.fetched)
 				p.releaseMapped(freed)
 				<-p.quit
 				return
@@ -167,6 +176,8 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	case err == nil:
 		// Charged by handOff, before the row can complete and be released.
 		bytes = budget.RowCost(&row)
+	case isExpired(err):
+		// Skipped below: nothing but its tracker entry.
 	case p.topic.deadLetterTopic != "":
 		// The dead-letter sender holds the record until it is produced: the cost charged when it was
 		// queued moves to its tracker entry instead of being released with its chunk.
@@ -187,6 +198,10 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	if err == nil {
 		return row, true, true, false
 	}
+	if isExpired(err) {
+		p.skip(r.Offset, mapper.ReasonExpired, err)
+		return row, false, true, false
+	}
 	reason := mapper.ReasonMap
 	var re *mapper.RecordError
 	var pe *mapPanic
@@ -206,6 +221,33 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	p.dl.add(deadLetter{offset: r.Offset, rec: consumer.CloneRecord(r), reason: reason, err: err})
 	return row, false, true, true
 }
+
+// isExpired reports whether err says a record's row would be born expired (ttl_from event_time, an event
+// older than the ttl). Such a record is good data, only old: writing it would store a row Cassandra
+// drops at once, so it is skipped (see skip), never dead-lettered nor a reason to stop the partition.
+func isExpired(err error) bool {
+	var re *mapper.RecordError
+	return errors.As(err, &re) && re.Reason == mapper.ReasonExpired
+}
+
+// skip marks a registered record done without a row: counted in sink_records_skipped_total by reason,
+// its offset committed like a written record's. A consumer behind by more than the ttl skips a record
+// per offset, so the log says so at most once a skipLogEvery per partition, with the last record's
+// coordinates and how many were skipped since the previous line.
+func (p *partition) skip(offset int64, reason string, err error) {
+	p.pl.metrics.RecordsSkipped.WithLabelValues(p.tp.Topic, reason).Inc()
+	p.skipped++
+	if now := p.pl.now(); now.Sub(p.skipLogged) >= skipLogEvery {
+		p.log.Info("record skipped: its row would be born expired", slog.Int64("offset", offset),
+			slog.String("reason", reason), slog.Int("skipped", p.skipped), slog.Any("error", err))
+		p.skipLogged, p.skipped = now, 0
+	}
+	p.pl.charge(p.tp, budget.EntryCost) // the tracker entry's cost, returned when the watermark passes it
+	p.Complete([]int64{offset})
+}
+
+// skipLogEvery rate-limits the log of skipped records per partition.
+const skipLogEvery = time.Minute
 
 // mapPanic is the error of a record whose mapping panicked.
 type mapPanic struct {
@@ -276,8 +318,8 @@ func (p *partition) TopicPartition() offsets.TopicPartition { return p.tp }
 func (p *partition) Context() context.Context { return p.ctx }
 
 // DeadLetterWrite sends a row the write stage cannot write to the dead-letter topic: reason write, a
-// row Cassandra refused (row is that row, sent along in case its record is gone when the sender reads
-// it back); reason slice, a row whose slice table does not exist (row nil). Without a dead-letter topic
+// row Cassandra refused; reason slice, a row whose slice table does not exist. row is that row, sent
+// along in case its record is gone when the sender reads it back. Without a dead-letter topic
 // the partition stops at it. A row no longer pending (the partition given up meanwhile) is left alone.
 func (p *partition) DeadLetterWrite(offset int64, reason, table string, row *batcher.Row, err error) {
 	if !p.pending(offset) {
@@ -301,7 +343,7 @@ func (p *partition) DeadLetterWrite(offset int64, reason, table string, row *bat
 // Skipping it would lose it, so the partition stops advancing and says so loudly.
 func (p *partition) halt(offset int64, reason string, err error) {
 	p.log.Error("bad record and no dead_letter_topic configured; partition stopped",
-		slog.Int64("offset", offset), slog.String("reason", reason), slog.Any("error", err))
+		slog.Int64("offset", offset), slog.String("reason", reason), p.pl.badRecordError(err))
 	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 	p.mu.Lock()
 	p.blocked++
@@ -549,15 +591,21 @@ func (p *partition) undone() (int, int64) {
 // bounded by the byte budget, at which the poll loop stops polling instead.
 type recordQueue struct {
 	mu     sync.Mutex
-	chunks [][]*kgo.Record
+	chunks []chunk
 	notify chan struct{}
+}
+
+// chunk is the records of one fetch of one partition, and when the poll loop handed them over.
+type chunk struct {
+	recs    []*kgo.Record
+	fetched time.Time
 }
 
 func (q *recordQueue) init() { q.notify = make(chan struct{}, 1) }
 
-func (q *recordQueue) push(recs []*kgo.Record) {
+func (q *recordQueue) push(recs []*kgo.Record, fetched time.Time) {
 	q.mu.Lock()
-	q.chunks = append(q.chunks, recs)
+	q.chunks = append(q.chunks, chunk{recs, fetched})
 	q.mu.Unlock()
 	select {
 	case q.notify <- struct{}{}:
@@ -566,36 +614,36 @@ func (q *recordQueue) push(recs []*kgo.Record) {
 }
 
 // pushFront returns records the worker took but did not handle.
-func (q *recordQueue) pushFront(recs []*kgo.Record) {
+func (q *recordQueue) pushFront(recs []*kgo.Record, fetched time.Time) {
 	if len(recs) == 0 {
 		return
 	}
 	q.mu.Lock()
-	q.chunks = append([][]*kgo.Record{recs}, q.chunks...)
+	q.chunks = append([]chunk{{recs, fetched}}, q.chunks...)
 	q.mu.Unlock()
 }
 
 // next waits for records or for quit.
-func (q *recordQueue) next(quit <-chan struct{}) ([]*kgo.Record, bool) {
+func (q *recordQueue) next(quit <-chan struct{}) (chunk, bool) {
 	for {
 		select {
 		case <-quit:
-			return nil, false
+			return chunk{}, false
 		default:
 		}
 		q.mu.Lock()
 		if len(q.chunks) > 0 {
-			recs := q.chunks[0]
-			q.chunks[0] = nil
+			c := q.chunks[0]
+			q.chunks[0] = chunk{}
 			q.chunks = q.chunks[1:]
 			q.mu.Unlock()
-			return recs, true
+			return c, true
 		}
 		q.mu.Unlock()
 		select {
 		case <-q.notify:
 		case <-quit:
-			return nil, false
+			return chunk{}, false
 		}
 	}
 }
@@ -605,8 +653,8 @@ func (q *recordQueue) firstOffset() (int64, int32, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, c := range q.chunks {
-		if len(c) > 0 {
-			return c[0].Offset, c[0].LeaderEpoch, true
+		if len(c.recs) > 0 {
+			return c.recs[0].Offset, c.recs[0].LeaderEpoch, true
 		}
 	}
 	return 0, 0, false
@@ -618,7 +666,7 @@ func (q *recordQueue) drain() int64 {
 	defer q.mu.Unlock()
 	var n int64
 	for _, c := range q.chunks {
-		for _, r := range c {
+		for _, r := range c.recs {
 			n += budget.RecordCost(r)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -35,9 +36,12 @@ type Mapper interface {
 
 // Config is what a Pipeline needs. Sink must have passed config.Validate (with defaults applied).
 type Config struct {
-	Sink    *config.Config
-	Mapper  Mapper
-	Writer  BatchWriter
+	Sink   *config.Config
+	Mapper Mapper
+	Writer BatchWriter
+	// Group joins batches due together that may share a request (*cassandra.Writer.Group); nil sends
+	// every partition's batch alone.
+	Group   func([]*batcher.Batch) []*batcher.Batch
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 	// Ping checks that Cassandra answers, for /readyz; it is called every PingInterval unless a write
@@ -71,6 +75,9 @@ type topicInfo struct {
 	// sliced, and bucket.missing_slice.
 	stage writestage.Topic
 	split *splitTopic // nil unless split is on (split.go)
+	// offsetTimestamps: write_timestamp is offset, so a partition whose offsets go back writes rows
+	// that lose to older ones (offsetrestart.go).
+	offsetTimestamps bool
 }
 
 // maxPollRecords bounds one poll. The poll loop only queues records, so this is about fairness between
@@ -93,7 +100,11 @@ type Pipeline struct {
 	// makes after it is set.
 	client   *kgo.Client
 	producer *kgo.Client // dead letters
-	writes   *writestage.Stage
+	// commitClock times marks until their commit (sink_stage_seconds{stage="committed"}); mapped is the
+	// stage before it that the workers observe.
+	commitClock *offsets.CommitClock
+	mapped      prometheus.Observer
+	writes      *writestage.Stage
 
 	// dlqLimits caches the max.message.bytes of the dead-letter topics.
 	dlqLimits dlqLimits
@@ -144,14 +155,18 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	w := cfg.Sink.Writer
 	pl := &Pipeline{
-		cfg:             cfg,
-		log:             cfg.Logger,
-		metrics:         cfg.Metrics,
-		mapper:          cfg.Mapper,
-		writer:          cfg.Writer,
-		now:             cfg.Now,
-		sink:            cfg.Sink,
-		topics:          make(map[string]*topicInfo),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		metrics: cfg.Metrics,
+		mapper:  cfg.Mapper,
+		writer:  cfg.Writer,
+		now:     cfg.Now,
+		sink:    cfg.Sink,
+		topics:  make(map[string]*topicInfo),
+		mapped:  cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageMapped),
+		commitClock: offsets.NewCommitClock(cfg.Now, func(d time.Duration) {
+			cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageCommitted).Observe(d.Seconds())
+		}),
 		shutdownTimeout: w.ShutdownTimeout.Std(),
 		parts:           make(map[offsets.TopicPartition]*partition),
 		budget:          budget.New(int64(w.MaxBufferedBytes)),
@@ -172,10 +187,15 @@ func New(cfg Config) (*Pipeline, error) {
 		}
 		_, sliced := policy.Sliced()
 		pl.topics[kt] = &topicInfo{deadLetterTopic: t.DeadLetterTopic, policy: policy, split: split,
-			stage: writestage.Topic{Name: name, Sliced: sliced, MissingSlice: t.Bucket.MissingSlice}}
+			stage:            writestage.Topic{Name: name, Sliced: sliced, MissingSlice: t.Bucket.MissingSlice},
+			offsetTimestamps: t.WriteTimestamp == config.WriteTimestampOffset}
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(t.PartitionBudget))
 	}
 	pl.metrics.ConfigureLive(w.TopPartitions, cfg.Now)
+	var largest func() any
+	if cfg.Sink.Metrics.DebugPartitions {
+		largest = func() any { return cfg.Metrics.Largest() }
+	}
 	pl.health = health.New(health.Config{
 		// A turn of the poll loop can wait for a revoke: its drain (shutdown_timeout) and commit.
 		WedgedAfter:  cfg.Sink.Kafka.RebalanceTimeout.Std() + pl.shutdownTimeout + commitTimeout + 30*time.Second,
@@ -184,7 +204,7 @@ func New(cfg Config) (*Pipeline, error) {
 		Now:          cfg.Now,
 		Log:          cfg.Logger,
 		Ready:        cfg.Metrics.Ready,
-		Largest:      func() any { return cfg.Metrics.Largest() },
+		Largest:      largest,
 	})
 	return pl, nil
 }
@@ -260,6 +280,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		},
 		MaxInFlight: w.MaxInFlight,
 		Writer:      pl.writer,
+		Group:       pl.cfg.Group,
 		Slices:      pl.cfg.Slices,
 		Topics:      stageTopics,
 		Metrics:     pl.metrics,
@@ -351,7 +372,17 @@ func (pl *Pipeline) stopStart() time.Time { return time.Unix(0, pl.stoppedAt.Loa
 // Stopping reports whether shutdown has begun.
 func (pl *Pipeline) Stopping() bool { return pl.health.Stopping() }
 
-// Handler serves /healthz, /readyz and /debug/partitions. The caller adds /metrics from its registry.
+// badRecordError is the error attribute of the log line of a bad record. A mapping error names the column,
+// field and reason without the record's value; with log.quote_values it shows the value (mapper.Quoted).
+func (pl *Pipeline) badRecordError(err error) slog.Attr {
+	if pl.sink.Log.QuoteValues {
+		return slog.String("error", mapper.Quoted(err))
+	}
+	return slog.Any("error", err)
+}
+
+// Handler serves /healthz, /readyz and /debug/partitions (unless metrics.debug_partitions is false). The
+// caller adds /metrics from its registry.
 func (pl *Pipeline) Handler() http.Handler { return pl.health.Handler() }
 
 // Alive reports whether the poll loop is turning; an error says why not.
@@ -460,7 +491,7 @@ func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
 	// Charged before the worker can see the records: it releases their cost once it has mapped them,
 	// and a release that came first would leave the partition's share of the budget off by n.
 	pl.charge(tp, n)
-	p.queue.push(f.Records)
+	p.queue.push(f.Records, pl.now())
 	p.observeHighWatermark(f.HighWatermark)
 }
 

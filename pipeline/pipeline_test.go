@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -73,6 +74,7 @@ func (m fakeMapper) Map(r mapper.Record) (batcher.Row, error) {
 type memWriter struct {
 	mu      sync.Mutex
 	rows    map[batcher.Source]int // writes per row: replays show up as counts above 1
+	parts   int                    // the most partitions one request held
 	hold    func(batcher.Source) bool
 	fail    func(batcher.Source) error
 	reject  func(batcher.Source) bool
@@ -104,6 +106,7 @@ func (w *memWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.Ro
 	failures := w.rejected(b)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.parts = max(w.parts, b.Partitions)
 rows:
 	for _, r := range b.Rows {
 		for _, f := range failures {
@@ -148,6 +151,8 @@ type fixture struct {
 	group   string
 	end     map[int32]int64
 	bad     map[batcher.Source]bool
+	join    func([]*batcher.Batch) []*batcher.Batch // Config.Group of the members it starts
+	logs    io.Writer                               // when set, members log there too
 }
 
 // newFixture starts a cluster with the topic (3 partitions) and its dead-letter topic and produces n
@@ -245,8 +250,9 @@ func (f *fixture) startFull(cfg *config.Config, mp Mapper, writer BatchWriter, s
 		Sink:    cfg,
 		Mapper:  mp,
 		Writer:  writer,
+		Group:   f.join,
 		Metrics: metrics.NewMetrics(reg),
-		Logger:  slog.New(slog.NewTextHandler(tWriter{f.t}, &slog.HandlerOptions{Level: testLogLevel})),
+		Logger:  slog.New(slog.NewTextHandler(f.logWriter(), &slog.HandlerOptions{Level: testLogLevel})),
 		Slices:  slices,
 	})
 	if err != nil {
@@ -266,6 +272,14 @@ func (f *fixture) startFull(cfg *config.Config, mp Mapper, writer BatchWriter, s
 		return pl.health.Joined()
 	})
 	return m
+}
+
+// logWriter is where a member logs: the test's log, and f.logs when set.
+func (f *fixture) logWriter() io.Writer {
+	if f.logs == nil {
+		return tWriter{f.t}
+	}
+	return io.MultiWriter(tWriter{f.t}, f.logs)
 }
 
 // stop shuts the member down gracefully; idempotent.
@@ -1042,4 +1056,40 @@ func packText(s string) []byte {
 		panic(err)
 	}
 	return p
+}
+
+// TestStageHistogramsCoverEveryStage: once records are written and committed, sink_stage_seconds has
+// observations for each stage a record passes (mapped, batched, acknowledged, committed), so a p99 can be
+// attributed to one of them.
+func TestStageHistogramsCoverEveryStage(t *testing.T) {
+	f := newFixture(t, 200, 0)
+	m := f.start(f.config(nil), newMemWriter())
+	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
+	for _, stage := range []string{metrics.StageMapped, metrics.StageBatched, metrics.StageAcknowledged, metrics.StageCommitted} {
+		f.waitFor(5*time.Second, "observations of stage "+stage, func() bool {
+			return histogramCount(t, m.reg, stage) > 0
+		})
+	}
+}
+
+// histogramCount is the number of observations of sink_stage_seconds{stage}.
+func histogramCount(t *testing.T, reg prometheus.Gatherer, stage string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sink_stage_seconds" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "stage" && l.GetValue() == stage {
+					return s.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/deadletter"
@@ -92,6 +94,70 @@ func TestRefusedRowDeadLetterCarriesTheOriginalRecord(t *testing.T) {
 	}
 }
 
+// TestRefusedRowInAJoinedRequestIsDeadLetteredAloneAndTheRestCommitted: with the write stage joining
+// the batches due together (every partition here has one row) into requests of several partitions, a
+// row the writer refuses inside such a request goes to the dead-letter topic alone, every other row of
+// the request is written, and the commits reach the end of every partition.
+func TestRefusedRowInAJoinedRequestIsDeadLetteredAloneAndTheRestCommitted(t *testing.T) {
+	f := newFixture(t, 0, 0)
+	f.join = func(bs []*batcher.Batch) []*batcher.Batch {
+		var out []*batcher.Batch
+		for len(bs) > 0 {
+			n := min(len(bs), 10)
+			out = append(out, batcher.Join(bs[:n]))
+			bs = bs[n:]
+		}
+		return out
+	}
+	f.produceWithHeaders(100)
+	w := newMemWriter()
+	w.reject = func(s batcher.Source) bool { return s.Offset%30 == 7 }
+	m := f.start(f.config(nil), w)
+	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
+	if dls := f.deadLetters(12); len(dls) != 12 {
+		t.Errorf("%d dead letters, want 12", len(dls))
+	}
+	for p := range int32(testParts) {
+		for o := range int64(100) {
+			src := batcher.Source{Topic: testTopic, Partition: p, Offset: o}
+			if w.has(src) == (o%30 == 7) {
+				t.Errorf("row %d/%d written: %v", p, o, w.has(src))
+			}
+		}
+	}
+	w.mu.Lock()
+	parts := w.parts
+	w.mu.Unlock()
+	if parts < 2 {
+		t.Errorf("no request held more than %d partition: nothing was joined", parts)
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deadLetterOfGoneRecord waits for partition 1 to stop before its row at offset 40, which w holds,
+// deletes the partition's records below 60 (retention), lets the row go on, and returns the one dead
+// letter once every partition is committed to its end.
+func (f *fixture) deadLetterOfGoneRecord(w *memWriter) *kgo.Record {
+	f.t.Helper()
+	f.waitFor(20*time.Second, "partition 1 to wait at the held row", func() bool {
+		c := f.committed()
+		return c[0] == 100 && c[1] == 40 && c[2] == 100
+	})
+	resp, err := f.adm.DeleteRecords(f.t.Context(), kadm.Offsets{testTopic: {1: {Topic: testTopic, Partition: 1, At: 60}}})
+	if err != nil || resp.Error() != nil {
+		f.t.Fatalf("deleting records: %v %v", err, resp.Error())
+	}
+	close(w.release)
+	f.waitFor(20*time.Second, "every partition committed to its end", f.allCommitted)
+	dls := f.deadLetters(1)
+	if len(dls) != 1 {
+		f.t.Fatalf("%d dead letters, want 1", len(dls))
+	}
+	return dls[0]
+}
+
 // TestRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow: retention removed a refused row's record before
 // it could be read back. The row the sink mapped is all that is left of it, so that is what is
 // dead-lettered (its columns as JSON, the coordinates, reason write, sink.source.missing=true), and the
@@ -103,21 +169,7 @@ func TestRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing.T) {
 	w.hold = func(s batcher.Source) bool { return s == refused }
 	w.reject = func(s batcher.Source) bool { return s == refused }
 	m := f.start(f.config(nil), w)
-	f.waitFor(20*time.Second, "partition 1 to wait at the held row", func() bool {
-		c := f.committed()
-		return c[0] == 100 && c[1] == 40 && c[2] == 100
-	})
-	resp, err := f.adm.DeleteRecords(t.Context(), kadm.Offsets{testTopic: {1: {Topic: testTopic, Partition: 1, At: 60}}})
-	if err != nil || resp.Error() != nil {
-		t.Fatalf("deleting records: %v %v", err, resp.Error())
-	}
-	close(w.release)
-	f.waitFor(20*time.Second, "every partition committed to its end", f.allCommitted)
-	dls := f.deadLetters(1)
-	if len(dls) != 1 {
-		t.Fatalf("%d dead letters, want 1", len(dls))
-	}
-	r := dls[0]
+	r := f.deadLetterOfGoneRecord(w)
 	var got []string
 	for _, h := range r.Headers {
 		got = append(got, h.Key+"="+string(h.Value))
@@ -321,5 +373,41 @@ func TestRefusedRowWaitsWhileItsRecordCannotBeReadBack(t *testing.T) {
 	}
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMissingSliceRowWhoseRecordIsGoneIsDeadLetteredAsTheRow guards the slice reason as the test above
+// guards the write reason: a row whose slice table is missing under bucket.missing_slice: dead_letter,
+// whose record retention removed before the sender could read it back, is dead-lettered as the row. The
+// write stage used to hand such a row over without the row, and the partition stopped there for good.
+func TestMissingSliceRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing.T) {
+	f := newFixture(t, 100, 0)
+	w := newMemWriter()
+	missing := batcher.Source{Topic: testTopic, Partition: 1, Offset: 40}
+	w.hold = func(s batcher.Source) bool { return s == missing }
+	w.fail = func(s batcher.Source) error {
+		if s == missing {
+			return &cassandra.WriteError{Table: "events_20240101", Reason: cassandra.FailMissingTable,
+				Err: errors.New("table events_20240101 does not exist")}
+		}
+		return nil
+	}
+	m := f.start(f.config(func(c *config.Config) {
+		tp := c.Topics["events"]
+		tp.Bucket.Slice = "1d"
+		tp.Bucket.MissingSlice = config.MissingSliceDeadLetter
+		c.Topics["events"] = tp
+	}), w)
+	r := f.deadLetterOfGoneRecord(w)
+	if header(r, deadletter.HeaderReason) != deadletter.ReasonSlice || header(r, deadletter.HeaderSourceMissing) != "true" ||
+		header(r, deadletter.HeaderSourceOffset) != "40" || string(r.Value) != `{"v":"{\"n\":40}"}` {
+		t.Errorf("dead letter: value %s reason %q missing %q offset %q; want the row of offset 40 with reason slice",
+			r.Value, header(r, deadletter.HeaderReason), header(r, deadletter.HeaderSourceMissing), header(r, deadletter.HeaderSourceOffset))
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsFailed.WithLabelValues(testTopic)); got != 0 {
+		t.Errorf("sink_records_failed_total %v, want 0", got)
 	}
 }

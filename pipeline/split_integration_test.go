@@ -91,7 +91,7 @@ type splitRow struct {
 func (s *stack) splitRows() []splitRow {
 	s.t.Helper()
 	iter := s.session.Driver().Query("SELECT device_id, bucket, event_bucket, ts FROM " + s.ks + ".split_readings").
-		WithContext(context.Background()).PageSize(5000).Iter()
+		PageSize(5000).IterContext(context.Background())
 	var out []splitRow
 	var r splitRow
 	for iter.Scan(&r.device, &r.bucket, &r.eb, &r.ts) {

@@ -15,7 +15,9 @@
 // in the table's clustering order (reversed when the read runs against it). A query with a limit
 // or a page size reads ahead only as many time buckets as the rows seen so far say it needs, and
 // asks for a partition's next page only when the merge needs it, so the latest 100 rows of a busy
-// entity cost one or two requests, not one per partition of the range.
+// entity cost one or two requests, not one per partition of the range. Each partition of a bucket is
+// asked for its share of what the page still needs (Config.FetchSize at most), so a page over K event
+// buckets reads about the page from Cassandra, not K pages.
 //
 // A page ends with an opaque cursor: the query's range and limit, and the position of the last row
 // returned (its time bucket, event bucket and clustering values). A fresh Reader in another process

@@ -241,6 +241,26 @@ func TestIntegrationReader(t *testing.T) {
 		}
 	})
 
+	t.Run("APageOfEventBucketsReadsItsShareOfEachPartition", func(t *testing.T) {
+		// The tenmin topic spreads a 10-minute bucket (about 35 rows) over 4 event buckets. A page of 8
+		// asks each partition for its share (3 rows) and more only on demand; asking each for the whole
+		// page (9 rows) read every row of the bucket, the page's work once per partition.
+		var rows atomic.Int64
+		r := reader(t, f, "tenmin", countRows{&rows})
+		s := spans["tenmin"]
+		from := utc("2024-04-01T00:09:59Z") // newest first through the full bucket 00:00-00:10
+		page, err := r.Read(t.Context(), Query{ID: anys(s.id), From: from, To: s.from, PageSize: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := f.Expected("tenmin", s.id, from, s.from)[:8]; !slices.Equal(seqs(page.Rows), want) {
+			t.Errorf("first page: got %v, want %v", seqs(page.Rows), want)
+		}
+		if got := rows.Load(); got > 16 {
+			t.Errorf("a page of 8 rows over 4 event buckets read %d rows from Cassandra, want at most 16", got)
+		}
+	})
+
 	t.Run("CursorResumesExactlyWhileRowsAreWritten", func(t *testing.T) {
 		s := spans["tenmin"]
 		q := Query{ID: anys(s.id), From: s.from, To: s.to, PageSize: 20}
@@ -371,6 +391,15 @@ type countQueries struct{ n *atomic.Int64 }
 func (c countQueries) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
 	if q.Attempt == 0 {
 		c.n.Add(1)
+	}
+}
+
+// countRows counts the rows Cassandra returned to first attempts of requests.
+type countRows struct{ n *atomic.Int64 }
+
+func (c countRows) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
+	if q.Attempt == 0 {
+		c.n.Add(int64(q.Rows))
 	}
 }
 

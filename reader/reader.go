@@ -18,7 +18,7 @@ import (
 const (
 	DefaultParallelism   = 8
 	DefaultReadAhead     = 8
-	DefaultFetchSize     = 1000
+	DefaultFetchSize     = 5000
 	DefaultMaxPartitions = 10000
 )
 
@@ -37,7 +37,10 @@ type Config struct {
 	// they are needed (default 8). A query with a limit opens only as many time buckets ahead as
 	// the rows seen so far say it needs, so "the latest 100" of a busy entity reads one or two.
 	ReadAhead int
-	// FetchSize is the rows asked for per request (default 1000), less when a limit needs fewer.
+	// FetchSize is the most rows asked for per request (default 5000, the driver's own page). A
+	// query with a page size or a limit asks each partition for its share of what the page still
+	// needs, so the fetch size follows the page size; an unbounded read asks FetchSize rows, and a
+	// dense bucket then costs Cassandra one request per FetchSize rows rather than one per 1,000.
 	FetchSize int
 	// MaxPartitions caps the partitions one query's range may span (default 10000): a wider
 	// range is an error, not a slow read.
@@ -376,37 +379,9 @@ func (r *Reader) Scan(ctx context.Context, q Query, fn func(Row) error) (Page, e
 	if r.gs == nil {
 		return Page{}, errors.New("reader: no Session to read with")
 	}
-	e, err := r.entity(q)
-	if err != nil {
+	s, start, err := r.prepare(ctx, q, fn)
+	if s == nil || err != nil {
 		return Page{}, err
-	}
-	fp := e.fingerprint
-	var resume *cursor
-	if q.Cursor != "" {
-		c, err := r.decodeCursor(q.Cursor, fp)
-		if err != nil {
-			return Page{}, err
-		}
-		q.From, q.To, q.Limit = c.from(), c.to(), c.Limit
-		resume = &c
-	}
-	plan, err := MakePlan(ctx, r.table, e.id, q.From, q.To, r.cfg.MaxPartitions, r.routes())
-	if err != nil {
-		return Page{}, err
-	}
-	s := &scan{r: r, plan: plan, e: e, fn: fn,
-		next: cursor{V: cursorVersion, Query: fp, From: q.From.UnixNano(), To: q.To.UnixNano(), Limit: q.Limit},
-		sem:  make(chan struct{}, r.cfg.Parallelism), missing: make(map[string]bool)}
-	start := 0
-	if resume != nil {
-		s.next.Returned = resume.Returned
-		if start, err = s.resumeAt(resume); err != nil {
-			return Page{}, err
-		}
-	}
-	s.want = remaining(q.PageSize, q.Limit, s.next.Returned)
-	if q.Limit > 0 && s.next.Returned >= q.Limit {
-		return Page{}, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
@@ -425,6 +400,44 @@ func (r *Reader) Scan(ctx context.Context, q Query, fn func(Row) error) (Page, e
 		page.Cursor = c
 	}
 	return page, err
+}
+
+// prepare checks q (and its cursor) and plans the scan, reading nothing: the scan starts at
+// plan index start. A nil scan without an error means the page is empty: the cursor's limit is
+// already reached.
+func (r *Reader) prepare(ctx context.Context, q Query, fn func(Row) error) (s *scan, start int, err error) {
+	e, err := r.entity(q)
+	if err != nil {
+		return nil, 0, err
+	}
+	fp := e.fingerprint
+	var resume *cursor
+	if q.Cursor != "" {
+		c, err := r.decodeCursor(q.Cursor, fp)
+		if err != nil {
+			return nil, 0, err
+		}
+		q.From, q.To, q.Limit = c.from(), c.to(), c.Limit
+		resume = &c
+	}
+	plan, err := MakePlan(ctx, r.table, e.id, q.From, q.To, r.cfg.MaxPartitions, r.routes())
+	if err != nil {
+		return nil, 0, err
+	}
+	s = &scan{r: r, plan: plan, e: e, fn: fn,
+		next: cursor{V: cursorVersion, Query: fp, From: q.From.UnixNano(), To: q.To.UnixNano(), Limit: q.Limit},
+		sem:  make(chan struct{}, r.cfg.Parallelism), missing: make(map[string]bool)}
+	if resume != nil {
+		s.next.Returned = resume.Returned
+		if start, err = s.resumeAt(resume); err != nil {
+			return nil, 0, err
+		}
+	}
+	s.want = remaining(q.PageSize, q.Limit, s.next.Returned)
+	if q.Limit > 0 && s.next.Returned >= q.Limit {
+		return nil, 0, nil
+	}
+	return s, start, nil
 }
 
 func orDefault(v, def int) int {

@@ -79,7 +79,7 @@ func (c *splitCache) lookup(ctx context.Context, table string, start, end time.T
 		return b.entities[string(entity)], nil
 	}
 	iter := c.gs.Query("SELECT entity, generation, from_time, first_event_bucket, event_buckets FROM "+c.keyspace+"."+routingTable+
-		" WHERE table_name = ? AND bucket_start = ?", table, start.UTC()).WithContext(ctx).Consistency(c.cons).Iter()
+		" WHERE table_name = ? AND bucket_start = ?", table, start.UTC()).Consistency(c.cons).IterContext(ctx)
 	b = cachedBucket{at: now, open: end.After(now.Add(-time.Hour)), entities: map[string][]routing.Generation{}}
 	var e []byte
 	var g routing.Generation

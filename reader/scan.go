@@ -137,12 +137,20 @@ func (s *scan) startAhead(i int) {
 	}
 }
 
+// share is the rows to ask one of k partitions of a bucket for. A query with a bound needs want-emitted
+// more rows in all, merged from the bucket's partitions, and rows spread evenly over event buckets: each
+// partition is asked for its share (and one more), never the whole page, which would read the page once
+// per partition. One that runs short asks for the next share on demand. Without a bound, FetchSize.
+func (s *scan) share(k int) int {
+	if s.want == 0 {
+		return s.r.cfg.FetchSize
+	}
+	return min(s.r.cfg.FetchSize, (max(s.want-s.emitted, 1)+k-1)/k+1)
+}
+
 func (s *scan) startBucket(i int) {
 	b := s.plan.Buckets[i]
-	fetch := s.r.cfg.FetchSize
-	if s.want > 0 {
-		fetch = min(fetch, s.want-s.emitted+1)
-	}
+	fetch := s.share(len(b.Partitions))
 	var after []any
 	if s.after != nil && i == s.afterAt {
 		after = s.afterRow
@@ -151,7 +159,7 @@ func (s *scan) startBucket(i int) {
 	for k, p := range b.Partitions {
 		stmt, args := s.r.statement(b, p, s.plan.Desc, s.e, after)
 		// The first page is asked for now: that is the read-ahead of partitions.
-		st := &stream{part: p, ch: make(chan chunk, 1), demand: make(chan struct{}, 1), asked: true}
+		st := &stream{part: p, ch: make(chan chunk, 1), demand: make(chan int, 1), asked: true, siblings: len(b.Partitions)}
 		ss[k] = st
 		s.opened++
 		s.wg.Add(1)
@@ -231,11 +239,12 @@ type stream struct {
 	ch   chan chunk // closed after the last page
 	buf  []map[string]any
 	done bool
-	// demand asks for the next page when the query has a bound on its rows, so a page that the
-	// bound makes unnecessary is never requested; without a bound the next page is fetched while
-	// the current one is merged.
-	demand chan struct{}
-	asked  bool // a page has been asked for and not yet received
+	// demand asks for the next page, of the rows it carries, when the query has a bound on its rows,
+	// so a page that the bound makes unnecessary is never requested; without a bound the next page is
+	// fetched while the current one is merged.
+	demand   chan int
+	asked    bool // a page has been asked for and not yet received
+	siblings int  // partitions of the stream's bucket, this one included
 }
 
 func (s *scan) fetch(st *stream, stmt string, args []any, fetch int) {
@@ -280,7 +289,7 @@ func (s *scan) fetch(st *stream, stmt string, args []any, fetch int) {
 		}
 		if s.want > 0 {
 			select {
-			case <-st.demand:
+			case fetch = <-st.demand:
 			case <-s.ctx.Done():
 				return
 			}
@@ -296,7 +305,7 @@ func (s *scan) head(st *stream) (map[string]any, error) {
 			// Only a bounded scan's fetcher waits for demand; an unbounded one fetches ahead on its own
 			// and never reads it, so a second demand would block forever on the full buffer.
 			if s.want > 0 {
-				st.demand <- struct{}{} // never blocks: one demand at a time, and the fetcher took the last
+				st.demand <- s.share(st.siblings) // never blocks: one demand at a time, and the fetcher took the last
 			}
 		}
 		select {

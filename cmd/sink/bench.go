@@ -41,6 +41,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		settleMax  = fs.Duration("settle-max", 0, "longest wait for a quiet machine before each measured phase (default 30s, 10s with --quick; negative: no wait)")
 		keepData   = fs.Bool("keep-data", false, "keep the run's tables and topics (default: each table is dropped once its phase is measured, the topics at the end)")
 		sinkBin    = fs.String("sink-binary", "", "sink executable to measure (default: this one)")
+		steadyOnly = fs.Bool("steady-only", false, "run only the steady-rate phase, at --latency-rate for --latency-for: to compare binaries (--sink-binary) side by side")
+		cassPID    = fs.Int("cassandra-pid", 0, "the Cassandra server process whose CPU the steady phase reads (default: the only Cassandra process on this machine)")
 		daemonEnv  = fs.String("daemon-env", "", "config overrides for the daemons, comma separated, e.g. SINK_WRITER__LINGER=50ms (recorded in the result)")
 		discard    = fs.Bool("discard-daemon", false, "internal: run the pipeline with a discarding writer (the harness's pipeline-only phase)")
 		cfgPath    = fs.String("config", "", "internal, with --discard-daemon: the daemon config")
@@ -69,7 +71,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Brokers: splitList(*brokers), Cassandra: splitList(*hosts), Keyspace: *keyspace,
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor, LatencyRate: *latRate,
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
-		KeepData: *keepData,
+		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "sink bench: %v\n", err)

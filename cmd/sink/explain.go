@@ -45,7 +45,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	topic := fs.String("topic", "", "the topic: a key under topics:, or its Kafka topic (required)")
 	record := fs.String("record", "", "the record value: JSON, @FILE or - (required)")
 	key := fs.String("key", "", "the Kafka record key (default: no key)")
-	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 (default now)")
+	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 from 1970 on, or none for a record without one (default now)")
 	partition := fs.Int("partition", 0, "the Kafka partition")
 	offset := fs.Int64("offset", 0, "the Kafka offset")
 	offline := fs.Bool("offline", false, "do not read the routing records of a split topic from Cassandra")
@@ -67,10 +67,20 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	ts := time.Now().UTC()
-	if *stamp != "" {
+	switch *stamp {
+	case "":
+	case "none":
+		ts = time.UnixMilli(-1) // what the Kafka client hands on for a record produced without one
+	default:
 		t, err := time.Parse(time.RFC3339, *stamp)
 		if err != nil {
 			fmt.Fprintf(stderr, "sink explain: --timestamp %q is not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)\n", *stamp)
+			return exitUsage
+		}
+		// Kafka timestamps count milliseconds from 1970 and -1 means none: an earlier one cannot be
+		// produced, and the mapper would take it for none, explaining another record than asked.
+		if t.UnixMilli() < 0 {
+			fmt.Fprintf(stderr, "sink explain: --timestamp %q is before 1970, which no Kafka timestamp is (they count milliseconds from 1970-01-01T00:00:00Z); for a record without one, use --timestamp none\n", *stamp)
 			return exitUsage
 		}
 		ts = t
@@ -112,7 +122,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		var re *mapper.RecordError
 		if errors.As(err, &re) {
-			fmt.Fprintf(stdout, "dead letter (reason %s): %v\n", re.Reason, err)
+			// The error the dead letter carries in sink.error: the value shown (the user gave it).
+			fmt.Fprintf(stdout, "dead letter (reason %s): %s\n", re.Reason, re.Quoted())
 			return exitBadData
 		}
 		fmt.Fprintf(stderr, "sink explain: %v\n", err)

@@ -32,7 +32,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sink query --config FILE --topic NAME --id V [--id V2 ...] (--from X --to Y | --last D | --cursor C)")
-		fmt.Fprintln(stderr, "                  [--where COLUMN=VALUE ...] [--limit N] [--page-size P] [--format table|json|csv]")
+		fmt.Fprintln(stderr, "                  [--where COLUMN=VALUE ...] [--limit N] [--page-size P] [--fetch-size F] [--format table|json|csv]")
 		fmt.Fprintln(stderr, "                  [--max-partitions M]")
 		fmt.Fprintln(stderr, "\nReads one entity's rows back from the tables `sink run` writes, across every bucket, event bucket and")
 		fmt.Fprintln(stderr, "slice the range touches. --from before --to reads oldest first; --from after --to reads newest first;")
@@ -54,6 +54,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	last := fs.String("last", "", "the newest rows of this long before now, e.g. 24h, 7d (instead of --from/--to)")
 	limit := fs.Int("limit", 0, "at most this many rows over all pages (0: no limit)")
 	pageSize := fs.Int("page-size", 100, "rows per page")
+	fetchSize := fs.Int("fetch-size", reader.DefaultFetchSize, "the most rows asked of Cassandra per request; a page asks each partition for its share of the page, up to this")
 	cur := fs.String("cursor", "", "resume after the page that printed this cursor (the range and limit come from it)")
 	format := fs.String("format", "table", "output: table, json or csv")
 	maxParts := fs.Int("max-partitions", reader.DefaultMaxPartitions, "refuse a range that spans more partitions than this")
@@ -71,8 +72,8 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr("--config, --topic and --id are required")
 	case *format != "table" && *format != "json" && *format != "csv":
 		return usageErr("--format %q: use table, json or csv", *format)
-	case *limit < 0 || *pageSize <= 0 || *maxParts <= 0:
-		return usageErr("--limit must not be negative, --page-size and --max-partitions must be positive")
+	case *limit < 0 || *pageSize <= 0 || *maxParts <= 0 || *fetchSize <= 0:
+		return usageErr("--limit must not be negative, --page-size, --fetch-size and --max-partitions must be positive")
 	case *last != "" && (*fromS != "" || *toS != ""):
 		return usageErr("give --last or --from and --to, not both")
 	case *cur == "" && *last == "" && (*fromS == "" || *toS == ""):
@@ -114,7 +115,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if _, ok := cfg.Topics[*topic]; !ok && !isKafkaTopic(cfg, *topic) {
 		return usageErr("--topic %q is neither a configured topic nor the Kafka topic of one; topics: %v", *topic, cfg.TopicNames())
 	}
-	rcfg := reader.Config{Sink: cfg, Topic: *topic, MaxPartitions: *maxParts}
+	rcfg := reader.Config{Sink: cfg, Topic: *topic, MaxPartitions: *maxParts, FetchSize: *fetchSize}
 	r, err := reader.New(rcfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sink query: %v\n", err)

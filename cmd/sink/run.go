@@ -97,6 +97,9 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(cfg.Log, stderr)
+	for _, w := range cfg.Warnings() {
+		log.Warn("the config is valid but allows this; see sink validate", slog.String("key", w.Path), slog.String("warning", w.Problem))
+	}
 	memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
 	served := make(chan struct{})
 	defer close(served)
@@ -206,12 +209,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		RetryMax:       w.RetryMax.Std(),
 		RetryAttempts:  w.RetryAttempts,
 		AttemptTimeout: cfg.Cassandra.Timeout.Std(),
+		Group:          cassandra.GroupConfig{MaxPartitions: w.GroupMaxPartitions, MaxBytes: int(w.GroupMaxBytes)},
 	}, metrics)
 
 	pl, err := pipeline.New(pipeline.Config{
 		Sink:    cfg,
 		Mapper:  m,
 		Writer:  writer,
+		Group:   writer.Group,
 		Metrics: metrics,
 		Logger:  log,
 		Slices:  cassandra.NewSliceMaker(session, cfg),
@@ -261,6 +266,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	return runErr
 }
 
+// readableDuration writes a duration attribute (retry_in, timeout, took) as Go writes a duration,
+// "1.5s", where the JSON handler would write bare nanoseconds (1500000000), which a reader has to count.
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
+}
+
 // newLogger builds the slog logger of log.level and log.format.
 func newLogger(c config.Log, w io.Writer) *slog.Logger {
 	var level slog.Level
@@ -274,7 +288,7 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 	default:
 		level = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: readableDuration}
 	if strings.EqualFold(c.Format, "text") {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}

@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -43,7 +42,7 @@ func graph(t *testing.T) map[string][]string {
 func list() (map[string][]string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return nil, fmt.Errorf("listing the packages needs the go command on PATH: %w", err)
 	}
 	cmd := exec.Command(goTool, "list", "-e", "-json", module+"/...")
 	var stderr strings.Builder

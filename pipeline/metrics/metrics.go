@@ -12,29 +12,41 @@ import (
 
 const namespace = "sink"
 
+// The stages of sink_stage_seconds, in the order a record passes them.
+const (
+	StageMapped       = "mapped"
+	StageBatched      = "batched"
+	StageAcknowledged = "acknowledged"
+	StageCommitted    = "committed"
+)
+
 // Metrics holds every metric the daemon exports (docs/DESIGN.md, "Metrics"). Make one per process with
 // NewMetrics on a registry made in main: nothing here touches the global registry.
 type Metrics struct {
 	RecordsConsumed     *prometheus.CounterVec
 	RecordsWritten      *prometheus.CounterVec
 	RecordsDeadLettered *prometheus.CounterVec
+	RecordsSkipped      *prometheus.CounterVec
 	RecordsFailed       *prometheus.CounterVec
 	BatchRows           prometheus.Histogram
 	BatchBytes          prometheus.Histogram
-	WriteDuration       *prometheus.HistogramVec
-	WriteRetries        *prometheus.CounterVec
-	WritesInFlight      prometheus.Gauge
-	BufferedBytes       prometheus.Gauge
-	OpenBatchRows       prometheus.Gauge
-	PausedPartitions    prometheus.Gauge
-	StuckPartitions     *prometheus.GaugeVec
-	WriteStageRetries   *prometheus.CounterVec
-	CommitDuration      prometheus.Histogram
-	CommitFailures      prometheus.Counter
-	ConsumerLag         *prometheus.GaugeVec
-	PartitionBudget     *prometheus.GaugeVec
-	Ready               prometheus.Gauge
-	BuildInfo           *prometheus.GaugeVec
+	BatchPartitions     prometheus.Histogram
+	// StageSeconds is how long records spend in each stage; see the Stage constants.
+	StageSeconds      *prometheus.HistogramVec
+	WriteDuration     *prometheus.HistogramVec
+	WriteRetries      *prometheus.CounterVec
+	WritesInFlight    prometheus.Gauge
+	BufferedBytes     prometheus.Gauge
+	OpenBatchRows     prometheus.Gauge
+	PausedPartitions  prometheus.Gauge
+	StuckPartitions   *prometheus.GaugeVec
+	WriteStageRetries *prometheus.CounterVec
+	CommitDuration    prometheus.Histogram
+	CommitFailures    prometheus.Counter
+	ConsumerLag       *prometheus.GaugeVec
+	PartitionBudget   *prometheus.GaugeVec
+	Ready             prometheus.Gauge
+	BuildInfo         *prometheus.GaugeVec
 	// DLTruncated counts dead letters sent cut to fit their topic (sink.truncated).
 	DLTruncated *prometheus.CounterVec
 	// Splits counts routing records this process wrote (hot-entity splits); OverBudget the open
@@ -59,7 +71,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		RecordsDeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_dead_lettered_total",
-			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, expired, slice, write, panic).",
+			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, slice, write, panic).",
+		}, []string{"topic", "reason"}),
+		RecordsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "records_skipped_total",
+			Help: "Good records the sink did not write and committed past, by reason (expired: under ttl_from event_time the row would be born expired).",
 		}, []string{"topic", "reason"}),
 		RecordsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_failed_total",
@@ -67,7 +83,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		BatchRows: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "batch_rows",
-			Help:    "Rows per Cassandra batch (one batch is one Cassandra partition).",
+			Help:    "Rows per Cassandra batch request (of one partition, or of several sharing a coordinator).",
 			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000},
 		}),
 		BatchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -75,6 +91,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Estimated encoded bytes per Cassandra batch.",
 			Buckets: prometheus.ExponentialBuckets(256, 4, 8), // 256 B .. 4 MiB
 		}),
+		BatchPartitions: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "batch_partitions",
+			Help:    "Cassandra partitions per batch request: 1, or more when batches due together share a coordinator.",
+			Buckets: []float64{1, 2, 3, 5, 10, 20, 50},
+		}),
+		StageSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "stage_seconds",
+			Help: "Time spent reaching each stage, by stage: mapped (fetched until handed to the write stage, per hand-off), " +
+				"batched (first row added until its batch leaves the batcher, per request), acknowledged (left the batcher " +
+				"until Cassandra acknowledged, per request), committed (first acknowledgement marked until the commit " +
+				"that carries it, per partition and commit).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms .. ~16 s
+		}, []string{"stage"}),
 		WriteDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "write_duration_seconds",
 			Help:    "Duration of one Cassandra batch attempt, by outcome (ok, retry, error).",
@@ -136,8 +165,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		live: newLiveCollector(),
 	}
 	reg.MustRegister(
-		m.RecordsConsumed, m.RecordsWritten, m.RecordsDeadLettered, m.RecordsFailed,
-		m.BatchRows, m.BatchBytes, m.WriteDuration, m.WriteRetries, m.WritesInFlight,
+		m.RecordsConsumed, m.RecordsWritten, m.RecordsDeadLettered, m.RecordsSkipped, m.RecordsFailed,
+		m.BatchRows, m.BatchBytes, m.BatchPartitions, m.StageSeconds, m.WriteDuration, m.WriteRetries, m.WritesInFlight,
 		m.BufferedBytes, m.OpenBatchRows, m.PausedPartitions, m.StuckPartitions, m.WriteStageRetries,
 		m.CommitDuration, m.CommitFailures,
 		m.ConsumerLag, m.PartitionBudget, m.Ready, m.BuildInfo, m.live,
@@ -171,9 +200,12 @@ func MetricNames() []string {
 		"sink_records_consumed_total",
 		"sink_records_written_total",
 		"sink_records_dead_lettered_total",
+		"sink_records_skipped_total",
 		"sink_records_failed_total",
 		"sink_batch_rows",
 		"sink_batch_bytes",
+		"sink_batch_partitions",
+		"sink_stage_seconds",
 		"sink_write_duration_seconds",
 		"sink_write_retries_total",
 		"sink_writes_in_flight",

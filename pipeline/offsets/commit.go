@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,8 @@ type Client interface {
 // franz-go copies the marks out of it.
 type Marker struct {
 	mark map[string]map[int32]kgo.EpochOffset
+	// Clock, when set, learns of every mark, to time its wait for the commit that carries it.
+	Clock *CommitClock
 }
 
 // Mark hands t's watermark for tp to cl, which commits it at the next periodic or revoke commit, and
@@ -39,7 +42,66 @@ func (m *Marker) Mark(cl Client, tp TopicPartition, t *Tracker) (next int64) {
 	}
 	m.mark[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: epoch, Offset: next}
 	cl.MarkCommitOffsets(m.mark)
+	m.Clock.marked(tp, next)
 	return next
+}
+
+// CommitClock times how long marked offsets wait for the periodic commit that carries them: from the
+// first mark of a partition after its last commit until a commit of that offset or a later one succeeds.
+// It is safe for concurrent use; a nil *CommitClock times nothing.
+type CommitClock struct {
+	now     func() time.Time
+	observe func(time.Duration)
+	mu      sync.Mutex
+	pending map[TopicPartition]pendingMark
+}
+
+type pendingMark struct {
+	offset int64
+	at     time.Time
+}
+
+// NewCommitClock returns a clock that reports each wait to observe.
+func NewCommitClock(now func() time.Time, observe func(time.Duration)) *CommitClock {
+	return &CommitClock{now: now, observe: observe, pending: make(map[TopicPartition]pendingMark)}
+}
+
+func (c *CommitClock) marked(tp TopicPartition, offset int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if _, ok := c.pending[tp]; !ok {
+		c.pending[tp] = pendingMark{offset, c.now()}
+	}
+	c.mu.Unlock()
+}
+
+// committed reports the waits of the marks a successful OffsetCommit carried.
+func (c *CommitClock) committed(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse) {
+	if c == nil || req == nil || resp == nil {
+		return
+	}
+	ok := make(map[TopicPartition]bool)
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 {
+				ok[TopicPartition{t.Topic, p.Partition}] = true
+			}
+		}
+	}
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			tp := TopicPartition{t.Topic, p.Partition}
+			if m, found := c.pending[tp]; found && ok[tp] && p.Offset >= m.offset {
+				c.observe(now.Sub(m.at))
+				delete(c.pending, tp)
+			}
+		}
+	}
 }
 
 // CommitMarked commits every mark synchronously, within timeout; the revoke callback calls it, since a
@@ -51,18 +113,23 @@ func CommitMarked(ctx context.Context, cl Client, timeout time.Duration) error {
 }
 
 // ClientOptions makes the consumer commit only what was marked, every interval and when it leaves the
-// group; failed periodic commits are counted in failures and logged, and every OffsetCommit request
-// (periodic and synchronous) is timed in duration.
-func ClientOptions(interval time.Duration, duration prometheus.Observer, failures prometheus.Counter, log *slog.Logger) []kgo.Opt {
+// group; failed periodic commits are counted in failures and logged, every OffsetCommit request
+// (periodic and synchronous) is timed in duration, and clock (may be nil) learns of every periodic
+// commit that succeeded.
+func ClientOptions(interval time.Duration, duration prometheus.Observer, failures prometheus.Counter, clock *CommitClock, log *slog.Logger) []kgo.Opt {
 	return []kgo.Opt{
 		// Marks, not polls, drive commits: a mark is set only for the contiguous written watermark.
 		kgo.AutoCommitMarks(),
 		kgo.AutoCommitInterval(interval),
-		kgo.AutoCommitCallback(func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
+		kgo.AutoCommitCallback(func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 			// The next periodic commit retries with newer marks.
 			if err != nil && !errors.Is(err, context.Canceled) {
 				failures.Inc()
 				log.Warn("periodic offset commit failed; retried at the next interval", slog.Any("error", err))
+				return
+			}
+			if err == nil {
+				clock.committed(req, resp)
 			}
 		}),
 		kgo.WithHooks(commitHook{duration}),

@@ -91,15 +91,15 @@ func (s *Stage) retryLater(rb readyBatch, attempt int) {
 	s.wg.Add(1) // called from a goroutine the group counts, so never an Add racing Wait at zero
 	go func() {
 		defer s.wg.Done()
-		var revoked <-chan struct{}
-		for _, p := range rb.owners {
-			if p != nil {
-				revoked = p.Context().Done()
+		table := tableOf(rb.b)
+		for s.ctx.Err() == nil && !s.cfg.Stopping() {
+			// Wait on an owner still assigned: a batch mixes Kafka partitions, and the context of one
+			// already given up is done for good, so waiting on it would turn this loop into a spin.
+			owner := ownedBy(rb.owners)
+			if owner == nil {
 				break
 			}
-		}
-		table := tableOf(rb.b)
-		for s.ctx.Err() == nil && !s.cfg.Stopping() && anyOwned(rb.owners) {
+			revoked := owner.Context().Done()
 			s.gatesMu.Lock()
 			g := s.gates[table]
 			send := g.open

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
@@ -18,8 +20,8 @@ import (
 	"github.com/bucketsink/sink/pipeline/offsets"
 )
 
-// BatchWriter writes one single-partition batch. *cassandra.Writer implements it; tests and benchmarks
-// plug in their own. A nil error means every row not listed in the failures was written; a non-nil error
+// BatchWriter writes one batch: one partition's rows, or several partitions' joined by Config.Group.
+// *cassandra.Writer implements it; tests and benchmarks plug in their own. A nil error means every row not listed in the failures was written; a non-nil error
 // means nothing of the batch may be acknowledged.
 type BatchWriter interface {
 	Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error)
@@ -48,7 +50,7 @@ type Owner interface {
 	WriteAbandoned(offsets []int64)
 	// DeadLetterWrite: the row at offset cannot be written (reason deadletter.ReasonWrite: Cassandra
 	// refused it; deadletter.ReasonSlice: its slice table does not exist) and goes to the dead-letter
-	// topic. row is the refused row, or nil.
+	// topic. row is that row, never nil: the dead letter is made of it if the record has left Kafka.
 	DeadLetterWrite(offset int64, reason, table string, row *batcher.Row, err error)
 }
 
@@ -64,6 +66,9 @@ type Config struct {
 	Batcher     batcher.Config
 	MaxInFlight int // writer.max_in_flight
 	Writer      BatchWriter
+	// Group joins batches taken out of the batcher together into fewer requests (batches of several
+	// partitions that share a coordinator; *cassandra.Writer.Group); nil sends each batch alone.
+	Group func([]*batcher.Batch) []*batcher.Batch
 	// Slices creates a missing slice table for topics with bucket.missing_slice: create; nil: such rows
 	// wait, retried with backoff, until the table exists.
 	Slices  SliceMaker
@@ -113,6 +118,8 @@ type Stage struct {
 
 	gatesMu sync.Mutex
 	gates   map[string]*tableGate // by keyspace.table, while batches of the table are retried
+
+	batched, acknowledged prometheus.Observer // sink_stage_seconds of the stages the stage sees
 }
 
 // readyBatch is a batch with the assignment of each of its rows, resolved when it left the batcher.
@@ -122,6 +129,7 @@ type readyBatch struct {
 	// retried: the batch was given back unwritten and waits on its table's gate; probe: it is the one
 	// batch of its table sent to find out whether the table works again (tableGate).
 	retried, probe bool
+	taken          time.Time // when it left the batcher
 }
 
 // overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
@@ -149,6 +157,9 @@ func New(ctx context.Context, cfg Config) *Stage {
 		ctx:     ctx,
 		done:    make(chan struct{}),
 		gates:   make(map[string]*tableGate),
+
+		batched:      cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageBatched),
+		acknowledged: cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageAcknowledged),
 	}
 }
 
@@ -218,8 +229,10 @@ func (s *Stage) Run() {
 					// Full batches are the best use of a slot.
 				case len(s.slots) <= s.partial || !s.cfg.BudgetFull():
 					// Only the oldest due batches (those whose rows arrived together), not every due
-					// batch: the others keep filling while this slot is busy.
-					s.take(s.b.Due(next)...)
+					// batch: the others keep filling while this slot is busy. Those due together are
+					// joined into as few requests as their coordinators allow: a request of ten small
+					// partitions costs Cassandra far less than ten requests.
+					s.take(s.group(s.b.Due(next))...)
 				default:
 					// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra
 					// slower than the input) and holds all it may. Send the batch that carries the most
@@ -290,8 +303,16 @@ func (s *Stage) add(m Msg) {
 // resolved any more: forgetting them all keeps a revoked partition (its tracker, its queue) from staying
 // reachable from the stage until another assignment of the same partition replaces it.
 func (s *Stage) flushAll() {
-	s.take(s.b.Flush()...)
+	s.take(s.group(s.b.Flush())...)
 	clear(s.owners)
+}
+
+// group joins batches taken out of the batcher together into fewer requests, when the stage has a Group.
+func (s *Stage) group(bs []*batcher.Batch) []*batcher.Batch {
+	if s.cfg.Group == nil {
+		return bs
+	}
+	return s.cfg.Group(bs)
 }
 
 // take moves batches out of the batcher into the ready queue, resolving the owner of every row now, while
@@ -309,7 +330,9 @@ func (s *Stage) take(bs ...*batcher.Batch) {
 			}
 			owners[i] = last
 		}
-		s.ready = append(s.ready, readyBatch{b: b, owners: owners})
+		now := s.cfg.Now()
+		s.batched.Observe(max(now.Sub(b.First), 0).Seconds())
+		s.ready = append(s.ready, readyBatch{b: b, owners: owners, taken: now})
 	}
 }
 
@@ -335,6 +358,7 @@ func (s *Stage) Flush(ctx context.Context) bool {
 func (s *Stage) start(rb readyBatch) {
 	s.cfg.Metrics.BatchRows.Observe(float64(len(rb.b.Rows)))
 	s.cfg.Metrics.BatchBytes.Observe(float64(rb.b.Bytes))
+	s.cfg.Metrics.BatchPartitions.Observe(float64(max(rb.b.Partitions, 1)))
 	s.jobs <- rb
 }
 
@@ -381,6 +405,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		kept = s.failed(rb, attempt, err)
 		return
 	}
+	s.acknowledged.Observe(max(s.cfg.Now().Sub(rb.taken), 0).Seconds())
 	if rb.retried {
 		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets) })
 		s.gateLeft(rb, true)
@@ -390,7 +415,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 	written := len(b.Rows) - len(failures)
 	if written > 0 {
 		m.RecordsWritten.WithLabelValues(topic).Add(float64(written))
-		s.cfg.Written(b)
+		b.EachPartition(s.cfg.Written)
 	}
 	var rejected map[int]error
 	if len(failures) > 0 {
@@ -469,7 +494,8 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 
 // deadLetterSlice sends every row of a batch whose slice table does not exist to its partition's
 // dead-letter topic, with reason slice and an error naming the table. The sender reads each record back
-// from Kafka and completes it once produced.
+// from Kafka and completes it once produced; each row goes along, as for a refused row, so that a record
+// Kafka no longer holds by then is dead-lettered as its row instead of stopping the partition.
 func (s *Stage) deadLetterSlice(b *batcher.Batch, owners []Owner, err error) {
 	table := tableOf(b)
 	for i := range b.Rows {
@@ -481,18 +507,22 @@ func (s *Stage) deadLetterSlice(b *batcher.Batch, owners []Owner, err error) {
 		p.WriteRecovered([]int64{off}) // no longer the write stage's: the sender finishes it
 		derr := fmt.Errorf("slice table %s does not exist (event time %s) and topics.%s.bucket.missing_slice is dead_letter: %w",
 			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), s.cfg.Topics[b.Rows[i].Source.Topic].Name, err)
-		p.DeadLetterWrite(off, deadletter.ReasonSlice, table, nil, derr)
+		row := b.Rows[i] // a copy: b's row array is reused once the batch is released
+		p.DeadLetterWrite(off, deadletter.ReasonSlice, table, &row, derr)
 	}
 }
 
 // anyOwned reports whether at least one partition of a batch's rows is still ours.
-func anyOwned(owners []Owner) bool {
+func anyOwned(owners []Owner) bool { return ownedBy(owners) != nil }
+
+// ownedBy returns the first owner of a batch's rows whose partition is still ours, or nil.
+func ownedBy(owners []Owner) Owner {
 	for _, p := range owners {
 		if p != nil && p.Context().Err() == nil {
-			return true
+			return p
 		}
 	}
-	return false
+	return nil
 }
 
 // eachOwner calls fn once per run of consecutive rows with the same owner, with their offsets, skipping

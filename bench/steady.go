@@ -1,0 +1,238 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/bucketsink/sink/reader"
+)
+
+// The steady-rate phase measures what a user pays at a rate well below the maximum: rows per request,
+// the sink's and Cassandra's CPU per row, how long a produced event takes to be readable in Cassandra
+// (sampled events polled through the reader), and where the time goes (sink_stage_seconds).
+
+// StageLatency is one stage of sink_stage_seconds over the steady phase, from its histogram buckets.
+type StageLatency struct {
+	Stage     string  `json:"stage"`
+	Count     uint64  `json:"count"`
+	P50Millis float64 `json:"p50_ms"`
+	P99Millis float64 `json:"p99_ms"`
+}
+
+// scrape reads every metric family of the daemon.
+func (d *daemon) scrape(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.metrics+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s metrics: %w", d.name, err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s metrics: %w", d.name, err)
+	}
+	return mfs, nil
+}
+
+// histogramDelta is the change of one histogram between two scrapes: its sum, its count, and its
+// cumulative bucket counts by upper bound. label, when not empty, selects the series with
+// label=value.
+type histogramDelta struct {
+	sum   float64
+	count uint64
+	upper []float64
+	cum   []uint64
+}
+
+func histogramOf(mfs map[string]*dto.MetricFamily, name, label, value string) (histogramDelta, bool) {
+	mf := mfs[name]
+	if mf == nil {
+		return histogramDelta{}, false
+	}
+	for _, m := range mf.GetMetric() {
+		if label != "" && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+			return l.GetName() == label && l.GetValue() == value
+		}) {
+			continue
+		}
+		h := m.GetHistogram()
+		out := histogramDelta{sum: h.GetSampleSum(), count: h.GetSampleCount()}
+		for _, b := range h.GetBucket() {
+			out.upper = append(out.upper, b.GetUpperBound())
+			out.cum = append(out.cum, b.GetCumulativeCount())
+		}
+		return out, true
+	}
+	return histogramDelta{}, false
+}
+
+// minus is h less an earlier scrape of the same series (absent: nothing).
+func (h histogramDelta) minus(before histogramDelta, ok bool) histogramDelta {
+	if !ok || len(before.cum) != len(h.cum) {
+		return h
+	}
+	out := histogramDelta{sum: h.sum - before.sum, count: h.count - before.count, upper: h.upper, cum: slices.Clone(h.cum)}
+	for i := range out.cum {
+		out.cum[i] -= before.cum[i]
+	}
+	return out
+}
+
+// quantile estimates the q-quantile as Prometheus's histogram_quantile does: linear within the bucket
+// that holds the rank; the highest finite bound when the rank falls past it. 0 without observations.
+func (h histogramDelta) quantile(q float64) float64 {
+	if h.count == 0 {
+		return 0
+	}
+	rank := q * float64(h.count)
+	lower, below := 0.0, uint64(0)
+	for i, c := range h.cum {
+		if float64(c) >= rank {
+			if math.IsInf(h.upper[i], 1) {
+				return lower
+			}
+			if c == below {
+				return h.upper[i]
+			}
+			return lower + (h.upper[i]-lower)*(rank-float64(below))/float64(c-below)
+		}
+		lower, below = h.upper[i], c
+	}
+	return lower
+}
+
+// stageLatencies are the stages of sink_stage_seconds between two scrapes; none for a binary that
+// does not export them.
+func stageLatencies(before, after map[string]*dto.MetricFamily) []StageLatency {
+	var out []StageLatency
+	for _, stage := range []string{"mapped", "batched", "acknowledged", "committed"} {
+		a, ok := histogramOf(after, "sink_stage_seconds", "stage", stage)
+		if !ok {
+			continue
+		}
+		b, bok := histogramOf(before, "sink_stage_seconds", "stage", stage)
+		d := a.minus(b, bok)
+		out = append(out, StageLatency{Stage: stage, Count: d.count,
+			P50Millis: d.quantile(0.5) * 1000, P99Millis: d.quantile(0.99) * 1000})
+	}
+	return out
+}
+
+// meanOf is sum/count of a histogram between two scrapes; 0 when the daemon does not export it.
+func meanOf(before, after map[string]*dto.MetricFamily, name string) float64 {
+	a, ok := histogramOf(after, name, "", "")
+	if !ok {
+		return 0
+	}
+	b, bok := histogramOf(before, name, "", "")
+	d := a.minus(b, bok)
+	if d.count == 0 {
+		return 0
+	}
+	return d.sum / float64(d.count)
+}
+
+// cassandraMain is the class every Cassandra server process runs.
+const cassandraMain = "org.apache.cassandra.service.CassandraDaemon"
+
+// cassandraPID returns the process id of the Cassandra server: pid when it is not 0 (Options.CassandraPID),
+// else the one process on this machine that runs Cassandra. With none, or several (the test stack runs
+// more than one), it says so: Cassandra's CPU is then not measured.
+func cassandraPID(pid int) (int, error) {
+	if pid != 0 {
+		if _, err := readCPU(pid); err != nil {
+			return 0, err
+		}
+		return pid, nil
+	}
+	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		return 0, err
+	}
+	var found []int
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil || !bytes.Contains(b, []byte(cassandraMain)) {
+			continue
+		}
+		if n, err := strconv.Atoi(filepath.Base(filepath.Dir(d))); err == nil {
+			found = append(found, n)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return 0, fmt.Errorf("no process on this machine runs %s (a remote Cassandra): give --cassandra-pid to measure its CPU", cassandraMain)
+	}
+	return 0, fmt.Errorf("%d processes run Cassandra here (%v): give --cassandra-pid to say which one the bench writes to", len(found), found)
+}
+
+// probe is one sampled event: what identifies its row, and when it was produced.
+type probe struct {
+	device   string
+	event    time.Time
+	produced time.Time
+}
+
+// freshness polls Cassandra, through the reader, for each probe's row until it is readable, and keeps how
+// long after its production that was. A probe unseen for giveUp is counted as missing.
+type freshness struct {
+	r       *reader.Reader
+	every   time.Duration
+	giveUp  time.Duration
+	delays  []time.Duration
+	missing int
+}
+
+// run polls until probes is closed and every probe is resolved, or ctx ends.
+func (f *freshness) run(ctx context.Context, probes <-chan probe) {
+	var pending []probe
+	tick := time.NewTicker(f.every)
+	defer tick.Stop()
+	for probes != nil || len(pending) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case p, ok := <-probes:
+			if !ok {
+				probes = nil
+				continue
+			}
+			pending = append(pending, p)
+			continue
+		case <-tick.C:
+		}
+		kept := pending[:0]
+		for _, p := range pending {
+			from := p.event.Truncate(time.Millisecond)
+			page, err := f.r.Read(ctx, reader.Query{ID: []any{p.device}, From: from, To: from.Add(time.Millisecond), Limit: 1})
+			now := time.Now()
+			switch {
+			case err == nil && len(page.Rows) > 0:
+				f.delays = append(f.delays, now.Sub(p.produced))
+			case now.Sub(p.produced) > f.giveUp:
+				f.missing++
+			default:
+				kept = append(kept, p)
+			}
+		}
+		pending = kept
+	}
+}

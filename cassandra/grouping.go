@@ -1,0 +1,127 @@
+package cassandra
+
+import (
+	"slices"
+	"strings"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/bucketsink/sink/batcher"
+)
+
+// Grouping: batches of several partitions that are due together are sent as one UNLOGGED batch when
+// every partition in it has the same replicas. The driver routes a batch by its first entry's partition
+// (to one of that partition's replicas, shuffled), so a batch whose partitions share their replica set
+// is coordinated by a replica of each of them, whichever the driver picks: no partition is forwarded by
+// a coordinator that does not hold it. On a cluster where every node holds every partition (a single
+// node, or replication factor = nodes) every due batch of a table may join; on a larger ring only those
+// whose token ranges have the same replicas do.
+
+// replicaFallback is the token-aware policy's fallback (round robin, or DC-aware round robin). It passes
+// everything on, but offers no host for a replicaLookup: the token-aware policy's iterator then yields
+// the partition's live local replicas and nothing after them.
+type replicaFallback struct{ gocql.HostSelectionPolicy }
+
+func (f replicaFallback) Pick(q gocql.ExecutableStatement) gocql.NextHost {
+	if _, ok := q.(replicaLookup); ok {
+		return func() gocql.SelectedHost { return nil }
+	}
+	return f.HostSelectionPolicy.Pick(q)
+}
+
+// replicaLookup is the statement a replica lookup hands the token-aware policy: a keyspace and a
+// routing key, as a batch of that partition would carry them. Nothing executes it.
+type replicaLookup struct {
+	keyspace string
+	key      []byte
+}
+
+func (l replicaLookup) GetRoutingKey() ([]byte, error) { return l.key, nil }
+func (l replicaLookup) Keyspace() string               { return l.keyspace }
+func (l replicaLookup) Table() string                  { return "" }
+func (l replicaLookup) IsIdempotent() bool             { return true }
+func (l replicaLookup) GetHostID() string              { return "" }
+func (l replicaLookup) Statement() gocql.Statement     { return nil }
+
+// Replicas returns the hosts the token-aware policy chooses a coordinator among for a batch whose first
+// partition has routing key key in keyspace: the partition's live replicas in the local data center (or
+// in every one, without cassandra.local_dc), as the host IDs, sorted. It returns nil when the driver
+// does not know the ring yet, and then routes by round robin.
+func (s *Session) Replicas(keyspace, key string) []string {
+	next := s.policy.Pick(replicaLookup{keyspace: keyspace, key: []byte(key)})
+	var ids []string
+	for h := next(); h != nil; h = next() {
+		ids = append(ids, h.Info().HostID())
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// GroupConfig bounds the batches Group makes (writer.group_max_partitions, writer.group_max_bytes).
+type GroupConfig struct {
+	// MaxPartitions is the most partitions one request holds; 1 turns grouping off. Cassandra logs a
+	// warning for an unlogged batch of more partitions than unlogged_batch_across_partitions_warn_threshold
+	// (10 by default).
+	MaxPartitions int
+	// MaxBytes is the most bytes (batcher.Row.Size) a request of several partitions holds; a batch
+	// larger than it is never joined. Cassandra logs a warning for a multi-partition batch larger than
+	// batch_size_warn_threshold (5 KiB by default) and refuses one larger than batch_size_fail_threshold.
+	MaxBytes int
+}
+
+// Group returns bs with the batches that may share a request joined (batcher.Join): batches of one
+// Target whose first partitions have the same replicas (Replicas), at most cfg.MaxPartitions
+// partitions and cfg.MaxBytes bytes per request, in the order of bs (a joined request takes the place of
+// its first batch). A batch larger than half of cfg.MaxBytes is full enough to go alone. bs must be
+// batches of distinct partitions, as Batcher.Due returns them. The slice is reused.
+func (s *Session) Group(cfg GroupConfig, bs []*batcher.Batch) []*batcher.Batch {
+	return group(cfg, bs, func(keyspace, key string) string { return strings.Join(s.Replicas(keyspace, key), ",") })
+}
+
+// group is Group with the replica lookup as a function: replicas names the replica set of a partition
+// ("" when unknown), equal for partitions whose replicas are the same.
+func group(cfg GroupConfig, bs []*batcher.Batch, replicas func(keyspace, key string) string) []*batcher.Batch {
+	if cfg.MaxPartitions <= 1 || len(bs) < 2 {
+		return bs
+	}
+	type open struct {
+		at    int // index in out
+		parts []*batcher.Batch
+		bytes int
+	}
+	groups := make(map[groupKey]*open)
+	out := bs[:0] // each step appends at most one batch, after reading its own
+	for _, b := range bs {
+		if b.Partitions != 1 || 2*b.Bytes > cfg.MaxBytes {
+			out = append(out, b)
+			continue
+		}
+		set := replicas(b.Target.Keyspace, b.Key)
+		if set == "" {
+			out = append(out, b) // no ring known: the driver picks any host, so no partition may share it
+			continue
+		}
+		k := groupKey{b.Target, set}
+		g := groups[k]
+		if g != nil && (len(g.parts) == cfg.MaxPartitions || g.bytes+b.Bytes > cfg.MaxBytes) {
+			out[g.at] = batcher.Join(g.parts)
+			g = nil
+		}
+		if g == nil {
+			g = &open{at: len(out)}
+			groups[k] = g
+			out = append(out, nil)
+		}
+		g.parts = append(g.parts, b)
+		g.bytes += b.Bytes
+	}
+	for _, g := range groups {
+		out[g.at] = batcher.Join(g.parts)
+	}
+	return out
+}
+
+type groupKey struct {
+	target   *batcher.Target
+	replicas string
+}

@@ -1,0 +1,92 @@
+package cassandra
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/bucketsink/sink/batcher"
+)
+
+// smallBatch is a one-partition batch of rows rows of 100 bytes each, for partition key.
+func smallBatch(t *batcher.Target, key string, rows int) *batcher.Batch {
+	b := &batcher.Batch{Target: t, Key: key, Partitions: 1}
+	for i := range rows {
+		b.Rows = append(b.Rows, batcher.Row{Target: t, Key: key, Size: 100, Source: batcher.Source{Offset: int64(i)}})
+		b.Bytes += 100
+	}
+	return b
+}
+
+// TestGroupJoinsOnlyPartitionsWithTheSameReplicas guards the coordinator rule of joined requests: a
+// request holds partitions of one table whose replica sets are equal, never more than MaxPartitions or
+// MaxBytes, and a batch that is large, or whose replicas are unknown, goes alone.
+func TestGroupJoinsOnlyPartitionsWithTheSameReplicas(t *testing.T) {
+	a := &batcher.Target{Keyspace: "ks", Table: "a"}
+	b := &batcher.Target{Keyspace: "ks", Table: "b"}
+	replicas := map[string]string{}
+	var in []*batcher.Batch
+	for i := range 25 {
+		key := fmt.Sprintf("k%02d", i)
+		replicas[key] = []string{"n1", "n2", "n3"}[i%3]
+		in = append(in, smallBatch(a, key, 2))
+	}
+	in = append(in, smallBatch(b, "k00", 1), smallBatch(b, "k03", 1)) // other table, same replicas as k00
+	in = append(in, smallBatch(a, "big", 15))                         // 1500 bytes: more than half of MaxBytes
+	replicas["big"] = "n1"
+	in = append(in, smallBatch(a, "lost", 1), smallBatch(a, "lost2", 1)) // no ring known for them
+
+	out := group(GroupConfig{MaxPartitions: 4, MaxBytes: 2048}, in, func(ks, key string) string { return replicas[key] })
+
+	seen := map[string]bool{}
+	for _, r := range out {
+		if r.Partitions > 4 || r.Bytes > 2048 && r.Partitions > 1 {
+			t.Errorf("a request of %d partitions and %d bytes; want at most 4 and 2048", r.Partitions, r.Bytes)
+		}
+		set := ""
+		parts := 0
+		r.EachPartition(func(p *batcher.Batch) {
+			parts++
+			if p.Target != r.Target {
+				t.Errorf("partition %s of table %s in a request of table %s", p.Key, p.Target.Table, r.Target.Table)
+			}
+			id := p.Target.Table + "/" + p.Key
+			if seen[id] {
+				t.Errorf("partition %s sent twice", id)
+			}
+			seen[id] = true
+			if r.Partitions > 1 {
+				if replicas[p.Key] == "" {
+					t.Errorf("partition %s without known replicas joined a request", p.Key)
+				}
+				if set != "" && replicas[p.Key] != set {
+					t.Errorf("partition %s (replicas %s) joined a request of replicas %s", p.Key, replicas[p.Key], set)
+				}
+				set = replicas[p.Key]
+			}
+		})
+		if parts != max(r.Partitions, 1) {
+			t.Errorf("request says %d partitions, holds %d", r.Partitions, parts)
+		}
+	}
+	if len(seen) != len(in) {
+		t.Errorf("%d partitions went out, want %d", len(seen), len(in))
+	}
+	// 25 partitions over 3 replica sets, 4 per request: 9, 8, 8 → 3+2+2 requests; table b's two
+	// partitions (both on n1) join, apart from table a's; big, lost and lost2 go alone.
+	if want := 3 + 2 + 2 + 1 + 3; len(out) != want {
+		t.Errorf("%d requests, want %d", len(out), want)
+	}
+}
+
+// TestGroupWithOnePartitionPerRequestChangesNothing: group_max_partitions 1 turns grouping off.
+func TestGroupWithOnePartitionPerRequestChangesNothing(t *testing.T) {
+	a := &batcher.Target{Keyspace: "ks", Table: "a"}
+	in := []*batcher.Batch{smallBatch(a, "x", 1), smallBatch(a, "y", 1)}
+	out := group(GroupConfig{MaxPartitions: 1, MaxBytes: 2048}, in, func(string, string) string {
+		t.Fatal("looked up replicas with grouping off")
+		return ""
+	})
+	if len(out) != 2 || out[0].Key != "x" || out[1].Key != "y" {
+		t.Fatalf("got %d requests", len(out))
+	}
+}
