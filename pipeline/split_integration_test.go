@@ -493,6 +493,9 @@ func splitOnTwoPartitions(t *testing.T, refresh time.Duration) (s *stack, recs, 
 	tp := s.cfg.Topics["readings"]
 	tp.Split.RefreshInterval = config.Duration(refresh)
 	s.cfg.Topics["readings"] = tp
+	// A refresh interval must be below the session timeout (a member frozen past its session must
+	// read the records again before its next row); a stale owner's long interval takes a longer one.
+	s.cfg.Kafka.SessionTimeout = max(s.cfg.Kafka.SessionTimeout, config.Duration(refresh+time.Minute))
 	a, b := s.start(nil), s.start(nil)
 	s.waitFor(time.Minute, "each instance to own one partition", func() bool {
 		return len(s.owned(a)) == 1 && len(s.owned(b)) == 1
