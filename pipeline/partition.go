@@ -43,6 +43,8 @@ type partition struct {
 	workerDone chan struct{}
 	ctx        context.Context // canceled when the partition is given up: dead-letter retries stop
 	cancel     context.CancelFunc
+	workCtx    context.Context // the worker's calls (the routing table of splits); canceled by stop
+	stopWork   context.CancelFunc
 
 	mu       sync.Mutex
 	tr       *offsets.Tracker
@@ -82,6 +84,7 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 		held:       make(map[int64]bool),
 		hwm:        -1,
 	}
+	p.workCtx, p.stopWork = context.WithCancel(ctx)
 	p.queue.init()
 	p.dl = newDeadLetterSender(p)
 	if topic.split != nil {
@@ -340,7 +343,7 @@ func (p *partition) mapRecord(r *kgo.Record) (row batcher.Row, err error) {
 			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 			Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, SchemaIDHeader: hasHeader(r, mapper.HeaderValueSchemaID),
 		}
-		row, err := p.pl.mapper.MapContext(p.ctx, rec)
+		row, err := p.pl.mapper.MapContext(p.workCtx, rec)
 		ue := (*codec.UnavailableError)(nil)
 		if !errors.As(err, &ue) {
 			return row, err
@@ -369,17 +372,21 @@ func (p *partition) mapRecord(r *kgo.Record) (row batcher.Row, err error) {
 // table, the schema registry). The record is not registered and will be replayed by the next owner.
 var errStopped = errors.New("partition stopped while a record waited")
 
+// dependencyCallTimeout bounds one call to a dependency (the routing table, the schema registry),
+// which retry then repeats. A stop of the partition cancels a call at once (workCtx), so a revoke or
+// a shutdown never waits for it.
+const dependencyCallTimeout = 30 * time.Second
+
 // retry runs op until it succeeds, with the pipeline's backoff, or until the partition stops
 // (errStopped). A dependency being unreachable (the routing table, the schema registry) is never the
-// record's fault. While it
-// fails, the partition is stuck at offset (the record waiting for it): paused in the client and
+// record's fault. While it fails, the partition is stuck at offset (the record waiting for it): paused in the client and
 // counted in sink_stuck_partitions, like a write being retried, so that its fetched records do not
 // fill the byte budget that every other partition shares. The failure is logged at once and then at
 // most every stuckLogEvery.
 func (p *partition) retry(offset int64, what string, op func(ctx context.Context) error) error {
 	var logged time.Time
 	for n := 0; ; n++ {
-		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(p.workCtx, dependencyCallTimeout)
 		err := op(ctx)
 		cancel()
 		if err == nil {
@@ -387,6 +394,12 @@ func (p *partition) retry(offset int64, what string, op func(ctx context.Context
 				p.setStuck(offset, false)
 			}
 			return nil
+		}
+		if p.workCtx.Err() != nil { // the partition stops: the call was canceled, not failed
+			if n > 0 {
+				p.setStuck(offset, false)
+			}
+			return errStopped
 		}
 		if n == 0 {
 			p.setStuck(offset, true)
@@ -401,7 +414,7 @@ func (p *partition) retry(offset int64, what string, op func(ctx context.Context
 		case <-p.quit:
 			p.setStuck(offset, false)
 			return errStopped
-		case <-p.ctx.Done():
+		case <-p.workCtx.Done():
 			p.setStuck(offset, false)
 			return errStopped
 		case <-time.After(wait):
@@ -674,6 +687,7 @@ func (p *partition) stop() {
 	default:
 		close(p.quit)
 	}
+	p.stopWork() // a call the worker is in returns now, not at its timeout
 	<-p.workerDone
 	if n := p.queue.drain(); n > 0 {
 		p.pl.release(p.tp, n)
