@@ -7,7 +7,11 @@ STACK := scripts/stack
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
 
-.PHONY: help build run test test-clean test-ring stack-up stack-down stack-status bench
+.PHONY: help build run test test-clean test-ring lint stack-up stack-down stack-status bench
+
+# staticcheck, pinned: `go run` fetches this version through the Go module proxy and caches the build, so a
+# fresh machine needs nothing installed beforehand. Raise it deliberately (the newest that supports our Go).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 help:
 	@echo "make build        build bin/sink (version $(VERSION))"
@@ -19,6 +23,7 @@ help:
 	@echo "                  the stack stays up for the next run (STACK_DOWN=1 make test stops it afterwards)"
 	@echo "make test-clean   make test, then stop the stack"
 	@echo "make test-ring    only the ring tests (also part of make test), starting the ring if needed"
+	@echo "make lint         staticcheck ($(STATICCHECK)) over the module (also part of make test)"
 	@echo "make stack-up / stack-down / stack-status"
 	@echo "make bench        end-to-end benchmark on the local stack: sink vs the raw Cassandra ceiling, 1,000,000 events;"
 	@echo "                  result JSON in bench/results (BENCH_FLAGS, e.g. BENCH_FLAGS=\"--events 200000 --quick\")"
@@ -32,9 +37,11 @@ run:
 # With SINK_TEST_KAFKA, SINK_TEST_CASSANDRA and SINK_TEST_REGISTRY all set, the tests use those servers and the stack
 # is not touched. Otherwise the stack (Kafka, Cassandra, the schema registry) is started with its secured servers and
 # a three-node Cassandra ring (`up --secure --cassandra-nodes 3`; a no-op for what already serves) and the addresses,
-# certificate directory, password files and ring nodes are exported (SINK_TEST_*, SINK_TEST_SECURE_*, SINK_TEST_RING*). The ring tests stop and start
-# nodes, so they run in a second pass of their own after everything else, never beside other tests. The exit
-# status is go test's (either pass), also when STACK_DOWN=1 stops the stack afterwards.
+# certificate directory, password files and ring nodes are exported (SINK_TEST_*, SINK_TEST_SECURE_*,
+# SINK_TEST_RING*). The ring tests stop and start nodes, so they run in a second pass of their own after everything
+# else, never beside other tests. staticcheck runs beside the first pass (it needs no stack, and its first, uncached
+# run then adds no wall time); its findings are printed after that pass. The exit status fails if go test (either
+# pass) or staticcheck fails, also when STACK_DOWN=1 stops the stack afterwards.
 RING_TESTS := ^(TestEveryBatchIsCoordinatedByAReplicaOfItsPartition|TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo)$$
 RING_PKGS := ./cassandra ./internal/secured
 
@@ -46,7 +53,12 @@ test:
 		export $$($(STACK) env); \
 	fi; \
 	status=0; \
+	lint_log=$$(mktemp); \
+	go run $(STATICCHECK) ./... >"$$lint_log" 2>&1 & lint_pid=$$!; \
 	go test $(GO_TEST_FLAGS) -skip '$(RING_TESTS)' ./... || status=$$?; \
+	echo "--- staticcheck"; \
+	if wait $$lint_pid; then echo "staticcheck: no findings"; else cat "$$lint_log"; status=1; fi; \
+	rm -f "$$lint_log"; \
 	(cd deploy/checks && GOFLAGS="$$GOFLAGS -mod=mod" go test -count=1 -timeout 15m ./...) || status=$$?; \
 	echo "--- ring tests (three-node Cassandra)"; \
 	go test $(GO_TEST_FLAGS) -run '$(RING_TESTS)' $(RING_PKGS) || status=$$?; \
@@ -58,6 +70,9 @@ test-ring:
 	@$(STACK) up --cassandra-nodes 3 || exit 1; \
 	export $$($(STACK) env); \
 	go test $(GO_TEST_FLAGS) -run '$(RING_TESTS)' $(RING_PKGS)
+
+lint:
+	go run $(STATICCHECK) ./...
 
 test-clean:
 	@$(MAKE) --no-print-directory test STACK_DOWN=1

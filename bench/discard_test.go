@@ -63,7 +63,7 @@ func sensorBatch(tb testing.TB, n int) (*batcher.Batch, []gocql.TypeInfo) {
 // cqlType parses a CQL type name with the driver's own registry, as a prepared statement would.
 func cqlType(tb testing.TB, name string) gocql.TypeInfo {
 	tb.Helper()
-	//lint:ignore SA1019 the only exported parser of a CQL type name; the server is not needed for it
+	// The only exported parser of a CQL type name; the server is not needed for it.
 	return gocql.NewNativeType(5, gocql.TypeCustom, name)
 }
 

@@ -74,17 +74,17 @@ type Options struct {
 	KeepData bool
 	// Progress receives progress lines while the run goes; nil discards them.
 	Progress io.Writer
-	// Codec, when avro, protobuf or json_schema, adds a phase after the sink's: the same events
-	// produced in that format (their schema registered in Registry, a Confluent-compatible API's base
-	// URL) and consumed by the sink, whose rows/s is compared with the JSON run's (Result.Codec).
-	Codec    string
-	Registry string
 	// SteadyOnly runs the steady-rate phase alone, at LatencyRate (required): to compare binaries
 	// (SinkBinary) side by side at one rate without the backlog phases.
 	SteadyOnly bool
 	// CassandraPID is the Cassandra server process whose CPU the steady phase reads from /proc; 0 looks
 	// for the one Cassandra process on this machine (none or several: its CPU is not measured).
 	CassandraPID int
+	// Codec, when avro, protobuf or json_schema, adds a phase after the sink's: the same events
+	// produced in that format (their schema registered in Registry, a Confluent-compatible API's base
+	// URL) and consumed by the sink, whose rows/s is compared with the JSON run's (Result.Codec).
+	Codec    string
+	Registry string
 }
 
 func (o *Options) defaults() error {
@@ -1047,7 +1047,7 @@ func (h *harness) machine(ctx context.Context) Machine {
 		})
 	}
 	var rel string
-	if err := h.admin.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&rel); err == nil {
+	if err := h.admin.Query("SELECT release_version FROM system.local").ScanContext(ctx, &rel); err == nil {
 		m.Cassandra = rel
 	}
 	return m

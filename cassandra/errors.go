@@ -132,12 +132,10 @@ func classify(err error) (class, string) {
 	// Client side: no answer in time, or no usable connection. The outcome is unknown.
 	case errors.Is(err, context.Canceled), errors.Is(err, gocql.ErrSessionClosed):
 		return classFatal, ""
-	case errors.Is(err, gocql.ErrTimeoutNoResponse), errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, gocql.ErrTooManyTimeouts):
+	case errors.Is(err, gocql.ErrTimeoutNoResponse), errors.Is(err, context.DeadlineExceeded):
 		return classTransient, ReasonTimeout
 	case errors.Is(err, gocql.ErrNoConnections), errors.Is(err, gocql.ErrConnectionClosed),
 		errors.Is(err, gocql.ErrNoStreams), errors.Is(err, gocql.ErrNoConnectionsStarted),
-		errors.Is(err, gocql.ErrHostQueryFailed),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED):

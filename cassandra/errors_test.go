@@ -41,7 +41,6 @@ func TestClassify(t *testing.T) {
 		{"truncate", &gocql.RequestErrTruncate{}, classTransient, ReasonOther},
 		{"client-side timeout", gocql.ErrTimeoutNoResponse, classTransient, ReasonTimeout},
 		{"per-attempt deadline", wrap(context.DeadlineExceeded), classTransient, ReasonTimeout},
-		{"too many timeouts", gocql.ErrTooManyTimeouts, classTransient, ReasonTimeout},
 		{"no connections", gocql.ErrNoConnections, classTransient, ReasonUnavailable},
 		{"connection closed", gocql.ErrConnectionClosed, classTransient, ReasonUnavailable},
 		{"no streams", gocql.ErrNoStreams, classTransient, ReasonUnavailable},

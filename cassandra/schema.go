@@ -267,7 +267,7 @@ func ApplySchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 		return err
 	}
 	for _, stmt := range stmts {
-		if err := s.gs.Query(stmt).WithContext(ctx).Exec(); err != nil {
+		if err := s.gs.Query(stmt).ExecContext(ctx); err != nil {
 			head, _, _ := strings.Cut(stmt, "(")
 			return fmt.Errorf("applying %s: %w", strings.TrimSpace(head), err)
 		}
@@ -338,7 +338,7 @@ func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 // ReadSchemaColumns reads the columns of keyspace.table from system_schema.columns.
 func ReadSchemaColumns(ctx context.Context, s *Session, keyspace, table string) ([]SchemaColumn, error) {
 	iter := s.gs.Query(`SELECT column_name, kind, position, clustering_order, type FROM system_schema.columns `+
-		`WHERE keyspace_name = ? AND table_name = ?`, keyspace, table).WithContext(ctx).Iter()
+		`WHERE keyspace_name = ? AND table_name = ?`, keyspace, table).IterContext(ctx)
 	var out []SchemaColumn
 	var c SchemaColumn
 	for iter.Scan(&c.Name, &c.Kind, &c.Position, &c.Order, &c.Type) {

@@ -20,6 +20,9 @@ func exampleOnStack(t *testing.T, example string) (*config.Config, string) {
 	ks := testenv.Name(t, "schema")
 	cfg.Cassandra.Hosts = testenv.Cassandra(t)
 	cfg.Cassandra.LocalDC = ""
+	// The examples show production settings (service-events turns on TLS for its password); the
+	// plain test node speaks neither TLS nor authentication.
+	cfg.Cassandra.TLS = config.TLS{}
 	cfg.Cassandra.Keyspace = ks
 	cfg.Cassandra.Replication = map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}
 	for name, tp := range cfg.Topics {
@@ -117,7 +120,7 @@ func checkOnServer(t *testing.T, ctx context.Context, s *Session, tc config.Topi
 	var ttl, gcGrace int
 	var compaction map[string]string
 	err = s.Driver().Query(`SELECT default_time_to_live, gc_grace_seconds, compaction FROM system_schema.tables `+
-		`WHERE keyspace_name = ? AND table_name = ?`, tbl.Keyspace, table).WithContext(ctx).Scan(&ttl, &gcGrace, &compaction)
+		`WHERE keyspace_name = ? AND table_name = ?`, tbl.Keyspace, table).ScanContext(ctx, &ttl, &gcGrace, &compaction)
 	if err != nil {
 		t.Fatalf("reading system_schema.tables for %s: %v", table, err)
 	}
@@ -147,7 +150,7 @@ func TestApplySchemaRejectsOtherKey(t *testing.T) {
 		"CREATE TABLE " + ks + ".sensor_readings (device_id text, bucket text, reading_time timestamp, site_id text, " +
 			"temperature double, humidity double, battery double, day text, PRIMARY KEY ((device_id, bucket), reading_time))",
 	} {
-		if err := s.Driver().Query(stmt).WithContext(ctx).Exec(); err != nil {
+		if err := s.Driver().Query(stmt).ExecContext(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -177,7 +180,7 @@ func TestCheckSchema(t *testing.T) {
 			"temperature float, humidity double, battery double, PRIMARY KEY ((device_id, day), reading_time)) " +
 			"WITH CLUSTERING ORDER BY (reading_time DESC)",
 	} {
-		if err := s.Driver().Query(stmt).WithContext(ctx).Exec(); err != nil {
+		if err := s.Driver().Query(stmt).ExecContext(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,7 +188,7 @@ func TestCheckSchema(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "temperature") || !strings.Contains(err.Error(), "float") {
 		t.Fatalf("temperature is float in the table and double in the config: got %v, want an error naming the column and both types", err)
 	}
-	if err := s.Driver().Query("DROP TABLE " + ks + ".sensor_readings").WithContext(ctx).Exec(); err != nil {
+	if err := s.Driver().Query("DROP TABLE " + ks + ".sensor_readings").ExecContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := ApplySchema(ctx, s, cfg, nil, schemaNow); err != nil {

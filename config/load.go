@@ -33,6 +33,11 @@ func (e *FieldError) Error() string { return e.Path + ": " + e.Problem }
 // every value of the wrong type at once, joined. It does not check the values against each
 // other: call Validate for that.
 func Load(path string, environ []string) (*Config, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if dups := duplicateKeys(b); len(dups) > 0 {
+			return nil, errors.Join(dups...)
+		}
+	}
 	k := koanf.New(".")
 	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
 		return nil, fmt.Errorf("reading config %s: %w", path, err)

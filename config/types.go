@@ -140,12 +140,19 @@ type Writer struct {
 // Metrics is the HTTP endpoint for /metrics, /healthz and /readyz.
 type Metrics struct {
 	Address string `koanf:"address"` // default ":9464"; "" disables
+	// DebugPartitions serves /debug/partitions on the metrics address: the partition keys (entity ids)
+	// of the largest open partitions. That port has no authentication; false turns it off. Default true.
+	DebugPartitions bool `koanf:"debug_partitions"`
 }
 
 // Log configures the slog handler.
 type Log struct {
 	Level  string `koanf:"level"`  // debug, info (default), warn, error
 	Format string `koanf:"format"` // json (default) or text
+	// QuoteValues shows the bad value (and a bad map key) in the log line of a record that cannot be
+	// mapped. Default false: the line names the topic, partition, offset, column, field and reason, and
+	// the value is in the dead letter only. For debugging; logs usually outlive the data.
+	QuoteValues bool `koanf:"quote_values"`
 }
 
 // Topic is the per-topic policy: where records come from, how they become rows, and which

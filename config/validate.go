@@ -606,7 +606,7 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	}
 	c.validateBucket(v, p, t)
 	t.validateAccept(v, p)
-	validateSplit(v, p, t)
+	validateSplit(v, p, t, c.Kafka.SessionTimeout)
 }
 
 // RevokeCommitTimeout bounds the synchronous offset commit at the end of a revoke, after the revoked

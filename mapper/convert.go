@@ -29,11 +29,25 @@ import (
 // The caller adds the column and the field; elem names the offending element of a collection.
 type problem struct {
 	msg  string
-	elem string
+	elem string // where in a collection: "element 3", "entry 2" (a map's entries in the object's order)
+	key  []byte // a map entry's key, shown only in the quoted message
 	val  *fastjson.Value
 }
 
 func (p problem) ok() bool { return p.msg == "" }
+
+// err is the valueError of the problem of the value at subject (`column c: field "f"`).
+func (p problem) err(subject string, s *scratch) *valueError {
+	plain := subject + prefixed(" ", p.elem)
+	quoted := plain
+	if p.key != nil {
+		quoted = subject + " key " + strconv.Quote(string(p.key))
+	}
+	if p.val == nil { // a value whose bytes are not text is described, not shown
+		return &valueError{plain: plain + " " + p.msg, quoted: quoted + " " + p.msg}
+	}
+	return &valueError{plain: plain + " is " + p.msg, quoted: quoted + " is " + show(p.val, s) + ", " + p.msg}
+}
 
 func fail(v *fastjson.Value, msg string) problem { return problem{msg: msg, val: v} }
 
@@ -372,6 +386,9 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 		b, _ := v.StringBytes()
 		if !isNumber(bstr(b)) {
 			t, err := parseRFC3339(bstr(b))
+			if err == errRFC3339Offset {
+				return time.Time{}, fail(v, offsetProblem+" for CQL timestamp")
+			}
 			if err != nil {
 				return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
 			}
@@ -483,7 +500,7 @@ type mapEntry struct {
 
 // appendConverted appends the wire bytes of a JSON value converted for column type t, collections
 // included, to dst. A collection is framed as packed.AppendValue frames it (a map's entries in key
-// order, the last of duplicate keys kept, as a Go map would), so that both give the same bytes.
+// order, the first of duplicate keys kept), so that both give the same bytes.
 // entries is scratch space for a map's entries.
 func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entries *[]mapEntry) ([]byte, problem) {
 	switch t.kind {
@@ -495,7 +512,7 @@ func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entr
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(arr)))
 		for i, e := range arr {
 			if e.Type() == fastjson.TypeNull {
-				return dst, problem{msg: "null, and CQL collections cannot hold nulls", elem: "element " + strconv.Itoa(i), val: e}
+				return dst, problem{msg: "is null, and CQL collections cannot hold nulls", elem: "element " + strconv.Itoa(i)}
 			}
 			at := len(dst)
 			var p problem
@@ -515,22 +532,25 @@ func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entr
 		es := (*entries)[:0]
 		vals := len(dst)
 		var bad problem
+		i := -1
 		o.Visit(func(key []byte, e *fastjson.Value) {
+			i++
 			if !bad.ok() {
 				return
 			}
+			entry := "entry " + strconv.Itoa(i)
 			if msg := utf8Problem(key); msg != "" {
-				bad = problem{msg: msg, elem: "key " + strconv.Quote(string(key))}
+				bad = problem{msg: msg, elem: entry + "'s key", key: key}
 				return
 			}
 			if e.Type() == fastjson.TypeNull {
-				bad = problem{msg: "null, and CQL collections cannot hold nulls", elem: "key " + strconv.Quote(string(key)), val: e}
+				bad = problem{msg: "is null, and CQL collections cannot hold nulls", elem: entry, key: key}
 				return
 			}
 			start := len(dst)
 			var p problem
 			if dst, p = appendScalar(dst, t.elem, e, buf); !p.ok() {
-				p.elem = "key " + strconv.Quote(string(key))
+				p.elem, p.key = entry, key
 				bad = p
 				return
 			}
@@ -541,9 +561,11 @@ func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entr
 			return dst[:vals], bad
 		}
 		slices.SortStableFunc(es, func(a, b mapEntry) int { return bytes.Compare(a.key, b.key) })
-		n := 0 // entries kept: the last of each run of equal keys
+		// Entries kept: the first of each run of equal keys (the sort is stable), the occurrence a plain
+		// field takes too (fastjson's Get and the scan), so one rule holds for a key given twice.
+		n := 0
 		for i := range es {
-			if i+1 < len(es) && bytes.Equal(es[i].key, es[i+1].key) {
+			if n > 0 && bytes.Equal(es[n-1].key, es[i].key) {
 				continue
 			}
 			es[n] = es[i]

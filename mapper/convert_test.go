@@ -25,8 +25,8 @@ func TestUUIDWithStrayHyphen(t *testing.T) {
 	})
 	_, err := m.Map(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1,"u":"00000000-0000-0000-0000-0000-0000000"}`))
 	const want = `topic sensor-readings partition 3 offset 1207: column u: field "u" is "00000000-0000-0000-0000-0000-0000000", not a UUID (8-4-4-4-12 hex digits) for CQL uuid`
-	if err == nil || err.Error() != want {
-		t.Errorf("error %v, want %s", err, want)
+	if err == nil || Quoted(err) != want {
+		t.Errorf("error %v, want %s", Quoted(err), want)
 	}
 	if _, ok := parseCanonicalUUID([]byte("0B6A1F6E-3F0C-4A53-9B8F-1F2A3B4C5D6E")); !ok {
 		t.Error("the canonical form no longer parses")

@@ -61,7 +61,7 @@
 // integer types, float, double, timestamp, date, uuid and timeuuid through a typed cell on the
 // stack (store), the other types (boolean, blob, inet, decimal, varint and the collections)
 // straight from the JSON value to their bytes (appendConverted; a map's entries in key order, the
-// last of duplicate keys kept). No Go value is built for a row's values. Once the row is complete
+// first of duplicate keys kept, as for plain fields). No Go value is built for a row's values. Once the row is complete
 // (bucket, event bucket, TTL, write timestamp), the buffer and the key are copied into the row's
 // allocation. The cassandra writer
 // binds the bytes with a packed.Binder, which refuses a bind marker of another type than the one a

@@ -72,7 +72,7 @@ func TestRowsOnCassandra(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Driver().Query(row.Target.Insert, packed.Values(row.Packed)...).WithContext(ctx).Exec(); err != nil {
+		if err := s.Driver().Query(row.Target.Insert, packed.Values(row.Packed)...).ExecContext(ctx); err != nil {
 			t.Fatalf("insert: %v", err)
 		}
 		n := len(row.Target.Columns)
@@ -102,8 +102,8 @@ func TestRowsOnCassandra(t *testing.T) {
 		)
 		err = s.Driver().Query(`SELECT token(tenant, device, bucket, event_bucket), writetime(a), ttl(a), id, a, k, bi, off, si, ti, f, d, b, day, u, bl, ip, dec, vi, tags, vals, attrs, missing `+
 			`FROM `+ks+`.all_types WHERE tenant = ? AND device = ? AND bucket = ? AND event_bucket = ? AND id = ?`,
-			"acme", int32(7), bucket, shard, packed.Values(row.Packed)[2]).WithContext(ctx).
-			Scan(&token, &wt, &ttl, &id, &a, &k, &bi, &off, &si, &ti, &f, &d, &b, &day, &u, &bl, &ip, &dec, &vi, &tags, &vals, &attrs, &missing)
+			"acme", int32(7), bucket, shard, packed.Values(row.Packed)[2]).
+			ScanContext(ctx, &token, &wt, &ttl, &id, &a, &k, &bi, &off, &si, &ti, &f, &d, &b, &day, &u, &bl, &ip, &dec, &vi, &tags, &vals, &attrs, &missing)
 		if err != nil {
 			t.Fatalf("offset %d: reading the row back: %v", offset, err)
 		}
@@ -156,7 +156,7 @@ func TestEncodedValueRefusesAlteredColumn(t *testing.T) {
 			Clustering: []config.Clustering{{Column: "at", Order: "desc"}},
 		},
 	})
-	if err := s.Driver().Query("CREATE TABLE " + ks + ".altered (k ascii PRIMARY KEY, n bigint)").WithContext(ctx).Exec(); err != nil {
+	if err := s.Driver().Query("CREATE TABLE " + ks + ".altered (k ascii PRIMARY KEY, n bigint)").ExecContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	row, err := m.Map(mapper.Record{Topic: "t", Value: []byte(`{"k":"a","n":7}`), Timestamp: time.Now()})
@@ -164,7 +164,7 @@ func TestEncodedValueRefusesAlteredColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The configured table takes the values.
-	if err := s.Driver().Query(row.Target.Insert, packed.Values(row.Packed)...).WithContext(ctx).Exec(); err != nil {
+	if err := s.Driver().Query(row.Target.Insert, packed.Values(row.Packed)...).ExecContext(ctx); err != nil {
 		t.Fatalf("insert into the configured table: %v", err)
 	}
 	for _, tc := range []struct {
@@ -175,7 +175,7 @@ func TestEncodedValueRefusesAlteredColumn(t *testing.T) {
 		{"INSERT INTO " + ks + ".altered (k, n) VALUES ('a', ?)", packed.Values(row.Packed)[1:2], "int to a bind marker of CQL type bigint"},
 		{"INSERT INTO " + ks + ".altered (k, n) VALUES (?, 1)", packed.Values(row.Packed)[0:1], "text to a bind marker of CQL type ascii"},
 	} {
-		err := s.Driver().Query(tc.insert, tc.values...).WithContext(ctx).Exec()
+		err := s.Driver().Query(tc.insert, tc.values...).ExecContext(ctx)
 		var bte *packed.BindTypeError
 		if !errors.As(err, &bte) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want a *packed.BindTypeError (%s)", tc.insert, err, tc.want)
@@ -185,7 +185,7 @@ func TestEncodedValueRefusesAlteredColumn(t *testing.T) {
 		}
 	}
 	var n int64
-	if err := s.Driver().Query("SELECT count(*) FROM " + ks + ".altered").WithContext(ctx).Scan(&n); err != nil || n != 0 {
+	if err := s.Driver().Query("SELECT count(*) FROM "+ks+".altered").ScanContext(ctx, &n); err != nil || n != 0 {
 		t.Errorf("the altered table holds %d rows (%v), want none", n, err)
 	}
 }

@@ -58,3 +58,41 @@ func TestKafkaTimestampMinusOneIsNoTimestamp(t *testing.T) {
 		t.Errorf("optional kafka_timestamp column of a record without a timestamp: %#v, want unset", GoValue(v))
 	}
 }
+
+// TestAcceptWindowBoundsTheYearsOfRecordsWithAKafkaTimestamp holds what docs/CONFIG.md ("Times") says:
+// by default a record with a 2024 Kafka timestamp reaches back 10 years, not to year 1; a window of
+// 106751d (292 years) reaches 1800 but neither year 1 nor 9999, as a distance beyond about 292 years
+// cannot be measured; only Go's largest duration, which refuses nothing, reaches them; and a record
+// without a Kafka timestamp reaches any year.
+func TestAcceptWindowBoundsTheYearsOfRecordsWithAKafkaTimestamp(t *testing.T) {
+	windows := map[string]config.Accept{"default": {Before: config.DefaultAcceptBefore, After: config.DefaultAcceptAfter}}
+	for name, text := range map[string]string{"106751d": "106751d", "largest": "2562047h47m16s854775807ns"} {
+		d, err := config.ParseDuration(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		windows[name] = config.Accept{Before: d, After: d}
+	}
+	for _, tc := range []struct {
+		ts      string
+		refused map[string]bool // by window, for a record with a 2024 Kafka timestamp
+	}{
+		{"2015-06-01T00:00:00Z", map[string]bool{}},
+		{"1800-01-01T00:00:00Z", map[string]bool{"default": true}},
+		{"0001-01-01T00:00:00Z", map[string]bool{"default": true, "106751d": true}},
+		{"9999-12-31T23:59:59.999Z", map[string]bool{"default": true, "106751d": true}},
+	} {
+		value := `{"device_id":"d","ts":"` + tc.ts + `","temperature":1}`
+		for name, w := range windows {
+			m := newMapper(t, func(tp *config.Topic) { tp.Accept, tp.WriteTimestamp = w, "server" })
+			if _, err := m.Map(rec(value)); (err != nil) != tc.refused[name] {
+				t.Errorf("%s, %s window: error %v, want refused %v", tc.ts, name, err, tc.refused[name])
+			}
+			noTS := rec(value)
+			noTS.Timestamp = time.UnixMilli(-1)
+			if _, err := m.Map(noTS); err != nil {
+				t.Errorf("%s, %s window, no Kafka timestamp: %v", tc.ts, name, err)
+			}
+		}
+	}
+}

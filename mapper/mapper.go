@@ -22,6 +22,7 @@ import (
 	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -85,6 +86,9 @@ func (e *RecordError) Error() string {
 }
 
 func (e *RecordError) Unwrap() error { return e.Err }
+
+// Quoted is Error with the bad value shown (see the package function Quoted).
+func (e *RecordError) Quoted() string { return Quoted(e) }
 
 // ErrUnknownTopic is wrapped by the RecordError of a record whose Kafka topic no configured topic
 // reads; the pipeline subscribes only to configured topics, so it means a wiring bug.
@@ -217,7 +221,7 @@ type plan struct {
 	scan              *scanPlan // the single-pass field reader (json_scan.go); nil: fastjson only
 	nhash             int       // how many columns record their canonical text in scratch.canon
 	target            *batcher.Target
-	routes            Routes                      // split decisions of open buckets (route.go)
+	routes            routing.Routes              // split decisions of open buckets (route.go)
 	targets           sync.Map                    // slice index (int64) → *batcher.Target
 	last              atomic.Pointer[bucketEntry] // the bucket most recently mapped
 
@@ -336,9 +340,9 @@ type outcome struct {
 	eventTime   time.Time
 	bucket      *bucketEntry
 	eventBucket int
-	split       *Generation   // the split generation that chose the event bucket; nil: generation 0
-	entityLen   int           // the id columns' bytes at the start of row.Key (EntityKey)
-	ttl         time.Duration // the TTL bound (0: none)
+	split       *routing.Generation // the split generation that chose the event bucket; nil: generation 0
+	entityLen   int                 // the id columns' bytes at the start of row.Key (EntityKey)
+	ttl         time.Duration       // the TTL bound (0: none)
 	writeTS     int64
 }
 
@@ -376,10 +380,15 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	}
 	root, err := s.parser.ParseBytes(rec.Value)
 	if err != nil {
-		return out, ReasonDecode, fmt.Errorf("decoding JSON: %w", err)
+		return out, ReasonDecode, notJSON(err)
 	}
 	if root.Type() != fastjson.TypeObject {
 		return out, ReasonDecode, fmt.Errorf("decoding JSON: the value is a JSON %s, not an object", root.Type())
+	}
+	if bad, path := lenientNumber(root, s); bad != nil {
+		const why = "a number outside JSON's grammar (NaN, Infinity, +1, 1-2 and the like), refused in any field"
+		return out, ReasonDecode, &valueError{plain: "decoding JSON: the value holds " + why,
+			quoted: fmt.Sprintf("decoding JSON: field %q is %s, %s", path, show(bad, s), why)}
 	}
 
 	t, err := p.eventTime(root, rec, s)
@@ -552,8 +561,19 @@ func (p *plan) rowTTL(t time.Time) (int32, error) {
 	age := p.now().Sub(t) // Sub saturates at the extremes; the comparisons below never overflow
 	switch {
 	case age > p.ttl-time.Second:
-		return 0, fmt.Errorf("%w: event time %s plus ttl %s was %s ago; the row would be born expired (ttl_from event_time)",
-			errExpired, t.Format(time.RFC3339Nano), config.Duration(p.ttl), config.Duration(age-p.ttl))
+		// Within the last second of the ttl the end is still ahead, but less than the one second a TTL
+		// can say; past it, the distance is said to the second (time.Sub's sub-second digits are noise).
+		var ends string
+		switch past := age - p.ttl; {
+		case past < 0:
+			ends = "ends in under a second, and a TTL counts whole seconds (0 would mean never)"
+		case past < time.Second:
+			ends = "ended under a second ago"
+		default:
+			ends = "ended " + distance(past) + " ago"
+		}
+		return 0, fmt.Errorf("%w: event time %s plus ttl %s %s; the row would be born expired (ttl_from event_time)",
+			errExpired, t.Format(time.RFC3339Nano), config.Duration(p.ttl), ends)
 	case age < p.ttl-maxTTL*time.Second:
 		return maxTTL, nil
 	}
@@ -591,21 +611,23 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 			b, _ := v.StringBytes()
 			if t, err := parseRFC3339(bstr(b)); err == nil {
 				if !inTimeRange(t) {
-					return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range (years 0000 to 9999)", p.timeField, show(v, s))
+					return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "out of range (years 0000 to 9999)")
 				}
 				return t, nil
+			} else if err == errRFC3339Offset {
+				return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), offsetProblem)
 			}
 		}
-		return time.Time{}, fmt.Errorf("event time: field %q is %s, not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)", p.timeField, show(v, s))
+		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)")
 	}
 	text, ok := numberText(v, s.buf)
 	s.buf = text
 	if !ok {
-		return time.Time{}, fmt.Errorf("event time: field %q is %s, not a %s number", p.timeField, show(v, s), p.timeFormat)
+		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "not a "+p.timeFormat+" number")
 	}
 	t, ok := parseUnix(bstr(text), p.timeUnit)
 	if !ok {
-		return time.Time{}, fmt.Errorf("event time: field %q is %s, out of range for %s (years 0000 to 9999)", p.timeField, show(v, s), p.timeFormat)
+		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "out of range for "+p.timeFormat+" (years 0000 to 9999)")
 	}
 	return t, nil
 }
@@ -695,13 +717,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			x.n, pr = intOf(k, v, &s.buf)
 		}
 		if !pr.ok() {
-			if pr.val == nil { // a value whose bytes are not text is described, not shown
-				return fmt.Errorf("column %s: field %q%s %s", c.name, c.field, prefixed(" ", pr.elem), pr.msg)
-			}
-			if pr.elem != "" {
-				return fmt.Errorf("column %s: field %q %s is %s, %s", c.name, c.field, pr.elem, show(pr.val, s), pr.msg)
-			}
-			return fmt.Errorf("column %s: field %q is %s, %s", c.name, c.field, show(pr.val, s), pr.msg)
+			return pr.err(fmt.Sprintf("column %s: field %q", c.name, c.field), s)
 		}
 	case srcEventTime:
 		x.t = t
@@ -831,8 +847,89 @@ func (s *scratch) canonical(c *column, x *cell) {
 	s.canon[c.hash] = span{off, len(b) - off}
 }
 
-// maxShown bounds how much of a bad value an error message repeats.
+// maxShown bounds how much of a bad value a quoted error message repeats.
 const maxShown = 64
+
+// valueError is a problem with a value of the record. Its message (Error) names the column, the field
+// and, in a collection, the element or the entry by its position, and says what is wrong; never the
+// value, nor a map key (both are the record's data, and logs are kept longer and read by more people
+// than the data). quoted is the same message with the value and the key shown, which Quoted returns.
+type valueError struct{ plain, quoted string }
+
+func (e *valueError) Error() string { return e.plain }
+
+// badValue is the valueError "<subject> is <reason>", quoted "<subject> is <shown>, <reason>".
+func badValue(subject, shown, reason string) *valueError {
+	return &valueError{plain: subject + " is " + reason, quoted: subject + " is " + shown + ", " + reason}
+}
+
+// lenientNumber finds a number fastjson takes but JSON does not have (fastjson's number token is any run
+// of digits, signs, dots and e, or inf and nan: NaN, Infinity, +1, 1-2) anywhere in the document, read
+// by a column or not. The scan refuses such a document wherever the number is, so this path does too: a
+// record is JSON or it is not, whichever fields a topic reads. It returns the number and its path
+// (a.b[2].c; in quoted messages only, as keys can be data), or nil.
+func lenientNumber(v *fastjson.Value, s *scratch) (*fastjson.Value, string) {
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		s.buf = v.MarshalTo(s.buf[:0])
+		if !isNumber(bstr(s.buf)) {
+			return v, ""
+		}
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		for i, e := range a {
+			if bad, path := lenientNumber(e, s); bad != nil {
+				return bad, "[" + strconv.Itoa(i) + "]" + dotted(path)
+			}
+		}
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		var bad *fastjson.Value
+		var path string
+		o.Visit(func(key []byte, e *fastjson.Value) {
+			if bad == nil {
+				if bad, path = lenientNumber(e, s); bad != nil {
+					path = string(key) + dotted(path)
+				}
+			}
+		})
+		return bad, path
+	}
+	return nil, ""
+}
+
+// dotted joins the rest of a path to its key: "" stays "", "[2]" is an index, anything else a key.
+func dotted(rest string) string {
+	if rest == "" || rest[0] == '[' {
+		return rest
+	}
+	return "." + rest
+}
+
+// notJSON is the decode error of a value fastjson cannot parse. fastjson's messages quote the document
+// (the unexpected value, the unparsed tail); the plain message keeps what is wrong and not the text.
+func notJSON(err error) *valueError {
+	quoted := "decoding JSON: " + err.Error()
+	plain, _, _ := strings.Cut(quoted, "; unparsed tail: ")
+	plain, _, _ = strings.Cut(plain, `: "`)
+	return &valueError{plain: plain, quoted: quoted}
+}
+
+// Quoted returns err's message with the bad value shown, where err is about a value of the record (a
+// field that does not convert, an event time that does not parse, a value that is not JSON); for any
+// other error, its message. Dead letters carry it in sink.error (they carry the record anyway); logs
+// carry it only when log.quote_values is set, Error otherwise.
+func Quoted(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	var ve *valueError
+	if errors.As(err, &ve) {
+		return strings.Replace(msg, ve.plain, ve.quoted, 1)
+	}
+	return msg
+}
 
 // show renders a JSON value for an error message: its JSON text, shortened when long.
 func show(v *fastjson.Value, s *scratch) string {

@@ -648,7 +648,7 @@ func TestMapErrors(t *testing.T) {
 		{`{` + good + `,"vi":1.5}`, "map", `column vi: field "vi" is 1.5, not a whole number for CQL varint`},
 		{`{` + good + `,"dec":1e9999}`, "map", `column dec: field "dec" is 1e9999, out of range for CQL decimal (exponent too large)`},
 		{`{` + good + `,"li":[1,"x"]}`, "map", `column li: field "li" element 1 is "x", not a number for CQL int`},
-		{`{` + good + `,"li":[1,null]}`, "map", `column li: field "li" element 1 is null, null, and CQL collections cannot hold nulls`},
+		{`{` + good + `,"li":[1,null]}`, "map", `column li: field "li" element 1 is null, and CQL collections cannot hold nulls`},
 		{`{` + good + `,"li":{"a":1}}`, "map", `column li: field "li" is {"a":1}, not a JSON array for CQL list<int>`},
 		{`{` + good + `,"mp":{"a":true}}`, "map", `column mp: field "mp" key "a" is true, not a number for CQL int`},
 		{`{"device_id":"` + strings.Repeat("d", 70000) + `","ts":"2024-01-15T14:37:22Z","temperature":1}`, "map",
@@ -663,8 +663,8 @@ func TestMapErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want *RecordError", tc.value, err)
 			continue
 		}
-		if re.Reason != tc.reason || err.Error() != prefix+tc.msg {
-			t.Errorf("%s:\n got [%s] %s\nwant [%s] %s", tc.value, re.Reason, err, tc.reason, prefix+tc.msg)
+		if re.Reason != tc.reason || Quoted(err) != prefix+tc.msg {
+			t.Errorf("%s:\n got [%s] %s\nwant [%s] %s", tc.value, re.Reason, Quoted(err), tc.reason, prefix+tc.msg)
 		}
 	}
 
@@ -746,8 +746,8 @@ func TestInvalidUTF8IsNamedByColumnFieldAndOffset(t *testing.T) {
 	for _, tc := range cases {
 		_, err := tc.m.Map(tc.r)
 		var re *RecordError
-		if !errors.As(err, &re) || re.Reason != ReasonMap || err.Error() != prefix+tc.msg {
-			t.Errorf("%s:\n got %v\nwant [map] %s", tc.name, err, prefix+tc.msg)
+		if !errors.As(err, &re) || re.Reason != ReasonMap || Quoted(err) != prefix+tc.msg {
+			t.Errorf("%s:\n got %v\nwant [map] %s", tc.name, Quoted(err), prefix+tc.msg)
 		}
 	}
 	// Valid multi-byte text still maps, by the scan as before.
@@ -784,8 +784,8 @@ func TestEventTimeErrors(t *testing.T) {
 	for _, tc := range cases {
 		m := newMapper(t, func(tp *config.Topic) { tp.Time.Format = tc.format })
 		_, err := m.Map(rec(`{"device_id":"d","ts":` + tc.value + `,"temperature":1}`))
-		if err == nil || err.Error() != prefix+tc.msg {
-			t.Errorf("%s %s:\n got %v\nwant %s", tc.format, tc.value, err, prefix+tc.msg)
+		if err == nil || Quoted(err) != prefix+tc.msg {
+			t.Errorf("%s %s:\n got %v\nwant %s", tc.format, tc.value, Quoted(err), prefix+tc.msg)
 		}
 	}
 	m := newMapper(t, func(tp *config.Topic) { tp.Time = config.EventTime{Source: "kafka"} })

@@ -5,8 +5,15 @@ import (
 	"time"
 )
 
-// errRFC3339 is parseRFC3339's one error: callers name the field and show the value themselves.
-var errRFC3339 = errors.New("not an RFC 3339 date-time")
+// parseRFC3339's errors; callers name the field and show the value themselves. errRFC3339Offset is
+// a date-time that is RFC 3339 but for its UTC offset, hours past 23 or minutes past 59 (+24:00).
+var (
+	errRFC3339       = errors.New("not an RFC 3339 date-time")
+	errRFC3339Offset = errors.New("an RFC 3339 date-time with an offset out of range")
+)
+
+// offsetProblem says what is wrong with a value of errRFC3339Offset.
+const offsetProblem = "RFC 3339 but for its UTC offset, which must be -23:59 to +23:59"
 
 // parseRFC3339 parses an RFC 3339 date-time (section 5.6) into UTC:
 //
@@ -59,8 +66,11 @@ func parseRFC3339(s string) (time.Time, error) {
 	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':':
 		oh, ok1 := digits(rest[1:3])
 		om, ok2 := digits(rest[4:6])
-		if !ok1 || !ok2 || oh > 23 || om > 59 {
+		if !ok1 || !ok2 {
 			return time.Time{}, errRFC3339
+		}
+		if oh > 23 || om > 59 {
+			return time.Time{}, errRFC3339Offset
 		}
 		offset = (oh*60 + om) * 60
 		if rest[0] == '-' {

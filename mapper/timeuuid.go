@@ -101,7 +101,7 @@ func timeUUID(t time.Time, topic string, partition int32, offset int64) (gocql.U
 	for i := 0; i < len(topic); i++ {
 		h = (h ^ uint64(topic[i])) * fnvPrime
 	}
-	h = (h ^ 0) * fnvPrime
+	h *= fnvPrime // the 0 byte that ends the topic name (h ^ 0 is h)
 	var pb [4]byte
 	binary.BigEndian.PutUint32(pb[:], uint32(partition))
 	for _, c := range pb {

@@ -45,15 +45,14 @@ func TestEventTimeTTLAndZeroTimeOnCassandra(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Driver().Query(row.Target.Insert, packed.Values(row.Packed)...).WithContext(ctx).Exec(); err != nil {
+		if err := s.Driver().Query(row.Target.Insert, packed.Values(row.Packed)...).ExecContext(ctx); err != nil {
 			t.Fatalf("insert: %v", err)
 		}
 	}
 	read := func(table, device string) (at, bucket time.Time, ttl int, wt int64) {
 		t.Helper()
 		var ttlp *int
-		err := s.Driver().Query("SELECT at, bucket, ttl(v), writetime(v) FROM "+ks+"."+table+" WHERE device = ? ALLOW FILTERING", device).
-			WithContext(ctx).Scan(&at, &bucket, &ttlp, &wt)
+		err := s.Driver().Query("SELECT at, bucket, ttl(v), writetime(v) FROM "+ks+"."+table+" WHERE device = ? ALLOW FILTERING", device).ScanContext(ctx, &at, &bucket, &ttlp, &wt)
 		if err != nil {
 			t.Fatalf("reading %s back: %v", device, err)
 		}

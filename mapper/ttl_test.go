@@ -74,3 +74,28 @@ func TestEventTimeTTLExpiresRowsAtEventTimePlusTTL(t *testing.T) {
 		t.Errorf("ttl_from write: %v, TTL bound %v, want 3600 whatever the event's age", err, ex.Bound[len(ex.Bound)-2].Value)
 	}
 }
+
+// TestExpiredMessageSaysWhenTheTTLEnds guards the message of a record too old for its ttl: in the last
+// second of the ttl it said the row had expired "-178ms398us80ns ago", and past it gave the age to the
+// nanosecond.
+func TestExpiredMessageSaysWhenTheTTLEnds(t *testing.T) {
+	event := time.Date(2024, 1, 15, 14, 37, 22, 0, time.UTC)
+	m := newMapper(t, func(tp *config.Topic) {
+		tp.TTL = config.Duration(time.Hour)
+		tp.TTLFrom = "event_time"
+	})
+	for _, tc := range []struct {
+		after time.Duration // past event + ttl
+		want  string
+	}{
+		{-178398080 * time.Nanosecond, "event time 2024-01-15T14:37:22Z plus ttl 1h ends in under a second, and a TTL counts whole seconds (0 would mean never)"},
+		{300 * time.Millisecond, "event time 2024-01-15T14:37:22Z plus ttl 1h ended under a second ago"},
+		{90*time.Minute + 1234567*time.Nanosecond, "event time 2024-01-15T14:37:22Z plus ttl 1h ended 1h30m ago"},
+	} {
+		setNow(m, event.Add(time.Hour+tc.after))
+		_, err := m.Map(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1}`))
+		if err == nil || !strings.Contains(err.Error(), tc.want+"; the row would be born expired") {
+			t.Errorf("%s past the ttl: %v, want %q", tc.after, err, tc.want)
+		}
+	}
+}

@@ -293,8 +293,7 @@ type rowKey struct {
 // rows reads every row of the table.
 func (s *stack) rows() map[rowKey]bool {
 	s.t.Helper()
-	iter := s.session.Driver().Query("SELECT device_id, bucket, ts FROM " + s.ks + ".readings").
-		WithContext(context.Background()).PageSize(5000).Iter()
+	iter := s.session.Driver().Query("SELECT device_id, bucket, ts FROM " + s.ks + ".readings").PageSize(5000).IterContext(context.Background())
 	out := make(map[rowKey]bool)
 	var k rowKey
 	for iter.Scan(&k.device, &k.bucket, &k.ts) {
@@ -331,8 +330,7 @@ func (s *stack) checkPlacement() {
 		want[pk][k.ts] = true
 	}
 	for pk, times := range want {
-		iter := s.session.Driver().Query("SELECT ts FROM "+s.ks+".readings WHERE device_id = ? AND bucket = ?", pk[0], pk[1]).
-			WithContext(context.Background()).Iter()
+		iter := s.session.Driver().Query("SELECT ts FROM "+s.ks+".readings WHERE device_id = ? AND bucket = ?", pk[0], pk[1]).IterContext(context.Background())
 		got := make(map[time.Time]bool)
 		var ts time.Time
 		for iter.Scan(&ts) {
@@ -775,7 +773,7 @@ topics:
     topic: %s
     id: [device_id]
     time: {source: field, field: ts, format: rfc3339}
-    bucket: {width: 1h, key: text}%s
+    bucket: {width: 1h, key: text, event_buckets: %d}%s
     partition_budget: %s
     table: %s
     columns:
@@ -787,7 +785,7 @@ topics:
     dead_letter_topic: %s
 `, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks,
 		time.Duration(s.cfg.Cassandra.Timeout), time.Duration(s.cfg.Cassandra.ConnectTimeout),
-		time.Duration(s.cfg.Writer.ShutdownTimeout), s.cfg.Metrics.Address, s.topic, split, tp.PartitionBudget, tp.Table, s.dlq)
+		time.Duration(s.cfg.Writer.ShutdownTimeout), s.cfg.Metrics.Address, s.topic, max(tp.Bucket.EventBuckets, 1), split, tp.PartitionBudget, tp.Table, s.dlq)
 	path := filepath.Join(s.t.TempDir(), "sink.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		s.t.Fatal(err)
@@ -1087,7 +1085,7 @@ func TestIntegrationThreePolicies(t *testing.T) {
 				q += " AND event_bucket = ?"
 				args = append(args, k.event)
 			}
-			iter := s.session.Driver().Query(q, args...).WithContext(ctx).Iter()
+			iter := s.session.Driver().Query(q, args...).IterContext(ctx)
 			got := map[time.Time]bool{}
 			var ts time.Time
 			for iter.Scan(&ts) {
@@ -1108,7 +1106,7 @@ func TestIntegrationThreePolicies(t *testing.T) {
 		}
 		for table, n := range tables {
 			var total int
-			if err := s.session.Driver().Query("SELECT COUNT(*) FROM " + s.ks + "." + table).WithContext(ctx).Scan(&total); err != nil {
+			if err := s.session.Driver().Query("SELECT COUNT(*) FROM "+s.ks+"."+table).ScanContext(ctx, &total); err != nil {
 				t.Fatal(err)
 			}
 			if total != n {
@@ -1489,7 +1487,7 @@ func TestIntegrationMissingSliceTableFollowsTheTopicsPolicy(t *testing.T) {
 
 			count := func(table string) (int, error) {
 				var n int
-				err := s.session.Driver().Query("SELECT COUNT(*) FROM " + table).WithContext(ctx).Scan(&n)
+				err := s.session.Driver().Query("SELECT COUNT(*) FROM "+table).ScanContext(ctx, &n)
 				return n, err
 			}
 			if n, err := count(current); err != nil || n != 300 {
@@ -1500,7 +1498,7 @@ func TestIntegrationMissingSliceTableFollowsTheTopicsPolicy(t *testing.T) {
 			case config.MissingSliceCreate:
 				var value float64
 				qerr := s.session.Driver().Query("SELECT value FROM "+lateTable+" WHERE device_id = ? AND bucket = ? AND ts = ?",
-					"dev-late", s.policy.Text(s.policy.Index(lateTS)), lateTS).WithContext(ctx).Scan(&value)
+					"dev-late", s.policy.Text(s.policy.Index(lateTS)), lateTS).ScanContext(ctx, &value)
 				if err != nil || n != 1 || qerr != nil || value != 7.5 {
 					t.Errorf("%s: %d rows (%v), late row value %v (%v); want the late record written there", lateTable, n, err, value, qerr)
 				}
@@ -1554,7 +1552,7 @@ func TestIntegrationRowsOfAMissingTableWaitUntilItExists(t *testing.T) {
 	s := newStack(t, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := s.session.Driver().Query("DROP TABLE " + s.ks + ".readings").WithContext(ctx).Exec(); err != nil {
+	if err := s.session.Driver().Query("DROP TABLE " + s.ks + ".readings").ExecContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s.produce(makeRecords(300, 0, 3))

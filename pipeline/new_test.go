@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -38,5 +39,30 @@ func TestNewRefusesConfigWithoutDefaults(t *testing.T) {
 	_, err := New(Config{Sink: cfg, Mapper: fakeMapper{}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err == nil || !strings.Contains(err.Error(), "kafka.group is unset; load the config with config.Load") {
 		t.Errorf("New without defaults: %v", err)
+	}
+}
+
+// TestDebugPartitionsCanBeTurnedOff guards metrics.debug_partitions: false: /debug/partitions lists entity
+// ids on a port without authentication, and an operator who does not want them served gets a 404, while
+// the health endpoints on the same port stay.
+func TestDebugPartitionsCanBeTurnedOff(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		cfg := (&fixture{t: t, addrs: []string{"127.0.0.1:1"}, group: "g"}).config(func(c *config.Config) { c.Metrics.DebugPartitions = on })
+		pl, err := New(Config{Sink: cfg, Mapper: fakeMapper{}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(pl.Handler())
+		for path, want := range map[string]int{"/debug/partitions": map[bool]int{true: 200, false: 404}[on], "/healthz": 200} {
+			resp, err := srv.Client().Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("debug_partitions %v: %s answered %d, want %d", on, path, resp.StatusCode, want)
+			}
+		}
+		srv.Close()
 	}
 }

@@ -131,6 +131,9 @@ type Pipeline struct {
 	// stoppedAt is when shutdown began (unix nanos); revoking counts the revoke callbacks running.
 	stoppedAt atomic.Int64
 	revoking  atomic.Int32
+	// recreatedChecked is when the poll loop last looked whether a topic failing with UNKNOWN_TOPIC_ID
+	// was created again (recreated.go); the poll loop's alone.
+	recreatedChecked map[string]time.Time
 }
 
 // New checks cfg and prepares a pipeline; it opens no connection. cfg.Sink is used as config.Load (or
@@ -169,11 +172,12 @@ func New(cfg Config) (*Pipeline, error) {
 		commitClock: offsets.NewCommitClock(cfg.Now, func(d time.Duration) {
 			cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageCommitted).Observe(d.Seconds())
 		}),
-		shutdownTimeout: w.ShutdownTimeout.Std(),
-		parts:           make(map[offsets.TopicPartition]*partition),
-		budget:          budget.New(int64(w.MaxBufferedBytes)),
-		budgetFreed:     make(chan struct{}, 1),
-		stuck:           make(map[offsets.TopicPartition]bool),
+		shutdownTimeout:  w.ShutdownTimeout.Std(),
+		parts:            make(map[offsets.TopicPartition]*partition),
+		budget:           budget.New(int64(w.MaxBufferedBytes)),
+		budgetFreed:      make(chan struct{}, 1),
+		stuck:            make(map[offsets.TopicPartition]bool),
+		recreatedChecked: make(map[string]time.Time),
 	}
 	pl.backoff = backoff.Policy{Initial: w.RetryInitial.Std(), Max: w.RetryMax.Std()}
 	for _, name := range cfg.Sink.TopicNames() {
@@ -194,6 +198,10 @@ func New(cfg Config) (*Pipeline, error) {
 		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(t.PartitionBudget))
 	}
 	pl.metrics.ConfigureLive(w.TopPartitions, cfg.Now)
+	var largest func() any
+	if cfg.Sink.Metrics.DebugPartitions {
+		largest = func() any { return cfg.Metrics.Largest() }
+	}
 	pl.health = health.New(health.Config{
 		// A turn of the poll loop can wait for a revoke: its drain (shutdown_timeout) and commit.
 		WedgedAfter:  cfg.Sink.Kafka.RebalanceTimeout.Std() + pl.shutdownTimeout + commitTimeout + 30*time.Second,
@@ -202,7 +210,7 @@ func New(cfg Config) (*Pipeline, error) {
 		Now:          cfg.Now,
 		Log:          cfg.Logger,
 		Ready:        cfg.Metrics.Ready,
-		Largest:      func() any { return cfg.Metrics.Largest() },
+		Largest:      largest,
 	})
 	return pl, nil
 }
@@ -370,7 +378,17 @@ func (pl *Pipeline) stopStart() time.Time { return time.Unix(0, pl.stoppedAt.Loa
 // Stopping reports whether shutdown has begun.
 func (pl *Pipeline) Stopping() bool { return pl.health.Stopping() }
 
-// Handler serves /healthz, /readyz and /debug/partitions. The caller adds /metrics from its registry.
+// badRecordError is the error attribute of the log line of a bad record. A mapping error names the column,
+// field and reason without the record's value; with log.quote_values it shows the value (mapper.Quoted).
+func (pl *Pipeline) badRecordError(err error) slog.Attr {
+	if pl.sink.Log.QuoteValues {
+		return slog.String("error", mapper.Quoted(err))
+	}
+	return slog.Any("error", err)
+}
+
+// Handler serves /healthz, /readyz and /debug/partitions (unless metrics.debug_partitions is false). The
+// caller adds /metrics from its registry.
 func (pl *Pipeline) Handler() http.Handler { return pl.health.Handler() }
 
 // Alive reports whether the poll loop is turning; an error says why not.
@@ -432,6 +450,9 @@ func (pl *Pipeline) pollLoop(ctx context.Context) error {
 		})
 		fetches.EachPartition(pl.dispatch)
 		pl.client.AllowRebalance()
+		if gone := pl.unknownTopicIDs(fetches); gone != nil {
+			pl.followRecreated(ctx, gone)
+		}
 		if fatal != nil {
 			return fmt.Errorf("consuming (kafka.brokers %v, kafka.group %q): %w", pl.sink.Kafka.Brokers,
 				pl.sink.Kafka.Group, fatal)

@@ -87,7 +87,7 @@ func TestIntegrationAbortedTransactionIsNotWritten(t *testing.T) {
 func (s *stack) collectionRows() map[string]string {
 	s.t.Helper()
 	iter := s.session.Driver().Query("SELECT device_id, bucket, ts, value, tags, codes, attrs FROM " + s.ks + ".coll").
-		WithContext(context.Background()).PageSize(5000).Iter()
+		PageSize(5000).IterContext(context.Background())
 	out := make(map[string]string)
 	var (
 		device, bucket string

@@ -50,6 +50,10 @@ func decodeCursor(s string) (cursor, error) {
 	if c.V != cursorVersion {
 		return cursor{}, fmt.Errorf("%w: version %d, this reader reads version %d", ErrCursor, c.V, cursorVersion)
 	}
+	// A cursor is text from users: a negative count would let a page return more rows than its limit.
+	if c.Limit < 0 || c.Returned < 0 {
+		return cursor{}, fmt.Errorf("%w: a negative limit (%d) or count of rows returned (%d)", ErrCursor, c.Limit, c.Returned)
+	}
 	return c, nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/bucketsink/sink/schema"
 )
 
-func planTable(t *testing.T, b config.Bucket) schema.Table {
+func planTable(t testing.TB, b config.Bucket) schema.Table {
 	t.Helper()
 	tc := readertest.Topic(b, "desc", "site", "device_id")
 	tc.Table = "t"
@@ -20,8 +20,8 @@ func planTable(t *testing.T, b config.Bucket) schema.Table {
 	return tab
 }
 
-// compileTopic validates a config holding topic "x" and returns its table and mapper.
-func compileTopic(t *testing.T, tc config.Topic) (schema.Table, *mapper.Mapper) {
+// topicConfig is a validated config holding topic "x".
+func topicConfig(t testing.TB, tc config.Topic) *config.Config {
 	t.Helper()
 	cfg := &config.Config{
 		Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:1"}},
@@ -32,7 +32,13 @@ func compileTopic(t *testing.T, tc config.Topic) (schema.Table, *mapper.Mapper) 
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	m, err := mapper.New(cfg)
+	return cfg
+}
+
+// compileTopic validates a config holding topic "x" and returns its table and mapper.
+func compileTopic(t testing.TB, tc config.Topic) (schema.Table, *mapper.Mapper) {
+	t.Helper()
+	m, err := mapper.New(topicConfig(t, tc))
 	if err != nil {
 		t.Fatal(err)
 	}

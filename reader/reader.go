@@ -10,7 +10,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -176,20 +176,24 @@ func New(cfg Config) (*Reader, error) {
 		}
 	}
 	r.cons = cons
-	if t.SplitMax > 0 && r.gs != nil {
+	// Whether or not the configuration given has split on: a table whose partitions are keyed by event
+	// bucket may hold split generations written while it was on, and those rows are read wherever its
+	// routing records send them.
+	if t.HasEventBucketColumn() && r.gs != nil {
 		r.splits = newSplitCache(r.gs, t.Keyspace, cons)
 	}
 	return r, nil
 }
 
-// routes is the routing-record lookup MakePlan consults: nil for a topic without splits, or a
-// reader without a session (plans then show the topic's own event buckets only).
+// routes is the routing-record lookup MakePlan consults: nil for a table without an event bucket
+// column (no split can have written it), or a reader without a session (plans then show the topic's
+// own event buckets only).
 func (r *Reader) routes() RouteLookup {
 	if r.splits == nil {
 		return nil
 	}
 	p := r.table.Policy
-	return func(ctx context.Context, table string, start time.Time, entity []byte) ([]mapper.Generation, error) {
+	return func(ctx context.Context, table string, start time.Time, entity []byte) ([]routing.Generation, error) {
 		return r.splits.lookup(ctx, table, start, p.End(p.Index(start)), entity)
 	}
 }
@@ -375,37 +379,9 @@ func (r *Reader) Scan(ctx context.Context, q Query, fn func(Row) error) (Page, e
 	if r.gs == nil {
 		return Page{}, errors.New("reader: no Session to read with")
 	}
-	e, err := r.entity(q)
-	if err != nil {
+	s, start, err := r.prepare(ctx, q, fn)
+	if s == nil || err != nil {
 		return Page{}, err
-	}
-	fp := e.fingerprint
-	var resume *cursor
-	if q.Cursor != "" {
-		c, err := r.decodeCursor(q.Cursor, fp)
-		if err != nil {
-			return Page{}, err
-		}
-		q.From, q.To, q.Limit = c.from(), c.to(), c.Limit
-		resume = &c
-	}
-	plan, err := MakePlan(ctx, r.table, e.id, q.From, q.To, r.cfg.MaxPartitions, r.routes())
-	if err != nil {
-		return Page{}, err
-	}
-	s := &scan{r: r, plan: plan, e: e, fn: fn,
-		next: cursor{V: cursorVersion, Query: fp, From: q.From.UnixNano(), To: q.To.UnixNano(), Limit: q.Limit},
-		sem:  make(chan struct{}, r.cfg.Parallelism), missing: make(map[string]bool)}
-	start := 0
-	if resume != nil {
-		s.next.Returned = resume.Returned
-		if start, err = s.resumeAt(resume); err != nil {
-			return Page{}, err
-		}
-	}
-	s.want = remaining(q.PageSize, q.Limit, s.next.Returned)
-	if q.Limit > 0 && s.next.Returned >= q.Limit {
-		return Page{}, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
@@ -424,6 +400,44 @@ func (r *Reader) Scan(ctx context.Context, q Query, fn func(Row) error) (Page, e
 		page.Cursor = c
 	}
 	return page, err
+}
+
+// prepare checks q (and its cursor) and plans the scan, reading nothing: the scan starts at
+// plan index start. A nil scan without an error means the page is empty: the cursor's limit is
+// already reached.
+func (r *Reader) prepare(ctx context.Context, q Query, fn func(Row) error) (s *scan, start int, err error) {
+	e, err := r.entity(q)
+	if err != nil {
+		return nil, 0, err
+	}
+	fp := e.fingerprint
+	var resume *cursor
+	if q.Cursor != "" {
+		c, err := r.decodeCursor(q.Cursor, fp)
+		if err != nil {
+			return nil, 0, err
+		}
+		q.From, q.To, q.Limit = c.from(), c.to(), c.Limit
+		resume = &c
+	}
+	plan, err := MakePlan(ctx, r.table, e.id, q.From, q.To, r.cfg.MaxPartitions, r.routes())
+	if err != nil {
+		return nil, 0, err
+	}
+	s = &scan{r: r, plan: plan, e: e, fn: fn,
+		next: cursor{V: cursorVersion, Query: fp, From: q.From.UnixNano(), To: q.To.UnixNano(), Limit: q.Limit},
+		sem:  make(chan struct{}, r.cfg.Parallelism), missing: make(map[string]bool)}
+	if resume != nil {
+		s.next.Returned = resume.Returned
+		if start, err = s.resumeAt(resume); err != nil {
+			return nil, 0, err
+		}
+	}
+	s.want = remaining(q.PageSize, q.Limit, s.next.Returned)
+	if q.Limit > 0 && s.next.Returned >= q.Limit {
+		return nil, 0, nil
+	}
+	return s, start, nil
 }
 
 func orDefault(v, def int) int {

@@ -73,7 +73,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Brokers: splitList(*brokers), Cassandra: splitList(*hosts), Keyspace: *keyspace,
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor, LatencyRate: *latRate,
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
-		KeepData: *keepData, Codec: *codecName, Registry: *registry, SteadyOnly: *steadyOnly, CassandraPID: *cassPID,
+		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID,
+		Codec: *codecName, Registry: *registry,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "sink bench: %v\n", err)

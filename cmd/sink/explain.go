@@ -21,6 +21,7 @@ import (
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/routing"
 )
 
 // runExplain shows where one record would land, or why it would be dead-lettered.
@@ -56,7 +57,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	recordFile := fs.String("record-file", "", "a file holding the record value's raw bytes")
 	fromKafka := fs.String("from-kafka", "", "TOPIC/PARTITION/OFFSET: explain that record of Kafka")
 	key := fs.String("key", "", "the Kafka record key (default: no key)")
-	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 (default now)")
+	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 from 1970 on, or none for a record without one (default now)")
 	partition := fs.Int("partition", 0, "the Kafka partition")
 	offset := fs.Int64("offset", 0, "the Kafka offset")
 	offline := fs.Bool("offline", false, "do not read the routing records of a split topic from Cassandra")
@@ -99,10 +100,20 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	ts := time.Now().UTC()
-	if *stamp != "" {
+	switch *stamp {
+	case "":
+	case "none":
+		ts = time.UnixMilli(-1) // what the Kafka client hands on for a record produced without one
+	default:
 		t, err := time.Parse(time.RFC3339, *stamp)
 		if err != nil {
 			fmt.Fprintf(stderr, "sink explain: --timestamp %q is not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)\n", *stamp)
+			return exitUsage
+		}
+		// Kafka timestamps count milliseconds from 1970 and -1 means none: an earlier one cannot be
+		// produced, and the mapper would take it for none, explaining another record than asked.
+		if t.UnixMilli() < 0 {
+			fmt.Fprintf(stderr, "sink explain: --timestamp %q is before 1970, which no Kafka timestamp is (they count milliseconds from 1970-01-01T00:00:00Z); for a record without one, use --timestamp none\n", *stamp)
 			return exitUsage
 		}
 		ts = t
@@ -166,13 +177,14 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		var re *mapper.RecordError
 		if errors.As(err, &re) {
-			fmt.Fprintf(stdout, "dead letter (reason %s): %v\n", re.Reason, err)
+			// The error the dead letter carries in sink.error: the value shown (the user gave it).
+			fmt.Fprintf(stdout, "dead letter (reason %s): %s\n", re.Reason, re.Quoted())
 			return exitBadData
 		}
 		fmt.Fprintf(stderr, "sink explain: %v\n", err)
 		return exitFailure
 	}
-	var gens []mapper.Generation
+	var gens []routing.Generation
 	if ex.SplitOn && !*offline {
 		if gens, err = routingRecords(ctx, cfg, ex); err != nil {
 			fmt.Fprintf(stderr, "sink explain: %v (--offline skips the routing records)\n", err)
@@ -181,7 +193,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if len(gens) > 0 {
 			// A generation the record's partition has not adopted is shown as the sink would route
 			// the record were it the first of its partition to use it: adopted at its offset.
-			route := make([]mapper.Generation, len(gens))
+			route := make([]routing.Generation, len(gens))
 			for i, g := range gens {
 				route[i] = g
 				if _, ok := g.Adopted[rec.Partition]; !ok {
@@ -209,7 +221,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 // routingRecords reads the split generations of the record's entity and time bucket, each with the
 // adoptions of the record's Kafka topic.
-func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanation) ([]mapper.Generation, error) {
+func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanation) ([]routing.Generation, error) {
 	s, err := cassandra.Connect(ctx, cfg.Cassandra)
 	if err != nil {
 		return nil, err
@@ -224,10 +236,10 @@ func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanati
 	if err != nil {
 		return nil, err
 	}
-	adopted := cassandra.AdoptionIndex(recs, adoptions, ex.KafkaTopic)[string(ex.Entity)]
-	gens := make([]mapper.Generation, len(recs))
+	adopted := routing.AdoptionIndex(recs, adoptions, ex.KafkaTopic)[string(ex.Entity)]
+	gens := make([]routing.Generation, len(recs))
 	for i, r := range recs {
-		gens[i] = mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets, Adopted: adopted[r.Generation]}
+		gens[i] = routing.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets, Adopted: adopted[r.Generation]}
 	}
 	return gens, nil
 }
@@ -235,7 +247,7 @@ func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanati
 // printSplit says which routing record placed the row, after the explanation.
 // A generation applies to the record only once the record's Kafka partition adopted it at or
 // before the record's offset.
-func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []mapper.Generation, offline bool) {
+func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []routing.Generation, offline bool) {
 	fmt.Fprintln(w, "\nsplit (routing records of "+ex.Keyspace+"."+cassandra.RoutingTable+", entity 0x"+hex.EncodeToString(ex.Entity)+"):")
 	if offline {
 		fmt.Fprintln(w, "  not read (--offline); shown as generation 0")
@@ -257,7 +269,7 @@ func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []ma
 		fmt.Fprintf(w, "%s generation %d from %s: event buckets %d..%d (%d); %s\n", mark, g.N, g.From.UTC().Format(rfc3339Milli), g.First, g.End()-1, g.Buckets, adopted)
 	}
 	if ex.Split == nil {
-		if g := mapper.Applying(gens, ex.EventTime); g != nil {
+		if g := routing.Applying(gens, ex.EventTime); g != nil {
 			fmt.Fprintf(w, "  generation %d holds the event time, but partition %d adopted it after offset %d: generation 0 applies, event bucket %d\n",
 				g.N, rec.Partition, rec.Offset, ex.EventBucket)
 			return
@@ -265,7 +277,7 @@ func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []ma
 		fmt.Fprintf(w, "  the event time is before generation 1: generation 0 applies, event bucket %d\n", ex.EventBucket)
 		return
 	}
-	if i := slices.IndexFunc(gens, func(g mapper.Generation) bool { return g.N == ex.Split.N }); i >= 0 {
+	if i := slices.IndexFunc(gens, func(g routing.Generation) bool { return g.N == ex.Split.N }); i >= 0 {
 		if _, ok := gens[i].Adopted[rec.Partition]; !ok {
 			fmt.Fprintf(w, "  partition %d has not adopted generation %d: the sink adopts it at the first row of the partition that uses it\n", rec.Partition, ex.Split.N)
 			fmt.Fprintln(w, "  (this record, if the sink has not passed its offset yet; an owner assigned later adopts it from the partition's end offset)")

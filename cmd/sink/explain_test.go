@@ -77,6 +77,9 @@ func TestExplainUsage(t *testing.T) {
 			"sink explain: --topic \"nope\" is neither a configured topic nor the Kafka topic of one; topics: [readings]\n"},
 		{[]string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings", "--record", "{}", "--timestamp", "yesterday"}, exitUsage,
 			"sink explain: --timestamp \"yesterday\" is not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)\n"},
+		// Guards against a time before 1970 being explained as a record without a Kafka timestamp.
+		{[]string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings", "--record", "{}", "--timestamp", "1969-12-31T23:59:59Z"}, exitUsage,
+			"sink explain: --timestamp \"1969-12-31T23:59:59Z\" is before 1970, which no Kafka timestamp is (they count milliseconds from 1970-01-01T00:00:00Z); for a record without one, use --timestamp none\n"},
 		{[]string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings", "--record", "@testdata/explain/does-not-exist.json"}, exitUsage,
 			"sink explain: --record: open testdata/explain/does-not-exist.json: no such file or directory\n"},
 		{[]string{"--config", "../../config/testdata/bad/clustering.yaml", "--topic", "readings", "--record", "{}"}, exitConfig, ""},
@@ -124,5 +127,15 @@ func TestSchemaCommand(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, runSchema, "--config", "../../config/testdata/bad/clustering.yaml"); code != exitConfig {
 		t.Errorf("bad config: exit %d, want %d", code, exitConfig)
+	}
+}
+
+// TestExplainTimestampNoneIsARecordWithoutOne: --timestamp none explains a record produced without a
+// Kafka timestamp (-1), the case a time before 1970 used to stand for by accident.
+func TestExplainTimestampNoneIsARecordWithoutOne(t *testing.T) {
+	code, out, errOut := runCmd(t, runExplain, "--config", "../../examples/iot-sensors.yaml", "--topic", "readings",
+		"--record", sensorRecord, "--timestamp", "none")
+	if code != exitBadData || !strings.Contains(out, "the record has no Kafka timestamp (-1)") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want a dead letter for the missing Kafka timestamp", code, out, errOut)
 	}
 }

@@ -97,6 +97,9 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(cfg.Log, stderr)
+	for _, w := range cfg.Warnings() {
+		log.Warn("the config is valid but allows this; see sink validate", slog.String("key", w.Path), slog.String("warning", w.Problem))
+	}
 	memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
 	served := make(chan struct{})
 	defer close(served)
@@ -110,6 +113,9 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		}
 		log.Error("sink run failed", slog.Any("error", err))
 		if _, ok := errors.AsType[*deadletter.MissingDeadLetterTopicsError](err); ok {
+			return exitConfig
+		}
+		if _, ok := errors.AsType[*cassandra.SplitOffError](err); ok {
 			return exitConfig
 		}
 		return failureCode(err)
@@ -171,6 +177,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 	})
 	defer closeSession()
+	// A topic with split off over a table that splits wrote to would put a replay's rows in a second
+	// place (and a reader that ignores the records would miss rows): refused before anything is read.
+	if err := cassandra.CheckSplitsOff(ctx, session, cfg, nil); err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped while checking the routing tables", slog.Any("cause", context.Cause(ctx)))
+			return nil
+		}
+		return err
+	}
 	// Values are bound pre-encoded for the configured column types: a table that disagrees would refuse
 	// every row, so say which column at start. A missing table is not fatal here: a sliced topic's
 	// missing slice is created on demand (or its records dead-lettered, bucket.missing_slice), and the
@@ -251,6 +266,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	return runErr
 }
 
+// readableDuration writes a duration attribute (retry_in, timeout, took) as Go writes a duration,
+// "1.5s", where the JSON handler would write bare nanoseconds (1500000000), which a reader has to count.
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
+}
+
 // newLogger builds the slog logger of log.level and log.format.
 func newLogger(c config.Log, w io.Writer) *slog.Logger {
 	var level slog.Level
@@ -264,7 +288,7 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 	default:
 		level = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: readableDuration}
 	if strings.EqualFold(c.Format, "text") {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}

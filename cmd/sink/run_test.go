@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/bucketsink/sink/config"
 )
 
 // TestRunExitsWithConfigCodeWhenDeadLetterTopicIsMissing: `sink run` whose dead_letter_topic Kafka does
@@ -60,6 +63,18 @@ func TestStopFitsTheChartGracePeriod(t *testing.T) {
 		}
 		if got, want := stopBound(s), s+11*time.Second; got != want {
 			t.Errorf("shutdown_timeout %s: stop bound %s, but the docs say %s", s, got, want)
+		}
+	}
+}
+
+// TestLogDurationsAreReadable guards the log's durations: retry_in (and every duration attribute) was
+// written as bare nanoseconds by the JSON handler, 1500000000 for a second and a half.
+func TestLogDurationsAreReadable(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		var b strings.Builder
+		newLogger(config.Log{Format: format}, &b).Info("retrying", slog.Duration("retry_in", 1500*time.Millisecond))
+		if !strings.Contains(b.String(), "1.5s") || strings.Contains(b.String(), "1500000000") {
+			t.Errorf("%s: %s", format, b.String())
 		}
 	}
 }

@@ -19,7 +19,9 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "Usage: sink validate --config FILE")
 		fmt.Fprintln(stderr, "\nLoads FILE with the SINK_ environment overrides applied and checks it. Prints")
 		fmt.Fprintln(stderr, "\"config OK\" and exits 0, or prints every problem, one per line as key.path: problem,")
-		fmt.Fprintln(stderr, "on stderr and exits 3. Exits 2 on a usage error.")
+		fmt.Fprintln(stderr, "on stderr and exits 3. Exits 2 on a usage error. A valid config may still print")
+		fmt.Fprintln(stderr, "warnings after \"config OK\" (\"warning: key.path: ...\"; credentials in clear, certificates")
+		fmt.Fprintln(stderr, "not verified, a key that lets rows overwrite each other); they do not change the exit code.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -41,6 +43,9 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	names := cfg.TopicNames()
 	fmt.Fprintf(stdout, "config OK: %d %s (%s)\n", len(names), plural(len(names), "topic", "topics"), strings.Join(names, ", "))
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stdout, "warning: %s\n", w.Error())
+	}
 	return exitOK
 }
 

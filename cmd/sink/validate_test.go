@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -40,5 +42,25 @@ func TestValidateUsage(t *testing.T) {
 	}
 	if code, _, errOut := runCmd(t, runValidate, "--config", "does-not-exist.yaml"); code != exitConfig || !strings.Contains(errOut, "does-not-exist.yaml") {
 		t.Errorf("missing file: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestValidatePrintsWarningsOfAValidConfig: SASL PLAIN without TLS is valid (a trusted network) but
+// sends the password in clear; validate says so on a line of its own after "config OK", exit 0.
+func TestValidatePrintsWarningsOfAValidConfig(t *testing.T) {
+	b, err := os.ReadFile("../../examples/local.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plain.yaml")
+	yaml := strings.Replace(string(b), "kafka:\n", "kafka:\n  sasl: {mechanism: PLAIN, username: sink, password: secret}\n", 1)
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, runValidate, "--config", path)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || errOut != "" || len(lines) != 2 || lines[0] != "config OK: 1 topic (readings)" ||
+		!strings.HasPrefix(lines[1], "warning: kafka.sasl.mechanism: PLAIN without kafka.tls sends the password in clear") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr %q; want exit 0, config OK and one warning", code, out, errOut)
 	}
 }

@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -43,7 +42,7 @@ func graph(t *testing.T) map[string][]string {
 func list() (map[string][]string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return nil, fmt.Errorf("listing the packages needs the go command on PATH: %w", err)
 	}
 	cmd := exec.Command(goTool, "list", "-e", "-json", module+"/...")
 	var stderr strings.Builder
@@ -171,6 +170,17 @@ func TestRowFormatImportsNothingOfTheProject(t *testing.T) {
 func TestTableDescriptionImportsOnlyConfigAndBucketer(t *testing.T) {
 	importsOnly(t, "schema", func(imp string) bool { return imp == "config" || imp == "bucketer" },
 		"schema imports config and bucketer only")
+}
+
+// TestSplitRoutingRulesSitBelowTheirUsers: the pure rules of hot-entity splits (package routing) are
+// read by the mapper, the cassandra package and the reader alike, so they lean on nothing but the
+// bucket arithmetic, the configuration and the table description; and the reader learns where a
+// split sends a row from them, never from the mapper (it plans reads without a JSON decoder).
+func TestSplitRoutingRulesSitBelowTheirUsers(t *testing.T) {
+	importsOnly(t, "routing", func(imp string) bool { return imp == "bucketer" || imp == "config" || imp == "schema" },
+		"routing imports bucketer, config and schema only")
+	importsOnly(t, "reader", func(imp string) bool { return !within(imp, "mapper") },
+		"the reader never imports the mapper: the split rules it shares with the writer are in routing")
 }
 
 // TestBucketArithmeticIsTheBottomLayer: bucketer imports nothing of the project, and config only

@@ -91,7 +91,7 @@ func TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo(t *testing.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := f.session.Query("CREATE KEYSPACE " + f.keyspace +
-		" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}").WithContext(ctx).Exec(); err != nil {
+		" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}").ExecContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.session.Query("DROP KEYSPACE IF EXISTS " + f.keyspace).Exec() })

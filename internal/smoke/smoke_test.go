@@ -108,20 +108,19 @@ func TestCassandraWriteRead(t *testing.T) {
 	const buckets = 10
 	if err := s.Query(`CREATE TABLE readings (
 		bucket int, seq int, value text, at timestamp,
-		PRIMARY KEY ((bucket), seq))`).WithContext(ctx).Exec(); err != nil {
+		PRIMARY KEY ((bucket), seq))`).ExecContext(ctx); err != nil {
 		t.Fatalf("creating %s.readings: %v", ks, err)
 	}
 	base := time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC)
 	insert := s.Query("INSERT INTO readings (bucket, seq, value, at) VALUES (?, ?, ?, ?)")
 	for i := range records {
-		if err := insert.Bind(i%buckets, i, fmt.Sprintf("value-%d", i), base.Add(time.Duration(i)*time.Second)).
-			WithContext(ctx).Exec(); err != nil {
+		if err := insert.Bind(i%buckets, i, fmt.Sprintf("value-%d", i), base.Add(time.Duration(i)*time.Second)).ExecContext(ctx); err != nil {
 			t.Fatalf("inserting row %d into %s.readings: %v", i, ks, err)
 		}
 	}
 
 	var count int64
-	if err := s.Query("SELECT count(*) FROM readings").WithContext(ctx).Scan(&count); err != nil {
+	if err := s.Query("SELECT count(*) FROM readings").ScanContext(ctx, &count); err != nil {
 		t.Fatalf("counting %s.readings: %v", ks, err)
 	}
 	if count != records {
@@ -130,7 +129,7 @@ func TestCassandraWriteRead(t *testing.T) {
 
 	read := 0
 	for b := range buckets {
-		iter := s.Query("SELECT seq, value, at FROM readings WHERE bucket = ?", b).WithContext(ctx).Iter()
+		iter := s.Query("SELECT seq, value, at FROM readings WHERE bucket = ?", b).IterContext(ctx)
 		var (
 			seq   int
 			value string

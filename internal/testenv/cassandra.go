@@ -34,7 +34,7 @@ func checkCassandra(ctx context.Context, hosts []string) error {
 	}
 	defer s.Close()
 	var release string
-	if err := s.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&release); err != nil {
+	if err := s.Query("SELECT release_version FROM system.local").ScanContext(ctx, &release); err != nil {
 		return fmt.Errorf("querying system.local: %w", err)
 	}
 	return nil
@@ -64,7 +64,7 @@ func Keyspace(t testing.TB, hosts []string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	stmt := "CREATE KEYSPACE " + name + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}"
-	if err := s.Query(stmt).WithContext(ctx).Exec(); err != nil {
+	if err := s.Query(stmt).ExecContext(ctx); err != nil {
 		t.Fatalf("creating keyspace %s on %v: %v", name, hosts, err)
 	}
 	t.Cleanup(func() {
@@ -76,7 +76,7 @@ func Keyspace(t testing.TB, hosts []string) string {
 		defer s.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if err := s.Query("DROP KEYSPACE IF EXISTS " + name).WithContext(ctx).Exec(); err != nil {
+		if err := s.Query("DROP KEYSPACE IF EXISTS " + name).ExecContext(ctx); err != nil {
 			t.Logf("dropping keyspace %s: %v", name, err)
 		}
 	})

@@ -126,14 +126,14 @@ func (s *Secured) Keyspace(t testing.TB, grants ...string) string {
 		stmts = append(stmts, "GRANT "+g+" ON KEYSPACE "+name+" TO "+s.CassUser)
 	}
 	for _, stmt := range stmts {
-		if err := admin.Query(stmt).WithContext(ctx).Exec(); err != nil {
+		if err := admin.Query(stmt).ExecContext(ctx); err != nil {
 			t.Fatalf("%s on the secured Cassandra at %s: %v", stmt, s.Cassandra, err)
 		}
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if err := admin.Query("DROP KEYSPACE IF EXISTS " + name).WithContext(ctx).Exec(); err != nil {
+		if err := admin.Query("DROP KEYSPACE IF EXISTS " + name).ExecContext(ctx); err != nil {
 			t.Logf("dropping keyspace %s: %v", name, err)
 		}
 	})

@@ -2,6 +2,7 @@ package deadletter
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -73,7 +74,14 @@ func truncateUTF8(s string, n int) string {
 func sinkHeaders(dst []kgo.RecordHeader, topic string, partition int32, offset int64, ts time.Time, reason string, cause error) []kgo.RecordHeader {
 	msg := ""
 	if cause != nil {
-		msg = truncateUTF8(cause.Error(), maxErrorBytes)
+		msg = cause.Error()
+		// An error that can show the bad value (mapper.RecordError) shows it here: the dead letter carries
+		// the record anyway, and the value beside the reason saves a reader decoding it.
+		var q interface{ Quoted() string }
+		if errors.As(cause, &q) {
+			msg = q.Quoted()
+		}
+		msg = truncateUTF8(msg, maxErrorBytes)
 	}
 	dst = append(dst,
 		kgo.RecordHeader{Key: HeaderSourceTopic, Value: []byte(topic)},
@@ -189,9 +197,11 @@ var truncatedExtra = 2*wireHeaderOverhead + len(HeaderTruncated) + len("value,he
 
 // Fit returns r if a batch of r alone takes at most limit bytes; otherwise a truncated copy
 // that does. The last ours headers of r are the sink.* ones, which always stay; the rest are the source
-// record's. What goes, in order, until it fits: the value's tail, then the original headers, then the
-// key's tail, then the tail of sink.error (down to minErrorBytes). sink.truncated names what was cut
-// and sink.source.value.size gives the original value's size. ok is false when even that does not fit.
+// record's. When dropping the original headers alone makes it fit, only they go: the value stays whole
+// (it is the record; the headers are its metadata). Otherwise what goes, in order, until it fits: the
+// value's tail, then the original headers, then the key's tail, then the tail of sink.error (down to
+// minErrorBytes). sink.truncated names what was cut and sink.source.value.size gives the original
+// value's size. ok is false when even that does not fit.
 func Fit(r *kgo.Record, ours, limit int) (fitted *kgo.Record, ok bool) {
 	if WireBatchOverhead+WireSize(r) <= limit {
 		return r, true
@@ -205,6 +215,14 @@ func Fit(r *kgo.Record, ours, limit int) (fitted *kgo.Record, ok bool) {
 			kgo.RecordHeader{Key: HeaderTruncated, Value: []byte(strings.Join(cut, ","))},
 			kgo.RecordHeader{Key: HeaderSourceValueSize, Value: strconv.AppendInt(nil, int64(len(r.Value)), 10)})
 		return &t, true
+	}
+	if ours < len(t.Headers) {
+		t.Headers = t.Headers[len(t.Headers)-ours:]
+		if excess() <= 0 {
+			cut = append(cut, "headers")
+			return done()
+		}
+		t.Headers = r.Headers
 	}
 	cut = append(cut, "value")
 	if n := excess(); n <= len(t.Value) {

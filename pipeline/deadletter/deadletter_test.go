@@ -107,6 +107,29 @@ func TestOversizedDeadLetterIsCutValueFirstThenHeadersThenKey(t *testing.T) {
 	}
 }
 
+// TestOversizedDeadLetterDropsOnlyTheHeadersWhenThatIsEnough: a dead letter over the limit by less than
+// its original headers loses those headers and keeps its whole value. The value used to be cut first,
+// also when dropping the headers alone would have fitted (a 53-byte value cut that way, seen end to end).
+func TestOversizedDeadLetterDropsOnlyTheHeadersWhenThatIsEnough(t *testing.T) {
+	src := &kgo.Record{Topic: "readings", Partition: 2, Offset: 99, Key: []byte("k"),
+		Value: []byte(strings.Repeat("v", 53)), Timestamp: time.UnixMilli(1_700_000_000_000),
+		Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte(strings.Repeat("t", 400))}}}
+	dl := FromRecord("readings.dlq", src, ReasonDecode, errors.New("not an object"))
+	ours := len(dl.Headers) - len(src.Headers)
+	limit := WireBatchOverhead + WireSize(dl) - 300
+	got, ok := Fit(dl, ours, limit)
+	if !ok {
+		t.Fatal("does not fit")
+	}
+	if n := WireBatchOverhead + WireSize(got); n > limit {
+		t.Errorf("%d bytes, over the limit %d", n, limit)
+	}
+	if string(got.Value) != string(src.Value) || HeaderValue(got, HeaderTruncated) != "headers" || HeaderValue(got, "trace") != "" {
+		t.Errorf("value %d bytes, sink.truncated %q, trace header %d bytes; want the whole value and only the headers dropped",
+			len(got.Value), HeaderValue(got, HeaderTruncated), len(HeaderValue(got, "trace")))
+	}
+}
+
 // TestDeadLetterErrorHeaderIsCapped: an error message of any length becomes a sink.error header of at
 // most maxErrorBytes, cut on a UTF-8 boundary and marked.
 func TestDeadLetterErrorHeaderIsCapped(t *testing.T) {

@@ -25,7 +25,8 @@ type Config struct {
 	Now          func() time.Time
 	Log          *slog.Logger
 	Ready        prometheus.Gauge // sink_ready
-	// Largest lists the largest open partitions for /debug/partitions.
+	// Largest lists the largest open partitions for /debug/partitions; nil does not serve that path
+	// (metrics.debug_partitions false: it shows entity ids on a port without authentication).
 	Largest func() any
 }
 
@@ -84,12 +85,15 @@ func (s *State) Stop() {
 // Stopping reports whether shutdown has begun.
 func (s *State) Stopping() bool { return s.stopping.Load() }
 
-// Handler serves /healthz, /readyz and /debug/partitions. The caller adds /metrics from its registry.
+// Handler serves /healthz, /readyz and, with a Largest, /debug/partitions. The caller adds /metrics
+// from its registry.
 func (s *State) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("GET /debug/partitions", s.debugPartitions)
+	if s.cfg.Largest != nil {
+		mux.HandleFunc("GET /debug/partitions", s.debugPartitions)
+	}
 	return mux
 }
 

@@ -178,7 +178,7 @@ func report(ctx context.Context, cl *kgo.Client, adm *kadm.Client, group, topic,
 	}
 	defer session.Close()
 	var rows int64
-	if err := session.Query("SELECT COUNT(*) FROM " + table).WithContext(ctx).Scan(&rows); err != nil {
+	if err := session.Query("SELECT COUNT(*) FROM "+table).ScanContext(ctx, &rows); err != nil {
 		return fmt.Errorf("counting %s: %w", table, err)
 	}
 	fmt.Fprintf(stdout, "cassandra %s: %d rows\n", table, rows)

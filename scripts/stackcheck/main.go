@@ -151,7 +151,7 @@ func newCluster(addr string, timeout time.Duration) (*gocql.ClusterConfig, error
 
 func releaseVersion(ctx context.Context, session *gocql.Session) (string, error) {
 	var release string
-	if err := session.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&release); err != nil {
+	if err := session.Query("SELECT release_version FROM system.local").ScanContext(ctx, &release); err != nil {
 		return "", fmt.Errorf("querying system.local: %w", err)
 	}
 	return "release_version " + release, nil
@@ -205,7 +205,7 @@ func checkSecureCassandra(ctx context.Context, addr string, timeout time.Duratio
 			"CREATE ROLE IF NOT EXISTS stackadmin WITH SUPERUSER = true AND LOGIN = true AND PASSWORD = '" + adminPass + "'",
 			"CREATE ROLE IF NOT EXISTS sink WITH LOGIN = true AND PASSWORD = '" + sinkPass + "'",
 		} {
-			if err := first.Query(stmt).WithContext(ctx).Exec(); err != nil {
+			if err := first.Query(stmt).ExecContext(ctx); err != nil {
 				return "", fmt.Errorf("creating the roles: %w", err)
 			}
 		}
@@ -213,7 +213,7 @@ func checkSecureCassandra(ctx context.Context, addr string, timeout time.Duratio
 			return "", fmt.Errorf("logging in as stackadmin after creating it: %w", err)
 		}
 		// A well-known password must not open the node.
-		if err := session.Query("ALTER ROLE cassandra WITH LOGIN = false").WithContext(ctx).Exec(); err != nil {
+		if err := session.Query("ALTER ROLE cassandra WITH LOGIN = false").ExecContext(ctx); err != nil {
 			session.Close()
 			return "", fmt.Errorf("disabling the default superuser: %w", err)
 		}
@@ -243,7 +243,7 @@ func checkRingNode(ctx context.Context, addr string, timeout time.Duration, size
 		return "", err
 	}
 	var peers int
-	if err := session.Query("SELECT count(*) FROM system.peers_v2").WithContext(ctx).Scan(&peers); err != nil {
+	if err := session.Query("SELECT count(*) FROM system.peers_v2").ScanContext(ctx, &peers); err != nil {
 		return "", fmt.Errorf("counting peers: %w", err)
 	}
 	if peers < size-1 {

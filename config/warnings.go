@@ -1,0 +1,73 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Warnings lists what a valid config allows but an operator should see: credentials that travel in
+// clear, certificates that are not verified, a clustering key that lets rows of different Kafka
+// partitions overwrite each other. Each names its key path and says what and why, in a stable order.
+// `sink validate` prints them after "config OK" and `sink run` logs each at WARN when it starts: they
+// are legitimate on a trusted network or for a topic with one partition, so they never fail validation.
+func (c *Config) Warnings() []FieldError {
+	var out []FieldError
+	warn := func(path, format string, args ...any) {
+		out = append(out, FieldError{Path: path, Problem: fmt.Sprintf(format, args...)})
+	}
+	k := c.Kafka
+	if k.SASL.Mechanism == "PLAIN" && !k.TLS.Enabled {
+		warn("kafka.sasl.mechanism", "PLAIN without kafka.tls sends the password in clear to every broker; enable kafka.tls, or use SCRAM-SHA-512")
+	}
+	if k.TLS.Enabled && k.TLS.InsecureSkipVerify {
+		warn("kafka.tls.insecure_skip_verify", "the brokers' certificates are not verified: anyone on the network path can pose as a broker "+
+			"(and, with kafka.sasl, take the credentials); set kafka.tls.ca_file to the CA that signed them instead")
+	}
+	cs := c.Cassandra
+	if (cs.Auth.Password.IsSet() || cs.Auth.PasswordFile != "") && !cs.TLS.Enabled {
+		warn("cassandra.auth", "a password without cassandra.tls travels in clear to every Cassandra node; enable cassandra.tls")
+	}
+	if cs.TLS.Enabled && cs.TLS.InsecureSkipVerify {
+		warn("cassandra.tls.insecure_skip_verify", "the nodes' certificates are not verified: anyone on the network path can pose as a node "+
+			"(and, with cassandra.auth, take the password); set cassandra.tls.ca_file to the CA that signed them instead")
+	}
+	for _, name := range c.TopicNames() {
+		out = append(out, c.Topics[name].warnings("topics."+name)...)
+	}
+	return out
+}
+
+// warnings of one topic; path is "topics.<name>".
+func (t Topic) warnings(path string) []FieldError {
+	var out []FieldError
+	source := make(map[string]string, len(t.Columns))
+	for _, col := range t.Columns {
+		source[col.Name] = col.Source
+	}
+	// The primary key: the id columns, then the clustering columns.
+	var offsetCol string
+	hasPartition := false
+	for _, name := range slices.Concat(t.ID, clusteringColumns(t.Clustering)) {
+		switch source[name] {
+		case SourceKafkaOffset:
+			offsetCol = name
+		case SourceKafkaPartition:
+			hasPartition = true
+		}
+	}
+	if offsetCol != "" && !hasPartition {
+		out = append(out, FieldError{Path: path + ".clustering", Problem: fmt.Sprintf("column %s holds kafka_offset but no key column "+
+			"holds kafka_partition: an offset is unique only within its Kafka partition, so records of different partitions with "+
+			"the same offset (and the same other key values) overwrite each other's row; add a kafka_partition column to the "+
+			"clustering key before %s (or ignore this for a topic with one partition)", offsetCol, offsetCol)})
+	}
+	return out
+}
+
+func clusteringColumns(cs []Clustering) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Column
+	}
+	return out
+}
