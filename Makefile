@@ -17,7 +17,8 @@ help:
 	@echo "make build        build bin/sink (version $(VERSION))"
 	@echo "make run          the main job end to end: stack up, schema, sample events, sink run until caught up,"
 	@echo "                  SIGTERM, summary (scripts/demo; DEMO_COUNT, DEMO_BAD_FRACTION, DEMO_CONFIG)"
-	@echo "make test         start the local Kafka + Cassandra stack, its secured pair and a three-node Cassandra ring"
+	@echo "make test         start the local Kafka + Cassandra + schema registry stack, its secured pair and a three-node"
+	@echo "                  Cassandra ring"
 	@echo "                  (if needed) and run every test against them;"
 	@echo "                  the stack stays up for the next run (STACK_DOWN=1 make test stops it afterwards)"
 	@echo "make test-clean   make test, then stop the stack"
@@ -33,20 +34,20 @@ build:
 run:
 	scripts/demo
 
-# With SINK_TEST_KAFKA and SINK_TEST_CASSANDRA both set, the tests use those servers and the stack is not touched.
-# Otherwise the stack is started with its secured servers and a three-node Cassandra ring (`up --secure
-# --cassandra-nodes 3`; a no-op for what already serves) and the addresses, certificate directory, password files
-# and ring nodes are exported (SINK_TEST_*, SINK_TEST_SECURE_*, SINK_TEST_RING*). The ring tests stop and start
-# nodes, so they run in a second pass of their own after everything else, never beside other tests. staticcheck
-# runs beside the first pass (it needs no stack, and its first, uncached run then adds no wall time); its
-# findings are printed after that pass. The exit status fails if go test (either pass) or staticcheck fails,
-# also when STACK_DOWN=1 stops the stack afterwards.
+# With SINK_TEST_KAFKA, SINK_TEST_CASSANDRA and SINK_TEST_REGISTRY all set, the tests use those servers and the stack
+# is not touched. Otherwise the stack (Kafka, Cassandra, the schema registry) is started with its secured servers and
+# a three-node Cassandra ring (`up --secure --cassandra-nodes 3`; a no-op for what already serves) and the addresses,
+# certificate directory, password files and ring nodes are exported (SINK_TEST_*, SINK_TEST_SECURE_*,
+# SINK_TEST_RING*). The ring tests stop and start nodes, so they run in a second pass of their own after everything
+# else, never beside other tests. staticcheck runs beside the first pass (it needs no stack, and its first, uncached
+# run then adds no wall time); its findings are printed after that pass. The exit status fails if go test (either
+# pass) or staticcheck fails, also when STACK_DOWN=1 stops the stack afterwards.
 RING_TESTS := ^(TestEveryBatchIsCoordinatedByAReplicaOfItsPartition|TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo)$$
 RING_PKGS := ./cassandra ./internal/secured
 
 test:
-	@if [[ -n "$$SINK_TEST_KAFKA" && -n "$$SINK_TEST_CASSANDRA" ]]; then \
-		echo "make test: using SINK_TEST_KAFKA=$$SINK_TEST_KAFKA SINK_TEST_CASSANDRA=$$SINK_TEST_CASSANDRA"; \
+	@if [[ -n "$$SINK_TEST_KAFKA" && -n "$$SINK_TEST_CASSANDRA" && -n "$$SINK_TEST_REGISTRY" ]]; then \
+		echo "make test: using SINK_TEST_KAFKA=$$SINK_TEST_KAFKA SINK_TEST_CASSANDRA=$$SINK_TEST_CASSANDRA SINK_TEST_REGISTRY=$$SINK_TEST_REGISTRY"; \
 	else \
 		$(STACK) up --secure --cassandra-nodes 3 || exit 1; \
 		export $$($(STACK) env); \

@@ -165,6 +165,22 @@ func TestSetupConfigLoads(t *testing.T) {
 	}
 }
 
+// The codec run's config reads the same topic in its format from the registry.
+func TestSetupConfigOfACodecRunLoads(t *testing.T) {
+	s := setup{
+		Brokers: []string{"127.0.0.1:9092"}, Hosts: []string{"127.0.0.1:9042"}, Keyspace: "sinkbench",
+		Topic: "bench_1_backlog_avro", Table: "bench_1_sink_avro", Group: "bench_1_sink_avro", Metrics: "127.0.0.1:9999",
+		CommitInterval: time.Second, Codec: config.CodecAvro, Registry: "http://127.0.0.1:8081/apis/ccompat/v7",
+	}
+	_, cfg, err := s.write(t.TempDir(), "sink_avro", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp := cfg.Topics[topicName]; tp.Codec != config.CodecAvro || len(cfg.SchemaRegistry.URLs) != 1 || cfg.SchemaRegistry.URLs[0] != s.Registry {
+		t.Errorf("codec %q, registry %v: want avro from %s", tp.Codec, cfg.SchemaRegistry.URLs, s.Registry)
+	}
+}
+
 func TestResultFinite(t *testing.T) {
 	r := &Result{
 		Ceiling:  Ceiling{RowsPerS: 100},

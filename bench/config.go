@@ -22,6 +22,8 @@ type setup struct {
 	Group          string
 	Metrics        string
 	CommitInterval time.Duration
+	// Codec and Registry: the topic's codec and the schema registry's URL; "" for JSON.
+	Codec, Registry string
 }
 
 // yaml renders the daemon config: the demo's sensor policy (examples/local.yaml: daily buckets of
@@ -36,8 +38,13 @@ func (s setup) yaml() string {
 		}
 		return "[" + strings.Join(qs, ", ") + "]"
 	}
+	codec, registry := "", ""
+	if s.Codec != "" {
+		codec = "\n    codec: " + s.Codec
+		registry = "schema_registry:\n  urls: " + list([]string{s.Registry}) + "\n"
+	}
 	return fmt.Sprintf(`# Written by the benchmark harness (package bench) for one run.
-kafka:
+%skafka:
   brokers: %s
   group: %s
 cassandra:
@@ -54,7 +61,7 @@ log:
   format: text
 topics:
   %s:
-    topic: %s
+    topic: %s%s
     id: [device_id]
     time: {source: field, field: ts, format: rfc3339}
     bucket: {width: 1d, key: text, layout: "2006-01-02"}
@@ -69,8 +76,8 @@ topics:
     clustering:
       - {column: reading_time, order: desc}
     ttl: 7d
-`, list(s.Brokers), q(s.Group), list(s.Hosts), q(s.Keyspace), q(s.CommitInterval.String()), q(s.Metrics),
-		topicName, q(s.Topic), q(s.Table))
+`, registry, list(s.Brokers), q(s.Group), list(s.Hosts), q(s.Keyspace), q(s.CommitInterval.String()), q(s.Metrics),
+		topicName, q(s.Topic), codec, q(s.Table))
 }
 
 // write saves the config into dir as <name>.yaml, loads it back with the daemon's own loader (with

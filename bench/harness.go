@@ -19,10 +19,12 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/gen"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/reader"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // Options configure one run of the harness.
@@ -78,6 +80,11 @@ type Options struct {
 	// CassandraPID is the Cassandra server process whose CPU the steady phase reads from /proc; 0 looks
 	// for the one Cassandra process on this machine (none or several: its CPU is not measured).
 	CassandraPID int
+	// Codec, when avro, protobuf or json_schema, adds a phase after the sink's: the same events
+	// produced in that format (their schema registered in Registry, a Confluent-compatible API's base
+	// URL) and consumed by the sink, whose rows/s is compared with the JSON run's (Result.Codec).
+	Codec    string
+	Registry string
 }
 
 func (o *Options) defaults() error {
@@ -136,6 +143,17 @@ func (o *Options) defaults() error {
 	}
 	if o.Partitions < 1 {
 		errs = append(errs, fmt.Errorf("partitions: %d, want at least 1", o.Partitions))
+	}
+	if o.Codec == gen.CodecJSON {
+		o.Codec = "" // the JSON run is always made
+	}
+	if o.Codec != "" {
+		if _, err := gen.Schema(o.Codec); err != nil {
+			errs = append(errs, fmt.Errorf("codec: %w", err))
+		}
+		if o.Registry == "" {
+			errs = append(errs, fmt.Errorf("codec %s needs the schema registry's URL", o.Codec))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -232,7 +250,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	var produced atomic.Int64
 	h.p.phase("produce", int64(o.Events), "events", &produced)
 	start := time.Now()
-	records, bytes, err := produceBacklog(ctx, o.Brokers, topic, o.Events, o.Entities, &produced)
+	records, bytes, err := produceBacklog(ctx, o.Brokers, topic, o.Events, o.Entities, &produced, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -297,6 +315,13 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	sink.Table = base.Table
 	h.drop(ctx, base.Table)
 
+	// Phase 3b: the same events in another format, through the same sink.
+	if o.Codec != "" {
+		if err := h.codecRun(ctx, base, sink.PerSec); err != nil {
+			return nil, err
+		}
+	}
+
 	// The ceiling again, after the sink and the wait for a quiet machine, with the same setting:
 	// Cassandra's state drifts (memtable flushes, compactions of the tables just written, other load on
 	// the machine), and the sink is judged against the better of the two runs that bracket it, never
@@ -356,6 +381,63 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 
 	r.judge()
 	return r, nil
+}
+
+// codecRun produces the backlog's events again in o.Codec and measures the sink over them, against
+// jsonPerSec, the JSON run's rows/s.
+func (h *harness) codecRun(ctx context.Context, base setup, jsonPerSec float64) error {
+	o := h.o
+	cl, err := sr.NewClient(sr.URLs(o.Registry))
+	if err != nil {
+		return fmt.Errorf("schema registry %s: %w", o.Registry, err)
+	}
+	st := base
+	st.Topic, st.Table, st.Group = o.Prefix+"_backlog_"+o.Codec, o.Prefix+"_sink_"+o.Codec, o.Prefix+"_sink_"+o.Codec
+	st.Codec, st.Registry = o.Codec, o.Registry
+	if st.Metrics, err = freeAddr(); err != nil {
+		return err
+	}
+	enc, err := gen.Register(ctx, cl, o.Codec, st.Topic+"-value")
+	if err != nil {
+		return err
+	}
+	if err := createTopic(ctx, h.adm, st.Topic, o.Partitions); err != nil {
+		return err
+	}
+	h.topics = append(h.topics, st.Topic)
+	var produced atomic.Int64
+	h.p.phase("produce "+o.Codec, int64(o.Events), "events", &produced)
+	records, bytes, err := produceBacklog(ctx, o.Brokers, st.Topic, o.Events, o.Entities, &produced, enc)
+	if err != nil {
+		return err
+	}
+	h.p.done()
+	end := make(map[int32]int64)
+	var total int64
+	for _, rec := range records {
+		end[rec.Partition] = max(end[rec.Partition], rec.Offset+1)
+	}
+	for _, e := range end {
+		total += e
+	}
+	path, cfg, err := st.write(o.WorkDir, "sink_"+o.Codec, o.DaemonEnv)
+	if err != nil {
+		return err
+	}
+	if err := h.createTable(ctx, cfg); err != nil {
+		return err
+	}
+	if err := h.settle(ctx, "sink_"+o.Codec); err != nil {
+		return err
+	}
+	p, err := h.daemon(ctx, "sink_"+o.Codec, []string{"run", "--config", path}, st, end, "", int(max(3, min(120, total/40_000))))
+	if err != nil {
+		return err
+	}
+	p.Table = st.Table
+	h.drop(ctx, st.Table)
+	h.res.Codec = &CodecRun{Codec: o.Codec, AvgEventBytes: float64(bytes) / float64(len(records)), Sink: *p, RatioToJSON: p.PerSec / jsonPerSec}
+	return nil
 }
 
 // createTable applies the schema `sink schema` would print for the bench topic: the keyspace if

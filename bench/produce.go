@@ -64,8 +64,9 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 }
 
 // produceBacklog writes n generated events to topic as fast as the broker acknowledges and
-// returns them with their partitions and offsets, in no particular order.
-func produceBacklog(ctx context.Context, brokers []string, topic string, n, entities int, done *atomic.Int64) ([]record, int64, error) {
+// returns them with their partitions and offsets, in no particular order. The events are JSON, or
+// encoded by enc in its schema-registry format; the generator's seed makes them the same events.
+func produceBacklog(ctx context.Context, brokers []string, topic string, n, entities int, done *atomic.Int64, enc *gen.Encoder) ([]record, int64, error) {
 	g, err := gen.New(gen.Config{Entities: entities, Seed: 1, Start: backlogStart()})
 	if err != nil {
 		return nil, 0, err
@@ -88,8 +89,14 @@ func produceBacklog(ctx context.Context, brokers []string, topic string, n, enti
 		if ev.Defect != gen.Good {
 			return nil, 0, fmt.Errorf("generator made a %v record with no bad fraction configured", ev.Defect)
 		}
-		bytes += int64(len(ev.Key) + len(ev.Value))
-		rec := &kgo.Record{Key: ev.Key, Value: ev.Value, Timestamp: ev.Time}
+		value := ev.Value
+		if enc != nil {
+			if value, err = enc.Append(make([]byte, 0, len(ev.Value)), ev); err != nil {
+				return nil, 0, err
+			}
+		}
+		bytes += int64(len(ev.Key) + len(value))
+		rec := &kgo.Record{Key: ev.Key, Value: value, Timestamp: ev.Time}
 		cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 			if err != nil {
 				errOnce.Do(func() { firstErr = fmt.Errorf("producing to topic %s: %w", topic, err) })

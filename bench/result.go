@@ -25,9 +25,19 @@ type Result struct {
 	Sink      Process   `json:"sink"`
 	Pipeline  Process   `json:"pipeline"`
 	Latency   Latency   `json:"latency"`
-	Targets   []Target  `json:"targets"`
+	// Codec is the run of the same events in another format (Options.Codec); nil without one.
+	Codec   *CodecRun `json:"codec,omitempty"`
+	Targets []Target  `json:"targets"`
 	// Settles are the waits for a quiet machine before each measured write phase, in order.
 	Settles []Settle `json:"settles,omitempty"`
+}
+
+// CodecRun is the sink over the backlog's events in a schema-registry format.
+type CodecRun struct {
+	Codec         string  `json:"codec"`
+	AvgEventBytes float64 `json:"avg_event_bytes"`
+	Sink          Process `json:"sink"`
+	RatioToJSON   float64 `json:"ratio_to_json"` // its rows/s ÷ the JSON sink run's
 }
 
 // Settle is one wait for a quiet machine (harness.settle).
@@ -188,6 +198,9 @@ func (r *Result) judge() {
 		{Name: "pipeline-only events per CPU-second", Want: "≥ 500000", Measured: r.Pipeline.PerCPUSecond, Met: r.Pipeline.PerCPUSecond >= 500000},
 		{Name: "sink peak RSS (MiB)", Want: "≤ 256", Measured: float64(r.Sink.PeakRSSBytes) / mib, Met: r.Sink.PeakRSSBytes > 0 && r.Sink.PeakRSSBytes <= 256*mib},
 	}
+	if c := r.Codec; c != nil {
+		r.Targets = append(r.Targets, Target{Name: "sink rows/s in " + c.Codec + " ÷ in JSON", Want: "≥ 0.9", Measured: c.RatioToJSON, Met: c.RatioToJSON >= 0.9})
+	}
 }
 
 // Finite reports whether the ratios of the run are computed: finite and positive.
@@ -298,6 +311,10 @@ func (r *Result) printBacklog(tw io.Writer) {
 		num(s.PerSec), s.RatioToCeiling, s.Seconds, s.CPUPerMillion, float64(s.PeakRSSBytes)/(1<<20), s.MeanBatchRows, s.CoresBusy)
 	fmt.Fprintf(tw, "\t\ton average %.0f rows in open batches, %.1f MiB held against the budget, %.1f writes in flight\n",
 		s.MeanOpenBatchRows, s.MeanBufferedBytes/(1<<20), s.MeanWritesInFlight)
+	if c := r.Codec; c != nil {
+		fmt.Fprintf(tw, "sink in %s\t%s rows/s\t%.3f × the JSON run; the same events, %.0f B avg; %.1f s; %.2f CPU-s per million; peak RSS %.0f MiB\n",
+			c.Codec, num(c.Sink.PerSec), c.RatioToJSON, c.AvgEventBytes, c.Sink.Seconds, c.Sink.CPUPerMillion, float64(c.Sink.PeakRSSBytes)/(1<<20))
+	}
 	p := r.Pipeline
 	fmt.Fprintf(tw, "pipeline only\t%s events/s\t%s events per CPU-second; %.1f s; peak RSS %.0f MiB; %.1f rows per batch\n",
 		num(p.PerSec), num(p.PerCPUSecond), p.Seconds, float64(p.PeakRSSBytes)/(1<<20), p.MeanBatchRows)

@@ -102,12 +102,13 @@ const (
 	DefaultLogLevel       = "info"
 	DefaultLogFormat      = "json"
 
-	DefaultCodec          = "json"
-	DefaultTimeSource     = TimeSourceField
-	DefaultTimeFormat     = TimeFormatRFC3339
-	DefaultBucketColumn   = "bucket"
-	DefaultBucketKey      = "text"
-	DefaultEventBucketCol = "event_bucket"
+	DefaultCodec           = CodecJSON
+	DefaultRegistryTimeout = Duration(10 * time.Second)
+	DefaultTimeSource      = TimeSourceField
+	DefaultTimeFormat      = TimeFormatRFC3339
+	DefaultBucketColumn    = "bucket"
+	DefaultBucketKey       = "text"
+	DefaultEventBucketCol  = "event_bucket"
 	// DefaultGCGrace: one day suits TTL-only tables with daily repair; bucketed data is never
 	// deleted row by row, so tombstones come from expired TTLs, which need no repair to be
 	// correct. Raise it to exceed the repair interval when rows are deleted explicitly.
@@ -265,6 +266,8 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	dur("writer.shutdown_timeout", &w.ShutdownTimeout, DefaultShutdownTimeout)
 	num("writer.top_partitions", &w.TopPartitions, DefaultTopPartitions)
 
+	dur("schema_registry.timeout", &c.SchemaRegistry.Timeout, DefaultRegistryTimeout)
+
 	str("metrics.address", &c.Metrics.Address, DefaultMetricsAddress)
 	setDefault(unset, "metrics.debug_partitions", &c.Metrics.DebugPartitions, true)
 	str("log.level", &c.Log.Level, DefaultLogLevel)
@@ -343,4 +346,20 @@ func (c *Config) DefaultsApplied() error {
 		}
 	}
 	return nil
+}
+
+// The codecs of topics.<name>.codec.
+const (
+	CodecJSON       = "json"        // plain JSON, no registry
+	CodecAvro       = "avro"        // Avro binary in the Confluent wire format
+	CodecProtobuf   = "protobuf"    // Protobuf in the Confluent wire format (with message indexes)
+	CodecJSONSchema = "json_schema" // JSON in the Confluent wire format
+)
+
+// Codecs lists every codec, for validation and messages.
+var Codecs = []string{CodecJSON, CodecAvro, CodecProtobuf, CodecJSONSchema}
+
+// NeedsRegistry reports whether topics of codec read writer schemas from schema_registry.
+func NeedsRegistry(codec string) bool {
+	return codec == CodecAvro || codec == CodecProtobuf || codec == CodecJSONSchema
 }

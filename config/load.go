@@ -86,6 +86,7 @@ func (c *Config) readPasswordFiles() error {
 	}
 	read("kafka.sasl.password_file", c.Kafka.SASL.PasswordFile, &c.Kafka.SASL.Password)
 	read("cassandra.auth.password_file", c.Cassandra.Auth.PasswordFile, &c.Cassandra.Auth.Password)
+	read("schema_registry.auth.password_file", c.SchemaRegistry.Auth.PasswordFile, &c.SchemaRegistry.Auth.Password)
 	return errors.Join(errs...)
 }
 

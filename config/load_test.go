@@ -195,3 +195,25 @@ func TestMissingSliceDefaultsToCreateForSlicedTopicsOnly(t *testing.T) {
 		t.Errorf("unsliced topic: bucket.missing_slice = %q, want none", got)
 	}
 }
+
+func TestSchemaRegistryPasswordFromFileOrEnvironment(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("r3gistry\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := loadValid(t, "../examples/avro-sensors.yaml", []string{
+		"SINK_SCHEMA_REGISTRY__AUTH__USERNAME=sink", "SINK_SCHEMA_REGISTRY__AUTH__PASSWORD_FILE=" + pw,
+	})
+	if got := c.SchemaRegistry.Auth.Password.Reveal(); got != "r3gistry" {
+		t.Errorf("password_file: password = %q, want the file's content without its newline", got)
+	}
+	c = loadValid(t, "../examples/avro-sensors.yaml", []string{
+		"SINK_SCHEMA_REGISTRY__AUTH__USERNAME=sink", "SINK_SCHEMA_REGISTRY__AUTH__PASSWORD=from-env",
+	})
+	if got := c.SchemaRegistry.Auth.Password.Reveal(); got != "from-env" {
+		t.Errorf("environment: password = %q, want from-env", got)
+	}
+	if c.SchemaRegistry.Timeout != DefaultRegistryTimeout {
+		t.Errorf("timeout %v, want the default %v", c.SchemaRegistry.Timeout, DefaultRegistryTimeout)
+	}
+}

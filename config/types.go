@@ -5,12 +5,15 @@ import "time"
 // Config is the whole daemon configuration: one YAML file plus SINK_ environment overrides.
 // Field tags name the YAML keys; every key path in an error message uses these names.
 type Config struct {
-	Kafka     Kafka            `koanf:"kafka"`
-	Cassandra Cassandra        `koanf:"cassandra"`
-	Writer    Writer           `koanf:"writer"`
-	Metrics   Metrics          `koanf:"metrics"`
-	Log       Log              `koanf:"log"`
-	Topics    map[string]Topic `koanf:"topics"` // key: a short name used in metrics, logs and `--topic`
+	Kafka     Kafka     `koanf:"kafka"`
+	Cassandra Cassandra `koanf:"cassandra"`
+	Writer    Writer    `koanf:"writer"`
+	Metrics   Metrics   `koanf:"metrics"`
+	Log       Log       `koanf:"log"`
+	// SchemaRegistry is the one Confluent-compatible schema registry the avro, protobuf and
+	// json_schema codecs read writer schemas from.
+	SchemaRegistry SchemaRegistry   `koanf:"schema_registry"`
+	Topics         map[string]Topic `koanf:"topics"` // key: a short name used in metrics, logs and `--topic`
 }
 
 // Kafka holds the consumer-group settings.
@@ -81,6 +84,15 @@ type Auth struct {
 	PasswordFile string `koanf:"password_file"`
 }
 
+// SchemaRegistry is where writer schemas are fetched by id (Confluent's REST API; Apicurio's
+// /apis/ccompat/v7 too).
+type SchemaRegistry struct {
+	URLs    []string `koanf:"urls"`    // base URLs, tried in turn; required when a topic's codec needs a registry
+	Auth    Auth     `koanf:"auth"`    // HTTP basic auth: username with password or password_file
+	TLS     TLS      `koanf:"tls"`     // for https URLs
+	Timeout Duration `koanf:"timeout"` // per request; default 10s
+}
+
 // Writer holds the batching, concurrency and memory limits of the write path.
 type Writer struct {
 	// BatchMaxRows and BatchMaxBytes cap the rows of one Cassandra partition in one UNLOGGED batch.
@@ -147,7 +159,9 @@ type Log struct {
 // Cassandra partition each row lands in.
 type Topic struct {
 	Topic string `koanf:"topic"` // Kafka topic; defaults to the map key
-	Codec string `koanf:"codec"` // "json" (default; the only codec today)
+	// Codec is the record value's format: "json" (default), or "avro", "protobuf", "json_schema" in
+	// the Confluent wire format, whose writer schemas come from schema_registry.
+	Codec string `koanf:"codec"`
 	// ID lists the column names whose values form the entity id (a composite id has several).
 	// Each must be a column in Columns. They lead the partition key.
 	ID       []string  `koanf:"id"`
@@ -238,6 +252,10 @@ type Column struct {
 	// timeuuid timeuuid; raw text, varchar or blob.
 	Source   string `koanf:"source"`
 	Required bool   `koanf:"required"` // a missing or null value is bad input (id and clustering columns always are)
+	// WriteNull binds a missing or null value as null (a tombstone cell) instead of leaving the column
+	// unset; for a column whose previous value a later record must be able to clear. Not for id,
+	// clustering or required columns, which always need a value.
+	WriteNull bool `koanf:"write_null"`
 }
 
 // Clustering is one clustering column and its order.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -33,6 +34,7 @@ func (c *Config) Validate() error {
 	c.validateMetrics(v)
 	c.validateLog(v)
 	c.validateTopics(v)
+	c.validateSchemaRegistry(v)
 	return errors.Join(v.problems...)
 }
 
@@ -208,6 +210,39 @@ func (c *Config) validateCassandra(v *validator) {
 		v.add("cassandra.auth.username", "empty while a password is set; set the username")
 	}
 	validateReplication(v, cs.Replication)
+}
+
+// validateSchemaRegistry checks the schema_registry block, without connecting: it is required as
+// soon as one topic's codec reads writer schemas from it.
+func (c *Config) validateSchemaRegistry(v *validator) {
+	r := c.SchemaRegistry
+	var users []string
+	for _, name := range c.TopicNames() {
+		if NeedsRegistry(c.Topics[name].Codec) {
+			users = append(users, "topics."+name)
+		}
+	}
+	if len(r.URLs) == 0 && len(users) > 0 {
+		v.add("schema_registry.urls", "empty while %s reads a schema-registry codec; set the registry's base URL", strings.Join(users, ", "))
+	}
+	for i, u := range r.URLs {
+		pu, err := url.Parse(u)
+		switch {
+		case err != nil:
+			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q is not a URL: %v", u, err)
+		case pu.Scheme != "http" && pu.Scheme != "https" || pu.Host == "":
+			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q is not an http:// or https:// URL with a host", u)
+		}
+	}
+	validateTLS(v, "schema_registry.tls", r.TLS)
+	v.positive("schema_registry.timeout", int64(r.Timeout), r.Timeout.String())
+	a := r.Auth
+	if a.Username != "" && !a.Password.IsSet() {
+		v.add("schema_registry.auth.password", "empty while schema_registry.auth.username is set; set password, password_file or SINK_SCHEMA_REGISTRY__AUTH__PASSWORD")
+	}
+	if a.Username == "" && a.Password.IsSet() {
+		v.add("schema_registry.auth.username", "empty while a password is set; set the username")
+	}
 }
 
 // validHost accepts host or host:port; the port, when present, must be a number.
@@ -397,8 +432,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	if !kafkaTopicRE.MatchString(t.Topic) || t.Topic == "." || t.Topic == ".." {
 		v.add(p+".topic", "%q is not a valid Kafka topic name; use up to 249 letters, digits, '.', '_' or '-'", t.Topic)
 	}
-	if t.Codec != "json" {
-		v.add(p+".codec", "%q is not supported; use json", t.Codec)
+	if !slices.Contains(Codecs, t.Codec) {
+		v.add(p+".codec", "%q is not a codec; use %s", t.Codec, strings.Join(Codecs, ", "))
 	}
 	if t.Keyspace == "" {
 		v.add(p+".keyspace", "empty and cassandra.keyspace is not set; set one of them")
@@ -456,6 +491,12 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		return t, ok
 	}
 
+	for i, col := range t.Columns {
+		if col.WriteNull && col.Required {
+			v.add(fmt.Sprintf("%s.columns[%d].write_null", p, i), "set on a required column, which never goes without a value; remove one of them")
+		}
+	}
+
 	// Partition key: id columns, then the generated bucket and event bucket columns.
 	if len(t.ID) == 0 {
 		v.add(p+".id", "empty; list the column(s) that identify an entity, e.g. [device_id]")
@@ -499,6 +540,11 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		seen[strings.ToLower(cl.Column)] = true
 		if cl.Order != "asc" && cl.Order != "desc" {
 			v.add(cp+".order", "%q is not an order; use desc (newest first, for latest-N reads) or asc", cl.Order)
+		}
+	}
+	for i, col := range t.Columns {
+		if name := strings.ToLower(col.Name); col.WriteNull && (ids[name] || seen[name]) {
+			v.add(fmt.Sprintf("%s.columns[%d].write_null", p, i), "set on a key column (id or clustering), which never goes without a value; remove it")
 		}
 	}
 
@@ -560,7 +606,7 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	}
 	c.validateBucket(v, p, t)
 	t.validateAccept(v, p)
-	validateSplit(v, p, t)
+	validateSplit(v, p, t, c.Kafka.SessionTimeout)
 }
 
 // RevokeCommitTimeout bounds the synchronous offset commit at the end of a revoke, after the revoked

@@ -99,6 +99,10 @@ type Event struct {
 	Time   time.Time
 	Device int
 	Defect Defect
+	// The readings as the JSON record writes them (temperature and battery rounded to 2 decimals,
+	// humidity to 1), and the site number (site.id is "plant-<Site>"), for the other formats' encoders.
+	Temperature, Humidity, Battery float64
+	Site                           int
 }
 
 // Generator produces a deterministic stream of events.
@@ -208,11 +212,15 @@ func (g *Generator) Append(dst []byte) ([]byte, Event) {
 	}
 
 	return dst, Event{
-		Key:    dst[start:keyEnd:keyEnd],
-		Value:  dst[valStart:],
-		Time:   t,
-		Device: device,
-		Defect: defect,
+		Key:         dst[start:keyEnd:keyEnd],
+		Value:       dst[valStart:],
+		Time:        t,
+		Device:      device,
+		Defect:      defect,
+		Temperature: rounded(temperature, 2),
+		Humidity:    rounded(humidity, 1),
+		Battery:     rounded(battery, 2),
+		Site:        device % g.cfg.Sites,
 	}
 }
 
@@ -240,6 +248,16 @@ func (g *Generator) appendTime(dst []byte, t time.Time) []byte {
 	dst = append(dst, g.tsPrefix...)
 	ms := t.Nanosecond() / int(time.Millisecond)
 	return append(dst, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
+// rounded is v rounded as appendFixed writes it: the float64 nearest that decimal, which is what
+// parsing the JSON text gives.
+func rounded(v float64, decimals int) float64 {
+	scale := 10.0
+	if decimals == 2 {
+		scale = 100
+	}
+	return math.Round(v*scale) / scale
 }
 
 // appendFixed appends v rounded to the given number of decimals (1 or 2), always with that

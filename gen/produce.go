@@ -27,6 +27,8 @@ type ProduceConfig struct {
 	// Partitions creates the topic with this many partitions when it does not exist; 0 lets
 	// the broker's num.partitions decide. An existing topic is never changed.
 	Partitions int32
+	// Encoder, when set, writes each event in a schema-registry format (see Register) instead of JSON.
+	Encoder *Encoder
 	// Progress, when set, is called about every ProgressInterval and once at the end.
 	Progress         func(Stats)
 	ProgressInterval time.Duration // default 1s
@@ -133,12 +135,18 @@ func Produce(ctx context.Context, g *Generator, cfg ProduceConfig) (Stats, error
 		// kgo keeps the record until it is acknowledged, so each record owns its bytes: one
 		// allocation holds both key and value.
 		_, ev := g.Append(make([]byte, 0, 192))
+		value := ev.Value
+		if cfg.Encoder != nil {
+			if value, err = cfg.Encoder.Append(make([]byte, 0, 96), ev); err != nil {
+				return snapshot(), err
+			}
+		}
 		if ev.Defect != Good {
 			st.Bad++
 		}
 		// Produce blocks while MaxBufferedRecords are unacknowledged: that is the backpressure
 		// when no rate is set.
-		cl.Produce(recCtx, &kgo.Record{Key: ev.Key, Value: ev.Value, Timestamp: ev.Time}, onAck)
+		cl.Produce(recCtx, &kgo.Record{Key: ev.Key, Value: value, Timestamp: ev.Time}, onAck)
 		st.Produced++
 	}
 

@@ -21,6 +21,7 @@ import (
 	"gopkg.in/inf.v0"
 
 	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/packed"
 )
 
@@ -486,43 +487,9 @@ func integralBig(unscaled *big.Int, scale int32) (*big.Int, bool) {
 	return q, r.Sign() == 0
 }
 
-// parseCanonicalUUID parses the 36-character 8-4-4-4-12 form, either case.
-func parseCanonicalUUID(b []byte) (gocql.UUID, bool) {
-	var u gocql.UUID
-	if len(b) != 36 || b[8] != '-' || b[13] != '-' || b[18] != '-' || b[23] != '-' {
-		return u, false
-	}
-	j := 0
-	for i := 0; i < 36; {
-		// Only the four hyphens checked above are skipped: one anywhere else (…-0000-0000000) is
-		// not a hex digit, and skipping it would read the 37th byte.
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			i++
-			continue
-		}
-		hi, ok1 := unhex(b[i])
-		lo, ok2 := unhex(b[i+1])
-		if !ok1 || !ok2 {
-			return u, false
-		}
-		u[j] = hi<<4 | lo
-		j++
-		i += 2
-	}
-	return u, true
-}
-
-func unhex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
-}
+// parseCanonicalUUID parses the 36-character 8-4-4-4-12 form, either case (codec.ParseUUID, the
+// one parser every codec shares).
+func parseCanonicalUUID(b []byte) (gocql.UUID, bool) { return codec.ParseUUID(b) }
 
 // mapEntry is one entry of a JSON object converted for a CQL map: its key, and where its value's
 // bytes are.

@@ -8,7 +8,7 @@
 // sends to the dead-letter topic. A Mapper is safe for concurrent use.
 //
 // The JSON is read by one of two paths with the same results. A single pass over the bytes reads
-// just the fields the topic needs (scan.go) and maps most records; anything unusual about a
+// just the fields the topic needs (json_scan.go) and maps most records; anything unusual about a
 // record, and every error, goes to the reference path, a pooled fastjson parser, which produces
 // the row or the error message.
 //

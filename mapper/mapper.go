@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,8 +19,10 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -31,7 +34,15 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Timestamp time.Time // the record timestamp (create or log-append time); see kafkaTime
+	// SchemaIDHeader: the record has a __value_schema_id header, the newer Confluent clients' way of
+	// carrying the writer schema's id beside the value instead of in its first 5 bytes. The sink does
+	// not read that form (decoded.go says so in the dead letter).
+	SchemaIDHeader bool
 }
+
+// HeaderValueSchemaID is the record header in which the newer Confluent clients carry a value's
+// writer schema id (a GUID) instead of the wire format's prefix.
+const HeaderValueSchemaID = "__value_schema_id"
 
 // kafkaTime is the record's Kafka timestamp, and false when it has none. A record produced
 // without a timestamp carries -1, which franz-go hands on as 1969-12-31T23:59:59.999Z, and
@@ -50,6 +61,9 @@ const (
 	ReasonDecode  = "decode"  // the value is not a JSON object
 	ReasonMap     = "map"     // a field is missing or does not fit its column, or the time is unusable
 	ReasonExpired = "expired" // ttl_from event_time: the event is older than the ttl, so its row would be born expired
+	// ReasonSchema: the writer schema cannot feed a configured field (codec.SchemaError), or the
+	// registry has no schema with the record's id.
+	ReasonSchema = codec.ReasonSchema
 	// ReasonLate and ReasonFuture: the event time lies further before (after) the record's Kafka
 	// timestamp than the topic's accept window allows.
 	ReasonLate   = "late"
@@ -62,7 +76,7 @@ type RecordError struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Reason    string // ReasonDecode, ReasonMap, ReasonExpired, ReasonLate or ReasonFuture
+	Reason    string // ReasonDecode, ReasonMap, ReasonSchema, ReasonExpired, ReasonLate or ReasonFuture
 	Err       error
 }
 
@@ -87,6 +101,8 @@ type Mapper struct {
 	byName  map[string]*plan // topics.<name> → plan
 	tables  schema.Tables    // topics.<name> → the table its rows are bound to
 	pool    sync.Pool        // *scratch
+	// registry serves the writer schemas of the topics whose codec reads them; nil when none does.
+	registry codec.Registry
 }
 
 // scratch is the per-call working memory: a fastjson parser (not safe for concurrent use, so
@@ -104,12 +120,14 @@ type scratch struct {
 	// from the typed values before encoding; canon says where each one is (see column.hash).
 	canonText []byte
 	canon     []span
-	// raw is where the single-pass scan found each field path of the topic (scan.go).
+	// raw is where the single-pass scan found each field path of the topic (json_scan.go).
 	raw []rawValue
 	// coll and entries are where a value that is not encoded through a cell is converted (a
 	// collection, boolean, blob, inet, decimal or varint: appendConverted).
 	coll    []byte
 	entries []mapEntry
+	// vals are a schema-registry codec's decoded fields (decoded.go).
+	vals []codec.Value
 }
 
 // span is a range of a scratch buffer.
@@ -144,7 +162,10 @@ type column struct {
 	field  string   // dot path as configured, for messages
 	path   []string // field split at dots, once
 	need   string   // why a value is mandatory ("an id column", ...); "" when it may be absent
-	hash   int      // its index in scratch.canon when the event bucket hashes it; -1 otherwise
+	// absent is what a missing or null value binds: gocql.UnsetValue (no tombstone), or nil for a
+	// column with write_null, or on protocol 3, which has no unset values.
+	absent any
+	hash   int // its index in scratch.canon when the event bucket hashes it; -1 otherwise
 	// direct: the value converts to a cell and is written by store (text, ascii, the integers,
 	// float, double, timestamp, date, uuid, timeuuid); the other kinds (boolean, blob, inet,
 	// decimal, varint, collections) are appended as wire bytes straight from the JSON
@@ -197,16 +218,25 @@ type plan struct {
 	wts               writeTS
 	consistency       string
 	insertCols        []string  // cols, bucket column, event bucket column
-	scan              *scanPlan // the single-pass field reader (scan.go); nil: fastjson only
-	absent            any       // bound for a missing optional value: gocql.UnsetValue, or nil on protocol 3
+	scan              *scanPlan // the single-pass field reader (json_scan.go); nil: fastjson only
 	nhash             int       // how many columns record their canonical text in scratch.canon
 	target            *batcher.Target
-	routes            Routes                      // split decisions of open buckets (route.go)
+	routes            routing.Routes              // split decisions of open buckets (route.go)
 	targets           sync.Map                    // slice index (int64) → *batcher.Target
 	last              atomic.Pointer[bucketEntry] // the bucket most recently mapped
 
 	// desc is the table the rows are bound to (package schema): its INSERT and columns.
 	desc schema.Table
+
+	// The value's format (decoded.go). codec is nil for json and json_schema (the JSON path).
+	codecName string
+	codec     codec.Codec
+	framed    bool           // the value is in the Confluent wire format (every codec but json)
+	registry  codec.Registry // the mapper's; nil when no topic reads a registry
+	fields    []codec.Field  // what codec decodes: the field columns', then the event time
+	colSlot   []int          // per column: its index in fields; -1 for the other sources
+	timeSlot  int            // the event time's index in fields; -1 when it comes from Kafka
+	schemas   sync.Map       // schema id (int) → *writerPlan
 }
 
 // bucketEntry is everything derived from a bucket index alone. Records arrive roughly in time
@@ -216,206 +246,6 @@ type bucketEntry struct {
 	ser    []byte // the bucket value's wire bytes: its bound value and its routing-key component
 	target *batcher.Target
 	suffix string
-}
-
-// New validates cfg (see config.Validate), takes each topic's table from package schema (columns,
-// keys, the INSERT statement) and compiles every topic: column plans, field paths, the bucket
-// policy. cfg must have its defaults applied (config.Load does; a Config built in Go calls
-// ApplyDefaults).
-func New(cfg *config.Config) (*Mapper, error) {
-	tables, err := schema.Describe(cfg)
-	if err != nil {
-		return nil, err
-	}
-	m := &Mapper{byKafka: map[string]*plan{}, byName: map[string]*plan{}, tables: tables}
-	m.pool.New = func() any {
-		return &scratch{buf: make([]byte, 0, 256), key: make([]byte, 0, 128)}
-	}
-	var errs []error
-	for _, name := range cfg.TopicNames() {
-		p, err := compile(name, cfg.Topics[name], tables[name])
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		// Unset values need native protocol 4; a session pinned to protocol 3 writes nulls instead.
-		p.absent = gocql.UnsetValue
-		if cfg.Cassandra.ProtocolVersion == 3 {
-			p.absent = nil
-		}
-		m.byKafka[p.kafkaTopic] = p
-		m.byName[name] = p
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return m, nil
-}
-
-// compile compiles topics.<name> to bind its rows to desc, the topic's table.
-func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
-	kp := "topics." + name
-	policy := desc.Policy
-	_, sliced := policy.Sliced()
-	p := &plan{
-		name: name, kafkaTopic: t.Topic, keyspace: t.Keyspace, table: t.Table,
-		policy: policy, sliced: sliced, desc: desc,
-		eventBuckets:      max(t.Bucket.EventBuckets, 1),
-		ebColumn:          t.UsesEventBucketColumn(),
-		split:             t.Split.Enabled,
-		bucketColumn:      t.Bucket.Column,
-		eventBucketColumn: t.Bucket.EventBucketColumn,
-		ttl:               time.Duration(t.TTL),
-		ttlFromEvent:      t.TTL > 0 && t.TTLFrom == config.TTLFromEventTime,
-		now:               time.Now,
-		consistency:       t.Consistency,
-		acceptBefore:      time.Duration(t.Accept.Before),
-		acceptAfter:       time.Duration(t.Accept.After),
-	}
-	switch policy.CQLType() {
-	case "text":
-		p.bucketKind = kText
-	case "date":
-		p.bucketKind = kDate
-	case "timestamp":
-		p.bucketKind = kTimestamp
-	case "int":
-		p.bucketKind = kInt
-	default:
-		p.bucketKind = kBigint
-	}
-
-	index := map[string]int{}
-	for i, c := range t.Columns {
-		cp := fmt.Sprintf("%s.columns[%d]", kp, i)
-		typ, err := parseType(c.Type)
-		if err != nil {
-			return nil, fmt.Errorf("%s.type: %w", cp, err)
-		}
-		src, ok := sources[c.Source]
-		if !ok {
-			return nil, fmt.Errorf("%s.source: %q is not a source", cp, c.Source)
-		}
-		col := column{name: c.Name, typ: typ, source: src, field: c.Field}
-		if src == srcField {
-			col.path = strings.Split(c.Field, ".")
-		}
-		if c.Required {
-			col.need = "the column is required"
-		}
-		index[strings.ToLower(c.Name)] = i
-		p.cols = append(p.cols, col)
-	}
-	lookup := func(path, name string) (int, error) {
-		i, ok := index[strings.ToLower(name)]
-		if !ok {
-			return 0, fmt.Errorf("%s: %q is not a column", path, name)
-		}
-		return i, nil
-	}
-	for i, id := range t.ID {
-		ci, err := lookup(fmt.Sprintf("%s.id[%d]", kp, i), id)
-		if err != nil {
-			return nil, err
-		}
-		p.ids = append(p.ids, ci)
-		p.cols[ci].need = "an id column needs a value"
-	}
-	for i, cl := range t.Clustering {
-		ci, err := lookup(fmt.Sprintf("%s.clustering[%d].column", kp, i), cl.Column)
-		if err != nil {
-			return nil, err
-		}
-		p.clustering = append(p.clustering, ci)
-		p.clusteringDesc = append(p.clusteringDesc, !strings.EqualFold(cl.Order, "asc"))
-		p.cols[ci].need = "a clustering column needs a value"
-	}
-	// The event bucket must vary between the rows of one entity, or it splits nothing: the id columns
-	// are already in the partition key, so by default the clustering values (which tell one row of an
-	// entity from the next, and are the same on replay) feed the hash.
-	p.hashCols = p.clustering
-	if p.ebColumn {
-		if f := t.Bucket.EventBucketField; f != "" {
-			ci, err := lookup(kp+".bucket.event_bucket_field", f)
-			if err != nil {
-				return nil, err
-			}
-			p.hashCols = []int{ci}
-			if p.cols[ci].need == "" {
-				p.cols[ci].need = "the event bucket is hashed from it"
-			}
-		}
-	}
-
-	if t.Time.Source == config.TimeSourceKafka {
-		p.timeFromKafka = true
-	} else {
-		p.timeField, p.timePath, p.timeFormat = t.Time.Field, strings.Split(t.Time.Field, "."), t.Time.Format
-		switch t.Time.Format {
-		case config.TimeFormatUnixS:
-			p.timeUnit = unixS
-		case config.TimeFormatUnixMS:
-			p.timeUnit = unixMS
-		case config.TimeFormatUnixUS:
-			p.timeUnit = unixUS
-		case config.TimeFormatUnixNS:
-			p.timeUnit = unixNS
-		}
-	}
-	switch t.WriteTimestamp {
-	case config.WriteTimestampEventTime:
-		p.wts = wtsEventTime
-	case config.WriteTimestampServer:
-		p.wts = wtsServer
-	case config.WriteTimestampOffset:
-		p.wts = wtsOffset
-	}
-
-	p.insertCols = desc.InsertColumns()
-	if desc.BindsTTL() {
-		p.ttlWire = packed.AppendInt(nil, int32(p.ttl/time.Second))
-	}
-	if !sliced {
-		p.target = p.newTarget(p.table)
-	}
-	p.layoutColumns()
-	p.scan = newScanPlan(p)
-	return p, nil
-}
-
-// layoutColumns marks the columns whose values the mapper encodes directly (see value) and gives
-// each column the event bucket hashes its canonical-text entry.
-func (p *plan) layoutColumns() {
-	for i := range p.cols {
-		c := &p.cols[i]
-		c.hash, c.direct = -1, false
-		switch c.source {
-		case srcField, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
-			c.direct = c.typ.kind == kText || c.typ.kind == kASCII || (packed.Width(c.typ.kind) > 0 && c.typ.kind != kBoolean)
-		case srcKafkaKey, srcRaw:
-			c.direct = c.typ.kind == kText || c.typ.kind == kASCII
-		}
-	}
-	p.nhash = 0
-	if p.ebColumn {
-		for _, ci := range p.hashCols {
-			if c := &p.cols[ci]; c.hash < 0 {
-				c.hash, p.nhash = p.nhash, p.nhash+1
-			}
-		}
-	}
-}
-
-// newTarget builds the target of one table (the topic's, or one slice's): its INSERT is the
-// table description's (schema.Table.Insert).
-func (p *plan) newTarget(name string) *batcher.Target {
-	return &batcher.Target{
-		Keyspace:    p.keyspace,
-		Table:       name,
-		Insert:      p.desc.Insert(name),
-		Columns:     p.insertCols,
-		Consistency: p.consistency,
-	}
 }
 
 // bucket returns the cached derivations of bucket idx.
@@ -444,20 +274,37 @@ func (p *plan) bucket(idx int64) *bucketEntry {
 	return e
 }
 
-// Map turns one record into the row its topic's policy says, or a *RecordError.
+// Map turns one record into the row its topic's policy says, or a *RecordError; see MapContext.
 func (m *Mapper) Map(rec Record) (batcher.Row, error) {
+	return m.MapContext(context.Background(), rec)
+}
+
+// MapContext is Map, with ctx bounding a fetch of the record's writer schema from the registry
+// (the first record of each schema id). When the registry does not answer, the error wraps a
+// *codec.UnavailableError and is no *RecordError: the record is not at fault, and mapping it again
+// later will succeed.
+func (m *Mapper) MapContext(ctx context.Context, rec Record) (batcher.Row, error) {
 	p := m.byKafka[rec.Topic]
 	if p == nil {
 		return batcher.Row{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, ReasonMap,
 			fmt.Errorf("%w (configured topics read %s)", ErrUnknownTopic, strings.Join(m.kafkaTopics(), ", "))}
 	}
 	s := m.pool.Get().(*scratch)
-	out, reason, err := p.mapRecord(&rec, s)
+	out, reason, err := p.mapRecord(ctx, &rec, s)
 	m.release(s)
 	if err != nil {
-		return batcher.Row{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
+		return batcher.Row{}, recordError(&rec, reason, err)
 	}
 	return out.row, nil
+}
+
+// recordError is the error of a record that cannot be mapped: a *RecordError, except while the
+// registry does not answer.
+func recordError(rec *Record, reason string, err error) error {
+	if ue := (*codec.UnavailableError)(nil); errors.As(err, &ue) {
+		return fmt.Errorf("topic %s partition %d offset %d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+	}
+	return &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
 }
 
 // maxScratch bounds the buffers a pooled scratch keeps, so one huge record does not pin its
@@ -493,15 +340,26 @@ type outcome struct {
 	eventTime   time.Time
 	bucket      *bucketEntry
 	eventBucket int
-	split       *Generation   // the split generation that chose the event bucket; nil: generation 0
-	entityLen   int           // the id columns' bytes at the start of row.Key (EntityKey)
-	ttl         time.Duration // the TTL bound (0: none)
+	split       *routing.Generation // the split generation that chose the event bucket; nil: generation 0
+	entityLen   int                 // the id columns' bytes at the start of row.Key (EntityKey)
+	ttl         time.Duration       // the TTL bound (0: none)
 	writeTS     int64
 }
 
-// mapRecord maps one record: by the single-pass scan when it handles the record (scan.go), else
+// mapRecord maps one record by its topic's codec.
+func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
+	switch {
+	case p.codec != nil:
+		return p.mapDecoded(ctx, rec, s)
+	case p.framed:
+		return p.mapFramed(ctx, rec, s)
+	}
+	return p.mapJSON(rec, s)
+}
+
+// mapJSON maps a JSON value: by the single-pass scan when it handles the record (json_scan.go), else
 // by the fastjson path, which is the reference for every result and every error message.
-func (p *plan) mapRecord(rec *Record, s *scratch) (outcome, string, error) {
+func (p *plan) mapJSON(rec *Record, s *scratch) (outcome, string, error) {
 	if p.scan != nil {
 		if out, ok := p.mapScanned(rec, s); ok {
 			return out, "", nil
@@ -534,10 +392,7 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 	}
 
 	t, err := p.eventTime(root, rec, s)
-	if err != nil {
-		return out, ReasonMap, err
-	}
-	if reason, err := p.accept(t, rec); err != nil {
+	if reason, err := p.admit(t, err, rec); err != nil {
 		return out, reason, err
 	}
 	out.eventTime = t
@@ -549,13 +404,19 @@ func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
 		}
 		s.spans[i] = s.w.Last()
 	}
-	if err := p.complete(&out, rec, s); err != nil {
+	reason, err := p.completeRow(&out, rec, s)
+	return out, reason, err
+}
+
+// completeRow is complete, with the reason of its error.
+func (p *plan) completeRow(out *outcome, rec *Record, s *scratch) (string, error) {
+	if err := p.complete(out, rec, s); err != nil {
 		if errors.Is(err, errExpired) {
-			return out, ReasonExpired, err
+			return ReasonExpired, err
 		}
-		return out, ReasonMap, err
+		return ReasonMap, err
 	}
-	return out, "", nil
+	return "", nil
 }
 
 // begin readies the scratch buffers that collect a row's values and canonical texts.
@@ -771,6 +632,15 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 	return t, nil
 }
 
+// admit is the reason and error of a record whose event time is t, or could not be found (err):
+// ReasonMap for err, else accept's.
+func (p *plan) admit(t time.Time, err error, rec *Record) (string, error) {
+	if err != nil {
+		return ReasonMap, err
+	}
+	return p.accept(t, rec)
+}
+
 // accept checks event time t against the record's Kafka timestamp and the topic's accept window; the
 // error's reason is ReasonLate or ReasonFuture. A record without a usable Kafka timestamp (none, or
 // before 1970: Kafka's "no timestamp" is -1) and a topic whose event time is the Kafka timestamp have
@@ -819,9 +689,10 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			if c.need != "" {
 				return fmt.Errorf("column %s: field %q is %s, and %s", c.name, c.field, state, c.need)
 			}
-			// Unset, not null: a null would write a tombstone cell that every read must skip,
-			// while an unset column costs nothing and reads back as null all the same.
-			s.w.Absent(p.absent)
+			// Unset, not null (unless the column asks for null): a null would write a tombstone cell
+			// that every read must skip, while an unset column costs nothing and reads back as null
+			// all the same.
+			s.w.Absent(c.absent)
 			return nil
 		}
 		// The direct kinds convert into x, to be encoded by store; the others to their Go value.
@@ -856,7 +727,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			if c.need != "" {
 				return fmt.Errorf("column %s: the record has no Kafka timestamp (-1), and %s", c.name, c.need)
 			}
-			s.w.Absent(p.absent)
+			s.w.Absent(c.absent)
 			return nil
 		}
 		x.t = kt
@@ -868,7 +739,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 				if c.need != "" {
 					return fmt.Errorf("column %s: the record has no Kafka key, and %s", c.name, c.need)
 				}
-				s.w.Absent(p.absent)
+				s.w.Absent(c.absent)
 				return nil
 			}
 		}

@@ -20,12 +20,12 @@ import (
 // event older than the ttl, whose row would be born expired.
 type expiringMapper struct{ fakeMapper }
 
-func (m expiringMapper) Map(r mapper.Record) (batcher.Row, error) {
+func (m expiringMapper) MapContext(ctx context.Context, r mapper.Record) (batcher.Row, error) {
 	if bytes.HasPrefix(r.Value, []byte("old")) {
 		return batcher.Row{}, &mapper.RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 			Reason: mapper.ReasonExpired, Err: errors.New("expired: the row would be born expired (ttl_from event_time)")}
 	}
-	return m.fakeMapper.Map(r)
+	return m.fakeMapper.MapContext(ctx, r)
 }
 
 // TestRecordBornExpiredIsSkippedAndDoesNotHaltThePartition guards against good data stopping a

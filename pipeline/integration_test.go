@@ -76,6 +76,13 @@ var itBase = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 
 func newStack(t *testing.T, partitions int32, dlqConfigs map[string]*string) *stack {
 	t.Helper()
+	return newStackWith(t, partitions, dlqConfigs, nil)
+}
+
+// newStackWith is newStack with the configuration changed by edit before it is validated; the Kafka
+// topics of every configured topic are created (with partitions) and the tables of every topic applied.
+func newStackWith(t *testing.T, partitions int32, dlqConfigs map[string]*string, edit func(*config.Config)) *stack {
+	t.Helper()
 	brokers := testenv.Kafka(t)
 	hosts := testenv.Cassandra(t)
 	s := &stack{t: t, topic: testenv.Name(t, "in"), ks: testenv.Name(t, "ks"), group: testenv.Name(t, "g"),
@@ -108,6 +115,9 @@ func newStack(t *testing.T, partitions int32, dlqConfigs map[string]*string) *st
 			DeadLetterTopic: s.dlq,
 		}},
 	}
+	if edit != nil {
+		edit(s.cfg)
+	}
 	s.cfg.ApplyDefaults()
 	s.cfg.Metrics.Address = ""
 	if err := s.cfg.Validate(); err != nil {
@@ -131,6 +141,17 @@ func newStack(t *testing.T, partitions int32, dlqConfigs map[string]*string) *st
 	if _, err := s.adm.CreateTopic(ctx, 1, 1, dlqConfigs, s.dlq); err != nil {
 		t.Fatal(err)
 	}
+	var others []string
+	for _, tp := range s.cfg.Topics {
+		if tp.Topic != s.topic {
+			others = append(others, tp.Topic)
+		}
+	}
+	if len(others) > 0 {
+		if _, err := s.adm.CreateTopics(ctx, partitions, 1, nil, others...); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s.session, err = cassandra.Connect(ctx, s.cfg.Cassandra)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +164,7 @@ func newStack(t *testing.T, partitions int32, dlqConfigs map[string]*string) *st
 		s.session.Close()
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _ = s.adm.DeleteTopics(dctx, s.topic, s.dlq)
+		_, _ = s.adm.DeleteTopics(dctx, append(others, s.topic, s.dlq)...)
 		_, _ = s.adm.DeleteGroup(dctx, s.group)
 		s.cl.Close()
 	})
@@ -752,7 +773,7 @@ topics:
     topic: %s
     id: [device_id]
     time: {source: field, field: ts, format: rfc3339}
-    bucket: {width: 1h, key: text}%s
+    bucket: {width: 1h, key: text, event_buckets: %d}%s
     partition_budget: %s
     table: %s
     columns:
@@ -764,7 +785,7 @@ topics:
     dead_letter_topic: %s
 `, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks,
 		time.Duration(s.cfg.Cassandra.Timeout), time.Duration(s.cfg.Cassandra.ConnectTimeout),
-		time.Duration(s.cfg.Writer.ShutdownTimeout), s.cfg.Metrics.Address, s.topic, split, tp.PartitionBudget, tp.Table, s.dlq)
+		time.Duration(s.cfg.Writer.ShutdownTimeout), s.cfg.Metrics.Address, s.topic, max(tp.Bucket.EventBuckets, 1), split, tp.PartitionBudget, tp.Table, s.dlq)
 	path := filepath.Join(s.t.TempDir(), "sink.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		s.t.Fatal(err)

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -18,13 +19,13 @@ import (
 // panicMapper is fakeMapper, except that it panics on a value starting with "boom".
 type panicMapper struct{ fakeMapper }
 
-func (m panicMapper) Map(r mapper.Record) (batcher.Row, error) {
+func (m panicMapper) MapContext(_ context.Context, r mapper.Record) (batcher.Row, error) {
 	if bytes.HasPrefix(r.Value, []byte("boom")) {
 		var nilMap map[string]int
 		//lint:ignore SA5000 the point: a real runtime panic, assignment to entry in nil map
 		nilMap["crafted"]++
 	}
-	return m.fakeMapper.Map(r)
+	return m.fakeMapper.MapContext(context.Background(), r)
 }
 
 func newPanicMapper() panicMapper {

@@ -55,7 +55,7 @@ const (
 // input.
 type fakeMapper struct{ target *batcher.Target }
 
-func (m fakeMapper) Map(r mapper.Record) (batcher.Row, error) {
+func (m fakeMapper) MapContext(_ context.Context, r mapper.Record) (batcher.Row, error) {
 	if bytes.HasPrefix(r.Value, []byte("bad")) {
 		return batcher.Row{}, &mapper.RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 			Reason: mapper.ReasonDecode, Err: errors.New("decoding JSON: not an object")}
@@ -1000,8 +1000,8 @@ func (w *sizeWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.R
 // oneKeyMapper puts every record of a partition into one Cassandra partition.
 type oneKeyMapper struct{ fakeMapper }
 
-func (m oneKeyMapper) Map(r mapper.Record) (batcher.Row, error) {
-	row, err := m.fakeMapper.Map(r)
+func (m oneKeyMapper) MapContext(_ context.Context, r mapper.Record) (batcher.Row, error) {
+	row, err := m.fakeMapper.MapContext(context.Background(), r)
 	row.Key = strconv.Itoa(int(r.Partition))
 	return row, err
 }

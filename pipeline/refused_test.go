@@ -201,12 +201,12 @@ type cleanupMapper struct {
 	mapped, freed *atomic.Int64
 }
 
-func (m cleanupMapper) Map(r mapper.Record) (batcher.Row, error) {
+func (m cleanupMapper) MapContext(_ context.Context, r mapper.Record) (batcher.Row, error) {
 	if len(r.Value) > 0 {
 		runtime.AddCleanup(&r.Value[0], func(n *atomic.Int64) { n.Add(1) }, m.freed)
 	}
 	m.mapped.Add(1)
-	return m.m.Map(r)
+	return m.m.MapContext(context.Background(), r)
 }
 
 // TestMappedRecordsAreNotRetained guards what the byte budget assumes: once mapped, a record's memory

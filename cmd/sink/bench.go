@@ -46,6 +46,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		daemonEnv  = fs.String("daemon-env", "", "config overrides for the daemons, comma separated, e.g. SINK_WRITER__LINGER=50ms (recorded in the result)")
 		discard    = fs.Bool("discard-daemon", false, "internal: run the pipeline with a discarding writer (the harness's pipeline-only phase)")
 		cfgPath    = fs.String("config", "", "internal, with --discard-daemon: the daemon config")
+		codecName  = fs.String("codec", "json", "also run the sink over the same events in avro, protobuf or json_schema, and compare its rows/s with JSON's")
+		registry   = fs.String("registry", "http://127.0.0.1:8081/apis/ccompat/v7", "with --codec: the schema registry's base URL")
 	)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -72,6 +74,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor, LatencyRate: *latRate,
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
 		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID,
+		Codec: *codecName, Registry: *registry,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "sink bench: %v\n", err)

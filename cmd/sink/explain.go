@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -18,6 +19,9 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline/consumer"
+	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/routing"
 )
 
 // runExplain shows where one record would land, or why it would be dead-lettered.
@@ -27,6 +31,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sink explain --config FILE --topic NAME --record JSON [--key K] [--timestamp RFC3339]")
 		fmt.Fprintln(stderr, "                    [--partition P] [--offset O]")
+		fmt.Fprintln(stderr, "       sink explain --config FILE --topic NAME (--record-hex HEX | --record-file FILE) [...]")
+		fmt.Fprintln(stderr, "       sink explain --config FILE --from-kafka TOPIC/PARTITION/OFFSET")
 		fmt.Fprintln(stderr, "\nMaps one record exactly as `sink run` would and prints the table, the full partition key")
 		fmt.Fprintln(stderr, "(id values, time bucket with its UTC start and end, event bucket, slice), the clustering")
 		fmt.Fprintln(stderr, "values, the TTL, the write timestamp, and the INSERT with its bound values. A record that")
@@ -35,6 +41,10 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "one that applies, whether the record's Kafka partition adopted it and from which offset, and")
 		fmt.Fprintln(stderr, "the partition it picks (--offline skips that: generation 0 is shown).")
 		fmt.Fprintln(stderr, "\n--record takes the JSON value itself, @FILE to read it from a file, or - for stdin.")
+		fmt.Fprintln(stderr, "--record-hex and --record-file take the value's raw bytes, in any format (an Avro record in")
+		fmt.Fprintln(stderr, "the wire format, say). --from-kafka fetches one record from Kafka (its key, value, timestamp,")
+		fmt.Fprintln(stderr, "partition and offset) and explains it; its Kafka topic names the configured topic. A topic")
+		fmt.Fprintln(stderr, "whose codec reads a schema registry fetches the record's writer schema from it.")
 		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be")
 		fmt.Fprintln(stderr, "read; 2 usage error; 3 invalid configuration.")
 		fmt.Fprintln(stderr, "\nFlags:")
@@ -42,7 +52,10 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	path := fs.String("config", "", "the YAML config file (required)")
 	topic := fs.String("topic", "", "the topic: a key under topics:, or its Kafka topic (required)")
-	record := fs.String("record", "", "the record value: JSON, @FILE or - (required)")
+	record := fs.String("record", "", "the record value: JSON, @FILE or -")
+	recordHex := fs.String("record-hex", "", "the record value's raw bytes, in hex")
+	recordFile := fs.String("record-file", "", "a file holding the record value's raw bytes")
+	fromKafka := fs.String("from-kafka", "", "TOPIC/PARTITION/OFFSET: explain that record of Kafka")
 	key := fs.String("key", "", "the Kafka record key (default: no key)")
 	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 from 1970 on, or none for a record without one (default now)")
 	partition := fs.Int("partition", 0, "the Kafka partition")
@@ -55,7 +68,28 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sink explain: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	for _, req := range []struct{ name, val string }{{"config", *path}, {"topic", *topic}, {"record", *record}} {
+	given := 0
+	for _, v := range []string{*record, *recordHex, *recordFile, *fromKafka} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		fmt.Fprintln(stderr, "sink explain: give exactly one of --record, --record-hex, --record-file and --from-kafka")
+		return exitUsage
+	}
+	var from kafkaCoords
+	if *fromKafka != "" {
+		var err error
+		if from, err = parseKafkaCoords(*fromKafka); err != nil {
+			fmt.Fprintf(stderr, "sink explain: --from-kafka: %v\n", err)
+			return exitUsage
+		}
+		if *topic == "" {
+			*topic = from.topic
+		}
+	}
+	for _, req := range []struct{ name, val string }{{"config", *path}, {"topic", *topic}} {
 		if req.val == "" {
 			fmt.Fprintf(stderr, "sink explain: --%s is required\n", req.name)
 			return exitUsage
@@ -84,9 +118,21 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		ts = t
 	}
-	value, err := readRecord(*record)
+	var value []byte
+	var err error
+	flagName := "record"
+	switch {
+	case *record != "":
+		value, err = readRecord(*record)
+	case *recordHex != "":
+		flagName = "record-hex"
+		value, err = hex.DecodeString(strings.Join(strings.Fields(*recordHex), ""))
+	case *recordFile != "":
+		flagName = "record-file"
+		value, err = os.ReadFile(*recordFile)
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sink explain: --record: %v\n", err)
+		fmt.Fprintf(stderr, "sink explain: --%s: %v\n", flagName, err)
 		return exitUsage
 	}
 
@@ -117,6 +163,16 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *key != "" {
 		rec.Key = []byte(*key)
 	}
+	if *fromKafka != "" {
+		if from.topic != kafkaTopic {
+			fmt.Fprintf(stderr, "sink explain: --from-kafka reads %s, but --topic %s reads %s\n", from.topic, *topic, kafkaTopic)
+			return exitUsage
+		}
+		if rec, err = fetchRecord(ctx, cfg, from); err != nil {
+			fmt.Fprintf(stderr, "sink explain: --from-kafka: %v\n", err)
+			return exitFailure
+		}
+	}
 	ex, err := m.Explain(rec)
 	if err != nil {
 		var re *mapper.RecordError
@@ -133,7 +189,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sink explain: %v\n", err)
 		return exitFailure
 	}
-	var gens []mapper.Generation
+	var gens []routing.Generation
 	if ex.SplitOn && !*offline {
 		if gens, err = routingRecords(ctx, cfg, ex); err != nil {
 			fmt.Fprintf(stderr, "sink explain: %v (--offline skips the routing records)\n", err)
@@ -142,7 +198,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if len(gens) > 0 {
 			// A generation the record's partition has not adopted is shown as the sink would route
 			// the record were it the first of its partition to use it: adopted at its offset.
-			route := make([]mapper.Generation, len(gens))
+			route := make([]routing.Generation, len(gens))
 			for i, g := range gens {
 				route[i] = g
 				if _, ok := g.Adopted[rec.Partition]; !ok {
@@ -170,7 +226,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 // routingRecords reads the split generations of the record's entity and time bucket, each with the
 // adoptions of the record's Kafka topic.
-func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanation) ([]mapper.Generation, error) {
+func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanation) ([]routing.Generation, error) {
 	s, err := cassandra.Connect(ctx, cfg.Cassandra)
 	if err != nil {
 		return nil, err
@@ -185,10 +241,10 @@ func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanati
 	if err != nil {
 		return nil, err
 	}
-	adopted := cassandra.AdoptionIndex(recs, adoptions, ex.KafkaTopic)[string(ex.Entity)]
-	gens := make([]mapper.Generation, len(recs))
+	adopted := routing.AdoptionIndex(recs, adoptions, ex.KafkaTopic)[string(ex.Entity)]
+	gens := make([]routing.Generation, len(recs))
 	for i, r := range recs {
-		gens[i] = mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets, Adopted: adopted[r.Generation]}
+		gens[i] = routing.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets, Adopted: adopted[r.Generation]}
 	}
 	return gens, nil
 }
@@ -196,7 +252,7 @@ func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanati
 // printSplit says which routing record placed the row, after the explanation.
 // A generation applies to the record only once the record's Kafka partition adopted it at or
 // before the record's offset.
-func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []mapper.Generation, offline bool) {
+func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []routing.Generation, offline bool) {
 	fmt.Fprintln(w, "\nsplit (routing records of "+ex.Keyspace+"."+cassandra.RoutingTable+", entity 0x"+hex.EncodeToString(ex.Entity)+"):")
 	if offline {
 		fmt.Fprintln(w, "  not read (--offline); shown as generation 0")
@@ -218,7 +274,7 @@ func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []ma
 		fmt.Fprintf(w, "%s generation %d from %s: event buckets %d..%d (%d); %s\n", mark, g.N, g.From.UTC().Format(rfc3339Milli), g.First, g.End()-1, g.Buckets, adopted)
 	}
 	if ex.Split == nil {
-		if g := mapper.Applying(gens, ex.EventTime); g != nil {
+		if g := routing.Applying(gens, ex.EventTime); g != nil {
 			fmt.Fprintf(w, "  generation %d holds the event time, but partition %d adopted it after offset %d: generation 0 applies, event bucket %d\n",
 				g.N, rec.Partition, rec.Offset, ex.EventBucket)
 			return
@@ -226,13 +282,55 @@ func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []ma
 		fmt.Fprintf(w, "  the event time is before generation 1: generation 0 applies, event bucket %d\n", ex.EventBucket)
 		return
 	}
-	if i := slices.IndexFunc(gens, func(g mapper.Generation) bool { return g.N == ex.Split.N }); i >= 0 {
+	if i := slices.IndexFunc(gens, func(g routing.Generation) bool { return g.N == ex.Split.N }); i >= 0 {
 		if _, ok := gens[i].Adopted[rec.Partition]; !ok {
 			fmt.Fprintf(w, "  partition %d has not adopted generation %d: the sink adopts it at the first row of the partition that uses it\n", rec.Partition, ex.Split.N)
 			fmt.Fprintln(w, "  (this record, if the sink has not passed its offset yet; an owner assigned later adopts it from the partition's end offset)")
 		}
 	}
 	fmt.Fprintf(w, "  generation %d applies (*): event bucket %d = %d + hash mod %d\n", ex.Split.N, ex.EventBucket, ex.Split.First, ex.Split.Buckets)
+}
+
+// kafkaCoords name one record of Kafka.
+type kafkaCoords struct {
+	topic     string
+	partition int32
+	offset    int64
+}
+
+// parseKafkaCoords reads TOPIC/PARTITION/OFFSET; a Kafka topic name has no slash.
+func parseKafkaCoords(s string) (kafkaCoords, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 || parts[0] == "" {
+		return kafkaCoords{}, fmt.Errorf("%q is not TOPIC/PARTITION/OFFSET", s)
+	}
+	p, err1 := strconv.ParseInt(parts[1], 10, 32)
+	o, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || p < 0 || o < 0 {
+		return kafkaCoords{}, fmt.Errorf("%q: the partition and the offset are numbers, not negative", s)
+	}
+	return kafkaCoords{topic: parts[0], partition: int32(p), offset: o}, nil
+}
+
+// fetchRecord reads the record at c from Kafka with the config's connection settings.
+func fetchRecord(ctx context.Context, cfg *config.Config, c kafkaCoords) (mapper.Record, error) {
+	opts, err := consumer.ClientOptions(cfg.Kafka, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return mapper.Record{}, err
+	}
+	recs, gone, err := deadletter.Reread(ctx, opts, c.topic, c.partition, []int64{c.offset}, 30*time.Second)
+	switch {
+	case err != nil:
+		return mapper.Record{}, err
+	case gone[0]:
+		return mapper.Record{}, fmt.Errorf("%s/%d/%d is not in the log (deleted, compacted away, or past its end)", c.topic, c.partition, c.offset)
+	}
+	r := recs[0]
+	rec := mapper.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	for _, h := range r.Headers {
+		rec.SchemaIDHeader = rec.SchemaIDHeader || h.Key == mapper.HeaderValueSchemaID
+	}
+	return rec, nil
 }
 
 func readRecord(arg string) ([]byte, error) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sr"
+
 	"github.com/bucketsink/sink/gen"
 )
 
@@ -21,6 +23,8 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "\nProduces sample sensor readings keyed by device_id (acks=all, idempotent). With neither")
 		fmt.Fprintln(stderr, "--count nor --duration it runs until interrupted. Exits 0 once every record is acknowledged.")
 		fmt.Fprintln(stderr, "Records are stamped with their event time; an unpaced --count run ends its event times now.")
+		fmt.Fprintln(stderr, "With --codec avro, protobuf or json_schema the events are written in the Confluent wire format,")
+		fmt.Fprintln(stderr, "their sample schema registered first under --subject (default <topic>-value) at --registry.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -38,6 +42,9 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		seed       = fs.Uint64("seed", 1, "random seed; the same seed gives the same records")
 		start      = fs.String("start", "", "event time of the first record, RFC 3339 (default: now)")
 		quiet      = fs.Bool("quiet", false, "no progress lines")
+		codecName  = fs.String("codec", gen.CodecJSON, "record format: json, avro, protobuf or json_schema")
+		registry   = fs.String("registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry base URL(s), comma separated (for --codec other than json)")
+		subject    = fs.String("subject", "", "registry subject of the sample schema (default <topic>-value)")
 	)
 	fs.Var(&rate, "rate", "records per second of wall time, e.g. 200/s or 5000 (0: as fast as acknowledged)")
 	fs.Var(&eventRate, "event-rate", "events per second of event time (default: --rate, or 100/s without one)")
@@ -101,6 +108,21 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if len(pc.Brokers) == 0 || pc.Topic == "" {
 		return usageErr("--brokers and --topic are required")
 	}
+	if *codecName != gen.CodecJSON {
+		if _, err := gen.Schema(*codecName); err != nil {
+			return usageErr("--codec: %v", err)
+		}
+		if *subject == "" {
+			*subject = pc.Topic + "-value"
+		}
+		if pc.Encoder, err = registerSample(ctx, *codecName, splitGenerateList(*registry), *subject); err != nil {
+			fmt.Fprintf(stderr, "sink generate: %v\n", err)
+			return exitFailure
+		}
+		if !*quiet {
+			fmt.Fprintf(stderr, "generate: %s schema registered under subject %s, id %d\n", *codecName, *subject, pc.Encoder.ID())
+		}
+	}
 	if !*quiet {
 		var last gen.Stats
 		pc.Progress = func(s gen.Stats) {
@@ -155,4 +177,18 @@ func splitGenerateList(s string) []string {
 		}
 	}
 	return out
+}
+
+// registerSample registers the sample schema of codec under subject at the registry.
+func registerSample(ctx context.Context, codecName string, urls []string, subject string) (*gen.Encoder, error) {
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("--registry is required for --codec %s", codecName)
+	}
+	cl, err := sr.NewClient(sr.URLs(urls...))
+	if err != nil {
+		return nil, fmt.Errorf("creating the schema registry client for %v: %w", urls, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return gen.Register(ctx, cl, codecName, subject)
 }

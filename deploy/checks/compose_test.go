@@ -65,13 +65,13 @@ func TestComposeFile(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	want := []string{"cassandra", "generator", "grafana", "kafka", "prometheus", "schema", "sink"}
+	want := []string{"cassandra", "generator", "grafana", "kafka", "prometheus", "registry", "schema", "sink"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("services %v, want %v", names, want)
 	}
 	svc := func(name string) types.ServiceConfig { return p.Services[name] }
 
-	for _, name := range []string{"kafka", "cassandra", "prometheus"} {
+	for _, name := range []string{"kafka", "cassandra", "registry", "prometheus"} {
 		hc := svc(name).HealthCheck
 		if hc == nil || hc.Disable || len(hc.Test) < 2 {
 			t.Errorf("service %s has no health check; the services after it would start too early", name)
@@ -92,8 +92,8 @@ func TestComposeFile(t *testing.T) {
 		}
 	}
 
-	// scripts/stack up --docker starts only these two and expects them where the native stack is.
-	for name, port := range map[string]string{"kafka": "9092", "cassandra": "9042"} {
+	// scripts/stack up --docker starts only these three and expects them where the native stack is.
+	for name, port := range map[string]string{"kafka": "9092", "cassandra": "9042", "registry": "8081"} {
 		if !slices.ContainsFunc(svc(name).Ports, func(pc types.ServicePortConfig) bool {
 			return pc.HostIP == "127.0.0.1" && pc.Published == port
 		}) {

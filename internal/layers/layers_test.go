@@ -111,8 +111,38 @@ func importsOnly(t *testing.T, pkgName string, allowed func(string) bool, rule s
 // JSON decoder.
 func TestStorageNeverImportsDecoding(t *testing.T) {
 	for _, p := range []string{"cassandra", "packed", "schema"} {
-		importsOnly(t, p, func(imp string) bool { return !within(imp, "mapper") },
-			"storage, the row format and the table description never import the mapper")
+		importsOnly(t, p, func(imp string) bool { return !within(imp, "mapper") && !within(imp, "codec") },
+			"storage, the row format and the table description never import the mapper or the codecs")
+	}
+}
+
+// TestCodecsKnowOnlyTheRowFormat: the decoding room sits under the mapper. The seam (codec) and each
+// codec decode into values of the packed row format's types and may use bucketer's time range; they
+// know no column plan, table, writer or pipeline, so a new codec is a package that cannot reach into
+// the mapper's per-record path. Only the registry client reads config (its schema_registry block).
+func TestCodecsKnowOnlyTheRowFormat(t *testing.T) {
+	g := graph(t)
+	for name := range g {
+		if !within(name, "codec") {
+			continue
+		}
+		importsOnly(t, name, func(imp string) bool {
+			switch {
+			case imp == "packed", imp == "bucketer", imp == "codec" && name != "codec":
+				return true
+			case imp == "config":
+				return name == "codec/registry"
+			}
+			return false
+		}, "a codec imports only codec, packed and bucketer (the registry client also config)")
+	}
+	for name, imports := range g {
+		for _, imp := range imports {
+			if within(imp, "codec") && !within(name, "codec") && !within(name, "mapper") && !within(name, "cmd") &&
+				!within(name, "pipeline") && name != "bench" {
+				t.Errorf("%s imports %s: the codecs serve the mapper (and the pipeline, the commands and the harnesses that wire it)", name, imp)
+			}
+		}
 	}
 }
 
@@ -121,6 +151,12 @@ func TestStorageNeverImportsDecoding(t *testing.T) {
 func TestDecodingNeverImportsStorage(t *testing.T) {
 	importsOnly(t, "mapper", func(imp string) bool { return !within(imp, "cassandra") && !within(imp, "pipeline") },
 		"the mapper never imports cassandra or the pipeline")
+}
+
+// TestTheSeamImportsOnlyTheRowFormat: package codec, the interface every codec implements and the
+// mapper calls, depends on the row format's types and nothing else of the project.
+func TestTheSeamImportsOnlyTheRowFormat(t *testing.T) {
+	importsOnly(t, "codec", func(imp string) bool { return imp == "packed" }, "codec imports packed only")
 }
 
 // TestRowFormatImportsNothingOfTheProject: packed is the shared vocabulary of mapper and cassandra,
@@ -134,6 +170,17 @@ func TestRowFormatImportsNothingOfTheProject(t *testing.T) {
 func TestTableDescriptionImportsOnlyConfigAndBucketer(t *testing.T) {
 	importsOnly(t, "schema", func(imp string) bool { return imp == "config" || imp == "bucketer" },
 		"schema imports config and bucketer only")
+}
+
+// TestSplitRoutingRulesSitBelowTheirUsers: the pure rules of hot-entity splits (package routing) are
+// read by the mapper, the cassandra package and the reader alike, so they lean on nothing but the
+// bucket arithmetic, the configuration and the table description; and the reader learns where a
+// split sends a row from them, never from the mapper (it plans reads without a JSON decoder).
+func TestSplitRoutingRulesSitBelowTheirUsers(t *testing.T) {
+	importsOnly(t, "routing", func(imp string) bool { return imp == "bucketer" || imp == "config" || imp == "schema" },
+		"routing imports bucketer, config and schema only")
+	importsOnly(t, "reader", func(imp string) bool { return !within(imp, "mapper") },
+		"the reader never imports the mapper: the split rules it shares with the writer are in routing")
 }
 
 // TestBucketArithmeticIsTheBottomLayer: bucketer imports nothing of the project, and config only

@@ -2,6 +2,11 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +97,43 @@ func (c *cleanupRecorder) run() {
 		c.fns[i]()
 	}
 	c.fns = nil
+}
+
+// TestPrivateRegistryKeepsSchemasAcrossStopAndStart checks what the registry outage tests rest on: a private
+// registry is down after Stop (requests fail) and serves again after Start with the schemas registered before.
+func TestPrivateRegistryKeepsSchemasAcrossStopAndStart(t *testing.T) {
+	r := StartPrivateRegistry(t)
+	subject := Name(t, "subject")
+	resp, err := http.Post(r.URL+"/subjects/"+subject+"/versions", "application/vnd.schemaregistry.v1+json",
+		strings.NewReader(`{"schema":"{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"long\"}]}"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct{ ID int }
+	err = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || created.ID <= 0 {
+		t.Fatalf("registering a schema: HTTP %d, id %d, %v", resp.StatusCode, created.ID, err)
+	}
+	byID := fmt.Sprintf("%s/schemas/ids/%d", r.URL, created.ID)
+
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.Get(byID); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the stopped private registry answered HTTP %d", resp.StatusCode)
+	}
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.Get(byID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `\"name\":\"a\"`) {
+		t.Fatalf("schema %d after a restart: HTTP %d %s", created.ID, resp.StatusCode, body)
+	}
 }

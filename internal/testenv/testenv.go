@@ -1,12 +1,14 @@
-// Package testenv gives integration tests the addresses of a real Apache Kafka broker and a real Apache Cassandra
-// node, unique names, and small setup helpers (topics, keyspaces, sessions) that clean up after themselves.
+// Package testenv gives integration tests the addresses of a real Apache Kafka broker, a real Apache Cassandra
+// node and a real Confluent-compatible Schema Registry (Apicurio Registry), unique names, and small setup helpers
+// (topics, keyspaces, sessions, a private registry) that clean up after themselves.
 //
 // Where the servers come from, in order:
 //
-//  1. SINK_TEST_KAFKA and SINK_TEST_CASSANDRA (comma-separated host:port lists), as `make test` sets them after
-//     `scripts/stack up`. An address given this way must answer: if it does not, the test fails and names it.
+//  1. SINK_TEST_KAFKA and SINK_TEST_CASSANDRA (comma-separated host:port lists) and SINK_TEST_REGISTRY (the
+//     registry API's base URL), as `make test` sets them after `scripts/stack up`. An address given this way must
+//     answer: if it does not, the test fails and names it.
 //  2. Otherwise, when a Docker engine answers, containers started once per test binary with testcontainers-go
-//     (apache/kafka and cassandra images) and reused by every test of the binary.
+//     (apache/kafka, cassandra and apicurio/apicurio-registry-mem images) and reused by every test of the binary.
 //  3. Otherwise the test is skipped with a message saying how to start the local stack, except under CI=true, where
 //     a missing server is a failure: CI must never go green on skipped integration tests.
 //
@@ -80,7 +82,8 @@ func decide(serverName, envName, envValue, ci string, dockerAnswers func() bool)
 	}
 	msg := fmt.Sprintf("no %s for integration tests: %s is not set and no Docker engine answers. "+
 		"Start the local stack with `scripts/stack up` and export SINK_TEST_KAFKA=127.0.0.1:9092 "+
-		"SINK_TEST_CASSANDRA=127.0.0.1:9042 (or run `make test`)", serverName, envName)
+		"SINK_TEST_CASSANDRA=127.0.0.1:9042 SINK_TEST_REGISTRY=http://127.0.0.1:8081/apis/ccompat/v7 "+
+		"(`export $(scripts/stack env)`), or run `make test`", serverName, envName)
 	if isTrue(ci) {
 		return failTest, nil, msg + "; CI=true, so this is a failure, not a skip"
 	}

@@ -41,12 +41,15 @@ type Metrics struct {
 	PausedPartitions  prometheus.Gauge
 	StuckPartitions   *prometheus.GaugeVec
 	WriteStageRetries *prometheus.CounterVec
-	CommitDuration    prometheus.Histogram
-	CommitFailures    prometheus.Counter
-	ConsumerLag       *prometheus.GaugeVec
-	PartitionBudget   *prometheus.GaugeVec
-	Ready             prometheus.Gauge
-	BuildInfo         *prometheus.GaugeVec
+	// RegistryRetries counts fetches of a writer schema that failed because the schema registry did
+	// not answer; the record's partition waits and retries.
+	RegistryRetries *prometheus.CounterVec
+	CommitDuration  prometheus.Histogram
+	CommitFailures  prometheus.Counter
+	ConsumerLag     *prometheus.GaugeVec
+	PartitionBudget *prometheus.GaugeVec
+	Ready           prometheus.Gauge
+	BuildInfo       *prometheus.GaugeVec
 	// DLTruncated counts dead letters sent cut to fit their topic (sink.truncated).
 	DLTruncated *prometheus.CounterVec
 	// Splits counts routing records this process wrote (hot-entity splits); OverBudget the open
@@ -137,6 +140,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "write_stage_retries_total",
 			Help: "Batches the writer gave back unwritten and the write stage sends again after a backoff, by reason (missing_table, exhausted, refused, unknown).",
 		}, []string{"topic", "reason"}),
+		RegistryRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "schema_registry_retries_total",
+			Help: "Fetches of a writer schema that failed because the schema registry did not answer; the record's partition waits (stuck) and retries with backoff.",
+		}, []string{"topic"}),
 		CommitDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "commit_duration_seconds",
 			Help:    "Duration of synchronous offset commits (on revoke and shutdown).",
@@ -167,7 +174,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(
 		m.RecordsConsumed, m.RecordsWritten, m.RecordsDeadLettered, m.RecordsSkipped, m.RecordsFailed,
 		m.BatchRows, m.BatchBytes, m.BatchPartitions, m.StageSeconds, m.WriteDuration, m.WriteRetries, m.WritesInFlight,
-		m.BufferedBytes, m.OpenBatchRows, m.PausedPartitions, m.StuckPartitions, m.WriteStageRetries,
+		m.BufferedBytes, m.OpenBatchRows, m.PausedPartitions, m.StuckPartitions, m.WriteStageRetries, m.RegistryRetries,
 		m.CommitDuration, m.CommitFailures,
 		m.ConsumerLag, m.PartitionBudget, m.Ready, m.BuildInfo, m.live,
 	)
@@ -214,6 +221,7 @@ func MetricNames() []string {
 		"sink_paused_partitions",
 		"sink_stuck_partitions",
 		"sink_write_stage_retries_total",
+		"sink_schema_registry_retries_total",
 		"sink_commit_duration_seconds",
 		"sink_commit_failures_total",
 		"sink_consumer_lag_records",

@@ -39,6 +39,7 @@ func TestMetricsLintAndNames(t *testing.T) {
 	m.PartitionBudget.WithLabelValues("t").Set(100e6)
 	m.StuckPartitions.WithLabelValues("t").Set(1)
 	m.WriteStageRetries.WithLabelValues("t", "missing_table").Inc()
+	m.RegistryRetries.WithLabelValues("t").Inc()
 	m.Ready.Set(1)
 	now := time.Date(2024, 1, 15, 12, 0, 0, 0, time.UTC)
 	m.live.configure(3, func() time.Time { return now })

@@ -7,6 +7,7 @@
 //	stackcheck [-timeout 5s] -secure-dir DIR kafka-secure host:port      # as kafka, on the plaintext listener
 //	stackcheck [-timeout 5s] -secure-dir DIR cassandra-secure host:port  # TLS and login; creates the roles
 //	stackcheck [-timeout 5s] -ring-size N cassandra-ring host:port       # serves, and knows its N-1 peers
+//	stackcheck [-timeout 5s] registry host:port    # the Confluent-compatible API lists its subjects
 //
 // For cassandra-secure, DIR is the directory scripts/stack made the certificates and passwords in (tls/ca.pem,
 // passwords/cassandra-admin, passwords/cassandra-sink). The first check that gets in (as the default superuser,
@@ -21,11 +22,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() != 2 {
-		fmt.Fprintln(stderr, "usage: stackcheck [-timeout 5s] [-secure-dir DIR] kafka|cassandra|kafka-secure|cassandra-secure host:port")
+		fmt.Fprintln(stderr, "usage: stackcheck [-timeout 5s] [-secure-dir DIR] [-ring-size N] kafka|cassandra|kafka-secure|cassandra-secure|cassandra-ring|registry host:port")
 		return 2
 	}
 	kind, addr := fs.Arg(0), fs.Arg(1)
@@ -73,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		info, err = checkCassandra(ctx, addr, *timeout)
 	case "cassandra-ring":
 		info, err = checkRingNode(ctx, addr, *timeout, *ringSize)
+	case "registry":
+		info, err = checkRegistry(ctx, addr)
 	case "cassandra-secure":
 		if *secureDir == "" {
 			fmt.Fprintln(stderr, "stackcheck: cassandra-secure needs -secure-dir")
@@ -80,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		info, err = checkSecureCassandra(ctx, addr, *timeout, *secureDir)
 	default:
-		fmt.Fprintf(stderr, "stackcheck: unknown server kind %q (want kafka, cassandra, kafka-secure or cassandra-secure)\n", kind)
+		fmt.Fprintf(stderr, "stackcheck: unknown server kind %q (want kafka, cassandra, kafka-secure, cassandra-secure, cassandra-ring or registry)\n", kind)
 		return 2
 	}
 	if err != nil {
@@ -245,4 +250,33 @@ func checkRingNode(ctx context.Context, addr string, timeout time.Duration, size
 		return "", fmt.Errorf("knows %d of its %d peers", peers, size-1)
 	}
 	return fmt.Sprintf("%s, %d peers", info, peers), nil
+}
+
+// registryAPI is the path of the registry's Confluent-compatible API (Apicurio serves its own API beside it).
+const registryAPI = "/apis/ccompat/v7"
+
+// checkRegistry lists the registry's subjects through the Confluent-compatible API: the HTTP server answering is
+// not enough, the API (and the storage behind it) must be up.
+func checkRegistry(ctx context.Context, addr string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+registryAPI+"/subjects", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("listing subjects: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("reading the subject list: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("listing subjects: HTTP %s: %.200s", resp.Status, body)
+	}
+	var subjects []string
+	if err := json.Unmarshal(body, &subjects); err != nil {
+		return "", fmt.Errorf("listing subjects: not a JSON list of names: %w", err)
+	}
+	return fmt.Sprintf("%d subject(s)", len(subjects)), nil
 }

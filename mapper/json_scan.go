@@ -218,7 +218,7 @@ func (p *plan) mapScanned(rec *Record, s *scratch) (outcome, bool) {
 			// Not a field: value reads the record, not the JSON.
 			ok = p.value(c, nil, rec, out.eventTime, s) == nil
 		case raw[slot].kind == rawMissing || raw[slot].kind == rawNull:
-			s.w.Absent(p.absent)
+			s.w.Absent(c.absent)
 		case !c.direct: // boolean, the one type the scan converts without a cell
 			var v bool
 			if v, ok = scannedBool(raw[slot], b); ok {

@@ -13,7 +13,7 @@ import (
 	"github.com/bucketsink/sink/packed"
 )
 
-// The single-pass scan (scan.go) must map every record it handles exactly as the fastjson path
+// The single-pass scan (json_scan.go) must map every record it handles exactly as the fastjson path
 // does, and hand every other record to it. These tests map each input through both and compare.
 
 // diffTopics are the topic shapes the differential tests map every input with: the sensor topic,

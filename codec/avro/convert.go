@@ -1,0 +1,142 @@
+package avro
+
+import (
+	"time"
+
+	"github.com/bucketsink/sink/packed"
+)
+
+// conv is how a kept Avro value becomes a codec.Value for its column's CQL type.
+type conv uint8
+
+const (
+	cNone          conv = iota
+	cText               // string -> text, ascii
+	cEnumText           // enum -> its symbol
+	cInt                // int, long -> the integer kinds, range-checked
+	cTimeOfDay          // time-millis, time-micros -> bigint nanoseconds since midnight
+	cFloat              // float, double, int, long -> float, double
+	cBool               // boolean -> boolean
+	cTimestamp          // timestamp-*, or an int or long counting units -> timestamp
+	cTimestampText      // string in RFC 3339 -> timestamp
+	cDate               // date -> date
+	cDateText           // string YYYY-MM-DD -> date
+	cUUIDText           // uuid string, string -> uuid, timeuuid
+	cUUIDFixed          // fixed(16) -> uuid, timeuuid
+	cBlob               // bytes, fixed -> blob
+	cInetText           // string -> inet
+	cInetFixed          // fixed(4), fixed(16) -> inet
+	cDecimal            // decimal -> decimal (its scale kept)
+	cDecimalInt         // int, long -> decimal, scale 0
+	cVarint             // int, long -> varint
+	cVarintDecimal      // decimal with scale 0 -> varint
+	cList               // array -> list, set
+	cMap                // map -> map<text, T>
+)
+
+// converter picks the conversion of an Avro value of n to CQL kind k; unit is what one unit of an
+// integer is when it feeds a timestamp (0: integers do not). It returns cNone, and a hint, for a
+// pairing that cannot feed the column; docs/CONFIG.md has the table.
+func converter(n *node, k packed.Kind, unit time.Duration) (conv, int64, string) {
+	lt := n.logical
+	switch k {
+	case packed.KText, packed.KASCII:
+		switch {
+		case n.kind == tString:
+			return cText, 0, ""
+		case n.kind == tEnum:
+			return cEnumText, 0, ""
+		}
+	case packed.KTinyint, packed.KSmallint, packed.KInt, packed.KBigint:
+		switch {
+		case lt == "time-millis" || lt == "time-micros":
+			if k == packed.KBigint {
+				return cTimeOfDay, 0, ""
+			}
+			return cNone, 0, " (a time of day feeds bigint, in nanoseconds since midnight)"
+		case lt != "":
+			return cNone, 0, ""
+		case n.kind == tInt || n.kind == tLong:
+			return cInt, 0, ""
+		}
+	case packed.KFloat, packed.KDouble:
+		if lt == "" && (n.kind == tFloat || n.kind == tDouble || n.kind == tInt || n.kind == tLong) {
+			return cFloat, 0, ""
+		}
+	case packed.KBoolean:
+		if n.kind == tBoolean {
+			return cBool, 0, ""
+		}
+	case packed.KTimestamp:
+		switch lt {
+		case "timestamp-millis", "local-timestamp-millis":
+			return cTimestamp, int64(time.Millisecond), ""
+		case "timestamp-micros", "local-timestamp-micros":
+			return cTimestamp, int64(time.Microsecond), ""
+		case "timestamp-nanos", "local-timestamp-nanos":
+			return cTimestamp, 1, ""
+		case "":
+			switch {
+			case (n.kind == tLong || n.kind == tInt) && unit > 0:
+				return cTimestamp, int64(unit), ""
+			case n.kind == tLong || n.kind == tInt:
+				return cNone, 0, " (time.format rfc3339 reads a string; use timestamp-millis/micros or a unix_* time.format)"
+			case n.kind == tString:
+				return cTimestampText, 0, ""
+			}
+		}
+	case packed.KDate:
+		switch {
+		case lt == "date":
+			return cDate, 0, ""
+		case lt == "" && n.kind == tString:
+			return cDateText, 0, ""
+		}
+	case packed.KUUID, packed.KTimeUUID:
+		switch {
+		case n.kind == tString:
+			return cUUIDText, 0, ""
+		case n.kind == tFixed && n.size == 16:
+			return cUUIDFixed, 0, ""
+		}
+	case packed.KBlob:
+		if lt == "" && (n.kind == tBytes || n.kind == tFixed) {
+			return cBlob, 0, ""
+		}
+	case packed.KInet:
+		switch {
+		case n.kind == tString && lt == "":
+			return cInetText, 0, ""
+		case n.kind == tFixed && (n.size == 4 || n.size == 16):
+			return cInetFixed, 0, ""
+		}
+	case packed.KDecimal:
+		switch {
+		case lt == "decimal":
+			return cDecimal, 0, ""
+		case lt == "" && (n.kind == tInt || n.kind == tLong):
+			return cDecimalInt, 0, ""
+		}
+	case packed.KVarint:
+		switch {
+		case lt == "decimal" && n.scale == 0:
+			return cVarintDecimal, 0, ""
+		case lt == "decimal":
+			return cNone, 0, " (a decimal with a scale feeds decimal)"
+		case lt == "" && (n.kind == tInt || n.kind == tLong):
+			return cVarint, 0, ""
+		}
+	case packed.KList, packed.KSet:
+		if n.kind == tArray {
+			return cList, 0, ""
+		}
+	case packed.KMap:
+		if n.kind == tMap {
+			return cMap, 0, ""
+		}
+	}
+	if n.kind == tRecord {
+		return cNone, 0, "; name one of its fields (field: a.b)"
+	}
+	return cNone, 0, ""
+}

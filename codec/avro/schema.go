@@ -1,0 +1,257 @@
+package avro
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/bucketsink/sink/codec"
+)
+
+// kind is an Avro type.
+type kind uint8
+
+const (
+	tNull kind = iota
+	tBoolean
+	tInt
+	tLong
+	tFloat
+	tDouble
+	tBytes
+	tString
+	tRecord
+	tEnum
+	tArray
+	tMap
+	tUnion
+	tFixed
+)
+
+var kindNames = [...]string{"null", "boolean", "int", "long", "float", "double", "bytes", "string", "record", "enum", "array", "map", "union", "fixed"}
+
+func (k kind) String() string { return kindNames[k] }
+
+var primitives = map[string]kind{
+	"null": tNull, "boolean": tBoolean, "int": tInt, "long": tLong, "float": tFloat, "double": tDouble,
+	"bytes": tBytes, "string": tString,
+}
+
+// node is one Avro type of a parsed writer schema. Named types are shared: a recursive record
+// points at itself.
+type node struct {
+	kind     kind
+	logical  string // the logical type when valid for kind ("decimal", "timestamp-micros", ...); "" otherwise
+	scale    int    // decimal
+	size     int    // fixed
+	name     string // full name of a record, enum or fixed
+	fields   []field
+	symbols  [][]byte // enum symbols, as the bytes a text column takes
+	items    *node    // array items, map values
+	branches []*node  // union
+}
+
+type field struct {
+	name string
+	typ  *node
+}
+
+// describe names n for messages: "long (timestamp-millis)", "record sensors.Site".
+func (n *node) describe() string {
+	s := n.kind.String()
+	if n.name != "" {
+		s += " " + n.name
+	}
+	if n.logical != "" {
+		s += " (" + n.logical + ")"
+	}
+	return s
+}
+
+// parser parses one writer schema and the schemas it references into nodes.
+type parser struct {
+	names map[string]*node // full name -> named type
+}
+
+// parseSchema parses s, after the schemas it references (which define named types it may use).
+func parseSchema(s *codec.Schema) (*node, error) {
+	p := &parser{names: map[string]*node{}}
+	if err := p.references(s, 0); err != nil {
+		return nil, err
+	}
+	return p.parseText(s.Text)
+}
+
+func (p *parser) references(s *codec.Schema, depth int) error {
+	if depth > 32 {
+		return fmt.Errorf("references nest deeper than 32")
+	}
+	for _, r := range s.References {
+		if r.Schema == nil {
+			return fmt.Errorf("reference %q has no schema", r.Name)
+		}
+		if err := p.references(r.Schema, depth+1); err != nil {
+			return err
+		}
+		if _, err := p.parseText(r.Schema.Text); err != nil {
+			return fmt.Errorf("reference %q: %w", r.Name, err)
+		}
+	}
+	return nil
+}
+
+func (p *parser) parseText(text string) (*node, error) {
+	var v any
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return nil, fmt.Errorf("not an Avro schema (JSON): %w", err)
+	}
+	return p.parse(v, "")
+}
+
+// fullName is name in namespace ns, unless it has a dot of its own.
+func fullName(name, ns string) string {
+	if strings.Contains(name, ".") || ns == "" {
+		return name
+	}
+	return ns + "." + name
+}
+
+func (p *parser) parse(v any, ns string) (*node, error) {
+	switch t := v.(type) {
+	case string:
+		if k, ok := primitives[t]; ok {
+			return &node{kind: k}, nil
+		}
+		if n, ok := p.names[fullName(t, ns)]; ok {
+			return n, nil
+		}
+		if n, ok := p.names[t]; ok {
+			return n, nil
+		}
+		return nil, fmt.Errorf("unknown type %q", t)
+	case []any:
+		n := &node{kind: tUnion}
+		for _, b := range t {
+			bn, err := p.parse(b, ns)
+			if err != nil {
+				return nil, err
+			}
+			n.branches = append(n.branches, bn)
+		}
+		if len(n.branches) == 0 {
+			return nil, fmt.Errorf("an empty union")
+		}
+		return n, nil
+	case map[string]any:
+		return p.parseObject(t, ns)
+	}
+	return nil, fmt.Errorf("not a type: %v", v)
+}
+
+func (p *parser) parseObject(o map[string]any, ns string) (*node, error) {
+	typ, _ := o["type"].(string)
+	if typ == "" {
+		if inner, ok := o["type"]; ok { // {"type": {"type": "array", ...}} or a union
+			return p.parse(inner, ns)
+		}
+		return nil, fmt.Errorf("a type object without \"type\"")
+	}
+	var n *node
+	switch typ {
+	case "record", "error", "enum", "fixed":
+		name, _ := o["name"].(string)
+		if name == "" {
+			return nil, fmt.Errorf("a %s without a name", typ)
+		}
+		if space, ok := o["namespace"].(string); ok && !strings.Contains(name, ".") {
+			ns = space
+		}
+		full := fullName(name, ns)
+		if i := strings.LastIndexByte(full, '.'); i >= 0 {
+			ns = full[:i]
+		} else {
+			ns = ""
+		}
+		n = &node{name: full}
+		p.names[full] = n
+		switch typ {
+		case "enum":
+			n.kind = tEnum
+			syms, _ := o["symbols"].([]any)
+			for _, s := range syms {
+				str, _ := s.(string)
+				n.symbols = append(n.symbols, []byte(str))
+			}
+		case "fixed":
+			n.kind = tFixed
+			size, ok := o["size"].(float64)
+			if !ok || size < 0 || size != float64(int(size)) {
+				return nil, fmt.Errorf("fixed %s: size is not a whole number", full)
+			}
+			n.size = int(size)
+		default:
+			n.kind = tRecord
+			fs, _ := o["fields"].([]any)
+			for _, f := range fs {
+				fo, _ := f.(map[string]any)
+				fname, _ := fo["name"].(string)
+				if fname == "" {
+					return nil, fmt.Errorf("record %s: a field without a name", full)
+				}
+				ft, err := p.parse(fo["type"], ns)
+				if err != nil {
+					return nil, fmt.Errorf("record %s, field %s: %w", full, fname, err)
+				}
+				n.fields = append(n.fields, field{name: fname, typ: ft})
+			}
+		}
+	case "array", "map":
+		n = &node{kind: tArray}
+		key := "items"
+		if typ == "map" {
+			n.kind, key = tMap, "values"
+		}
+		items, err := p.parse(o[key], ns)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", typ, key, err)
+		}
+		n.items = items
+	default:
+		k, ok := primitives[typ]
+		if !ok {
+			// {"type": "Name"}: a reference to a named type.
+			return p.parse(typ, ns)
+		}
+		n = &node{kind: k}
+	}
+	n.logical = logicalType(n, o)
+	if n.logical == "decimal" {
+		scale, _ := o["scale"].(float64)
+		n.scale = int(scale)
+	}
+	return n, nil
+}
+
+// logicalType is o's logicalType when it is valid for n's type; the spec says an invalid one is
+// ignored and the value read as its underlying type.
+func logicalType(n *node, o map[string]any) string {
+	lt, _ := o["logicalType"].(string)
+	ok := false
+	switch lt {
+	case "decimal":
+		scale, _ := o["scale"].(float64)
+		prec, _ := o["precision"].(float64)
+		ok = (n.kind == tBytes || n.kind == tFixed) && prec > 0 && scale >= 0 && scale <= prec && scale == float64(int(scale))
+	case "uuid":
+		ok = n.kind == tString || (n.kind == tFixed && n.size == 16)
+	case "date", "time-millis":
+		ok = n.kind == tInt
+	case "time-micros", "timestamp-millis", "timestamp-micros", "timestamp-nanos",
+		"local-timestamp-millis", "local-timestamp-micros", "local-timestamp-nanos":
+		ok = n.kind == tLong
+	}
+	if !ok {
+		return ""
+	}
+	return lt
+}

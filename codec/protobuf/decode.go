@@ -1,0 +1,538 @@
+package protobuf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/bucketsink/sink/codec"
+	"github.com/bucketsink/sink/packed"
+)
+
+// maxDepth bounds how deeply the walk follows nested messages: deeper than any configured path needs.
+const maxDepth = 64
+
+// Decode reads the message indexes at the start of body, then walks the message they name into out.
+func (p *plan) Decode(body []byte, out []codec.Value, buf []byte) ([]byte, error) {
+	var key msgKey
+	rest, err := readIndexes(body, &key)
+	if err != nil {
+		return buf, err
+	}
+	e, err := p.entry(&key)
+	if err != nil {
+		return buf, err
+	}
+	if e.err != nil {
+		return buf, e.err
+	}
+	for i := range out {
+		out[i] = codec.Value{}
+	}
+	d := decoder{out: out, buf: buf}
+	err = d.message(e.m, rest, 0)
+	return d.buf, err
+}
+
+// readIndexes reads the Confluent message-index array: a zig-zag count, then that many zig-zag indexes; a count
+// of 0 (one 0 byte) is [0], the file's first message.
+func readIndexes(b []byte, key *msgKey) ([]byte, error) {
+	count, n := protowire.ConsumeVarint(b)
+	if n < 0 {
+		return nil, codec.Decodef("protobuf message indexes cut short or malformed: the body is %d bytes", len(b))
+	}
+	b = b[n:]
+	c := protowire.DecodeZigZag(count)
+	switch {
+	case c == 0:
+		key.n, key.idx[0] = 1, 0
+		return b, nil
+	case c < 0 || c > maxIndexDepth:
+		return nil, codec.Decodef("protobuf message indexes: a count of %d (at most %d levels are read)", c, maxIndexDepth)
+	}
+	key.n = uint8(c)
+	for i := 0; i < int(c); i++ {
+		x, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return nil, codec.Decodef("protobuf message indexes cut short: %d of %d read", i, c)
+		}
+		b = b[n:]
+		v := protowire.DecodeZigZag(x)
+		if v < 0 || v > math.MaxInt32 {
+			return nil, codec.Decodef("protobuf message indexes: index %d is not a message index", v)
+		}
+		key.idx[i] = int32(v)
+	}
+	return b, nil
+}
+
+// decoder is the state of one Decode.
+type decoder struct {
+	out []codec.Value
+	buf []byte
+}
+
+func malformed(format string, args ...any) error {
+	return codec.Decodef("protobuf: "+format, args...)
+}
+
+// message walks the fields of one message in b. Fields no leaf or path needs are skipped by wire type. The
+// defaults of implicit presence are set at the end, so a later occurrence of the field always wins.
+func (d *decoder) message(m *message, b []byte, depth int) error {
+	if depth > maxDepth {
+		return malformed("messages nested deeper than %d", maxDepth)
+	}
+	whole := b
+	for len(b) > 0 {
+		at := len(whole) - len(b)
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return malformed("a malformed field tag at byte %d of a message", at)
+		}
+		b = b[n:]
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return malformed("field %d (wire type %d) cut short or malformed at byte %d of a message", num, typ, at)
+		}
+		raw := b[:n]
+		b = b[n:]
+		st := m.step(num)
+		if st == nil {
+			continue
+		}
+		if st.sub != nil {
+			if typ != protowire.BytesType {
+				return malformed("field %d is a message, but its wire type is %d", num, typ)
+			}
+			inner, _ := protowire.ConsumeBytes(raw)
+			if err := d.message(st.sub, inner, depth+1); err != nil {
+				return err
+			}
+		}
+		for _, lf := range st.leaves {
+			var err error
+			if lf.shape == single {
+				err = d.single(lf, typ, raw, depth)
+			} else if d.out[lf.out].State == codec.Absent {
+				// The first occurrence gathers every occurrence of the field in this message.
+				err = d.collection(lf, num, whole[at:], depth)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	for _, lf := range m.leaves {
+		if lf.implicit && d.out[lf.out].State == codec.Absent {
+			if err := d.zero(lf); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scalar is one decoded Protobuf value.
+type scalar struct {
+	n      int64 // the integers and bool, enum numbers; an unsigned 64-bit value's bits
+	signed bool
+	f      float64
+	b      []byte // string, bytes
+	t      time.Time
+	set    bool // a wrapper's or a well-known type's field was present
+}
+
+// single reads one occurrence of a singular field into its value; a later occurrence overwrites it.
+func (d *decoder) single(lf *leaf, typ protowire.Type, raw []byte, depth int) error {
+	v := &d.out[lf.out]
+	*v = codec.Value{}
+	s, err := readValue(lf, lf.src, typ, raw, depth)
+	if err != nil {
+		return d.fieldErr(lf, err)
+	}
+	if err := d.set(lf, v, lf.kind, &s); err != nil {
+		return err
+	}
+	v.State = codec.Set
+	return nil
+}
+
+// zero sets the default value of a field with implicit presence that is not on the wire. A time or a value a
+// string must spell (uuid, inet, ...) stays absent: a default there is a writer that forgot the field.
+func (d *decoder) zero(lf *leaf) error {
+	switch lf.kind {
+	case packed.KTimestamp, packed.KDate, packed.KUUID, packed.KTimeUUID, packed.KInet:
+		return nil
+	case packed.KDecimal, packed.KVarint:
+		if lf.src == sString {
+			return nil
+		}
+	}
+	s := scalar{signed: true}
+	v := &d.out[lf.out]
+	if err := d.set(lf, v, lf.kind, &s); err != nil {
+		return err
+	}
+	v.State = codec.Set
+	return nil
+}
+
+// wireErr is a value whose wire type does not match its declared type.
+type wireErr struct {
+	src source
+	typ protowire.Type
+}
+
+func (e wireErr) Error() string {
+	return fmt.Sprintf("a %s value with wire type %d", sourceNames[e.src], e.typ)
+}
+
+// readValue reads one value of source src from raw, the field's bytes after its tag.
+func readValue(lf *leaf, src source, typ protowire.Type, raw []byte, depth int) (scalar, error) {
+	s := scalar{signed: true}
+	switch src {
+	case sInt32, sInt64, sUint32, sUint64, sSint32, sSint64, sBool, sEnum:
+		if typ != protowire.VarintType {
+			return s, wireErr{src, typ}
+		}
+		x, _ := protowire.ConsumeVarint(raw)
+		switch src {
+		case sInt32, sEnum:
+			s.n = int64(int32(x))
+		case sUint32:
+			s.n = int64(uint32(x))
+		case sUint64:
+			s.n, s.signed = int64(x), false
+		case sSint32:
+			s.n = int64(int32(protowire.DecodeZigZag(x & math.MaxUint32)))
+		case sSint64:
+			s.n = protowire.DecodeZigZag(x)
+		case sBool:
+			s.n = 0
+			if x != 0 {
+				s.n = 1
+			}
+		default:
+			s.n = int64(x)
+		}
+	case sFixed32, sSfixed32, sFloat:
+		if typ != protowire.Fixed32Type {
+			return s, wireErr{src, typ}
+		}
+		x, _ := protowire.ConsumeFixed32(raw)
+		switch src {
+		case sFixed32:
+			s.n = int64(x)
+		case sSfixed32:
+			s.n = int64(int32(x))
+		default:
+			s.f = float64(math.Float32frombits(x))
+		}
+	case sFixed64, sSfixed64, sDouble:
+		if typ != protowire.Fixed64Type {
+			return s, wireErr{src, typ}
+		}
+		x, _ := protowire.ConsumeFixed64(raw)
+		switch src {
+		case sFixed64:
+			s.n, s.signed = int64(x), false
+		case sSfixed64:
+			s.n = int64(x)
+		default:
+			s.f = math.Float64frombits(x)
+		}
+	case sString, sBytes:
+		if typ != protowire.BytesType {
+			return s, wireErr{src, typ}
+		}
+		s.b, _ = protowire.ConsumeBytes(raw)
+		if src == sString && !utf8.Valid(s.b) {
+			return s, fmt.Errorf("a string that is not UTF-8")
+		}
+	case sTimestamp, sDuration, sWrapper:
+		if typ != protowire.BytesType {
+			return s, wireErr{src, typ}
+		}
+		inner, _ := protowire.ConsumeBytes(raw)
+		return readMessageValue(lf, src, inner, depth)
+	}
+	return s, nil
+}
+
+// readMessageValue reads a well-known message: Timestamp and Duration (seconds 1, nanos 2) or a wrapper (value
+// 1). Their fields are scalars without presence: a field not on the wire is 0.
+func readMessageValue(lf *leaf, src source, b []byte, depth int) (scalar, error) {
+	var secs, nanos int64
+	s := scalar{signed: true}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return s, fmt.Errorf("a malformed field tag in %s", sourceNames[src])
+		}
+		b = b[n:]
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return s, fmt.Errorf("field %d of a %s cut short", num, sourceNames[src])
+		}
+		raw := b[:n]
+		b = b[n:]
+		switch {
+		case src == sWrapper && num == 1:
+			v, err := readValue(lf, lf.inner, typ, raw, depth+1)
+			if err != nil {
+				return s, err
+			}
+			s = v
+		case src != sWrapper && (num == 1 || num == 2):
+			if typ != protowire.VarintType {
+				return s, wireErr{sInt64, typ}
+			}
+			x, _ := protowire.ConsumeVarint(raw)
+			if num == 1 {
+				secs = int64(x)
+			} else {
+				nanos = int64(int32(x))
+			}
+		}
+	}
+	switch src {
+	case sTimestamp:
+		if nanos < 0 || nanos >= 1e9 {
+			return s, fmt.Errorf("a google.protobuf.Timestamp with nanos %d (0 to 999,999,999)", nanos)
+		}
+		if secs < minSeconds || secs > maxSeconds {
+			return s, fmt.Errorf("a google.protobuf.Timestamp of %d seconds is out of range for CQL timestamp (years 0000 to 9999)", secs)
+		}
+		s.t = time.Unix(secs, nanos).UTC()
+	case sDuration:
+		if nanos <= -1e9 || nanos >= 1e9 || secs > 0 && nanos < 0 || secs < 0 && nanos > 0 {
+			return s, fmt.Errorf("a google.protobuf.Duration with nanos %d for %d seconds", nanos, secs)
+		}
+		if secs > maxDurationSeconds || secs < -maxDurationSeconds {
+			return s, fmt.Errorf("a google.protobuf.Duration of %d seconds is out of range for bigint nanoseconds", secs)
+		}
+		s.n = secs*1e9 + nanos
+	}
+	s.set = true
+	return s, nil
+}
+
+// maxDurationSeconds keeps a Duration's nanoseconds within an int64.
+const maxDurationSeconds = math.MaxInt64/int64(time.Second) - 1
+
+var (
+	minSeconds = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	maxSeconds = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).Unix()
+)
+
+// set converts s into v for kind k.
+func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error {
+	var err error
+	switch lf.value() {
+	case sString, sBytes:
+		switch {
+		case lf.value() == sBytes && (k == packed.KUUID || k == packed.KTimeUUID):
+			if len(s.b) != 16 {
+				return d.mapErr(lf, fmt.Errorf("%d bytes are not a UUID (16) for CQL %s", len(s.b), k))
+			}
+			err = codec.SetUUID(v, k, [16]byte(s.b))
+		case lf.value() == sBytes && k == packed.KInet:
+			if len(s.b) != 4 && len(s.b) != 16 {
+				return d.mapErr(lf, fmt.Errorf("%d bytes are not an IPv4 (4) or IPv6 (16) address for CQL inet", len(s.b)))
+			}
+			v.B = s.b
+		default:
+			d.buf, err = codec.SetText(v, k, s.b, d.buf)
+		}
+	case sBool:
+		at := len(d.buf)
+		d.buf = packed.AppendBoolean(d.buf, s.n != 0)
+		v.B = d.buf[at:]
+	case sFloat, sDouble:
+		err = codec.SetFloat(v, k, s.f)
+	case sTimestamp:
+		if k == packed.KDate {
+			if !s.t.Equal(s.t.Truncate(24 * time.Hour)) {
+				return d.mapErr(lf, fmt.Errorf("%s is not at midnight UTC for CQL date", s.t.Format(time.RFC3339Nano)))
+			}
+		}
+		v.T = s.t
+	case sEnum:
+		if k == packed.KText || k == packed.KASCII {
+			name, ok := lf.enum[int32(s.n)]
+			if !ok {
+				return d.mapErr(lf, fmt.Errorf("enum value %d has no name in the writer schema", s.n))
+			}
+			v.B = name
+			return nil
+		}
+		d.buf, err = codec.SetInteger(v, k, s.n, true, lf.unit, d.buf)
+	default: // the integers and Duration
+		d.buf, err = codec.SetInteger(v, k, s.n, s.signed, lf.unit, d.buf)
+	}
+	if err != nil {
+		return d.mapErr(lf, err)
+	}
+	return nil
+}
+
+func (d *decoder) mapErr(lf *leaf, err error) error {
+	return &codec.Error{Reason: codec.ReasonMap, Field: lf.name, Column: lf.column, Err: err}
+}
+
+func (d *decoder) fieldErr(lf *leaf, err error) error {
+	return &codec.Error{Reason: codec.ReasonDecode, Field: lf.name, Column: lf.column, Err: fmt.Errorf("protobuf: %w", err)}
+}
+
+// collection reads every occurrence of repeated or map field num in msg (the message from the field's first
+// occurrence on) and sets its value to the collection's CQL wire bytes. A repeated scalar may be packed or
+// not, in any mix, as the Protobuf spec asks of parsers; a map keeps the last of equal keys, in key order.
+func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth int) error {
+	v := &d.out[lf.out]
+	start := len(d.buf)
+	d.buf = append(d.buf, 0, 0, 0, 0)
+	count := 0
+	var entries []codec.MapEntry
+	var ev codec.Value
+	for len(msg) > 0 {
+		n, typ, tn := protowire.ConsumeTag(msg)
+		if tn < 0 {
+			return malformed("a malformed field tag in a message")
+		}
+		msg = msg[tn:]
+		vn := protowire.ConsumeFieldValue(n, typ, msg)
+		if vn < 0 {
+			return malformed("field %d cut short", n)
+		}
+		raw := msg[:vn]
+		msg = msg[vn:]
+		if n != num {
+			continue
+		}
+		if lf.shape == mapped {
+			e, err := d.mapEntry(lf, typ, raw, depth, &ev)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, e)
+			continue
+		}
+		if typ == protowire.BytesType && packable(lf.src) {
+			for inner, _ := protowire.ConsumeBytes(raw); len(inner) > 0; {
+				et, width := packedWire(lf.src)
+				if width < 0 {
+					width = protowire.ConsumeFieldValue(0, et, inner)
+				} else if len(inner) < width {
+					width = -1
+				}
+				if width < 0 {
+					return d.fieldErr(lf, fmt.Errorf("a packed repeated field cut short"))
+				}
+				if err := d.element(lf, et, inner[:width], depth, &ev); err != nil {
+					return err
+				}
+				inner = inner[width:]
+				count++
+			}
+			continue
+		}
+		if err := d.element(lf, typ, raw, depth, &ev); err != nil {
+			return err
+		}
+		count++
+	}
+	if lf.shape == mapped {
+		d.buf = codec.SortedMap(d.buf, start, entries)
+	} else {
+		binary.BigEndian.PutUint32(d.buf[start:], uint32(count))
+	}
+	v.B = d.buf[start:]
+	v.State = codec.Set
+	return nil
+}
+
+// element appends one element of a repeated field to the collection being built in d.buf.
+func (d *decoder) element(lf *leaf, typ protowire.Type, raw []byte, depth int, ev *codec.Value) error {
+	s, err := readValue(lf, lf.src, typ, raw, depth)
+	if err != nil {
+		return d.fieldErr(lf, err)
+	}
+	*ev = codec.Value{}
+	if err := d.set(lf, ev, lf.kind, &s); err != nil {
+		return err
+	}
+	d.buf = codec.AppendElement(d.buf, lf.kind, ev)
+	return nil
+}
+
+// mapEntry reads one map entry (a message: key 1, value 2; either may be missing and is then its default)
+// and appends its framed value to d.buf.
+func (d *decoder) mapEntry(lf *leaf, typ protowire.Type, raw []byte, depth int, ev *codec.Value) (codec.MapEntry, error) {
+	var e codec.MapEntry
+	if typ != protowire.BytesType {
+		return e, d.fieldErr(lf, fmt.Errorf("a map entry with wire type %d", typ))
+	}
+	b, _ := protowire.ConsumeBytes(raw)
+	var val []byte
+	var valType protowire.Type
+	for len(b) > 0 {
+		num, t, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return e, d.fieldErr(lf, fmt.Errorf("a malformed tag in a map entry"))
+		}
+		b = b[n:]
+		n = protowire.ConsumeFieldValue(num, t, b)
+		if n < 0 {
+			return e, d.fieldErr(lf, fmt.Errorf("a map entry cut short"))
+		}
+		switch num {
+		case 1:
+			if t != protowire.BytesType {
+				return e, d.fieldErr(lf, wireErr{sString, t})
+			}
+			e.Key, _ = protowire.ConsumeBytes(b[:n])
+			if !utf8.Valid(e.Key) {
+				return e, d.fieldErr(lf, fmt.Errorf("a map key that is not UTF-8"))
+			}
+		case 2:
+			val, valType = b[:n], t
+		}
+		b = b[n:]
+	}
+	e.At = len(d.buf)
+	if val == nil {
+		*ev = codec.Value{}
+		if err := d.set(lf, ev, lf.kind, &scalar{signed: true}); err != nil {
+			return e, err
+		}
+		d.buf = codec.AppendElement(d.buf, lf.kind, ev)
+	} else if err := d.element(lf, valType, val, depth, ev); err != nil {
+		return e, err
+	}
+	e.End = len(d.buf)
+	return e, nil
+}
+
+// packable reports whether a repeated field of src may come packed (every scalar but string and bytes).
+func packable(src source) bool {
+	switch src {
+	case sString, sBytes, sTimestamp, sDuration, sWrapper:
+		return false
+	}
+	return true
+}
+
+// packedWire is the wire type of one element of a packed field of src, and its width (-1: a varint).
+func packedWire(src source) (protowire.Type, int) {
+	switch src {
+	case sFixed32, sSfixed32, sFloat:
+		return protowire.Fixed32Type, 4
+	case sFixed64, sSfixed64, sDouble:
+		return protowire.Fixed64Type, 8
+	}
+	return protowire.VarintType, -1
+}

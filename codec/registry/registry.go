@@ -1,0 +1,156 @@
+// Package registry is the schema registry client of the codecs: writer schemas fetched by id from a
+// Confluent-compatible registry (Confluent's REST API, Apicurio's /apis/ccompat/v7) through
+// franz-go's pkg/sr, with their references resolved, and cached for the life of the process.
+//
+// A schema id names one schema forever, so a fetched schema is never fetched again. A registry that
+// answers 404 for an id makes the error wrap codec.ErrUnknownSchema; every other failure (no
+// answer, a timeout, a 5xx, refused credentials) is a *codec.UnavailableError, which is not the
+// record's fault: the pipeline waits and retries.
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/bucketsink/sink/codec"
+	"github.com/bucketsink/sink/config"
+)
+
+// Client fetches and caches writer schemas. It is safe for concurrent use.
+type Client struct {
+	cl *sr.Client
+
+	mu    sync.Mutex
+	byID  map[int]*codec.Schema
+	byRef map[refKey]*codec.Schema
+}
+
+type refKey struct {
+	subject string
+	version int
+}
+
+var _ codec.Registry = (*Client)(nil)
+
+// New builds the client of the schema_registry block c (validated: config.Validate). It does not
+// connect; the first Schema call does.
+func New(c config.SchemaRegistry) (*Client, error) {
+	if len(c.URLs) == 0 {
+		return nil, errors.New("schema_registry.urls: empty; a schema-registry codec needs the registry's URL")
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// A schema is fetched once per id for the life of the process: a connection kept open between
+	// fetches would idle for hours.
+	tr.DisableKeepAlives = true
+	if c.TLS.Enabled {
+		tc, err := c.TLS.ClientConfig("schema_registry.tls")
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = tc
+	}
+	timeout := time.Duration(c.Timeout)
+	if timeout <= 0 {
+		timeout = time.Duration(config.DefaultRegistryTimeout)
+	}
+	opts := []sr.ClientOpt{
+		sr.URLs(c.URLs...),
+		sr.HTTPClient(&http.Client{Timeout: timeout, Transport: tr}),
+		sr.UserAgent("bucketsink"),
+	}
+	if c.Auth.Username != "" {
+		opts = append(opts, sr.BasicAuth(c.Auth.Username, c.Auth.Password.Reveal()))
+	}
+	cl, err := sr.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("schema_registry: %w", err)
+	}
+	return &Client{cl: cl, byID: map[int]*codec.Schema{}, byRef: map[refKey]*codec.Schema{}}, nil
+}
+
+// SR is the underlying pkg/sr client, for tools and tests that register schemas.
+func (c *Client) SR() *sr.Client { return c.cl }
+
+// maxRefDepth bounds how deep references may nest, so a cycle in the registry cannot recurse forever.
+const maxRefDepth = 32
+
+// Schema returns the writer schema of id with its references, fetching it on first use.
+func (c *Client) Schema(ctx context.Context, id int) (*codec.Schema, error) {
+	c.mu.Lock()
+	s := c.byID[id]
+	c.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	got, err := c.cl.SchemaByID(ctx, id)
+	if err != nil {
+		return nil, classify(err, fmt.Sprintf("schema id %d", id), codec.ErrUnknownSchema)
+	}
+	s = &codec.Schema{ID: id, Type: typeName(got.Type), Text: got.Schema}
+	if s.References, err = c.references(ctx, got.References, 0); err != nil {
+		return nil, fmt.Errorf("schema id %d: %w", id, err)
+	}
+	c.mu.Lock()
+	c.byID[id] = s
+	c.mu.Unlock()
+	return s, nil
+}
+
+// errMissingReference wraps a 404 on a referenced subject version: the writer schema cannot be built.
+var errMissingReference = errors.New("a referenced schema is not in the registry")
+
+func (c *Client) references(ctx context.Context, refs []sr.SchemaReference, depth int) ([]codec.Reference, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	if depth >= maxRefDepth {
+		return nil, fmt.Errorf("%w: references nest deeper than %d", codec.ErrUnknownSchema, maxRefDepth)
+	}
+	out := make([]codec.Reference, 0, len(refs))
+	for _, r := range refs {
+		k := refKey{r.Subject, r.Version}
+		c.mu.Lock()
+		s := c.byRef[k]
+		c.mu.Unlock()
+		if s == nil {
+			got, err := c.cl.SchemaByVersion(ctx, r.Subject, r.Version)
+			if err != nil {
+				return nil, classify(err, fmt.Sprintf("reference %q (subject %s version %d)", r.Name, r.Subject, r.Version), errMissingReference)
+			}
+			s = &codec.Schema{ID: got.ID, Type: typeName(got.Type), Text: got.Schema.Schema}
+			if s.References, err = c.references(ctx, got.References, depth+1); err != nil {
+				return nil, err
+			}
+			c.mu.Lock()
+			c.byRef[k] = s
+			c.mu.Unlock()
+		}
+		out = append(out, codec.Reference{Name: r.Name, Subject: r.Subject, Version: r.Version, Schema: s})
+	}
+	return out, nil
+}
+
+// classify turns a pkg/sr error into notFound (wrapped, with ErrUnknownSchema so the record's reason
+// is schema) for a 404, and a *codec.UnavailableError for everything else.
+func classify(err error, what string, notFound error) error {
+	var re *sr.ResponseError
+	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
+		if notFound == codec.ErrUnknownSchema {
+			return fmt.Errorf("%s: %w", what, notFound)
+		}
+		return fmt.Errorf("%s: %w (%w)", what, notFound, codec.ErrUnknownSchema)
+	}
+	return &codec.UnavailableError{Err: fmt.Errorf("%s: %w", what, err)}
+}
+
+// typeName is the registry's name of a schema type: AVRO (the default when it names none),
+// PROTOBUF or JSON.
+func typeName(t sr.SchemaType) string {
+	return t.String()
+}

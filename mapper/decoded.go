@@ -1,0 +1,198 @@
+package mapper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bucketsink/sink/codec"
+	"github.com/bucketsink/sink/packed"
+)
+
+// The schema-registry formats: a record's value is framed (codec.Frame), its writer schema fetched
+// by id (codec.Registry, cached for the process), and decoded by the plan its topic's codec
+// compiled for that schema id (cached per topic and id) into one codec.Value per field, which the
+// columns then encode as the JSON path's values do. json_schema is framing and the JSON path.
+
+// writerPlan is the compiled plan of one writer schema id of a topic, or the *codec.SchemaError
+// that every record of the id is dead-lettered with.
+type writerPlan struct {
+	plan codec.Plan
+	err  error
+}
+
+// decodeFields lists what the topic's codec must decode: each field column's value, then the
+// event time field. colSlot (per column) and timeSlot say where each is in the list.
+func (p *plan) decodeFields() {
+	p.colSlot = make([]int, len(p.cols))
+	p.fields = p.fields[:0]
+	for i := range p.cols {
+		c := &p.cols[i]
+		p.colSlot[i] = -1
+		if c.source != srcField {
+			continue
+		}
+		p.colSlot[i] = len(p.fields)
+		p.fields = append(p.fields, codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Unit: time.Millisecond})
+	}
+	p.timeSlot = -1
+	if !p.timeFromKafka {
+		p.timeSlot = len(p.fields)
+		// time.format rfc3339 reads text; the unix_* formats count their unit (timeuuid.go's unit is
+		// nanoseconds per unit).
+		p.fields = append(p.fields, codec.Field{Path: p.timePath, Type: packed.Scalar(kTimestamp), Unit: time.Duration(p.timeUnit)})
+	}
+}
+
+// writerPlan returns the plan of schema id, fetching the schema and compiling the plan on first
+// sight. A schema the registry does not have is reason schema (not cached: it may be registered
+// yet); a registry that does not answer is a *codec.UnavailableError, reason "".
+func (p *plan) writerPlan(ctx context.Context, id int) (codec.Plan, string, error) {
+	if v, ok := p.schemas.Load(id); ok {
+		wp := v.(*writerPlan)
+		if wp.err != nil {
+			return nil, ReasonSchema, wp.err
+		}
+		return wp.plan, "", nil
+	}
+	if p.registry == nil {
+		return nil, ReasonSchema, fmt.Errorf("codec %s: no schema_registry is configured", p.codecName)
+	}
+	s, err := p.registry.Schema(ctx, id)
+	if errors.Is(err, codec.ErrUnknownSchema) {
+		return nil, ReasonSchema, fmt.Errorf("decoding %s: %w", p.codecName, err)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	wp := &writerPlan{}
+	if p.codec == nil { // json_schema: the JSON path reads the body; the schema must be a JSON Schema
+		if s.Type != "JSON" {
+			wp.err = &codec.SchemaError{SchemaID: id, Err: fmt.Errorf("a %s schema, not a JSON Schema (is the topic's codec right?)", s.Type)}
+		}
+	} else {
+		wp.plan, wp.err = p.codec.Compile(s, p.fields)
+	}
+	v, _ := p.schemas.LoadOrStore(id, wp)
+	wp = v.(*writerPlan)
+	if wp.err != nil {
+		return nil, ReasonSchema, wp.err
+	}
+	return wp.plan, "", nil
+}
+
+// frame is codec.Frame for rec, whose errors are ReasonDecode; a record that carries its schema id in
+// a header is refused as such, whatever its value holds.
+func (p *plan) frame(rec *Record) (int, []byte, error) {
+	if rec.SchemaIDHeader {
+		return 0, nil, fmt.Errorf("decoding %s: the record carries its writer schema id in the %s header (the newer Confluent clients' header form), which this sink does not read; have the producer write the id into the value (the wire format's 5-byte prefix, the clients' default)",
+			p.codecName, HeaderValueSchemaID)
+	}
+	id, body, err := codec.Frame(rec.Value)
+	if err != nil {
+		return 0, nil, fmt.Errorf("decoding %s: %w", p.codecName, err)
+	}
+	return id, body, nil
+}
+
+// mapFramed maps a json_schema record: its framing and writer schema checked, its body by the JSON
+// path. The JSON is not validated against the schema.
+func (p *plan) mapFramed(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
+	id, body, err := p.frame(rec)
+	if err != nil {
+		return outcome{}, ReasonDecode, err
+	}
+	if _, reason, err := p.writerPlan(ctx, id); err != nil {
+		return outcome{}, reason, err
+	}
+	inner := *rec
+	inner.Value = body
+	return p.mapJSON(&inner, s)
+}
+
+// mapDecoded maps a record of a schema-registry codec through its writer schema's plan.
+func (p *plan) mapDecoded(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
+	var out outcome
+	id, body, err := p.frame(rec)
+	if err != nil {
+		return out, ReasonDecode, err
+	}
+	wp, reason, err := p.writerPlan(ctx, id)
+	if err != nil {
+		return out, reason, err
+	}
+	if cap(s.vals) < len(p.fields) {
+		s.vals = make([]codec.Value, len(p.fields))
+	}
+	vals := s.vals[:len(p.fields)]
+	if s.buf, err = wp.Decode(body, vals, s.buf[:0]); err != nil {
+		reason := ReasonDecode
+		var ce *codec.Error
+		if errors.As(err, &ce) {
+			reason = ce.Reason
+		}
+		return out, reason, fmt.Errorf("decoding %s: %w", p.codecName, err)
+	}
+
+	t, err := p.decodedTime(vals, rec, s)
+	if reason, err := p.admit(t, err, rec); err != nil {
+		return out, reason, err
+	}
+	out.eventTime = t
+
+	s.begin(p)
+	for i := range p.cols {
+		c := &p.cols[i]
+		if slot := p.colSlot[i]; slot >= 0 {
+			err = p.decodedValue(c, &vals[slot], s)
+		} else {
+			err = p.value(c, nil, rec, t, s) // not a field: value reads the record
+		}
+		if err != nil {
+			return out, ReasonMap, err
+		}
+		s.spans[i] = s.w.Last()
+	}
+	reason, err = p.completeRow(&out, rec, s)
+	return out, reason, err
+}
+
+// decodedTime is the event time of a decoded record.
+func (p *plan) decodedTime(vals []codec.Value, rec *Record, s *scratch) (time.Time, error) {
+	if p.timeFromKafka {
+		return p.eventTime(nil, rec, s)
+	}
+	switch v := &vals[p.timeSlot]; v.State {
+	case codec.Absent:
+		return time.Time{}, fmt.Errorf("event time: field %q is missing", p.timeField)
+	case codec.Null:
+		return time.Time{}, fmt.Errorf("event time: field %q is null", p.timeField)
+	default:
+		return v.T, nil
+	}
+}
+
+// decodedValue writes the decoded value v of field column c to s.w: a missing or null value leaves
+// the column unset (never a null, which would be a tombstone, unless the column has write_null), or
+// is an error when the column needs a value.
+func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
+	if v.State != codec.Set {
+		state := "missing"
+		if v.State == codec.Null {
+			state = "null"
+		}
+		if c.need != "" {
+			return fmt.Errorf("column %s: field %q is %s, and %s", c.name, c.field, state, c.need)
+		}
+		s.w.Absent(c.absent)
+		return nil
+	}
+	if !c.direct {
+		s.putWire(c, v.B)
+		return nil
+	}
+	x := cell{b: v.B, n: v.N, f: v.F, t: v.T, u: v.U}
+	store(c, &x, s)
+	return nil
+}

@@ -1,0 +1,257 @@
+package mapper
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/codec"
+	"github.com/bucketsink/sink/codec/registry"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/packed"
+	"github.com/bucketsink/sink/schema"
+)
+
+// The plan compiler: New compiles each configured topic once into a plan, which the per-record
+// path (mapper.go) then follows for every record of the topic.
+
+// Option configures New.
+type Option func(*Mapper)
+
+// WithRegistry makes the mapper fetch writer schemas from r instead of the client New builds from
+// cfg.SchemaRegistry.
+func WithRegistry(r codec.Registry) Option { return func(m *Mapper) { m.registry = r } }
+
+// New validates cfg (see config.Validate), takes each topic's table from package schema (columns,
+// keys, the INSERT statement) and compiles every topic: column plans, field paths, the bucket
+// policy, the codec. cfg must have its defaults applied (config.Load does; a Config built in Go
+// calls ApplyDefaults). When a topic's codec reads a schema registry, New builds the registry
+// client of cfg.SchemaRegistry (without connecting) unless WithRegistry gives one.
+func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
+	tables, err := schema.Describe(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &Mapper{byKafka: map[string]*plan{}, byName: map[string]*plan{}, tables: tables}
+	for _, o := range opts {
+		o(m)
+	}
+	if m.registry == nil && len(cfg.SchemaRegistry.URLs) > 0 {
+		reg, err := registry.New(cfg.SchemaRegistry)
+		if err != nil {
+			return nil, err
+		}
+		m.registry = reg
+	}
+	m.pool.New = func() any {
+		return &scratch{buf: make([]byte, 0, 256), key: make([]byte, 0, 128)}
+	}
+	var errs []error
+	for _, name := range cfg.TopicNames() {
+		p, err := compile(name, cfg.Topics[name], tables[name])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.registry = m.registry
+		// Unset values need native protocol 4; a session pinned to protocol 3 writes nulls instead.
+		var absent any = gocql.UnsetValue
+		if cfg.Cassandra.ProtocolVersion == 3 {
+			absent = nil
+		}
+		for i, c := range cfg.Topics[name].Columns {
+			p.cols[i].absent = absent
+			if c.WriteNull {
+				p.cols[i].absent = nil // the column asks for null: a tombstone that clears an earlier value
+			}
+		}
+		m.byKafka[p.kafkaTopic] = p
+		m.byName[name] = p
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return m, nil
+}
+
+// compile compiles topics.<name> to bind its rows to desc, the topic's table.
+func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
+	kp := "topics." + name
+	policy := desc.Policy
+	_, sliced := policy.Sliced()
+	p := &plan{
+		name: name, kafkaTopic: t.Topic, keyspace: t.Keyspace, table: t.Table,
+		policy: policy, sliced: sliced, desc: desc,
+		eventBuckets:      max(t.Bucket.EventBuckets, 1),
+		ebColumn:          t.UsesEventBucketColumn(),
+		split:             t.Split.Enabled,
+		bucketColumn:      t.Bucket.Column,
+		eventBucketColumn: t.Bucket.EventBucketColumn,
+		ttl:               time.Duration(t.TTL),
+		ttlFromEvent:      t.TTL > 0 && t.TTLFrom == config.TTLFromEventTime,
+		now:               time.Now,
+		consistency:       t.Consistency,
+		acceptBefore:      time.Duration(t.Accept.Before),
+		acceptAfter:       time.Duration(t.Accept.After),
+	}
+	switch policy.CQLType() {
+	case "text":
+		p.bucketKind = kText
+	case "date":
+		p.bucketKind = kDate
+	case "timestamp":
+		p.bucketKind = kTimestamp
+	case "int":
+		p.bucketKind = kInt
+	default:
+		p.bucketKind = kBigint
+	}
+
+	index := map[string]int{}
+	for i, c := range t.Columns {
+		cp := fmt.Sprintf("%s.columns[%d]", kp, i)
+		typ, err := parseType(c.Type)
+		if err != nil {
+			return nil, fmt.Errorf("%s.type: %w", cp, err)
+		}
+		src, ok := sources[c.Source]
+		if !ok {
+			return nil, fmt.Errorf("%s.source: %q is not a source", cp, c.Source)
+		}
+		col := column{name: c.Name, typ: typ, source: src, field: c.Field}
+		if src == srcField {
+			col.path = strings.Split(c.Field, ".")
+		}
+		if c.Required {
+			col.need = "the column is required"
+		}
+		index[strings.ToLower(c.Name)] = i
+		p.cols = append(p.cols, col)
+	}
+	lookup := func(path, name string) (int, error) {
+		i, ok := index[strings.ToLower(name)]
+		if !ok {
+			return 0, fmt.Errorf("%s: %q is not a column", path, name)
+		}
+		return i, nil
+	}
+	for i, id := range t.ID {
+		ci, err := lookup(fmt.Sprintf("%s.id[%d]", kp, i), id)
+		if err != nil {
+			return nil, err
+		}
+		p.ids = append(p.ids, ci)
+		p.cols[ci].need = "an id column needs a value"
+	}
+	for i, cl := range t.Clustering {
+		ci, err := lookup(fmt.Sprintf("%s.clustering[%d].column", kp, i), cl.Column)
+		if err != nil {
+			return nil, err
+		}
+		p.clustering = append(p.clustering, ci)
+		p.clusteringDesc = append(p.clusteringDesc, !strings.EqualFold(cl.Order, "asc"))
+		p.cols[ci].need = "a clustering column needs a value"
+	}
+	// The event bucket must vary between the rows of one entity, or it splits nothing: the id columns
+	// are already in the partition key, so by default the clustering values (which tell one row of an
+	// entity from the next, and are the same on replay) feed the hash.
+	p.hashCols = p.clustering
+	if p.ebColumn {
+		if f := t.Bucket.EventBucketField; f != "" {
+			ci, err := lookup(kp+".bucket.event_bucket_field", f)
+			if err != nil {
+				return nil, err
+			}
+			p.hashCols = []int{ci}
+			if p.cols[ci].need == "" {
+				p.cols[ci].need = "the event bucket is hashed from it"
+			}
+		}
+	}
+
+	if t.Time.Source == config.TimeSourceKafka {
+		p.timeFromKafka = true
+	} else {
+		p.timeField, p.timePath, p.timeFormat = t.Time.Field, strings.Split(t.Time.Field, "."), t.Time.Format
+		switch t.Time.Format {
+		case config.TimeFormatUnixS:
+			p.timeUnit = unixS
+		case config.TimeFormatUnixMS:
+			p.timeUnit = unixMS
+		case config.TimeFormatUnixUS:
+			p.timeUnit = unixUS
+		case config.TimeFormatUnixNS:
+			p.timeUnit = unixNS
+		}
+	}
+	switch t.WriteTimestamp {
+	case config.WriteTimestampEventTime:
+		p.wts = wtsEventTime
+	case config.WriteTimestampServer:
+		p.wts = wtsServer
+	case config.WriteTimestampOffset:
+		p.wts = wtsOffset
+	}
+
+	p.insertCols = desc.InsertColumns()
+	if desc.BindsTTL() {
+		p.ttlWire = packed.AppendInt(nil, int32(p.ttl/time.Second))
+	}
+	if !sliced {
+		p.target = p.newTarget(p.table)
+	}
+	p.layoutColumns()
+	p.codecName = t.Codec
+	switch t.Codec {
+	case config.CodecJSON, config.CodecJSONSchema:
+		p.framed = t.Codec == config.CodecJSONSchema
+		p.scan = newScanPlan(p)
+	default:
+		c, ok := codecs[t.Codec]
+		if !ok {
+			return nil, fmt.Errorf("%s.codec: %s has no decoder in this build", kp, t.Codec)
+		}
+		p.codec, p.framed = c, true
+		p.decodeFields()
+	}
+	return p, nil
+}
+
+// layoutColumns marks the columns whose values the mapper encodes directly (see value) and gives
+// each column the event bucket hashes its canonical-text entry.
+func (p *plan) layoutColumns() {
+	for i := range p.cols {
+		c := &p.cols[i]
+		c.hash, c.direct = -1, false
+		switch c.source {
+		case srcField, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
+			c.direct = c.typ.kind == kText || c.typ.kind == kASCII || (packed.Width(c.typ.kind) > 0 && c.typ.kind != kBoolean)
+		case srcKafkaKey, srcRaw:
+			c.direct = c.typ.kind == kText || c.typ.kind == kASCII
+		}
+	}
+	p.nhash = 0
+	if p.ebColumn {
+		for _, ci := range p.hashCols {
+			if c := &p.cols[ci]; c.hash < 0 {
+				c.hash, p.nhash = p.nhash, p.nhash+1
+			}
+		}
+	}
+}
+
+// newTarget builds the target of one table (the topic's, or one slice's): its INSERT is the
+// table description's (schema.Table.Insert).
+func (p *plan) newTarget(name string) *batcher.Target {
+	return &batcher.Target{
+		Keyspace:    p.keyspace,
+		Table:       name,
+		Insert:      p.desc.Insert(name),
+		Columns:     p.insertCols,
+		Consistency: p.consistency,
+	}
+}
