@@ -176,6 +176,11 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	ex, err := m.Explain(rec)
 	if err != nil {
 		var re *mapper.RecordError
+		if errors.As(err, &re) && re.Reason == mapper.ReasonExpired {
+			// Old data is not bad data: sink run skips such a record and commits it, no dead letter.
+			fmt.Fprintf(stdout, "skipped (reason expired): no row is written, the offset is committed and counted in sink_records_skipped_total: %s\n", re.Error())
+			return exitOK
+		}
 		if errors.As(err, &re) {
 			// The error the dead letter carries in sink.error: the value shown (the user gave it).
 			fmt.Fprintf(stdout, "dead letter (reason %s): %s\n", re.Reason, re.Quoted())
