@@ -218,7 +218,7 @@ func (s *stack) produceEvents(topic string, evs []event, value func(e event) []b
 func (s *stack) tableRows(table string) []string {
 	s.t.Helper()
 	iter := s.session.Driver().Query("SELECT device_id, bucket, ts, value, amount, day, uid, note, site, WRITETIME(value) FROM " +
-		s.ks + "." + table).WithContext(context.Background()).PageSize(5000).Iter()
+		s.ks + "." + table).PageSize(5000).IterContext(context.Background())
 	var out []string
 	var (
 		device, bucket, site string

@@ -98,9 +98,7 @@ func (c *compiler) node(n *node, want []int, depth int, name string) (step, erro
 	}
 	if n.kind == tUnion {
 		st.op = opUnion
-		for _, i := range want {
-			st.nulls = append(st.nulls, i)
-		}
+		st.nulls = append(st.nulls, want...)
 		for _, b := range n.branches {
 			if b.kind == tNull {
 				st.arms = append(st.arms, step{op: opSkip, n: b, name: name})
