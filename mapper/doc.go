@@ -8,9 +8,9 @@
 // sends to the dead-letter topic. A Mapper is safe for concurrent use.
 //
 // The JSON is read by one of two paths with the same results. A single pass over the bytes reads
-// just the fields the topic needs (json_scan.go) and maps most records; anything unusual about a
-// record, and every error, goes to the reference path, a pooled fastjson parser, which produces
-// the row or the error message.
+// just the fields the topic needs (codec/json's Scanner; json_scan.go turns what it finds into the
+// row) and maps most records; anything unusual about a record, and every error, goes to the
+// reference path, a pooled fastjson parser, which produces the row or the error message.
 //
 // # On-disk contracts
 //

@@ -5,18 +5,20 @@ import (
 	"testing"
 
 	"github.com/valyala/fastjson"
+
+	jsonc "github.com/bucketsink/sink/codec/json"
 )
 
 // BenchmarkScanSensor is the single-pass scan of a sensor record alone, the part of
 // BenchmarkMapSensor that replaced fastjson's parse and lookups (BenchmarkParseSensor).
 func BenchmarkScanSensor(b *testing.B) {
 	p := newMapper(b, nil).byName["readings"]
-	raw := make([]rawValue, p.scan.nslots)
+	raw := make([]jsonc.Raw, p.scan.Slots())
 	v := []byte(sensorJSON)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(v)))
 	for b.Loop() {
-		if !p.scan.scan(v, raw) {
+		if !p.scan.Scan(v, raw) {
 			b.Fatal("not handled")
 		}
 	}

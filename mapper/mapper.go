@@ -20,6 +20,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/schema"
@@ -120,7 +121,7 @@ type scratch struct {
 	canonText []byte
 	canon     []span
 	// raw is where the single-pass scan found each field path of the topic (json_scan.go).
-	raw []rawValue
+	raw []jsonc.Raw
 	// coll and entries are where a value that is not encoded through a cell is converted (a
 	// collection, boolean, blob, inet, decimal or varint: appendConverted).
 	coll    []byte
@@ -608,13 +609,13 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 	if p.timeUnit == 0 {
 		if v.Type() == fastjson.TypeString {
 			b, _ := v.StringBytes()
-			if t, err := parseRFC3339(bstr(b)); err == nil {
+			if t, err := jsonc.ParseRFC3339(bstr(b)); err == nil {
 				if !inTimeRange(t) {
 					return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "out of range (years 0000 to 9999)")
 				}
 				return t, nil
-			} else if err == errRFC3339Offset {
-				return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), offsetProblem)
+			} else if err == jsonc.ErrRFC3339Offset {
+				return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), jsonc.OffsetProblem)
 			}
 		}
 		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)")
@@ -871,7 +872,7 @@ func lenientNumber(v *fastjson.Value, s *scratch) (*fastjson.Value, string) {
 	switch v.Type() {
 	case fastjson.TypeNumber:
 		s.buf = v.MarshalTo(s.buf[:0])
-		if !isNumber(bstr(s.buf)) {
+		if !jsonc.IsNumber(bstr(s.buf)) {
 			return v, ""
 		}
 	case fastjson.TypeArray:

@@ -20,7 +20,7 @@ const (
 	unixNS unit = 1
 )
 
-// parseUnix parses an epoch number (a valid JSON number, see isNumber) in unit u, exactly: the
+// parseUnix parses an epoch number (a valid JSON number, see jsonc.IsNumber) in unit u, exactly: the
 // integer and fraction digits are handled as integers so "1705312800.123456789" keeps its
 // nanoseconds. Exponent forms go through float64 and must come out whole in u. The result is UTC
 // and within years 0000-9999.
