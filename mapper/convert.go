@@ -75,37 +75,6 @@ func numberText(v *fastjson.Value, buf []byte) ([]byte, bool) {
 	return buf, jsonc.IsNumber(bstr(buf))
 }
 
-type intStatus uint8
-
-const (
-	intOK intStatus = iota
-	intFraction
-	intRange
-)
-
-// parseIntegral parses a JSON number that must be a whole number: 42, -7, 1e3 and 12.0 are;
-// 1.5 is not. Beyond int64 it reports intRange.
-func parseIntegral(s string) (int64, intStatus) {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err == nil {
-		return n, intOK
-	}
-	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-		return 0, intRange
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, intRange // syntax was checked by jsonc.IsNumber: only a range error remains
-	}
-	if f != math.Trunc(f) {
-		return 0, intFraction
-	}
-	if f < -(1<<63) || f >= 1<<63 {
-		return 0, intRange
-	}
-	return int64(f), intOK
-}
-
 var intBounds = map[kind][2]int64{
 	kTinyint:  {math.MinInt8, math.MaxInt8},
 	kSmallint: {math.MinInt16, math.MaxInt16},
@@ -316,11 +285,11 @@ func intOf(k kind, v *fastjson.Value, buf *[]byte) (int64, problem) {
 	if !ok {
 		return 0, fail(v, "not a number for CQL "+kindNames[k])
 	}
-	n, st := parseIntegral(bstr(text))
+	n, st := jsonc.ParseIntegral(bstr(text))
 	switch {
-	case st == intFraction:
+	case st == jsonc.IntFraction:
 		return 0, fail(v, "not a whole number for CQL "+kindNames[k])
-	case st == intRange, n < intBounds[k][0], n > intBounds[k][1]:
+	case st == jsonc.IntRange, n < intBounds[k][0], n > intBounds[k][1]:
 		return 0, fail(v, rangeMsgs[k])
 	}
 	return n, problem{}
@@ -363,7 +332,7 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 	if !ok {
 		return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
 	}
-	t, ok := parseUnix(bstr(text), unixMS)
+	t, ok := jsonc.ParseUnix(bstr(text), time.Millisecond)
 	if !ok {
 		return time.Time{}, fail(v, "out of range for CQL timestamp (years 0000 to 9999)")
 	}
