@@ -169,7 +169,19 @@ func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 		s.putWire(c, v.B)
 		return nil
 	}
-	x := cell{b: v.B, n: v.N, f: v.F, t: v.T, u: v.U}
+	var x cell // only the member of the column's kind: store reads no other
+	switch c.typ.kind {
+	case kText, kASCII:
+		x.b = v.B
+	case kFloat, kDouble:
+		x.f = v.F
+	case kTimestamp, kDate:
+		x.t = v.T
+	case kUUID, kTimeUUID:
+		x.u = v.U
+	default:
+		x.n = v.N
+	}
 	store(c, &x, s)
 	return nil
 }

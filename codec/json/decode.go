@@ -73,7 +73,7 @@ type plan struct {
 
 // maxStackSlots is how many scan slots a Decode keeps on its stack; a plan with more (a topic
 // reading more than that many keys) allocates its slots per record.
-const maxStackSlots = 32
+const maxStackSlots = 16
 
 // Decode scans body and converts every field; ErrNotHandled for anything it does not map.
 func (p *plan) Decode(body []byte, out []codec.Value, buf []byte) ([]byte, error) {
