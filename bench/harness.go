@@ -914,7 +914,7 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	if err != nil {
 		return err
 	}
-	fresh := &freshness{r: rd, every: 5 * time.Millisecond, giveUp: 30 * time.Second}
+	fresh := &freshness{read: readerProbe(rd), every: 5 * time.Millisecond, giveUp: 30 * time.Second}
 	probes := make(chan probe, 64)
 	freshDone := make(chan struct{})
 	go func() {

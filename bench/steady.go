@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -194,11 +195,26 @@ type probe struct {
 // freshness polls Cassandra, through the reader, for each probe's row until it is readable, and keeps how
 // long after its production that was. A probe unseen for giveUp is counted as missing.
 type freshness struct {
-	r       *reader.Reader
+	// read reports whether p's row is readable (reader.Reader.Read of its event's millisecond).
+	read    func(ctx context.Context, p probe) (bool, error)
 	every   time.Duration
 	giveUp  time.Duration
 	delays  []time.Duration
 	missing int
+}
+
+// sweepParallel bounds the reads of one sweep. Reads one after another would make a probe wait for the
+// reads of every probe polled before it: once rows take long enough to become readable that probes pile
+// up, the sweep itself would add to what is measured.
+const sweepParallel = 16
+
+// readerProbe is freshness.read through r: one entity's rows in the probe's event millisecond.
+func readerProbe(r *reader.Reader) func(context.Context, probe) (bool, error) {
+	return func(ctx context.Context, p probe) (bool, error) {
+		from := p.event.Truncate(time.Millisecond)
+		page, err := r.Read(ctx, reader.Query{ID: []any{p.device}, From: from, To: from.Add(time.Millisecond), Limit: 1})
+		return err == nil && len(page.Rows) > 0, err
+	}
 }
 
 // run polls until probes is closed and every probe is resolved, or ctx ends.
@@ -219,20 +235,37 @@ func (f *freshness) run(ctx context.Context, probes <-chan probe) {
 			continue
 		case <-tick.C:
 		}
-		kept := pending[:0]
-		for _, p := range pending {
-			from := p.event.Truncate(time.Millisecond)
-			page, err := f.r.Read(ctx, reader.Query{ID: []any{p.device}, From: from, To: from.Add(time.Millisecond), Limit: 1})
-			now := time.Now()
-			switch {
-			case err == nil && len(page.Rows) > 0:
-				f.delays = append(f.delays, now.Sub(p.produced))
-			case now.Sub(p.produced) > f.giveUp:
-				f.missing++
-			default:
-				kept = append(kept, p)
-			}
-		}
-		pending = kept
+		pending = f.sweep(ctx, pending)
 	}
+}
+
+// sweep reads every pending probe once, up to sweepParallel at a time, each timed when its own read
+// returned, and gives back those still unseen.
+func (f *freshness) sweep(ctx context.Context, pending []probe) []probe {
+	seen := make([]time.Time, len(pending))
+	sem := make(chan struct{}, sweepParallel)
+	var wg sync.WaitGroup
+	for i, p := range pending {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if ok, _ := f.read(ctx, p); ok {
+				seen[i] = time.Now()
+			}
+		})
+	}
+	wg.Wait()
+	now := time.Now()
+	kept := pending[:0]
+	for i, p := range pending {
+		switch {
+		case !seen[i].IsZero():
+			f.delays = append(f.delays, seen[i].Sub(p.produced))
+		case now.Sub(p.produced) > f.giveUp:
+			f.missing++
+		default:
+			kept = append(kept, p)
+		}
+	}
+	return kept
 }

@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -65,4 +68,32 @@ sink_batch_rows_count 150
 	if got := meanOf(before, after, "sink_batch_partitions"); got != 0 {
 		t.Errorf("a histogram the binary does not export gives %v, want 0", got)
 	}
+}
+
+// TestFreshnessSweepDoesNotAddItsOwnReadsToWhatItMeasures guards the freshness poller: it read pending
+// probes one after another, so with ten probes pending and reads of 100 ms the last was seen a second
+// after its row was readable, and the measured freshness grew with the number of probes in flight.
+func TestFreshnessSweepDoesNotAddItsOwnReadsToWhatItMeasures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const read = 100 * time.Millisecond
+		f := &freshness{
+			read:   func(context.Context, probe) (bool, error) { time.Sleep(read); return true, nil },
+			every:  5 * time.Millisecond,
+			giveUp: time.Minute,
+		}
+		probes := make(chan probe, 10)
+		for range 10 {
+			probes <- probe{device: "d", produced: time.Now()}
+		}
+		close(probes)
+		f.run(t.Context(), probes)
+		if len(f.delays) != 10 || f.missing != 0 {
+			t.Fatalf("delays %v, missing %d; want 10 probes seen", f.delays, f.missing)
+		}
+		for _, d := range f.delays {
+			if d > read+f.every {
+				t.Errorf("a probe was seen %v after its production; its read took %v and the poll period is %v", d, read, f.every)
+			}
+		}
+	})
 }

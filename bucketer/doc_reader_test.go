@@ -14,6 +14,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/reader"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -157,14 +158,14 @@ func TestDocWorkedExampleIsWhereTheMapperWritesAndTheReaderReads(t *testing.T) {
 var readmeSplit = struct {
 	entityHex string
 	day       time.Time
-	gen       mapper.Generation
+	gen       routing.Generation
 	before    string // a reading before the record's from_time
 	after     string // a reading after it
 	afterHash int    // FNV-1a-64 of the after reading's canonical text mod 8
 }{
 	entityHex: "0008 6465762d30303432 00",
 	day:       time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC),
-	gen:       mapper.Generation{N: 1, From: time.Date(2024, 1, 15, 9, 30, 0, 0, time.UTC), First: 1, Buckets: 8},
+	gen:       routing.Generation{N: 1, From: time.Date(2024, 1, 15, 9, 30, 0, 0, time.UTC), First: 1, Buckets: 8},
 	before:    "2024-01-15T08:12:00.000Z",
 	after:     "2024-01-15T09:45:12.500Z",
 	afterHash: 6,
@@ -241,7 +242,7 @@ func TestREADMESplitExampleIsWhereTheMapperWritesAndTheReaderReads(t *testing.T)
 	}
 	gen := x.gen
 	gen.Adopted = map[int32]int64{part: adoptedAt}
-	routes.Set(first.Bucket, string(entity), []mapper.Generation{gen})
+	routes.Set(first.Bucket, string(entity), []routing.Generation{gen})
 
 	var rows []written
 	for _, c := range []struct {
@@ -267,14 +268,14 @@ func TestREADMESplitExampleIsWhereTheMapperWritesAndTheReaderReads(t *testing.T)
 	}
 
 	lookups := 0
-	lookup := func(_ context.Context, table string, start time.Time, e []byte) ([]mapper.Generation, error) {
+	lookup := func(_ context.Context, table string, start time.Time, e []byte) ([]routing.Generation, error) {
 		lookups++
 		if table != "sensor_readings" || !start.Equal(x.day) || string(e) != string(entity) {
 			t.Errorf("routing lookup of table %q bucket_start %s entity %x; the README's query reads sensor_readings, %s, %x",
 				table, start.UTC().Format(time.RFC3339), e, x.day.Format(time.RFC3339), entity)
 			return nil, nil
 		}
-		return []mapper.Generation{gen}, nil
+		return []routing.Generation{gen}, nil
 	}
 	var day []written
 	for eb := range x.gen.End() {

@@ -3,8 +3,12 @@
 //   - session.go: Connect turns config.Cassandra into a driver session (token- and DC-aware routing, no
 //     driver retries, no client-side timestamps, TLS and password auth) and names a refused login or TLS
 //     setup.
-//   - writer.go: Writer writes one batcher.Batch as an UNLOGGED single-partition batch, with bounded
-//     in-flight requests, its own capped and jittered retries, and isolation of rows Cassandra refuses.
+//   - writer.go: Writer writes one batcher.Batch (one partition's rows, or several partitions' joined by
+//     Group) as one UNLOGGED batch, with bounded in-flight requests, its own capped and jittered retries,
+//     and isolation of rows Cassandra refuses.
+//   - grouping.go: Group joins batches due together whose partitions have the same replicas (Replicas,
+//     asked of the session's token-aware policy) into requests within writer.group_max_partitions and
+//     writer.group_max_bytes, so each request's coordinator is a replica of every partition in it.
 //   - errors.go: how a driver error is classified (transient, missing table, rejected rows, fatal), and the
 //     errors the writer returns (*WriteError, RowFailure).
 //   - schema.go: the DDL `sink schema` prints and applies, rendered from each topic's schema.Table, and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/routing"
+	"github.com/bucketsink/sink/schema"
 )
 
 // RoutingTable is the name of the table, one per keyspace holding split topics, in which the sink
@@ -104,73 +107,6 @@ func routingTableKeyspaces(cfg *config.Config, topics []string) []string {
 	return out
 }
 
-// Split is one routing record: from From on, the entity's rows of the time bucket starting at
-// BucketStart in Table go to event buckets FirstEventBucket..FirstEventBucket+EventBuckets-1
-// (FirstEventBucket + bucketer hash mod EventBuckets). Each generation's event buckets follow the
-// previous generation's (the first follows the topic's bucket.event_buckets), so no partition
-// takes rows of two generations.
-// Generation counts the entity's decisions in that bucket from 1; generation 0 is the topic's
-// configured event buckets from the bucket's start and is never stored.
-type Split struct {
-	Table            string    // the data table, with its slice suffix when sliced
-	BucketStart      time.Time // the time bucket's start, UTC
-	Entity           []byte    // the id columns as they lead the partition's routing key (mapper.Explanation.Entity)
-	Generation       int
-	From             time.Time // millisecond precision (a CQL timestamp)
-	FirstEventBucket int
-	EventBuckets     int
-	DecidedAt        time.Time // when the decision was made (for people; nothing routes by it)
-	DecidedBy        string    // which instance made it (for people)
-	// The decider's own adoption, written in the same transaction as the decision: the rows of
-	// Kafka partition Partition of Topic follow this generation from offset FromOffset on. Topic is
-	// empty when the record carries none (the decider's partition then adopts it like any other).
-	Topic      string
-	Partition  int32
-	FromOffset int64
-}
-
-// Adoption returns the decider's adoption the record carries, and whether it carries one.
-func (r Split) Adoption() (Adoption, bool) {
-	if r.Topic == "" {
-		return Adoption{}, false
-	}
-	return Adoption{Table: r.Table, BucketStart: r.BucketStart, Entity: r.Entity, Generation: r.Generation,
-		Topic: r.Topic, Partition: r.Partition, From: r.FromOffset, AdoptedAt: r.DecidedAt, AdoptedBy: r.DecidedBy}, true
-}
-
-// AdoptionIndex indexes the adoptions of topic's Kafka partitions, those the records carry for
-// their deciders and those of the adoption table: entity → generation → partition → from offset.
-// Where two name one (generation, partition), the decider's, written with its record, holds; the
-// transactions allow no other duplicate.
-func AdoptionIndex(recs []Split, adoptions []Adoption, topic string) map[string]map[int]map[int32]int64 {
-	out := map[string]map[int]map[int32]int64{}
-	add := func(a Adoption) {
-		if a.Topic != topic {
-			return // another topic writing the same table
-		}
-		byGen := out[string(a.Entity)]
-		if byGen == nil {
-			byGen = map[int]map[int32]int64{}
-			out[string(a.Entity)] = byGen
-		}
-		if byGen[a.Generation] == nil {
-			byGen[a.Generation] = map[int32]int64{}
-		}
-		if _, ok := byGen[a.Generation][a.Partition]; !ok {
-			byGen[a.Generation][a.Partition] = a.From
-		}
-	}
-	for _, r := range recs {
-		if a, ok := r.Adoption(); ok {
-			add(a)
-		}
-	}
-	for _, a := range adoptions {
-		add(a)
-	}
-	return out
-}
-
 const splitColumns = "table_name, bucket_start, entity, generation, from_time, first_event_bucket, event_buckets, decided_at, decided_by, source_topic, source_partition, source_from_offset"
 
 // Splits reads and writes the routing records of one keyspace. Decisions are written with a
@@ -200,7 +136,7 @@ var ErrRoutingTableMissing = errors.New("the routing table " + RoutingTable + " 
 // Bucket returns every routing record of a time bucket of table, ordered by entity then
 // generation: what a restarted instance or a new owner of a partition loads before it routes a row
 // of that bucket, and what a reader caches.
-func (sp *Splits) Bucket(ctx context.Context, table string, bucketStart time.Time) ([]Split, error) {
+func (sp *Splits) Bucket(ctx context.Context, table string, bucketStart time.Time) ([]routing.Record, error) {
 	q := sp.s.gs.Query("SELECT "+splitColumns+" FROM "+sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ?", table, bucketStart.UTC()).
 		Consistency(sp.serial)
 	return sp.scan(q.IterContext(ctx), table, bucketStart)
@@ -208,20 +144,20 @@ func (sp *Splits) Bucket(ctx context.Context, table string, bucketStart time.Tim
 
 // Entity returns the routing records of one entity's time bucket in generation order (none when it
 // never split).
-func (sp *Splits) Entity(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]Split, error) {
+func (sp *Splits) Entity(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]routing.Record, error) {
 	q := sp.s.gs.Query("SELECT "+splitColumns+" FROM "+sp.keyspace+"."+RoutingTable+" WHERE table_name = ? AND bucket_start = ? AND entity = ?", table, bucketStart.UTC(), entity).
 		Consistency(sp.serial)
 	return sp.scan(q.IterContext(ctx), table, bucketStart)
 }
 
-func (sp *Splits) scan(iter *gocql.Iter, table string, bucketStart time.Time) ([]Split, error) {
-	var out []Split
-	var r Split
+func (sp *Splits) scan(iter *gocql.Iter, table string, bucketStart time.Time) ([]routing.Record, error) {
+	var out []routing.Record
+	var r routing.Record
 	for iter.Scan(&r.Table, &r.BucketStart, &r.Entity, &r.Generation, &r.From, &r.FirstEventBucket, &r.EventBuckets, &r.DecidedAt, &r.DecidedBy,
 		&r.Topic, &r.Partition, &r.FromOffset) {
 		r.BucketStart, r.From, r.DecidedAt = r.BucketStart.UTC(), r.From.UTC(), r.DecidedAt.UTC()
 		out = append(out, r)
-		r = Split{}
+		r = routing.Record{}
 	}
 	if err := iter.Close(); err != nil {
 		return nil, sp.wrap(err, "reading the routing records of %s bucket %s", table, bucketStart.UTC().Format(time.RFC3339))
@@ -234,9 +170,9 @@ func (sp *Splits) scan(iter *gocql.Iter, table string, bucketStart time.Time) ([
 // (which the caller must adopt: decisions are never recomputed). From is truncated to the
 // millisecond first, as a CQL timestamp stores it, so the returned record is what every reader
 // sees.
-func (sp *Splits) Propose(ctx context.Context, rec Split) (Split, bool, error) {
+func (sp *Splits) Propose(ctx context.Context, rec routing.Record) (routing.Record, bool, error) {
 	if rec.Generation < 1 || rec.EventBuckets < 2 || rec.FirstEventBucket < 1 {
-		return Split{}, false, fmt.Errorf("routing record of %s: generation %d with %d event buckets from %d; a split is generation 1 or later with at least 2 event buckets from 1 or later",
+		return routing.Record{}, false, fmt.Errorf("routing record of %s: generation %d with %d event buckets from %d; a split is generation 1 or later with at least 2 event buckets from 1 or later",
 			rec.Table, rec.Generation, rec.EventBuckets, rec.FirstEventBucket)
 	}
 	rec.BucketStart = rec.BucketStart.UTC()
@@ -253,12 +189,12 @@ func (sp *Splits) Propose(ctx context.Context, rec Split) (Split, bool, error) {
 	prev := map[string]any{}
 	applied, err := q.MapScanCASContext(ctx, prev)
 	if err != nil {
-		return Split{}, false, sp.wrap(err, "writing the routing record of %s bucket %s generation %d", rec.Table, rec.BucketStart.Format(time.RFC3339), rec.Generation)
+		return routing.Record{}, false, sp.wrap(err, "writing the routing record of %s bucket %s generation %d", rec.Table, rec.BucketStart.Format(time.RFC3339), rec.Generation)
 	}
 	if applied {
 		return rec, true, nil
 	}
-	held := Split{Table: rec.Table, BucketStart: rec.BucketStart, Entity: rec.Entity, Generation: rec.Generation}
+	held := routing.Record{Table: rec.Table, BucketStart: rec.BucketStart, Entity: rec.Entity, Generation: rec.Generation}
 	held.From, _ = prev["from_time"].(time.Time)
 	held.EventBuckets, _ = prev["event_buckets"].(int)
 	held.FirstEventBucket, _ = prev["first_event_bucket"].(int)
@@ -271,7 +207,7 @@ func (sp *Splits) Propose(ctx context.Context, rec Split) (Split, bool, error) {
 	held.FromOffset, _ = prev["source_from_offset"].(int64)
 	held.From, held.DecidedAt = held.From.UTC(), held.DecidedAt.UTC()
 	if held.EventBuckets < 2 || held.From.IsZero() {
-		return Split{}, false, fmt.Errorf("the routing record of %s bucket %s generation %d exists but reads back as %v", rec.Table, rec.BucketStart.Format(time.RFC3339), rec.Generation, prev)
+		return routing.Record{}, false, fmt.Errorf("the routing record of %s bucket %s generation %d exists but reads back as %v", rec.Table, rec.BucketStart.Format(time.RFC3339), rec.Generation, prev)
 	}
 	return held, false, nil
 }
@@ -284,19 +220,9 @@ func (sp *Splits) wrap(err error, format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
 }
 
-// EntityPartitions names the partitions of one entity's time bucket in a data table, in plain
-// values: what Newest and Count read. The event bucket is bound last, per partition.
-type EntityPartitions struct {
-	Keyspace, Table string
-	Key             []string // the partition key columns before the event bucket column (ids, time bucket)
-	Values          []any    // their values, as the mapper binds them
-	EventBucket     string   // the event bucket column
-	Time            string   // the first clustering column: the event time
-	TimeUUID        bool     // Time is a timeuuid (else a timestamp)
-}
-
-// from is the FROM and WHERE clause of one of the partitions, the event bucket bound last.
-func (e EntityPartitions) from() (string, error) {
+// entityFrom is the FROM and WHERE clause of one of an entity's partitions, the event bucket bound
+// last.
+func entityFrom(e routing.EntityPartitions) (string, error) {
 	if e.Time == "" || e.EventBucket == "" || len(e.Key) == 0 || len(e.Key) != len(e.Values) {
 		return "", fmt.Errorf("table %s: a split needs clustering columns, an event bucket column and a value for each of %v", e.Table, e.Key)
 	}
@@ -311,8 +237,8 @@ func (e EntityPartitions) from() (string, error) {
 // Newest returns the newest event time Cassandra holds in the entity's partitions with event
 // buckets 0..eventBuckets-1 (the zero time when they are empty): one `SELECT <time column> ...
 // ORDER BY it DESC LIMIT 1` per partition.
-func (sp *Splits) Newest(ctx context.Context, e EntityPartitions, eventBuckets int) (time.Time, error) {
-	from, err := e.from()
+func (sp *Splits) Newest(ctx context.Context, e routing.EntityPartitions, eventBuckets int) (time.Time, error) {
+	from, err := entityFrom(e)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -343,45 +269,24 @@ func (sp *Splits) Newest(ctx context.Context, e EntityPartitions, eventBuckets i
 	return newest.UTC(), nil
 }
 
-// Count returns the rows Cassandra holds in each of the entity's partitions with event buckets
-// 0..eventBuckets-1, each counted up to limit: the rows are paged through without being decoded,
-// and a partition past limit is read no further.
-func (sp *Splits) Count(ctx context.Context, e EntityPartitions, eventBuckets int, limit int64) ([]int64, error) {
-	from, err := e.from()
+// Count returns the rows Cassandra holds in the entity's partition with event bucket eb, counted up
+// to limit: the rows are paged through without being decoded, and read no further than limit, so one
+// call reads a bounded number of rows whatever the partition holds.
+func (sp *Splits) Count(ctx context.Context, e routing.EntityPartitions, eb int, limit int64) (int64, error) {
+	from, err := entityFrom(e)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	stmt := "SELECT " + e.Time + from
-	out := make([]int64, eventBuckets)
-	for eb := range eventBuckets {
-		sc := sp.s.gs.Query(stmt, append(slices.Clone(e.Values), int32(eb))...).Consistency(sp.s.cons).
-			PageSize(int(max(min(limit, 5000), 1))).IterContext(ctx).Scanner()
-		var n int64
-		for n < limit && sc.Next() {
-			n++
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("counting the rows of %s.%s event bucket %d: %w", e.Keyspace, e.Table, eb, err)
-		}
-		out[eb] = n
+	sc := sp.s.gs.Query("SELECT "+e.Time+from+" LIMIT ?", append(slices.Clone(e.Values), int32(eb), int32(min(limit, math.MaxInt32)))...).
+		Consistency(sp.s.cons).PageSize(int(max(min(limit, 5000), 1))).IterContext(ctx).Scanner()
+	var n int64
+	for n < limit && sc.Next() {
+		n++
 	}
-	return out, nil
-}
-
-// Adoption records that the rows of one Kafka partition follow a split generation from an offset
-// on: rows of that partition at From offset or later whose event time is at or after the
-// generation's from_time use it; earlier offsets never do. Written once per (generation, Kafka
-// partition), before any row of that partition uses the generation, and never changed.
-type Adoption struct {
-	Table       string
-	BucketStart time.Time
-	Entity      []byte
-	Generation  int
-	Topic       string // the Kafka topic
-	Partition   int32
-	From        int64     // the first offset whose rows may use the generation
-	AdoptedAt   time.Time // for people; nothing routes by it
-	AdoptedBy   string
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("counting the rows of %s.%s event bucket %d: %w", e.Keyspace, e.Table, eb, err)
+	}
+	return n, nil
 }
 
 const adoptionColumns = "table_name, bucket_start, entity, generation, kafka_topic, kafka_partition, from_offset, adopted_at, adopted_by"
@@ -389,23 +294,23 @@ const adoptionColumns = "table_name, bucket_start, entity, generation, kafka_top
 // Adoptions returns every adoption recorded for a time bucket of table, ordered by entity,
 // generation, topic and partition: what a new owner of a Kafka partition loads, with the routing
 // records, before it routes a row of the bucket. Read at serial consistency, as the records are.
-func (sp *Splits) Adoptions(ctx context.Context, table string, bucketStart time.Time) ([]Adoption, error) {
+func (sp *Splits) Adoptions(ctx context.Context, table string, bucketStart time.Time) ([]routing.Adoption, error) {
 	return sp.adoptions(ctx, " WHERE table_name = ? AND bucket_start = ?", table, bucketStart.UTC())
 }
 
 // EntityAdoptions returns the adoptions of one entity's time bucket.
-func (sp *Splits) EntityAdoptions(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]Adoption, error) {
+func (sp *Splits) EntityAdoptions(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]routing.Adoption, error) {
 	return sp.adoptions(ctx, " WHERE table_name = ? AND bucket_start = ? AND entity = ?", table, bucketStart.UTC(), entity)
 }
 
-func (sp *Splits) adoptions(ctx context.Context, where string, args ...any) ([]Adoption, error) {
+func (sp *Splits) adoptions(ctx context.Context, where string, args ...any) ([]routing.Adoption, error) {
 	iter := sp.s.gs.Query("SELECT "+adoptionColumns+" FROM "+sp.keyspace+"."+AdoptionTable+where, args...).Consistency(sp.serial).IterContext(ctx)
-	var out []Adoption
-	var a Adoption
+	var out []routing.Adoption
+	var a routing.Adoption
 	for iter.Scan(&a.Table, &a.BucketStart, &a.Entity, &a.Generation, &a.Topic, &a.Partition, &a.From, &a.AdoptedAt, &a.AdoptedBy) {
 		a.BucketStart, a.AdoptedAt = a.BucketStart.UTC(), a.AdoptedAt.UTC()
 		out = append(out, a)
-		a = Adoption{}
+		a = routing.Adoption{}
 	}
 	if err := iter.Close(); err != nil {
 		return nil, sp.wrap(err, "reading the split adoptions of %s bucket %s", args[0], args[1].(time.Time).Format(time.RFC3339))
@@ -416,9 +321,9 @@ func (sp *Splits) adoptions(ctx context.Context, where string, args ...any) ([]A
 // Adopt writes adoption a unless its (generation, Kafka partition) already adopted, and returns
 // the adoption that holds: a when applied, else the one written first (whose offset the caller
 // must use: adoptions, like decisions, are never recomputed).
-func (sp *Splits) Adopt(ctx context.Context, a Adoption) (Adoption, bool, error) {
+func (sp *Splits) Adopt(ctx context.Context, a routing.Adoption) (routing.Adoption, bool, error) {
 	if a.Generation < 1 || a.From < 0 || a.Topic == "" || a.Partition < 0 {
-		return Adoption{}, false, fmt.Errorf("split adoption of %s: generation %d by %s partition %d from offset %d; want generation 1 or later, a topic and offsets from 0",
+		return routing.Adoption{}, false, fmt.Errorf("split adoption of %s: generation %d by %s partition %d from offset %d; want generation 1 or later, a topic and offsets from 0",
 			a.Table, a.Generation, a.Topic, a.Partition, a.From)
 	}
 	a.BucketStart = a.BucketStart.UTC()
@@ -429,7 +334,7 @@ func (sp *Splits) Adopt(ctx context.Context, a Adoption) (Adoption, bool, error)
 	prev := map[string]any{}
 	applied, err := q.MapScanCASContext(ctx, prev)
 	if err != nil {
-		return Adoption{}, false, sp.wrap(err, "writing the adoption of %s bucket %s generation %d by %s partition %d",
+		return routing.Adoption{}, false, sp.wrap(err, "writing the adoption of %s bucket %s generation %d by %s partition %d",
 			a.Table, a.BucketStart.Format(time.RFC3339), a.Generation, a.Topic, a.Partition)
 	}
 	if applied {
@@ -437,7 +342,7 @@ func (sp *Splits) Adopt(ctx context.Context, a Adoption) (Adoption, bool, error)
 	}
 	from, ok := prev["from_offset"].(int64)
 	if !ok {
-		return Adoption{}, false, fmt.Errorf("the adoption of %s bucket %s generation %d by %s partition %d exists but reads back as %v",
+		return routing.Adoption{}, false, fmt.Errorf("the adoption of %s bucket %s generation %d by %s partition %d exists but reads back as %v",
 			a.Table, a.BucketStart.Format(time.RFC3339), a.Generation, a.Topic, a.Partition, prev)
 	}
 	held := a
@@ -474,31 +379,111 @@ func (ss *SplitStores) of(keyspace string) *Splits {
 }
 
 // Bucket is Splits.Bucket of keyspace.
-func (ss *SplitStores) Bucket(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]Split, error) {
+func (ss *SplitStores) Bucket(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]routing.Record, error) {
 	return ss.of(keyspace).Bucket(ctx, table, bucketStart)
 }
 
 // Propose is Splits.Propose of keyspace.
-func (ss *SplitStores) Propose(ctx context.Context, keyspace string, rec Split) (Split, bool, error) {
+func (ss *SplitStores) Propose(ctx context.Context, keyspace string, rec routing.Record) (routing.Record, bool, error) {
 	return ss.of(keyspace).Propose(ctx, rec)
 }
 
 // Count is Splits.Count of keyspace.
-func (ss *SplitStores) Count(ctx context.Context, keyspace string, e EntityPartitions, eventBuckets int, limit int64) ([]int64, error) {
-	return ss.of(keyspace).Count(ctx, e, eventBuckets, limit)
+func (ss *SplitStores) Count(ctx context.Context, keyspace string, e routing.EntityPartitions, eb int, limit int64) (int64, error) {
+	return ss.of(keyspace).Count(ctx, e, eb, limit)
 }
 
 // Newest is Splits.Newest of keyspace.
-func (ss *SplitStores) Newest(ctx context.Context, keyspace string, e EntityPartitions, eventBuckets int) (time.Time, error) {
+func (ss *SplitStores) Newest(ctx context.Context, keyspace string, e routing.EntityPartitions, eventBuckets int) (time.Time, error) {
 	return ss.of(keyspace).Newest(ctx, e, eventBuckets)
 }
 
 // Adoptions is Splits.Adoptions of keyspace.
-func (ss *SplitStores) Adoptions(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]Adoption, error) {
+func (ss *SplitStores) Adoptions(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]routing.Adoption, error) {
 	return ss.of(keyspace).Adoptions(ctx, table, bucketStart)
 }
 
 // Adopt is Splits.Adopt of keyspace.
-func (ss *SplitStores) Adopt(ctx context.Context, keyspace string, a Adoption) (Adoption, bool, error) {
+func (ss *SplitStores) Adopt(ctx context.Context, keyspace string, a routing.Adoption) (routing.Adoption, bool, error) {
 	return ss.of(keyspace).Adopt(ctx, a)
+}
+
+// SplitOffError is a topic with split off whose table has routing records: rows that a split sent to
+// later generations are there, so a writer that ignores the records would write a replay of their
+// offsets a second time, to generation 0. `sink run` refuses to start (exit 3).
+type SplitOffError struct {
+	Topic, Keyspace, Table string
+	BucketStart            time.Time // one time bucket with records (the first found)
+}
+
+func (e *SplitOffError) Error() string {
+	return fmt.Sprintf("topics.%s.split.enabled is off, but %s.%s has split routing records for %s.%s (bucket %s and maybe others): "+
+		"rows there were written to split event buckets, and a replay without split would write them a second time; "+
+		"turn split back on (it keeps following its records), or write to a new table",
+		e.Topic, e.Keyspace, RoutingTable, e.Keyspace, e.Table, e.BucketStart.UTC().Format(time.RFC3339))
+}
+
+// CheckSplitsOff returns a *SplitOffError for the first of topics (every topic when empty) that has
+// split off while its table, or a slice of it, has routing records. It reads the partition keys of
+// each routing table involved (one per (table, time bucket) that split) until it finds one.
+func CheckSplitsOff(ctx context.Context, s *Session, cfg *config.Config, topics []string) error {
+	all, err := schema.Describe(cfg)
+	if err != nil {
+		return err
+	}
+	if len(topics) == 0 {
+		topics = all.Names()
+	}
+	byKeyspace := map[string][]schema.Table{}
+	var keyspaces []string
+	for _, name := range topics {
+		if cfg.Topics[name].Split.Enabled {
+			continue
+		}
+		t, err := all.Get(name)
+		if err != nil {
+			return err
+		}
+		if byKeyspace[t.Keyspace] == nil {
+			keyspaces = append(keyspaces, t.Keyspace)
+		}
+		byKeyspace[t.Keyspace] = append(byKeyspace[t.Keyspace], t)
+	}
+	for _, ks := range keyspaces {
+		cols, err := ReadSchemaColumns(ctx, s, ks, RoutingTable)
+		if err != nil {
+			return err
+		}
+		if len(cols) == 0 {
+			continue // no split ever ran in this keyspace
+		}
+		iter := s.gs.Query("SELECT DISTINCT table_name, bucket_start FROM " + ks + "." + RoutingTable).IterContext(ctx)
+		var table string
+		var start time.Time
+		var found error
+		for found == nil && iter.Scan(&table, &start) {
+			for _, t := range byKeyspace[ks] {
+				if table == t.Name || table == tableOfBucket(t, start) {
+					found = &SplitOffError{Topic: t.Topic, Keyspace: ks, Table: table, BucketStart: start}
+					break
+				}
+			}
+		}
+		if err := iter.Close(); err != nil {
+			return fmt.Errorf("reading the tables %s.%s has records for: %w", ks, RoutingTable, err)
+		}
+		if found != nil {
+			return found
+		}
+	}
+	return nil
+}
+
+// tableOfBucket is the table, with its slice suffix when sliced, that holds t's time bucket starting
+// at start.
+func tableOfBucket(t schema.Table, start time.Time) string {
+	if _, sliced := t.Policy.Sliced(); !sliced {
+		return t.Name
+	}
+	return t.NameOfSlice(t.Policy.SliceOfBucket(t.Policy.Index(start.UTC())))
 }

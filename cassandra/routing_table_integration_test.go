@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bucketsink/sink/routing"
 )
 
 // splitOnStack is the iot-sensors example with split on, in a fresh keyspace of the test
@@ -56,14 +58,14 @@ func TestConcurrentSplitDecidersAgreeOnOneRecord(t *testing.T) {
 		entity := []byte(fmt.Sprintf("\x00\x07dev-%03d\x00", e))
 		const deciders = 8
 		var wg sync.WaitGroup
-		got := make([]Split, deciders)
+		got := make([]routing.Record, deciders)
 		applied := make([]bool, deciders)
 		errs := make([]error, deciders)
 		for i := range deciders {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				got[i], applied[i], errs[i] = sp.Propose(ctx, Split{
+				got[i], applied[i], errs[i] = sp.Propose(ctx, routing.Record{
 					Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1,
 					From: start.Add(time.Duration(i+1) * time.Minute), FirstEventBucket: 1, EventBuckets: 2 + i,
 					DecidedAt: time.Now(), DecidedBy: fmt.Sprintf("decider-%d", i),
@@ -115,7 +117,7 @@ func TestSplitGenerationsFollowEachOther(t *testing.T) {
 	entity := []byte("\x00\x03hot\x00")
 	from1 := start.Add(90*time.Minute + 123*time.Millisecond)
 	from2 := start.Add(5 * time.Hour)
-	for _, rec := range []Split{
+	for _, rec := range []routing.Record{
 		{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1, From: from1, FirstEventBucket: 1, EventBuckets: 4, DecidedBy: "a"},
 		{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 2, From: from2, FirstEventBucket: 5, EventBuckets: 16, DecidedBy: "a"},
 	} {
@@ -136,7 +138,7 @@ func TestSplitGenerationsFollowEachOther(t *testing.T) {
 	}
 }
 
-func sameDecision(a, b Split) bool {
+func sameDecision(a, b routing.Record) bool {
 	return a.Table == b.Table && a.BucketStart.Equal(b.BucketStart) && bytes.Equal(a.Entity, b.Entity) &&
 		a.Generation == b.Generation && a.From.Equal(b.From) && a.EventBuckets == b.EventBuckets && a.FirstEventBucket == b.FirstEventBucket && a.DecidedBy == b.DecidedBy
 }
@@ -153,14 +155,14 @@ func TestConcurrentAdoptersOfASplitAgreeOnOneOffset(t *testing.T) {
 	entity := []byte("\x00\x03hot\x00")
 	const adopters = 6
 	var wg sync.WaitGroup
-	got := make([]Adoption, adopters)
+	got := make([]routing.Adoption, adopters)
 	applied := make([]bool, adopters)
 	errs := make([]error, adopters)
 	for i := range adopters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], applied[i], errs[i] = sp.Adopt(ctx, Adoption{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1,
+			got[i], applied[i], errs[i] = sp.Adopt(ctx, routing.Adoption{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1,
 				Topic: "sensors", Partition: 3, From: int64(100 + i), AdoptedBy: fmt.Sprintf("adopter-%d", i)})
 		}()
 	}
@@ -180,7 +182,7 @@ func TestConcurrentAdoptersOfASplitAgreeOnOneOffset(t *testing.T) {
 	if winners != 1 {
 		t.Errorf("%d adoptions applied; want exactly one", winners)
 	}
-	if _, ok, err := sp.Adopt(ctx, Adoption{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1,
+	if _, ok, err := sp.Adopt(ctx, routing.Adoption{Table: "sensor_readings", BucketStart: start, Entity: entity, Generation: 1,
 		Topic: "sensors", Partition: 4, From: 7, AdoptedBy: "other"}); err != nil || !ok {
 		t.Fatalf("partition 4's adoption: applied %v, %v", ok, err)
 	}
@@ -201,7 +203,7 @@ func TestSplitRecordCarriesItsDecidersAdoption(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Date(2024, 1, 15, 0, 0, 0, 0, time.UTC)
-	rec := Split{Table: "sensor_readings", BucketStart: start, Entity: []byte("\x00\x03hot\x00"), Generation: 1, From: start.Add(time.Hour),
+	rec := routing.Record{Table: "sensor_readings", BucketStart: start, Entity: []byte("\x00\x03hot\x00"), Generation: 1, From: start.Add(time.Hour),
 		FirstEventBucket: 1, EventBuckets: 4, DecidedBy: "a", Topic: "sensors", Partition: 2, FromOffset: 4711}
 	if _, ok, err := sp.Propose(ctx, rec); err != nil || !ok {
 		t.Fatalf("proposing: applied %v, %v", ok, err)
@@ -216,7 +218,7 @@ func TestSplitRecordCarriesItsDecidersAdoption(t *testing.T) {
 	if err != nil || len(loaded) != 1 {
 		t.Fatalf("loaded %v, %v; want the one record", loaded, err)
 	}
-	for what, r := range map[string]Split{"the loser's copy": held, "the bucket's": loaded[0]} {
+	for what, r := range map[string]routing.Record{"the loser's copy": held, "the bucket's": loaded[0]} {
 		if a, ok := r.Adoption(); !ok || a.Topic != "sensors" || a.Partition != 2 || a.From != 4711 || a.Generation != 1 {
 			t.Errorf("%s adoption: %+v (%v); want sensors partition 2 from 4711", what, a, ok)
 		}

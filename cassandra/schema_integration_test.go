@@ -20,6 +20,9 @@ func exampleOnStack(t *testing.T, example string) (*config.Config, string) {
 	ks := testenv.Name(t, "schema")
 	cfg.Cassandra.Hosts = testenv.Cassandra(t)
 	cfg.Cassandra.LocalDC = ""
+	// The examples show production settings (service-events turns on TLS for its password); the
+	// plain test node speaks neither TLS nor authentication.
+	cfg.Cassandra.TLS = config.TLS{}
 	cfg.Cassandra.Keyspace = ks
 	cfg.Cassandra.Replication = map[string]string{"class": "SimpleStrategy", "replication_factor": "1"}
 	for name, tp := range cfg.Topics {

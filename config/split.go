@@ -57,7 +57,7 @@ func splitDefaults(p string, t *Topic, unset func(path string, zero bool) bool) 
 
 // validateSplit checks the split policy against the bucket policy. Only an enabled policy is
 // judged: a disabled one changes nothing.
-func validateSplit(v *validator, p string, t Topic) {
+func validateSplit(v *validator, p string, t Topic, session Duration) {
 	s := t.Split
 	if !s.Enabled {
 		return
@@ -76,9 +76,19 @@ func validateSplit(v *validator, p string, t Topic) {
 		v.add(p+".max_rows", "%d is outside 1..%d: a partition should never hold more than %d rows; remove the key for the default",
 			s.MaxRows, DefaultSplitMaxRows, DefaultSplitMaxRows)
 	}
-	if r := s.RefreshInterval; r != 0 && (r < minSplitRefreshInterval || r > maxSplitRefreshInterval) {
+	r := s.RefreshInterval
+	if r != 0 && (r < minSplitRefreshInterval || r > maxSplitRefreshInterval) {
 		v.add(p+".refresh_interval", "%s is outside %s..%s; remove the key for the default (%s)",
 			r, minSplitRefreshInterval, maxSplitRefreshInterval, DefaultSplitRefreshInterval)
+	}
+	if r == 0 {
+		r = DefaultSplitRefreshInterval
+	}
+	if session > 0 && r >= session {
+		// A process frozen past its session must find its routing records due for a read at its
+		// first row after it resumes: a new owner may have split meanwhile (docs/DESIGN.md).
+		v.add(p+".refresh_interval", "%s is not below kafka.session_timeout (%s): a member that lost its session could route rows before it read what the partition's next owner decided; lower it",
+			r, session)
 	}
 	if t.PartitionBudget > MaxSplitBudget {
 		v.add(strings.TrimSuffix(p, ".split")+".partition_budget", "%s is over %s, the most a split partition may aim for; lower it (aim for 10-100 MB)",

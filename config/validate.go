@@ -322,7 +322,7 @@ func (c *Config) validateWriter(v *validator) {
 	}
 	v.positive("writer.group_max_bytes", int64(w.GroupMaxBytes), w.GroupMaxBytes.String())
 	if w.GroupMaxBytes > maxBatchBytes {
-		v.add("writer.group_max_bytes", "%s is more than %s; Cassandra refuses a multi-partition batch over batch_size_fail_threshold (50 KiB by default); use e.g. %s", w.GroupMaxBytes, maxBatchBytes, DefaultGroupMaxBytes)
+		v.add("writer.group_max_bytes", "%s is more than %s, half a commit log segment of Cassandra's default (16 MiB), the largest mutation it accepts; use e.g. %s", w.GroupMaxBytes, maxBatchBytes, DefaultGroupMaxBytes)
 	}
 	if w.BatchMaxBytes > 0 && w.MaxBufferedBytes > 0 && w.MaxBufferedBytes < w.BatchMaxBytes {
 		v.add("writer.max_buffered_bytes", "%s is smaller than one batch (writer.batch_max_bytes %s); raise it", w.MaxBufferedBytes, w.BatchMaxBytes)
@@ -606,7 +606,7 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	}
 	c.validateBucket(v, p, t)
 	t.validateAccept(v, p)
-	validateSplit(v, p, t)
+	validateSplit(v, p, t, c.Kafka.SessionTimeout)
 }
 
 // RevokeCommitTimeout bounds the synchronous offset commit at the end of a revoke, after the revoked

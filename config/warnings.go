@@ -6,10 +6,11 @@ import (
 )
 
 // Warnings lists what a valid config allows but an operator should see: credentials that travel in
-// clear, certificates that are not verified, a clustering key that lets rows of different Kafka
-// partitions overwrite each other. Each names its key path and says what and why, in a stable order.
+// clear, certificates that are not verified, grouped requests larger than Cassandra accepts by default, a
+// clustering key that lets rows of different Kafka partitions overwrite each other. Each names its key path and says what and why, in a stable order.
 // `sink validate` prints them after "config OK" and `sink run` logs each at WARN when it starts: they
-// are legitimate on a trusted network or for a topic with one partition, so they never fail validation.
+// are legitimate on a trusted network, on servers configured for them or for a topic with one partition,
+// so they never fail validation.
 func (c *Config) Warnings() []FieldError {
 	var out []FieldError
 	warn := func(path, format string, args ...any) {
@@ -30,6 +31,11 @@ func (c *Config) Warnings() []FieldError {
 	if cs.TLS.Enabled && cs.TLS.InsecureSkipVerify {
 		warn("cassandra.tls.insecure_skip_verify", "the nodes' certificates are not verified: anyone on the network path can pose as a node "+
 			"(and, with cassandra.auth, take the password); set cassandra.tls.ca_file to the CA that signed them instead")
+	}
+	if c.Writer.GroupMaxBytes > groupBytesFailAt {
+		warn("writer.group_max_bytes", "%s lets a request of several partitions reach Cassandra's default batch_size_fail_threshold "+
+			"(50 KiB, which counts about twice the sink's estimate of a row): a refused request is then written row by row; "+
+			"keep it at %s or less unless the servers' threshold was raised", c.Writer.GroupMaxBytes, groupBytesFailAt)
 	}
 	for _, name := range c.TopicNames() {
 		out = append(out, c.Topics[name].warnings("topics."+name)...)
@@ -63,6 +69,11 @@ func (t Topic) warnings(path string) []FieldError {
 	}
 	return out
 }
+
+// groupBytesFailAt is the largest writer.group_max_bytes whose requests stay within Cassandra's default
+// batch_size_fail_threshold (50 KiB): the server counts about twice the sink's estimate of a row (see
+// DefaultGroupMaxBytes).
+const groupBytesFailAt = Bytes(25 << 10)
 
 func clusteringColumns(cs []Clustering) []string {
 	out := make([]string, len(cs))

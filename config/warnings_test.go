@@ -83,3 +83,23 @@ func TestWarningForAnOffsetKeyWithoutItsPartition(t *testing.T) {
 		}
 	}
 }
+
+// TestWarningForGroupMaxBytesPastTheServersFailThreshold guards writer.group_max_bytes between 25 KiB and
+// 8 MiB: valid (a server's batch_size_fail_threshold can be raised), but with Cassandra's default every
+// large grouped request is refused and written row by row, and validate said nothing.
+func TestWarningForGroupMaxBytesPastTheServersFailThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		bytes Bytes
+		want  bool
+	}{{DefaultGroupMaxBytes, false}, {25 << 10, false}, {40 << 10, true}} {
+		c := loadValid(t, "testdata/good/minimal.yaml", nil)
+		c.Writer.GroupMaxBytes = tc.bytes
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%s: %v", tc.bytes, err)
+		}
+		ws := c.Warnings()
+		if got := len(ws) == 1 && ws[0].Path == "writer.group_max_bytes"; got != tc.want {
+			t.Errorf("group_max_bytes %s: warnings %v, want one on writer.group_max_bytes: %v", tc.bytes, ws, tc.want)
+		}
+	}
+}

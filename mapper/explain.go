@@ -15,6 +15,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/packed"
+	"github.com/bucketsink/sink/routing"
 )
 
 // Value is one column and its bound value, for explain.
@@ -47,7 +48,7 @@ type Explanation struct {
 	EventBuckets int // 1 when the topic has none; with a split, the applying generation's count
 	// Split is the routing record's generation that routed the row (nil: generation 0, the topic's
 	// own event buckets), and Entity the entity's key in the routing table (EntityKey).
-	Split  *Generation
+	Split  *routing.Generation
 	Entity []byte
 	// SplitOn is the topic's split.enabled: the partition key then ends with the event bucket
 	// column even when EventBuckets is 1, and the routing records decide the count.
@@ -190,7 +191,7 @@ func literal(v any, typ string) string {
 }
 
 // splitCount is the event bucket count that placed a row: its split generation's, else the topic's.
-func splitCount(base int, g *Generation) int {
+func splitCount(base int, g *routing.Generation) int {
 	if g != nil {
 		return g.Buckets
 	}

@@ -23,6 +23,7 @@ import (
 	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -218,7 +219,7 @@ type plan struct {
 	insertCols        []string // cols, bucket column, event bucket column
 	nhash             int      // how many columns record their canonical text in scratch.canon
 	target            *batcher.Target
-	routes            Routes                      // split decisions of open buckets (route.go)
+	routes            routing.Routes              // split decisions of open buckets (route.go)
 	targets           sync.Map                    // slice index (int64) → *batcher.Target
 	last              atomic.Pointer[bucketEntry] // the bucket most recently mapped
 
@@ -343,9 +344,9 @@ type outcome struct {
 	eventTime   time.Time
 	bucket      *bucketEntry
 	eventBucket int
-	split       *Generation   // the split generation that chose the event bucket; nil: generation 0
-	entityLen   int           // the id columns' bytes at the start of row.Key (EntityKey)
-	ttl         time.Duration // the TTL bound (0: none)
+	split       *routing.Generation // the split generation that chose the event bucket; nil: generation 0
+	entityLen   int                 // the id columns' bytes at the start of row.Key (EntityKey)
+	ttl         time.Duration       // the TTL bound (0: none)
 	writeTS     int64
 }
 

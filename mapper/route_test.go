@@ -7,6 +7,7 @@ import (
 
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/routing"
 )
 
 func splitOn(tp *config.Topic) {
@@ -51,7 +52,7 @@ func TestSplitRoutesRowsByEventTimeFromTheRecord(t *testing.T) {
 	}
 	t1 := time.Date(2024, 1, 15, 12, 0, 0, 0, time.UTC)
 	t2 := time.Date(2024, 1, 15, 18, 0, 0, 0, time.UTC)
-	m.Routes("readings").Set(ex.Bucket, string(ex.Entity), []Generation{{N: 1, From: t1, First: 1, Buckets: 8}, {N: 2, From: t2, First: 9, Buckets: 32}})
+	m.Routes("readings").Set(ex.Bucket, string(ex.Entity), []routing.Generation{{N: 1, From: t1, First: 1, Buckets: 8}, {N: 2, From: t2, First: 9, Buckets: 32}})
 
 	spread := map[int]bool{}
 	for i := range 200 {
@@ -94,30 +95,6 @@ func TestSplitRoutesRowsByEventTimeFromTheRecord(t *testing.T) {
 	}
 }
 
-// TestRoutesNeverShrink: a list of generations no longer than the one held is ignored (a stale
-// load cannot undo a decision), and Forget drops closed buckets only.
-func TestRoutesNeverShrink(t *testing.T) {
-	var r Routes
-	g1 := Generation{N: 1, From: time.Unix(100, 0), Buckets: 4}
-	g2 := Generation{N: 2, From: time.Unix(200, 0), Buckets: 16}
-	r.Set(7, "e", []Generation{g1, g2})
-	r.Set(7, "e", []Generation{g1})
-	if got := r.Lookup(7, "e"); len(got) != 2 {
-		t.Fatalf("after a shorter Set: %v; want both generations", got)
-	}
-	r.Set(9, "f", []Generation{g1})
-	r.Forget(8)
-	if r.HasBucket(7) || !r.HasBucket(9) {
-		t.Errorf("after Forget(8): bucket 7 %v, bucket 9 %v; want dropped, kept", r.HasBucket(7), r.HasBucket(9))
-	}
-	if g := Applying([]Generation{g1, g2}, time.Unix(150, 0)); g == nil || g.N != 1 {
-		t.Errorf("Applying at 150: %v; want generation 1", g)
-	}
-	if g := Applying([]Generation{g1, g2}, time.Unix(99, 0)); g != nil {
-		t.Errorf("Applying before the first split: %v; want none (generation 0)", g)
-	}
-}
-
 // BenchmarkMapSensorSplitElsewhere maps sensor records of a topic with split on while another
 // entity of the same bucket has split: the common case of a split topic (one map lookup by
 // bucket, one by entity, no hit).
@@ -127,7 +104,7 @@ func BenchmarkMapSensorSplitElsewhere(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.Routes("readings").Set(ex.Bucket, "\x00\x08dev-9999\x00", []Generation{{N: 1, From: ex.BucketStart, First: 1, Buckets: 8}})
+	m.Routes("readings").Set(ex.Bucket, "\x00\x08dev-9999\x00", []routing.Generation{{N: 1, From: ex.BucketStart, First: 1, Buckets: 8}})
 	benchMap(b, m)
 }
 
@@ -139,7 +116,7 @@ func BenchmarkMapSensorSplitHere(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.Routes("readings").Set(ex.Bucket, string(ex.Entity), []Generation{{N: 1, From: ex.BucketStart, First: 1, Buckets: 8}})
+	m.Routes("readings").Set(ex.Bucket, string(ex.Entity), []routing.Generation{{N: 1, From: ex.BucketStart, First: 1, Buckets: 8}})
 	benchMap(b, m)
 }
 
@@ -158,49 +135,4 @@ func benchMap(b *testing.B, m *Mapper) {
 // cost of split being enabled (the event bucket column, the hash column's canonical text kept).
 func BenchmarkMapSensorSplitNone(b *testing.B) {
 	benchMap(b, newMapper(b, splitOn))
-}
-
-// TestRouteFollowsAGenerationOnlyFromItsSourcesAdoption: with FollowAdoptions, a generation routes
-// a row only when the row's Kafka partition adopted it at or before the row's offset; otherwise the
-// highest earlier generation it adopted does, or generation 0. Adoptions merge into what is held and
-// never change once held.
-func TestRouteFollowsAGenerationOnlyFromItsSourcesAdoption(t *testing.T) {
-	var r Routes
-	r.FollowAdoptions()
-	g1 := Generation{N: 1, From: time.Unix(100, 0), First: 1, Buckets: 4, Adopted: map[int32]int64{0: 10}}
-	g2 := Generation{N: 2, From: time.Unix(200, 0), First: 5, Buckets: 8}
-	r.Set(7, "e", []Generation{g1, g2})
-	at := time.Unix(250, 0)
-	for _, c := range []struct {
-		part   int32
-		offset int64
-		want   int
-	}{{0, 9, 0}, {0, 10, 1}, {1, 50, 0}} {
-		got := 0
-		if g := r.Route(7, "e", at, c.part, c.offset); g != nil {
-			got = g.N
-		}
-		if got != c.want {
-			t.Errorf("partition %d offset %d: generation %d; want %d", c.part, c.offset, got, c.want)
-		}
-	}
-	r.Adopt(7, "e", 2, 0, 20)
-	r.Adopt(7, "e", 2, 0, 5) // a second adoption of the same partition changes nothing
-	r.Set(7, "e", []Generation{g1, {N: 2, From: g2.From, First: 5, Buckets: 8, Adopted: map[int32]int64{1: 30}}})
-	for _, c := range []struct {
-		part   int32
-		offset int64
-		want   int
-	}{{0, 19, 1}, {0, 20, 2}, {1, 29, 0}, {1, 30, 2}} {
-		got := 0
-		if g := r.Route(7, "e", at, c.part, c.offset); g != nil {
-			got = g.N
-		}
-		if got != c.want {
-			t.Errorf("after the adoptions, partition %d offset %d: generation %d; want %d", c.part, c.offset, got, c.want)
-		}
-	}
-	if g := r.Route(7, "e", time.Unix(150, 0), 0, 100); g == nil || g.N != 1 {
-		t.Errorf("a row before generation 2's instant: %v; want generation 1", g)
-	}
 }

@@ -19,8 +19,8 @@ func setNow(m *Mapper, now time.Time) {
 // TestEventTimeTTLExpiresRowsAtEventTimePlusTTL: with ttl_from event_time each row is bound the TTL
 // left at the time of mapping, so it expires at its event time plus the ttl whenever it is written: a
 // replay later writes a shorter TTL and the same expiry. An event in the future lives longer, up to
-// Cassandra's 20-year limit; an event older than the ttl is dead-lettered with reason expired, on the
-// scan and the fastjson path alike. ttl_from write keeps one TTL for every row.
+// Cassandra's 20-year limit; an event older than the ttl is refused with reason expired (which the
+// pipeline skips and commits), on the scan and the fastjson path alike. ttl_from write keeps one TTL for every row.
 func TestEventTimeTTLExpiresRowsAtEventTimePlusTTL(t *testing.T) {
 	event := time.Date(2024, 1, 15, 14, 37, 22, 0, time.UTC)
 	value := `{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1}`
@@ -49,7 +49,7 @@ func TestEventTimeTTLExpiresRowsAtEventTimePlusTTL(t *testing.T) {
 		if tc.want == 0 {
 			var re *RecordError
 			if !errors.As(err, &re) || re.Reason != ReasonExpired || !strings.Contains(err.Error(), "the row would be born expired") {
-				t.Errorf("now %s: %v, want a dead letter with reason expired", tc.now.Format(time.RFC3339Nano), err)
+				t.Errorf("now %s: %v, want a RecordError with reason expired", tc.now.Format(time.RFC3339Nano), err)
 			}
 			continue
 		}

@@ -271,6 +271,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 			continue
 		}
 		var acked []int64
+		recreated := false
 		for _, res := range p.pl.producer.ProduceSync(ctx, recs...) {
 			d := byRec[res.Record]
 			switch {
@@ -300,8 +301,15 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 					slog.Int64("offset", d.offset), slog.String("dead_letter_topic", dlq),
 					slog.Int("next_limit", d.limit), slog.Any("error", res.Err))
 			default:
+				recreated = recreated || errors.Is(res.Err, kerr.UnknownTopicID)
 				fail(d, res.Err)
 			}
+		}
+		if recreated {
+			// The dead-letter topic was deleted and created again: the producer keeps the old topic ID
+			// and fails the topic until it is purged, after which the retry produces to the new one
+			// (docs/PIPELINE.md, "A topic deleted and created again").
+			p.pl.producer.PurgeTopicsFromClient(dlq)
 		}
 		if len(acked) > 0 {
 			p.Complete(acked)

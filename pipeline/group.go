@@ -191,6 +191,7 @@ func (pl *Pipeline) giveUp(parts []*partition) {
 			pl.budgetFree()
 		}
 		delete(pl.stuck, p.tp)
+		pl.commitClock.Forget(p.tp)
 		pl.stuckGauge(p.tp.Topic)
 		pl.metrics.ConsumerLag.DeleteLabelValues(p.tp.Topic, strconv.Itoa(int(p.tp.Partition)))
 	}

@@ -773,7 +773,7 @@ topics:
     topic: %s
     id: [device_id]
     time: {source: field, field: ts, format: rfc3339}
-    bucket: {width: 1h, key: text}%s
+    bucket: {width: 1h, key: text, event_buckets: %d}%s
     partition_budget: %s
     table: %s
     columns:
@@ -785,7 +785,7 @@ topics:
     dead_letter_topic: %s
 `, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks,
 		time.Duration(s.cfg.Cassandra.Timeout), time.Duration(s.cfg.Cassandra.ConnectTimeout),
-		time.Duration(s.cfg.Writer.ShutdownTimeout), s.cfg.Metrics.Address, s.topic, split, tp.PartitionBudget, tp.Table, s.dlq)
+		time.Duration(s.cfg.Writer.ShutdownTimeout), s.cfg.Metrics.Address, s.topic, max(tp.Bucket.EventBuckets, 1), split, tp.PartitionBudget, tp.Table, s.dlq)
 	path := filepath.Join(s.t.TempDir(), "sink.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		s.t.Fatal(err)

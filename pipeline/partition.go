@@ -43,6 +43,8 @@ type partition struct {
 	workerDone chan struct{}
 	ctx        context.Context // canceled when the partition is given up: dead-letter retries stop
 	cancel     context.CancelFunc
+	workCtx    context.Context // the worker's calls (the routing table of splits); canceled by stop
+	stopWork   context.CancelFunc
 
 	mu       sync.Mutex
 	tr       *offsets.Tracker
@@ -53,6 +55,7 @@ type partition struct {
 	stopping bool           // the worker is stopped; waiting for in-flight work
 	hwm      int64          // high watermark of the last fetch, for the lag gauge
 	mark     offsets.Marker // hands the watermark to the client for commit
+	settled  chan struct{}  // closed when nothing is in flight, for a worker restarting tracking (restartTracking)
 
 	held        map[int64]bool // offsets of batches the write stage gave back unwritten; counted in blocked
 	stuckLogged time.Time      // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
@@ -81,6 +84,7 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 		held:       make(map[int64]bool),
 		hwm:        -1,
 	}
+	p.workCtx, p.stopWork = context.WithCancel(ctx)
 	p.queue.init()
 	p.dl = newDeadLetterSender(p)
 	if topic.split != nil {
@@ -112,7 +116,28 @@ func (p *partition) work() {
 		// cost moves to its tracker entry). The records of a chunk share slabs and decompressed batches,
 		// which live until the last of them is mapped, so the release waits for the whole chunk.
 		var freed int64
+		// flush hands the rows mapped so far to the write stage; false if the partition was stopped first.
+		flush := func() bool {
+			sent := len(rows) > 0
+			if sent {
+				p.pl.mapped.Observe(max(p.pl.now().Sub(c.fetched), 0).Seconds())
+			}
+			ok := p.handOff(rows)
+			if sent {
+				rows = consumer.GetHandOff() // the write stage gives the sent slice back (consumer.PutHandOff)
+			}
+			return ok
+		}
 		for i, r := range recs {
+			if p.rewound(r.Offset) {
+				// Everything mapped before r is handed on first: restarting waits for it to finish.
+				if !flush() || !p.restartTracking(r.Offset) {
+					p.queue.pushFront(recs[i:], c.fetched)
+					p.releaseMapped(freed)
+					<-p.quit
+					return
+				}
+			}
 			row, ok, cont, held := p.handle(r)
 			if !held {
 				freed += budget.RecordCost(r)
@@ -123,17 +148,8 @@ func (p *partition) work() {
 			if ok {
 				rows = append(rows, row)
 			}
-			if len(rows) == cap(rows) || i == len(recs)-1 || !cont {
-				sent := len(rows) > 0
-				if sent {
-					p.pl.mapped.Observe(max(p.pl.now().Sub(c.fetched), 0).Seconds())
-				}
-				if !p.handOff(rows) {
-					cont = false
-				}
-				if sent {
-					rows = consumer.GetHandOff() // the write stage gives the sent slice back (consumer.PutHandOff)
-				}
+			if (len(rows) == cap(rows) || i == len(recs)-1 || !cont) && !flush() {
+				cont = false
 			}
 			if !cont {
 				// Stopped, or halted on a record that cannot be dead-lettered. The rest goes back so that
@@ -186,9 +202,10 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	rerr := p.tr.Register(r.Offset, r.LeaderEpoch, bytes)
 	p.mu.Unlock()
 	if rerr != nil {
-		// Kafka never hands out a partition's records out of order; if it happens, stopping is the only
-		// choice that cannot commit past an unprocessed record.
-		p.log.Error("record out of order; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
+		// A lower offset than one already taken restarts tracking first (work, restartTracking), so this
+		// is an offset the tracker cannot hold at all (negative): stopping is the only choice that cannot
+		// commit past an unprocessed record.
+		p.log.Error("record offset refused; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
 		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 		p.setStuck(r.Offset, true)
 		return row, false, false, false
@@ -218,6 +235,56 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	}
 	p.dl.add(deadLetter{offset: r.Offset, rec: consumer.CloneRecord(r), reason: reason, err: err})
 	return row, false, true, true
+}
+
+// rewound reports whether offset is at or below a record this assignment already took: the client went
+// back in the partition's log. Kafka hands a partition's records in order, but its position can move
+// back: after a log truncation (an unclean leader election, or a reset to kafka.start_offset when the
+// position fell out of the log's range) or when the group's offset is reset under a live member.
+func (p *partition) rewound(offset int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last, ok := p.tr.Last()
+	return ok && offset <= last
+}
+
+// restartTracking starts the partition's offset tracking again at offset, a rewound position: it waits
+// until every record taken so far is done (written or dead-lettered; rows held by a failing write are
+// retried meanwhile), then replaces the tracker, so the records from offset on are tracked afresh and
+// the watermark never counts one of them done for an old record at the same offset. Nothing is marked
+// while it waits, so no commit runs ahead of a row. The marks from offset on reach the commit as the
+// client takes them: a position after a truncation carries a newer leader epoch and is taken though its
+// offset is lower; at the same epoch the records below the last commit are the ones already written,
+// and the commit stays where it is until the replay passes it. It returns false if the partition is
+// stopped while it waits; a partition halted on a bad record without a dead-letter topic waits here
+// like anywhere else.
+func (p *partition) restartTracking(offset int64) bool {
+	p.mu.Lock()
+	last, _ := p.tr.Last()
+	n := p.tr.InFlight()
+	p.mu.Unlock()
+	p.log.Warn("partition went back to an offset already taken (log truncated or offsets reset); "+
+		"tracking starts again there once the records in flight are done",
+		slog.Int64("offset", offset), slog.Int64("last_taken", last), slog.Int("in_flight", n))
+	for {
+		p.mu.Lock()
+		if p.tr.InFlight() == 0 {
+			p.tr = offsets.NewTracker(budget.EntryCost)
+			p.settled = nil
+			p.mu.Unlock()
+			return true
+		}
+		if p.settled == nil {
+			p.settled = make(chan struct{})
+		}
+		settled := p.settled
+		p.mu.Unlock()
+		select {
+		case <-settled:
+		case <-p.quit:
+			return false
+		}
+	}
 }
 
 // isExpired reports whether err says a record's row would be born expired (ttl_from event_time, an event
@@ -276,7 +343,7 @@ func (p *partition) mapRecord(r *kgo.Record) (row batcher.Row, err error) {
 			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 			Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, SchemaIDHeader: hasHeader(r, mapper.HeaderValueSchemaID),
 		}
-		row, err := p.pl.mapper.MapContext(p.ctx, rec)
+		row, err := p.pl.mapper.MapContext(p.workCtx, rec)
 		ue := (*codec.UnavailableError)(nil)
 		if !errors.As(err, &ue) {
 			return row, err
@@ -305,17 +372,21 @@ func (p *partition) mapRecord(r *kgo.Record) (row batcher.Row, err error) {
 // table, the schema registry). The record is not registered and will be replayed by the next owner.
 var errStopped = errors.New("partition stopped while a record waited")
 
+// dependencyCallTimeout bounds one call to a dependency (the routing table, the schema registry),
+// which retry then repeats. A stop of the partition cancels a call at once (workCtx), so a revoke or
+// a shutdown never waits for it.
+const dependencyCallTimeout = 30 * time.Second
+
 // retry runs op until it succeeds, with the pipeline's backoff, or until the partition stops
 // (errStopped). A dependency being unreachable (the routing table, the schema registry) is never the
-// record's fault. While it
-// fails, the partition is stuck at offset (the record waiting for it): paused in the client and
+// record's fault. While it fails, the partition is stuck at offset (the record waiting for it): paused in the client and
 // counted in sink_stuck_partitions, like a write being retried, so that its fetched records do not
 // fill the byte budget that every other partition shares. The failure is logged at once and then at
 // most every stuckLogEvery.
 func (p *partition) retry(offset int64, what string, op func(ctx context.Context) error) error {
 	var logged time.Time
 	for n := 0; ; n++ {
-		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(p.workCtx, dependencyCallTimeout)
 		err := op(ctx)
 		cancel()
 		if err == nil {
@@ -323,6 +394,12 @@ func (p *partition) retry(offset int64, what string, op func(ctx context.Context
 				p.setStuck(offset, false)
 			}
 			return nil
+		}
+		if p.workCtx.Err() != nil { // the partition stops: the call was canceled, not failed
+			if n > 0 {
+				p.setStuck(offset, false)
+			}
+			return errStopped
 		}
 		if n == 0 {
 			p.setStuck(offset, true)
@@ -337,7 +414,7 @@ func (p *partition) retry(offset int64, what string, op func(ctx context.Context
 		case <-p.quit:
 			p.setStuck(offset, false)
 			return errStopped
-		case <-p.ctx.Done():
+		case <-p.workCtx.Done():
 			p.setStuck(offset, false)
 			return errStopped
 		case <-time.After(wait):
@@ -610,6 +687,7 @@ func (p *partition) stop() {
 	default:
 		close(p.quit)
 	}
+	p.stopWork() // a call the worker is in returns now, not at its timeout
 	<-p.workerDone
 	if n := p.queue.drain(); n > 0 {
 		p.pl.release(p.tp, n)
@@ -621,10 +699,15 @@ func (p *partition) stop() {
 	p.checkDrained()
 }
 
-// checkDrained closes drained once a stopping partition has nothing left that can finish.
+// checkDrained closes drained once a stopping partition has nothing left that can finish, and settled
+// once a worker restarting its tracking has nothing in flight.
 func (p *partition) checkDrained() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.settled != nil && p.tr.InFlight() == 0 {
+		close(p.settled)
+		p.settled = nil
+	}
 	if !p.stopping || p.drained == nil {
 		return
 	}

@@ -131,6 +131,9 @@ type Pipeline struct {
 	// stoppedAt is when shutdown began (unix nanos); revoking counts the revoke callbacks running.
 	stoppedAt atomic.Int64
 	revoking  atomic.Int32
+	// recreatedChecked is when the poll loop last looked whether a topic failing with UNKNOWN_TOPIC_ID
+	// was created again (recreated.go); the poll loop's alone.
+	recreatedChecked map[string]time.Time
 }
 
 // New checks cfg and prepares a pipeline; it opens no connection. cfg.Sink is used as config.Load (or
@@ -169,11 +172,12 @@ func New(cfg Config) (*Pipeline, error) {
 		commitClock: offsets.NewCommitClock(cfg.Now, func(d time.Duration) {
 			cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageCommitted).Observe(d.Seconds())
 		}),
-		shutdownTimeout: w.ShutdownTimeout.Std(),
-		parts:           make(map[offsets.TopicPartition]*partition),
-		budget:          budget.New(int64(w.MaxBufferedBytes)),
-		budgetFreed:     make(chan struct{}, 1),
-		stuck:           make(map[offsets.TopicPartition]bool),
+		shutdownTimeout:  w.ShutdownTimeout.Std(),
+		parts:            make(map[offsets.TopicPartition]*partition),
+		budget:           budget.New(int64(w.MaxBufferedBytes)),
+		budgetFreed:      make(chan struct{}, 1),
+		stuck:            make(map[offsets.TopicPartition]bool),
+		recreatedChecked: make(map[string]time.Time),
 	}
 	pl.backoff = backoff.Policy{Initial: w.RetryInitial.Std(), Max: w.RetryMax.Std()}
 	for _, name := range cfg.Sink.TopicNames() {
@@ -446,6 +450,9 @@ func (pl *Pipeline) pollLoop(ctx context.Context) error {
 		})
 		fetches.EachPartition(pl.dispatch)
 		pl.client.AllowRebalance()
+		if gone := pl.unknownTopicIDs(fetches); gone != nil {
+			pl.followRecreated(ctx, gone)
+		}
 		if fatal != nil {
 			return fmt.Errorf("consuming (kafka.brokers %v, kafka.group %q): %w", pl.sink.Kafka.Brokers,
 				pl.sink.Kafka.Group, fatal)

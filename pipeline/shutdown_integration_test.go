@@ -107,15 +107,7 @@ func (s *stack) streamUntilCommitted(recs []*itRecord, n int64) <-chan struct{} 
 // Cassandra holds: every good record below them is written.
 func TestIntegrationSIGTERMWithCassandraBlackholedExitsWithinTheGracePeriod(t *testing.T) {
 	s := newStack(t, 3, nil)
-	proxy := newCutProxy(t, s.cfg.Cassandra.Hosts[0])
-	s.cfg.Cassandra.Hosts = []string{proxy.addr()}
-	// A short drain keeps the test short; the bound under test is relative to it. The driver's own
-	// timeouts are long (a legitimate setting): the stop must not depend on them. The driver's close waits
-	// for a held heartbeat up to cassandra.timeout and then a reconnect up to connect_timeout.
-	shutdown := 5 * time.Second
-	s.cfg.Writer.ShutdownTimeout = config.Duration(shutdown)
-	s.cfg.Cassandra.Timeout = config.Duration(30 * time.Second)
-	s.cfg.Cassandra.ConnectTimeout = config.Duration(20 * time.Second)
+	proxy, shutdown := s.cassandraBehindProxy()
 	cmd, logs := runSink(t, s.writeConfig())
 
 	done := s.streamUntilCommitted(makeRecords(4000, 100, 3), 1000)
@@ -165,6 +157,21 @@ func TestIntegrationSIGTERMWithCassandraBlackholedExitsWithinTheGracePeriod(t *t
 			}
 		}
 	}
+}
+
+// cassandraBehindProxy makes the stack reach Cassandra through a proxy the test can hold, with a short
+// drain (writer.shutdown_timeout, returned), which keeps the test short: the bound under test is
+// relative to it. The driver's own timeouts are long (a legitimate setting): a stop must not depend on
+// them. The driver's close waits for a held heartbeat up to cassandra.timeout and then a reconnect up
+// to connect_timeout.
+func (s *stack) cassandraBehindProxy() (*cutProxy, time.Duration) {
+	proxy := newCutProxy(s.t, s.cfg.Cassandra.Hosts[0])
+	s.cfg.Cassandra.Hosts = []string{proxy.addr()}
+	shutdown := 5 * time.Second
+	s.cfg.Writer.ShutdownTimeout = config.Duration(shutdown)
+	s.cfg.Cassandra.Timeout = config.Duration(30 * time.Second)
+	s.cfg.Cassandra.ConnectTimeout = config.Duration(20 * time.Second)
+	return proxy, shutdown
 }
 
 // TestIntegrationSIGTERMWhileConnectingExitsCleanly: a stop requested while the daemon still connects at

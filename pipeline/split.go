@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,20 +13,20 @@ import (
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/packed"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
 // SplitStore is the routing table of hot-entity splits (docs/DESIGN.md, "Hot entities split at
 // write time"); cassandra.SplitStores implements it over a session.
 type SplitStore interface {
-	Bucket(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]cassandra.Split, error)
-	Propose(ctx context.Context, keyspace string, rec cassandra.Split) (cassandra.Split, bool, error)
+	Bucket(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]routing.Record, error)
+	Propose(ctx context.Context, keyspace string, rec routing.Record) (routing.Record, bool, error)
 	Newest(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int) (time.Time, error)
-	Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error)
-	Adoptions(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]cassandra.Adoption, error)
-	Adopt(ctx context.Context, keyspace string, a cassandra.Adoption) (cassandra.Adoption, bool, error)
+	Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eb int, limit int64) (int64, error)
+	Adoptions(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]routing.Adoption, error)
+	Adopt(ctx context.Context, keyspace string, a routing.Adoption) (routing.Adoption, bool, error)
 }
 
 // SplitsOf is the SplitStore of the routing tables of a session: it names the partitions of a
@@ -37,51 +36,24 @@ func SplitsOf(ss *cassandra.SplitStores) SplitStore { return cassandraSplits{ss}
 type cassandraSplits struct{ *cassandra.SplitStores }
 
 func (c cassandraSplits) Newest(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
-	e, err := entityPartitions(t, row)
+	e, err := routing.Partitions(t, row.Target.Table, row.Target.Columns, packed.Values(row.Packed))
 	if err != nil {
 		return time.Time{}, err
 	}
 	return c.SplitStores.Newest(ctx, keyspace, e, eventBuckets)
 }
 
-func (c cassandraSplits) Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int, limit int64) ([]int64, error) {
-	e, err := entityPartitions(t, row)
+func (c cassandraSplits) Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eb int, limit int64) (int64, error) {
+	e, err := routing.Partitions(t, row.Target.Table, row.Target.Columns, packed.Values(row.Packed))
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	return c.SplitStores.Count(ctx, keyspace, e, eventBuckets, limit)
-}
-
-// entityPartitions names the partitions of row's entity and time bucket: its partition key values
-// but the event bucket, and the event time column.
-func entityPartitions(t schema.Table, row batcher.Row) (cassandra.EntityPartitions, error) {
-	if len(t.Clustering) == 0 || len(t.PartitionKey) < 2 {
-		return cassandra.EntityPartitions{}, fmt.Errorf("table %s: a split needs clustering columns and an event bucket column", t.Name)
-	}
-	vals := packed.Values(row.Packed)
-	e := cassandra.EntityPartitions{
-		Keyspace: row.Target.Keyspace, Table: row.Target.Table,
-		Key: t.PartitionKey[:len(t.PartitionKey)-1], EventBucket: t.PartitionKey[len(t.PartitionKey)-1],
-		Time: t.Clustering[0].Name,
-	}
-	for _, c := range t.Columns {
-		if c.Name == e.Time && strings.EqualFold(c.Type, "timeuuid") {
-			e.TimeUUID = true
-		}
-	}
-	for _, c := range e.Key {
-		i := slices.Index(row.Target.Columns, c)
-		if i < 0 {
-			return cassandra.EntityPartitions{}, fmt.Errorf("table %s: partition key column %s is not written", t.Name, c)
-		}
-		e.Values = append(e.Values, vals[i])
-	}
-	return e, nil
+	return c.SplitStores.Count(ctx, keyspace, e, eb, limit)
 }
 
 // splitMapper is what a split topic needs of the mapper beyond Map: its routes and its table.
 type splitMapper interface {
-	Routes(name string) *mapper.Routes
+	Routes(name string) *routing.Routes
 	Table(name string) (schema.Table, bool)
 }
 
@@ -91,7 +63,7 @@ type splitTopic struct {
 	keyspace string
 	table    schema.Table
 	policy   *bucketer.Policy
-	routes   *mapper.Routes
+	routes   *routing.Routes
 	store    SplitStore
 	base     int   // the configured event buckets (generation 0)
 	max      int   // split.max_event_buckets
@@ -100,6 +72,7 @@ type splitTopic struct {
 	ids      int           // id columns in the partition key
 	settle   time.Duration // no decision this soon after an assignment (cassandra.timeout)
 	refresh  time.Duration // split.refresh_interval
+	session  time.Duration // kafka.session_timeout
 
 	mu        sync.Mutex
 	refreshed map[int64]time.Time // when the routing records of a bucket were last read, by any worker
@@ -134,16 +107,21 @@ func newSplitTopic(cfg Config, name string, tc config.Topic, policy *bucketer.Po
 		ids:     len(t.PartitionKey) - 2,
 		settle:  time.Duration(cfg.Sink.Cassandra.Timeout),
 		refresh: refresh, refreshed: map[int64]time.Time{},
+		session: time.Duration(cfg.Sink.Kafka.SessionTimeout),
 	}, nil
 }
 
 // refreshDue reports whether the routing records of bucket idx are due to be read again, and if
-// so marks them read now, so that one worker of the process reads them per interval.
-func (t *splitTopic) refreshDue(idx int64, now time.Time) bool {
+// so marks them read now, so that one worker of the process reads them per interval. It also reports
+// whether they were last read a session timeout ago or more: the process may then have been frozen
+// or cut off long enough for its group session to be lost and its partitions to have a new owner,
+// which may have split or adopted meanwhile, so the read must succeed before another row is routed.
+func (t *splitTopic) refreshDue(idx int64, now time.Time) (due, stale bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if last, ok := t.refreshed[idx]; ok && now.Sub(last) < t.refresh {
-		return false
+	last, ok := t.refreshed[idx]
+	if ok && now.Sub(last) < t.refresh {
+		return false, false
 	}
 	for b := range t.refreshed {
 		if b < idx-1 {
@@ -151,7 +129,7 @@ func (t *splitTopic) refreshDue(idx int64, now time.Time) bool {
 		}
 	}
 	t.refreshed[idx] = now
-	return true
+	return true, ok && now.Sub(last) >= t.session
 }
 
 // splitState is one partition worker's view: which buckets' records it has loaded, and what it has
@@ -193,6 +171,12 @@ type splitStat struct {
 	over                bool // counted in sink_partitions_over_budget
 	counted             bool // Cassandra's rows were counted in
 	tooLate             bool // a split would start at or after the bucket's end: none is made
+	// What Cassandra held of the current generation when last sampled (sample): its rows since
+	// wholeFrom, estimated from its first partition, whichever Kafka partitions wrote them; and
+	// this worker's sentRows then.
+	wholeRows int64
+	wholeFrom time.Time
+	sampledAt int64
 }
 
 func newSplitState(t *splitTopic, p *partition) *splitState {
@@ -210,19 +194,32 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	t := s.t
 	idx := t.policy.Index(row.EventTime)
 	if !s.loaded[idx] {
+		// Held before the load, so that no other worker's release forgets what this one loads.
+		t.routes.Hold(idx)
 		n, err := s.load(idx, row.Source.Offset)
 		if err != nil {
+			t.routes.Release(idx)
 			return row, err
 		}
 		s.loaded[idx] = true
-		t.refreshDue(idx, time.Now())
+		_, _ = t.refreshDue(idx, time.Now()) // just read
 		if n > 0 {
 			if row, err = remap(); err != nil {
 				return row, err
 			}
 		}
-	} else if t.refreshDue(idx, time.Now()) {
-		s.refresh(idx)
+	} else if due, stale := t.refreshDue(idx, time.Now()); due {
+		n, err := s.refresh(idx, row.Source.Offset, stale)
+		if err != nil {
+			return row, err
+		}
+		if n > 0 {
+			// What was read may route this row otherwise: a generation its Kafka partition adopted
+			// under another owner (this process was frozen past its session), or a later one.
+			if row, err = remap(); err != nil {
+				return row, err
+			}
+		}
 	}
 	entity, eb, ok := s.keyParts(row.Key)
 	if !ok {
@@ -251,6 +248,7 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	if len(gens) != st.gens {
 		// A new generation: its rate window starts here.
 		st.gens, st.sentRows, st.sentBytes, st.first, st.last = len(gens), 0, 0, row.EventTime, row.EventTime
+		st.wholeRows, st.sampledAt = 0, 0
 	}
 	st.rows[eb]++
 	st.bytes[eb] += int64(row.Size)
@@ -264,14 +262,25 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 		first, kNow = gens[len(gens)-1].First, gens[len(gens)-1].Buckets
 	}
 	next, over := s.project(st, idx, first, kNow)
+	if next == 0 && !st.tooLate && s.warm(st) && st.sentRows >= st.sampledAt+st.sampledAt/4 {
+		// The entity may be written through other Kafka partitions as well, each worker seeing a
+		// share of its rate: project from what Cassandra holds of it too.
+		if err := s.sample(row, st, idx, gens, first, kNow); err != nil {
+			return row, err
+		}
+		next, over = s.project(st, idx, first, kNow)
+	}
 	s.setOver(st, over)
-	if (next == 0 && !over) || st.tooLate || time.Since(s.started) < t.settle {
+	if (next == 0 && !over) || st.tooLate {
 		return row, nil
+	}
+	if err := s.settle(); err != nil {
+		return row, err
 	}
 	if !st.counted {
 		// After a restart or a rebalance this worker has seen only part of the bucket: count what
 		// Cassandra holds before deciding, once per entity and bucket.
-		if err := s.count(row, st, first+kNow); err != nil {
+		if err := s.count(row, st, first, kNow); err != nil {
 			return row, err
 		}
 		next, over = s.project(st, idx, first, kNow)
@@ -283,28 +292,90 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	return row, s.decide(row, idx, entity, gens, first+kNow, next, st)
 }
 
-// count raises the tally of each event bucket to the rows Cassandra holds there (at most the row
-// budget plus one), at the bytes per row this worker has seen.
-func (s *splitState) count(row batcher.Row, st *splitStat, k int) error {
-	t := s.t
-	var counts []int64
-	err := s.p.retry(row.Source.Offset, "counting the rows of a hot partition", func(ctx context.Context) (err error) {
-		counts, err = t.store.Count(ctx, t.keyspace, t.table, row, k, t.maxRows+1)
-		return err
-	})
-	if err != nil {
-		return err
+// settle waits, if need be, until cassandra.timeout has passed since the assignment began: the
+// previous owner's last writes have then landed or failed, so the decision's newest-row read sees
+// them. It holds the row (and the partition's rows behind it) instead of letting them through
+// unsplit: a new owner in front of a backlog would otherwise write much of it to the old layout
+// within the window.
+func (s *splitState) settle() error {
+	wait := time.Until(s.started.Add(s.t.settle))
+	if wait <= 0 {
+		return nil
 	}
-	st.counted = true
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-s.p.quit:
+		return errStopped
+	case <-s.p.workCtx.Done():
+		return errStopped
+	case <-timer.C:
+		return nil
+	}
+}
+
+// count raises the tally of the current generation's event buckets first..first+k-1 to the rows
+// Cassandra holds there (each counted to at most the row budget plus one), at the bytes per row this
+// worker has seen: the partitions the projection reads. Earlier generations take no more rows and
+// are not counted. Each partition is its own call, retried alone, so one call reads a bounded number
+// of rows and a count that fails part way keeps what it counted.
+func (s *splitState) count(row batcher.Row, st *splitStat, first, k int) error {
 	perRow := st.sentBytes / max(st.sentRows, 1)
-	for eb, n := range counts {
-		for len(st.rows) <= eb {
-			st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
+	for len(st.rows) < first+k {
+		st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
+	}
+	for eb := first; eb < first+k; eb++ {
+		n, err := s.countOne(row, eb)
+		if err != nil {
+			return err
 		}
 		if n > st.rows[eb] {
 			st.bytes[eb] += (n - st.rows[eb]) * perRow
 			st.rows[eb] = n
 		}
+	}
+	st.counted = true
+	return nil
+}
+
+// countOne counts the rows Cassandra holds in the entity's partition with event bucket eb, at most
+// the row budget plus one, retried until it succeeds or the partition stops.
+func (s *splitState) countOne(row batcher.Row, eb int) (int64, error) {
+	t := s.t
+	var n int64
+	err := s.p.retry(row.Source.Offset, "counting the rows of a partition", func(ctx context.Context) (err error) {
+		n, err = t.store.Count(ctx, t.keyspace, t.table, row, eb, t.maxRows+1)
+		return err
+	})
+	return n, err
+}
+
+// warm reports whether the entity holds 1% of its budget in what this worker sent in the current
+// generation: below that, a rate means nothing and no projection is made.
+func (s *splitState) warm(st *splitStat) bool {
+	return st.sentBytes >= s.t.budget/100 || st.sentRows >= s.t.maxRows/100
+}
+
+// sample counts what Cassandra holds in the first partition of the current generation (event
+// buckets first..first+k-1, which the hash fills evenly), at most the row budget plus one, and takes
+// k times that as the generation's rows since it began, whichever Kafka partitions wrote them. The
+// projection then reads the entity's rate from the larger of that and this worker's own. A worker
+// samples again each time its own rows grew by a quarter, so a sample is a bounded read made a
+// logarithmic number of times per generation.
+func (s *splitState) sample(row batcher.Row, st *splitStat, idx int64, gens []routing.Generation, first, k int) error {
+	t := s.t
+	n, err := s.countOne(row, first)
+	if err != nil {
+		return err
+	}
+	st.sampledAt = max(st.sentRows, 1)
+	st.wholeRows, st.wholeFrom = n*int64(k), t.policy.Start(idx)
+	if len(gens) > 0 {
+		st.wholeFrom = gens[len(gens)-1].From
+	}
+	if n > st.rows[first] {
+		st.bytes[first] += (n - st.rows[first]) * (st.sentBytes / max(st.sentRows, 1))
+		st.rows[first] = n
 	}
 	return nil
 }
@@ -313,8 +384,9 @@ func (s *splitState) count(row batcher.Row, st *splitStat, k int) error {
 // split), and whether a partition of it is or will be over budget even so. The current generation
 // has event buckets first..first+k-1 and takes the rows to come; earlier generations' partitions
 // take no more. The projection extends what this worker sent, at its rate in event time, to the
-// bucket's end; it waits until the entity holds 1% of the budget, so that a rate is not read from a
-// handful of rows. The next generation gets event buckets of its own, as many as keep each at half
+// bucket's end (or, when Cassandra holds more of the entity than this worker sent, what Cassandra
+// holds, at its rate: sample); it waits until the entity holds 1% of the budget, so that a rate is
+// not read from a handful of rows. The next generation gets event buckets of its own, as many as keep each at half
 // the budget, within split.max_event_buckets in all.
 func (s *splitState) project(st *splitStat, idx int64, first, k int) (int, bool) {
 	t := s.t
@@ -322,11 +394,16 @@ func (s *splitState) project(st *splitStat, idx int64, first, k int) (int, bool)
 		st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
 	}
 	over := slices.Max(st.bytes) > t.budget || slices.Max(st.rows) > t.maxRows
-	rows, total := st.sentRows, st.sentBytes
-	if total < t.budget/100 && rows < t.maxRows/100 {
+	if !s.warm(st) {
 		return 0, over
 	}
+	rows, total := st.sentRows, st.sentBytes
 	elapsed := st.last.Sub(st.first)
+	if w := st.last.Sub(st.wholeFrom); st.wholeRows > 0 && w >= time.Second && float64(st.wholeRows)*float64(elapsed) > float64(rows)*float64(w) {
+		// Cassandra holds the entity at a higher rate than this worker sends it: other Kafka
+		// partitions write it too.
+		rows, total, elapsed = st.wholeRows, st.wholeRows*(st.sentBytes/max(st.sentRows, 1)), w
+	}
 	remaining := t.policy.End(idx).Sub(st.last)
 	if elapsed < time.Second || remaining <= 0 {
 		return 0, over
@@ -365,7 +442,7 @@ func (s *splitState) setOver(st *splitStat, over bool) {
 // the first unused one), or adopts the one another instance wrote first, and publishes it to the
 // mapper. T is later than every row of the entity's bucket this worker has sent and every row
 // Cassandra holds in its partitions so far.
-func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []mapper.Generation, end, next int, st *splitStat) error {
+func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []routing.Generation, end, next int, st *splitStat) error {
 	t := s.t
 	var newest time.Time
 	err := s.p.retry(row.Source.Offset, "reading the newest row of a hot partition", func(ctx context.Context) (err error) {
@@ -387,14 +464,14 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 		st.tooLate = true // the bucket ends first: nothing left to spread, and no need to ask again
 		return nil
 	}
-	rec := cassandra.Split{
+	rec := routing.Record{
 		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: len(gens) + 1,
 		From: from, FirstEventBucket: end, EventBuckets: next, DecidedAt: time.Now(), DecidedBy: s.p.pl.sink.Kafka.ClientID,
 		// The decider's partition adopts its decision in the same transaction, from the next record
 		// on: no row of it was routed past this one, and every row before it is earlier than T.
 		Topic: row.Source.Topic, Partition: row.Source.Partition, FromOffset: row.Source.Offset + 1,
 	}
-	var held cassandra.Split
+	var held routing.Record
 	var applied bool
 	err = s.p.retry(row.Source.Offset, "writing a routing record", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Propose(ctx, t.keyspace, rec)
@@ -403,7 +480,7 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 	if err != nil {
 		return err
 	}
-	g := mapper.Generation{N: held.Generation, From: held.From, First: held.FirstEventBucket, Buckets: held.EventBuckets}
+	g := routing.Generation{N: held.Generation, From: held.From, First: held.FirstEventBucket, Buckets: held.EventBuckets}
 	if a, ok := held.Adoption(); ok && a.Topic == t.label {
 		g.Adopted = map[int32]int64{a.Partition: a.From}
 	}
@@ -425,7 +502,7 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ma
 // It reports whether it mapped the row again.
 func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func() (batcher.Row, error)) (batcher.Row, bool, error) {
 	t := s.t
-	g := mapper.Applying(t.routes.Lookup(idx, entity), row.EventTime)
+	g := routing.Applying(t.routes.Lookup(idx, entity), row.EventTime)
 	if g == nil {
 		return row, false, nil
 	}
@@ -445,11 +522,11 @@ func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func
 func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int, from int64) error {
 	t := s.t
 	src := row.Source
-	a := cassandra.Adoption{
+	a := routing.Adoption{
 		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: n,
 		Topic: src.Topic, Partition: src.Partition, From: from, AdoptedAt: time.Now(), AdoptedBy: s.p.pl.sink.Kafka.ClientID,
 	}
-	var held cassandra.Adoption
+	var held routing.Adoption
 	var applied bool
 	err := s.p.retry(row.Source.Offset, "writing a split adoption", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Adopt(ctx, t.keyspace, a)
@@ -469,15 +546,10 @@ func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int,
 // its record, so every adoption read has its record in the second read. It is what a new owner does
 // before it routes a row of the bucket, so that it knows every adoption its partitions made.
 func (s *splitState) load(idx, offset int64) (int, error) {
-	t := s.t
-	table := s.tableOf(idx)
-	var adoptions []cassandra.Adoption
-	var recs []cassandra.Split
+	var recs []routing.Record
+	var adoptions []routing.Adoption
 	err := s.p.retry(offset, "reading the routing records of a bucket", func(ctx context.Context) (err error) {
-		if adoptions, err = t.store.Adoptions(ctx, t.keyspace, table, t.policy.Start(idx)); err != nil {
-			return err
-		}
-		recs, err = t.store.Bucket(ctx, t.keyspace, table, t.policy.Start(idx))
+		recs, adoptions, err = s.read(ctx, idx)
 		return err
 	})
 	if err != nil {
@@ -500,11 +572,24 @@ func (s *splitState) load(idx, offset int64) (int, error) {
 	return n, nil
 }
 
+// read reads the adoptions and then the routing records of a bucket. Adoptions are read first: an
+// adoption is written after its record, so every adoption read has its record in the second read.
+func (s *splitState) read(ctx context.Context, idx int64) ([]routing.Record, []routing.Adoption, error) {
+	t := s.t
+	table, start := s.tableOf(idx), t.policy.Start(idx)
+	adoptions, err := t.store.Adoptions(ctx, t.keyspace, table, start)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, err := t.store.Bucket(ctx, t.keyspace, table, start)
+	return recs, adoptions, err
+}
+
 // adopted indexes the adoptions of this topic's Kafka partitions, those the records carry for their
 // deciders and those of the adoption table: entity → generation → partition → offset. A decider's
 // adoption, written with its record, comes first.
-func (s *splitState) adopted(recs []cassandra.Split, adoptions []cassandra.Adoption) map[string]map[int]map[int32]int64 {
-	return cassandra.AdoptionIndex(recs, adoptions, s.t.label)
+func (s *splitState) adopted(recs []routing.Record, adoptions []routing.Adoption) routing.Index {
+	return routing.AdoptionIndex(recs, adoptions, s.t.label)
 }
 
 // highWatermark is the partition's high watermark as the fetch that brought the current record
@@ -521,26 +606,42 @@ func (s *splitState) highWatermark() (int64, error) {
 		select {
 		case <-s.p.quit:
 			return 0, errStopped
-		case <-s.p.ctx.Done():
+		case <-s.p.workCtx.Done():
 			return 0, errStopped
 		case <-time.After(time.Millisecond):
 		}
 	}
 }
 
-// refresh reads the routing records of a bucket again, to learn of generations decided by workers
-// of other Kafka partitions. It does not wait: a failure is logged and the next interval tries
-// again (a worker that knows a generation late only writes to the older layout longer).
-func (s *splitState) refresh(idx int64) {
-	t := s.t
-	ctx, cancel := context.WithTimeout(s.p.ctx, max(t.settle, time.Second))
-	defer cancel()
-	recs, err := t.store.Bucket(ctx, t.keyspace, s.tableOf(idx), t.policy.Start(idx))
-	if err != nil {
-		s.p.log.Warn("reading the routing records of a bucket again failed; trying again next interval", slog.Any("error", err))
-		return
+// refresh reads the adoptions and routing records of a bucket again, to learn of generations decided
+// by workers of other Kafka partitions, and of adoptions of this worker's own partition by another
+// owner (a process frozen past its session keeps its partitions until franz-go reports them lost, and
+// meanwhile a new owner may have split or adopted: this worker then routes as that owner does). It
+// returns how many entities have records. Unless wait (the last read is a session timeout old), it
+// does not wait: a failure is logged and the next interval tries again (a worker that knows a
+// generation late only writes to the older layout longer).
+func (s *splitState) refresh(idx, offset int64, wait bool) (int, error) {
+	var recs []routing.Record
+	var adoptions []routing.Adoption
+	var err error
+	if wait {
+		err = s.p.retry(offset, "reading the routing records of a bucket again", func(ctx context.Context) (err error) {
+			recs, adoptions, err = s.read(ctx, idx)
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(s.p.workCtx, max(s.t.settle, time.Second))
+		recs, adoptions, err = s.read(ctx, idx)
+		cancel()
+		if err != nil {
+			s.p.log.Warn("reading the routing records of a bucket again failed; trying again next interval", slog.Any("error", err))
+			return 0, nil
+		}
 	}
-	s.publish(idx, recs, nil)
+	return s.publish(idx, recs, s.adopted(recs, adoptions)), nil
 }
 
 func (s *splitState) tableOf(idx int64) string {
@@ -552,46 +653,18 @@ func (s *splitState) tableOf(idx int64) string {
 }
 
 // publish hands the records of a bucket, ordered by entity then generation, with their adoptions
-// (s.adopted's index; nil for those the records carry alone), to the mapper's routes; it returns
-// how many entities have records.
-func (s *splitState) publish(idx int64, recs []cassandra.Split, adopted map[string]map[int]map[int32]int64) int {
-	t := s.t
-	if adopted == nil {
-		adopted = s.adopted(recs, nil)
-	}
+// (s.adopted's index), to the mapper's routes; it returns how many entities have records.
+func (s *splitState) publish(idx int64, recs []routing.Record, adopted routing.Index) int {
 	n := 0
-	for i := 0; i < len(recs); {
-		j := i
-		var gens []mapper.Generation
-		for ; j < len(recs) && string(recs[j].Entity) == string(recs[i].Entity); j++ {
-			r := recs[j]
-			gens = append(gens, mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets,
-				Adopted: adopted[string(r.Entity)][r.Generation]})
-		}
-		t.routes.Set(idx, string(recs[i].Entity), gens)
+	routing.Generations(recs, adopted, func(entity string, gens []routing.Generation) {
+		s.t.routes.Set(idx, entity, gens)
 		n++
-		i = j
-	}
+	})
 	return n
 }
 
 // keyParts splits a row's routing key into the entity (its id components) and its event bucket.
-func (s *splitState) keyParts(key string) (string, int, bool) {
-	at := 0
-	for range s.t.ids {
-		if len(key) < at+2 {
-			return "", 0, false
-		}
-		at += 2 + (int(key[at])<<8 | int(key[at+1])) + 1
-	}
-	// Then the bucket component and the event bucket: 0x00 0x04, 4 bytes big-endian, 0x00.
-	if len(key) < at+7 || at < 0 {
-		return "", 0, false
-	}
-	e := key[len(key)-5 : len(key)-1]
-	eb := int(e[0])<<24 | int(e[1])<<16 | int(e[2])<<8 | int(e[3])
-	return key[:at], eb, true
-}
+func (s *splitState) keyParts(key string) (string, int, bool) { return routing.KeyParts(key, s.t.ids) }
 
 // prune forgets the tallies of buckets two or more before the newest this worker has seen.
 func (s *splitState) prune(idx int64) {
@@ -608,6 +681,7 @@ func (s *splitState) prune(idx int64) {
 	for b := range s.loaded {
 		if b < idx-1 {
 			delete(s.loaded, b)
+			s.t.routes.Release(b)
 		}
 	}
 	for g := range s.floors {
@@ -617,9 +691,14 @@ func (s *splitState) prune(idx int64) {
 	}
 }
 
-// release drops the worker's over-budget counts when its assignment ends.
+// release drops the worker's over-budget counts and its holds on the mapper's routes when its
+// assignment ends.
 func (s *splitState) release() {
 	for _, st := range s.tally {
 		s.setOver(st, false)
 	}
+	for b := range s.loaded {
+		s.t.routes.Release(b)
+	}
+	clear(s.loaded)
 }

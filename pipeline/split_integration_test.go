@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,20 +24,23 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"
-	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/reader"
+	"github.com/bucketsink/sink/routing"
 )
 
 // splitStack is newStack with split on: a table whose partition key has the event bucket column, a
 // budget of splitBudgetRows rows, and decisions allowed 100 ms after an assignment (cassandra.timeout).
 const splitBudgetRows = 200
 
-func splitStack(t *testing.T, partitions int32) *stack {
+func splitStack(t *testing.T, partitions int32, opts ...func(*config.Topic)) *stack {
 	s := newStack(t, partitions, nil)
 	tp := s.cfg.Topics["readings"]
 	tp.Table = "split_readings"
 	tp.Split = config.Split{Enabled: true, MaxEventBuckets: 32, MaxRows: splitBudgetRows}
 	tp.PartitionBudget = config.Bytes(20_000) // both halves of the budget bind: 2,000 hot rows are ~70 KB
+	for _, o := range opts {
+		o(&tp)
+	}
 	s.cfg.Topics["readings"] = tp
 	s.cfg.Cassandra.Timeout = config.Duration(100 * time.Millisecond)
 	if err := s.cfg.Validate(); err != nil {
@@ -134,9 +140,10 @@ func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
 		}
 	}
 	hotParts := 0
+	maxRows := int(s.cfg.Topics["readings"].Split.MaxRows)
 	for p, n := range perPartition {
-		if budget && n > splitBudgetRows {
-			t.Errorf("partition %s holds %d rows, over the budget of %d", p, n, splitBudgetRows)
+		if budget && n > maxRows {
+			t.Errorf("partition %s holds %d rows, over the budget of %d", p, n, maxRows)
 		}
 		if b := config.Bytes(bytesOf[p]); budget && b > s.cfg.Topics["readings"].PartitionBudget {
 			t.Errorf("partition %s holds %s, over the budget of %s", p, b, s.cfg.Topics["readings"].PartitionBudget)
@@ -156,7 +163,7 @@ func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var gens []mapper.Generation
+	var gens []routing.Generation
 	for _, r := range recsOf {
 		if string(r.Entity) != "\x00\x03hot\x00" {
 			t.Errorf("a routing record for entity %q; only the hot entity should split", r.Entity)
@@ -165,14 +172,14 @@ func (s *stack) checkSplitLayout(recs []*itRecord, budget bool) []splitRow {
 		if r.Generation != len(gens)+1 {
 			t.Errorf("routing records of the hot entity: generation %d after %d; want one record per generation", r.Generation, len(gens))
 		}
-		gens = append(gens, mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets})
+		gens = append(gens, routing.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets})
 	}
 	for _, r := range rows {
 		if r.device != "hot" {
 			continue
 		}
 		want := 0
-		if g := mapper.Applying(gens, r.ts); g != nil {
+		if g := routing.Applying(gens, r.ts); g != nil {
 			want = g.First + bucketer.EventBucketString(r.ts.Format("2006-01-02T15:04:05.000Z"), g.Buckets)
 		}
 		if r.eb != want {
@@ -243,8 +250,20 @@ func (s *stack) checkHotReadBack(recs []*itRecord, split bool) {
 // topic from the start: Cassandra holds exactly the same rows in the same partitions.
 func TestIntegrationZipfHotEntitySplitsWithinBudget(t *testing.T) {
 	s := splitStack(t, 2)
-	s.cfg.Metrics.Address = freeAddr(t)
 	recs := zipfRecords(2000, 40, 2, false)
+	s.streamThroughSink(recs)
+	first := s.checkSplitLayout(recs, true)
+
+	s.replayAndCompare(recs, first, true)
+}
+
+// streamThroughSink runs the `sink run` binary on the stack's config, produces recs to it as a stream
+// once it has joined, waits until they are committed, checks that it split at least once and stops it
+// with SIGTERM, which it must obey with exit 0.
+func (s *stack) streamThroughSink(recs []*itRecord) {
+	t := s.t
+	t.Helper()
+	s.cfg.Metrics.Address = freeAddr(t)
 	cmd, _ := runSink(t, s.writeConfig())
 	s.waitFor(time.Minute, "sink run to join the group (/readyz)", s.sinkReady)
 	time.Sleep(time.Second) // the partitions are assigned and settled
@@ -256,9 +275,42 @@ func TestIntegrationZipfHotEntitySplitsWithinBudget(t *testing.T) {
 	if code, took := stopSink(t, cmd); code != 0 {
 		t.Errorf("sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
 	}
-	first := s.checkSplitLayout(recs, true)
+}
 
-	s.replayAndCompare(recs, first, true)
+// TestIntegrationSplitTurnedOffStillFindsEveryRowAndTheWriterRefusesToStart: a table (4 event
+// buckets) whose hot entity split is read with a configuration that has split off: the reader still
+// follows the routing records and finds every row of the hot entity once, in order. A `sink run` with
+// split off over that table exits 3 at start, naming the routing records, instead of writing a replay
+// of those rows a second time to the configured event buckets.
+func TestIntegrationSplitTurnedOffStillFindsEveryRowAndTheWriterRefusesToStart(t *testing.T) {
+	s := splitStack(t, 2, func(tp *config.Topic) { tp.Bucket.EventBuckets = 4 })
+	recs := zipfRecords(1000, 20, 2, false)
+	s.streamThroughSink(recs)
+
+	on := s.cfg
+	off := *on
+	off.Topics = maps.Clone(on.Topics)
+	tp := off.Topics["readings"]
+	tp.Split = config.Split{}
+	off.Topics["readings"] = tp
+	if err := off.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s.cfg = &off
+	defer func() { s.cfg = on }()
+	s.checkHotReadBack(recs, true)
+
+	cmd, logs := runSink(t, s.writeConfig())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("sink run with split off over a split table did not stop at start")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 3 || !logs.contains("has split routing records") {
+		t.Errorf("sink run with split off over a split table: exit %d; want 3, naming the routing records", code)
+	}
 }
 
 // freeAddr is a local address no one listens on, for the metrics endpoint of a `sink run`.
@@ -436,11 +488,14 @@ func (s *stack) checkOncePerRecord(recs []*itRecord, rows []splitRow) {
 // its owner to split the bucket, then partition 1 writes five rows past every split's instant. It
 // stops both instances and returns every record, partition 1's five late ones, the rows Cassandra
 // holds, the routing records and the adoptions.
-func splitOnTwoPartitions(t *testing.T, refresh time.Duration) (s *stack, recs, late []*itRecord, rows []splitRow, splits []cassandra.Split, adoptions []cassandra.Adoption) {
+func splitOnTwoPartitions(t *testing.T, refresh time.Duration) (s *stack, recs, late []*itRecord, rows []splitRow, splits []routing.Record, adoptions []routing.Adoption) {
 	s = splitStack(t, 2)
 	tp := s.cfg.Topics["readings"]
 	tp.Split.RefreshInterval = config.Duration(refresh)
 	s.cfg.Topics["readings"] = tp
+	// A refresh interval must be below the session timeout (a member frozen past its session must
+	// read the records again before its next row); a stale owner's long interval takes a longer one.
+	s.cfg.Kafka.SessionTimeout = max(s.cfg.Kafka.SessionTimeout, config.Duration(refresh+time.Minute))
 	a, b := s.start(nil), s.start(nil)
 	s.waitFor(time.Minute, "each instance to own one partition", func() bool {
 		return len(s.owned(a)) == 1 && len(s.owned(b)) == 1
@@ -573,7 +628,7 @@ func TestIntegrationSplitReachesTheOtherKafkaPartitionsOwnerAtItsNextRefresh(t *
 				g.Generation, g.FirstEventBucket, g.FirstEventBucket+g.EventBuckets-1)
 		}
 	}
-	if !slices.ContainsFunc(adoptions, func(a cassandra.Adoption) bool {
+	if !slices.ContainsFunc(adoptions, func(a routing.Adoption) bool {
 		return a.Partition == 1 && a.Generation == g.Generation && a.From == late[0].offset
 	}) {
 		t.Errorf("no adoption of generation %d by partition 1 from offset %d (its first row after the split): %v", g.Generation, late[0].offset, adoptions)
@@ -612,4 +667,177 @@ func TestIntegrationRoutingTableOutageStopsOnlyItsPartitionAndHeals(t *testing.T
 		t.Fatal(err)
 	}
 	s.checkSplitLayout(recs, false)
+}
+
+// TestIntegrationSIGTERMWhileARoutingTableCallHangsExitsWithinTheGracePeriod: Cassandra stops
+// answering (a proxy holds all traffic) just before the first rows of a split topic arrive, so the
+// worker's first routing-table call (loading the bucket's records) hangs. SIGTERM must still end the
+// process within the chart's grace period, and each step of the stop within its own bound: the stop
+// cancels the call instead of waiting for the driver's timeout (30 s here, a legitimate setting), so
+// the revoke finishes, its commit is made and the group is left. Before, the revoke waited for the
+// call, and the leave overran its bound (the group then noticed only after the session timeout).
+func TestIntegrationSIGTERMWhileARoutingTableCallHangsExitsWithinTheGracePeriod(t *testing.T) {
+	s := splitStack(t, 1)
+	proxy, shutdown := s.cassandraBehindProxy()
+	s.cfg.Metrics.Address = freeAddr(t)
+	cmd, logs := runSink(t, s.writeConfig())
+	s.waitFor(time.Minute, "sink run to join the group (/readyz)", s.sinkReady)
+
+	proxy.setHeld(true)
+	s.produce(zipfRecords(20, 0, 1, false))
+	s.waitFor(30*time.Second, "the records to reach the worker", func() bool { return s.sinkMetric("sink_records_consumed_total") >= 20 })
+	time.Sleep(time.Second) // the worker is inside its first routing-table call, which cannot return
+
+	code, took := stopSink(t, cmd)
+	grace := chartGrace(shutdown)
+	t.Logf("exit %d %s after SIGTERM (grace period %s)", code, took.Round(time.Millisecond), grace)
+	if code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+	if took >= grace {
+		t.Errorf("exited %s after SIGTERM, not within the grace period %s (writer.shutdown_timeout %s + 15 s)", took, grace, shutdown)
+	}
+	for _, overran := range []string{"in-flight work did not finish within writer.shutdown_timeout", "leaving the consumer group did not finish in time"} {
+		if logs.contains(overran) {
+			t.Errorf("a step of the stop overran its bound: %q", overran)
+		}
+	}
+}
+
+// TestIntegrationMemberFrozenPastItsSessionWritesEveryRowOnce: two `sink run` processes in one group,
+// one Kafka partition. The owner's Cassandra stops answering for a moment in the middle of a hot
+// entity's rising stream, so that records pile up in its queue, and it is frozen (SIGSTOP) for longer
+// than its session timeout; its Cassandra traffic is let through meanwhile, so whatever it had sent
+// lands before the other member, which takes the partition over, replays from the commit and decides
+// the entity's later splits. Then the frozen member runs again (SIGCONT) and maps what it had queued
+// before franz-go tells it the partition is lost. Every row must still be in exactly one partition,
+// where the routing records put it, and the hot entity read back once each.
+func TestIntegrationMemberFrozenPastItsSessionWritesEveryRowOnce(t *testing.T) {
+	s := splitStack(t, 1)
+	tp := s.cfg.Topics["readings"]
+	tp.PartitionBudget = config.Bytes(1_000_000) // the row half binds
+	tp.Split.MaxEventBuckets = 512               // room for the splits the taking-over member decides
+	s.cfg.Topics["readings"] = tp
+	recs := zipfRecords(3000, 20, 1, true)
+
+	direct := s.cfg.Cassandra.Hosts
+	proxy := newCutProxy(t, direct[0])
+	s.cfg.Cassandra.Hosts = []string{proxy.addr()}
+	s.cfg.Metrics.Address = freeAddr(t)
+	frozen, _ := runSink(t, s.writeConfig())
+	s.waitFor(time.Minute, "the first member to join (/readyz)", s.sinkReady)
+	s.cfg.Cassandra.Hosts = direct
+	s.cfg.Metrics.Address = freeAddr(t)
+	other, _ := runSink(t, s.writeConfig())
+	s.waitFor(time.Minute, "the second member to join (/readyz)", s.sinkReady)
+
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		s.produceStream(recs, 20, 150*time.Millisecond)
+	}()
+	s.waitFor(time.Minute, "a tenth of the stream committed", func() bool { return s.committed()[0] >= int64(len(recs)/10) })
+	proxy.setHeld(true)
+	time.Sleep(2 * time.Second) // the owner's queue fills while its calls and writes wait
+	if err := frozen.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	proxy.setHeld(false)
+	frozenAt := s.committed()[0]
+	// Past the session timeout (10 s), the group moves the partition to the other member, which
+	// replays from the commit and splits the entity further as its rate rises.
+	s.waitFor(2*time.Minute, "the other member to take the partition over and commit", func() bool { return s.committed()[0] > frozenAt+200 })
+	s.waitFor(time.Minute, "the other member to decide a split", func() bool { return s.sinkMetric("sink_partition_splits_total") >= 1 })
+	if err := frozen.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	<-produced
+	s.waitFor(2*time.Minute, "the stream to be committed", s.allCommitted)
+	for _, cmd := range []*exec.Cmd{frozen, other} {
+		if code, took := stopSink(t, cmd); code != 0 {
+			t.Errorf("sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
+		}
+	}
+	s.checkSplitLayout(recs, false)
+}
+
+// rowBudget is a splitStack option: split on with maxEventBuckets and a budget of maxRows rows per
+// partition, the byte half of the budget far above it.
+func rowBudget(maxEventBuckets int, maxRows int64) func(*config.Topic) {
+	return func(tp *config.Topic) {
+		tp.Split = config.Split{Enabled: true, MaxEventBuckets: maxEventBuckets, MaxRows: maxRows}
+		tp.PartitionBudget = config.Bytes(50_000_000)
+	}
+}
+
+// TestIntegrationBacklogOfAHotEntityIsSplitWithinBudget: `sink run` starts in front of a backlog of
+// 100,000 records of one hot entity (one hour, split.max_rows 2,000), with a Cassandra timeout of 5 s,
+// the settle time in which a new owner makes no split decision. The backlog is consumed faster than
+// that, so before, most of it went to the entity's one unsplit partition; now the entity's rows wait
+// for the settle time to pass, and no partition ends over its row budget.
+func TestIntegrationBacklogOfAHotEntityIsSplitWithinBudget(t *testing.T) {
+	s := splitStack(t, 1, rowBudget(256, 2000))
+	s.cfg.Cassandra.Timeout = config.Duration(5 * time.Second)
+	recs := zipfRecords(100_000, 0, 1, false)
+	for i := 0; i < len(recs); i += 10_000 {
+		s.produce(recs[i:min(i+10_000, len(recs))])
+	}
+	s.cfg.Metrics.Address = freeAddr(t)
+	start := time.Now()
+	cmd, _ := runSink(t, s.writeConfig())
+	s.waitFor(5*time.Minute, "the backlog to be committed", s.allCommitted)
+	t.Logf("backlog of %d records committed %s after the start", len(recs), time.Since(start).Round(time.Millisecond))
+	if code, took := stopSink(t, cmd); code != 0 {
+		t.Errorf("sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
+	}
+	s.checkSplitLayout(recs, true)
+}
+
+// TestIntegrationEntityOnThreeKafkaPartitionsSplitsWithinBudget: one hot entity written round-robin
+// over 3 Kafka partitions, 6,000 rows in an hour against split.max_rows 1,000, through `sink run`.
+// Each worker sees a third of the entity's rate; the projection reads the whole of it from what
+// Cassandra holds. Counted in Cassandra afterwards: no partition over 1,000 rows, every row once; a
+// group reset and a full replay leave exactly the same rows in the same partitions. Before, the
+// entity split once into 5 event buckets that each ended with 1,148 to 1,205 rows.
+func TestIntegrationEntityOnThreeKafkaPartitionsSplitsWithinBudget(t *testing.T) {
+	s := splitStack(t, 3, rowBudget(64, 1000))
+	tp := s.cfg.Topics["readings"]
+	recs := zipfRecords(6000, 20, 3, false)
+	hot := 0
+	for _, r := range recs {
+		if r.device == "hot" {
+			r.partition = int32(hot % 3)
+			hot++
+		}
+	}
+	s.streamThroughSink(recs)
+	rows := s.splitRows()
+	s.checkOncePerRecord(recs, rows)
+	perPartition := map[string]int{}
+	for _, r := range rows {
+		perPartition[fmt.Sprintf("%s/%s/%d", r.device, r.bucket, r.eb)]++
+	}
+	largest, hotParts := "", 0
+	for p, n := range perPartition {
+		if n > int(tp.Split.MaxRows) {
+			t.Errorf("partition %s holds %d rows, over split.max_rows %d", p, n, tp.Split.MaxRows)
+		}
+		if strings.HasPrefix(p, "hot/") {
+			hotParts++
+		}
+		if largest == "" || n > perPartition[largest] {
+			largest = p
+		}
+	}
+	t.Logf("the hot entity is in %d partitions; the largest, %s, holds %d rows", hotParts, largest, perPartition[largest])
+
+	s.resetGroup()
+	cmd, _ := runSink(t, s.writeConfig())
+	s.waitFor(2*time.Minute, "the replay to be committed", s.allCommitted)
+	if code, took := stopSink(t, cmd); code != 0 {
+		t.Errorf("the replaying sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
+	}
+	if after := s.splitRows(); fmt.Sprint(after) != fmt.Sprint(rows) {
+		t.Errorf("the replay changed the rows: %d before, %d after", len(rows), len(after))
+	}
 }

@@ -69,10 +69,12 @@ func (e *RangeError) Unwrap() error { return e.Err }
 // where a reader looks; the writer's side of the same decision is mapper and bucketer, and both
 // follow the contract in the bucketer package doc.
 //
-// For a topic that splits hot entities, routes gives the entity's split generations per time
-// bucket (nil routes: none); a bucket in which the entity split lists every event bucket any of
-// its generations uses (0 up to the largest count), over the bucket's whole range, and the
-// reader merges them. An entity that never split costs one cached lookup per bucket.
+// For a table with an event bucket column, routes gives the entity's split generations per time
+// bucket (nil routes: none), whether or not the topic's configuration has split on now: rows that a
+// split routed while it was on stay where their routing records say. A bucket in which the entity
+// split lists every event bucket any of its generations uses (0 up to the largest count), over the
+// bucket's whole range, and the reader merges them. An entity that never split costs one cached
+// lookup per bucket.
 //
 // It fails, rather than return a shortened plan, when the range would take more than
 // maxPartitions partitions, leaves the years 0000-9999, or revisits a rolling key.
@@ -90,7 +92,7 @@ func MakePlan(ctx context.Context, t schema.Table, id []any, from, to time.Time,
 		return Plan{}, &RangeError{Topic: t.Topic, Err: err}
 	}
 	var entity []byte
-	if routes != nil && t.SplitMax > 0 {
+	if routes != nil && t.HasEventBucketColumn() {
 		if entity, err = EntityKey(t, id); err != nil {
 			return Plan{}, fmt.Errorf("planning a read of topics.%s: %w", t.Topic, err)
 		}

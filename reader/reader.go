@@ -10,7 +10,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -176,20 +176,24 @@ func New(cfg Config) (*Reader, error) {
 		}
 	}
 	r.cons = cons
-	if t.SplitMax > 0 && r.gs != nil {
+	// Whether or not the configuration given has split on: a table whose partitions are keyed by event
+	// bucket may hold split generations written while it was on, and those rows are read wherever its
+	// routing records send them.
+	if t.HasEventBucketColumn() && r.gs != nil {
 		r.splits = newSplitCache(r.gs, t.Keyspace, cons)
 	}
 	return r, nil
 }
 
-// routes is the routing-record lookup MakePlan consults: nil for a topic without splits, or a
-// reader without a session (plans then show the topic's own event buckets only).
+// routes is the routing-record lookup MakePlan consults: nil for a table without an event bucket
+// column (no split can have written it), or a reader without a session (plans then show the topic's
+// own event buckets only).
 func (r *Reader) routes() RouteLookup {
 	if r.splits == nil {
 		return nil
 	}
 	p := r.table.Policy
-	return func(ctx context.Context, table string, start time.Time, entity []byte) ([]mapper.Generation, error) {
+	return func(ctx context.Context, table string, start time.Time, entity []byte) ([]routing.Generation, error) {
 		return r.splits.lookup(ctx, table, start, p.End(p.Index(start)), entity)
 	}
 }

@@ -3,6 +3,7 @@ package reader
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,14 +11,14 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
 // RouteLookup returns the split generations recorded for an entity's time bucket (nil when it
 // never split): the routing records of the keyspace's sink_splits table. entity is the id
 // columns as they lead the partition's routing key (EntityKey).
-type RouteLookup func(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]mapper.Generation, error)
+type RouteLookup func(ctx context.Context, table string, bucketStart time.Time, entity []byte) ([]routing.Generation, error)
 
 // routingTable is the table the sink keeps its split records in (cassandra.RoutingTable).
 const routingTable = "sink_splits"
@@ -60,7 +61,7 @@ type splitBucket struct {
 type cachedBucket struct {
 	at       time.Time
 	open     bool
-	entities map[string][]mapper.Generation
+	entities map[string][]routing.Generation
 }
 
 func newSplitCache(gs *gocql.Session, keyspace string, cons gocql.Consistency) *splitCache {
@@ -68,7 +69,7 @@ func newSplitCache(gs *gocql.Session, keyspace string, cons gocql.Consistency) *
 }
 
 // lookup is a RouteLookup; end is the bucket's end, which says whether it may still change.
-func (c *splitCache) lookup(ctx context.Context, table string, start, end time.Time, entity []byte) ([]mapper.Generation, error) {
+func (c *splitCache) lookup(ctx context.Context, table string, start, end time.Time, entity []byte) ([]routing.Generation, error) {
 	k := splitBucket{table, start.UnixMilli()}
 	now := c.now()
 	c.mu.Lock()
@@ -79,20 +80,28 @@ func (c *splitCache) lookup(ctx context.Context, table string, start, end time.T
 	}
 	iter := c.gs.Query("SELECT entity, generation, from_time, first_event_bucket, event_buckets FROM "+c.keyspace+"."+routingTable+
 		" WHERE table_name = ? AND bucket_start = ?", table, start.UTC()).Consistency(c.cons).IterContext(ctx)
-	b = cachedBucket{at: now, open: end.After(now.Add(-time.Hour)), entities: map[string][]mapper.Generation{}}
+	b = cachedBucket{at: now, open: end.After(now.Add(-time.Hour)), entities: map[string][]routing.Generation{}}
 	var e []byte
-	var g mapper.Generation
+	var g routing.Generation
 	for iter.Scan(&e, &g.N, &g.From, &g.First, &g.Buckets) {
 		g.From = g.From.UTC()
 		b.entities[string(e)] = append(b.entities[string(e)], g)
 	}
-	if err := iter.Close(); err != nil {
+	if err := iter.Close(); err != nil && !missingTable(err) {
 		return nil, fmt.Errorf("reading the routing records of %s.%s bucket %s: %w", c.keyspace, table, start.UTC().Format(time.RFC3339), err)
 	}
 	c.mu.Lock()
 	c.buckets[k] = b
 	c.mu.Unlock()
 	return b.entities[string(entity)], nil
+}
+
+// missingTable reports the error of a query on a table that does not exist: a keyspace without a
+// routing table has no split, so its buckets read as having no records (and are read again at the
+// cache's interval, in case a split topic creates the table meanwhile).
+func missingTable(err error) bool {
+	var re gocql.RequestError
+	return errors.As(err, &re) && re.Code() == gocql.ErrCodeInvalid
 }
 
 // cqlTypes are the id column types an entity key can serialize.

@@ -8,6 +8,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/reader/readertest"
+	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -45,13 +46,13 @@ func TestPlanOfASplitBucketListsEveryGenerationsPartitions(t *testing.T) {
 	to := from.Add(2 * time.Hour) // buckets 00:00, 01:00, 02:00
 	split := time.Date(2024, 6, 1, 1, 0, 0, 0, time.UTC)
 	calls := 0
-	routes := func(_ context.Context, table string, start time.Time, entity []byte) ([]mapper.Generation, error) {
+	routes := func(_ context.Context, table string, start time.Time, entity []byte) ([]routing.Generation, error) {
 		calls++
 		if table != "t" || string(entity) != "\x00\x02s1\x00\x00\x02d1\x00" {
 			t.Errorf("lookup of table %q entity %q", table, entity)
 		}
 		if start.Equal(split) {
-			return []mapper.Generation{{N: 1, From: split.Add(10 * time.Minute), First: 1, Buckets: 4}, {N: 2, From: split.Add(20 * time.Minute), First: 5, Buckets: 16}}, nil
+			return []routing.Generation{{N: 1, From: split.Add(10 * time.Minute), First: 1, Buckets: 4}, {N: 2, From: split.Add(20 * time.Minute), First: 5, Buckets: 16}}, nil
 		}
 		return nil, nil
 	}
@@ -78,6 +79,27 @@ func TestPlanOfASplitBucketListsEveryGenerationsPartitions(t *testing.T) {
 	}
 	if _, err := MakePlan(context.Background(), tab, []any{"s1", "d1"}, from, to, 10, routes); err == nil {
 		t.Error("23 partitions planned under a cap of 10; want a range error")
+	}
+}
+
+// TestPlanWithSplitTurnedOffStillFollowsTheRoutingRecords: a topic whose split was turned off (or a
+// reader given a copy of the config without the split block) still has rows in the event buckets its
+// splits recorded. As long as the table has an event bucket column, the plan consults the routing
+// records and lists those partitions; before, it listed the configured event buckets only.
+func TestPlanWithSplitTurnedOffStillFollowsTheRoutingRecords(t *testing.T) {
+	tc := readertest.Topic(config.Bucket{Width: "1h", EventBuckets: 4}, "desc", "device_id")
+	tc.Table, tc.Topic = "t", "in"
+	tab, _ := compileTopic(t, tc)
+	start := time.Date(2024, 6, 1, 1, 0, 0, 0, time.UTC)
+	routes := func(context.Context, string, time.Time, []byte) ([]routing.Generation, error) {
+		return []routing.Generation{{N: 1, From: start.Add(10 * time.Minute), First: 4, Buckets: 8}}, nil
+	}
+	plan, err := MakePlan(context.Background(), tab, []any{"d1"}, start, start.Add(time.Hour), 100, routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Buckets) != 1 || len(plan.Buckets[0].Partitions) != 12 {
+		t.Fatalf("plan %+v; want one bucket of 12 partitions (event buckets 0..3 and the split's 4..11)", plan.Buckets)
 	}
 }
 

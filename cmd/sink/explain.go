@@ -21,6 +21,7 @@ import (
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/routing"
 )
 
 // runExplain shows where one record would land, or why it would be dead-lettered.
@@ -175,6 +176,11 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	ex, err := m.Explain(rec)
 	if err != nil {
 		var re *mapper.RecordError
+		if errors.As(err, &re) && re.Reason == mapper.ReasonExpired {
+			// Old data is not bad data: sink run skips such a record and commits it, no dead letter.
+			fmt.Fprintf(stdout, "skipped (reason expired): no row is written, the offset is committed and counted in sink_records_skipped_total: %s\n", re.Error())
+			return exitOK
+		}
 		if errors.As(err, &re) {
 			// The error the dead letter carries in sink.error: the value shown (the user gave it).
 			fmt.Fprintf(stdout, "dead letter (reason %s): %s\n", re.Reason, re.Quoted())
@@ -183,7 +189,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sink explain: %v\n", err)
 		return exitFailure
 	}
-	var gens []mapper.Generation
+	var gens []routing.Generation
 	if ex.SplitOn && !*offline {
 		if gens, err = routingRecords(ctx, cfg, ex); err != nil {
 			fmt.Fprintf(stderr, "sink explain: %v (--offline skips the routing records)\n", err)
@@ -192,7 +198,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if len(gens) > 0 {
 			// A generation the record's partition has not adopted is shown as the sink would route
 			// the record were it the first of its partition to use it: adopted at its offset.
-			route := make([]mapper.Generation, len(gens))
+			route := make([]routing.Generation, len(gens))
 			for i, g := range gens {
 				route[i] = g
 				if _, ok := g.Adopted[rec.Partition]; !ok {
@@ -220,7 +226,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 // routingRecords reads the split generations of the record's entity and time bucket, each with the
 // adoptions of the record's Kafka topic.
-func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanation) ([]mapper.Generation, error) {
+func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanation) ([]routing.Generation, error) {
 	s, err := cassandra.Connect(ctx, cfg.Cassandra)
 	if err != nil {
 		return nil, err
@@ -235,10 +241,10 @@ func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanati
 	if err != nil {
 		return nil, err
 	}
-	adopted := cassandra.AdoptionIndex(recs, adoptions, ex.KafkaTopic)[string(ex.Entity)]
-	gens := make([]mapper.Generation, len(recs))
+	adopted := routing.AdoptionIndex(recs, adoptions, ex.KafkaTopic)[string(ex.Entity)]
+	gens := make([]routing.Generation, len(recs))
 	for i, r := range recs {
-		gens[i] = mapper.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets, Adopted: adopted[r.Generation]}
+		gens[i] = routing.Generation{N: r.Generation, From: r.From, First: r.FirstEventBucket, Buckets: r.EventBuckets, Adopted: adopted[r.Generation]}
 	}
 	return gens, nil
 }
@@ -246,7 +252,7 @@ func routingRecords(ctx context.Context, cfg *config.Config, ex mapper.Explanati
 // printSplit says which routing record placed the row, after the explanation.
 // A generation applies to the record only once the record's Kafka partition adopted it at or
 // before the record's offset.
-func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []mapper.Generation, offline bool) {
+func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []routing.Generation, offline bool) {
 	fmt.Fprintln(w, "\nsplit (routing records of "+ex.Keyspace+"."+cassandra.RoutingTable+", entity 0x"+hex.EncodeToString(ex.Entity)+"):")
 	if offline {
 		fmt.Fprintln(w, "  not read (--offline); shown as generation 0")
@@ -268,7 +274,7 @@ func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []ma
 		fmt.Fprintf(w, "%s generation %d from %s: event buckets %d..%d (%d); %s\n", mark, g.N, g.From.UTC().Format(rfc3339Milli), g.First, g.End()-1, g.Buckets, adopted)
 	}
 	if ex.Split == nil {
-		if g := mapper.Applying(gens, ex.EventTime); g != nil {
+		if g := routing.Applying(gens, ex.EventTime); g != nil {
 			fmt.Fprintf(w, "  generation %d holds the event time, but partition %d adopted it after offset %d: generation 0 applies, event bucket %d\n",
 				g.N, rec.Partition, rec.Offset, ex.EventBucket)
 			return
@@ -276,7 +282,7 @@ func printSplit(w io.Writer, ex mapper.Explanation, rec mapper.Record, gens []ma
 		fmt.Fprintf(w, "  the event time is before generation 1: generation 0 applies, event bucket %d\n", ex.EventBucket)
 		return
 	}
-	if i := slices.IndexFunc(gens, func(g mapper.Generation) bool { return g.N == ex.Split.N }); i >= 0 {
+	if i := slices.IndexFunc(gens, func(g routing.Generation) bool { return g.N == ex.Split.N }); i >= 0 {
 		if _, ok := gens[i].Adopted[rec.Partition]; !ok {
 			fmt.Fprintf(w, "  partition %d has not adopted generation %d: the sink adopts it at the first row of the partition that uses it\n", rec.Partition, ex.Split.N)
 			fmt.Fprintln(w, "  (this record, if the sink has not passed its offset yet; an owner assigned later adopts it from the partition's end offset)")

@@ -13,6 +13,7 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"
+	"github.com/bucketsink/sink/routing"
 )
 
 // TestIntegrationExplainShowsTheRoutingRecordThatApplies: for a split topic, `sink explain` reads the
@@ -24,7 +25,7 @@ func TestIntegrationExplainShowsTheRoutingRecordThatApplies(t *testing.T) {
 	defer cancel()
 	day := time.Date(2024, 1, 30, 0, 0, 0, 0, time.UTC)
 	from := day.Add(12 * time.Hour)
-	if _, ok, err := cassandra.NewSplits(s, ks, cfg.Cassandra).Propose(ctx, cassandra.Split{
+	if _, ok, err := cassandra.NewSplits(s, ks, cfg.Cassandra).Propose(ctx, routing.Record{
 		Table: "readings", BucketStart: day, Entity: []byte("\x00\x05dev-1\x00"), Generation: 1, From: from, FirstEventBucket: 1, EventBuckets: 8, DecidedBy: "test",
 	}); err != nil || !ok {
 		t.Fatalf("writing the routing record: applied %v, %v", ok, err)
@@ -57,12 +58,12 @@ func TestIntegrationExplainShowsTheAdoptionOfTheRecordsPartition(t *testing.T) {
 	day := time.Date(2024, 1, 30, 0, 0, 0, 0, time.UTC)
 	sp := cassandra.NewSplits(s, ks, cfg.Cassandra)
 	entity := []byte("\x00\x05dev-1\x00")
-	if _, ok, err := sp.Propose(ctx, cassandra.Split{
+	if _, ok, err := sp.Propose(ctx, routing.Record{
 		Table: "readings", BucketStart: day, Entity: entity, Generation: 1, From: day.Add(12 * time.Hour), FirstEventBucket: 1, EventBuckets: 8, DecidedBy: "test",
 	}); err != nil || !ok {
 		t.Fatalf("writing the routing record: applied %v, %v", ok, err)
 	}
-	if _, ok, err := sp.Adopt(ctx, cassandra.Adoption{
+	if _, ok, err := sp.Adopt(ctx, routing.Adoption{
 		Table: "readings", BucketStart: day, Entity: entity, Generation: 1, Topic: cfg.Topics["readings"].Topic, Partition: 1, From: 100, AdoptedBy: "test",
 	}); err != nil || !ok {
 		t.Fatalf("writing the adoption: applied %v, %v", ok, err)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var updateExplain = flag.Bool("update-explain", false, "rewrite testdata/explain golden files")
@@ -137,5 +138,29 @@ func TestExplainTimestampNoneIsARecordWithoutOne(t *testing.T) {
 		"--record", sensorRecord, "--timestamp", "none")
 	if code != exitBadData || !strings.Contains(out, "the record has no Kafka timestamp (-1)") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want a dead letter for the missing Kafka timestamp", code, out, errOut)
+	}
+}
+
+// TestExplainSaysAnExpiredRecordIsSkipped guards explain against the pipeline: under ttl_from: event_time a
+// record whose row would be born expired is skipped and committed by sink run, never dead-lettered, but
+// explain called it a dead letter (reason expired) and exited 4, as for bad data.
+func TestExplainSaysAnExpiredRecordIsSkipped(t *testing.T) {
+	example, err := os.ReadFile("../../examples/iot-sensors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(example), "\n    ttl: 90d\n", "\n    ttl: 90d\n    ttl_from: event_time\n", 1)
+	if cfg == string(example) {
+		t.Fatal("examples/iot-sensors.yaml has no `ttl: 90d` line to add ttl_from after")
+	}
+	path := filepath.Join(t.TempDir(), "expired.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The record's event time (2024-01-15) is more than 90 days before the Kafka timestamp now.
+	code, out, errOut := runCmd(t, runExplain, "--config", path, "--topic", "readings", "--record", sensorRecord,
+		"--timestamp", time.Now().UTC().Format(time.RFC3339))
+	if code != exitOK || !strings.HasPrefix(out, "skipped (reason expired)") || strings.Contains(out, "dead letter") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 0 and a skipped line", code, out, errOut)
 	}
 }

@@ -115,6 +115,9 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		if _, ok := errors.AsType[*deadletter.MissingDeadLetterTopicsError](err); ok {
 			return exitConfig
 		}
+		if _, ok := errors.AsType[*cassandra.SplitOffError](err); ok {
+			return exitConfig
+		}
 		return failureCode(err)
 	}
 	return exitOK
@@ -174,6 +177,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 	})
 	defer closeSession()
+	// A topic with split off over a table that splits wrote to would put a replay's rows in a second
+	// place (and a reader that ignores the records would miss rows): refused before anything is read.
+	if err := cassandra.CheckSplitsOff(ctx, session, cfg, nil); err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped while checking the routing tables", slog.Any("cause", context.Cause(ctx)))
+			return nil
+		}
+		return err
+	}
 	// Values are bound pre-encoded for the configured column types: a table that disagrees would refuse
 	// every row, so say which column at start. A missing table is not fatal here: a sliced topic's
 	// missing slice is created on demand (or its records dead-lettered, bucket.missing_slice), and the

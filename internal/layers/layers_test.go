@@ -172,6 +172,17 @@ func TestTableDescriptionImportsOnlyConfigAndBucketer(t *testing.T) {
 		"schema imports config and bucketer only")
 }
 
+// TestSplitRoutingRulesSitBelowTheirUsers: the pure rules of hot-entity splits (package routing) are
+// read by the mapper, the cassandra package and the reader alike, so they lean on nothing but the
+// bucket arithmetic, the configuration and the table description; and the reader learns where a
+// split sends a row from them, never from the mapper (it plans reads without a JSON decoder).
+func TestSplitRoutingRulesSitBelowTheirUsers(t *testing.T) {
+	importsOnly(t, "routing", func(imp string) bool { return imp == "bucketer" || imp == "config" || imp == "schema" },
+		"routing imports bucketer, config and schema only")
+	importsOnly(t, "reader", func(imp string) bool { return !within(imp, "mapper") },
+		"the reader never imports the mapper: the split rules it shares with the writer are in routing")
+}
+
 // TestBucketArithmeticIsTheBottomLayer: bucketer imports nothing of the project, and config only
 // bucketer (it compiles each topic's policy).
 func TestBucketArithmeticIsTheBottomLayer(t *testing.T) {

@@ -77,6 +77,18 @@ func (c *CommitClock) marked(tp TopicPartition, offset int64) {
 	c.mu.Unlock()
 }
 
+// Forget drops tp's pending mark: the partition was given up, and the commit that carries its last
+// mark (the revoke's own) is not a periodic one. Kept, the mark would time the wait of a later
+// assignment of tp from before it was given up.
+func (c *CommitClock) Forget(tp TopicPartition) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	delete(c.pending, tp)
+	c.mu.Unlock()
+}
+
 // committed reports the waits of the marks a successful OffsetCommit carried.
 func (c *CommitClock) committed(req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse) {
 	if c == nil || req == nil || resp == nil {

@@ -54,3 +54,24 @@ func TestCommitClockTimesAMarkUntilTheCommitThatCarriesIt(t *testing.T) {
 	nilClock.marked(tp, 1)
 	nilClock.committed(commitOf("t", 0, 1, 0))
 }
+
+// TestCommitClockForgetsAPartitionGivenUp: a partition's mark left pending when it was given up (its last
+// commit is the revoke's, which the clock never sees) must not time the first periodic commit of a later
+// assignment of the same partition from before the revoke.
+func TestCommitClockForgetsAPartitionGivenUp(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var waits []time.Duration
+	c := NewCommitClock(func() time.Time { return now }, func(d time.Duration) { waits = append(waits, d) })
+	tp := TopicPartition{"t", 0}
+	c.marked(tp, 10)
+	c.Forget(tp) // revoked; CommitMarked commits offset 10 outside the periodic commits
+	now = now.Add(time.Hour)
+	c.marked(tp, 30) // assigned again an hour later
+	now = now.Add(50 * time.Millisecond)
+	c.committed(commitOf("t", 0, 30, 0))
+	if len(waits) != 1 || waits[0] != 50*time.Millisecond {
+		t.Fatalf("waits %v, want [50ms]: the wait of the new assignment's mark only", waits)
+	}
+	var nilClock *CommitClock
+	nilClock.Forget(tp)
+}

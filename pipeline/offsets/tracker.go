@@ -248,6 +248,9 @@ func (t *Tracker) Watermark() (offset int64, epoch int32, ok bool) {
 	return t.next, t.epoch, t.next >= 0
 }
 
+// Last returns the last registered offset; ok is false before the first.
+func (t *Tracker) Last() (offset int64, ok bool) { return t.last, t.last >= 0 }
+
 // InFlight is the number of registered records not yet done.
 func (t *Tracker) InFlight() int { return t.undone }
 

@@ -1,5 +1,6 @@
 // Package writestage turns the workers' rows into Cassandra batches and writes them: one goroutine owns
-// the batcher and decides which batch takes each of writer.max_in_flight write slots (stage.go), writer
+// the batcher and decides which batch takes each of writer.max_in_flight write slots (stage.go), batches
+// due together joined into shared requests by Config.Group, writer
 // goroutines send them through the BatchWriter, and a batch given back unwritten is sent again, the
 // batches of one failing table probing it one at a time with capped backoff (retrygate.go). Each row's
 // Owner (the pipeline's assignment of its Kafka partition) is told what became of it: written, refused
