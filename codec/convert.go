@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"gopkg.in/inf.v0"
 
@@ -20,11 +19,10 @@ import (
 // Value into the wire bytes of a collection element. Their errors are plain: the codec wraps them with the field.
 
 // SetText converts string s into v for kind k: text and ascii (checked), blob, and the kinds a string spells
-// (timestamp in RFC 3339, date as YYYY-MM-DD, uuid, timeuuid, inet, decimal, varint). v.B aliases s or buf.
+// (timestamp in RFC 3339, date as YYYY-MM-DD, uuid, timeuuid, inet, decimal, varint). v.B aliases s or buf. s
+// is valid UTF-8: a codec checks that as it reads a string, since bytes that are not are not a string of its
+// format at all.
 func SetText(v *Value, k packed.Kind, s, buf []byte) ([]byte, error) {
-	if k != packed.KBlob && !utf8.Valid(s) {
-		return buf, fmt.Errorf("%s is not UTF-8", Shown(s))
-	}
 	switch k {
 	case packed.KText, packed.KBlob:
 		v.B = s

@@ -11,11 +11,12 @@ import (
 const sensorJSONSchema = `{"type": "object", "properties": {"device_id": {"type": "string"}}}`
 
 // formatRecords are sensorJSON's event as each codec's topic reads it, with the mapper of that topic.
-// A codec's entry is one case here: the Protobuf codec adds its own.
+// A codec's entry is one case here.
 func formatRecords(b *testing.B) map[string]func() (*Mapper, Record) {
 	reg := &staticRegistry{schemas: map[int]*codec.Schema{
 		7: {ID: 7, Type: "AVRO", Text: sensorAvro},
 		8: {ID: 8, Type: "JSON", Text: sensorJSONSchema},
+		9: {ID: 9, Type: "PROTOBUF", Text: sensorProto},
 	}}
 	return map[string]func() (*Mapper, Record){
 		config.CodecJSON: func() (*Mapper, Record) { return newMapper(b, nil), rec(sensorJSON) },
@@ -23,6 +24,11 @@ func formatRecords(b *testing.B) map[string]func() (*Mapper, Record) {
 			r := rec("")
 			r.Value = avroValue(b, sensorAvro, 7, sensorNative())
 			return newAvroMapper(b, reg, nil), r
+		},
+		config.CodecProtobuf: func() (*Mapper, Record) {
+			r := rec("")
+			r.Value = sensorProtoValue(b, 9)
+			return newProtobufMapper(b, reg), r
 		},
 		config.CodecJSONSchema: func() (*Mapper, Record) {
 			r := rec("")

@@ -108,34 +108,3 @@ func TestProtobufRowEqualsTheJSONRowOfTheSameEvent(t *testing.T) {
 		t.Errorf("protobuf row %+v\n    json row %+v", got, want)
 	}
 }
-
-// BenchmarkMapSensorCodecs maps the same sensor event written as JSON, Avro and Protobuf, side by side in one
-// run: decode and map, to the same packed row.
-func BenchmarkMapSensorCodecs(b *testing.B) {
-	reg := &staticRegistry{schemas: map[int]*codec.Schema{
-		7: {ID: 7, Type: "AVRO", Text: sensorAvro},
-		8: {ID: 8, Type: "PROTOBUF", Text: sensorProto},
-	}}
-	avroRec, protoRec := rec(""), rec("")
-	avroRec.Value = avroValue(b, sensorAvro, 7, sensorNative())
-	protoRec.Value = sensorProtoValue(b, 8)
-	for _, c := range []struct {
-		name string
-		m    *Mapper
-		r    Record
-	}{
-		{"json", newMapper(b, nil), rec(sensorJSON)},
-		{"avro", newAvroMapper(b, reg, nil), avroRec},
-		{"protobuf", newProtobufMapper(b, reg), protoRec},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(c.r.Value)))
-			for b.Loop() {
-				if _, err := c.m.Map(c.r); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}

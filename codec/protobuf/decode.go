@@ -89,16 +89,15 @@ func (d *decoder) message(m *message, b []byte, depth int) error {
 	whole := b
 	for len(b) > 0 {
 		at := len(whole) - len(b)
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("a malformed field tag at byte %d of a message", at)
 		}
 		b = b[n:]
-		n = protowire.ConsumeFieldValue(num, typ, b)
+		f, n := consumeField(num, typ, b)
 		if n < 0 {
 			return malformed("field %d (wire type %d) cut short or malformed at byte %d of a message", num, typ, at)
 		}
-		raw := b[:n]
 		b = b[n:]
 		st := m.step(num)
 		if st == nil {
@@ -108,15 +107,14 @@ func (d *decoder) message(m *message, b []byte, depth int) error {
 			if typ != protowire.BytesType {
 				return malformed("field %d is a message, but its wire type is %d", num, typ)
 			}
-			inner, _ := protowire.ConsumeBytes(raw)
-			if err := d.message(st.sub, inner, depth+1); err != nil {
+			if err := d.message(st.sub, f.b, depth+1); err != nil {
 				return err
 			}
 		}
 		for _, lf := range st.leaves {
 			var err error
 			if lf.shape == single {
-				err = d.single(lf, typ, raw, depth)
+				err = d.single(lf, f, depth)
 			} else if d.out[lf.out].State == codec.Absent {
 				// The first occurrence gathers every occurrence of the field in this message.
 				err = d.collection(lf, num, whole[at:], depth)
@@ -143,15 +141,13 @@ type scalar struct {
 	f      float64
 	b      []byte // string, bytes
 	t      time.Time
-	set    bool // a wrapper's or a well-known type's field was present
 }
 
 // single reads one occurrence of a singular field into its value; a later occurrence overwrites it.
-func (d *decoder) single(lf *leaf, typ protowire.Type, raw []byte, depth int) error {
-	v := &d.out[lf.out]
-	*v = codec.Value{}
-	s, err := readValue(lf, lf.src, typ, raw, depth)
-	if err != nil {
+func (d *decoder) single(lf *leaf, f field, depth int) error {
+	v := &d.out[lf.out] // a later occurrence overwrites the member its kind uses
+	var s scalar
+	if err := readValue(lf, lf.src, f, depth, &s); err != nil {
 		return d.fieldErr(lf, err)
 	}
 	if err := d.set(lf, v, lf.kind, &s); err != nil {
@@ -191,15 +187,59 @@ func (e wireErr) Error() string {
 	return fmt.Sprintf("a %s value with wire type %d", sourceNames[e.src], e.typ)
 }
 
-// readValue reads one value of source src from raw, the field's bytes after its tag.
-func readValue(lf *leaf, src source, typ protowire.Type, raw []byte, depth int) (scalar, error) {
-	s := scalar{signed: true}
+// field is one field's value as the wire holds it: x for the varint and fixed types, b for length-delimited.
+type field struct {
+	typ protowire.Type
+	x   uint64
+	b   []byte
+}
+
+// consumeTag is protowire.ConsumeTag with the one-byte tag of field numbers 1 to 15 read inline.
+func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
+	if len(b) > 0 && b[0] < 0x80 && b[0] >= 8 {
+		return protowire.Number(b[0] >> 3), protowire.Type(b[0] & 7), 1
+	}
+	return protowire.ConsumeTag(b)
+}
+
+// consumeField reads the value of field num of wire type typ at the start of b, once, and returns it with its
+// length (negative when cut short or malformed). A group is skipped whole.
+func consumeField(num protowire.Number, typ protowire.Type, b []byte) (field, int) {
+	f := field{typ: typ}
+	var n int
+	switch typ {
+	case protowire.VarintType:
+		if len(b) > 0 && b[0] < 0x80 { // most varints are one byte
+			return field{typ: typ, x: uint64(b[0])}, 1
+		}
+		f.x, n = protowire.ConsumeVarint(b)
+	case protowire.Fixed32Type:
+		var x uint32
+		x, n = protowire.ConsumeFixed32(b)
+		f.x = uint64(x)
+	case protowire.Fixed64Type:
+		f.x, n = protowire.ConsumeFixed64(b)
+	case protowire.BytesType:
+		if len(b) > 0 && b[0] < 0x80 && int(b[0]) < len(b) { // a length under 128
+			l := int(b[0])
+			return field{typ: typ, b: b[1 : 1+l : 1+l]}, 1 + l
+		}
+		f.b, n = protowire.ConsumeBytes(b)
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, b)
+	}
+	return f, n
+}
+
+// readValue reads one value of source src from f.
+func readValue(lf *leaf, src source, f field, depth int, s *scalar) error {
+	*s = scalar{signed: true}
+	typ, x := f.typ, f.x
 	switch src {
 	case sInt32, sInt64, sUint32, sUint64, sSint32, sSint64, sBool, sEnum:
 		if typ != protowire.VarintType {
-			return s, wireErr{src, typ}
+			return wireErr{src, typ}
 		}
-		x, _ := protowire.ConsumeVarint(raw)
 		switch src {
 		case sInt32, sEnum:
 			s.n = int64(int32(x))
@@ -221,22 +261,20 @@ func readValue(lf *leaf, src source, typ protowire.Type, raw []byte, depth int) 
 		}
 	case sFixed32, sSfixed32, sFloat:
 		if typ != protowire.Fixed32Type {
-			return s, wireErr{src, typ}
+			return wireErr{src, typ}
 		}
-		x, _ := protowire.ConsumeFixed32(raw)
 		switch src {
 		case sFixed32:
-			s.n = int64(x)
+			s.n = int64(uint32(x))
 		case sSfixed32:
-			s.n = int64(int32(x))
+			s.n = int64(int32(uint32(x)))
 		default:
-			s.f = float64(math.Float32frombits(x))
+			s.f = float64(math.Float32frombits(uint32(x)))
 		}
 	case sFixed64, sSfixed64, sDouble:
 		if typ != protowire.Fixed64Type {
-			return s, wireErr{src, typ}
+			return wireErr{src, typ}
 		}
-		x, _ := protowire.ConsumeFixed64(raw)
 		switch src {
 		case sFixed64:
 			s.n, s.signed = int64(x), false
@@ -247,78 +285,72 @@ func readValue(lf *leaf, src source, typ protowire.Type, raw []byte, depth int) 
 		}
 	case sString, sBytes:
 		if typ != protowire.BytesType {
-			return s, wireErr{src, typ}
+			return wireErr{src, typ}
 		}
-		s.b, _ = protowire.ConsumeBytes(raw)
+		s.b = f.b
 		if src == sString && !utf8.Valid(s.b) {
-			return s, fmt.Errorf("a string that is not UTF-8")
+			return fmt.Errorf("a string that is not UTF-8")
 		}
 	case sTimestamp, sDuration, sWrapper:
 		if typ != protowire.BytesType {
-			return s, wireErr{src, typ}
+			return wireErr{src, typ}
 		}
-		inner, _ := protowire.ConsumeBytes(raw)
-		return readMessageValue(lf, src, inner, depth)
+		return readMessageValue(lf, src, f.b, depth, s)
 	}
-	return s, nil
+	return nil
 }
 
 // readMessageValue reads a well-known message: Timestamp and Duration (seconds 1, nanos 2) or a wrapper (value
 // 1). Their fields are scalars without presence: a field not on the wire is 0.
-func readMessageValue(lf *leaf, src source, b []byte, depth int) (scalar, error) {
+func readMessageValue(lf *leaf, src source, b []byte, depth int, s *scalar) error {
 	var secs, nanos int64
-	s := scalar{signed: true}
+	*s = scalar{signed: true}
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
-			return s, fmt.Errorf("a malformed field tag in %s", sourceNames[src])
+			return fmt.Errorf("a malformed field tag in %s", sourceNames[src])
 		}
 		b = b[n:]
-		n = protowire.ConsumeFieldValue(num, typ, b)
+		f, n := consumeField(num, typ, b)
 		if n < 0 {
-			return s, fmt.Errorf("field %d of a %s cut short", num, sourceNames[src])
+			return fmt.Errorf("field %d of a %s cut short", num, sourceNames[src])
 		}
-		raw := b[:n]
 		b = b[n:]
 		switch {
 		case src == sWrapper && num == 1:
-			v, err := readValue(lf, lf.inner, typ, raw, depth+1)
-			if err != nil {
-				return s, err
+			if err := readValue(lf, lf.inner, f, depth+1, s); err != nil {
+				return err
 			}
-			s = v
 		case src != sWrapper && (num == 1 || num == 2):
 			if typ != protowire.VarintType {
-				return s, wireErr{sInt64, typ}
+				return wireErr{sInt64, typ}
 			}
-			x, _ := protowire.ConsumeVarint(raw)
 			if num == 1 {
-				secs = int64(x)
+				secs = int64(f.x)
 			} else {
-				nanos = int64(int32(x))
+				nanos = int64(int32(f.x))
 			}
 		}
 	}
 	switch src {
 	case sTimestamp:
 		if nanos < 0 || nanos >= 1e9 {
-			return s, fmt.Errorf("a google.protobuf.Timestamp with nanos %d (0 to 999,999,999)", nanos)
+			return fmt.Errorf("a google.protobuf.Timestamp with nanos %d (0 to 999,999,999)", nanos)
 		}
 		if secs < minSeconds || secs > maxSeconds {
-			return s, fmt.Errorf("a google.protobuf.Timestamp of %d seconds is out of range for CQL timestamp (years 0000 to 9999)", secs)
+			return fmt.Errorf("a google.protobuf.Timestamp of %d seconds is out of range for CQL timestamp (years 0000 to 9999)", secs)
 		}
 		s.t = time.Unix(secs, nanos).UTC()
 	case sDuration:
 		if nanos <= -1e9 || nanos >= 1e9 || secs > 0 && nanos < 0 || secs < 0 && nanos > 0 {
-			return s, fmt.Errorf("a google.protobuf.Duration with nanos %d for %d seconds", nanos, secs)
+			return fmt.Errorf("a google.protobuf.Duration with nanos %d for %d seconds", nanos, secs)
 		}
 		if secs > maxDurationSeconds || secs < -maxDurationSeconds {
-			return s, fmt.Errorf("a google.protobuf.Duration of %d seconds is out of range for bigint nanoseconds", secs)
+			return fmt.Errorf("a google.protobuf.Duration of %d seconds is out of range for bigint nanoseconds", secs)
 		}
 		s.n = secs*1e9 + nanos
 	}
-	s.set = true
-	return s, nil
+	return nil
 }
 
 // maxDurationSeconds keeps a Duration's nanoseconds within an int64.
@@ -399,22 +431,21 @@ func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth i
 	var entries []codec.MapEntry
 	var ev codec.Value
 	for len(msg) > 0 {
-		n, typ, tn := protowire.ConsumeTag(msg)
+		n, typ, tn := consumeTag(msg)
 		if tn < 0 {
 			return malformed("a malformed field tag in a message")
 		}
 		msg = msg[tn:]
-		vn := protowire.ConsumeFieldValue(n, typ, msg)
+		f, vn := consumeField(n, typ, msg)
 		if vn < 0 {
 			return malformed("field %d cut short", n)
 		}
-		raw := msg[:vn]
 		msg = msg[vn:]
 		if n != num {
 			continue
 		}
 		if lf.shape == mapped {
-			e, err := d.mapEntry(lf, typ, raw, depth, &ev)
+			e, err := d.mapEntry(lf, f, depth, &ev)
 			if err != nil {
 				return err
 			}
@@ -422,17 +453,12 @@ func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth i
 			continue
 		}
 		if typ == protowire.BytesType && packable(lf.src) {
-			for inner, _ := protowire.ConsumeBytes(raw); len(inner) > 0; {
-				et, width := packedWire(lf.src)
-				if width < 0 {
-					width = protowire.ConsumeFieldValue(0, et, inner)
-				} else if len(inner) < width {
-					width = -1
-				}
+			for inner := f.b; len(inner) > 0; {
+				ef, width := consumeField(0, packedWire(lf.src), inner)
 				if width < 0 {
 					return d.fieldErr(lf, fmt.Errorf("a packed repeated field cut short"))
 				}
-				if err := d.element(lf, et, inner[:width], depth, &ev); err != nil {
+				if err := d.element(lf, ef, depth, &ev); err != nil {
 					return err
 				}
 				inner = inner[width:]
@@ -440,7 +466,7 @@ func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth i
 			}
 			continue
 		}
-		if err := d.element(lf, typ, raw, depth, &ev); err != nil {
+		if err := d.element(lf, f, depth, &ev); err != nil {
 			return err
 		}
 		count++
@@ -456,9 +482,9 @@ func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth i
 }
 
 // element appends one element of a repeated field to the collection being built in d.buf.
-func (d *decoder) element(lf *leaf, typ protowire.Type, raw []byte, depth int, ev *codec.Value) error {
-	s, err := readValue(lf, lf.src, typ, raw, depth)
-	if err != nil {
+func (d *decoder) element(lf *leaf, f field, depth int, ev *codec.Value) error {
+	var s scalar
+	if err := readValue(lf, lf.src, f, depth, &s); err != nil {
 		return d.fieldErr(lf, err)
 	}
 	*ev = codec.Value{}
@@ -471,46 +497,46 @@ func (d *decoder) element(lf *leaf, typ protowire.Type, raw []byte, depth int, e
 
 // mapEntry reads one map entry (a message: key 1, value 2; either may be missing and is then its default)
 // and appends its framed value to d.buf.
-func (d *decoder) mapEntry(lf *leaf, typ protowire.Type, raw []byte, depth int, ev *codec.Value) (codec.MapEntry, error) {
+func (d *decoder) mapEntry(lf *leaf, f field, depth int, ev *codec.Value) (codec.MapEntry, error) {
 	var e codec.MapEntry
-	if typ != protowire.BytesType {
-		return e, d.fieldErr(lf, fmt.Errorf("a map entry with wire type %d", typ))
+	if f.typ != protowire.BytesType {
+		return e, d.fieldErr(lf, fmt.Errorf("a map entry with wire type %d", f.typ))
 	}
-	b, _ := protowire.ConsumeBytes(raw)
-	var val []byte
-	var valType protowire.Type
+	b := f.b
+	var val field
+	hasVal := false
 	for len(b) > 0 {
-		num, t, n := protowire.ConsumeTag(b)
+		num, t, n := consumeTag(b)
 		if n < 0 {
 			return e, d.fieldErr(lf, fmt.Errorf("a malformed tag in a map entry"))
 		}
 		b = b[n:]
-		n = protowire.ConsumeFieldValue(num, t, b)
+		ef, n := consumeField(num, t, b)
 		if n < 0 {
 			return e, d.fieldErr(lf, fmt.Errorf("a map entry cut short"))
 		}
+		b = b[n:]
 		switch num {
 		case 1:
 			if t != protowire.BytesType {
 				return e, d.fieldErr(lf, wireErr{sString, t})
 			}
-			e.Key, _ = protowire.ConsumeBytes(b[:n])
+			e.Key = ef.b
 			if !utf8.Valid(e.Key) {
 				return e, d.fieldErr(lf, fmt.Errorf("a map key that is not UTF-8"))
 			}
 		case 2:
-			val, valType = b[:n], t
+			val, hasVal = ef, true
 		}
-		b = b[n:]
 	}
 	e.At = len(d.buf)
-	if val == nil {
+	if !hasVal {
 		*ev = codec.Value{}
 		if err := d.set(lf, ev, lf.kind, &scalar{signed: true}); err != nil {
 			return e, err
 		}
 		d.buf = codec.AppendElement(d.buf, lf.kind, ev)
-	} else if err := d.element(lf, valType, val, depth, ev); err != nil {
+	} else if err := d.element(lf, val, depth, ev); err != nil {
 		return e, err
 	}
 	e.End = len(d.buf)
@@ -526,13 +552,13 @@ func packable(src source) bool {
 	return true
 }
 
-// packedWire is the wire type of one element of a packed field of src, and its width (-1: a varint).
-func packedWire(src source) (protowire.Type, int) {
+// packedWire is the wire type of one element of a packed field of src.
+func packedWire(src source) protowire.Type {
 	switch src {
 	case sFixed32, sSfixed32, sFloat:
-		return protowire.Fixed32Type, 4
+		return protowire.Fixed32Type
 	case sFixed64, sSfixed64, sDouble:
-		return protowire.Fixed64Type, 8
+		return protowire.Fixed64Type
 	}
-	return protowire.VarintType, -1
+	return protowire.VarintType
 }

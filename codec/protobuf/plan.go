@@ -119,7 +119,7 @@ func (p *plan) lookup(key *msgKey) (protoreflect.MessageDescriptor, error) {
 				where = "message " + string(md.FullName())
 			}
 			return nil, codec.Decodef("protobuf message indexes %s: index %d is past the %d messages of %s (schema id %d)",
-				key, at, msgs.Len(), where, p.id)
+				key.String(), at, msgs.Len(), where, p.id)
 		}
 		md = msgs.Get(at)
 		msgs = md.Messages()

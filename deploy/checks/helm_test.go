@@ -288,6 +288,9 @@ func containerEnv(t *testing.T, docs []map[string]any) []string {
 		v := e.Value
 		if e.ValueFrom != nil {
 			v = "from-secret"
+			if strings.HasSuffix(e.Name, "__URLS") { // validated as URLs
+				v = "https://from-secret.example:8081"
+			}
 		}
 		env = append(env, e.Name+"="+v)
 	}
