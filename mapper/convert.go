@@ -22,6 +22,7 @@ import (
 
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/packed"
 )
 
@@ -60,47 +61,6 @@ func bstr(b []byte) string {
 	return unsafe.String(&b[0], len(b))
 }
 
-// isNumber reports whether s is a JSON number: -?digits(.digits)?([eE][+-]?digits)?.
-// fastjson's scanner is lenient (it accepts "1-2", "inf", "nan"), so every numeric value is
-// checked with this before it is trusted. Leading zeros are tolerated.
-func isNumber(s string) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	start := i
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	if i == start {
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		start = i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == start {
-			return false
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		start = i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == start {
-			return false
-		}
-	}
-	return i == len(s)
-}
-
 // numberText returns the text of a JSON number, or of a string holding one, appended to buf.
 func numberText(v *fastjson.Value, buf []byte) ([]byte, bool) {
 	switch v.Type() {
@@ -112,38 +72,7 @@ func numberText(v *fastjson.Value, buf []byte) ([]byte, bool) {
 	default:
 		return buf, false
 	}
-	return buf, isNumber(bstr(buf))
-}
-
-type intStatus uint8
-
-const (
-	intOK intStatus = iota
-	intFraction
-	intRange
-)
-
-// parseIntegral parses a JSON number that must be a whole number: 42, -7, 1e3 and 12.0 are;
-// 1.5 is not. Beyond int64 it reports intRange.
-func parseIntegral(s string) (int64, intStatus) {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err == nil {
-		return n, intOK
-	}
-	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-		return 0, intRange
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, intRange // syntax was checked by isNumber: only a range error remains
-	}
-	if f != math.Trunc(f) {
-		return 0, intFraction
-	}
-	if f < -(1<<63) || f >= 1<<63 {
-		return 0, intRange
-	}
-	return int64(f), intOK
+	return buf, jsonc.IsNumber(bstr(buf))
 }
 
 var intBounds = map[kind][2]int64{
@@ -356,11 +285,11 @@ func intOf(k kind, v *fastjson.Value, buf *[]byte) (int64, problem) {
 	if !ok {
 		return 0, fail(v, "not a number for CQL "+kindNames[k])
 	}
-	n, st := parseIntegral(bstr(text))
+	n, st := jsonc.ParseIntegral(bstr(text))
 	switch {
-	case st == intFraction:
+	case st == jsonc.IntFraction:
 		return 0, fail(v, "not a whole number for CQL "+kindNames[k])
-	case st == intRange, n < intBounds[k][0], n > intBounds[k][1]:
+	case st == jsonc.IntRange, n < intBounds[k][0], n > intBounds[k][1]:
 		return 0, fail(v, rangeMsgs[k])
 	}
 	return n, problem{}
@@ -373,7 +302,7 @@ func floatOf(k kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
 	if !ok {
 		return 0, fail(v, "not a number for CQL "+kindNames[k])
 	}
-	f, err := parseFloat(bstr(text))
+	f, err := jsonc.ParseFloat(bstr(text))
 	if err != nil || (k == kFloat && math.Abs(f) > math.MaxFloat32) {
 		return 0, fail(v, "out of range for CQL "+kindNames[k])
 	}
@@ -384,10 +313,10 @@ func floatOf(k kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
 func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
-		if !isNumber(bstr(b)) {
-			t, err := parseRFC3339(bstr(b))
-			if err == errRFC3339Offset {
-				return time.Time{}, fail(v, offsetProblem+" for CQL timestamp")
+		if !jsonc.IsNumber(bstr(b)) {
+			t, err := jsonc.ParseRFC3339(bstr(b))
+			if err == jsonc.ErrRFC3339Offset {
+				return time.Time{}, fail(v, jsonc.OffsetProblem+" for CQL timestamp")
 			}
 			if err != nil {
 				return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
@@ -403,7 +332,7 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 	if !ok {
 		return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
 	}
-	t, ok := parseUnix(bstr(text), unixMS)
+	t, ok := jsonc.ParseUnix(bstr(text), time.Millisecond)
 	if !ok {
 		return time.Time{}, fail(v, "out of range for CQL timestamp (years 0000 to 9999)")
 	}

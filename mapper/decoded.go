@@ -13,7 +13,7 @@ import (
 // The schema-registry formats: a record's value is framed (codec.Frame), its writer schema fetched
 // by id (codec.Registry, cached for the process), and decoded by the plan its topic's codec
 // compiled for that schema id (cached per topic and id) into one codec.Value per field, which the
-// columns then encode as the JSON path's values do. json_schema is framing and the JSON path.
+// columns then encode (mapValues, the same for every codec). json_schema is framing and the JSON codec.
 
 // writerPlan is the compiled plan of one writer schema id of a topic, or the *codec.SchemaError
 // that every record of the id is dead-lettered with.
@@ -67,13 +67,7 @@ func (p *plan) writerPlan(ctx context.Context, id int) (codec.Plan, string, erro
 		return nil, "", err
 	}
 	wp := &writerPlan{}
-	if p.codec == nil { // json_schema: the JSON path reads the body; the schema must be a JSON Schema
-		if s.Type != "JSON" {
-			wp.err = &codec.SchemaError{SchemaID: id, Err: fmt.Errorf("a %s schema, not a JSON Schema (is the topic's codec right?)", s.Type)}
-		}
-	} else {
-		wp.plan, wp.err = p.codec.Compile(s, p.fields)
-	}
+	wp.plan, wp.err = p.codec.Compile(s, p.fields)
 	v, _ := p.schemas.LoadOrStore(id, wp)
 	wp = v.(*writerPlan)
 	if wp.err != nil {
@@ -96,37 +90,20 @@ func (p *plan) frame(rec *Record) (int, []byte, error) {
 	return id, body, nil
 }
 
-// mapFramed maps a json_schema record: its framing and writer schema checked, its body by the JSON
-// path. The JSON is not validated against the schema.
-func (p *plan) mapFramed(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
-	id, body, err := p.frame(rec)
-	if err != nil {
-		return outcome{}, ReasonDecode, err
-	}
-	if _, reason, err := p.writerPlan(ctx, id); err != nil {
-		return outcome{}, reason, err
-	}
-	inner := *rec
-	inner.Value = body
-	return p.mapJSON(&inner, s)
-}
-
-// mapDecoded maps a record of a schema-registry codec through its writer schema's plan.
-func (p *plan) mapDecoded(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
+// mapValues maps a record whose body wp decodes: the values of its fields, then the columns and
+// the rest of the row, the same for every codec. A reference codec's (JSON's) errors come back
+// as its plan gave them: the caller maps such a record again with the reference.
+func (p *plan) mapValues(wp codec.Plan, rec *Record, body []byte, s *scratch) (outcome, string, error) {
 	var out outcome
-	id, body, err := p.frame(rec)
-	if err != nil {
-		return out, ReasonDecode, err
-	}
-	wp, reason, err := p.writerPlan(ctx, id)
-	if err != nil {
-		return out, reason, err
-	}
 	if cap(s.vals) < len(p.fields) {
 		s.vals = make([]codec.Value, len(p.fields))
 	}
 	vals := s.vals[:len(p.fields)]
+	var err error
 	if s.buf, err = wp.Decode(body, vals, s.buf[:0]); err != nil {
+		if p.reference {
+			return out, ReasonDecode, err
+		}
 		reason := ReasonDecode
 		var ce *codec.Error
 		if errors.As(err, &ce) {
@@ -154,7 +131,7 @@ func (p *plan) mapDecoded(ctx context.Context, rec *Record, s *scratch) (outcome
 		}
 		s.spans[i] = s.w.Last()
 	}
-	reason, err = p.completeRow(&out, rec, s)
+	reason, err := p.completeRow(&out, rec, s)
 	return out, reason, err
 }
 
@@ -192,7 +169,19 @@ func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 		s.putWire(c, v.B)
 		return nil
 	}
-	x := cell{b: v.B, n: v.N, f: v.F, t: v.T, u: v.U}
+	var x cell // only the member of the column's kind: store reads no other
+	switch c.typ.kind {
+	case kText, kASCII:
+		x.b = v.B
+	case kFloat, kDouble:
+		x.f = v.F
+	case kTimestamp, kDate:
+		x.t = v.T
+	case kUUID, kTimeUUID:
+		x.u = v.U
+	default:
+		x.n = v.N
+	}
 	store(c, &x, s)
 	return nil
 }

@@ -7,10 +7,11 @@
 // *RecordError naming the topic, partition, offset and the exact problem, which the pipeline
 // sends to the dead-letter topic. A Mapper is safe for concurrent use.
 //
-// The JSON is read by one of two paths with the same results. A single pass over the bytes reads
-// just the fields the topic needs (json_scan.go) and maps most records; anything unusual about a
-// record, and every error, goes to the reference path, a pooled fastjson parser, which produces
-// the row or the error message.
+// Every codec goes through the same per-record path: its plan (package codec) decodes the fields
+// the topic needs into typed values, which the columns encode into the row. JSON's plan (package
+// codec/json: one pass over the bytes reads just those fields) maps most records; anything unusual
+// about a record, and every error, goes to the JSON reference path, a pooled fastjson parser,
+// which produces the row or the error message.
 //
 // # On-disk contracts
 //

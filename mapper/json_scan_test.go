@@ -13,8 +13,8 @@ import (
 	"github.com/bucketsink/sink/packed"
 )
 
-// The single-pass scan (json_scan.go) must map every record it handles exactly as the fastjson path
-// does, and hand every other record to it. These tests map each input through both and compare.
+// The JSON codec's plan (package codec/json, through the mapper's mapValues) must map every record
+// it handles exactly as the fastjson path does, and hand every other record to it. These tests map each input through both and compare.
 
 // diffTopics are the topic shapes the differential tests map every input with: the sensor topic,
 // and variants that reach every type the scan converts, nested and shared paths, the other event

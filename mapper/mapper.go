@@ -20,6 +20,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/routing"
@@ -120,8 +121,6 @@ type scratch struct {
 	// from the typed values before encoding; canon says where each one is (see column.hash).
 	canonText []byte
 	canon     []span
-	// raw is where the single-pass scan found each field path of the topic (json_scan.go).
-	raw []rawValue
 	// coll and entries are where a value that is not encoded through a cell is converted (a
 	// collection, boolean, blob, inet, decimal or varint: appendConverted).
 	coll    []byte
@@ -217,9 +216,8 @@ type plan struct {
 	now               func() time.Time
 	wts               writeTS
 	consistency       string
-	insertCols        []string  // cols, bucket column, event bucket column
-	scan              *scanPlan // the single-pass field reader (json_scan.go); nil: fastjson only
-	nhash             int       // how many columns record their canonical text in scratch.canon
+	insertCols        []string // cols, bucket column, event bucket column
+	nhash             int      // how many columns record their canonical text in scratch.canon
 	target            *batcher.Target
 	routes            routing.Routes              // split decisions of open buckets (route.go)
 	targets           sync.Map                    // slice index (int64) → *batcher.Target
@@ -228,15 +226,21 @@ type plan struct {
 	// desc is the table the rows are bound to (package schema): its INSERT and columns.
 	desc schema.Table
 
-	// The value's format (decoded.go). codec is nil for json and json_schema (the JSON path).
+	// The value's format (decoded.go).
 	codecName string
 	codec     codec.Codec
-	framed    bool           // the value is in the Confluent wire format (every codec but json)
-	registry  codec.Registry // the mapper's; nil when no topic reads a registry
-	fields    []codec.Field  // what codec decodes: the field columns', then the event time
-	colSlot   []int          // per column: its index in fields; -1 for the other sources
-	timeSlot  int            // the event time's index in fields; -1 when it comes from Kafka
-	schemas   sync.Map       // schema id (int) → *writerPlan
+	framed    bool // the value is in the Confluent wire format (every codec but json)
+	// reference: json and json_schema, whose plans map only what they are sure of; fastjson
+	// (mapParsed) maps every other record, and gives every error.
+	reference bool
+	// scan is plain JSON's plan (no writer schema); nil for the other codecs, and for a topic with
+	// a field the JSON plan does not convert (the reference maps all its records).
+	scan     codec.Plan
+	registry codec.Registry // the mapper's; nil when no topic reads a registry
+	fields   []codec.Field  // what codec decodes: the field columns', then the event time
+	colSlot  []int          // per column: its index in fields; -1 for the other sources
+	timeSlot int            // the event time's index in fields; -1 when it comes from Kafka
+	schemas  sync.Map       // schema id (int) → *writerPlan
 }
 
 // bucketEntry is everything derived from a bucket index alone. Records arrive roughly in time
@@ -346,26 +350,46 @@ type outcome struct {
 	writeTS     int64
 }
 
-// mapRecord maps one record by its topic's codec.
+// mapRecord maps one record by its topic's codec, the same way for every codec: a registry
+// codec's framing and writer schema first (decoded.go), then the plan's values into the row
+// (mapValues). Plain JSON is a codec with no writer schema; json_schema is the framing and the
+// JSON codec. A JSON plan maps only what it is sure of (package codec/json): every other JSON
+// record, and every error, is mapped again by fastjson (mapParsed), the reference for JSON's rows
+// and error messages.
 func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
-	switch {
-	case p.codec != nil:
-		return p.mapDecoded(ctx, rec, s)
-	case p.framed:
-		return p.mapFramed(ctx, rec, s)
+	if !p.framed {
+		if p.scan != nil {
+			if out, ok := p.mapScanned(rec, s); ok {
+				return out, "", nil
+			}
+		}
+		return p.mapParsed(rec, s)
 	}
-	return p.mapJSON(rec, s)
+	id, body, err := p.frame(rec)
+	if err != nil {
+		return outcome{}, ReasonDecode, err
+	}
+	wp, reason, err := p.writerPlan(ctx, id)
+	if err != nil {
+		return outcome{}, reason, err
+	}
+	if !p.reference {
+		return p.mapValues(wp, rec, body, s)
+	}
+	// json_schema: from here on the record's value is its JSON body (a raw column writes the body).
+	inner := *rec
+	inner.Value = body
+	if out, _, err := p.mapValues(wp, &inner, body, s); err == nil {
+		return out, "", nil
+	}
+	return p.mapParsed(&inner, s)
 }
 
-// mapJSON maps a JSON value: by the single-pass scan when it handles the record (json_scan.go), else
-// by the fastjson path, which is the reference for every result and every error message.
-func (p *plan) mapJSON(rec *Record, s *scratch) (outcome, string, error) {
-	if p.scan != nil {
-		if out, ok := p.mapScanned(rec, s); ok {
-			return out, "", nil
-		}
-	}
-	return p.mapParsed(rec, s)
+// mapScanned maps a plain JSON record through the topic's plan; false when the plan, or any step
+// after it, does not map the record, which the reference must then map.
+func (p *plan) mapScanned(rec *Record, s *scratch) (outcome, bool) {
+	out, _, err := p.mapValues(p.scan, rec, rec.Value, s)
+	return out, err == nil
 }
 
 // mapParsed maps one record from fastjson's value tree.
@@ -609,13 +633,13 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 	if p.timeUnit == 0 {
 		if v.Type() == fastjson.TypeString {
 			b, _ := v.StringBytes()
-			if t, err := parseRFC3339(bstr(b)); err == nil {
+			if t, err := jsonc.ParseRFC3339(bstr(b)); err == nil {
 				if !inTimeRange(t) {
 					return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "out of range (years 0000 to 9999)")
 				}
 				return t, nil
-			} else if err == errRFC3339Offset {
-				return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), offsetProblem)
+			} else if err == jsonc.ErrRFC3339Offset {
+				return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), jsonc.OffsetProblem)
 			}
 		}
 		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)")
@@ -625,7 +649,7 @@ func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Ti
 	if !ok {
 		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "not a "+p.timeFormat+" number")
 	}
-	t, ok := parseUnix(bstr(text), p.timeUnit)
+	t, ok := jsonc.ParseUnix(bstr(text), time.Duration(p.timeUnit))
 	if !ok {
 		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "out of range for "+p.timeFormat+" (years 0000 to 9999)")
 	}
@@ -872,7 +896,7 @@ func lenientNumber(v *fastjson.Value, s *scratch) (*fastjson.Value, string) {
 	switch v.Type() {
 	case fastjson.TypeNumber:
 		s.buf = v.MarshalTo(s.buf[:0])
-		if !isNumber(bstr(s.buf)) {
+		if !jsonc.IsNumber(bstr(s.buf)) {
 			return v, ""
 		}
 	case fastjson.TypeArray:

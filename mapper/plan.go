@@ -10,6 +10,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/codec/registry"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
@@ -208,17 +209,34 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	p.codecName = t.Codec
 	switch t.Codec {
 	case config.CodecJSON, config.CodecJSONSchema:
+		p.codec, p.reference = jsonc.Codec{}, true
 		p.framed = t.Codec == config.CodecJSONSchema
-		p.scan = newScanPlan(p)
 	default:
 		c, ok := codecs[t.Codec]
 		if !ok {
 			return nil, fmt.Errorf("%s.codec: %s has no decoder in this build", kp, t.Codec)
 		}
 		p.codec, p.framed = c, true
-		p.decodeFields()
+	}
+	p.decodeFields()
+	if !p.framed && p.scannable() {
+		// Plain JSON has no writer schema: one plan for the topic's life. (A plan of a nil schema
+		// is never an error.)
+		p.scan, _ = p.codec.Compile(nil, p.fields)
 	}
 	return p, nil
+}
+
+// scannable reports whether the JSON plan converts every field of the topic; when it does not (a
+// collection, blob, inet, decimal or varint column), the topic has no plain-JSON plan and the
+// reference maps all its records, sparing each a scan that cannot map it.
+func (p *plan) scannable() bool {
+	for i := range p.fields {
+		if !jsonc.Scannable(p.fields[i].Type) {
+			return false
+		}
+	}
+	return true
 }
 
 // layoutColumns marks the columns whose values the mapper encodes directly (see value) and gives

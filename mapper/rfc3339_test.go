@@ -2,14 +2,16 @@ package mapper
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 )
 
-// rfc3339Cases are the boundaries of the grammar parseRFC3339 accepts and of the range the mapper
+// rfc3339Cases are the boundaries of the grammar jsonc.ParseRFC3339 accepts and of the range the mapper
 // writes. want is the instant in UTC (RFC3339Nano), "" when the text is refused; inRange says
 // whether the mapper writes that instant (years 0000 to 9999 once in UTC).
 var rfc3339Cases = []struct {
@@ -59,7 +61,7 @@ var rfc3339Cases = []struct {
 }
 
 // TestRFC3339Boundaries: the grammar's boundaries (offset hours 00-23, lower-case t and z, years
-// 0000 to 9999 with the zero time.Time among them), through parseRFC3339 and through the mapper's
+// 0000 to 9999 with the zero time.Time among them), through jsonc.ParseRFC3339 and through the mapper's
 // two paths, the single-pass scan and the fastjson reference, for an event time and for a
 // timestamp column. Both paths must agree (checkScan) and write the instant the table says.
 func TestRFC3339Boundaries(t *testing.T) {
@@ -67,7 +69,7 @@ func TestRFC3339Boundaries(t *testing.T) {
 		tp.Columns = append(tp.Columns, config.Column{Name: "tsv", Type: "timestamp", Field: "tsv"})
 	})
 	for _, tc := range rfc3339Cases {
-		got, err := parseRFC3339(tc.in)
+		got, err := jsonc.ParseRFC3339(tc.in)
 		switch {
 		case tc.want == "" && err == nil:
 			t.Errorf("%q: parsed as %s, want refused", tc.in, got.Format(time.RFC3339Nano))
@@ -110,7 +112,7 @@ func TestRFC3339Boundaries(t *testing.T) {
 	}
 }
 
-// TestParseRFC3339AgreesWithTimeParse: wherever parseRFC3339 accepts a text, time.Parse accepts it
+// TestParseRFC3339AgreesWithTimeParse: wherever jsonc.ParseRFC3339 accepts a text, time.Parse accepts it
 // too (upper-cased, as it wants T and Z) and gives the same value; where it refuses one time.Parse
 // takes, the text has an offset outside the RFC's 00-23 hours or 00-59 minutes.
 func TestParseRFC3339AgreesWithTimeParse(t *testing.T) {
@@ -135,7 +137,7 @@ func FuzzParseRFC3339(f *testing.F) {
 
 func checkRFC3339(t *testing.T, s string) {
 	t.Helper()
-	got, gotErr := parseRFC3339(s)
+	got, gotErr := jsonc.ParseRFC3339(s)
 	upper := s
 	if len(s) > 10 {
 		upper = strings.ToUpper(s)
@@ -162,15 +164,15 @@ func badOffset(s string) bool {
 	if len(s) < 6 || s[len(s)-3] != ':' || (s[len(s)-6] != '+' && s[len(s)-6] != '-') {
 		return false
 	}
-	h, ok1 := digits(s[len(s)-5 : len(s)-3])
-	m, ok2 := digits(s[len(s)-2:])
-	return ok1 && ok2 && (h > 23 || m > 59)
+	h, err1 := strconv.Atoi(s[len(s)-5 : len(s)-3])
+	m, err2 := strconv.Atoi(s[len(s)-2:])
+	return err1 == nil && err2 == nil && (h > 23 || m > 59)
 }
 
 func BenchmarkParseRFC3339(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := parseRFC3339("2024-01-15T14:37:22.123Z"); err != nil {
+		if _, err := jsonc.ParseRFC3339("2024-01-15T14:37:22.123Z"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,9 +2,6 @@ package mapper
 
 import (
 	"encoding/binary"
-	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -19,52 +16,6 @@ const (
 	unixUS unit = 1e3
 	unixNS unit = 1
 )
-
-// parseUnix parses an epoch number (a valid JSON number, see isNumber) in unit u, exactly: the
-// integer and fraction digits are handled as integers so "1705312800.123456789" keeps its
-// nanoseconds. Exponent forms go through float64 and must come out whole in u. The result is UTC
-// and within years 0000-9999.
-func parseUnix(s string, u unit) (time.Time, bool) {
-	neg := false
-	if s != "" && s[0] == '-' {
-		neg, s = true, s[1:]
-	}
-	intPart, frac := s, ""
-	if strings.ContainsAny(s, "eE") {
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || f != math.Trunc(f) || f >= 1<<62 {
-			return time.Time{}, false
-		}
-		intPart = strconv.FormatInt(int64(f), 10)
-	} else if dot := strings.IndexByte(s, '.'); dot >= 0 {
-		intPart, frac = s[:dot], s[dot+1:]
-	}
-	n, err := strconv.ParseUint(intPart, 10, 63)
-	if err != nil {
-		return time.Time{}, false
-	}
-	perSec := uint64(unixS / u)
-	sec, rem := n/perSec, n%perSec
-	nsec := rem * uint64(u)
-	// Fraction digits below one nanosecond are dropped.
-	scale := uint64(u) / 10
-	for i := 0; i < len(frac) && scale > 0; i++ {
-		nsec += uint64(frac[i]-'0') * scale
-		scale /= 10
-	}
-	if sec > uint64(maxTime.Unix()-minTime.Unix()) {
-		return time.Time{}, false
-	}
-	ss, ns := int64(sec), int64(nsec)
-	if neg {
-		ss, ns = -ss, -ns
-	}
-	t := time.Unix(ss, ns).UTC()
-	if !inTimeRange(t) {
-		return time.Time{}, false
-	}
-	return t, true
-}
 
 // uuidEpoch is the Unix time of the version 1 UUID epoch, 1582-10-15T00:00:00Z, in seconds.
 const uuidEpoch = -12219292800

@@ -1,21 +1,21 @@
-package mapper
+package json
 
 import (
 	"errors"
 	"time"
 )
 
-// parseRFC3339's errors; callers name the field and show the value themselves. errRFC3339Offset is
+// ParseRFC3339's errors; callers name the field and show the value themselves. ErrRFC3339Offset is
 // a date-time that is RFC 3339 but for its UTC offset, hours past 23 or minutes past 59 (+24:00).
 var (
-	errRFC3339       = errors.New("not an RFC 3339 date-time")
-	errRFC3339Offset = errors.New("an RFC 3339 date-time with an offset out of range")
+	ErrRFC3339       = errors.New("not an RFC 3339 date-time")
+	ErrRFC3339Offset = errors.New("an RFC 3339 date-time with an offset out of range")
 )
 
-// offsetProblem says what is wrong with a value of errRFC3339Offset.
-const offsetProblem = "RFC 3339 but for its UTC offset, which must be -23:59 to +23:59"
+// OffsetProblem says what is wrong with a value of ErrRFC3339Offset.
+const OffsetProblem = "RFC 3339 but for its UTC offset, which must be -23:59 to +23:59"
 
-// parseRFC3339 parses an RFC 3339 date-time (section 5.6) into UTC:
+// ParseRFC3339 parses an RFC 3339 date-time (section 5.6) into UTC:
 //
 //	YYYY-MM-DD ("T" | "t") hh:mm:ss [("." | ",") 1*DIGIT] ("Z" | "z" | ("+" | "-") hh:mm)
 //
@@ -28,11 +28,11 @@ const offsetProblem = "RFC 3339 but for its UTC offset, which must be -23:59 to 
 //   - a leap second (ss = 60) is refused: Go's time and CQL's timestamp have no such instant.
 //
 // The year is four digits, 0000 to 9999; whether the instant is one the sink writes is the caller's
-// inTimeRange. TestRFC3339Boundaries holds every boundary of this grammar.
-func parseRFC3339(s string) (time.Time, error) {
+// (codec.InRange, say). The mapper's TestRFC3339Boundaries holds every boundary of this grammar.
+func ParseRFC3339(s string) (time.Time, error) {
 	// Shortest: 2006-01-02T15:04:05Z (20 bytes).
 	if len(s) < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' || s[16] != ':' {
-		return time.Time{}, errRFC3339
+		return time.Time{}, ErrRFC3339
 	}
 	year, ok1 := digits(s[0:4])
 	month, ok2 := digits(s[5:7])
@@ -43,7 +43,7 @@ func parseRFC3339(s string) (time.Time, error) {
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 ||
 		month < 1 || month > 12 || day < 1 || day > daysIn(month, year) ||
 		hour > 23 || minute > 59 || sec > 59 {
-		return time.Time{}, errRFC3339
+		return time.Time{}, ErrRFC3339
 	}
 	rest := s[19:]
 	nsec := 0
@@ -56,7 +56,7 @@ func parseRFC3339(s string) (time.Time, error) {
 			i++
 		}
 		if i == 1 {
-			return time.Time{}, errRFC3339
+			return time.Time{}, ErrRFC3339
 		}
 		rest = rest[i:]
 	}
@@ -67,17 +67,17 @@ func parseRFC3339(s string) (time.Time, error) {
 		oh, ok1 := digits(rest[1:3])
 		om, ok2 := digits(rest[4:6])
 		if !ok1 || !ok2 {
-			return time.Time{}, errRFC3339
+			return time.Time{}, ErrRFC3339
 		}
 		if oh > 23 || om > 59 {
-			return time.Time{}, errRFC3339Offset
+			return time.Time{}, ErrRFC3339Offset
 		}
 		offset = (oh*60 + om) * 60
 		if rest[0] == '-' {
 			offset = -offset
 		}
 	default:
-		return time.Time{}, errRFC3339
+		return time.Time{}, ErrRFC3339
 	}
 	unix := daysSinceEpoch(year, month, day)*86400 + int64(hour*3600+minute*60+sec) - int64(offset)
 	return time.Unix(unix, int64(nsec)).UTC(), nil

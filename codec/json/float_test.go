@@ -1,4 +1,4 @@
-package mapper
+package json
 
 import (
 	"math"
@@ -32,10 +32,10 @@ func FuzzParseFloat(f *testing.F) {
 
 func checkFloat(t *testing.T, s string) {
 	t.Helper()
-	if !isNumber(s) {
+	if !IsNumber(s) {
 		return // floatOf parses only what isNumber accepted
 	}
-	got, gotErr := parseFloat(s)
+	got, gotErr := ParseFloat(s)
 	want, wantErr := strconv.ParseFloat(s, 64)
 	if math.Float64bits(got) != math.Float64bits(want) || (gotErr == nil) != (wantErr == nil) {
 		t.Fatalf("%q: %v (%x), %v; strconv gives %v (%x), %v", s, got, math.Float64bits(got), gotErr,
@@ -46,7 +46,7 @@ func checkFloat(t *testing.T, s string) {
 func BenchmarkParseFloat(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := parseFloat("40.2"); err != nil {
+		if _, err := ParseFloat("40.2"); err != nil {
 			b.Fatal(err)
 		}
 	}

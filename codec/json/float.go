@@ -1,13 +1,54 @@
-package mapper
+package json
 
 import "strconv"
 
-// parseFloat returns exactly what strconv.ParseFloat(s, 64) returns for the text of a JSON number
-// (see isNumber). strconv was a tenth of a sensor record's mapping (three floats); most readings
+// IsNumber reports whether s is a JSON number: -?digits(.digits)?([eE][+-]?digits)?.
+// fastjson's scanner is lenient (it accepts "1-2", "inf", "nan"), so every numeric value is
+// checked with this before it is trusted. Leading zeros are tolerated.
+func IsNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	start := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == start {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		start = i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		start = i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// ParseFloat returns exactly what strconv.ParseFloat(s, 64) returns for the text of a JSON number
+// (see IsNumber). strconv was a tenth of a sensor record's mapping (three floats); most readings
 // have few digits and no exponent, and for those the exact result is one IEEE division or
 // multiplication (parseFloatFast), everything else goes to strconv. TestParseFloatMatchesStrconv
 // and FuzzParseFloat hold the equality.
-func parseFloat(s string) (float64, error) {
+func ParseFloat(s string) (float64, error) {
 	if f, ok := parseFloatFast(s); ok {
 		return f, nil
 	}

@@ -1,0 +1,234 @@
+package json
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/bucketsink/sink/codec"
+	"github.com/bucketsink/sink/packed"
+)
+
+// Codec is the JSON codec behind the seam: a plan reads a record with one Scan and converts each
+// field's value for its column, as the mapper's fastjson reference path converts it. A plan maps
+// only what it is sure of: it says ErrNotHandled for every record the scan does not handle and for
+// every value it does not convert, and its caller then reads the record with the reference, which
+// gives the row, or the error message (same text, same reason), it always gave. It never reports
+// a value as bad itself: one JSON error text, the reference's.
+//
+// A plan converts what the scan can: text, ascii, the integers, float, double, timestamp, date,
+// uuid, timeuuid and boolean. A topic with a field of another type (collections, blob, inet,
+// decimal, varint) gets a plan that handles nothing (Scannable says which).
+//
+// TestScanMatchesParse and FuzzScanMatchesParse (package mapper) map inputs through both and
+// require the same row (values, key, size, target, event time) whenever the plan maps one.
+type Codec struct{}
+
+// ErrNotHandled is every error of a JSON plan: the record is not one the plan maps; read it with
+// the reference parser. It is one value, so that saying it costs no allocation.
+var ErrNotHandled = &codec.Error{Reason: codec.ReasonDecode,
+	Err: errors.New("the JSON scan does not map this record; the reference parser reads it")}
+
+// Scannable reports whether a plan converts a value for a field of type t.
+func Scannable(t packed.Type) bool {
+	switch t.Kind {
+	case packed.KText, packed.KASCII, packed.KTinyint, packed.KSmallint, packed.KInt, packed.KBigint,
+		packed.KFloat, packed.KDouble, packed.KTimestamp, packed.KDate, packed.KUUID, packed.KTimeUUID,
+		packed.KBoolean:
+		return true
+	}
+	return false
+}
+
+// Compile builds the plan of fields. s is nil for plain JSON; for json_schema it is the writer
+// schema, which must be a JSON Schema (the body is not validated against it).
+func (Codec) Compile(s *codec.Schema, fields []codec.Field) (codec.Plan, error) {
+	if s != nil && s.Type != "JSON" {
+		return nil, &codec.SchemaError{SchemaID: s.ID, Err: fmt.Errorf("a %s schema, not a JSON Schema (is the topic's codec right?)", s.Type)}
+	}
+	p := &plan{fields: fields, slots: make([]int, len(fields))}
+	sc := NewScanner()
+	for i := range fields {
+		var ok bool
+		if !Scannable(fields[i].Type) {
+			return p, nil
+		}
+		if p.slots[i], ok = sc.Add(fields[i].Path); !ok {
+			return p, nil
+		}
+	}
+	p.sc = sc
+	return p, nil
+}
+
+// plan is a JSON plan; sc is nil when it handles no record.
+type plan struct {
+	sc     *Scanner
+	fields []codec.Field
+	slots  []int // per field: its slot in the scan
+}
+
+// maxStackSlots is how many scan slots a Decode keeps on its stack; a plan with more (a topic
+// reading more than that many keys) allocates its slots per record.
+const maxStackSlots = 16
+
+// Decode scans body and converts every field; ErrNotHandled for anything it does not map.
+func (p *plan) Decode(body []byte, out []codec.Value, buf []byte) ([]byte, error) {
+	if p.sc == nil {
+		return buf, ErrNotHandled
+	}
+	var stack [maxStackSlots]Raw
+	var raw []Raw
+	if n := p.sc.Slots(); n <= maxStackSlots {
+		raw = stack[:n]
+	} else {
+		raw = make([]Raw, n)
+	}
+	if !p.sc.Scan(body, raw) {
+		return buf, ErrNotHandled
+	}
+	for i := range p.fields {
+		v, r := &out[i], raw[p.slots[i]]
+		switch r.Kind {
+		case Missing:
+			v.State = codec.Absent
+			continue
+		case Null:
+			v.State = codec.Null
+			continue
+		}
+		v.State = codec.Set
+		if !convert(&p.fields[i], r, body, v) {
+			return buf, ErrNotHandled
+		}
+	}
+	return buf, nil
+}
+
+// The wire bytes of a boolean, shared: the mapper copies a value's bytes into its row.
+var (
+	wireFalse = packed.AppendBoolean(nil, false)
+	wireTrue  = packed.AppendBoolean(nil, true)
+)
+
+// convert converts the scanned value r of field f into v, as the reference converts it; false
+// for every value the reference refuses, and for some it takes (it then maps them itself). Text
+// bytes alias b.
+func convert(f *codec.Field, r Raw, b []byte, v *codec.Value) bool {
+	raw := b[r.Off:r.End]
+	text := bstr(raw)
+	switch k := f.Type.Kind; k {
+	case packed.KText, packed.KASCII:
+		switch r.Kind {
+		case String, Number, True, False:
+			// A string as is; a number or a boolean as its JSON text, which is these bytes.
+		default:
+			return false
+		}
+		if k == packed.KASCII {
+			if !codec.ASCII(raw) {
+				return false
+			}
+		} else if !utf8.Valid(raw) {
+			return false // the reference names the byte
+		}
+		v.B = raw
+	case packed.KBoolean:
+		switch {
+		case r.Kind == True, r.Kind == String && text == "true":
+			v.B = wireTrue
+		case r.Kind == False, r.Kind == String && text == "false":
+			v.B = wireFalse
+		default:
+			return false
+		}
+	case packed.KDouble, packed.KFloat:
+		if !numeric(r, text) {
+			return false
+		}
+		x, err := ParseFloat(text)
+		if err != nil || (k == packed.KFloat && math.Abs(x) > math.MaxFloat32) {
+			return false
+		}
+		v.F = x
+	case packed.KTinyint, packed.KSmallint, packed.KInt, packed.KBigint:
+		if !numeric(r, text) {
+			return false
+		}
+		n, st := ParseIntegral(text)
+		if st != IntOK || n < intBounds[k][0] || n > intBounds[k][1] {
+			return false
+		}
+		v.N = n
+	case packed.KTimestamp:
+		// The event time (Column "") in RFC 3339 (Unit 0) is a string only, and with a unit a number
+		// only; a column takes both, a number in its Unit (milliseconds).
+		if r.Kind == String && (f.Unit == 0 || f.Column != "" && !IsNumber(text)) {
+			t, err := ParseRFC3339(text)
+			if err != nil || !codec.InRange(t) {
+				return false
+			}
+			v.T = t
+			return true
+		}
+		if f.Unit == 0 || !numeric(r, text) {
+			return false
+		}
+		t, ok := ParseUnix(text, f.Unit)
+		if !ok {
+			return false
+		}
+		v.T = t
+	case packed.KDate:
+		if r.Kind != String || len(text) != len(time.DateOnly) {
+			return false
+		}
+		t, err := time.Parse(time.DateOnly, text)
+		if err != nil || !codec.InRange(t) {
+			return false
+		}
+		v.T = t
+	case packed.KUUID, packed.KTimeUUID:
+		if r.Kind != String {
+			return false
+		}
+		u, ok := codec.ParseUUID(raw)
+		if !ok || (k == packed.KTimeUUID && u[6]>>4 != 1) {
+			return false
+		}
+		v.U = u
+	default:
+		return false
+	}
+	return true
+}
+
+// numeric reports whether a scanned value is a number, or a string holding one.
+func numeric(r Raw, text string) bool {
+	switch r.Kind {
+	case Number:
+		return true // the scan checked it
+	case String:
+		return IsNumber(text)
+	}
+	return false
+}
+
+// intBounds are the ranges of CQL's integer kinds.
+var intBounds = [...][2]int64{
+	packed.KTinyint:  {math.MinInt8, math.MaxInt8},
+	packed.KSmallint: {math.MinInt16, math.MaxInt16},
+	packed.KInt:      {math.MinInt32, math.MaxInt32},
+	packed.KBigint:   {math.MinInt64, math.MaxInt64},
+}
+
+// bstr views b as a string without copying, for parsers that do not keep it.
+func bstr(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
