@@ -265,7 +265,8 @@ type MapEntry struct {
 }
 
 // SortedMap rewrites the map collected at buf[start:] (a 4-byte count placeholder, then the framed values of
-// es) as its CQL wire form: entries in key order, the last of equal keys kept, as the JSON path writes them.
+// es) as its CQL wire form: entries in key order, the last of equal keys kept. That is Protobuf's rule for
+// a map field and what Avro's reference decoders do; JSON, whose objects have no such rule, keeps the first.
 func SortedMap(buf []byte, start int, es []MapEntry) []byte {
 	slices.SortStableFunc(es, func(a, b MapEntry) int { return bytes.Compare(a.Key, b.Key) })
 	n := 0
