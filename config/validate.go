@@ -402,10 +402,21 @@ func (c *Config) validateTopics(v *validator) {
 	sources := map[string]string{} // Kafka topic → config name that reads it
 	for _, name := range names {
 		t := c.Topics[name]
-		if prev, dup := sources[t.Topic]; dup && t.Topic != "" {
-			v.add("topics."+name+".topic", "Kafka topic %q is already read by topics.%s; each Kafka topic is read by one entry", t.Topic, prev)
-		} else {
+		prev, dup := sources[t.Topic]
+		if !dup || t.Topic == "" {
 			sources[t.Topic] = name
+			continue
+		}
+		// Entries sharing a Kafka topic read one stream: what belongs to the topic must agree.
+		first := c.Topics[prev]
+		if t.Codec != first.Codec {
+			v.add("topics."+name+".codec", "%q differs from topics.%s.codec %q, which reads the same Kafka topic %q; entries of one topic share its codec", t.Codec, prev, first.Codec, t.Topic)
+		}
+		if t.Accept != first.Accept {
+			v.add("topics."+name+".accept", "differs from topics.%s.accept, which reads the same Kafka topic %q; entries of one topic share its accept window", prev, t.Topic)
+		}
+		if t.DeadLetterTopic != first.DeadLetterTopic {
+			v.add("topics."+name+".dead_letter_topic", "%q differs from topics.%s.dead_letter_topic %q, which reads the same Kafka topic %q; entries of one topic share its dead-letter topic", t.DeadLetterTopic, prev, first.DeadLetterTopic, t.Topic)
 		}
 	}
 	for _, name := range names {

@@ -79,6 +79,9 @@ type RecordError struct {
 	Offset    int64
 	Reason    string // ReasonDecode, ReasonMap, ReasonSchema, ReasonExpired, ReasonLate or ReasonFuture
 	Err       error
+	// Entry is the entry (topics.<name>) that refused the record; empty for an error of the whole
+	// record, such as an unknown topic.
+	Entry string
 }
 
 func (e *RecordError) Error() string {
@@ -98,10 +101,11 @@ var ErrUnknownTopic = errors.New("no configured topic reads this Kafka topic")
 // Mapper maps records of every configured topic. It is immutable after New apart from its
 // caches, and safe for concurrent use.
 type Mapper struct {
-	byKafka map[string]*plan // Kafka topic → plan
-	byName  map[string]*plan // topics.<name> → plan
-	tables  schema.Tables    // topics.<name> → the table its rows are bound to
-	pool    sync.Pool        // *scratch
+	byKafka map[string]*plan   // Kafka topic → plan
+	byName  map[string]*plan   // topics.<name> → plan
+	entries map[string][]*plan // Kafka topic → the plans of its entries, by name
+	tables  schema.Tables      // topics.<name> → the table its rows are bound to
+	pool    sync.Pool          // *scratch
 	// registry serves the writer schemas of the topics whose codec reads them; nil when none does.
 	registry codec.Registry
 }
@@ -288,10 +292,14 @@ func (m *Mapper) Map(rec Record) (batcher.Row, error) {
 // *codec.UnavailableError and is no *RecordError: the record is not at fault, and mapping it again
 // later will succeed.
 func (m *Mapper) MapContext(ctx context.Context, rec Record) (batcher.Row, error) {
+	if len(m.entries[rec.Topic]) > 1 {
+		return batcher.Row{}, fmt.Errorf("topic %s partition %d offset %d: %d entries read this Kafka topic; map it with MapAll",
+			rec.Topic, rec.Partition, rec.Offset, len(m.entries[rec.Topic]))
+	}
 	p := m.byKafka[rec.Topic]
 	if p == nil {
-		return batcher.Row{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, ReasonMap,
-			fmt.Errorf("%w (configured topics read %s)", ErrUnknownTopic, strings.Join(m.kafkaTopics(), ", "))}
+		return batcher.Row{}, &RecordError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Reason: ReasonMap,
+			Err: fmt.Errorf("%w (configured topics read %s)", ErrUnknownTopic, strings.Join(m.kafkaTopics(), ", "))}
 	}
 	s := m.pool.Get().(*scratch)
 	out, reason, err := p.mapRecord(ctx, &rec, s)
@@ -308,7 +316,7 @@ func recordError(rec *Record, reason string, err error) error {
 	if ue := (*codec.UnavailableError)(nil); errors.As(err, &ue) {
 		return fmt.Errorf("topic %s partition %d offset %d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 	}
-	return &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
+	return &RecordError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: err}
 }
 
 // maxScratch bounds the buffers a pooled scratch keeps, so one huge record does not pin its

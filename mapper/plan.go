@@ -37,7 +37,7 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mapper{byKafka: map[string]*plan{}, byName: map[string]*plan{}, tables: tables}
+	m := &Mapper{byKafka: map[string]*plan{}, byName: map[string]*plan{}, entries: map[string][]*plan{}, tables: tables}
 	for _, o := range opts {
 		o(m)
 	}
@@ -72,6 +72,7 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 		}
 		m.byKafka[p.kafkaTopic] = p
 		m.byName[name] = p
+		m.entries[p.kafkaTopic] = append(m.entries[p.kafkaTopic], p) // TopicNames is sorted
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -271,5 +272,6 @@ func (p *plan) newTarget(name string) *batcher.Target {
 		Insert:      p.desc.Insert(name),
 		Columns:     p.insertCols,
 		Consistency: p.consistency,
+		Entry:       p.name,
 	}
 }
