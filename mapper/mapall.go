@@ -69,3 +69,7 @@ func (m *Mapper) mapPlan(ctx context.Context, p *plan, rec Record) (batcher.Row,
 	}
 	return out.row, nil
 }
+
+// ReasonTombstone: the entry skips a tombstone (on_tombstone: skip); the pipeline counts it in
+// sink_records_skipped_total and commits past it.
+const ReasonTombstone = "tombstone"

@@ -68,7 +68,7 @@ func benchmarkPipeline(b *testing.B, w BatchWriter) {
 		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
 	}
 	cfg.ApplyDefaults()
-	pl, err := New(Config{Sink: cfg, Mapper: fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events"}},
+	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Entry: "events"}}},
 		Writer: w, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		b.Fatal(err)

@@ -54,7 +54,7 @@ type Owner interface {
 	DeadLetterWrite(offset int64, reason, table string, row *batcher.Row, err error)
 }
 
-// Topic is what the stage knows of a consumed topic.
+// Topic is what the stage knows of an entry (topics.<name>), one table a Kafka topic feeds.
 type Topic struct {
 	Name         string // the key under topics: in the configuration
 	Sliced       bool
@@ -72,7 +72,7 @@ type Config struct {
 	// Slices creates a missing slice table for topics with bucket.missing_slice: create; nil: such rows
 	// wait, retried with backoff, until the table exists.
 	Slices  SliceMaker
-	Topics  map[string]Topic // by Kafka topic
+	Topics  map[string]Topic // by entry name (batcher.Target.Entry): a Kafka topic may feed several
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 	Now     func() time.Time
@@ -415,6 +415,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 	written := len(b.Rows) - len(failures)
 	if written > 0 {
 		m.RecordsWritten.WithLabelValues(topic).Add(float64(written))
+		m.EntryRowsWritten.WithLabelValues(topic, b.Target.Entry).Add(float64(written))
 		b.EachPartition(s.cfg.Written)
 	}
 	var rejected map[int]error
@@ -447,7 +448,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 // cause, rate-limited), and the creation with it.
 func (s *Stage) createSlice(b *batcher.Batch, err error) (bool, error) {
 	src := b.Rows[0].Source
-	ti, known := s.cfg.Topics[src.Topic]
+	ti, known := s.cfg.Topics[b.Target.Entry]
 	if !known || !ti.Sliced || ti.MissingSlice != config.MissingSliceCreate || s.cfg.Slices == nil ||
 		!cassandra.IsMissingTable(err) || s.ctx.Err() != nil {
 		return false, err
@@ -477,7 +478,7 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 		s.gateLeft(rb, false)
 		return false
 	}
-	if ti, known := s.cfg.Topics[b.Rows[0].Source.Topic]; known && ti.Sliced &&
+	if ti, known := s.cfg.Topics[b.Target.Entry]; known && ti.Sliced &&
 		ti.MissingSlice == config.MissingSliceDeadLetter && reason == cassandra.FailMissingTable {
 		s.deadLetterSlice(b, owners, err)
 		s.gateLeft(rb, false)
@@ -506,7 +507,7 @@ func (s *Stage) deadLetterSlice(b *batcher.Batch, owners []Owner, err error) {
 		off := b.Rows[i].Source.Offset
 		p.WriteRecovered([]int64{off}) // no longer the write stage's: the sender finishes it
 		derr := fmt.Errorf("slice table %s does not exist (event time %s) and topics.%s.bucket.missing_slice is dead_letter: %w",
-			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), s.cfg.Topics[b.Rows[i].Source.Topic].Name, err)
+			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), b.Target.Entry, err)
 		row := b.Rows[i] // a copy: b's row array is reused once the batch is released
 		p.DeadLetterWrite(off, deadletter.ReasonSlice, table, &row, derr)
 	}

@@ -127,7 +127,7 @@ func (w *fakeWriter) count() int {
 	return w.writes
 }
 
-var target = &batcher.Target{Keyspace: "ks", Table: "readings", Columns: []string{"id"}}
+var target = &batcher.Target{Keyspace: "ks", Table: "readings", Columns: []string{"id"}, Entry: "readings"}
 
 // row is a row of entity key from the owner's partition at offset.
 func row(o *fakeOwner, key string, offset int64) batcher.Row {
@@ -301,14 +301,16 @@ func TestRetryGateProbesAFailingTableWithOneBatchAtATime(t *testing.T) {
 
 // TestMissingSliceDeadLetterCarriesTheRow guards against a row whose slice table does not exist being
 // handed to the dead-letter sender without the row: the sender re-reads the record from Kafka, and when
-// the record has left Kafka by then it had nothing to dead-letter and stopped the partition.
+// the record has left Kafka by then it had nothing to dead-letter and stopped the partition. The stage
+// finds the settings by the row's entry (topics.readings), not by its Kafka topic (events), which
+// several entries may read.
 func TestMissingSliceDeadLetterCarriesTheRow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		missing := &cassandra.WriteError{Keyspace: "ks", Table: "readings", Reason: cassandra.FailMissingTable,
 			Err: errors.New("unconfigured table readings")}
 		w := &fakeWriter{err: missing}
 		s := startStage(t, w, 2, time.Hour, map[string]Topic{
-			"events": {Name: "events", Sliced: true, MissingSlice: config.MissingSliceDeadLetter},
+			"readings": {Name: "readings", Sliced: true, MissingSlice: config.MissingSliceDeadLetter},
 		})
 		a, b := sendMixedBatch(s)
 		for _, o := range []*fakeOwner{a, b} {
