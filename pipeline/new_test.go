@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/pipeline/metrics"
@@ -64,5 +65,21 @@ func TestDebugPartitionsCanBeTurnedOff(t *testing.T) {
 			}
 		}
 		srv.Close()
+	}
+}
+
+// TestPartitionBudgetOfATopicOfSeveralEntriesIsTheSmallest: the budget gauge of a Kafka topic read by
+// two entries is the smaller budget, not whichever entry was configured last.
+func TestPartitionBudgetOfATopicOfSeveralEntriesIsTheSmallest(t *testing.T) {
+	cfg := (&fixture{t: t, addrs: []string{"127.0.0.1:1"}, group: "g"}).twoEntriesConfig(testDLQ)
+	a, b := cfg.Topics["a"], cfg.Topics["b"]
+	a.PartitionBudget, b.PartitionBudget = 50e6, 100e6
+	cfg.Topics["a"], cfg.Topics["b"] = a, b
+	pl, err := New(Config{Sink: cfg, Mapper: twoEntries{}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(pl.metrics.PartitionBudget.WithLabelValues(testTopic)); got != 50e6 {
+		t.Errorf("sink_partition_budget_bytes %v, want the smaller budget 50e6", got)
 	}
 }

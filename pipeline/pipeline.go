@@ -192,6 +192,7 @@ func New(cfg Config) (*Pipeline, error) {
 		recreatedChecked: make(map[string]time.Time),
 	}
 	pl.backoff = backoff.Policy{Initial: w.RetryInitial.Std(), Max: w.RetryMax.Std()}
+	budgets := make(map[string]int64) // by Kafka topic
 	for _, name := range cfg.Sink.TopicNames() {
 		t := cfg.Sink.Topics[name]
 		kt := t.Topic
@@ -216,7 +217,14 @@ func New(cfg Config) (*Pipeline, error) {
 		if t.WriteTimestamp == config.WriteTimestampOffset && ti.offsetEntry == "" {
 			ti.offsetEntry = name
 		}
-		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(t.PartitionBudget))
+		// A topic read by several entries shows the smallest of their budgets: sink_largest_partition_bytes
+		// of the topic is held against it.
+		if _, ok := budgets[kt]; !ok || int64(t.PartitionBudget) < budgets[kt] {
+			budgets[kt] = int64(t.PartitionBudget)
+		}
+	}
+	for kt, b := range budgets {
+		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(b))
 	}
 	pl.metrics.ConfigureLive(w.TopPartitions, cfg.Now)
 	var largest func() any

@@ -171,7 +171,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic", "partition"}),
 		PartitionBudget: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "partition_budget_bytes",
-			Help: "The topic's partition size budget (topics.<name>.partition_budget).",
+			Help: "The topic's partition size budget (topics.<name>.partition_budget; the smallest of its entries' when several read the Kafka topic).",
 		}, []string{"topic"}),
 		Ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "ready",
