@@ -18,6 +18,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/offsets"
 )
 
 // Tests of a Kafka topic read by several entries: a record has a row in each entry's table, and its
@@ -277,4 +278,75 @@ func TestRecordOneEntryRefusesWithoutDeadLetterTopicStopsThePartition(t *testing
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// retryingTables fails the first write of each table; table_b's second write then waits for release.
+type retryingTables struct {
+	*tablesWriter
+	mu      sync.Mutex
+	calls   map[string]int
+	waiting chan struct{} // closed when table_b's second write waits
+}
+
+func (w *retryingTables) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
+	w.mu.Lock()
+	w.calls[b.Target.Table]++
+	n := w.calls[b.Target.Table]
+	w.mu.Unlock()
+	switch {
+	case n == 1:
+		return nil, errors.New("server error: something unknown")
+	case n == 2 && b.Target.Table == "table_b":
+		close(w.waiting)
+		select {
+		case <-w.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return w.tablesWriter.Write(ctx, b)
+}
+
+// TestRecordWithRowsOfTwoFailingTablesStaysStuckUntilBothAreWritten: both tables' writes of a record
+// fail; table a's retry succeeds while table b's is still failing (its retry in flight). The record
+// still holds its partition: stuck, counted once as blocked, nothing committed, until b's row is
+// written. The partition used to count as recovered as soon as one table's write was.
+func TestRecordWithRowsOfTwoFailingTablesStaysStuckUntilBothAreWritten(t *testing.T) {
+	f := newFixture(t, 0, 0)
+	f.produceTo(0, `{"n":1}`)
+	w := &retryingTables{tablesWriter: newTablesWriter(), calls: map[string]int{}, waiting: make(chan struct{})}
+	m := f.startFull(f.twoEntriesConfig(testDLQ), twoEntries{}, w, nil)
+	src := batcher.Source{Topic: testTopic, Partition: 0, Offset: 0}
+	f.waitFor(20*time.Second, "table a's row written and table b's retry in flight", func() bool {
+		select {
+		case <-w.waiting:
+			return w.has("table_a", src)
+		default:
+			return false
+		}
+	})
+	tp := offsets.TopicPartition{Topic: testTopic, Partition: 0}
+	for range 20 {
+		if got := testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)); got != 1 {
+			t.Fatalf("sink_stuck_partitions %v while table b's row of the record is still failing, want 1", got)
+		}
+		m.pl.mu.Lock()
+		p := m.pl.parts[tp]
+		m.pl.mu.Unlock()
+		p.mu.Lock()
+		blocked := p.blocked
+		p.mu.Unlock()
+		if blocked != 1 {
+			t.Fatalf("%d records blocked, want 1: the record whose table b row is retried", blocked)
+		}
+		if c := f.committed(); c[0] > 0 {
+			t.Fatalf("partition 0 committed %d past the record whose row in table b is not written", c[0])
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	close(w.release)
+	f.waitFor(20*time.Second, "all committed once table b's row is written", f.allCommitted)
+	f.waitFor(20*time.Second, "no partition stuck", func() bool {
+		return testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)) == 0
+	})
 }

@@ -57,8 +57,11 @@ type partition struct {
 	mark     offsets.Marker // hands the watermark to the client for commit
 	settled  chan struct{}  // closed when nothing is in flight, for a worker restarting tracking (restartTracking)
 
-	held        map[int64]bool // offsets of batches the write stage gave back unwritten; counted in blocked
-	stuckLogged time.Time      // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
+	// held is the rows of batches the write stage gave back unwritten, heldRecords how many of each
+	// record's rows are held: a record with any is counted once in blocked.
+	held        map[heldRow]bool
+	heldRecords map[int64]int
+	stuckLogged time.Time // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
 	// skipLogged is when the worker last logged a skipped record, skipped how many it skipped since
 	// (skip); the worker's alone.
 	skipLogged time.Time
@@ -72,20 +75,21 @@ type partition struct {
 func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *partition {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &partition{
-		tp:         tp,
-		pl:         pl,
-		topic:      topic,
-		log:        pl.log.With(slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition))),
-		lag:        pl.metrics.ConsumerLag.WithLabelValues(tp.Topic, strconv.Itoa(int(tp.Partition))),
-		quit:       make(chan struct{}),
-		workerDone: make(chan struct{}),
-		ctx:        ctx,
-		cancel:     cancel,
-		tr:         offsets.NewTracker(budget.EntryCost),
-		mark:       offsets.Marker{Clock: pl.commitClock},
-		stuck:      make(map[int64]bool),
-		held:       make(map[int64]bool),
-		hwm:        -1,
+		tp:          tp,
+		pl:          pl,
+		topic:       topic,
+		log:         pl.log.With(slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition))),
+		lag:         pl.metrics.ConsumerLag.WithLabelValues(tp.Topic, strconv.Itoa(int(tp.Partition))),
+		quit:        make(chan struct{}),
+		workerDone:  make(chan struct{}),
+		ctx:         ctx,
+		cancel:      cancel,
+		tr:          offsets.NewTracker(budget.EntryCost),
+		mark:        offsets.Marker{Clock: pl.commitClock},
+		stuck:       make(map[int64]bool),
+		held:        make(map[heldRow]bool),
+		heldRecords: make(map[int64]int),
+		hwm:         -1,
 	}
 	p.workCtx, p.stopWork = context.WithCancel(ctx)
 	p.queue.init()
@@ -610,9 +614,7 @@ func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt
 	}
 	newly := 0
 	for _, o := range offsets {
-		if p.tr.IsPending(o) && !p.held[o] {
-			p.held[o] = true
-			p.blocked++
+		if row, _ := p.hold(o, table); row {
 			newly++
 		}
 	}
@@ -640,41 +642,81 @@ func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt
 // retries up to every writer.retry_max, and one line per retry would drown every other message.
 const stuckLogEvery = time.Minute
 
-// WriteRecovered is called when rows the write stage was retrying were written (or are about to be
-// dead-lettered): they no longer count as blocked, and the partition is no longer stuck on them.
-func (p *partition) WriteRecovered(offsets []int64) {
+// WriteRecovered is called when rows of table the write stage was retrying were written (or are about
+// to be dead-lettered): a record none of whose rows is held any more no longer counts as blocked, and
+// the partition is no longer stuck on it.
+func (p *partition) WriteRecovered(offsets []int64, table string) {
 	p.mu.Lock()
 	var was []int64
+	rows := 0
 	for _, o := range offsets {
-		if p.held[o] {
-			delete(p.held, o)
-			p.blocked--
+		row, record := p.unhold(o, table)
+		if row {
+			rows++
+		}
+		if record {
 			was = append(was, o)
 		}
 	}
 	p.mu.Unlock()
-	if len(was) == 0 {
-		return
-	}
 	for _, o := range was {
 		p.setStuck(o, false)
 	}
-	p.log.Info("failed write resolved; its rows no longer hold the partition", slog.Int64("offset", was[0]),
-		slog.Int("rows", len(was)))
+	if rows > 0 {
+		p.log.Info("failed write resolved; its rows no longer hold the partition", slog.Int64("offset", offsets[0]),
+			slog.String("table", table), slog.Int("rows", rows))
+	}
+}
+
+// heldRow is a record's row in one table (keyspace.table) that a failed write holds.
+type heldRow struct {
+	offset int64
+	table  string
+}
+
+// hold records that the row of the record at offset in table is held by a failed write. It reports
+// whether the row was not held before, and whether the record was not (it is now counted in blocked).
+// A record no longer pending is left alone. The caller holds mu.
+func (p *partition) hold(offset int64, table string) (row, record bool) {
+	k := heldRow{offset, table}
+	if p.held[k] || !p.tr.IsPending(offset) {
+		return false, false
+	}
+	p.held[k] = true
+	p.heldRecords[offset]++
+	if p.heldRecords[offset] > 1 {
+		return true, false
+	}
+	p.blocked++
+	return true, true
+}
+
+// unhold undoes hold for a row written after all (or handed to the dead-letter sender). It reports
+// whether the row was held, and whether the record has no row held any more (no longer blocked). The
+// caller holds mu.
+func (p *partition) unhold(offset int64, table string) (row, record bool) {
+	k := heldRow{offset, table}
+	if !p.held[k] {
+		return false, false
+	}
+	delete(p.held, k)
+	if p.heldRecords[offset]--; p.heldRecords[offset] > 0 {
+		return true, false
+	}
+	delete(p.heldRecords, offset)
+	p.blocked--
+	return true, true
 }
 
 // WriteAbandoned is called when the write stage drops a batch it will not send again: the process is
 // stopping, or the partition was given up. The rows stay not done, so the watermark stops before the
 // first of them and the next owner (or the next start) replays them; they count as blocked so that a
 // stopping partition does not wait for them.
-func (p *partition) WriteAbandoned(offsets []int64) {
+func (p *partition) WriteAbandoned(offsets []int64, table string) {
 	p.mu.Lock()
 	if !p.revoked {
 		for _, o := range offsets {
-			if p.tr.IsPending(o) && !p.held[o] {
-				p.held[o] = true
-				p.blocked++
-			}
+			p.hold(o, table)
 		}
 	}
 	p.mu.Unlock()

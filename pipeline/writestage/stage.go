@@ -44,10 +44,10 @@ type Owner interface {
 	Complete(offsets []int64)
 	// WriteRetrying: the batch holding the rows was given back unwritten and will be sent again.
 	WriteRetrying(offsets []int64, table, reason string, attempt int, err error)
-	// WriteRecovered: rows given back before are no longer held by a failed write.
-	WriteRecovered(offsets []int64)
-	// WriteAbandoned: the stage will not send the rows again (stopping, or the partition given up).
-	WriteAbandoned(offsets []int64)
+	// WriteRecovered: rows of table (keyspace.table) given back before are no longer held by a failed write.
+	WriteRecovered(offsets []int64, table string)
+	// WriteAbandoned: the stage will not send the rows of table again (stopping, or the partition given up).
+	WriteAbandoned(offsets []int64, table string)
 	// DeadLetterWrite: the row at offset cannot be written (reason deadletter.ReasonWrite: Cassandra
 	// refused it; deadletter.ReasonSlice: its slice table does not exist) and goes to the dead-letter
 	// topic. row is that row, never nil: the dead letter is made of it if the record has left Kafka.
@@ -407,7 +407,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 	}
 	s.acknowledged.Observe(max(s.cfg.Now().Sub(rb.taken), 0).Seconds())
 	if rb.retried {
-		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets) })
+		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets, tableOf(b)) })
 		s.gateLeft(rb, true)
 	}
 	m := s.cfg.Metrics
@@ -474,7 +474,7 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 		reason = we.Reason
 	}
 	if s.ctx.Err() != nil || s.cfg.Stopping() || reason == cassandra.FailCanceled || !anyOwned(owners) {
-		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets) })
+		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets, tableOf(b)) })
 		s.gateLeft(rb, false)
 		return false
 	}
@@ -505,7 +505,7 @@ func (s *Stage) deadLetterSlice(b *batcher.Batch, owners []Owner, err error) {
 			continue
 		}
 		off := b.Rows[i].Source.Offset
-		p.WriteRecovered([]int64{off}) // no longer the write stage's: the sender finishes it
+		p.WriteRecovered([]int64{off}, table) // no longer the write stage's: the sender finishes it
 		derr := fmt.Errorf("slice table %s does not exist (event time %s) and topics.%s.bucket.missing_slice is dead_letter: %w",
 			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), b.Target.Entry, err)
 		row := b.Rows[i] // a copy: b's row array is reused once the batch is released

@@ -69,8 +69,8 @@ func (o *fakeOwner) Complete(offs []int64) { o.note(&o.completed, offs) }
 func (o *fakeOwner) WriteRetrying(offs []int64, _, _ string, _ int, _ error) {
 	o.note(&o.retrying, offs)
 }
-func (o *fakeOwner) WriteRecovered(offs []int64) { o.note(&o.recovered, offs) }
-func (o *fakeOwner) WriteAbandoned(offs []int64) { o.note(&o.abandoned, offs) }
+func (o *fakeOwner) WriteRecovered(offs []int64, _ string) { o.note(&o.recovered, offs) }
+func (o *fakeOwner) WriteAbandoned(offs []int64, _ string) { o.note(&o.abandoned, offs) }
 func (o *fakeOwner) DeadLetterWrite(offset int64, reason, _ string, row *batcher.Row, _ error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
