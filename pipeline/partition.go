@@ -352,6 +352,9 @@ func (p *partition) restartTracking(offset int64) bool {
 // Cassandra drops at once), or it is a tombstone the entry skips (on_tombstone: skip). It is never
 // dead-lettered nor a reason to stop the partition.
 func skipReason(err error) string {
+	if err == nil {
+		return "" // before re: mapped rows cost no allocation here
+	}
 	var re *mapper.RecordError
 	if errors.As(err, &re) && (re.Reason == mapper.ReasonExpired || re.Reason == mapper.ReasonTombstone) {
 		return re.Reason
@@ -406,14 +409,38 @@ func (p *partition) mapRecord(r *kgo.Record) (ms []mapper.Mapped, err error) {
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, SchemaIDHeader: hasHeader(r, mapper.HeaderValueSchemaID),
 	}
-	err = p.waitRegistry(r.Offset, func(ctx context.Context) (err error) {
-		ms, err = p.pl.mapper.MapAll(ctx, rec, p.mapped[:0])
-		return err
-	})
+	// The common path calls the mapper directly; the waits below take closures, kept off it.
+	ms, err = p.pl.mapper.MapAll(p.workCtx, rec, p.mapped[:0])
+	if err != nil && unavailable(err) {
+		ms, err = p.mapAllWaiting(rec, err)
+	}
 	p.mapped = ms[:0]
 	if err != nil || p.split == nil {
 		return ms, err
 	}
+	return ms, p.routeSplits(rec, ms)
+}
+
+// unavailable reports whether err says the schema registry did not answer.
+func unavailable(err error) bool {
+	ue := (*codec.UnavailableError)(nil)
+	return errors.As(err, &ue)
+}
+
+// mapAllWaiting maps rec for every entry again until the schema registry answers (waitRegistry); first
+// is the error of the attempt that found it unavailable.
+func (p *partition) mapAllWaiting(rec mapper.Record, first error) (ms []mapper.Mapped, err error) {
+	err = p.waitRegistry(rec.Offset, first, func(ctx context.Context) (err error) {
+		ms, err = p.pl.mapper.MapAll(ctx, rec, p.mapped[:0])
+		return err
+	})
+	return ms, err
+}
+
+// routeSplits routes the rows of the entries with split on (split.go); an entry whose row the routing
+// changes is mapped again alone (MapEntry), and its refusal, if it now refuses, replaces its row. It
+// returns errStopped when the partition stopped meanwhile.
+func (p *partition) routeSplits(rec mapper.Record, ms []mapper.Mapped) error {
 	for i := range ms {
 		m := &ms[i]
 		s := p.split[m.Entry]
@@ -421,7 +448,8 @@ func (p *partition) mapRecord(r *kgo.Record) (ms []mapper.Mapped, err error) {
 			continue
 		}
 		remap := func() (row batcher.Row, err error) {
-			err = p.waitRegistry(r.Offset, func(ctx context.Context) (err error) {
+			row, err = p.pl.mapper.MapEntry(p.workCtx, m.Entry, rec)
+			err = p.waitRegistry(rec.Offset, err, func(ctx context.Context) (err error) {
 				row, err = p.pl.mapper.MapEntry(ctx, m.Entry, rec)
 				return err
 			})
@@ -429,28 +457,26 @@ func (p *partition) mapRecord(r *kgo.Record) (ms []mapper.Mapped, err error) {
 		}
 		row, err := s.route(m.Row, remap)
 		if errors.Is(err, errStopped) {
-			return ms, err
+			return err
 		}
 		m.Row, m.Err = row, err
 	}
-	return ms, nil
+	return nil
 }
 
-// waitRegistry runs op, a mapping, and while its error says the schema registry does not answer, runs
-// it again with backoff, the partition stuck at offset (retry), until the registry answers or the
-// partition stops (errStopped). Any other error of op is returned as it is.
-func (p *partition) waitRegistry(offset int64, op func(ctx context.Context) error) error {
-	err := op(p.workCtx)
-	ue := (*codec.UnavailableError)(nil)
-	if !errors.As(err, &ue) {
-		return err
+// waitRegistry takes the error of a mapping, first, and while the error says the schema registry does
+// not answer, runs the mapping (op) again with backoff, the partition stuck at offset (retry), until the
+// registry answers or the partition stops (errStopped). Any other error is returned as it is.
+func (p *partition) waitRegistry(offset int64, first error, op func(ctx context.Context) error) error {
+	if first == nil || !unavailable(first) {
+		return first
 	}
 	// The schema registry does not answer: the record waits, and the partition with it.
 	p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
 	var last error
 	if werr := p.retry(offset, "fetching the writer schema from the schema registry", func(ctx context.Context) error {
 		last = op(ctx)
-		if errors.As(last, &ue) {
+		if unavailable(last) {
 			p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
 			return last
 		}
