@@ -209,7 +209,9 @@ func (s *deadLetterSender) abandon(failed []deadLetter) {
 	p.log.Warn("partition stopped while dead letters were failing; they are left to the next owner, uncommitted",
 		slog.Int64("offset", failed[0].offset), slog.Int("records", len(failed)))
 	p.mu.Lock()
-	p.blocked += len(failed)
+	for _, d := range failed {
+		p.block(d.offset)
+	}
 	p.mu.Unlock()
 	p.checkDrained()
 }

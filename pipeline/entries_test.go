@@ -334,7 +334,7 @@ func TestRecordWithRowsOfTwoFailingTablesStaysStuckUntilBothAreWritten(t *testin
 		p := m.pl.parts[tp]
 		m.pl.mu.Unlock()
 		p.mu.Lock()
-		blocked := p.blocked
+		blocked := len(p.blockers)
 		p.mu.Unlock()
 		if blocked != 1 {
 			t.Fatalf("%d records blocked, want 1: the record whose table b row is retried", blocked)
@@ -349,4 +349,31 @@ func TestRecordWithRowsOfTwoFailingTablesStaysStuckUntilBothAreWritten(t *testin
 	f.waitFor(20*time.Second, "no partition stuck", func() bool {
 		return testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)) == 0
 	})
+}
+
+// TestRecordBlockedSeveralWaysCountsOnceUntilTheLast: a record whose rows in two tables are held by
+// failed writes and whose dead letter was given up at a stop counts once among the records a stopping
+// partition no longer waits for, and stays counted until the last of these is undone.
+func TestRecordBlockedSeveralWaysCountsOnceUntilTheLast(t *testing.T) {
+	p := &partition{tr: offsets.NewTracker(0), blockers: map[int64]int{}, held: map[heldRow]bool{}, heldRecords: map[int64]int{}}
+	if err := p.tr.Register(5, 0, 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	p.hold(5, "ks.a")
+	p.hold(5, "ks.b")
+	p.hold(5, "ks.a") // the same batch failing again
+	p.block(5)        // its dead letter given up
+	if len(p.blockers) != 1 {
+		t.Fatalf("%d records blocked, want 1", len(p.blockers))
+	}
+	if _, free := p.unhold(5, "ks.a"); free || len(p.blockers) != 1 {
+		t.Fatalf("after table a's row was written: no row held %v, %d records blocked; want false, 1", free, len(p.blockers))
+	}
+	if _, free := p.unhold(5, "ks.b"); !free || len(p.blockers) != 1 {
+		t.Fatalf("after table b's row was written: no row held %v, %d records blocked; want true, 1 (its dead letter)", free, len(p.blockers))
+	}
+	p.unblock(5)
+	if len(p.blockers) != 0 {
+		t.Fatalf("%d records blocked once nothing blocks the record, want 0", len(p.blockers))
+	}
 }

@@ -46,11 +46,14 @@ type partition struct {
 	workCtx    context.Context // the worker's calls (the routing table of splits); canceled by stop
 	stopWork   context.CancelFunc
 
-	mu       sync.Mutex
-	tr       *offsets.Tracker
-	revoked  bool           // set once, under mu, before the revoke commit; no mark after it
-	stuck    map[int64]bool // offsets that failed and hold the watermark; non-empty means stuck
-	blocked  int            // records that cannot finish in this assignment (the worker halted on them)
+	mu      sync.Mutex
+	tr      *offsets.Tracker
+	revoked bool           // set once, under mu, before the revoke commit; no mark after it
+	stuck   map[int64]bool // offsets that failed and hold the watermark; non-empty means stuck
+	// blockers counts, per record that cannot finish in this assignment, what stops it: each row of it a
+	// failed write holds, its dead letter given up at a stop, its rows never handed on, a halt on it. A
+	// record counts once, however many it has, when a stopping partition checks what may still finish.
+	blockers map[int64]int
 	drained  chan struct{}  // closed when stopping and every record that can finish has
 	stopping bool           // the worker is stopped; waiting for in-flight work
 	hwm      int64          // high watermark of the last fetch, for the lag gauge
@@ -58,7 +61,7 @@ type partition struct {
 	settled  chan struct{}  // closed when nothing is in flight, for a worker restarting tracking (restartTracking)
 
 	// held is the rows of batches the write stage gave back unwritten, heldRecords how many of each
-	// record's rows are held: a record with any is counted once in blocked.
+	// record's rows are held (the partition is stuck on a record while it has any).
 	held        map[heldRow]bool
 	heldRecords map[int64]int
 	stuckLogged time.Time // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
@@ -87,6 +90,7 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 		tr:          offsets.NewTracker(budget.EntryCost),
 		mark:        offsets.Marker{Clock: pl.commitClock},
 		stuck:       make(map[int64]bool),
+		blockers:    make(map[int64]int),
 		held:        make(map[heldRow]bool),
 		heldRecords: make(map[int64]int),
 		hwm:         -1,
@@ -566,16 +570,11 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 		return true
 	case <-p.quit:
 		// Registered but never handed on: their records cannot finish in this assignment, so the revoke
-		// must not wait for them; they stay undone, so the watermark stops before the first of them. A
-		// record's rows are contiguous and handed on together.
-		records := 0
-		for i := range rows {
-			if i == 0 || rows[i].Source.Offset != rows[i-1].Source.Offset {
-				records++
-			}
-		}
+		// must not wait for them; they stay undone, so the watermark stops before the first of them.
 		p.mu.Lock()
-		p.blocked += records
+		for i := range rows {
+			p.block(rows[i].Source.Offset)
+		}
 		p.mu.Unlock()
 		return false
 	}
@@ -622,9 +621,19 @@ func (p *partition) halt(offset int64, reason string, err error) {
 		slog.Int64("offset", offset), slog.String("reason", reason), p.pl.badRecordError(err))
 	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 	p.mu.Lock()
-	p.blocked++
+	p.block(offset)
 	p.mu.Unlock()
 	p.setStuck(offset, true)
+}
+
+// block counts one more thing that stops the record at offset from finishing in this assignment (see
+// blockers); unblock takes one back. The caller holds mu.
+func (p *partition) block(offset int64) { p.blockers[offset]++ }
+
+func (p *partition) unblock(offset int64) {
+	if p.blockers[offset]--; p.blockers[offset] <= 0 {
+		delete(p.blockers, offset)
+	}
 }
 
 // WriteRetrying is called when the writer gave a batch back unwritten and the write stage will send it
@@ -640,7 +649,7 @@ func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt
 	}
 	newly := 0
 	for _, o := range offsets {
-		if row, _ := p.hold(o, table); row {
+		if p.hold(o, table) {
 			newly++
 		}
 	}
@@ -669,8 +678,8 @@ func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt
 const stuckLogEvery = time.Minute
 
 // WriteRecovered is called when rows of table the write stage was retrying were written (or are about
-// to be dead-lettered): a record none of whose rows is held any more no longer counts as blocked, and
-// the partition is no longer stuck on it.
+// to be dead-lettered): they no longer block their records, and the partition is no longer stuck on a
+// record none of whose rows is held any more.
 func (p *partition) WriteRecovered(offsets []int64, table string) {
 	p.mu.Lock()
 	var was []int64
@@ -700,37 +709,33 @@ type heldRow struct {
 	table  string
 }
 
-// hold records that the row of the record at offset in table is held by a failed write. It reports
-// whether the row was not held before, and whether the record was not (it is now counted in blocked).
-// A record no longer pending is left alone. The caller holds mu.
-func (p *partition) hold(offset int64, table string) (row, record bool) {
+// hold records that the row of the record at offset in table is held by a failed write (a blocker of
+// the record). It reports whether the row was not held before. A record no longer pending is left
+// alone. The caller holds mu.
+func (p *partition) hold(offset int64, table string) bool {
 	k := heldRow{offset, table}
 	if p.held[k] || !p.tr.IsPending(offset) {
-		return false, false
+		return false
 	}
 	p.held[k] = true
 	p.heldRecords[offset]++
-	if p.heldRecords[offset] > 1 {
-		return true, false
-	}
-	p.blocked++
-	return true, true
+	p.block(offset)
+	return true
 }
 
 // unhold undoes hold for a row written after all (or handed to the dead-letter sender). It reports
-// whether the row was held, and whether the record has no row held any more (no longer blocked). The
-// caller holds mu.
+// whether the row was held, and whether the record has no row held any more. The caller holds mu.
 func (p *partition) unhold(offset int64, table string) (row, record bool) {
 	k := heldRow{offset, table}
 	if !p.held[k] {
 		return false, false
 	}
 	delete(p.held, k)
+	p.unblock(offset)
 	if p.heldRecords[offset]--; p.heldRecords[offset] > 0 {
 		return true, false
 	}
 	delete(p.heldRecords, offset)
-	p.blocked--
 	return true, true
 }
 
@@ -803,7 +808,7 @@ func (p *partition) unreadable(offset int64, reason string, cause error) {
 		slog.Any("error", deadletter.ErrRecordGone))
 	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 	p.mu.Lock()
-	p.blocked++
+	p.block(offset)
 	p.mu.Unlock()
 	p.setStuck(offset, true)
 	p.checkDrained()
@@ -878,7 +883,7 @@ func (p *partition) checkDrained() {
 	if !p.stopping || p.drained == nil {
 		return
 	}
-	if p.tr.InFlight() <= p.blocked {
+	if p.tr.InFlight() <= len(p.blockers) {
 		select {
 		case <-p.drained:
 		default:
