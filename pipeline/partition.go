@@ -162,8 +162,8 @@ func (p *partition) work() {
 					return
 				}
 			}
-			// A record's rows go to the write stage in one message (handOff counts what it could not hand on
-			// by record).
+			// A record's rows go to the write stage in one message, which the pooled hand-off slice holds
+			// without growing.
 			if len(rows)+len(p.topic.entries) > cap(rows) && !flush() {
 				stop(recs[i:])
 				return
