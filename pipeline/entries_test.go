@@ -31,15 +31,24 @@ var (
 )
 
 // twoEntries maps every record for entries a and b. A value "bad-<entries> ..." is refused by the
-// entries named in <entries> ("bad-a", "bad-b", "bad-ab"); every other record is mapped by both.
+// entries named in <entries> ("bad-a", "bad-b", "bad-ab"), and "skip-<entries> ..." skipped by them (its
+// row would be born expired); every other record is mapped by both.
 type twoEntries struct{}
 
 func (twoEntries) MapAll(_ context.Context, r mapper.Record, out []mapper.Mapped) ([]mapper.Mapped, error) {
-	refusers := ""
+	refusers, skippers := "", ""
 	if v, ok := strings.CutPrefix(string(r.Value), "bad-"); ok {
 		refusers, _, _ = strings.Cut(v, " ")
 	}
+	if v, ok := strings.CutPrefix(string(r.Value), "skip-"); ok {
+		skippers, _, _ = strings.Cut(v, " ")
+	}
 	for _, t := range []*batcher.Target{targetA, targetB} {
+		if strings.Contains(skippers, t.Entry) {
+			out = append(out, mapper.Mapped{Entry: t.Entry, Err: &mapper.RecordError{Topic: r.Topic, Partition: r.Partition,
+				Offset: r.Offset, Reason: mapper.ReasonExpired, Entry: t.Entry, Err: errors.New("the row would be born expired")}})
+			continue
+		}
 		if strings.Contains(refusers, t.Entry) {
 			out = append(out, mapper.Mapped{Entry: t.Entry, Err: &mapper.RecordError{Topic: r.Topic, Partition: r.Partition,
 				Offset: r.Offset, Reason: mapper.ReasonMap, Entry: t.Entry, Err: errors.New("column v: no field v")}})
@@ -375,5 +384,31 @@ func TestRecordBlockedSeveralWaysCountsOnceUntilTheLast(t *testing.T) {
 	p.unblock(5)
 	if len(p.blockers) != 0 {
 		t.Fatalf("%d records blocked once nothing blocks the record, want 0", len(p.blockers))
+	}
+}
+
+// TestRecordIsSkippedOnlyWhenEveryEntrySkipsIt: a record one entry skips is written by the other and
+// committed once that row is; a record both skip is committed with no row; neither is dead-lettered.
+func TestRecordIsSkippedOnlyWhenEveryEntrySkipsIt(t *testing.T) {
+	f := newFixture(t, 10, 0)
+	at := f.produceTo(0, "skip-a {}", "skip-ab {}", `{"n":"after"}`)
+	w := newTablesWriter()
+	m := f.startFull(f.twoEntriesConfig(testDLQ), twoEntries{}, w, nil)
+	f.waitFor(20*time.Second, "committed offsets to reach the end", f.allCommitted)
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	one, both := batcher.Source{Topic: testTopic, Partition: 0, Offset: at}, batcher.Source{Topic: testTopic, Partition: 0, Offset: at + 1}
+	if w.has("table_a", one) || !w.has("table_b", one) {
+		t.Errorf("the record a skips: in table_a %v, in table_b %v; want only in table_b", w.has("table_a", one), w.has("table_b", one))
+	}
+	if w.has("table_a", both) || w.has("table_b", both) {
+		t.Error("the record both entries skip has a row")
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsSkipped.WithLabelValues(testTopic, mapper.ReasonExpired)); got != 3 {
+		t.Errorf("sink_records_skipped_total %v, want 3 (one per entry that skips a record)", got)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsDeadLettered.WithLabelValues(testTopic, mapper.ReasonExpired)); got != 0 {
+		t.Errorf("sink_records_dead_lettered_total{reason=expired} %v, want 0", got)
 	}
 }
