@@ -276,10 +276,13 @@ func (s *Stage) Run() {
 	}
 }
 
-// overdue reports whether the oldest open batch has waited past its linger by more than overdue.
+// overdue reports whether the oldest open batch has waited past its linger by overdue or more: the timer
+// set for that moment finds it overdue. With a strict comparison a timer that fired exactly then found it
+// not overdue, and was set again for that same moment, at once: the stage spun until the clock moved on
+// (under testing/synctest it never does).
 func (s *Stage) overdue(now time.Time) bool {
 	next, ok := s.b.NextDue()
-	return ok && now.Sub(next) > overdue
+	return ok && now.Sub(next) >= overdue
 }
 
 // add puts a message's rows into the batcher; batches that fill up become ready.
