@@ -309,7 +309,7 @@ func (c *Config) validateWriter(v *validator) {
 	}
 	v.positive("writer.batch_max_bytes", int64(w.BatchMaxBytes), w.BatchMaxBytes.String())
 	if w.BatchMaxBytes > maxBatchBytes {
-		v.add("writer.batch_max_bytes", "%s is more than %s; Cassandra rejects a mutation over half its commit log segment (16 MiB by default), and batches that large hurt latency; use e.g. 32KiB", w.BatchMaxBytes, maxBatchBytes)
+		v.add("writer.batch_max_bytes", "%s is more than %s; Cassandra rejects a mutation over half its commit log segment (16 MiB by default), and batches that large hurt latency; use e.g. 64KiB", w.BatchMaxBytes, maxBatchBytes)
 	}
 	if w.Linger < 0 {
 		v.add("writer.linger", "negative (%s); use 0 to write every batch at once, or e.g. 5ms", w.Linger)
