@@ -182,3 +182,35 @@ topics:
 		t.Errorf("other accept %+v, want before %s (default), after 5m (environment)", a, DefaultAcceptBefore)
 	}
 }
+
+// TestEntriesOfOneKafkaTopicMayDifferInEverythingButTheRecord guards the fan-out: a second entry
+// reading the same Kafka topic is valid with its own table, id, time field, bucket, TTL, write
+// timestamp, split and partition budget, as long as codec, accept window and dead-letter topic agree.
+func TestEntriesOfOneKafkaTopicMayDifferInEverythingButTheRecord(t *testing.T) {
+	c := validConfig(t, func(c *Config) {
+		r := c.Topics["readings"]
+		r.DeadLetterTopic = "sensor-readings.dlq"
+		c.Topics["readings"] = r
+		c.Topics["by-site"] = Topic{
+			Topic:  r.Topic,
+			Codec:  r.Codec,
+			ID:     []string{"site_id"},
+			Time:   EventTime{Source: TimeSourceKafka},
+			Bucket: Bucket{Width: "1h", EventBuckets: 4},
+			Table:  "readings_by_site",
+			Columns: []Column{
+				{Name: "site_id", Type: "text", Field: "site.id"},
+				{Name: "reading_time", Type: "timestamp", Source: SourceEventTime},
+				{Name: "device_id", Type: "text", Field: "device_id"},
+			},
+			Clustering:      []Clustering{{Column: "reading_time"}, {Column: "device_id", Order: "asc"}},
+			TTL:             Duration(7 * Day),
+			WriteTimestamp:  WriteTimestampOffset,
+			PartitionBudget: 10e6,
+			DeadLetterTopic: r.DeadLetterTopic,
+			Accept:          r.Accept,
+		}
+		c.ApplyDefaults()
+	})
+	wantProblems(t, c, nil)
+}
