@@ -446,6 +446,34 @@ func quotedOrNone(s string) string {
 	return strconv.Quote(s)
 }
 
+// EntriesOf returns the names of the entries that read Kafka topic kafkaTopic, sorted.
+func (c *Config) EntriesOf(kafkaTopic string) []string {
+	var names []string
+	for _, name := range c.TopicNames() {
+		if c.Topics[name].Topic == kafkaTopic {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// Entry resolves what a command line calls a topic: an entry name (a key under topics:), or the
+// Kafka topic of exactly one entry. A Kafka topic read by several entries is an error listing them,
+// as is a name that is neither.
+func (c *Config) Entry(name string) (string, error) {
+	if _, ok := c.Topics[name]; ok {
+		return name, nil
+	}
+	switch entries := c.EntriesOf(name); len(entries) {
+	case 0:
+		return "", fmt.Errorf("%q is neither a configured topic nor the Kafka topic of one; topics: %v", name, c.TopicNames())
+	case 1:
+		return entries[0], nil
+	default:
+		return "", fmt.Errorf("Kafka topic %q is read by %d entries (%s); name one of them", name, len(entries), strings.Join(entries, ", "))
+	}
+}
+
 // TopicNames returns the configured topic names, sorted.
 func (c *Config) TopicNames() []string {
 	names := make([]string, 0, len(c.Topics))
