@@ -117,14 +117,18 @@ func (m *Mapper) MapEntry(ctx context.Context, entry string, rec Record) (batche
 	if p == nil {
 		return batcher.Row{}, fmt.Errorf("mapper: no entry topics.%s", entry)
 	}
+	return m.mapEntry(ctx, p, &rec)
+}
+
+// mapEntry maps rec for entry p alone.
+func (m *Mapper) mapEntry(ctx context.Context, p *plan, rec *Record) (batcher.Row, error) {
 	s := m.pool.Get().(*scratch)
-	var res Mapped
-	err := p.mapInto(ctx, &rec, s, &res)
+	out, reason, err := p.mapRecord(ctx, rec, s)
 	m.release(s)
-	if err == nil {
-		err = res.Err
+	if err != nil {
+		return batcher.Row{}, p.recordError(rec, reason, err)
 	}
-	return res.Row, err
+	return out.row, nil
 }
 
 // mapInto maps rec for entry p alone into res; the error is one that is no entry's fault.

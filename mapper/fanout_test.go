@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/bucketsink/sink/codec"
@@ -257,4 +258,44 @@ func TestEntriesOfATopicShareOneDecodePlan(t *testing.T) {
 	if one := newMapper(t, nil).byKafka["sensor-readings"]; one.fields != nil || one.entries[0].shared {
 		t.Error("a topic of one entry has a shared plan")
 	}
+}
+
+// TestConcurrentMapAll maps from several goroutines at once, the first record of a schema id
+// included (the topic's shared plan and each entry's own are compiled on first sight): under -race
+// it guards the shared state of a topic's entries.
+func TestConcurrentMapAll(t *testing.T) {
+	noHumidity := strings.Replace(sensorAvro, `{"name": "humidity", "type": ["null", "double"]},`, ``, 1)
+	reg := &staticRegistry{schemas: map[int]*codec.Schema{
+		7: {ID: 7, Type: "AVRO", Text: sensorAvro},
+		9: {ID: 9, Type: "AVRO", Text: noHumidity},
+	}}
+	m := newFanoutMapper(t, config.CodecAvro, reg)
+	withoutHumidity := sensorNative()
+	delete(withoutHumidity, "humidity")
+	values := [][]byte{avroValue(t, sensorAvro, 7, sensorNative()), avroValue(t, noHumidity, 9, withoutHumidity)}
+	wantRows := []int{3, 1}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out []Mapped
+			for i := range 200 {
+				k := (g + i) % 2
+				var err error
+				out, err = m.MapAll(context.Background(), Record{Topic: "sensor-readings", Offset: int64(i), Value: values[k], Timestamp: kafkaTS}, out[:0])
+				rows := 0
+				for _, o := range out {
+					if o.Err == nil {
+						rows++
+					}
+				}
+				if err != nil || rows != wantRows[k] {
+					t.Errorf("schema %d: %d rows, error %v; want %d rows", k, rows, err, wantRows[k])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -302,7 +302,7 @@ func (m *Mapper) MapContext(ctx context.Context, rec Record) (batcher.Row, error
 		return batcher.Row{}, fmt.Errorf("mapper: Kafka topic %s is read by %d entries (%s): map its records with MapAll",
 			rec.Topic, len(f.entries), strings.Join(f.names, ", "))
 	}
-	return m.MapEntry(ctx, f.names[0], rec)
+	return m.mapEntry(ctx, f.entries[0], &rec)
 }
 
 // unknownTopic is the error of a record whose Kafka topic no entry reads.
