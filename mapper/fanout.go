@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bucketsink/sink/batcher"
@@ -74,10 +75,10 @@ func (f *feed) compile(reg codec.Registry) {
 }
 
 // Entries lists the names of the entries that read a Kafka topic, sorted; nil for a topic no entry
-// reads. The slice is the mapper's: the caller must not modify it.
+// reads. The slice is the mapper's, clipped (an append copies it): the caller must not modify it.
 func (m *Mapper) Entries(kafkaTopic string) []string {
 	if f := m.byKafka[kafkaTopic]; f != nil {
-		return f.names
+		return slices.Clip(f.names)
 	}
 	return nil
 }
@@ -111,11 +112,13 @@ func (m *Mapper) MapAll(ctx context.Context, rec Record, out []Mapped) ([]Mapped
 	return out, nil
 }
 
-// MapEntry maps rec for one entry only (a split re-maps one entry's row). Its errors are MapContext's.
+// MapEntry maps rec for one entry only (a split re-maps one entry's row). Its errors are MapContext's;
+// an entry that does not read rec.Topic is a *RecordError of reason map.
 func (m *Mapper) MapEntry(ctx context.Context, entry string, rec Record) (batcher.Row, error) {
 	p := m.byName[entry]
-	if p == nil {
-		return batcher.Row{}, fmt.Errorf("mapper: no entry topics.%s", entry)
+	if p == nil || p.kafkaTopic != rec.Topic {
+		return batcher.Row{}, &RecordError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Reason: ReasonMap,
+			Entry: entry, Err: fmt.Errorf("no entry topics.%s reads this Kafka topic", entry)}
 	}
 	return m.mapEntry(ctx, p, &rec)
 }

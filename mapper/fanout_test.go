@@ -299,3 +299,20 @@ func TestConcurrentMapAll(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestMapEntryRefusesAnEntryOfAnotherTopic: a split re-maps a row by its entry's name; an entry that
+// does not read the record's topic is a refusal of reason map naming it, not a row of another table.
+func TestMapEntryRefusesAnEntryOfAnotherTopic(t *testing.T) {
+	m := newFanoutMapper(t, config.CodecJSON, nil)
+	for _, entry := range []string{"nope", "by-site"} {
+		r := rec(sensorJSON)
+		if entry == "by-site" {
+			r.Topic = "other-topic"
+		}
+		_, err := m.MapEntry(context.Background(), entry, r)
+		var re *RecordError
+		if !errors.As(err, &re) || re.Entry != entry || re.Reason != ReasonMap || !strings.Contains(err.Error(), "no entry topics."+entry+" reads this Kafka topic") {
+			t.Errorf("MapEntry(%s) of %s: %v", entry, r.Topic, err)
+		}
+	}
+}
