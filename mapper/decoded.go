@@ -79,27 +79,27 @@ func (p *plan) decodeFields() {
 // writerPlan returns the plan of schema id, fetching the schema and compiling the plan on first
 // sight. A schema the registry does not have is reason schema (not cached: it may be registered
 // yet); a registry that does not answer is a *codec.UnavailableError, reason "".
-func (p *decoder) writerPlan(ctx context.Context, id int) (codec.Plan, string, error) {
-	if v, ok := p.schemas.Load(id); ok {
+func (d *decoder) writerPlan(ctx context.Context, id int) (codec.Plan, string, error) {
+	if v, ok := d.schemas.Load(id); ok {
 		wp := v.(*writerPlan)
 		if wp.err != nil {
 			return nil, ReasonSchema, wp.err
 		}
 		return wp.plan, "", nil
 	}
-	if p.registry == nil {
-		return nil, ReasonSchema, fmt.Errorf("codec %s: no schema_registry is configured", p.codecName)
+	if d.registry == nil {
+		return nil, ReasonSchema, fmt.Errorf("codec %s: no schema_registry is configured", d.codecName)
 	}
-	s, err := p.registry.Schema(ctx, id)
+	s, err := d.registry.Schema(ctx, id)
 	if errors.Is(err, codec.ErrUnknownSchema) {
-		return nil, ReasonSchema, fmt.Errorf("decoding %s: %w", p.codecName, err)
+		return nil, ReasonSchema, fmt.Errorf("decoding %s: %w", d.codecName, err)
 	}
 	if err != nil {
 		return nil, "", err
 	}
 	wp := &writerPlan{}
-	wp.plan, wp.err = p.codec.Compile(s, p.fields)
-	v, _ := p.schemas.LoadOrStore(id, wp)
+	wp.plan, wp.err = d.codec.Compile(s, d.fields)
+	v, _ := d.schemas.LoadOrStore(id, wp)
 	wp = v.(*writerPlan)
 	if wp.err != nil {
 		return nil, ReasonSchema, wp.err
@@ -109,14 +109,14 @@ func (p *decoder) writerPlan(ctx context.Context, id int) (codec.Plan, string, e
 
 // frame is codec.Frame for rec, whose errors are ReasonDecode; a record that carries its schema id in
 // a header is refused as such, whatever its value holds.
-func (p *decoder) frame(rec *Record) (int, []byte, error) {
+func (d *decoder) frame(rec *Record) (int, []byte, error) {
 	if rec.SchemaIDHeader {
 		return 0, nil, fmt.Errorf("decoding %s: the record carries its writer schema id in the %s header (the newer Confluent clients' header form), which this sink does not read; have the producer write the id into the value (the wire format's 5-byte prefix, the clients' default)",
-			p.codecName, HeaderValueSchemaID)
+			d.codecName, HeaderValueSchemaID)
 	}
 	id, body, err := codec.Frame(rec.Value)
 	if err != nil {
-		return 0, nil, fmt.Errorf("decoding %s: %w", p.codecName, err)
+		return 0, nil, fmt.Errorf("decoding %s: %w", d.codecName, err)
 	}
 	return id, body, nil
 }

@@ -155,6 +155,10 @@ var errPending = errors.New("mapper: left to the reference")
 // mapShared maps rec for every entry of f into res (one per entry, in order); the error is one that
 // is no entry's fault.
 func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Mapped) error {
+	if rec.Value == nil {
+		// A tombstone (Kafka's null value) has nothing to decode; what it means is each entry's to say.
+		return f.eachAlone(ctx, rec, s, res)
+	}
 	mrec := rec // the record as the entries map it: a json_schema record's value is its JSON body
 	var wp codec.Plan
 	body := rec.Value

@@ -125,6 +125,10 @@ func TestMapAllGivesEachEntryWhatItGivesAlone(t *testing.T) {
 	if rows == 0 {
 		t.Fatal("no seed made a row")
 	}
+	// A tombstone (a null value): what it becomes is each entry's to say.
+	tomb := rec("")
+	tomb.Value = nil
+	checkMapAllIsMapEntry(t, m, tomb)
 }
 
 // TestMapAllAvroGivesEachEntryWhatItGivesAlone is the same for Avro, with writer schemas that feed
@@ -152,6 +156,7 @@ func TestMapAllAvroGivesEachEntryWhatItGivesAlone(t *testing.T) {
 		{"body cut short", good[:len(good)-3], 0},
 		{"not framed", []byte(sensorJSON), 0},
 		{"unknown schema id", append(codec.AppendFrame(nil, 12345, nil), good[5:]...), 0},
+		{"a tombstone", nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := 0
