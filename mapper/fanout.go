@@ -93,17 +93,23 @@ func (m *Mapper) MapAll(ctx context.Context, rec Record, out []Mapped) ([]Mapped
 	if f == nil {
 		return append(out, Mapped{Err: m.unknownTopic(&rec)}), nil
 	}
+	if len(f.entries) == 1 {
+		// One entry: its own path, as Map's.
+		p := f.entries[0]
+		row, err := m.mapEntry(ctx, p, &rec)
+		if err != nil {
+			if re := (*RecordError)(nil); !errors.As(err, &re) {
+				return out, err
+			}
+		}
+		return append(out, Mapped{Entry: p.name, Row: row, Err: err}), nil
+	}
 	s := m.pool.Get().(*scratch)
 	start := len(out)
 	for _, name := range f.names {
 		out = append(out, Mapped{Entry: name})
 	}
-	var err error
-	if len(f.entries) == 1 {
-		err = f.entries[0].mapInto(ctx, &rec, s, &out[start])
-	} else {
-		err = f.mapShared(ctx, &rec, s, out[start:])
-	}
+	err := f.mapShared(ctx, &rec, s, out[start:])
 	m.release(s)
 	if err != nil {
 		clear(out[start:])
