@@ -125,11 +125,12 @@ func (d *decoder) frame(rec *Record) (int, []byte, error) {
 // the rest of the row, the same for every codec. A reference codec's (JSON's) errors come back
 // as its plan gave them: the caller maps such a record again with the reference.
 func (p *plan) mapValues(wp codec.Plan, rec *Record, body []byte, s *scratch) (outcome, string, error) {
+	var out outcome
 	vals, reason, err := decodeValues(wp, p.codecName, p.reference, len(p.fields), body, s)
-	if err != nil {
-		return outcome{}, reason, err
+	if err == nil {
+		reason, err = p.mapDecoded(&out, vals, p.colSlot, p.timeSlot, rec, s)
 	}
-	return p.mapDecoded(vals, p.colSlot, p.timeSlot, rec, s)
+	return out, reason, err
 }
 
 // decodeValues decodes body by wp into n values in s.vals (their bytes in s.buf), which it returns.
@@ -154,15 +155,14 @@ func decodeValues(wp codec.Plan, codecName string, reference bool, n int, body [
 	return vals, "", nil
 }
 
-// mapDecoded maps a record from its decoded values: colSlot says which value feeds each column
-// (-1: the column is not a field), timeSlot which one is the event time. It reads neither s.vals
-// nor s.buf beyond vals, so the entries of one Kafka topic map one after another from the same
-// decoded values (fanout.go).
-func (p *plan) mapDecoded(vals []codec.Value, colSlot []int, timeSlot int, rec *Record, s *scratch) (outcome, string, error) {
-	var out outcome
+// mapDecoded maps a record from its decoded values into out: colSlot says which value feeds each
+// column (-1: the column is not a field), timeSlot which one is the event time. It reads neither
+// s.vals nor s.buf beyond vals, so the entries of one Kafka topic map one after another from the
+// same decoded values (fanout.go).
+func (p *plan) mapDecoded(out *outcome, vals []codec.Value, colSlot []int, timeSlot int, rec *Record, s *scratch) (string, error) {
 	t, err := p.decodedTime(vals, timeSlot, rec, s)
 	if reason, err := p.admit(t, err, rec); err != nil {
-		return out, reason, err
+		return reason, err
 	}
 	out.eventTime = t
 
@@ -175,12 +175,11 @@ func (p *plan) mapDecoded(vals []codec.Value, colSlot []int, timeSlot int, rec *
 			err = p.value(c, nil, rec, t, s) // not a field: value reads the record
 		}
 		if err != nil {
-			return out, ReasonMap, err
+			return ReasonMap, err
 		}
 		s.spans[i] = s.w.Last()
 	}
-	reason, err := p.completeRow(&out, rec, s)
-	return out, reason, err
+	return p.completeRow(out, rec, s)
 }
 
 // decodedTime is the event time of a decoded record, value timeSlot of vals.

@@ -93,18 +93,20 @@ func (m *Mapper) MapAll(ctx context.Context, rec Record, out []Mapped) ([]Mapped
 	if f == nil {
 		return append(out, Mapped{Err: m.unknownTopic(&rec)}), nil
 	}
+	s := m.pool.Get().(*scratch)
 	if len(f.entries) == 1 {
 		// One entry: its own path, as Map's.
 		p := f.entries[0]
-		row, err := m.mapEntry(ctx, p, &rec)
-		if err != nil {
-			if re := (*RecordError)(nil); !errors.As(err, &re) {
-				return out, err
-			}
+		o, reason, err := p.mapRecord(ctx, &rec, s)
+		m.release(s)
+		if err == nil {
+			return append(out, Mapped{Entry: p.name, Row: o.row}), nil
 		}
-		return append(out, Mapped{Entry: p.name, Row: row, Err: err}), nil
+		if err = p.recordError(&rec, reason, err); !isRecordError(err) {
+			return out, err
+		}
+		return append(out, Mapped{Entry: p.name, Err: err}), nil
 	}
-	s := m.pool.Get().(*scratch)
 	start := len(out)
 	for _, name := range f.names {
 		out = append(out, Mapped{Entry: name})
@@ -144,8 +146,7 @@ func (m *Mapper) mapEntry(ctx context.Context, p *plan, rec *Record) (batcher.Ro
 func (p *plan) mapInto(ctx context.Context, rec *Record, s *scratch, res *Mapped) error {
 	out, reason, err := p.mapRecord(ctx, rec, s)
 	if err != nil {
-		err = p.recordError(rec, reason, err)
-		if re := (*RecordError)(nil); !errors.As(err, &re) {
+		if err = p.recordError(rec, reason, err); !isRecordError(err) {
 			return err
 		}
 		res.Err = err
@@ -153,6 +154,13 @@ func (p *plan) mapInto(ctx context.Context, rec *Record, s *scratch, res *Mapped
 	}
 	res.Row = out.row
 	return nil
+}
+
+// isRecordError reports whether err is an entry's verdict on a record, not a failure of no entry's
+// making (the registry does not answer).
+func isRecordError(err error) bool {
+	re := (*RecordError)(nil)
+	return errors.As(err, &re)
 }
 
 // errPending marks, inside mapShared, an entry that the reference must still map.
@@ -205,7 +213,8 @@ func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Map
 	} else {
 		// Every entry maps from vals before the reference runs: its parse reuses s.buf, which vals' bytes alias.
 		for i, p := range f.entries {
-			out, reason, err := p.mapDecoded(vals, p.sharedSlot, p.sharedTime, mrec, s)
+			var out outcome
+			reason, err := p.mapDecoded(&out, vals, p.sharedSlot, p.sharedTime, mrec, s)
 			switch {
 			case err == nil:
 				res[i].Row = out.row
