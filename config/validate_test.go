@@ -214,3 +214,27 @@ func TestEntriesOfOneKafkaTopicMayDifferInEverythingButTheRecord(t *testing.T) {
 	})
 	wantProblems(t, c, nil)
 }
+
+// TestEntryResolvesACommandLinesTopic: an entry name, or the Kafka topic of exactly one entry; a
+// Kafka topic of several entries is refused with them listed, since a tool that reads one table
+// cannot choose among them.
+func TestEntryResolvesACommandLinesTopic(t *testing.T) {
+	c := validConfig(t, func(c *Config) {
+		r := c.Topics["readings"]
+		c.Topics["by-site"], c.Topics["other"] = r, r
+		o := c.Topics["other"]
+		o.Topic = "other-readings"
+		c.Topics["other"] = o
+	})
+	for _, tc := range []struct{ name, want, err string }{
+		{"by-site", "by-site", ""},
+		{"other-readings", "other", ""},
+		{"sensor-readings", "", `Kafka topic "sensor-readings" is read by 2 entries (by-site, readings); name one of them`},
+		{"nope", "", `"nope" is neither a configured topic nor the Kafka topic of one; topics: [by-site other readings]`},
+	} {
+		got, err := c.Entry(tc.name)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
+			t.Errorf("Entry(%q) = %q, %v; want %q, %q", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}
