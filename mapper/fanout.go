@@ -107,10 +107,9 @@ func (m *Mapper) MapAll(ctx context.Context, rec Record, out []Mapped) ([]Mapped
 		}
 		return append(out, Mapped{Entry: p.name, Err: err}), nil
 	}
+	// mapShared sets each entry's result whole, once it has it (one write of a heap slot per entry).
 	start := len(out)
-	for _, name := range f.names {
-		out = append(out, Mapped{Entry: name})
-	}
+	out = slices.Grow(out, len(f.entries))[:start+len(f.entries)]
 	err := f.mapShared(ctx, &rec, s, out[start:])
 	m.release(s)
 	if err != nil {
@@ -166,8 +165,8 @@ func isRecordError(err error) bool {
 // errPending marks, inside mapShared, an entry that the reference must still map.
 var errPending = errors.New("mapper: left to the reference")
 
-// mapShared maps rec for every entry of f into res (one per entry, in order); the error is one that
-// is no entry's fault.
+// mapShared maps rec for every entry of f into res (one per entry, in order), setting each res[i]
+// whole; the error is one that is no entry's fault.
 func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Mapped) error {
 	if rec.Value == nil {
 		// A tombstone (Kafka's null value) has nothing to decode; what it means is each entry's to say.
@@ -217,11 +216,11 @@ func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Map
 			reason, err := p.mapDecoded(&out, vals, p.sharedSlot, p.sharedTime, mrec, s)
 			switch {
 			case err == nil:
-				res[i].Row = out.row
+				res[i] = Mapped{Entry: p.name, Row: out.row}
 			case f.reference:
-				res[i].Err = errPending // JSON's plan maps only what it is sure of; the reference gives every error
+				res[i] = Mapped{Entry: p.name, Err: errPending} // JSON's plan maps only what it is sure of; the reference gives every error
 			default:
-				res[i].Err = p.recordError(rec, reason, err)
+				res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, reason, err)}
 			}
 		}
 	}
@@ -244,30 +243,28 @@ func (f *feed) mapPending(rec *Record, s *scratch, res []Mapped) {
 			continue
 		}
 		if perr != nil {
-			res[i].Err = p.recordError(rec, ReasonDecode, perr)
+			res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, ReasonDecode, perr)}
 			continue
 		}
-		out, reason, err := p.mapRoot(root, rec, s)
-		res[i].Err = nil
-		if err != nil {
-			res[i].Err = p.recordError(rec, reason, err)
+		if out, reason, err := p.mapRoot(root, rec, s); err != nil {
+			res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, reason, err)}
 		} else {
-			res[i].Row = out.row
+			res[i] = Mapped{Entry: p.name, Row: out.row}
 		}
 	}
 }
 
 // pendAll leaves every entry to the reference.
 func (f *feed) pendAll(res []Mapped) {
-	for i := range res {
-		res[i].Err = errPending
+	for i, name := range f.names {
+		res[i] = Mapped{Entry: name, Err: errPending}
 	}
 }
 
 // refuseAll gives every entry the same error of the whole record (reason, err).
 func (f *feed) refuseAll(rec *Record, res []Mapped, reason string, err error) {
 	for i, p := range f.entries {
-		res[i].Err = p.recordError(rec, reason, err)
+		res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, reason, err)}
 	}
 }
 
