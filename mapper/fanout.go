@@ -29,7 +29,6 @@ type Mapped struct {
 // feed is one Kafka topic as the mapper reads it: its entries and, when it has several, the
 // decoding they share.
 type feed struct {
-	topic   string
 	entries []*plan  // in entry-name order
 	names   []string // the entries' names, in the same order
 	// decoder decodes the union of the entries' fields (each field, type and unit once); unused
@@ -93,24 +92,16 @@ func (m *Mapper) MapAll(ctx context.Context, rec Record, out []Mapped) ([]Mapped
 	if f == nil {
 		return append(out, Mapped{Err: m.unknownTopic(&rec)}), nil
 	}
+	// Each entry's result is set whole, once it is known (one write of a heap slot per entry).
 	s := m.pool.Get().(*scratch)
-	if len(f.entries) == 1 {
-		// One entry: its own path, as Map's.
-		p := f.entries[0]
-		o, reason, err := p.mapRecord(ctx, &rec, s)
-		m.release(s)
-		if err == nil {
-			return append(out, Mapped{Entry: p.name, Row: o.row}), nil
-		}
-		if err = p.recordError(&rec, reason, err); !isRecordError(err) {
-			return out, err
-		}
-		return append(out, Mapped{Entry: p.name, Err: err}), nil
-	}
-	// mapShared sets each entry's result whole, once it has it (one write of a heap slot per entry).
 	start := len(out)
 	out = slices.Grow(out, len(f.entries))[:start+len(f.entries)]
-	err := f.mapShared(ctx, &rec, s, out[start:])
+	var err error
+	if len(f.entries) == 1 {
+		err = f.eachAlone(ctx, &rec, s, out[start:]) // one entry: its own path, as Map's
+	} else {
+		err = f.mapShared(ctx, &rec, s, out[start:])
+	}
 	m.release(s)
 	if err != nil {
 		clear(out[start:])
@@ -139,20 +130,6 @@ func (m *Mapper) mapEntry(ctx context.Context, p *plan, rec *Record) (batcher.Ro
 		return batcher.Row{}, p.recordError(rec, reason, err)
 	}
 	return out.row, nil
-}
-
-// mapInto maps rec for entry p alone into res; the error is one that is no entry's fault.
-func (p *plan) mapInto(ctx context.Context, rec *Record, s *scratch, res *Mapped) error {
-	out, reason, err := p.mapRecord(ctx, rec, s)
-	if err != nil {
-		if err = p.recordError(rec, reason, err); !isRecordError(err) {
-			return err
-		}
-		res.Err = err
-		return nil
-	}
-	res.Row = out.row
-	return nil
 }
 
 // isRecordError reports whether err is an entry's verdict on a record, not a failure of no entry's
@@ -271,10 +248,15 @@ func (f *feed) refuseAll(rec *Record, res []Mapped, reason string, err error) {
 // eachAlone maps rec for each entry by the entry's own decoding, as a topic with one entry does.
 func (f *feed) eachAlone(ctx context.Context, rec *Record, s *scratch, res []Mapped) error {
 	for i, p := range f.entries {
-		res[i] = Mapped{Entry: p.name}
-		if err := p.mapInto(ctx, rec, s, &res[i]); err != nil {
+		out, reason, err := p.mapRecord(ctx, rec, s)
+		if err == nil {
+			res[i] = Mapped{Entry: p.name, Row: out.row}
+			continue
+		}
+		if err = p.recordError(rec, reason, err); !isRecordError(err) {
 			return err
 		}
+		res[i] = Mapped{Entry: p.name, Err: err}
 	}
 	return nil
 }

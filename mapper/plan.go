@@ -73,7 +73,7 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 		m.byName[name] = p
 		f := m.byKafka[p.kafkaTopic]
 		if f == nil {
-			f = &feed{topic: p.kafkaTopic}
+			f = &feed{}
 			m.byKafka[p.kafkaTopic] = f
 		}
 		f.entries, f.names = append(f.entries, p), append(f.names, name) // TopicNames is sorted
