@@ -147,12 +147,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	kafkaTopic, entries := "", []string(nil)
 	if t, ok := cfg.Topics[*topic]; ok {
 		kafkaTopic, entries = t.Topic, []string{*topic}
-	} else {
-		for _, name := range cfg.TopicNames() {
-			if cfg.Topics[name].Topic == *topic {
-				kafkaTopic, entries = *topic, append(entries, name)
-			}
-		}
+	} else if entries = cfg.EntriesOf(*topic); len(entries) > 0 {
+		kafkaTopic = *topic
 	}
 	if kafkaTopic == "" {
 		fmt.Fprintf(stderr, "sink explain: --topic %q is neither a configured topic nor the Kafka topic of one; topics: %v\n", *topic, cfg.TopicNames())
