@@ -65,7 +65,7 @@ func newFanoutMapper(t testing.TB, codecName string, reg codec.Registry) *Mapper
 
 // checkMapAllIsMapEntry fails t when MapAll's outcome for an entry of r's topic differs from
 // MapEntry's, the entry mapped alone: the same row (values, key, table) or the same error.
-func checkMapAllIsMapEntry(t *testing.T, m *Mapper, r Record) []Mapped {
+func checkMapAllIsMapEntry(t testing.TB, m *Mapper, r Record) []Mapped {
 	t.Helper()
 	all, err := m.MapAll(context.Background(), r, nil)
 	if err != nil {
@@ -320,4 +320,18 @@ func TestMapEntryRefusesAnEntryOfAnotherTopic(t *testing.T) {
 			t.Errorf("MapEntry(%s) of %s: %v", entry, r.Topic, err)
 		}
 	}
+}
+
+// FuzzMapAllIsMapEntry: whatever the JSON value, each entry's outcome in MapAll is the one it has
+// mapped alone (go test -fuzz FuzzMapAllIsMapEntry ./mapper -parallel 1).
+func FuzzMapAllIsMapEntry(f *testing.F) {
+	for _, v := range scanSeeds() {
+		f.Add([]byte(v))
+	}
+	m := newFanoutMapper(f, config.CodecJSON, nil)
+	f.Fuzz(func(t *testing.T, value []byte) {
+		r := rec("")
+		r.Value = value
+		checkMapAllIsMapEntry(t, m, r)
+	})
 }
