@@ -30,6 +30,8 @@ type Target struct {
 	// Consistency is the write consistency name (e.g. "LOCAL_QUORUM", as in topics.<name>.consistency);
 	// empty means the session default (cassandra.consistency).
 	Consistency string
+	// Entry is the config entry (topics.<name>) whose rows these are.
+	Entry string
 }
 
 // Row is one INSERT bound to its values.
