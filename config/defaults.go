@@ -49,8 +49,8 @@ const (
 	// DefaultBatchMaxRows and DefaultBatchMaxBytes cap one single-partition UNLOGGED batch. Cassandra
 	// checks batch_size_warn_threshold and batch_size_fail_threshold only for a batch of several
 	// partitions (BatchStatement.verifyBatchSize returns at once for one mutation, CASSANDRA-10876),
-	// so these choose the request size: 400 rows were the ceiling's best single-partition batches on
-	// one Cassandra 5.0.8 node (`sink bench`, docs/PERFORMANCE.md), and 64 KiB holds 400 rows of the
+	// so these choose the request size: 400-row batches were the best setting of `sink bench`'s ceiling
+	// in half of its full runs on one Cassandra 5.0.8 node (docs/PERFORMANCE.md), and 64 KiB holds 400 rows of the
 	// benchmark's 122 bytes. They matter for busy partitions only: a batch holds no more than the rows
 	// its partition has in the buffer (writer.max_buffered_bytes), which they leave unchanged.
 	DefaultBatchMaxRows  = 400
