@@ -86,8 +86,8 @@ type Config struct {
 
 // Defaults used for zero Config fields; they match writer.batch_max_rows and writer.batch_max_bytes.
 const (
-	DefaultMaxRows  = 100
-	DefaultMaxBytes = 32 << 10
+	DefaultMaxRows  = 400
+	DefaultMaxBytes = 64 << 10
 )
 
 // Validate reports negative limits.
