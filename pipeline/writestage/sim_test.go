@@ -82,7 +82,10 @@ func (n *simNode) Write(_ context.Context, b *batcher.Batch) ([]cassandra.RowFai
 	now := time.Now()
 	for i := range b.Rows {
 		src := b.Rows[i].Source
-		n.owners[src.Partition].reached[src.Offset] = now
+		o := n.owners[src.Partition]
+		o.run.mu.Lock() // the producing goroutine grows the owner's slices meanwhile
+		o.reached[src.Offset] = now
+		o.run.mu.Unlock()
 	}
 	n.cores <- struct{}{}
 	if e := n.cfg.StallEvery; e > 0 {
@@ -222,6 +225,7 @@ func simulate(cfg simConfig) simResult {
 			}
 			rows := make([]batcher.Row, n)
 			now := time.Now()
+			run.mu.Lock() // the node and the acknowledgements write the owner's slices meanwhile
 			for i := range rows {
 				off := int64(len(o.sent))
 				key := keys[zipf.Uint64()]
@@ -232,7 +236,6 @@ func simulate(cfg simConfig) simResult {
 				rows[i] = batcher.Row{Target: target, Key: key, Size: cfg.RowSize, EventTime: now,
 					Source: batcher.Source{Topic: o.tp.Topic, Partition: o.tp.Partition, Offset: off}}
 			}
-			run.mu.Lock()
 			run.held += n
 			run.mu.Unlock()
 			s.In() <- Msg{Rows: rows, Owner: o}
