@@ -71,4 +71,3 @@ func TestLatestValueEntryTakesAnExplicitEventTimeWriteTimestamp(t *testing.T) {
 		t.Errorf("on_tombstone = %q, want delete", tp.OnTombstone)
 	}
 }
-
