@@ -40,7 +40,8 @@ func (c *Config) Policy(name string) (*bucketer.Policy, error) {
 	return p, nil
 }
 
-// Policies compiles the bucket policy of every topic, keyed by topic name.
+// Policies compiles the bucket policy of every topic, keyed by topic name; a latest-value entry has
+// none (its value is nil).
 func (c *Config) Policies() (map[string]*bucketer.Policy, error) {
 	out := make(map[string]*bucketer.Policy, len(c.Topics))
 	var errs []error
