@@ -190,7 +190,7 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	case err == nil:
 		// Charged by handOff, before the row can complete and be released.
 		bytes = budget.RowCost(&row)
-	case isExpired(err):
+	case skipReason(err) != "":
 		// Skipped below: nothing but its tracker entry.
 	case p.topic.deadLetterTopic != "":
 		// The dead-letter sender holds the record until it is produced: the cost charged when it was
@@ -213,8 +213,8 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 	if err == nil {
 		return row, true, true, false
 	}
-	if isExpired(err) {
-		p.skip(r.Offset, mapper.ReasonExpired, err)
+	if reason := skipReason(err); reason != "" {
+		p.skip(r.Offset, reason, err)
 		return row, false, true, false
 	}
 	reason := mapper.ReasonMap
@@ -287,12 +287,17 @@ func (p *partition) restartTracking(offset int64) bool {
 	}
 }
 
-// isExpired reports whether err says a record's row would be born expired (ttl_from event_time, an event
-// older than the ttl). Such a record is good data, only old: writing it would store a row Cassandra
-// drops at once, so it is skipped (see skip), never dead-lettered nor a reason to stop the partition.
-func isExpired(err error) bool {
+// skipReason is the reason of err when it says a record is to be skipped (mapper.Skipped), else "": a
+// row that would be born expired (ttl_from event_time, an event older than the ttl), which is good data,
+// only old, and would store a row Cassandra drops at once; or a tombstone its entry skips
+// (on_tombstone skip). Such a record is skipped (see skip), never dead-lettered nor a reason to stop
+// the partition.
+func skipReason(err error) string {
 	var re *mapper.RecordError
-	return errors.As(err, &re) && re.Reason == mapper.ReasonExpired
+	if errors.As(err, &re) && mapper.Skipped(re.Reason) {
+		return re.Reason
+	}
+	return ""
 }
 
 // skip marks a registered record done without a row: counted in sink_records_skipped_total by reason,
@@ -303,7 +308,7 @@ func (p *partition) skip(offset int64, reason string, err error) {
 	p.pl.metrics.RecordsSkipped.WithLabelValues(p.tp.Topic, reason).Inc()
 	p.skipped++
 	if now := p.pl.now(); now.Sub(p.skipLogged) >= skipLogEvery {
-		p.log.Info("record skipped: its row would be born expired", slog.Int64("offset", offset),
+		p.log.Info("record skipped", slog.Int64("offset", offset),
 			slog.String("reason", reason), slog.Int("skipped", p.skipped), slog.Any("error", err))
 		p.skipLogged, p.skipped = now, 0
 	}

@@ -74,11 +74,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		RecordsDeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_dead_lettered_total",
-			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, slice, write, panic).",
+			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, key, slice, write, panic).",
 		}, []string{"topic", "reason"}),
 		RecordsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_skipped_total",
-			Help: "Good records the sink did not write and committed past, by reason (expired: under ttl_from event_time the row would be born expired).",
+			Help: "Good records the sink did not write and committed past, by reason (expired: under ttl_from event_time the row would be born expired; tombstone: a null value under on_tombstone skip).",
 		}, []string{"topic", "reason"}),
 		RecordsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_failed_total",
