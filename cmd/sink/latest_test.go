@@ -82,3 +82,19 @@ func TestExplainShowsATombstonesEffect(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryOfALatestValueTableTakesNoRange: a latest-value table answers "the newest row of these ids",
+// so a range, a cursor or a restriction is a usage error, refused before connecting.
+func TestQueryOfALatestValueTableTakesNoRange(t *testing.T) {
+	base := []string{"--config", "../../examples/device-latest.yaml", "--topic", "latest", "--id", "dev-1"}
+	for _, extra := range [][]string{
+		{"--last", "24h"},
+		{"--from", "2024-01-15T00:00:00Z", "--to", "2024-01-16T00:00:00Z"},
+		{"--where", "site_id=p"},
+	} {
+		code, _, errOut := runCmd(t, runQuery, append(base, extra...)...)
+		if code != exitUsage || !strings.Contains(errOut, "latest-value table") {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error naming the latest-value table", extra, code, errOut)
+		}
+	}
+}
