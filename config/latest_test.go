@@ -71,3 +71,28 @@ func TestLatestValueEntryTakesAnExplicitEventTimeWriteTimestamp(t *testing.T) {
 		t.Errorf("on_tombstone = %q, want delete", tp.OnTombstone)
 	}
 }
+
+// TestWarningForADeletingEntryWithAShortGCGrace: an entry whose tombstones delete rows is valid with the
+// default gc_grace of one day, but its deletes can be undone once their tombstones are purged; validate
+// says so, and not once gc_grace reaches Cassandra's own default.
+func TestWarningForADeletingEntryWithAShortGCGrace(t *testing.T) {
+	for _, tc := range []struct {
+		onTombstone string
+		gcGrace     Duration
+		want        bool
+	}{
+		{OnTombstoneDelete, DefaultGCGrace, true},
+		{OnTombstoneDelete, Duration(10 * Day), false},
+		{OnTombstoneSkip, DefaultGCGrace, false},
+	} {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		text := strings.ReplaceAll(latestYAML, "BUCKET", "none\n    on_tombstone: "+tc.onTombstone+"\n    gc_grace: "+tc.gcGrace.String())
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ws := loadValid(t, path, nil).Warnings()
+		if got := len(ws) == 1 && ws[0].Path == "topics.latest.gc_grace"; got != tc.want {
+			t.Errorf("%s, gc_grace %s: warnings %v, want one on topics.latest.gc_grace: %v", tc.onTombstone, tc.gcGrace, ws, tc.want)
+		}
+	}
+}
