@@ -16,12 +16,10 @@ import (
 // order of the ids asked, none for an entity never written, with one request per entity; a time-range
 // read of such a table is refused with ErrLatest.
 func TestIntegrationLatestReadsTheNewestRowOfEachIDInOneRequestEach(t *testing.T) {
-	tc := readertest.Topic(config.Bucket{Width: config.BucketNone}, "desc", "device_id")
-	tc.Clustering = nil
-	cfg := readertest.Config(t, map[string]config.Topic{"latest": tc})
+	cfg := readertest.Config(t, map[string]config.Topic{"latest": readertest.LatestTopic("device_id")})
 	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
 	ev := func(id string, sec int, seq int64) readertest.Event {
-		return readertest.Event{Topic: "latest", ID: []string{id}, TS: base.Add(time.Duration(sec) * time.Second), Seq: seq}
+		return readertest.At("latest", id, base, sec, seq)
 	}
 	f := readertest.NewFixture(t, cfg, []readertest.Event{ev("d1", 3, 13), ev("d1", 1, 11), ev("d2", 5, 25), ev("d1", 2, 12)}, []time.Time{base})
 
