@@ -141,6 +141,9 @@ func TestTombstoneKeyNamesTheEntity(t *testing.T) {
 	composite := latestMapper(t, config.OnTombstoneDelete, func(tp *config.Topic) {
 		tp.ID = []string{"site_id", "device_id"}
 	})
+	fromKey := latestMapper(t, config.OnTombstoneDelete, func(tp *config.Topic) {
+		tp.Columns[0] = config.Column{Name: "device_id", Type: "text", Source: config.SourceKafkaKey}
+	})
 	for _, tc := range []struct {
 		name string
 		m    *Mapper
@@ -154,6 +157,8 @@ func TestTombstoneKeyNamesTheEntity(t *testing.T) {
 		{"composite missing a field", composite, `{"device_id":"dev-1"}`, nil},
 		{"composite not JSON", composite, "plant-1/dev-1", nil},
 		{"no key", intID, "<none>", nil},
+		{"kafka_key source", fromKey, `{"not":"parsed"}`, []any{`{"not":"parsed"}`}},
+		{"kafka_key not UTF-8", fromKey, "\xff", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ex, err := tc.m.Explain(tomb(tc.key))
