@@ -2,6 +2,8 @@ package mapper
 
 import (
 	"errors"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -207,5 +209,31 @@ func TestTombstoneSkipIsASkipReason(t *testing.T) {
 	}
 	if Skipped(ReasonDecode) || Skipped(ReasonKey) || !Skipped(ReasonExpired) {
 		t.Error("Skipped: only expired and tombstone are skip reasons")
+	}
+}
+
+// TestLatestValueWriteTimestampProperties checks the write timestamp rule over many rows: it lies in the
+// event time's millisecond whatever the digits below it, it is the same for the same row from any Kafka
+// coordinates, and the rows of one millisecond spread over its microseconds (no constant tie).
+func TestLatestValueWriteTimestampProperties(t *testing.T) {
+	m := latestMapper(t, "", nil)
+	rng := rand.New(rand.NewPCG(26, 3))
+	ms := time.Date(2024, 1, 15, 14, 37, 22, 123e6, time.UTC)
+	ties := map[int64]bool{}
+	for i := range 300 {
+		at := ms.Add(time.Duration(rng.IntN(1000)) * time.Microsecond)
+		r := rec(reading(at.Format(time.RFC3339Nano), strconv.FormatFloat(rng.Float64()*100, 'f', 3, 64)))
+		ts := writeTSOf(t, m, r)
+		if ts/1000 != ms.UnixMilli() {
+			t.Fatalf("row %d at %s: write timestamp %d, not in its millisecond", i, at.Format(time.RFC3339Nano), ts)
+		}
+		r.Partition, r.Offset = int32(rng.IntN(12)), rng.Int64N(1<<40)
+		if again := writeTSOf(t, m, r); again != ts {
+			t.Fatalf("row %d: %d from other coordinates, %d first", i, again, ts)
+		}
+		ties[ts%1000] = true
+	}
+	if len(ties) < 200 {
+		t.Errorf("300 rows drew only %d different ties of 1000", len(ties))
 	}
 }
