@@ -100,8 +100,8 @@ func TestTombstoneDeletesTheEntityAtItsKafkaTimestamp(t *testing.T) {
 	m := latestMapper(t, config.OnTombstoneDelete, nil)
 	tomb := Record{Topic: "sensor-readings", Partition: 3, Offset: 1300, Key: []byte("dev-0042"), Timestamp: kafkaTS}
 	ex := explainOK(t, m, tomb)
-	if !ex.Delete || !ex.Row.Target.Delete {
-		t.Fatalf("tombstone: not a delete (%+v)", ex)
+	if !ex.Delete || !ex.Row.Target.Delete || ex.Row.Target.Entry != "readings" {
+		t.Fatalf("tombstone: not a delete of entry readings (%+v)", ex)
 	}
 	if want := "DELETE FROM telemetry.sensor_readings USING TIMESTAMP ? WHERE device_id = ?"; ex.CQL != want {
 		t.Errorf("CQL %q, want %q", ex.CQL, want)

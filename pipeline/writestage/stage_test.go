@@ -135,15 +135,14 @@ func row(o *fakeOwner, key string, offset int64) batcher.Row {
 		Source: batcher.Source{Topic: o.tp.Topic, Partition: o.tp.Partition, Offset: offset}}
 }
 
-// startStage runs a stage writing through w, batches closing at maxRows, and stops it when the test
-// ends: the stage's context is canceled (every retry gives up) and Run is waited for.
-func startStage(t *testing.T, w BatchWriter, maxRows int, retry time.Duration, topics map[string]Topic) *Stage {
-	ctx, cancel := context.WithCancel(context.Background())
-	s := New(ctx, Config{
+// testConfig is the Config of a test's stage writing through w: batches close at maxRows, retries wait
+// retry, no slice maker, the budget never full, nothing to tell when a batch is written. Tests change what
+// they are about.
+func testConfig(w BatchWriter, maxRows, maxInFlight int, retry time.Duration) Config {
+	return Config{
 		Batcher:     batcher.Config{MaxRows: maxRows, Linger: time.Hour},
-		MaxInFlight: 4,
+		MaxInFlight: maxInFlight,
 		Writer:      w,
-		Topics:      topics,
 		Metrics:     metrics.NewMetrics(prometheus.NewRegistry()),
 		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:         time.Now,
@@ -151,7 +150,16 @@ func startStage(t *testing.T, w BatchWriter, maxRows int, retry time.Duration, t
 		Stopping:    func() bool { return false },
 		BudgetFull:  func() bool { return false },
 		Written:     func(*batcher.Batch) {},
-	})
+	}
+}
+
+// startStage runs a stage writing through w, batches closing at maxRows, and stops it when the test
+// ends: the stage's context is canceled (every retry gives up) and Run is waited for.
+func startStage(t *testing.T, w BatchWriter, maxRows int, retry time.Duration, topics map[string]Topic) *Stage {
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := testConfig(w, maxRows, 4, retry)
+	cfg.Topics = topics
+	s := New(ctx, cfg)
 	go s.Run()
 	t.Cleanup(func() {
 		cancel()
