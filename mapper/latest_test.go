@@ -2,6 +2,7 @@ package mapper
 
 import (
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -235,5 +236,39 @@ func TestLatestValueWriteTimestampProperties(t *testing.T) {
 	}
 	if len(ties) < 200 {
 		t.Errorf("300 rows drew only %d different ties of 1000", len(ties))
+	}
+}
+
+// TestTombstoneOfASharedTopicIsEachEntrysToSay guards the seam with the fan-out: a tombstone of a Kafka
+// topic read by three entries becomes, per entry, what that entry's on_tombstone says (a refusal, a skip,
+// a delete row of the entry's delete target), the same from MapAll as from MapEntry.
+func TestTombstoneOfASharedTopicIsEachEntrysToSay(t *testing.T) {
+	c := baseConfig()
+	r := c.Topics["readings"] // on_tombstone dead_letter (the default)
+	skip := siteEntry(r)
+	skip.OnTombstone = config.OnTombstoneSkip
+	c.Topics["by-site"] = skip
+	latest := r
+	latest.Table, latest.Bucket, latest.Clustering, latest.OnTombstone = "latest", config.Bucket{Width: config.BucketNone}, nil, config.OnTombstoneDelete
+	c.Topics["latest"] = latest
+	c.ApplyDefaults()
+	m, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tomb := Record{Topic: "sensor-readings", Partition: 3, Offset: 1300, Key: []byte("dev-0042"), Timestamp: kafkaTS}
+	all := checkMapAllIsMapEntry(t, m, tomb)
+	reasons := map[string]string{}
+	for _, got := range all {
+		var re *RecordError
+		switch {
+		case got.Err == nil && got.Row.Target.Delete && got.Row.Target.Entry == "latest":
+			reasons[got.Entry] = "delete"
+		case errors.As(got.Err, &re):
+			reasons[got.Entry] = re.Reason
+		}
+	}
+	if want := map[string]string{"latest": "delete", "by-site": ReasonTombstone, "readings": ReasonDecode}; !maps.Equal(reasons, want) {
+		t.Errorf("outcomes %v, want %v", reasons, want)
 	}
 }
