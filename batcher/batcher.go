@@ -19,13 +19,20 @@ type Source struct {
 
 // Target is one Cassandra table a topic writes to. The mapper builds one per (topic, table) and
 // every row for that table points at the same *Target, so the pointer is part of a batch's identity.
+// A latest-value entry that deletes on a tombstone has a second Target for its table, whose
+// statement is the DELETE: its rows are deletes, batched, written and acknowledged like any other.
 type Target struct {
 	Keyspace string
 	Table    string
 	// Insert is the INSERT statement, with a bind marker for every column, then for the TTL and
 	// the write timestamp when the statement has them. It stays constant so the driver prepares it
 	// once, and names the table with its keyspace (ks.table): the session has no keyspace of its own.
-	Insert  string
+	// For a delete target it is the DELETE statement (see Delete).
+	Insert string
+	// Delete: the statement is a DELETE ... USING TIMESTAMP ? WHERE <Columns> = ?, which binds the
+	// write timestamp first (CQL puts USING before WHERE), then the values of Columns (the entity's
+	// id columns). ColumnsAt says where a row's column values start.
+	Delete  bool
 	Columns []string
 	// Consistency is the write consistency name (e.g. "LOCAL_QUORUM", as in topics.<name>.consistency);
 	// empty means the session default (cassandra.consistency).
@@ -34,7 +41,16 @@ type Target struct {
 	Entry string
 }
 
-// Row is one INSERT bound to its values.
+// ColumnsAt is the index, among a row's packed values, of the value of Columns[0]: 1 for a delete
+// target, whose statement binds its write timestamp first, 0 for an INSERT.
+func (t *Target) ColumnsAt() int {
+	if t.Delete {
+		return 1
+	}
+	return 0
+}
+
+// Row is one INSERT (or, for a delete target, one DELETE) bound to its values.
 type Row struct {
 	Target *Target
 	// Key identifies the Cassandra partition inside Target. The mapper fills it with the partition's

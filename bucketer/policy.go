@@ -276,7 +276,12 @@ func (p *Policy) EventBuckets() int { return max(p.eventBuckets, 1) }
 func (p *Policy) Rolling() int64 { return p.rolling }
 
 // Sliced reports whether the policy puts slices of time in separate tables, and their width.
-func (p *Policy) Sliced() (Width, bool) { return p.slice, p.sliced }
+func (p *Policy) Sliced() (Width, bool) {
+	if p == nil { // a table without time buckets (a latest-value table) has none
+		return Width{}, false
+	}
+	return p.slice, p.sliced
+}
 
 // Index is the number of the bucket holding t, counted from the bucket that holds the Unix
 // epoch (negative before it). Only the instant matters, never t's location.

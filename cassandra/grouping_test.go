@@ -90,3 +90,23 @@ func TestGroupWithOnePartitionPerRequestChangesNothing(t *testing.T) {
 		t.Fatalf("got %d requests", len(out))
 	}
 }
+
+// TestGroupNeverJoinsDeletesWithUpsertsOfTheirTable: a latest-value table's deletes have a Target of their
+// own (the DELETE statement), so a request built for its upserts never carries a delete, whose values the
+// INSERT would bind in the wrong places, even for partitions with the same replicas.
+func TestGroupNeverJoinsDeletesWithUpsertsOfTheirTable(t *testing.T) {
+	upsert := &batcher.Target{Keyspace: "ks", Table: "latest", Insert: "INSERT INTO ks.latest (id, v) VALUES (?, ?) USING TIMESTAMP ?"}
+	del := &batcher.Target{Keyspace: "ks", Table: "latest", Insert: "DELETE FROM ks.latest USING TIMESTAMP ? WHERE id = ?", Delete: true}
+	in := []*batcher.Batch{smallBatch(upsert, "a", 1), smallBatch(del, "b", 1), smallBatch(upsert, "c", 1), smallBatch(del, "d", 1)}
+	out := group(GroupConfig{MaxPartitions: 10, MaxBytes: 2048}, in, func(string, string) string { return "n1" })
+	if len(out) != 2 {
+		t.Fatalf("%d requests, want 2: the upserts together, the deletes together", len(out))
+	}
+	for _, r := range out {
+		r.EachPartition(func(p *batcher.Batch) {
+			if p.Target != r.Target {
+				t.Errorf("partition %s of a %v target in a request of a %v one", p.Key, p.Target.Delete, r.Target.Delete)
+			}
+		})
+	}
+}

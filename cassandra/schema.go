@@ -194,9 +194,16 @@ func createTable(t schema.Table, tc config.Topic, name string) string {
 		b.WriteString(" WITH CLUSTERING ORDER BY (" + strings.Join(order, ", ") + ")")
 		with = "AND "
 	}
-	unit, size := CompactionWindow(t.Policy.Width())
-	b.WriteString("\n    " + with + "compaction = {'class': 'TimeWindowCompactionStrategy', " +
-		"'compaction_window_unit': '" + unit + "', 'compaction_window_size': '" + strconv.Itoa(size) + "'}")
+	if t.Latest {
+		// One row per entity, overwritten in place: time windows would keep every version of a row in
+		// a window of its own, while leveled compaction keeps a row's versions (and its deletes) in
+		// few SSTables, so a read of the latest row touches one or two.
+		b.WriteString("\n    " + with + "compaction = {'class': 'LeveledCompactionStrategy'}")
+	} else {
+		unit, size := CompactionWindow(t.Policy.Width())
+		b.WriteString("\n    " + with + "compaction = {'class': 'TimeWindowCompactionStrategy', " +
+			"'compaction_window_unit': '" + unit + "', 'compaction_window_size': '" + strconv.Itoa(size) + "'}")
+	}
 	if t.TTL > 0 {
 		b.WriteString("\n    AND default_time_to_live = " + strconv.FormatInt(int64(t.TTL/time.Second), 10))
 	}

@@ -48,7 +48,7 @@ func connectForTest(t *testing.T, cfg *config.Config) *Session {
 // still passes the key check), then reads system_schema to confirm partition key, clustering
 // order, TTL, gc_grace_seconds and the TWCS window.
 func TestApplySchemaExamples(t *testing.T) {
-	for _, example := range []string{"iot-sensors", "service-events", "high-volume", "metrics-slices"} {
+	for _, example := range []string{"iot-sensors", "service-events", "high-volume", "metrics-slices", "device-latest"} {
 		t.Run(example, func(t *testing.T) {
 			cfg, ks := exampleOnStack(t, example)
 			s := connectForTest(t, cfg)
@@ -129,6 +129,12 @@ func checkOnServer(t *testing.T, ctx context.Context, s *Session, tc config.Topi
 	}
 	if want := int(time.Duration(tc.GCGrace) / time.Second); gcGrace != want {
 		t.Errorf("%s: gc_grace_seconds %d, want %d", table, gcGrace, want)
+	}
+	if tbl.Latest {
+		if !strings.HasSuffix(compaction["class"], "LeveledCompactionStrategy") {
+			t.Errorf("%s: compaction %v, want leveled for a latest-value table", table, compaction)
+		}
+		return
 	}
 	unit, size := CompactionWindow(tbl.Policy.Width())
 	if !strings.HasSuffix(compaction["class"], "TimeWindowCompactionStrategy") ||

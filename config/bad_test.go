@@ -79,7 +79,7 @@ func TestGoodConfigs(t *testing.T) {
 				t.Fatalf("Policies: %v", err)
 			}
 			for _, name := range c.TopicNames() {
-				if policies[name] == nil {
+				if policies[name] == nil && !c.Topics[name].Latest() {
 					t.Errorf("no policy for topic %s", name)
 				}
 			}

@@ -31,6 +31,13 @@ var (
 	secretType          = reflect.TypeFor[Secret]()
 )
 
+// scalarForm is a struct a key may also spell as one word, as a short form of a mapping
+// (`bucket: none` for `bucket: {width: none}`).
+type scalarForm interface {
+	fromScalar(s string) bool // stores the short form s; false when s is not one
+	scalarForms() string      // the short forms, for a message
+}
+
 func (d *decoder) fail(path, format string, args ...any) {
 	if env := d.originOf(path); env != "" {
 		path += " (from " + env + ")"
@@ -72,6 +79,14 @@ func (d *decoder) decode(path string, v any, dst reflect.Value) {
 	switch dst.Kind() {
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
+		if s, isText := v.(string); isText && dst.CanAddr() {
+			if f, short := dst.Addr().Interface().(scalarForm); short {
+				if !f.fromScalar(s) {
+					d.fail(path, "expected a mapping of keys or %s, got %s", f.scalarForms(), describe(v))
+				}
+				return
+			}
+		}
 		if !ok {
 			d.fail(path, "expected a mapping of keys, got %s", describe(v))
 			return

@@ -116,7 +116,9 @@ const (
 	// DefaultGCGrace: one day suits TTL-only tables with daily repair; bucketed data is never
 	// deleted row by row, so tombstones come from expired TTLs, which need no repair to be
 	// correct. Raise it to exceed the repair interval when rows are deleted explicitly.
-	DefaultGCGrace        = Duration(Day)
+	DefaultGCGrace = Duration(Day)
+	// DefaultWriteTimestamp is that of a bucketed entry; a latest-value entry's is always
+	// WriteTimestampEventTime.
 	DefaultWriteTimestamp = WriteTimestampKafka
 	// DefaultTTLFrom is Cassandra's own meaning of a TTL, so a configured ttl means what it says in
 	// CQL; event_time is the choice for replays and rolling keys (docs/CONFIG.md).
@@ -290,16 +292,25 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 			str(p+"time.format", &t.Time.Format, DefaultTimeFormat)
 		}
 		t.Time.Format = strings.ToLower(t.Time.Format)
-		str(p+"bucket.column", &t.Bucket.Column, DefaultBucketColumn)
-		str(p+"bucket.key", &t.Bucket.Key, DefaultBucketKey)
+		if strings.EqualFold(t.Bucket.Width, BucketNone) {
+			t.Bucket.Width = BucketNone
+		}
+		wts := DefaultWriteTimestamp
+		if t.Latest() {
+			// No bucket column to default: validate refuses any bucket key but the width here.
+			wts = WriteTimestampEventTime
+		} else {
+			str(p+"bucket.column", &t.Bucket.Column, DefaultBucketColumn)
+			str(p+"bucket.key", &t.Bucket.Key, DefaultBucketKey)
+			str(p+"bucket.event_bucket_column", &t.Bucket.EventBucketColumn, DefaultEventBucketCol)
+		}
 		t.Bucket.Key = strings.ToLower(t.Bucket.Key)
 		// One event bucket is no split; storing 1 rather than 0 lets every reader use the
 		// number directly as the count of sub-partitions per time bucket.
 		if t.Bucket.EventBuckets == 0 {
 			t.Bucket.EventBuckets = 1
 		}
-		str(p+"bucket.event_bucket_column", &t.Bucket.EventBucketColumn, DefaultEventBucketCol)
-		if t.Bucket.Slice != "" {
+		if t.Bucket.Slice != "" && !t.Latest() {
 			str(p+"bucket.missing_slice", &t.Bucket.MissingSlice, DefaultMissingSlice)
 			t.Bucket.MissingSlice = strings.ToLower(t.Bucket.MissingSlice)
 		}
@@ -307,8 +318,10 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		dur(p+"gc_grace", &t.GCGrace, DefaultGCGrace)
 		str(p+"consistency", &t.Consistency, c.Cassandra.Consistency)
 		t.Consistency = strings.ToUpper(t.Consistency)
-		str(p+"write_timestamp", &t.WriteTimestamp, DefaultWriteTimestamp)
+		str(p+"write_timestamp", &t.WriteTimestamp, wts)
 		t.WriteTimestamp = strings.ToLower(t.WriteTimestamp)
+		str(p+"on_tombstone", &t.OnTombstone, DefaultOnTombstone)
+		t.OnTombstone = strings.ToLower(t.OnTombstone)
 		str(p+"ttl_from", &t.TTLFrom, DefaultTTLFrom)
 		t.TTLFrom = strings.ToLower(t.TTLFrom)
 		size(p+"partition_budget", &t.PartitionBudget, DefaultPartitionBudget)

@@ -62,7 +62,7 @@ func FuzzLoadValidate(f *testing.F) {
 			t.Fatalf("a valid config builds no policies: %v", err)
 		}
 		for _, name := range c.TopicNames() {
-			if policies[name] == nil {
+			if policies[name] == nil && !c.Topics[name].Latest() {
 				t.Fatalf("no policy for topic %s of a valid config", name)
 			}
 		}

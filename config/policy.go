@@ -21,11 +21,15 @@ func (t Topic) Spec() bucketer.Spec {
 }
 
 // Policy compiles the bucket policy of topics.<name>. Its errors name the key path, like
-// Validate's; after a successful Validate it does not fail for a configured topic.
+// Validate's; after a successful Validate it does not fail for a configured topic. A latest-value
+// entry (bucket width none) has no policy: nil, which is not sliced (bucketer.Policy.Sliced).
 func (c *Config) Policy(name string) (*bucketer.Policy, error) {
 	t, ok := c.Topics[name]
 	if !ok {
 		return nil, fmt.Errorf("topics.%s: no such topic; configured: %v", name, c.TopicNames())
+	}
+	if t.Latest() {
+		return nil, nil
 	}
 	p, err := bucketer.New(t.Spec())
 	if err != nil {
@@ -36,7 +40,8 @@ func (c *Config) Policy(name string) (*bucketer.Policy, error) {
 	return p, nil
 }
 
-// Policies compiles the bucket policy of every topic, keyed by topic name.
+// Policies compiles the bucket policy of every topic, keyed by topic name; a latest-value entry has
+// none (its value is nil).
 func (c *Config) Policies() (map[string]*bucketer.Policy, error) {
 	out := make(map[string]*bucketer.Policy, len(c.Topics))
 	var errs []error

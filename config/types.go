@@ -194,6 +194,11 @@ type Topic struct {
 	Accept Accept `koanf:"accept"`
 	// Split splits hot entities' partitions at write time (split.go).
 	Split Split `koanf:"split"`
+	// OnTombstone is what a record with a null value (a Kafka tombstone) becomes: "dead_letter"
+	// (default: bad input, reason decode), "skip" (committed, counted in
+	// sink_records_skipped_total{reason="tombstone"}) or, for a latest-value entry, "delete" (the
+	// entity the Kafka key names is deleted; latest.go, docs/CONFIG.md).
+	OnTombstone string `koanf:"on_tombstone"`
 }
 
 // EventTime says where the event time of a record comes from.
@@ -209,7 +214,8 @@ type EventTime struct {
 // Bucket is the bucket policy of a topic. See package bucketer for the arithmetic.
 type Bucket struct {
 	// Width: a fixed duration ("1m", "10m", "1h", "6h", "1d"; it must divide a day or be whole days),
-	// or a calendar unit: "week" (ISO 8601 week), "month", "year".
+	// or a calendar unit: "week" (ISO 8601 week), "month", "year"; or "none" for a latest-value
+	// entry (latest.go), which takes no other bucket key and may be spelt `bucket: none`.
 	Width  string `koanf:"width"`
 	Column string `koanf:"column"` // the bucket column in the partition key; default "bucket"
 	// Key is the column's form: text (default), date, timestamp, int (2024011514, 20240115, 202403,

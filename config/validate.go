@@ -575,10 +575,14 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		}
 		ids[strings.ToLower(id)] = true
 	}
-	c.validateBucketColumns(v, p, t, mapped)
+	if t.Latest() {
+		c.validateLatest(v, p, t, mapped)
+	} else {
+		c.validateBucketColumns(v, p, t, mapped)
+	}
 
 	// Clustering.
-	if len(t.Clustering) == 0 {
+	if len(t.Clustering) == 0 && !t.Latest() {
 		v.add(p+".clustering", "empty; without a clustering column each record overwrites the last one of its partition; add e.g. {column: event_time, order: desc}")
 	}
 	seen := map[string]bool{}
@@ -655,6 +659,11 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		if src, ok := sources[d]; ok {
 			v.add(p+".dead_letter_topic", "%q is the source topic of topics.%s; dead letters would be read back in; use e.g. %q", d, src, d+".dlq")
 		}
+	}
+	t.validateOnTombstone(v, p)
+	if t.Latest() {
+		t.validateAccept(v, p)
+		return // validateLatest has judged the bucket and split keys
 	}
 	if ms := t.Bucket.MissingSlice; t.Bucket.Slice == "" && ms != "" {
 		v.add(p+".bucket.missing_slice", "set while bucket.slice is not; remove it (an unsliced topic's rows wait for its one table)")

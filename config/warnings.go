@@ -67,8 +67,18 @@ func (t Topic) warnings(path string) []FieldError {
 			"the same offset (and the same other key values) overwrite each other's row; add a kafka_partition column to the "+
 			"clustering key before %s (or ignore this for a topic with one partition)", offsetCol, offsetCol)})
 	}
+	if t.OnTombstone == OnTombstoneDelete && t.GCGrace < deleteGCGrace {
+		out = append(out, FieldError{Path: path + ".gc_grace", Problem: fmt.Sprintf("%s with on_tombstone delete: Cassandra purges a "+
+			"delete's tombstone gc_grace after it, and then a replica that missed the delete (not repaired within gc_grace), or "+
+			"a replay of the entity's older upserts, brings the row back; raise it above the repair interval (Cassandra's "+
+			"default is %s)", t.GCGrace, deleteGCGrace)})
+	}
 	return out
 }
+
+// deleteGCGrace is Cassandra's own default gc_grace_seconds (10 days), which assumes a repair at least
+// every week or so: below it, an entry that deletes rows gets a warning.
+const deleteGCGrace = Duration(10 * Day)
 
 // groupBytesFailAt is the largest writer.group_max_bytes whose requests stay within Cassandra's default
 // batch_size_fail_threshold (50 KiB): the server counts about twice the sink's estimate of a row (see

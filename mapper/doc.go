@@ -41,7 +41,9 @@
 //     straddle a multiple of 1000 (the tiebreak wraps: 2000 loses to 1999); "event_time" is the
 //     event time in microseconds; "offset" is the record's offset itself, so along one partition
 //     the later record always wins; "server" binds none and lets Cassandra stamp the write, which
-//     a replay then re-stamps.
+//     a replay then re-stamps. A latest-value entry (bucket width none) is always written at
+//     unix_ms(event time) × 1000 + (FNV-1a 64 of its packed column values mod 1000), and its
+//     tombstones, under on_tombstone delete, at unix_ms(Kafka timestamp) × 1000 + 999 (latest.go).
 //
 // # Values
 //

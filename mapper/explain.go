@@ -34,10 +34,17 @@ func (v Value) Literal() string { return literal(v.Value, v.Type) }
 type Explanation struct {
 	Topic      string // topics.<name>
 	KafkaTopic string
-	EventTime  time.Time
-	Keyspace   string
-	Table      string // with the slice suffix when sliced
-	Slice      string // slice suffix; "" when the topic is not sliced
+	// EventTime is the record's event time; for a delete, the tombstone's Kafka timestamp.
+	EventTime time.Time
+	Keyspace  string
+	Table     string // with the slice suffix when sliced
+	Slice     string // slice suffix; "" when the topic is not sliced
+	// Latest: the entry writes a latest-value table (no bucket: the Bucket fields are zero), one row
+	// per entity, written at its event time with the tie rule's microseconds (latest.go).
+	Latest bool
+	// Delete: the record is a tombstone and the row deletes the entity (on_tombstone delete); CQL is
+	// the DELETE, Bound its timestamp and id values, and there is no clustering, TTL or column.
+	Delete bool
 	// PartitionKey lists the id columns, the bucket column and, with event buckets, the event
 	// bucket column, in key order.
 	PartitionKey []Value
@@ -95,10 +102,8 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		EventTime:            out.eventTime,
 		Keyspace:             p.keyspace,
 		Table:                out.row.Target.Table,
-		Slice:                out.bucket.suffix,
-		Bucket:               out.bucket.idx,
-		BucketStart:          p.policy.Start(out.bucket.idx),
-		BucketEnd:            p.policy.End(out.bucket.idx),
+		Latest:               p.latest,
+		Delete:               out.deleted,
 		EventBucket:          out.eventBucket,
 		EventBuckets:         splitCount(p.eventBuckets, out.split),
 		Split:                out.split,
@@ -110,11 +115,28 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		CQL:                  out.row.Target.Insert,
 		Row:                  out.row,
 	}
+	if out.deleted {
+		// DELETE ... USING TIMESTAMP ? WHERE <ids>: the timestamp, then the id columns.
+		ex.WriteTimestampSource = "kafka_timestamp"
+		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: packed.GoValue(vals[0])})
+		for i, ci := range p.ids {
+			v := Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[1+i])}
+			ex.PartitionKey = append(ex.PartitionKey, v)
+			ex.Bound = append(ex.Bound, v)
+		}
+		return ex, nil
+	}
 	for _, ci := range p.ids {
 		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci])})
 	}
+	if b := out.bucket; b != nil {
+		ex.Slice, ex.Bucket = b.suffix, b.idx
+		ex.BucketStart, ex.BucketEnd = p.policy.Start(b.idx), p.policy.End(b.idx)
+	}
 	n := len(p.cols)
-	ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.bucketColumn, Type: p.policy.CQLType(), Value: packed.GoValue(vals[n])})
+	if !p.latest {
+		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.bucketColumn, Type: p.policy.CQLType(), Value: packed.GoValue(vals[n])})
+	}
 	if p.ebColumn {
 		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.eventBucketColumn, Type: "int", Value: packed.GoValue(vals[n+1])})
 	}

@@ -69,18 +69,27 @@ const (
 	// timestamp than the topic's accept window allows.
 	ReasonLate   = "late"
 	ReasonFuture = "future"
-	// ReasonTombstone: an entry skips the record, a tombstone, as its on_tombstone says; the pipeline
-	// commits past it and counts it in sink_records_skipped_total, as for ReasonExpired.
+	// ReasonTombstone: the record is a tombstone (a null value) and its entry's on_tombstone is skip;
+	// the pipeline skips it, like ReasonExpired.
 	ReasonTombstone = "tombstone"
+	// ReasonKey: on_tombstone delete, and the tombstone's Kafka key does not name an entity of the
+	// entry (latest.go says how a key names one).
+	ReasonKey = "key"
 )
 
-// RecordError is why one entry cannot make a row of one record, or skips it (ReasonExpired). The
-// pipeline sends the record to its topic's dead-letter topic with these coordinates and the message.
+// Skipped reports whether reason is a skip reason (ReasonExpired, ReasonTombstone): the record is not
+// bad input, and its entry makes no row of it; the pipeline commits it and counts it in
+// sink_records_skipped_total{reason}. Every other reason is a refusal.
+func Skipped(reason string) bool { return reason == ReasonExpired || reason == ReasonTombstone }
+
+// RecordError is why one entry cannot make a row of one record, or skips it (a skip reason: ReasonExpired,
+// ReasonTombstone). The pipeline sends the record to its topic's dead-letter topic with these
+// coordinates and the message.
 type RecordError struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Reason    string // ReasonDecode, ReasonMap, ReasonSchema, ReasonExpired, ReasonLate or ReasonFuture
+	Reason    string // ReasonDecode, ReasonMap, ReasonSchema, ReasonExpired, ReasonLate, ReasonFuture, ReasonTombstone or ReasonKey
 	Err       error
 	// Entry is the entry (topics.<name>) that refused the record; "" for an error of the whole
 	// record that no entry was asked about (ErrUnknownTopic).
@@ -139,6 +148,8 @@ type scratch struct {
 	entries []mapEntry
 	// vals are a schema-registry codec's decoded fields (decoded.go).
 	vals []codec.Value
+	// arena builds the value a tombstone's key stands for (keyRoot).
+	arena fastjson.Arena
 }
 
 // span is a range of a scratch buffer.
@@ -237,6 +248,13 @@ type plan struct {
 
 	// desc is the table the rows are bound to (package schema): its INSERT and columns.
 	desc schema.Table
+
+	// A latest-value entry (latest.go): no bucket, the write timestamp is the event time with the
+	// tie rule's microseconds, and a tombstone may delete (deleteTarget, its DELETE statement).
+	latest       bool
+	onTombstone  string
+	deleteTarget *batcher.Target // nil unless on_tombstone is delete
+	keyFields    int             // id columns read from a field: from the tombstone's key when it deletes
 
 	// decoder is the value's format and the fields the entry's columns and event time need from it
 	// (decoded.go).
@@ -361,6 +379,7 @@ type outcome struct {
 	entityLen   int                 // the id columns' bytes at the start of row.Key (EntityKey)
 	ttl         time.Duration       // the TTL bound (0: none)
 	writeTS     int64
+	deleted     bool // the row is a delete (a tombstone, on_tombstone delete)
 }
 
 // mapRecord maps one record by its topic's codec, the same way for every codec: a registry
@@ -370,6 +389,9 @@ type outcome struct {
 // record, and every error, is mapped again by fastjson (mapParsed), the reference for JSON's rows
 // and error messages.
 func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
+	if rec.Value == nil && p.onTombstone != config.OnTombstoneDeadLetter {
+		return p.tombstone(rec, s)
+	}
 	if !p.framed {
 		if p.scan != nil {
 			if out, ok := p.mapScanned(rec, s); ok {
@@ -505,12 +527,19 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 	t := out.eventTime
 	w := &s.w
 
-	b := p.bucket(p.policy.Index(t))
-	out.bucket = b
-	w.Encoded(packed.Scalar(p.bucketKind), b.ser)
+	var tie int64
+	components := len(p.ids)
+	var b *bucketEntry
+	if p.latest {
+		tie = tieBreak(w.Values()) // of the columns' values alone, before the TTL and the timestamp
+	} else {
+		b = p.bucket(p.policy.Index(t))
+		out.bucket = b
+		w.Encoded(packed.Scalar(p.bucketKind), b.ser)
+		components++
+	}
 	// The id columns' part of the routing key comes first: a split entity is known by it.
 	key := s.key[:0]
-	components := len(p.ids) + 1
 	if p.ebColumn {
 		components++
 	}
@@ -566,6 +595,9 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 		out.writeTS = kt.UnixMilli()*1000 + rec.Offset%1000
 	case wtsEventTime:
 		out.writeTS = t.UnixMicro()
+		if p.latest {
+			out.writeTS = t.UnixMilli()*1000 + tie
+		}
 	case wtsOffset:
 		// Strictly increasing along a partition, the same on every replay, and independent of
 		// any clock.
@@ -576,7 +608,10 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 	}
 
 	// Row key: the routing key of the full partition key (ids, then bucket and event bucket).
-	key = packed.AppendKeyComponent(s.key, components, b.ser)
+	target := p.target
+	if b != nil {
+		key, target = packed.AppendKeyComponent(s.key, components, b.ser), b.target
+	}
 	if p.ebColumn {
 		key = append(key, 0, 4)
 		key = binary.BigEndian.AppendUint32(key, uint32(out.eventBucket))
@@ -585,7 +620,7 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 	s.key = key
 
 	out.row = batcher.Row{
-		Target:    b.target,
+		Target:    target,
 		Source:    batcher.Source{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset},
 		EventTime: t,
 		Size:      rowOverhead + w.Size(),

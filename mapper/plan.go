@@ -106,18 +106,22 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		consistency:       t.Consistency,
 		acceptBefore:      time.Duration(t.Accept.Before),
 		acceptAfter:       time.Duration(t.Accept.After),
+		latest:            desc.Latest,
+		onTombstone:       t.OnTombstone,
 	}
-	switch policy.CQLType() {
-	case "text":
-		p.bucketKind = kText
-	case "date":
-		p.bucketKind = kDate
-	case "timestamp":
-		p.bucketKind = kTimestamp
-	case "int":
-		p.bucketKind = kInt
-	default:
-		p.bucketKind = kBigint
+	if policy != nil {
+		switch policy.CQLType() {
+		case "text":
+			p.bucketKind = kText
+		case "date":
+			p.bucketKind = kDate
+		case "timestamp":
+			p.bucketKind = kTimestamp
+		case "int":
+			p.bucketKind = kInt
+		default:
+			p.bucketKind = kBigint
+		}
 	}
 
 	index := map[string]int{}
@@ -155,6 +159,9 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		}
 		p.ids = append(p.ids, ci)
 		p.cols[ci].need = "an id column needs a value"
+		if p.cols[ci].source == srcField {
+			p.keyFields++
+		}
 	}
 	for i, cl := range t.Clustering {
 		ci, err := lookup(fmt.Sprintf("%s.clustering[%d].column", kp, i), cl.Column)
@@ -212,6 +219,12 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	}
 	if !sliced {
 		p.target = p.newTarget(p.table)
+	}
+	if p.onTombstone == config.OnTombstoneDelete {
+		p.deleteTarget = &batcher.Target{
+			Keyspace: p.keyspace, Table: p.table, Insert: desc.Delete(), Delete: true,
+			Columns: desc.IDColumns(), Consistency: p.consistency, Entry: p.name,
+		}
 	}
 	p.layoutColumns()
 	p.codecName = t.Codec

@@ -153,6 +153,10 @@ func (w *Writer) Value(t Type, v any) error {
 	return nil
 }
 
+// Values is the packed form of the values written since Reset (their tags, lengths and wire bytes,
+// without the count), the same bytes for the same values; valid until the next write.
+func (w *Writer) Values() []byte { return w.buf[header:] }
+
 // Size is the encoded size of the values written since Reset, each with its 4-byte length.
 func (w *Writer) Size() int { return w.size }
 

@@ -16,14 +16,19 @@ import (
 	"github.com/bucketsink/sink/mapper"
 )
 
-// expiringMapper is fakeMapper for a topic with ttl_from event_time: a value starting with "old" is an
-// event older than the ttl, whose row would be born expired.
+// expiringMapper is fakeMapper for a topic with ttl_from event_time and on_tombstone skip: a value
+// starting with "old" is an event older than the ttl, whose row would be born expired, and a null value
+// a tombstone the topic skips.
 type expiringMapper struct{ fakeMapper }
 
 func (m expiringMapper) MapContext(ctx context.Context, r mapper.Record) (batcher.Row, error) {
-	if bytes.HasPrefix(r.Value, []byte("old")) {
+	switch {
+	case bytes.HasPrefix(r.Value, []byte("old")):
 		return batcher.Row{}, &mapper.RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 			Reason: mapper.ReasonExpired, Err: errors.New("expired: the row would be born expired (ttl_from event_time)")}
+	case r.Value == nil:
+		return batcher.Row{}, &mapper.RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+			Reason: mapper.ReasonTombstone, Err: errors.New("the record value is null (a tombstone), and on_tombstone is skip")}
 	}
 	return m.fakeMapper.MapContext(ctx, r)
 }
@@ -79,5 +84,45 @@ func TestRecordBornExpiredIsSkippedAndDoesNotHaltThePartition(t *testing.T) {
 				t.Errorf("%d rows written, want %d (the others expired)", got, want)
 			}
 		})
+	}
+}
+
+// TestTombstoneSkippedByItsEntryIsCommittedAndCounted guards on_tombstone skip in the pipeline: a
+// tombstone refused with reason tombstone is skipped like an expired record (committed, counted in
+// sink_records_skipped_total{reason="tombstone"}), never dead-lettered, and without a dead-letter topic
+// it does not halt its partition.
+func TestTombstoneSkippedByItsEntryIsCommittedAndCounted(t *testing.T) {
+	f := newFixture(t, 0, 0)
+	const n = 12
+	var recs []*kgo.Record
+	for p := range int32(testParts) {
+		for i := range n {
+			r := &kgo.Record{Topic: testTopic, Partition: p, Key: fmt.Appendf(nil, "k-%d-%d", p, i), Value: fmt.Appendf(nil, `{"n":%d}`, i)}
+			if i%4 == 0 {
+				r.Value = nil // offsets 0, 4, 8: three per partition
+			}
+			recs = append(recs, r)
+		}
+		f.end[p] = n
+	}
+	if err := f.admCl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.config(func(c *config.Config) {
+		tc := c.Topics["events"]
+		tc.DeadLetterTopic = ""
+		c.Topics["events"] = tc
+	})
+	w := newMemWriter()
+	m := f.startMapping(cfg, w, expiringMapper{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}}})
+	f.waitFor(20*time.Second, "every partition committed to its end past the tombstones", f.allCommitted)
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.pl.metrics.RecordsSkipped.WithLabelValues(testTopic, mapper.ReasonTombstone)); got != 3*testParts {
+		t.Errorf("sink_records_skipped_total{reason=tombstone} = %v, want %d", got, 3*testParts)
+	}
+	if got, want := w.count(), (n-3)*testParts; got != want {
+		t.Errorf("%d rows written, want %d", got, want)
 	}
 }

@@ -360,7 +360,7 @@ func skipReason(err error) string {
 		return "" // before re: mapped rows cost no allocation here
 	}
 	var re *mapper.RecordError
-	if errors.As(err, &re) && (re.Reason == mapper.ReasonExpired || re.Reason == mapper.ReasonTombstone) {
+	if errors.As(err, &re) && mapper.Skipped(re.Reason) {
 		return re.Reason
 	}
 	return ""

@@ -25,6 +25,9 @@
 // the first call is returned once. A slice table that does not exist is read as empty and reported
 // once in Page.Warnings. Deadlines and cancellation come from the context.
 //
+// A latest-value table (bucket width none) has no range to read: Latest returns the rows of a list of
+// entities, one request per entity, and Read, Scan and Plan refuse it (ErrLatest).
+//
 // A Reader is safe for concurrent use. Every query starts its own goroutines and waits for them
 // before it returns.
 package reader

@@ -118,7 +118,8 @@ type Page struct {
 }
 
 // New prepares a reader of cfg.Topic. It checks that the topic can be read by time: its first
-// clustering column must hold the event time, as a timestamp or a timeuuid.
+// clustering column must hold the event time, as a timestamp or a timeuuid; or that it is a
+// latest-value table, which Latest reads.
 func New(cfg Config) (*Reader, error) {
 	if cfg.Sink == nil {
 		return nil, errors.New("reader: Sink is required")
@@ -157,8 +158,10 @@ func New(cfg Config) (*Reader, error) {
 		}
 		r.clus = append(r.clus, keyColumn{name: c.Name, typ: types[c.Name], desc: c.Desc})
 	}
-	if err := r.checkTimeColumn(tc); err != nil {
-		return nil, err
+	if !t.Latest { // a latest-value table is read by id alone (Latest)
+		if err := r.checkTimeColumn(tc); err != nil {
+			return nil, err
+		}
 	}
 	cons := cfg.Consistency
 	if cons == 0 && tc.Consistency != "" {
@@ -271,6 +274,9 @@ type restriction struct {
 }
 
 func (r *Reader) entity(q Query) (entity, error) {
+	if r.table.Latest {
+		return entity{}, ErrLatest
+	}
 	id, text, err := r.typedID(q.ID)
 	if err != nil {
 		return entity{}, err

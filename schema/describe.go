@@ -64,17 +64,22 @@ var identRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 // describe derives one topic's table from its validated configuration.
 func describe(name string, tc config.Topic) (Table, error) {
 	kp := "topics." + name
-	policy, err := bucketer.New(tc.Spec())
-	if err != nil {
-		return Table{}, fmt.Errorf("%s.bucket: %w", kp, err)
+	var policy *bucketer.Policy
+	names := []string{tc.Keyspace, tc.Table}
+	if !tc.Latest() {
+		var err error
+		if policy, err = bucketer.New(tc.Spec()); err != nil {
+			return Table{}, fmt.Errorf("%s.bucket: %w", kp, err)
+		}
+		names = append(names, tc.Bucket.Column)
 	}
-	for _, id := range []string{tc.Keyspace, tc.Table, tc.Bucket.Column} {
+	for _, id := range names {
 		if !identRE.MatchString(id) {
 			return Table{}, fmt.Errorf("%s: %q is not a plain CQL identifier", kp, id)
 		}
 	}
 	t := Table{
-		Topic: name, Keyspace: tc.Keyspace, Name: tc.Table, Policy: policy,
+		Topic: name, Keyspace: tc.Keyspace, Name: tc.Table, Policy: policy, Latest: tc.Latest(),
 		BucketColumn: tc.Bucket.Column, TTL: time.Duration(tc.TTL), WriteTimestamp: tc.WriteTimestamp,
 	}
 	if tc.Split.Enabled {
@@ -111,6 +116,9 @@ func describe(name string, tc config.Topic) (Table, error) {
 			return Table{}, err
 		}
 		t.Clustering = append(t.Clustering, Clustering{Name: c, Desc: !strings.EqualFold(cl.Order, "asc")})
+	}
+	if t.Latest {
+		return t, nil // one row per entity: the id columns are the whole partition key
 	}
 	t.Columns = append(t.Columns, Column{Name: t.BucketColumn, Type: policy.CQLType()})
 	t.PartitionKey = append(t.PartitionKey, t.BucketColumn)

@@ -25,8 +25,13 @@ type Table struct {
 	// the partition key has no event bucket column (see HasEventBucketColumn).
 	BucketColumn      string
 	EventBucketColumn string
-	Policy            *bucketer.Policy
-	TTL               time.Duration // 0 = none; else bound per row (USING TTL ?)
+	// Policy is the bucket policy; nil for a latest-value table.
+	Policy *bucketer.Policy
+	// Latest: a latest-value table (bucket width none). Its partition key is the id columns alone,
+	// it has no bucket column, its clustering holds no time, and each row is written at its event
+	// time (config's latest.go), so the row of an entity is its newest event.
+	Latest bool
+	TTL    time.Duration // 0 = none; else bound per row (USING TTL ?)
 	// WriteTimestamp is the topic's write_timestamp. With any but "server" the INSERT binds the
 	// write timestamp (USING TIMESTAMP ?), so a replay or a retried batch writes a row again at the
 	// same timestamp, which a non-frozen list does not survive (Cassandra keeps both copies of its
@@ -62,6 +67,9 @@ func (t Table) DeterministicTimestamp() bool { return t.WriteTimestamp != config
 
 // IDColumns are the id columns: the partition key without the bucket and event bucket columns.
 func (t Table) IDColumns() []string {
+	if t.Latest {
+		return t.PartitionKey
+	}
 	n := len(t.PartitionKey) - 1
 	if t.HasEventBucketColumn() {
 		n--
@@ -144,6 +152,27 @@ func (t Table) Insert(name string) string {
 		b.WriteString(" USING TTL ?")
 	case t.BindsTimestamp():
 		b.WriteString(" USING TIMESTAMP ?")
+	}
+	return b.String()
+}
+
+// Delete is the DELETE statement of a latest-value table's row (Name): it binds the write timestamp
+// first (CQL puts USING before WHERE), then the partition key columns (IDColumns) in order. It
+// deletes the entity's whole partition, so every clustering row of it. Its text is constant, and
+// the names in it were checked by Describe.
+func (t Table) Delete() string {
+	var b strings.Builder
+	b.WriteString("DELETE FROM ")
+	b.WriteString(t.Keyspace)
+	b.WriteByte('.')
+	b.WriteString(t.Name)
+	b.WriteString(" USING TIMESTAMP ? WHERE ")
+	for i, c := range t.PartitionKey {
+		if i > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteString(c)
+		b.WriteString(" = ?")
 	}
 	return b.String()
 }

@@ -167,6 +167,25 @@ func (in Input) Estimate(g Granularity, eventBuckets int, gd Guidance) Estimate 
 	return e
 }
 
+// Latest estimates the partition of a latest-value table (no time bucket): one row per entity (per
+// clustering value, when it has a non-time clustering), which each newer event overwrites, so the rate
+// does not enter. One row is what such a partition is for, so a size under the target is acceptable
+// (Small), never TooSmall; only a row over the budget is TooBig.
+func (in Input) Latest(gd Guidance) Estimate {
+	e := Estimate{Granularity: Granularity{Name: "none"}, EventBuckets: 1,
+		Rows: 1, WorstRows: 1, Bytes: in.RowBytes, WorstBytes: in.RowBytes}
+	e.Mark = MarkOf(e.WorstBytes, gd)
+	switch {
+	case e.WorstBytes > gd.Max:
+		e.Verdict = TooBig
+	case e.WorstBytes >= gd.TargetMin:
+		e.Verdict = InTarget
+	default:
+		e.Verdict = Small
+	}
+	return e
+}
+
 // MarkOf judges a partition size the way the seed matrix does.
 func MarkOf(bytes float64, gd Guidance) Mark {
 	switch {

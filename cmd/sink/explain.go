@@ -32,6 +32,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "Usage: sink explain --config FILE --topic NAME --record JSON [--key K] [--timestamp RFC3339]")
 		fmt.Fprintln(stderr, "                    [--partition P] [--offset O]")
 		fmt.Fprintln(stderr, "       sink explain --config FILE --topic NAME (--record-hex HEX | --record-file FILE) [...]")
+		fmt.Fprintln(stderr, "       sink explain --config FILE --topic NAME --tombstone --key K [...]")
 		fmt.Fprintln(stderr, "       sink explain --config FILE --from-kafka TOPIC/PARTITION/OFFSET")
 		fmt.Fprintln(stderr, "\nMaps one record exactly as `sink run` would and prints the table, the full partition key")
 		fmt.Fprintln(stderr, "(id values, time bucket with its UTC start and end, event bucket, slice), the clustering")
@@ -47,7 +48,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "--record-hex and --record-file take the value's raw bytes, in any format (an Avro record in")
 		fmt.Fprintln(stderr, "the wire format, say). --from-kafka fetches one record from Kafka (its key, value, timestamp,")
 		fmt.Fprintln(stderr, "partition and offset) and explains it; its Kafka topic names the configured topics. A topic")
-		fmt.Fprintln(stderr, "whose codec reads a schema registry fetches the record's writer schema from it.")
+		fmt.Fprintln(stderr, "whose codec reads a schema registry fetches the record's writer schema from it. --tombstone")
+		fmt.Fprintln(stderr, "explains a record with a null value: what the topic's on_tombstone makes of it (a DELETE of the")
+		fmt.Fprintln(stderr, "entity --key names, with its write timestamp; a skip; or a dead letter).")
 		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be")
 		fmt.Fprintln(stderr, "read; 2 usage error; 3 invalid configuration.")
 		fmt.Fprintln(stderr, "\nFlags:")
@@ -59,6 +62,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	recordHex := fs.String("record-hex", "", "the record value's raw bytes, in hex")
 	recordFile := fs.String("record-file", "", "a file holding the record value's raw bytes")
 	fromKafka := fs.String("from-kafka", "", "TOPIC/PARTITION/OFFSET: explain that record of Kafka")
+	tombstone := fs.Bool("tombstone", false, "the record is a tombstone: its value is null")
 	key := fs.String("key", "", "the Kafka record key (default: no key)")
 	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 from 1970 on, or none for a record without one (default now)")
 	partition := fs.Int("partition", 0, "the Kafka partition")
@@ -77,8 +81,11 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			given++
 		}
 	}
+	if *tombstone {
+		given++
+	}
 	if given != 1 {
-		fmt.Fprintln(stderr, "sink explain: give exactly one of --record, --record-hex, --record-file and --from-kafka")
+		fmt.Fprintln(stderr, "sink explain: give exactly one of --record, --record-hex, --record-file, --tombstone and --from-kafka")
 		return exitUsage
 	}
 	var from kafkaCoords
@@ -207,12 +214,13 @@ func explainEntry(ctx context.Context, cfg *config.Config, m *mapper.Mapper, ent
 	ex, err := m.ExplainEntry(entry, rec)
 	if err != nil {
 		var re *mapper.RecordError
-		if errors.As(err, &re) && re.Reason == mapper.ReasonExpired {
-			// Old data is not bad data: sink run skips such a record and commits it, no dead letter.
+		if errors.As(err, &re) && mapper.Skipped(re.Reason) {
+			// Old data is not bad data, nor is a tombstone the entry skips: sink run skips such a record
+			// and commits it, no dead letter.
 			if several {
-				fmt.Fprintf(stdout, "skipped (reason expired): this entry writes no row, counted in sink_records_skipped_total: %s\n", re.Error())
+				fmt.Fprintf(stdout, "skipped (reason %s): this entry writes no row, counted in sink_records_skipped_total: %s\n", re.Reason, re.Error())
 			} else {
-				fmt.Fprintf(stdout, "skipped (reason expired): no row is written, the offset is committed and counted in sink_records_skipped_total: %s\n", re.Error())
+				fmt.Fprintf(stdout, "skipped (reason %s): no row is written, the offset is committed and counted in sink_records_skipped_total: %s\n", re.Reason, re.Error())
 			}
 			return exitOK
 		}
@@ -384,8 +392,15 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
 	line("topic\t%s (Kafka topic %s, partition %d, offset %d)", ex.Topic, ex.KafkaTopic, rec.Partition, rec.Offset)
+	if ex.Delete {
+		printDelete(w, tw, ex)
+		return
+	}
 	line("event time\t%s", ex.EventTime.UTC().Format(time.RFC3339Nano))
 	line("table\t%s.%s", ex.Keyspace, ex.Table)
+	if ex.Latest {
+		line("kind\tlatest value (bucket width none): one row per entity, the newest event by event time")
+	}
 	if ex.Slice != "" {
 		line("slice\t%s", ex.Slice)
 	} else {
@@ -400,6 +415,9 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 	if ex.EventBuckets > 1 || ex.SplitOn {
 		nk--
 	}
+	if ex.Latest {
+		nk = -1 // no time bucket to note
+	}
 	for i, v := range ex.PartitionKey {
 		note := ""
 		switch {
@@ -411,7 +429,10 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 		}
 		line("  %s\t= %s%s", v.Column, v.Literal(), note)
 	}
-	if ex.EventBuckets <= 1 && !ex.SplitOn {
+	switch {
+	case ex.Latest:
+		line("time bucket\tnone (one partition per id)")
+	case ex.EventBuckets <= 1 && !ex.SplitOn:
 		line("event bucket\tnone (one partition per id and time bucket)")
 	}
 	order := make([]string, len(ex.Clustering))
@@ -432,12 +453,42 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 		line("write timestamp\t%d µs (kafka: record timestamp %s in µs + offset %d mod 1000)",
 			ex.WriteTimestamp, rec.Timestamp.UTC().Format(rfc3339Milli), rec.Offset)
 	case "event_time":
+		if ex.Latest {
+			line("write timestamp\t%d µs (the event time's millisecond in µs + %d, the tie-break hashed from the row's values: of two events of one millisecond the same one always wins)",
+				ex.WriteTimestamp, ex.WriteTimestamp-ex.EventTime.UnixMilli()*1000)
+			break
+		}
 		line("write timestamp\t%d µs (event_time)", ex.WriteTimestamp)
 	case "offset":
 		line("write timestamp\t%d (offset: the record's offset)", ex.WriteTimestamp)
 	default:
 		line("write timestamp\tnone (server: Cassandra stamps the write)")
 	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n%s\n\nbound values:\n", ex.CQL)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i, v := range ex.Bound {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal())
+	}
+	tw.Flush()
+}
+
+// printDelete explains a tombstone that deletes its entity (on_tombstone delete): the partition the key
+// names, and the write timestamp that orders the delete against the entity's upserts.
+func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
+	line := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
+	line("tombstone\tdeletes the entity's row (on_tombstone delete)")
+	line("table\t%s.%s", ex.Keyspace, ex.Table)
+	names := make([]string, len(ex.PartitionKey))
+	for i, v := range ex.PartitionKey {
+		names[i] = v.Column
+	}
+	line("partition key\t(%s), from the Kafka key", strings.Join(names, ", "))
+	for _, v := range ex.PartitionKey {
+		line("  %s\t= %s", v.Column, v.Literal())
+	}
+	line("write timestamp\t%d µs (the tombstone's Kafka timestamp %s in µs + 999: upserts with an event time up to that millisecond stay deleted, even replayed later; later ones are kept)",
+		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli))
 	tw.Flush()
 	fmt.Fprintf(w, "\n%s\n\nbound values:\n", ex.CQL)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

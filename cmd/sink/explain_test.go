@@ -85,7 +85,7 @@ func TestExplainUsage(t *testing.T) {
 			"sink explain: --record: open testdata/explain/does-not-exist.json: no such file or directory\n"},
 		{[]string{"--config", "../../config/testdata/bad/clustering.yaml", "--topic", "readings", "--record", "{}"}, exitConfig, ""},
 		{[]string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings", "--record", "{}", "--record-hex", "00"}, exitUsage,
-			"sink explain: give exactly one of --record, --record-hex, --record-file and --from-kafka\n"},
+			"sink explain: give exactly one of --record, --record-hex, --record-file, --tombstone and --from-kafka\n"},
 		{[]string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings", "--record-hex", "7b7"}, exitUsage,
 			"sink explain: --record-hex: encoding/hex: odd length hex string\n"},
 		{[]string{"--config", "../../examples/iot-sensors.yaml", "--from-kafka", "sensor-readings/x/3"}, exitUsage,

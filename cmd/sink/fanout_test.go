@@ -6,7 +6,7 @@ import (
 )
 
 // The tools on a config whose Kafka topic is read by several entries (examples/sensor-fanout.yaml:
-// readings by device and day, and by site and hour).
+// readings by device and day, by site and hour, and the latest reading of every device).
 const fanoutExample = "../../examples/sensor-fanout.yaml"
 
 // TestExplainOfAKafkaTopicShowsEveryEntry: --topic naming the Kafka topic explains the record for
@@ -19,12 +19,14 @@ func TestExplainOfAKafkaTopicShowsEveryEntry(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	for _, want := range []string{
-		"Kafka topic sensor-readings is read by 2 entries (by-device, by-site); each maps the record:\n",
+		"Kafka topic sensor-readings is read by 3 entries (by-device, by-site, latest); each maps the record:\n",
 		"\n=== topics.by-device\ntopic            by-device (Kafka topic sensor-readings, partition 3, offset 1207)\n",
 		"table            telemetry.readings_by_device\n",
 		"\n=== topics.by-site\ntopic            by-site (Kafka topic sensor-readings, partition 3, offset 1207)\n",
 		"table            telemetry.readings_by_site\n",
 		"  hour           = '2024-01-15T14'",
+		"\n=== topics.latest\ntopic            latest (Kafka topic sensor-readings, partition 3, offset 1207)\n",
+		"table            telemetry.latest_by_device\nkind             latest value",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the output lacks %q:\n%s", want, out)
@@ -59,7 +61,7 @@ func TestExplainNamesTheEntryThatRefusesARecordTheOthersMap(t *testing.T) {
 // table, so a Kafka topic read by several entries is refused with the entries listed; query's
 // --table names the table instead, and schema's --topic takes the Kafka topic as all its tables.
 func TestToolsRefuseAKafkaTopicOfSeveralEntriesWhereOneTableIsMeant(t *testing.T) {
-	const several = `Kafka topic "sensor-readings" is read by 2 entries (by-device, by-site); name one of them`
+	const several = `Kafka topic "sensor-readings" is read by 3 entries (by-device, by-site, latest); name one of them`
 	for _, tc := range []struct {
 		name string
 		run  func(t *testing.T) (int, string, string)
@@ -78,7 +80,7 @@ func TestToolsRefuseAKafkaTopicOfSeveralEntriesWhereOneTableIsMeant(t *testing.T
 		}, exitUsage, "topics.by-site: 2 id values given, the id has 1 columns [site_id]"},
 		{"query --table unknown", func(t *testing.T) (int, string, string) {
 			return runCmd(t, runQuery, "--config", fanoutExample, "--table", "readings", "--id", "a", "--last", "1h")
-		}, exitUsage, `no entry writes "readings"; tables: telemetry.readings_by_device, telemetry.readings_by_site`},
+		}, exitUsage, `no entry writes "readings"; tables: telemetry.readings_by_device, telemetry.readings_by_site, telemetry.latest_by_device`},
 		{"query --topic and --table", func(t *testing.T) (int, string, string) {
 			return runCmd(t, runQuery, "--config", fanoutExample, "--topic", "by-site", "--table", "readings_by_site", "--id", "a", "--last", "1h")
 		}, exitUsage, "--topic (or --table, not both)"},
@@ -95,7 +97,8 @@ func TestToolsRefuseAKafkaTopicOfSeveralEntriesWhereOneTableIsMeant(t *testing.T
 	}
 	code, out, errOut := runCmd(t, runSchema, "--config", fanoutExample, "--topic", "sensor-readings", "--at", "2024-01-15T12:00:00Z")
 	if code != exitOK || errOut != "" || !strings.Contains(out, "CREATE TABLE IF NOT EXISTS telemetry.readings_by_device (") ||
-		!strings.Contains(out, "CREATE TABLE IF NOT EXISTS telemetry.readings_by_site (") {
+		!strings.Contains(out, "CREATE TABLE IF NOT EXISTS telemetry.readings_by_site (") ||
+		!strings.Contains(out, "CREATE TABLE IF NOT EXISTS telemetry.latest_by_device (") {
 		t.Errorf("schema --topic sensor-readings: exit %d, stderr %q, output:\n%s", code, errOut, out)
 	}
 }

@@ -100,15 +100,20 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr("--topic: %v", err)
 		}
 		t := cfg.Topics[name]
-		g, err := granularityOf(t.Bucket.Width)
-		if err != nil {
-			fmt.Fprintf(stderr, "topics.%s.bucket.width: %v\n", name, err)
-			return exitConfig
-		}
 		gd = sizing.ForBudget(float64(t.PartitionBudget))
-		judged = &topicJudgement{Name: name, Topic: t.Topic, Width: t.Bucket.Width, Estimate: in.Estimate(g, t.Bucket.EventBuckets, gd)}
-		if t.Split.Enabled {
-			judged.judgeSplit(in, t.Split, gd)
+		if t.Latest() {
+			judged = &topicJudgement{Name: name, Topic: t.Topic, Width: t.Bucket.Width, Latest: true,
+				Clustered: len(t.Clustering) > 0, Estimate: in.Latest(gd)}
+		} else {
+			g, err := granularityOf(t.Bucket.Width)
+			if err != nil {
+				fmt.Fprintf(stderr, "topics.%s.bucket.width: %v\n", name, err)
+				return exitConfig
+			}
+			judged = &topicJudgement{Name: name, Topic: t.Topic, Width: t.Bucket.Width, Estimate: in.Estimate(g, t.Bucket.EventBuckets, gd)}
+			if t.Split.Enabled {
+				judged.judgeSplit(in, t.Split, gd)
+			}
 		}
 	}
 
@@ -201,6 +206,9 @@ func granularityOf(width string) (sizing.Granularity, error) {
 type topicJudgement struct {
 	Name, Topic, Width string
 	Estimate           sizing.Estimate
+	// Latest: a latest-value entry, whose partition is one row per entity (sizing.Input.Latest); with
+	// Clustered, one row per entity and clustering value.
+	Latest, Clustered bool
 	// With split on and a partition over budget at this rate: the event buckets a split of such an
 	// entity reaches by the end of its bucket (SplitBuckets), the cap (SplitMax), and whether the
 	// cap is enough (SplitFits). A split aims each new partition at half the budget.
@@ -322,7 +330,15 @@ func (r planReport) writeText(w io.Writer) {
 		}
 		fmt.Fprintln(w, ".")
 	}
-	if t := r.Topic; t != nil {
+	if t := r.Topic; t != nil && t.Latest {
+		e, per := t.Estimate, "entity"
+		if t.Clustered {
+			per = "entity and clustering value"
+		}
+		fmt.Fprintf(w, "\nTopic %s (Kafka %s): latest-value table (bucket width none), budget %s\n", t.Name, t.Topic, sizing.FormatBytes(gd.Max))
+		fmt.Fprintf(w, "  per partition: 1 row per %s, %s, whatever the rate (each newer event overwrites it): %s\n",
+			per, sizing.FormatBytes(e.WorstBytes), verdictText(e, gd))
+	} else if t != nil {
 		e := t.Estimate
 		fmt.Fprintf(w, "\nTopic %s (Kafka %s): bucket width %s, %d event %s, budget %s\n", t.Name, t.Topic, t.Width,
 			e.EventBuckets, plural(e.EventBuckets, "bucket", "buckets"), sizing.FormatBytes(gd.Max))
@@ -438,6 +454,7 @@ func (r planReport) toJSON() any {
 		Name       string       `json:"name"`
 		KafkaTopic string       `json:"kafka_topic"`
 		Width      string       `json:"width"`
+		Latest     bool         `json:"latest,omitempty"` // one row per entity: estimate is that row
 		Estimate   estimateJSON `json:"estimate"`
 		OverBudget bool         `json:"over_budget"`
 		// Present when split is on and the rate needs splits.
@@ -465,7 +482,7 @@ func (r planReport) toJSON() any {
 		out.Recommendation.Options = append(out.Recommendation.Options, toEstimateJSON(o))
 	}
 	if t := r.Topic; t != nil {
-		out.Topic = &topic{Name: t.Name, KafkaTopic: t.Topic, Width: t.Width, Estimate: toEstimateJSON(t.Estimate),
+		out.Topic = &topic{Name: t.Name, KafkaTopic: t.Topic, Width: t.Width, Latest: t.Latest, Estimate: toEstimateJSON(t.Estimate),
 			OverBudget: t.Estimate.Verdict == sizing.TooBig && !t.SplitFits}
 		if t.Split {
 			out.Topic.SplitEventBuckets, out.Topic.SplitFits = t.SplitBuckets, &t.SplitFits

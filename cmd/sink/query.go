@@ -42,6 +42,9 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "Pass it to --cursor, with the same --config, --topic and --id, to read the next page.")
 		fmt.Fprintln(stderr, "--topic names an entry (a key under topics:) or the Kafka topic of exactly one; when several entries")
 		fmt.Fprintln(stderr, "read one Kafka topic, name the entry, or give the table it writes with --table.")
+		fmt.Fprintln(stderr, "\nA latest-value topic (bucket width none) takes no range: it prints the newest row of each entity")
+		fmt.Fprintln(stderr, "given, one request per entity. --id then lists the entities, each as many --id as the id has")
+		fmt.Fprintln(stderr, "columns (--id dev-1 --id dev-2: two devices; with a two-column id, --id s1 --id d1 --id s2 --id d2).")
 		fmt.Fprintln(stderr, "\nExit codes: 0 ok; 1 Cassandra unreachable or a read failed; 2 usage error (bad flags, an id that does")
 		fmt.Fprintln(stderr, "not fit its column, a range over --max-partitions, an invalid cursor); 3 invalid configuration.")
 		fmt.Fprintln(stderr, "\nFlags:")
@@ -80,9 +83,8 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr("--limit must not be negative, --page-size, --fetch-size and --max-partitions must be positive")
 	case *last != "" && (*fromS != "" || *toS != ""):
 		return usageErr("give --last or --from and --to, not both")
-	case *cur == "" && *last == "" && (*fromS == "" || *toS == ""):
-		return usageErr("give a range: --from and --to, or --last (or --cursor to resume)")
 	}
+	ranged := *cur != "" || *last != "" || *fromS != "" || *toS != "" || len(wheres) > 0
 	q := reader.Query{Limit: *limit, PageSize: *pageSize, Cursor: *cur}
 	for _, w := range wheres {
 		col, val, ok := strings.Cut(w, "=")
@@ -104,10 +106,10 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		q.To = q.From.Add(-d.Std())
 	} else if *cur == "" {
 		var err error
-		if q.From, err = time.Parse(time.RFC3339Nano, *fromS); err != nil {
+		if q.From, err = time.Parse(time.RFC3339Nano, *fromS); err != nil && *fromS != "" {
 			return usageErr("--from %q is not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)", *fromS)
 		}
-		if q.To, err = time.Parse(time.RFC3339Nano, *toS); err != nil {
+		if q.To, err = time.Parse(time.RFC3339Nano, *toS); err != nil && *toS != "" {
 			return usageErr("--to %q is not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)", *toS)
 		}
 	}
@@ -131,6 +133,15 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "sink query: %v\n", err)
 		return exitConfig
 	}
+	if r.Table().Latest {
+		if ranged {
+			return usageErr("topics.%s is a latest-value table (bucket width none): it holds the newest row of each entity, and takes no --from, --to, --last, --cursor or --where", r.Topic())
+		}
+		return queryLatest(ctx, rcfg, r, ids, *format, stdout, stderr)
+	}
+	if *cur == "" && *last == "" && (*fromS == "" || *toS == "") {
+		return usageErr("give a range: --from and --to, or --last (or --cursor to resume)")
+	}
 	id, err := r.ParseID(ids)
 	if err != nil {
 		return usageErr("--id: %v", err)
@@ -147,17 +158,11 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr("%v", err)
 	}
 
-	session, err := cassandra.Connect(ctx, cfg.Cassandra)
-	if err != nil {
-		fmt.Fprintf(stderr, "sink query: %v\n", err)
-		return exitFailure
+	r, closeSession, code := connectReader(ctx, rcfg, stderr)
+	if r == nil {
+		return code
 	}
-	defer session.Close()
-	rcfg.Session = session.Driver()
-	if r, err = reader.New(rcfg); err != nil {
-		fmt.Fprintf(stderr, "sink query: %v\n", err)
-		return exitConfig
-	}
+	defer closeSession()
 	page, err := r.Read(ctx, q)
 	if err != nil {
 		var rangeErr *reader.RangeError
@@ -172,6 +177,59 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailure
 	}
 	return exitOK
+}
+
+// queryLatest prints the newest row of each entity of a latest-value table: ids holds the entities one
+// after the other, each as many values as the id has columns.
+func queryLatest(ctx context.Context, rcfg reader.Config, r *reader.Reader, ids []string, format string, stdout, stderr io.Writer) int {
+	n := len(r.Table().IDColumns())
+	if len(ids)%n != 0 {
+		fmt.Fprintf(stderr, "sink query: --id: %d values do not make whole entities of the %d id columns %v; give each entity's values in that order\n",
+			len(ids), n, r.Table().IDColumns())
+		return exitUsage
+	}
+	entities := make([][]any, 0, len(ids)/n)
+	for i := 0; i < len(ids); i += n {
+		id, err := r.ParseID(ids[i : i+n])
+		if err != nil {
+			fmt.Fprintf(stderr, "sink query: --id: %v\n", err)
+			return exitUsage
+		}
+		entities = append(entities, id)
+	}
+	r, closeSession, code := connectReader(ctx, rcfg, stderr)
+	if r == nil {
+		return code
+	}
+	defer closeSession()
+	rows, err := r.Latest(ctx, entities)
+	if err != nil {
+		fmt.Fprintf(stderr, "sink query: %v\n", err)
+		return exitFailure
+	}
+	if err := printPage(stdout, stderr, format, r.Table().Columns, reader.Page{Rows: rows}); err != nil {
+		fmt.Fprintf(stderr, "sink query: writing the rows: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// connectReader connects to Cassandra and returns the reader of rcfg on that session, and the function
+// that closes it; or nil and the exit code, the error printed.
+func connectReader(ctx context.Context, rcfg reader.Config, stderr io.Writer) (*reader.Reader, func(), int) {
+	session, err := cassandra.Connect(ctx, rcfg.Sink.Cassandra)
+	if err != nil {
+		fmt.Fprintf(stderr, "sink query: %v\n", err)
+		return nil, nil, exitFailure
+	}
+	rcfg.Session = session.Driver()
+	r, err := reader.New(rcfg)
+	if err != nil {
+		session.Close()
+		fmt.Fprintf(stderr, "sink query: %v\n", err)
+		return nil, nil, exitConfig
+	}
+	return r, session.Close, exitOK
 }
 
 // entryOfTable is the entry that writes table, given as TABLE or KEYSPACE.TABLE (CQL names fold

@@ -82,3 +82,43 @@ topics:
 		t.Errorf("table format: exit %d, stdout %q, stderr %q; want a header, 2 rows, the cursor on stderr", code, out, errOut)
 	}
 }
+
+// TestIntegrationQueryPrintsTheLatestRowOfEachID: on a latest-value table written by the pipeline, `sink
+// query --id A --id B --id C` prints the newest row of each entity given, in that order, and nothing for
+// one never written.
+func TestIntegrationQueryPrintsTheLatestRowOfEachID(t *testing.T) {
+	cfg := readertest.Config(t, map[string]config.Topic{"latest": readertest.LatestTopic("device_id")})
+	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	ev := func(id string, sec int, seq int64) readertest.Event {
+		return readertest.At("latest", id, base, sec, seq)
+	}
+	readertest.NewFixture(t, cfg, []readertest.Event{ev("dev-2", 2, 22), ev("dev-1", 5, 15), ev("dev-1", 1, 11), ev("dev-2", 1, 21)}, []time.Time{base})
+
+	path := filepath.Join(t.TempDir(), "sink.yaml")
+	yaml := fmt.Sprintf(`kafka: {brokers: [%s]}
+cassandra: {hosts: [%s], keyspace: %s, consistency: ONE}
+topics:
+  latest:
+    topic: %s
+    id: [device_id]
+    time: {source: field, field: ts}
+    bucket: none
+    table: latest
+    columns:
+      - {name: device_id, type: text, field: device_id}
+      - {name: ts, type: timestamp, source: event_time}
+      - {name: seq, type: bigint, field: seq, required: true}
+`, strings.Join(cfg.Kafka.Brokers, ", "), strings.Join(cfg.Cassandra.Hosts, ", "), cfg.Cassandra.Keyspace, cfg.Topics["latest"].Topic)
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, runQuery, "--config", path, "--topic", "latest", "--id", "dev-1", "--id", "dev-9", "--id", "dev-2", "--format", "csv")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "dev-1,") || !strings.HasSuffix(lines[1], ",15") ||
+		!strings.HasPrefix(lines[2], "dev-2,") || !strings.HasSuffix(lines[2], ",22") {
+		t.Errorf("rows:\n%s\nwant the header, dev-1's newest (seq 15), dev-2's (seq 22)", out)
+	}
+}

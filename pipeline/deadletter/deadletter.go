@@ -177,6 +177,7 @@ func rowJSON(row *batcher.Row) []byte {
 	var cols []string
 	if row.Target != nil {
 		cols = row.Target.Columns
+		vals = vals[min(row.Target.ColumnsAt(), len(vals)):] // a delete binds its timestamp first
 	}
 	obj := make(map[string]json.RawMessage, len(cols))
 	for i, c := range cols {

@@ -171,6 +171,21 @@ func TestRowDeadLetterRendersTheRowAsJSON(t *testing.T) {
 	}
 }
 
+// TestDeleteRowDeadLetterLabelsTheIDs: a refused delete row binds its write timestamp before its id
+// values (DELETE ... USING TIMESTAMP ? WHERE ...); its dead letter names the id columns with their own
+// values, not with the timestamp's.
+func TestDeleteRowDeadLetterLabelsTheIDs(t *testing.T) {
+	row := &batcher.Row{
+		Target: &batcher.Target{Keyspace: "ks", Table: "latest", Delete: true, Columns: []string{"site", "device_id"}},
+		Packed: packed.MustPack([]string{"bigint", "text", "text"}, int64(1_709_287_200_000_999), "plant-1", "dev-1"),
+		Source: batcher.Source{Topic: "readings", Partition: 4, Offset: 18},
+	}
+	got := FromRow("readings.dlq", row, Refusal{Reason: ReasonWrite, Err: errors.New("refused")})
+	if want := `{"device_id":"dev-1","site":"plant-1"}`; string(got.Value) != want {
+		t.Errorf("delete row dead letter %s, want %s", got.Value, want)
+	}
+}
+
 // TestOversizedDeadLetterCutsTheErrorLast: when the key, value and original headers are gone and the
 // dead letter still does not fit (an error that quotes input, a small max.message.bytes), sink.error is
 // cut too, never below minErrorBytes.

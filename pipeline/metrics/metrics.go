@@ -78,7 +78,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		RecordsDeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_dead_lettered_total",
-			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, slice, write, panic); a record several entries refuse is one dead letter, of the first refusing entry's reason.",
+			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, key, slice, write, panic); a record several entries refuse is one dead letter, of the first refusing entry's reason.",
 		}, []string{"topic", "reason"}),
 		RecordsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_skipped_total",

@@ -256,3 +256,16 @@ func Topic(b config.Bucket, order string, ids ...string) config.Topic {
 		Clustering: []config.Clustering{{Column: "ts", Order: order}},
 	}
 }
+
+// LatestTopic is a latest-value test topic (bucket width none, no clustering) with the given id
+// columns.
+func LatestTopic(ids ...string) config.Topic {
+	t := Topic(config.Bucket{Width: config.BucketNone}, "", ids...)
+	t.Clustering = nil
+	return t
+}
+
+// At is the event of topic for entity id at sec seconds after base, numbered seq.
+func At(topic, id string, base time.Time, sec int, seq int64) Event {
+	return Event{Topic: topic, ID: []string{id}, TS: base.Add(time.Duration(sec) * time.Second), Seq: seq}
+}

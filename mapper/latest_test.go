@@ -1,0 +1,274 @@
+package mapper
+
+import (
+	"errors"
+	"maps"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/packed"
+)
+
+// latestMapper maps the sensor topic as a latest-value entry: no bucket, no clustering.
+func latestMapper(t *testing.T, onTombstone string, mutate func(*config.Topic)) *Mapper {
+	t.Helper()
+	return newMapper(t, func(tp *config.Topic) {
+		tp.Bucket = config.Bucket{Width: config.BucketNone}
+		tp.Clustering = nil
+		tp.OnTombstone = onTombstone
+		if mutate != nil {
+			mutate(tp)
+		}
+	})
+}
+
+func explainOK(t *testing.T, m *Mapper, r Record) Explanation {
+	t.Helper()
+	ex, err := m.Explain(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex
+}
+
+func reading(ts string, temperature string) string {
+	return `{"device_id":"dev-0042","ts":"` + ts + `","temperature":` + temperature + `}`
+}
+
+// TestLatestValueRowHasNoBucketAndIsWrittenAtItsEventTime: a latest-value row's partition key is its id
+// alone (the routing key is the id's bytes), its INSERT binds no bucket column, and its write timestamp
+// is the event time's millisecond plus a tie below it.
+func TestLatestValueRowHasNoBucketAndIsWrittenAtItsEventTime(t *testing.T) {
+	m := latestMapper(t, "", nil)
+	ex := explainOK(t, m, rec(sensorJSON))
+	if !ex.Latest || len(ex.PartitionKey) != 1 || ex.PartitionKey[0].Column != "device_id" {
+		t.Fatalf("partition key %v (latest %v), want [device_id]", ex.PartitionKey, ex.Latest)
+	}
+	if want := "INSERT INTO telemetry.sensor_readings (device_id, reading_time, site_id, temperature, humidity, battery) VALUES (?, ?, ?, ?, ?, ?) USING TTL ? AND TIMESTAMP ?"; ex.CQL != want {
+		t.Errorf("CQL\n %s\nwant\n %s", ex.CQL, want)
+	}
+	if ex.Row.Key != "dev-0042" {
+		t.Errorf("routing key %q, want the id's bytes", ex.Row.Key)
+	}
+	ms := time.Date(2024, 1, 15, 14, 37, 22, 123e6, time.UTC).UnixMilli()
+	if ts := ex.WriteTimestamp; ts < ms*1000 || ts > ms*1000+999 {
+		t.Errorf("write timestamp %d, not within the event time's millisecond %d000..%d999", ts, ms, ms)
+	}
+	if vals := packed.Values(ex.Row.Packed); len(vals) != 8 {
+		t.Errorf("%d values bound, want 6 columns, the TTL and the timestamp", len(vals))
+	}
+}
+
+// TestLatestValueTieRuleIsDecidedByTheRowAlone guards the tie rule: two events of one entity in one
+// millisecond (whatever their µs) get different timestamps inside that millisecond, each the same on
+// every mapping and from any Kafka coordinates, so the same event wins in any arrival order; and an
+// event a millisecond later beats every event of the millisecond before.
+func TestLatestValueTieRuleIsDecidedByTheRowAlone(t *testing.T) {
+	m := latestMapper(t, "", nil)
+	a := rec(reading("2024-01-15T14:37:22.123456Z", "21.5"))
+	b := rec(reading("2024-01-15T14:37:22.123001Z", "19"))
+	tsA, tsB := writeTSOf(t, m, a), writeTSOf(t, m, b)
+	if tsA/1000 != tsB/1000 {
+		t.Fatalf("timestamps %d and %d are not in one millisecond", tsA, tsB)
+	}
+	if tsA == tsB {
+		t.Fatalf("two different rows of one millisecond tie at %d; pick other test values", tsA)
+	}
+	// The same row from other coordinates (a replay, a re-production) gets the same timestamp.
+	moved := a
+	moved.Partition, moved.Offset, moved.Timestamp = 0, 9, kafkaTS.Add(time.Hour)
+	if got := writeTSOf(t, m, moved); got != tsA {
+		t.Errorf("the same event from other Kafka coordinates: %d, first %d", got, tsA)
+	}
+	// The µs are not the order: the row decides, so the .123001 event may win over .123456.
+	for _, temp := range []string{"1", "2", "3", "4", "5", "6", "7", "8"} {
+		later := writeTSOf(t, m, rec(reading("2024-01-15T14:37:22.124Z", temp)))
+		if later <= max(tsA, tsB) {
+			t.Errorf("an event a millisecond later (temperature %s) has %d, not above %d", temp, later, max(tsA, tsB))
+		}
+	}
+}
+
+// TestTombstoneDeletesTheEntityAtItsKafkaTimestamp: under on_tombstone delete, a tombstone is a DELETE row
+// of the entry's delete target, in the same partition (routing key) as the entity's upserts, at the
+// Kafka timestamp's millisecond plus 999 µs: it shadows every upsert whose event time is at or before
+// that millisecond, and none after.
+func TestTombstoneDeletesTheEntityAtItsKafkaTimestamp(t *testing.T) {
+	m := latestMapper(t, config.OnTombstoneDelete, nil)
+	tomb := Record{Topic: "sensor-readings", Partition: 3, Offset: 1300, Key: []byte("dev-0042"), Timestamp: kafkaTS}
+	ex := explainOK(t, m, tomb)
+	if !ex.Delete || !ex.Row.Target.Delete || ex.Row.Target.Entry != "readings" {
+		t.Fatalf("tombstone: not a delete of entry readings (%+v)", ex)
+	}
+	if want := "DELETE FROM telemetry.sensor_readings USING TIMESTAMP ? WHERE device_id = ?"; ex.CQL != want {
+		t.Errorf("CQL %q, want %q", ex.CQL, want)
+	}
+	del := kafkaTS.UnixMilli()*1000 + 999
+	if ex.WriteTimestamp != del {
+		t.Errorf("delete timestamp %d, want %d", ex.WriteTimestamp, del)
+	}
+	vals := packed.Values(ex.Row.Packed)
+	if len(vals) != 2 || packed.GoValue(vals[0]) != del || packed.GoValue(vals[1]) != "dev-0042" {
+		t.Errorf("bound %v, want the timestamp then the id", ex.Bound)
+	}
+	up := explainOK(t, m, rec(reading(kafkaTS.Format(time.RFC3339Nano), "1")))
+	if up.Row.Key != ex.Row.Key {
+		t.Errorf("the delete's routing key %q is not its upserts' %q", ex.Row.Key, up.Row.Key)
+	}
+	if up.WriteTimestamp >= del {
+		t.Errorf("an upsert at the tombstone's millisecond (%d) is not shadowed by the delete (%d)", up.WriteTimestamp, del)
+	}
+	if next := writeTSOf(t, m, rec(reading(kafkaTS.Add(time.Millisecond).Format(time.RFC3339Nano), "1"))); next <= del {
+		t.Errorf("an upsert a millisecond after the tombstone (%d) is erased by the delete (%d)", next, del)
+	}
+}
+
+// TestTombstoneKeyNamesTheEntity guards the key rule: one id column read from a field takes the key's
+// text in the column's type; several take a JSON object of their fields; a key that does not fit, no
+// key, or no Kafka timestamp is bad input with reason key.
+func TestTombstoneKeyNamesTheEntity(t *testing.T) {
+	tomb := func(key string) Record {
+		r := Record{Topic: "sensor-readings", Partition: 3, Offset: 1300, Key: []byte(key), Timestamp: kafkaTS}
+		if key == "<none>" {
+			r.Key = nil
+		}
+		return r
+	}
+	intID := latestMapper(t, config.OnTombstoneDelete, func(tp *config.Topic) {
+		tp.Columns[0] = config.Column{Name: "device_id", Type: "int", Field: "device.n"}
+	})
+	composite := latestMapper(t, config.OnTombstoneDelete, func(tp *config.Topic) {
+		tp.ID = []string{"site_id", "device_id"}
+	})
+	fromKey := latestMapper(t, config.OnTombstoneDelete, func(tp *config.Topic) {
+		tp.Columns[0] = config.Column{Name: "device_id", Type: "text", Source: config.SourceKafkaKey}
+	})
+	for _, tc := range []struct {
+		name string
+		m    *Mapper
+		key  string
+		want []any // the id values; nil: refused with reason key
+	}{
+		{"int", intID, "42", []any{int32(42)}},
+		{"int not a number", intID, "forty-two", nil},
+		{"int out of range", intID, "99999999999", nil},
+		{"composite", composite, `{"device_id":"dev-1","site":{"id":"plant-1"}}`, []any{"plant-1", "dev-1"}},
+		{"composite missing a field", composite, `{"device_id":"dev-1"}`, nil},
+		{"composite not JSON", composite, "plant-1/dev-1", nil},
+		{"no key", intID, "<none>", nil},
+		{"kafka_key source", fromKey, `{"not":"parsed"}`, []any{`{"not":"parsed"}`}},
+		{"kafka_key not UTF-8", fromKey, "\xff", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex, err := tc.m.Explain(tomb(tc.key))
+			if tc.want == nil {
+				var re *RecordError
+				if !errors.As(err, &re) || re.Reason != ReasonKey {
+					t.Fatalf("got %v, want a refusal with reason key", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range tc.want {
+				if got := ex.PartitionKey[i].Value; got != v {
+					t.Errorf("id %d = %#v, want %#v", i, got, v)
+				}
+			}
+		})
+	}
+	noTime := tomb("42")
+	noTime.Timestamp = time.UnixMilli(-1)
+	var re *RecordError
+	if _, err := intID.Map(noTime); !errors.As(err, &re) || re.Reason != ReasonKey || !strings.Contains(err.Error(), "no Kafka timestamp") {
+		t.Errorf("a tombstone without a Kafka timestamp: %v, want reason key", err)
+	}
+}
+
+// TestTombstoneSkipIsASkipReason: on_tombstone skip refuses the record with ReasonTombstone, which is a
+// skip reason (the pipeline commits and counts it), while a plain refusal is not.
+func TestTombstoneSkipIsASkipReason(t *testing.T) {
+	for _, bucketed := range []bool{true, false} {
+		var m *Mapper
+		if bucketed {
+			m = newMapper(t, func(tp *config.Topic) { tp.OnTombstone = config.OnTombstoneSkip })
+		} else {
+			m = latestMapper(t, config.OnTombstoneSkip, nil)
+		}
+		r := rec("")
+		r.Value = nil
+		_, err := m.Map(r)
+		var re *RecordError
+		if !errors.As(err, &re) || re.Reason != ReasonTombstone || !Skipped(re.Reason) {
+			t.Errorf("bucketed %v: %v, want a skip with reason tombstone", bucketed, err)
+		}
+	}
+	if Skipped(ReasonDecode) || Skipped(ReasonKey) || !Skipped(ReasonExpired) {
+		t.Error("Skipped: only expired and tombstone are skip reasons")
+	}
+}
+
+// TestLatestValueWriteTimestampProperties checks the write timestamp rule over many rows: it lies in the
+// event time's millisecond whatever the digits below it, it is the same for the same row from any Kafka
+// coordinates, and the rows of one millisecond spread over its microseconds (no constant tie).
+func TestLatestValueWriteTimestampProperties(t *testing.T) {
+	m := latestMapper(t, "", nil)
+	rng := rand.New(rand.NewPCG(26, 3))
+	ms := time.Date(2024, 1, 15, 14, 37, 22, 123e6, time.UTC)
+	ties := map[int64]bool{}
+	for i := range 300 {
+		at := ms.Add(time.Duration(rng.IntN(1000)) * time.Microsecond)
+		r := rec(reading(at.Format(time.RFC3339Nano), strconv.FormatFloat(rng.Float64()*100, 'f', 3, 64)))
+		ts := writeTSOf(t, m, r)
+		if ts/1000 != ms.UnixMilli() {
+			t.Fatalf("row %d at %s: write timestamp %d, not in its millisecond", i, at.Format(time.RFC3339Nano), ts)
+		}
+		r.Partition, r.Offset = int32(rng.IntN(12)), rng.Int64N(1<<40)
+		if again := writeTSOf(t, m, r); again != ts {
+			t.Fatalf("row %d: %d from other coordinates, %d first", i, again, ts)
+		}
+		ties[ts%1000] = true
+	}
+	if len(ties) < 200 {
+		t.Errorf("300 rows drew only %d different ties of 1000", len(ties))
+	}
+}
+
+// TestTombstoneOfASharedTopicIsEachEntrysToSay guards the seam with the fan-out: a tombstone of a Kafka
+// topic read by three entries becomes, per entry, what that entry's on_tombstone says (a refusal, a skip,
+// a delete row of the entry's delete target), the same from MapAll as from MapEntry.
+func TestTombstoneOfASharedTopicIsEachEntrysToSay(t *testing.T) {
+	c := baseConfig()
+	r := c.Topics["readings"] // on_tombstone dead_letter (the default)
+	skip := siteEntry(r)
+	skip.OnTombstone = config.OnTombstoneSkip
+	c.Topics["by-site"] = skip
+	latest := r
+	latest.Table, latest.Bucket, latest.Clustering, latest.OnTombstone = "latest", config.Bucket{Width: config.BucketNone}, nil, config.OnTombstoneDelete
+	c.Topics["latest"] = latest
+	c.ApplyDefaults()
+	m, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tomb := Record{Topic: "sensor-readings", Partition: 3, Offset: 1300, Key: []byte("dev-0042"), Timestamp: kafkaTS}
+	all := checkMapAllIsMapEntry(t, m, tomb)
+	reasons := map[string]string{}
+	for _, got := range all {
+		var re *RecordError
+		switch {
+		case got.Err == nil && got.Row.Target.Delete && got.Row.Target.Entry == "latest":
+			reasons[got.Entry] = "delete"
+		case errors.As(got.Err, &re):
+			reasons[got.Entry] = re.Reason
+		}
+	}
+	if want := map[string]string{"latest": "delete", "by-site": ReasonTombstone, "readings": ReasonDecode}; !maps.Equal(reasons, want) {
+		t.Errorf("outcomes %v, want %v", reasons, want)
+	}
+}

@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline/deadletter"
+)
+
+// TestIntegrationLatestValueOrderAndTombstones runs a latest-value entry with on_tombstone delete on the
+// real stack. The events of one device arrive newest first, then older, then replayed: the row holds the
+// newest event. A tombstone after them deletes the row; the same upserts replayed after it, and one at
+// the tombstone's own millisecond, do not bring it back; a newer upsert does. A tombstone whose key does
+// not fit the id is dead-lettered with reason key, and another entry's on_tombstone skip skips and
+// counts its tombstone, committed.
+func TestIntegrationLatestValueOrderAndTombstones(t *testing.T) {
+	var skipTopic string
+	s := newStackWith(t, 1, nil, func(c *config.Config) {
+		tc := c.Topics["readings"]
+		tc.Bucket = config.Bucket{Width: config.BucketNone}
+		tc.Clustering = nil
+		tc.OnTombstone = config.OnTombstoneDelete
+		c.Topics["readings"] = tc
+
+		skip := tc
+		skipTopic = tc.Topic + "_skip"
+		skip.Topic, skip.Table, skip.OnTombstone = skipTopic, "skipped", config.OnTombstoneSkip
+		c.Topics["skipped"] = skip
+	})
+	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+	at := func(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+	// upsert is an event of device at base+sec with the given value, its Kafka timestamp its event time.
+	upsert := func(device string, sec int) *kgo.Record {
+		v := fmt.Sprintf(`{"device_id":%q,"ts":%q,"value":%d}`, device, at(sec).Format(time.RFC3339Nano), sec)
+		return &kgo.Record{Topic: s.topic, Key: []byte(device), Value: []byte(v), Timestamp: at(sec)}
+	}
+	tombstone := func(key []byte, sec int) *kgo.Record {
+		return &kgo.Record{Topic: s.topic, Key: key, Timestamp: at(sec)}
+	}
+	produce := func(krs ...*kgo.Record) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res := s.cl.ProduceSync(ctx, krs...)
+		if err := res.FirstErr(); err != nil {
+			t.Fatalf("producing: %v", err)
+		}
+		for _, r := range res {
+			if r.Record.Topic == s.topic {
+				s.produced[0] = max(s.produced[0], r.Record.Offset+1)
+			}
+		}
+		s.waitFor(time.Minute, "every record to be committed", s.allCommitted)
+	}
+	// latest reads the device's row: its value and event time, or ok=false when there is none.
+	latest := func(device string) (value float64, ts time.Time, ok bool) {
+		t.Helper()
+		err := s.session.Driver().Query("SELECT value, ts FROM "+s.ks+".readings WHERE device_id = ?", device).Scan(&value, &ts)
+		if errors.Is(err, gocql.ErrNotFound) {
+			return 0, time.Time{}, false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return value, ts.UTC(), true
+	}
+	want := func(step, device string, sec int) {
+		t.Helper()
+		v, ts, ok := latest(device)
+		switch {
+		case sec < 0 && ok:
+			t.Errorf("%s: %s has a row (value %v at %s), want none", step, device, v, ts)
+		case sec >= 0 && (!ok || v != float64(sec) || !ts.Equal(at(sec))):
+			t.Errorf("%s: %s holds value %v at %s (row %v), want the event of %s", step, device, v, ts, ok, at(sec))
+		}
+	}
+
+	m := s.start(nil)
+	// Newest first, then older ones, then a replay of all three.
+	produce(upsert("d1", 3), upsert("d1", 2), upsert("d1", 1), upsert("d2", 1))
+	want("newest first", "d1", 3)
+	produce(upsert("d1", 1), upsert("d1", 2), upsert("d1", 3), upsert("d1", 2))
+	want("after a replay", "d1", 3)
+	want("another device", "d2", 1)
+
+	// The tombstone deletes the row; a key that is not UTF-8 text names no device.
+	produce(tombstone([]byte("d1"), 10), tombstone([]byte{0xff, 0xfe}, 10))
+	want("after the tombstone", "d1", -1)
+	want("another device after the tombstone", "d2", 1)
+
+	// Replayed upserts, and one of the tombstone's own millisecond, stay deleted; a newer one is written.
+	produce(upsert("d1", 1), upsert("d1", 3), upsert("d1", 2), upsert("d1", 10))
+	want("replayed after the tombstone", "d1", -1)
+	produce(upsert("d1", 20))
+	want("a newer upsert", "d1", 20)
+
+	// on_tombstone skip on the other entry: skipped, counted, committed.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: skipTopic, Key: []byte("d1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(time.Minute, "the skipped tombstone to be committed", func() bool {
+		resp, err := s.adm.FetchOffsets(ctx, s.group)
+		if err != nil {
+			return false
+		}
+		var at int64
+		resp.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == skipTopic && o.Partition == 0 {
+				at = o.At
+			}
+		})
+		return at == 1
+	})
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.ToFloat64(m.metrics.RecordsSkipped.WithLabelValues(skipTopic, mapper.ReasonTombstone)); n != 1 {
+		t.Errorf("sink_records_skipped_total{reason=tombstone} = %v, want 1", n)
+	}
+	dls := s.dlqRecords()
+	if len(dls) != 1 || header(dls[0], deadletter.HeaderReason) != mapper.ReasonKey {
+		for _, r := range dls {
+			t.Logf("dead letter: reason %q error %q", header(r, deadletter.HeaderReason), header(r, deadletter.HeaderError))
+		}
+		t.Errorf("%d dead letters, want one: the tombstone whose key is not text, with reason key", len(dls))
+	}
+}
