@@ -136,10 +136,11 @@ func row(o *fakeOwner, key string, offset int64) batcher.Row {
 }
 
 // startStage runs a stage writing through w, batches closing at maxRows, and stops it when the test
-// ends: the stage's context is canceled (every retry gives up) and Run is waited for.
-func startStage(t *testing.T, w BatchWriter, maxRows int, retry time.Duration, topics map[string]Topic) *Stage {
+// ends: the stage's context is canceled (every retry gives up) and Run is waited for. opts change the
+// stage's Config before it starts.
+func startStage(t *testing.T, w BatchWriter, maxRows int, retry time.Duration, topics map[string]Topic, opts ...func(*Config)) *Stage {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := New(ctx, Config{
+	cfg := Config{
 		Batcher:     batcher.Config{MaxRows: maxRows, Linger: time.Hour},
 		MaxInFlight: 4,
 		Writer:      w,
@@ -151,7 +152,11 @@ func startStage(t *testing.T, w BatchWriter, maxRows int, retry time.Duration, t
 		Stopping:    func() bool { return false },
 		BudgetFull:  func() bool { return false },
 		Written:     func(*batcher.Batch) {},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := New(ctx, cfg)
 	go s.Run()
 	t.Cleanup(func() {
 		cancel()
