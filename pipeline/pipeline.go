@@ -107,6 +107,7 @@ type Pipeline struct {
 	commitClock *offsets.CommitClock
 	mapped      prometheus.Observer
 	writes      *writestage.Stage
+	lease       *sessionLease // the group session's lease for split topics' writes; nil without split topics
 
 	// dlqLimits caches the max.message.bytes of the dead-letter topics.
 	dlqLimits dlqLimits
@@ -278,6 +279,16 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	for kt, ti := range pl.topics {
 		stageTopics[kt] = ti.stage
 	}
+	var fence func(context.Context, *batcher.Batch, []writestage.Owner) (context.Context, error)
+	for _, ti := range pl.topics {
+		if ti.split != nil {
+			// A split topic's batches are sent only while the group session is known to be alive (lease.go).
+			k := pl.sink.Kafka
+			pl.lease = newSessionLease(cl, k.Group, k.SessionTimeout.Std(), k.RebalanceTimeout.Std(), pl.backoff, pl.log)
+			fence = pl.fence
+			break
+		}
+	}
 	pl.writes = writestage.New(writesCtx, writestage.Config{
 		Batcher: batcher.Config{
 			MaxRows:  w.BatchMaxRows,
@@ -296,6 +307,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		Stopping:    pl.Stopping,
 		BudgetFull:  pl.budgetFull.Load,
 		Written:     pl.observeWritten,
+		Fence:       fence,
 	})
 	go pl.writes.Run()
 
