@@ -20,12 +20,18 @@ import (
 // sessionLease says until when no other member can own a partition this member's workers hold: the
 // write stage sends a split topic's batch only under it (fence). A heartbeat of the member's current
 // session that the coordinator answers without error, sent at s, proves that the session was alive
-// after s; the coordinator can end it at the earliest kafka.session_timeout after it last heard from
-// the member, or kafka.rebalance_timeout after a rebalance that began later, and only then give its
-// partitions to another member, whose first split decision or adoption waits cassandra.timeout more
-// (splitState.settle). A lease therefore runs from s for half the shorter of the two timeouts, and a
-// write attempt started within it lands (or fails) before the next owner reads what its partitions
-// hold (docs/DESIGN.md, "A member that lost its session").
+// and the group stable after s; the coordinator can end the session at the earliest
+// kafka.session_timeout after it last heard from the member, or kafka.rebalance_timeout after a
+// rebalance that began later, and only then give its partitions to another member, whose first split
+// decision or adoption waits cassandra.timeout more (splitState.settle). A lease therefore runs from s
+// for half the shorter of the two timeouts (the other half is the margin for the heartbeat's travel
+// and the machines' clocks), and a write attempt started within it lands (or fails) before the next
+// owner reads what its partitions hold (docs/DESIGN.md, "A member that lost its session"). During a
+// rebalance the coordinator answers REBALANCE_IN_PROGRESS to a member it still knows: that keeps the
+// session from expiring, but the rebalance began after the member's last stable answer s0 and may
+// remove it kafka.rebalance_timeout later, so such an answer sent at s holds until the earlier of
+// s + session/2 and s0 + rebalance/2: a normal rebalance (whose revoke waits for the writes in flight)
+// does not stall split topics' writes.
 //
 // A process frozen (SIGSTOP, a long pause) wakes with its lease run out: its batches wait for a
 // heartbeat, which a coordinator that has ended the session refuses, until franz-go reports the
@@ -33,16 +39,21 @@ import (
 // the write stage's writer goroutines at once; one of them confirms at a time, the others use the
 // lease they have or wait for that confirmation.
 type sessionLease struct {
-	confirm func(ctx context.Context) error // one heartbeat of the current session
-	span    time.Duration                   // how long a confirmation holds
-	retry   backoff.Policy                  // between failed confirmations
-	log     *slog.Logger
+	// confirm sends one heartbeat of the current session; it returns the member it was sent for.
+	confirm            func(ctx context.Context) (member string, err error)
+	session, rebalance time.Duration  // kafka.session_timeout, kafka.rebalance_timeout
+	retry              backoff.Policy // between failed confirmations
+	log                *slog.Logger
 
 	cur atomic.Pointer[lease] // nil until the first confirmation
 
 	mu       sync.Mutex
 	renewing chan struct{} // closed when the confirmation under way ends; nil when none is
-	failures int           // confirmations failed in a row
+	// The renewer's alone (one at a time, handed over under mu): confirmations failed in a row, and
+	// when the last one answered without error was sent, for which member.
+	failures     int
+	stable       time.Time
+	stableMember string
 }
 
 // lease is one confirmation: writes started before until are safe; ctx ends at until.
@@ -58,28 +69,27 @@ var errPartitionsGone = errors.New("the batch's partitions are no longer ours")
 
 func newSessionLease(cl *kgo.Client, group string, sessionTimeout, rebalanceTimeout time.Duration, retry backoff.Policy, log *slog.Logger) *sessionLease {
 	return &sessionLease{
-		confirm: func(ctx context.Context) error { return heartbeat(ctx, cl, group) },
-		span:    min(sessionTimeout, rebalanceTimeout) / 2,
-		retry:   retry,
-		log:     log,
+		confirm: func(ctx context.Context) (string, error) { return heartbeat(ctx, cl, group) },
+		session: sessionTimeout, rebalance: rebalanceTimeout,
+		retry: retry,
+		log:   log,
 	}
 }
 
-// heartbeat sends one heartbeat of the client's current group session and returns its error: nil
-// when the coordinator knows the member in a stable generation. REBALANCE_IN_PROGRESS is an error
-// here: the rebalance may have begun before this member last heartbeated.
-func heartbeat(ctx context.Context, cl *kgo.Client, group string) error {
+// heartbeat sends one heartbeat of the client's current group session and returns the member it was
+// sent for and the coordinator's error.
+func heartbeat(ctx context.Context, cl *kgo.Client, group string) (string, error) {
 	member, generation := cl.GroupMetadata()
 	if member == "" {
-		return errors.New("not in the group")
+		return "", errors.New("not in the group")
 	}
 	req := kmsg.NewPtrHeartbeatRequest()
 	req.Group, req.MemberID, req.Generation = group, member, generation
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return err
+		return member, err
 	}
-	return kerr.ErrorForCode(resp.ErrorCode)
+	return member, kerr.ErrorForCode(resp.ErrorCode)
 }
 
 // hold returns the context to write a batch under, once the lease covers now; owners are its rows'
@@ -135,9 +145,24 @@ func (l *sessionLease) renew(parent context.Context) {
 		return
 	}
 	sent := time.Now()
-	ctx, cancel := context.WithTimeout(parent, l.span/2)
-	err := l.confirm(ctx)
+	ctx, cancel := context.WithTimeout(parent, min(l.session, l.rebalance)/4)
+	member, err := l.confirm(ctx)
 	cancel()
+	var until time.Time
+	switch {
+	case err == nil:
+		l.stable, l.stableMember = sent, member
+		until = sent.Add(min(l.session, l.rebalance) / 2)
+	case errors.Is(err, kerr.RebalanceInProgress) && member == l.stableMember && !l.stable.IsZero():
+		until = sent.Add(l.session / 2)
+		if end := l.stable.Add(l.rebalance / 2); end.Before(until) {
+			until = end
+		}
+		if !time.Now().Before(until) {
+			break
+		}
+		err = nil
+	}
 	if err != nil {
 		if l.failures == 0 {
 			l.log.Warn("the group session could not be confirmed; split topics' batches wait for it (or for their partitions to be lost)",
@@ -150,9 +175,8 @@ func (l *sessionLease) renew(parent context.Context) {
 		l.log.Info("the group session is confirmed again; split topics' batches are sent", slog.Int("attempts", l.failures+1))
 	}
 	l.failures = 0
-	until := sent.Add(l.span)
 	lctx, stop := context.WithDeadline(parent, until)
-	l.cur.Store(&lease{ctx: lctx, stop: stop, until: until, renewAt: sent.Add(l.span / 2)})
+	l.cur.Store(&lease{ctx: lctx, stop: stop, until: until, renewAt: sent.Add(until.Sub(sent) / 2)})
 }
 
 // anyOwned reports whether the partition of at least one of a batch's rows is still ours.
