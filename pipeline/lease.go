@@ -49,6 +49,7 @@ type sessionLease struct {
 
 	mu       sync.Mutex
 	renewing chan struct{} // closed when the confirmation under way ends; nil when none is
+	nextTry  time.Time     // no confirmation before it: the last one failed
 	// The renewer's alone (one at a time, handed over under mu): confirmations failed in a row, and
 	// when the last one answered without error was sent, for which member.
 	failures     int
@@ -109,19 +110,28 @@ func (l *sessionLease) hold(parent context.Context, owners []writestage.Owner) (
 		if cur != nil && now.Before(cur.renewAt) {
 			return cur.ctx, nil
 		}
-		valid := cur != nil && now.Before(cur.until)
 		l.mu.Lock()
+		// Read again under mu: a confirmation may have ended since, and the next one is not due.
+		cur = l.cur.Load()
+		valid := cur != nil && now.Before(cur.until)
+		fresh := cur != nil && now.Before(cur.renewAt)
 		wait := l.renewing
-		if wait == nil {
+		// While the lease holds, a failed confirmation is tried again only after its backoff, and
+		// meanwhile batches go under the lease they have.
+		mine := wait == nil && !fresh && (!valid || !now.Before(l.nextTry))
+		if mine {
 			l.renewing = make(chan struct{})
 		}
 		l.mu.Unlock()
-		if wait == nil {
+		if mine {
 			l.renew(parent)
+			if cur := l.cur.Load(); cur != nil && time.Now().Before(cur.until) {
+				return cur.ctx, nil
+			}
 			continue
 		}
 		if valid {
-			return cur.ctx, nil // another writer confirms meanwhile
+			return cur.ctx, nil
 		}
 		select {
 		case <-wait:
@@ -131,17 +141,22 @@ func (l *sessionLease) hold(parent context.Context, owners []writestage.Owner) (
 	}
 }
 
-// renew confirms the session once (after a failure, it waits its backoff first, at most a second so
-// that a waiting batch soon sees its partitions lost, and the writers waiting do not heartbeat in a
-// loop), publishes the new lease on success, and wakes the waiters.
+// renew confirms the session once (after a failure, not before its backoff, at most a second so that
+// a waiting batch soon sees its partitions lost, and the writers waiting do not heartbeat in a loop),
+// publishes the new lease on success, and wakes the waiters.
 func (l *sessionLease) renew(parent context.Context) {
+	var next time.Time
 	defer func() {
 		l.mu.Lock()
+		l.nextTry = next
 		close(l.renewing)
 		l.renewing = nil
 		l.mu.Unlock()
 	}()
-	if l.failures > 0 && backoff.Sleep(parent, min(l.retry.Delay(l.failures-1), time.Second)) != nil {
+	l.mu.Lock()
+	wait := time.Until(l.nextTry)
+	l.mu.Unlock()
+	if backoff.Sleep(parent, wait) != nil {
 		return
 	}
 	sent := time.Now()
@@ -169,6 +184,7 @@ func (l *sessionLease) renew(parent context.Context) {
 				slog.Any("error", err))
 		}
 		l.failures++
+		next = time.Now().Add(min(l.retry.Delay(l.failures-1), time.Second))
 		return
 	}
 	if l.failures > 0 {

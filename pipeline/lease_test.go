@@ -28,8 +28,9 @@ func testLease(session, rebalance time.Duration, confirm func() (string, error))
 }
 
 // TestSessionLeaseConfirmsOncePerHalfLeaseAndHoldsBatchesWhenTheSessionIsGone: writers share one
-// confirmation (a heartbeat) per half lease; once the coordinator refuses the session, a batch whose
-// lease has run out is not let through but waits, and is refused as soon as its partition is lost.
+// confirmation (a heartbeat) per half lease; a refused confirmation does not hold batches while the
+// lease lasts (nor is it tried again before its backoff); once the lease has run out, a batch is not
+// let through but waits, and is refused as soon as its partition is lost.
 func TestSessionLeaseConfirmsOncePerHalfLeaseAndHoldsBatchesWhenTheSessionIsGone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var confirms atomic.Int32
@@ -71,6 +72,13 @@ func TestSessionLeaseConfirmsOncePerHalfLeaseAndHoldsBatchesWhenTheSessionIsGone
 		}
 
 		refused.Store(true)
+		time.Sleep(1100 * time.Millisecond) // past half the renewed lease, not its end
+		began := time.Now()
+		holdAll(10)
+		holdAll(10)
+		if took, got := time.Since(began), confirms.Load(); took != 0 || got != 3 {
+			t.Fatalf("a refused confirmation while the lease holds: batches waited %v, %d confirmations in all; want no wait, 3", took, got)
+		}
 		time.Sleep(5 * time.Second) // the lease has run out: a freeze, or heartbeats lost
 		done := make(chan error, 1)
 		go func() {
