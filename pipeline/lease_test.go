@@ -141,3 +141,16 @@ func TestSessionLeaseOutlastsARebalanceUpToHalfItsTimeout(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkSessionLeaseHold is what the fence costs a split topic's batch in the normal case: the
+// lease holds, so no heartbeat is sent.
+func BenchmarkSessionLeaseHold(b *testing.B) {
+	l := testLease(time.Hour, time.Hour, func() (string, error) { return "m1", nil })
+	owners := []writestage.Owner{&partition{ctx: context.Background()}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.hold(context.Background(), owners); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
