@@ -30,6 +30,8 @@ type Target struct {
 	// Consistency is the write consistency name (e.g. "LOCAL_QUORUM", as in topics.<name>.consistency);
 	// empty means the session default (cassandra.consistency).
 	Consistency string
+	// Entry is the config entry (topics.<name>) whose rows these are.
+	Entry string
 }
 
 // Row is one INSERT bound to its values.
@@ -84,8 +86,8 @@ type Config struct {
 
 // Defaults used for zero Config fields; they match writer.batch_max_rows and writer.batch_max_bytes.
 const (
-	DefaultMaxRows  = 100
-	DefaultMaxBytes = 32 << 10
+	DefaultMaxRows  = 400
+	DefaultMaxBytes = 64 << 10
 )
 
 // Validate reports negative limits.

@@ -34,8 +34,8 @@ func (s ceilingSetting) String() string {
 	return fmt.Sprintf("%s writer, %d rows/batch, %d in flight, %d conns", s.Writer, s.BatchRows, s.Concurrency, s.NumConns)
 }
 
-// ceilingGrid is the settings the ceiling tries. The sink's own defaults (100 rows or 32 KiB, 64 in
-// flight, 2 connections) are among them so the ceiling is never worse than what the sink is
+// ceilingGrid is the settings the ceiling tries. The sink's own limits (its batch rows and bytes, in
+// flight, connections) are among them so the ceiling is never worse than what the sink is
 // allowed; the others probe larger batches and more or less concurrency, which on a CPU-bound
 // single node can go either way.
 func ceilingGrid(quick bool, sinkRows, sinkBytes, sinkInFlight, sinkConns int) []ceilingSetting {

@@ -41,8 +41,8 @@ func TestLocalExampleDefaults(t *testing.T) {
 		{"group", c.Kafka.Group, "sink-demo"},
 		{"client id", c.Kafka.ClientID, "sink"},
 		{"rebalance", c.Kafka.RebalanceTimeout, Duration(time.Minute)},
-		{"batch rows", c.Writer.BatchMaxRows, 100},
-		{"batch bytes", c.Writer.BatchMaxBytes, Bytes(32 << 10)},
+		{"batch rows", c.Writer.BatchMaxRows, 400},
+		{"batch bytes", c.Writer.BatchMaxBytes, Bytes(64 << 10)},
 		{"linger", c.Writer.Linger, Duration(5 * time.Millisecond)},
 		{"metrics", c.Metrics.Address, "127.0.0.1:9464"},
 	}

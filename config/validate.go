@@ -309,7 +309,7 @@ func (c *Config) validateWriter(v *validator) {
 	}
 	v.positive("writer.batch_max_bytes", int64(w.BatchMaxBytes), w.BatchMaxBytes.String())
 	if w.BatchMaxBytes > maxBatchBytes {
-		v.add("writer.batch_max_bytes", "%s is more than %s; Cassandra rejects a mutation over half its commit log segment (16 MiB by default), and batches that large hurt latency; use e.g. 32KiB", w.BatchMaxBytes, maxBatchBytes)
+		v.add("writer.batch_max_bytes", "%s is more than %s; Cassandra rejects a mutation over half its commit log segment (16 MiB by default), and batches that large hurt latency; use e.g. 64KiB", w.BatchMaxBytes, maxBatchBytes)
 	}
 	if w.Linger < 0 {
 		v.add("writer.linger", "negative (%s); use 0 to write every batch at once, or e.g. 5ms", w.Linger)
@@ -399,11 +399,11 @@ func (c *Config) validateTopics(v *validator) {
 		return
 	}
 	names := c.TopicNames()
-	sources := map[string]string{} // Kafka topic → config name that reads it
+	sources := map[string]string{} // Kafka topic → the first entry (in name order) that reads it
 	for _, name := range names {
 		t := c.Topics[name]
-		if prev, dup := sources[t.Topic]; dup && t.Topic != "" {
-			v.add("topics."+name+".topic", "Kafka topic %q is already read by topics.%s; each Kafka topic is read by one entry", t.Topic, prev)
+		if prev, shared := sources[t.Topic]; shared && t.Topic != "" {
+			c.validateSharedTopic(v, prev, name)
 		} else {
 			sources[t.Topic] = name
 		}
@@ -412,6 +412,66 @@ func (c *Config) validateTopics(v *validator) {
 		c.validateTopic(v, name, c.Topics[name], sources)
 	}
 	c.validateSharedTables(v, names)
+}
+
+// validateSharedTopic checks entry name against first, the first entry (in name order) that reads
+// the same Kafka topic. Several entries may read one topic: each record is fetched and decoded once
+// and mapped by every entry. What belongs to the record rather than to a table must then be the
+// same in all of them: the codec (the value is decoded once), the accept window (a record is late or
+// early for the topic, whichever table it feeds) and the dead-letter topic (a record that entries
+// refuse is dead-lettered once). Everything else (table, columns, id, time, bucket, TTL, split,
+// write timestamp, consistency, partition budget) is the entry's own.
+func (c *Config) validateSharedTopic(v *validator, first, name string) {
+	a, b := c.Topics[first], c.Topics[name]
+	for _, d := range []struct {
+		key, mine, theirs string
+	}{
+		{"codec", b.Codec, a.Codec},
+		{"accept.before", b.Accept.Before.String(), a.Accept.Before.String()},
+		{"accept.after", b.Accept.After.String(), a.Accept.After.String()},
+		{"dead_letter_topic", b.DeadLetterTopic, a.DeadLetterTopic},
+	} {
+		if d.mine != d.theirs {
+			v.add("topics."+name+"."+d.key, "%s here but %s in topics.%s.%s, and both entries read Kafka topic %q; entries of one Kafka topic share its %s (a record is decoded, judged and dead-lettered once): make them the same",
+				quotedOrNone(d.mine), quotedOrNone(d.theirs), first, d.key, b.Topic, d.key)
+		}
+	}
+}
+
+// quotedOrNone quotes a setting's value for a message, or says it is not set.
+func quotedOrNone(s string) string {
+	if s == "" {
+		return "not set"
+	}
+	return strconv.Quote(s)
+}
+
+// EntriesOf returns the names of the entries that read Kafka topic kafkaTopic, sorted.
+func (c *Config) EntriesOf(kafkaTopic string) []string {
+	var names []string
+	for _, name := range c.TopicNames() {
+		if c.Topics[name].Topic == kafkaTopic {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// Entry resolves what a command line calls a topic: an entry name (a key under topics:), or the
+// Kafka topic of exactly one entry. A Kafka topic read by several entries is an error listing them,
+// as is a name that is neither.
+func (c *Config) Entry(name string) (string, error) {
+	if _, ok := c.Topics[name]; ok {
+		return name, nil
+	}
+	switch entries := c.EntriesOf(name); len(entries) {
+	case 0:
+		return "", fmt.Errorf("%q is neither a configured topic nor the Kafka topic of one; topics: %v", name, c.TopicNames())
+	case 1:
+		return entries[0], nil
+	default:
+		return "", fmt.Errorf("Kafka topic %q is read by %d entries (%s); name one of them", name, len(entries), strings.Join(entries, ", "))
+	}
 }
 
 // TopicNames returns the configured topic names, sorted.

@@ -182,3 +182,59 @@ topics:
 		t.Errorf("other accept %+v, want before %s (default), after 5m (environment)", a, DefaultAcceptBefore)
 	}
 }
+
+// TestEntriesOfOneKafkaTopicMayDifferInEverythingButTheRecord guards the fan-out: a second entry
+// reading the same Kafka topic is valid with its own table, id, time field, bucket, TTL, write
+// timestamp, split and partition budget, as long as codec, accept window and dead-letter topic agree.
+func TestEntriesOfOneKafkaTopicMayDifferInEverythingButTheRecord(t *testing.T) {
+	c := validConfig(t, func(c *Config) {
+		r := c.Topics["readings"]
+		r.DeadLetterTopic = "sensor-readings.dlq"
+		c.Topics["readings"] = r
+		c.Topics["by-site"] = Topic{
+			Topic:  r.Topic,
+			Codec:  r.Codec,
+			ID:     []string{"site_id"},
+			Time:   EventTime{Source: TimeSourceKafka},
+			Bucket: Bucket{Width: "1h", EventBuckets: 4},
+			Table:  "readings_by_site",
+			Columns: []Column{
+				{Name: "site_id", Type: "text", Field: "site.id"},
+				{Name: "reading_time", Type: "timestamp", Source: SourceEventTime},
+				{Name: "device_id", Type: "text", Field: "device_id"},
+			},
+			Clustering:      []Clustering{{Column: "reading_time"}, {Column: "device_id", Order: "asc"}},
+			TTL:             Duration(7 * Day),
+			WriteTimestamp:  WriteTimestampOffset,
+			PartitionBudget: 10e6,
+			DeadLetterTopic: r.DeadLetterTopic,
+			Accept:          r.Accept,
+		}
+		c.ApplyDefaults()
+	})
+	wantProblems(t, c, nil)
+}
+
+// TestEntryResolvesACommandLinesTopic: an entry name, or the Kafka topic of exactly one entry; a
+// Kafka topic of several entries is refused with them listed, since a tool that reads one table
+// cannot choose among them.
+func TestEntryResolvesACommandLinesTopic(t *testing.T) {
+	c := validConfig(t, func(c *Config) {
+		r := c.Topics["readings"]
+		c.Topics["by-site"], c.Topics["other"] = r, r
+		o := c.Topics["other"]
+		o.Topic = "other-readings"
+		c.Topics["other"] = o
+	})
+	for _, tc := range []struct{ name, want, err string }{
+		{"by-site", "by-site", ""},
+		{"other-readings", "other", ""},
+		{"sensor-readings", "", `Kafka topic "sensor-readings" is read by 2 entries (by-site, readings); name one of them`},
+		{"nope", "", `"nope" is neither a configured topic nor the Kafka topic of one; topics: [by-site other readings]`},
+	} {
+		got, err := c.Entry(tc.name)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
+			t.Errorf("Entry(%q) = %q, %v; want %q, %q", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}

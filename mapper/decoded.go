@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/packed"
 )
 
@@ -14,6 +16,35 @@ import (
 // by id (codec.Registry, cached for the process), and decoded by the plan its topic's codec
 // compiled for that schema id (cached per topic and id) into one codec.Value per field, which the
 // columns then encode (mapValues, the same for every codec). json_schema is framing and the JSON codec.
+
+// decoder is a value format and the fields to decode from it: one entry's (plan), or the union of
+// the entries of a Kafka topic read by several (feed, fanout.go).
+type decoder struct {
+	codecName string
+	codec     codec.Codec
+	framed    bool // the value is in the Confluent wire format (every codec but json)
+	// reference: json and json_schema, whose plans map only what they are sure of; fastjson
+	// (mapParsed) maps every other record, and gives every error.
+	reference bool
+	// scan is plain JSON's plan (no writer schema); nil for the other codecs, and when a field is
+	// one the JSON plan does not convert (the reference maps all the records).
+	scan     codec.Plan
+	registry codec.Registry // the mapper's; nil when no topic reads a registry
+	fields   []codec.Field  // what codec decodes: an entry's field columns', then its event time
+	schemas  sync.Map       // schema id (int) → *writerPlan
+}
+
+// scannable reports whether the JSON plan converts every field; when it does not (a collection,
+// blob, inet, decimal or varint column), there is no plain-JSON plan and the reference maps every
+// record, sparing each a scan that cannot map it.
+func (d *decoder) scannable() bool {
+	for i := range d.fields {
+		if !jsonc.Scannable(d.fields[i].Type) {
+			return false
+		}
+	}
+	return true
+}
 
 // writerPlan is the compiled plan of one writer schema id of a topic, or the *codec.SchemaError
 // that every record of the id is dead-lettered with.
@@ -48,27 +79,27 @@ func (p *plan) decodeFields() {
 // writerPlan returns the plan of schema id, fetching the schema and compiling the plan on first
 // sight. A schema the registry does not have is reason schema (not cached: it may be registered
 // yet); a registry that does not answer is a *codec.UnavailableError, reason "".
-func (p *plan) writerPlan(ctx context.Context, id int) (codec.Plan, string, error) {
-	if v, ok := p.schemas.Load(id); ok {
+func (d *decoder) writerPlan(ctx context.Context, id int) (codec.Plan, string, error) {
+	if v, ok := d.schemas.Load(id); ok {
 		wp := v.(*writerPlan)
 		if wp.err != nil {
 			return nil, ReasonSchema, wp.err
 		}
 		return wp.plan, "", nil
 	}
-	if p.registry == nil {
-		return nil, ReasonSchema, fmt.Errorf("codec %s: no schema_registry is configured", p.codecName)
+	if d.registry == nil {
+		return nil, ReasonSchema, fmt.Errorf("codec %s: no schema_registry is configured", d.codecName)
 	}
-	s, err := p.registry.Schema(ctx, id)
+	s, err := d.registry.Schema(ctx, id)
 	if errors.Is(err, codec.ErrUnknownSchema) {
-		return nil, ReasonSchema, fmt.Errorf("decoding %s: %w", p.codecName, err)
+		return nil, ReasonSchema, fmt.Errorf("decoding %s: %w", d.codecName, err)
 	}
 	if err != nil {
 		return nil, "", err
 	}
 	wp := &writerPlan{}
-	wp.plan, wp.err = p.codec.Compile(s, p.fields)
-	v, _ := p.schemas.LoadOrStore(id, wp)
+	wp.plan, wp.err = d.codec.Compile(s, d.fields)
+	v, _ := d.schemas.LoadOrStore(id, wp)
 	wp = v.(*writerPlan)
 	if wp.err != nil {
 		return nil, ReasonSchema, wp.err
@@ -78,14 +109,14 @@ func (p *plan) writerPlan(ctx context.Context, id int) (codec.Plan, string, erro
 
 // frame is codec.Frame for rec, whose errors are ReasonDecode; a record that carries its schema id in
 // a header is refused as such, whatever its value holds.
-func (p *plan) frame(rec *Record) (int, []byte, error) {
+func (d *decoder) frame(rec *Record) (int, []byte, error) {
 	if rec.SchemaIDHeader {
 		return 0, nil, fmt.Errorf("decoding %s: the record carries its writer schema id in the %s header (the newer Confluent clients' header form), which this sink does not read; have the producer write the id into the value (the wire format's 5-byte prefix, the clients' default)",
-			p.codecName, HeaderValueSchemaID)
+			d.codecName, HeaderValueSchemaID)
 	}
 	id, body, err := codec.Frame(rec.Value)
 	if err != nil {
-		return 0, nil, fmt.Errorf("decoding %s: %w", p.codecName, err)
+		return 0, nil, fmt.Errorf("decoding %s: %w", d.codecName, err)
 	}
 	return id, body, nil
 }
@@ -95,52 +126,68 @@ func (p *plan) frame(rec *Record) (int, []byte, error) {
 // as its plan gave them: the caller maps such a record again with the reference.
 func (p *plan) mapValues(wp codec.Plan, rec *Record, body []byte, s *scratch) (outcome, string, error) {
 	var out outcome
-	if cap(s.vals) < len(p.fields) {
-		s.vals = make([]codec.Value, len(p.fields))
+	vals, reason, err := decodeValues(wp, p.codecName, p.reference, len(p.fields), body, s)
+	if err == nil {
+		reason, err = p.mapDecoded(&out, vals, p.colSlot, p.timeSlot, rec, s)
 	}
-	vals := s.vals[:len(p.fields)]
+	return out, reason, err
+}
+
+// decodeValues decodes body by wp into n values in s.vals (their bytes in s.buf), which it returns.
+// A reference codec's (JSON's) errors come back as its plan gave them.
+func decodeValues(wp codec.Plan, codecName string, reference bool, n int, body []byte, s *scratch) ([]codec.Value, string, error) {
+	if cap(s.vals) < n {
+		s.vals = make([]codec.Value, n)
+	}
+	vals := s.vals[:n]
 	var err error
 	if s.buf, err = wp.Decode(body, vals, s.buf[:0]); err != nil {
-		if p.reference {
-			return out, ReasonDecode, err
+		if reference {
+			return nil, ReasonDecode, err
 		}
 		reason := ReasonDecode
 		var ce *codec.Error
 		if errors.As(err, &ce) {
 			reason = ce.Reason
 		}
-		return out, reason, fmt.Errorf("decoding %s: %w", p.codecName, err)
+		return nil, reason, fmt.Errorf("decoding %s: %w", codecName, err)
 	}
+	return vals, "", nil
+}
 
-	t, err := p.decodedTime(vals, rec, s)
+// mapDecoded maps a record from its decoded values into out: colSlot says which value feeds each
+// column (-1: the column is not a field), timeSlot which one is the event time. It reads neither
+// s.vals nor s.buf beyond vals, so the entries of one Kafka topic map one after another from the
+// same decoded values (fanout.go).
+func (p *plan) mapDecoded(out *outcome, vals []codec.Value, colSlot []int, timeSlot int, rec *Record, s *scratch) (string, error) {
+	t, err := p.decodedTime(vals, timeSlot, rec, s)
 	if reason, err := p.admit(t, err, rec); err != nil {
-		return out, reason, err
+		return reason, err
 	}
 	out.eventTime = t
 
 	s.begin(p)
 	for i := range p.cols {
 		c := &p.cols[i]
-		if slot := p.colSlot[i]; slot >= 0 {
+		if slot := colSlot[i]; slot >= 0 {
 			err = p.decodedValue(c, &vals[slot], s)
 		} else {
 			err = p.value(c, nil, rec, t, s) // not a field: value reads the record
 		}
 		if err != nil {
-			return out, ReasonMap, err
+			return ReasonMap, err
 		}
 		s.spans[i] = s.w.Last()
 	}
-	reason, err := p.completeRow(&out, rec, s)
-	return out, reason, err
+	return p.completeRow(out, rec, s)
 }
 
-// decodedTime is the event time of a decoded record.
-func (p *plan) decodedTime(vals []codec.Value, rec *Record, s *scratch) (time.Time, error) {
+// decodedTime is the event time of a decoded record, value timeSlot of vals.
+func (p *plan) decodedTime(vals []codec.Value, timeSlot int, rec *Record, s *scratch) (time.Time, error) {
 	if p.timeFromKafka {
 		return p.eventTime(nil, rec, s)
 	}
-	switch v := &vals[p.timeSlot]; v.State {
+	switch v := &vals[timeSlot]; v.State {
 	case codec.Absent:
 		return time.Time{}, fmt.Errorf("event time: field %q is missing", p.timeField)
 	case codec.Null:

@@ -13,6 +13,11 @@
 // about a record, and every error, goes to the JSON reference path, a pooled fastjson parser,
 // which produces the row or the error message.
 //
+// Several entries (topics.<name>) may read one Kafka topic: MapAll decodes a record of it once, by
+// one plan of the union of the fields its entries need, and each entry maps its own row from the
+// shared values, or refuses the record with a *RecordError naming the entry (fanout.go). Map,
+// MapContext and Explain serve a topic read by one entry; MapEntry and ExplainEntry one entry of any.
+//
 // # On-disk contracts
 //
 // These decide which partition and which row a record lands in; changing any of them moves data,

@@ -64,18 +64,29 @@ type Explanation struct {
 }
 
 // Explain maps rec like Map and also reports how: table, partition key, bucket, clustering
-// values, TTL, statement and bound values. The error is the *RecordError Map would return.
+// values, TTL, statement and bound values. The error is the one Map would return; for a Kafka topic
+// read by several entries, explain each with ExplainEntry.
 func (m *Mapper) Explain(rec Record) (Explanation, error) {
-	p := m.byKafka[rec.Topic]
-	if p == nil {
+	f := m.byKafka[rec.Topic]
+	if f == nil || len(f.names) > 1 {
 		_, err := m.Map(rec)
 		return Explanation{}, err
+	}
+	return m.ExplainEntry(f.names[0], rec)
+}
+
+// ExplainEntry is Explain for one entry (topics.<entry>) of rec's Kafka topic: the row MapAll
+// gives that entry, and how it was made. The error is the entry's *RecordError.
+func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
+	p := m.byName[entry]
+	if p == nil {
+		return Explanation{}, fmt.Errorf("mapper: no entry topics.%s", entry)
 	}
 	s := m.pool.Get().(*scratch)
 	out, reason, err := p.mapRecord(context.Background(), &rec, s)
 	m.release(s)
 	if err != nil {
-		return Explanation{}, recordError(&rec, reason, err)
+		return Explanation{}, p.recordError(&rec, reason, err)
 	}
 	vals := packed.Values(out.row.Packed)
 	ex := Explanation{

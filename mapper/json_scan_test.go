@@ -119,7 +119,7 @@ func diffMappers(t testing.TB) []*Mapper {
 // whether the scan handled r. It also checks that Map returns the reference's row or error.
 func checkScan(t testing.TB, m *Mapper, r Record) bool {
 	t.Helper()
-	p := m.byKafka[r.Topic]
+	p := m.byKafka[r.Topic].entries[0]
 	s := m.pool.Get().(*scratch)
 	defer m.release(s)
 	got, handled := p.mapScanned(&r, s)

@@ -69,21 +69,33 @@ const (
 	// timestamp than the topic's accept window allows.
 	ReasonLate   = "late"
 	ReasonFuture = "future"
+	// ReasonTombstone: an entry skips the record, a tombstone, as its on_tombstone says; the pipeline
+	// commits past it and counts it in sink_records_skipped_total, as for ReasonExpired.
+	ReasonTombstone = "tombstone"
 )
 
-// RecordError is why one record cannot become a row. The pipeline sends the record to its
-// topic's dead-letter topic with these coordinates and the message.
+// RecordError is why one entry cannot make a row of one record, or skips it (ReasonExpired). The
+// pipeline sends the record to its topic's dead-letter topic with these coordinates and the message.
 type RecordError struct {
 	Topic     string
 	Partition int32
 	Offset    int64
 	Reason    string // ReasonDecode, ReasonMap, ReasonSchema, ReasonExpired, ReasonLate or ReasonFuture
 	Err       error
+	// Entry is the entry (topics.<name>) that refused the record; "" for an error of the whole
+	// record that no entry was asked about (ErrUnknownTopic).
+	Entry string
+	// shared: the Kafka topic has several entries, so the message names the one that refused.
+	shared bool
 }
 
 func (e *RecordError) Error() string {
-	return "topic " + e.Topic + " partition " + strconv.FormatInt(int64(e.Partition), 10) +
-		" offset " + strconv.FormatInt(e.Offset, 10) + ": " + e.Err.Error()
+	head := "topic " + e.Topic + " partition " + strconv.FormatInt(int64(e.Partition), 10) +
+		" offset " + strconv.FormatInt(e.Offset, 10) + ": "
+	if e.shared {
+		head += "topics." + e.Entry + ": "
+	}
+	return head + e.Err.Error()
 }
 
 func (e *RecordError) Unwrap() error { return e.Err }
@@ -98,7 +110,7 @@ var ErrUnknownTopic = errors.New("no configured topic reads this Kafka topic")
 // Mapper maps records of every configured topic. It is immutable after New apart from its
 // caches, and safe for concurrent use.
 type Mapper struct {
-	byKafka map[string]*plan // Kafka topic → plan
+	byKafka map[string]*feed // Kafka topic → its entries (fanout.go)
 	byName  map[string]*plan // topics.<name> → plan
 	tables  schema.Tables    // topics.<name> → the table its rows are bound to
 	pool    sync.Pool        // *scratch
@@ -226,21 +238,17 @@ type plan struct {
 	// desc is the table the rows are bound to (package schema): its INSERT and columns.
 	desc schema.Table
 
-	// The value's format (decoded.go).
-	codecName string
-	codec     codec.Codec
-	framed    bool // the value is in the Confluent wire format (every codec but json)
-	// reference: json and json_schema, whose plans map only what they are sure of; fastjson
-	// (mapParsed) maps every other record, and gives every error.
-	reference bool
-	// scan is plain JSON's plan (no writer schema); nil for the other codecs, and for a topic with
-	// a field the JSON plan does not convert (the reference maps all its records).
-	scan     codec.Plan
-	registry codec.Registry // the mapper's; nil when no topic reads a registry
-	fields   []codec.Field  // what codec decodes: the field columns', then the event time
-	colSlot  []int          // per column: its index in fields; -1 for the other sources
-	timeSlot int            // the event time's index in fields; -1 when it comes from Kafka
-	schemas  sync.Map       // schema id (int) → *writerPlan
+	// decoder is the value's format and the fields the entry's columns and event time need from it
+	// (decoded.go).
+	decoder
+	colSlot  []int // per column: its index in fields; -1 for the other sources
+	timeSlot int   // the event time's index in fields; -1 when it comes from Kafka
+
+	// The fan-out (fanout.go): shared, the Kafka topic has other entries too; then sharedSlot (per
+	// column) and sharedTime are colSlot and timeSlot in the fields the topic decodes for them all.
+	shared     bool
+	sharedSlot []int
+	sharedTime int
 }
 
 // bucketEntry is everything derived from a bucket index alone. Records arrive roughly in time
@@ -286,29 +294,34 @@ func (m *Mapper) Map(rec Record) (batcher.Row, error) {
 // MapContext is Map, with ctx bounding a fetch of the record's writer schema from the registry
 // (the first record of each schema id). When the registry does not answer, the error wraps a
 // *codec.UnavailableError and is no *RecordError: the record is not at fault, and mapping it again
-// later will succeed.
+// later will succeed. It maps for a Kafka topic read by one entry; a topic with several is an error
+// that says to use MapAll.
 func (m *Mapper) MapContext(ctx context.Context, rec Record) (batcher.Row, error) {
-	p := m.byKafka[rec.Topic]
-	if p == nil {
-		return batcher.Row{}, &RecordError{rec.Topic, rec.Partition, rec.Offset, ReasonMap,
-			fmt.Errorf("%w (configured topics read %s)", ErrUnknownTopic, strings.Join(m.kafkaTopics(), ", "))}
+	f := m.byKafka[rec.Topic]
+	if f == nil {
+		return batcher.Row{}, m.unknownTopic(&rec)
 	}
-	s := m.pool.Get().(*scratch)
-	out, reason, err := p.mapRecord(ctx, &rec, s)
-	m.release(s)
-	if err != nil {
-		return batcher.Row{}, recordError(&rec, reason, err)
+	if len(f.entries) > 1 {
+		return batcher.Row{}, fmt.Errorf("mapper: Kafka topic %s is read by %d entries (%s): map its records with MapAll",
+			rec.Topic, len(f.entries), strings.Join(f.names, ", "))
 	}
-	return out.row, nil
+	return m.mapEntry(ctx, f.entries[0], &rec)
 }
 
-// recordError is the error of a record that cannot be mapped: a *RecordError, except while the
+// unknownTopic is the error of a record whose Kafka topic no entry reads.
+func (m *Mapper) unknownTopic(rec *Record) error {
+	return &RecordError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Reason: ReasonMap,
+		Err: fmt.Errorf("%w (configured topics read %s)", ErrUnknownTopic, strings.Join(m.kafkaTopics(), ", "))}
+}
+
+// recordError is the error of a record that entry p cannot map: a *RecordError, except while the
 // registry does not answer.
-func recordError(rec *Record, reason string, err error) error {
+func (p *plan) recordError(rec *Record, reason string, err error) error {
 	if ue := (*codec.UnavailableError)(nil); errors.As(err, &ue) {
 		return fmt.Errorf("topic %s partition %d offset %d: %w", rec.Topic, rec.Partition, rec.Offset, err)
 	}
-	return &RecordError{rec.Topic, rec.Partition, rec.Offset, reason, err}
+	return &RecordError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: err,
+		Entry: p.name, shared: p.shared}
 }
 
 // maxScratch bounds the buffers a pooled scratch keeps, so one huge record does not pin its
@@ -331,8 +344,8 @@ func (m *Mapper) release(s *scratch) {
 
 func (m *Mapper) kafkaTopics() []string {
 	out := make([]string, 0, len(m.byKafka))
-	for _, p := range m.byName {
-		out = append(out, p.kafkaTopic)
+	for topic := range m.byKafka {
+		out = append(out, topic)
 	}
 	sort.Strings(out)
 	return out
@@ -394,27 +407,41 @@ func (p *plan) mapScanned(rec *Record, s *scratch) (outcome, bool) {
 
 // mapParsed maps one record from fastjson's value tree.
 func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
-	var out outcome
+	root, err := parseJSON(rec, s)
+	if err != nil {
+		return outcome{}, ReasonDecode, err
+	}
+	return p.mapRoot(root, rec, s)
+}
+
+// parseJSON parses the record's value with fastjson, the reference: the root object, or the decode
+// error of the whole value (whose reason is ReasonDecode). The root lives until s.parser parses again.
+func parseJSON(rec *Record, s *scratch) (*fastjson.Value, error) {
 	if rec.Value == nil {
 		// Kafka's null value: a tombstone, which compacted topics use to delete a key.
-		return out, ReasonDecode, errors.New("decoding JSON: the record value is null (a tombstone), not a JSON object")
+		return nil, errors.New("decoding JSON: the record value is null (a tombstone), not a JSON object")
 	}
 	if len(rec.Value) == 0 {
-		return out, ReasonDecode, errors.New("decoding JSON: the record value is empty (0 bytes), not a JSON object")
+		return nil, errors.New("decoding JSON: the record value is empty (0 bytes), not a JSON object")
 	}
 	root, err := s.parser.ParseBytes(rec.Value)
 	if err != nil {
-		return out, ReasonDecode, notJSON(err)
+		return nil, notJSON(err)
 	}
 	if root.Type() != fastjson.TypeObject {
-		return out, ReasonDecode, fmt.Errorf("decoding JSON: the value is a JSON %s, not an object", root.Type())
+		return nil, fmt.Errorf("decoding JSON: the value is a JSON %s, not an object", root.Type())
 	}
 	if bad, path := lenientNumber(root, s); bad != nil {
 		const why = "a number outside JSON's grammar (NaN, Infinity, +1, 1-2 and the like), refused in any field"
-		return out, ReasonDecode, &valueError{plain: "decoding JSON: the value holds " + why,
+		return nil, &valueError{plain: "decoding JSON: the value holds " + why,
 			quoted: fmt.Sprintf("decoding JSON: field %q is %s, %s", path, show(bad, s), why)}
 	}
+	return root, nil
+}
 
+// mapRoot maps one record from the root of its fastjson tree.
+func (p *plan) mapRoot(root *fastjson.Value, rec *Record, s *scratch) (outcome, string, error) {
+	var out outcome
 	t, err := p.eventTime(root, rec, s)
 	if reason, err := p.admit(t, err, rec); err != nil {
 		return out, reason, err

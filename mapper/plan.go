@@ -37,7 +37,7 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mapper{byKafka: map[string]*plan{}, byName: map[string]*plan{}, tables: tables}
+	m := &Mapper{byKafka: map[string]*feed{}, byName: map[string]*plan{}, tables: tables}
 	for _, o := range opts {
 		o(m)
 	}
@@ -70,11 +70,19 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 				p.cols[i].absent = nil // the column asks for null: a tombstone that clears an earlier value
 			}
 		}
-		m.byKafka[p.kafkaTopic] = p
 		m.byName[name] = p
+		f := m.byKafka[p.kafkaTopic]
+		if f == nil {
+			f = &feed{}
+			m.byKafka[p.kafkaTopic] = f
+		}
+		f.entries, f.names = append(f.entries, p), append(f.names, name) // TopicNames is sorted
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	for _, f := range m.byKafka {
+		f.compile(m.registry)
 	}
 	return m, nil
 }
@@ -227,18 +235,6 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	return p, nil
 }
 
-// scannable reports whether the JSON plan converts every field of the topic; when it does not (a
-// collection, blob, inet, decimal or varint column), the topic has no plain-JSON plan and the
-// reference maps all its records, sparing each a scan that cannot map it.
-func (p *plan) scannable() bool {
-	for i := range p.fields {
-		if !jsonc.Scannable(p.fields[i].Type) {
-			return false
-		}
-	}
-	return true
-}
-
 // layoutColumns marks the columns whose values the mapper encodes directly (see value) and gives
 // each column the event bucket hashes its canonical-text entry.
 func (p *plan) layoutColumns() {
@@ -271,5 +267,6 @@ func (p *plan) newTarget(name string) *batcher.Target {
 		Insert:      p.desc.Insert(name),
 		Columns:     p.insertCols,
 		Consistency: p.consistency,
+		Entry:       p.name,
 	}
 }

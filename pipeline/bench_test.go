@@ -75,13 +75,13 @@ func benchmarkPipeline(b *testing.B, w BatchWriter, split bool) {
 		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
 	}
 	cfg.ApplyDefaults()
-	var mp Mapper = fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events"}}
+	var mp Mapper = oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Entry: "events"}}}
 	var splits SplitStore
 	if split {
 		tc := cfg.Topics["events"]
 		tc.Split = config.Split{Enabled: true, MaxEventBuckets: 8, MaxRows: 1000}
 		cfg.Topics["events"] = tc
-		mp, splits = splitFakeMapper{mp.(fakeMapper), &routing.Routes{}}, noSplits{}
+		mp, splits = splitFakeMapper{mp.(oneEntry), &routing.Routes{}}, noSplits{}
 	}
 	pl, err := New(Config{Sink: cfg, Mapper: mp, Splits: splits,
 		Writer: w, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})

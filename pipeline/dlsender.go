@@ -30,9 +30,10 @@ type deadLetter struct {
 	// sender reads it back, the dead letter carries the row instead (deadletter.FromRow).
 	row *batcher.Row
 	// gone is set when the re-read found the record no longer in the partition's log.
-	gone   bool
-	reason string
-	err    error
+	gone bool
+	// refusals say why: one per entry that refused the record at mapping (in entry-name order), the
+	// one entry whose row Cassandra refused, or one without an entry for an error of the whole record.
+	refusals []deadletter.Refusal
 	// limit, when non-zero, caps this dead letter's size below the topic's: the broker refused it as
 	// too large at a size the topic's max.message.bytes should have accepted.
 	limit int
@@ -47,13 +48,30 @@ type deadLetter struct {
 func (d *deadLetter) record(dlqTopic string) (r *kgo.Record, ours int) {
 	switch {
 	case d.rec != nil:
-		r := deadletter.FromRecord(dlqTopic, d.rec, d.reason, d.err)
+		r := deadletter.FromRecord(dlqTopic, d.rec, d.refusals...)
 		return r, len(r.Headers) - len(d.rec.Headers)
 	case d.gone && d.row != nil:
-		r := deadletter.FromRow(dlqTopic, d.row, d.reason, d.err)
+		r := deadletter.FromRow(dlqTopic, d.row, d.refusals[0])
 		return r, len(r.Headers)
 	}
 	return nil, 0
+}
+
+// reason is the dead letter's reason: its first refusal's (the metric's reason label).
+func (d *deadLetter) reason() string { return d.refusals[0].Reason }
+
+// err is the first refusal's error, for logs.
+func (d *deadLetter) err() error { return d.refusals[0].Err }
+
+// entries names the refusing entries, for logs.
+func (d *deadLetter) entries() []string {
+	var out []string
+	for _, r := range d.refusals {
+		if r.Entry != "" {
+			out = append(out, r.Entry)
+		}
+	}
+	return out
 }
 
 // deadLetterSender produces a partition's bad records to the topic's dead-letter topic, one goroutine per
@@ -191,7 +209,9 @@ func (s *deadLetterSender) abandon(failed []deadLetter) {
 	p.log.Warn("partition stopped while dead letters were failing; they are left to the next owner, uncommitted",
 		slog.Int64("offset", failed[0].offset), slog.Int("records", len(failed)))
 	p.mu.Lock()
-	p.blocked += len(failed)
+	for _, d := range failed {
+		p.block(d.offset)
+	}
 	p.mu.Unlock()
 	p.checkDrained()
 }
@@ -215,7 +235,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 		}
 		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 		p.log.Error("dead-lettering a record failed; partition stopped before it until the produce succeeds",
-			slog.Int64("offset", d.offset), slog.String("reason", d.reason),
+			slog.Int64("offset", d.offset), slog.String("reason", d.reason()),
 			slog.String("dead_letter_topic", dlq), slog.Int("attempt", attempt),
 			slog.Duration("retry_in", backoff), slog.Any("error", err))
 		p.setStuck(d.offset, true)
@@ -276,12 +296,17 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 			d := byRec[res.Record]
 			switch {
 			case res.Err == nil:
-				p.pl.metrics.RecordsDeadLettered.WithLabelValues(p.tp.Topic, d.reason).Inc()
+				p.pl.metrics.RecordsDeadLettered.WithLabelValues(p.tp.Topic, d.reason()).Inc()
+				for _, rf := range d.refusals {
+					if rf.Entry != "" {
+						p.pl.metrics.EntryDeadLetters.WithLabelValues(p.tp.Topic, rf.Entry, rf.Reason).Inc()
+					}
+				}
 				if truncated[res.Record] {
 					p.pl.metrics.DLTruncated.WithLabelValues(p.tp.Topic).Inc()
 				}
-				p.log.Info("record dead-lettered", slog.Int64("offset", d.offset), slog.String("reason", d.reason),
-					slog.String("dead_letter_topic", dlq), p.pl.badRecordError(d.err))
+				p.log.Info("record dead-lettered", slog.Int64("offset", d.offset), slog.String("reason", d.reason()),
+					slog.String("dead_letter_topic", dlq), slog.Any("entries", d.entries()), p.pl.badRecordError(d.err()))
 				if attempt > 1 {
 					p.setStuck(d.offset, false)
 				}
@@ -358,10 +383,10 @@ func (s *deadLetterSender) reread(ctx context.Context, batch []deadLetter, attem
 		case i < len(gone) && gone[i] && d.row != nil:
 			d.gone = true
 			p.log.Warn("a refused row's record is no longer in Kafka (retention or compaction); dead-lettering the row instead",
-				slog.Int64("offset", d.offset), slog.String("reason", d.reason), slog.Any("refused", d.err))
+				slog.Int64("offset", d.offset), slog.String("reason", d.reason()), slog.Any("refused", d.err()))
 			ready = append(ready, d)
 		case i < len(gone) && gone[i]:
-			p.unreadable(d.offset, d.reason, d.err)
+			p.unreadable(d.offset, d.reason(), d.err())
 		default:
 			failed = append(failed, d)
 			if ctx.Err() != nil {

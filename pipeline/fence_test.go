@@ -17,11 +17,11 @@ import (
 	"github.com/bucketsink/sink/schema"
 )
 
-// splitFakeMapper is fakeMapper as the split wiring sees the real mapper: it has routes and a table.
-// Its row keys are not the mapper's, so no row is counted and nothing is ever split: the topic only
-// takes the split topics' path through the pipeline.
+// splitFakeMapper is the fixture's one-entry mapper as the split wiring sees the real mapper: it has
+// routes and a table. Its row keys are not the mapper's, so no row is counted and nothing is ever
+// split: the entry only takes the split topics' path through the pipeline.
 type splitFakeMapper struct {
-	fakeMapper
+	oneEntry
 	routes *routing.Routes
 }
 
@@ -62,7 +62,7 @@ func TestSplitBatchBuiltBeforeTheSessionEndedIsNeverWrittenAfterIt(t *testing.T)
 		c.Topics["events"] = tc
 	})
 	w := &frozenWriter{memWriter: newMemWriter()}
-	mp := splitFakeMapper{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}}, &routing.Routes{}}
+	mp := splitFakeMapper{oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}}, &routing.Routes{}}
 	m := f.startFull(cfg, mp, w, nil)
 	// Every record is mapped and waits in the write stage behind the held write.
 	f.waitFor(20*time.Second, "every record mapped and handed to the write stage", func() bool {

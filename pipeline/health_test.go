@@ -30,7 +30,7 @@ func healthPipeline(t *testing.T, ping func(context.Context) error) *Pipeline {
 	cfg.ApplyDefaults()
 	pl, err := New(Config{
 		Sink:    cfg,
-		Mapper:  fakeMapper{},
+		Mapper:  oneEntry{fakeMapper{}},
 		Writer:  newMemWriter(),
 		Metrics: metrics.NewMetrics(prometheus.NewRegistry()),
 		Logger:  slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: testLogLevel})),
@@ -49,7 +49,7 @@ func queuedPing(ctx context.Context) error {
 	return ctx.Err()
 }
 
-var healthTarget = &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}
+var healthTarget = &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}
 
 // writeEvery acknowledges a one-row batch every d until stop is closed, as a slow but progressing
 // Cassandra does.

@@ -739,14 +739,12 @@ var sinkBinary = sync.OnceValues(func() (string, error) {
 })
 
 // writeConfig renders the stack's config as the YAML `sink run` reads: its servers, group, keyspace,
-// timeouts and metrics address, and the readings topic's table, partition budget and split policy.
+// timeouts and metrics address, and every entry under topics (entryYAML).
 func (s *stack) writeConfig() string {
 	s.t.Helper()
-	q := func(ss []string) string { return `["` + strings.Join(ss, `", "`) + `"]` }
-	tp := s.cfg.Topics["readings"]
-	split := ""
-	if tp.Split.Enabled {
-		split = fmt.Sprintf("\n    split: {enabled: true, max_event_buckets: %d, max_rows: %d}", tp.Split.MaxEventBuckets, tp.Split.MaxRows)
+	var topics strings.Builder
+	for _, name := range s.cfg.TopicNames() {
+		topics.WriteString(entryYAML(name, s.cfg.Topics[name]))
 	}
 	yaml := fmt.Sprintf(`kafka:
   brokers: %s
@@ -769,28 +767,51 @@ metrics:
 log:
   level: warn
 topics:
-  readings:
-    topic: %s
-    id: [device_id]
-    time: {source: field, field: ts, format: rfc3339}
-    bucket: {width: 1h, key: text, event_buckets: %d}%s
-    partition_budget: %s
-    table: %s
-    columns:
-      - {name: device_id, type: text, field: device_id}
-      - {name: ts, type: timestamp, source: event_time}
-      - {name: value, type: double, field: value, required: true}
-    clustering:
-      - {column: ts, order: desc}
-    dead_letter_topic: %s
-`, q(s.cfg.Kafka.Brokers), s.group, q(s.cfg.Cassandra.Hosts), s.ks,
+%s`, yamlList(s.cfg.Kafka.Brokers), s.group, yamlList(s.cfg.Cassandra.Hosts), s.ks,
 		time.Duration(s.cfg.Cassandra.Timeout), time.Duration(s.cfg.Cassandra.ConnectTimeout),
-		time.Duration(s.cfg.Writer.ShutdownTimeout), s.cfg.Metrics.Address, s.topic, max(tp.Bucket.EventBuckets, 1), split, tp.PartitionBudget, tp.Table, s.dlq)
+		time.Duration(s.cfg.Writer.ShutdownTimeout), s.cfg.Metrics.Address, topics.String())
 	path := filepath.Join(s.t.TempDir(), "sink.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
 	return path
+}
+
+func yamlList(ss []string) string { return `["` + strings.Join(ss, `", "`) + `"]` }
+
+// entryYAML renders topics.<name> with what the integration tests configure: the Kafka topic, ids, event
+// time, bucket (width, key, event buckets), split, partition budget, write timestamp, table, columns,
+// clustering and dead-letter topic.
+func entryYAML(name string, tp config.Topic) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s:\n    topic: %s\n    id: [%s]\n", name, tp.Topic, strings.Join(tp.ID, ", "))
+	fmt.Fprintf(&b, "    time: {source: %s, field: %s, format: %s}\n", tp.Time.Source, tp.Time.Field, tp.Time.Format)
+	fmt.Fprintf(&b, "    bucket: {width: %s, key: %s, event_buckets: %d}\n", tp.Bucket.Width, tp.Bucket.Key, max(tp.Bucket.EventBuckets, 1))
+	if tp.Split.Enabled {
+		fmt.Fprintf(&b, "    split: {enabled: true, max_event_buckets: %d, max_rows: %d}\n", tp.Split.MaxEventBuckets, tp.Split.MaxRows)
+	}
+	if tp.PartitionBudget > 0 {
+		fmt.Fprintf(&b, "    partition_budget: %s\n", tp.PartitionBudget)
+	}
+	if tp.WriteTimestamp != "" {
+		fmt.Fprintf(&b, "    write_timestamp: %s\n", tp.WriteTimestamp)
+	}
+	fmt.Fprintf(&b, "    table: %s\n    columns:\n", tp.Table)
+	for _, c := range tp.Columns {
+		src := "field: " + c.Field
+		if c.Source != "" {
+			src = "source: " + c.Source
+		}
+		fmt.Fprintf(&b, "      - {name: %s, type: %s, %s, required: %t}\n", c.Name, c.Type, src, c.Required)
+	}
+	b.WriteString("    clustering:\n")
+	for _, c := range tp.Clustering {
+		fmt.Fprintf(&b, "      - {column: %s, order: %s}\n", c.Column, c.Order)
+	}
+	if tp.DeadLetterTopic != "" {
+		fmt.Fprintf(&b, "    dead_letter_topic: %s\n", tp.DeadLetterTopic)
+	}
+	return b.String()
 }
 
 // killAndRestart runs `sink run` on the stack's config while recs are produced in the background as a
@@ -1294,9 +1315,10 @@ func TestIntegrationCassandraOutage(t *testing.T) {
 }
 
 // originalHeadersFirst reports whether a dead letter's headers are the original record's, in order,
-// followed by the six sink.* headers only.
+// followed by the eight sink.* headers of one entry's refusal only (the source's four, then error,
+// reason, entry and table).
 func originalHeadersFirst(got, original []kgo.RecordHeader) bool {
-	if len(got) != len(original)+6 {
+	if len(got) != len(original)+8 {
 		return false
 	}
 	for i, h := range original {

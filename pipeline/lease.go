@@ -209,19 +209,19 @@ func anyOwned(owners []writestage.Owner) bool {
 	return false
 }
 
-// fence is the write stage's Fence: a batch with a row of a split topic is sent only under the
-// session lease; any other batch as the stage would.
+// fence is the write stage's Fence: a batch with a row of an entry with split on is sent only under
+// the session lease; any other batch as the stage would.
 func (pl *Pipeline) fence(ctx context.Context, b *batcher.Batch, owners []writestage.Owner) (context.Context, error) {
-	last := ""
+	var last *batcher.Target
 	for i := range b.Rows {
-		topic := b.Rows[i].Source.Topic
-		if topic == last {
+		t := b.Rows[i].Target
+		if t == last {
 			continue
 		}
-		if ti := pl.topics[topic]; ti != nil && ti.split != nil {
+		if e := pl.entries[t.Entry]; e != nil && e.split != nil {
 			return pl.lease.hold(ctx, owners)
 		}
-		last = topic
+		last = t
 	}
 	return ctx, nil
 }

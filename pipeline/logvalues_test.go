@@ -41,7 +41,7 @@ func TestBadRecordLogLineShowsTheValueOnlyWhenAsked(t *testing.T) {
 	for _, quote := range []bool{false, true} {
 		cfg := (&fixture{t: t, addrs: []string{"127.0.0.1:1"}, group: "g"}).config(func(c *config.Config) { c.Log.QuoteValues = quote })
 		var logs bytes.Buffer
-		pl, err := New(Config{Sink: cfg, Mapper: fakeMapper{}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry()),
+		pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{}}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry()),
 			Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +54,7 @@ func TestBadRecordLogLineShowsTheValueOnlyWhenAsked(t *testing.T) {
 			t.Errorf("quote_values %v: the log line does not name the column and field:\n%s", quote, logs.String())
 		}
 	}
-	dl := deadletter.FromRecord("sensor-readings.dlq", rec, mapper.ReasonMap, mapErr)
+	dl := deadletter.FromRecord("sensor-readings.dlq", rec, deadletter.Refusal{Reason: mapper.ReasonMap, Err: mapErr})
 	if msg := deadletter.HeaderValue(dl, deadletter.HeaderError); !strings.Contains(msg, secret) {
 		t.Errorf("the dead letter's %s does not show the value: %s", deadletter.HeaderError, msg)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/pipeline/metrics"
@@ -18,7 +19,7 @@ import (
 func TestTopPartitionsZeroExportsNone(t *testing.T) {
 	cfg := (&fixture{t: t, addrs: []string{"127.0.0.1:1"}, group: "g"}).config(func(c *config.Config) { c.Writer.TopPartitions = 0 })
 	reg := prometheus.NewRegistry()
-	pl, err := New(Config{Sink: cfg, Mapper: fakeMapper{}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(reg)})
+	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{}}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestTopPartitionsZeroExportsNone(t *testing.T) {
 // so a config built in Go without ApplyDefaults is refused by name instead of stalling on a zero buffer.
 func TestNewRefusesConfigWithoutDefaults(t *testing.T) {
 	cfg := &config.Config{Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events"}}}
-	_, err := New(Config{Sink: cfg, Mapper: fakeMapper{}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
+	_, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{}}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err == nil || !strings.Contains(err.Error(), "kafka.group is unset; load the config with config.Load") {
 		t.Errorf("New without defaults: %v", err)
 	}
@@ -48,7 +49,7 @@ func TestNewRefusesConfigWithoutDefaults(t *testing.T) {
 func TestDebugPartitionsCanBeTurnedOff(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		cfg := (&fixture{t: t, addrs: []string{"127.0.0.1:1"}, group: "g"}).config(func(c *config.Config) { c.Metrics.DebugPartitions = on })
-		pl, err := New(Config{Sink: cfg, Mapper: fakeMapper{}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
+		pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{}}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,5 +65,21 @@ func TestDebugPartitionsCanBeTurnedOff(t *testing.T) {
 			}
 		}
 		srv.Close()
+	}
+}
+
+// TestPartitionBudgetOfATopicOfSeveralEntriesIsTheSmallest: the budget gauge of a Kafka topic read by
+// two entries is the smaller budget, not whichever entry was configured last.
+func TestPartitionBudgetOfATopicOfSeveralEntriesIsTheSmallest(t *testing.T) {
+	cfg := (&fixture{t: t, addrs: []string{"127.0.0.1:1"}, group: "g"}).twoEntriesConfig(testDLQ)
+	a, b := cfg.Topics["a"], cfg.Topics["b"]
+	a.PartitionBudget, b.PartitionBudget = 50e6, 100e6
+	cfg.Topics["a"], cfg.Topics["b"] = a, b
+	pl, err := New(Config{Sink: cfg, Mapper: twoEntries{}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(pl.metrics.PartitionBudget.WithLabelValues(testTopic)); got != 50e6 {
+		t.Errorf("sink_partition_budget_bytes %v, want the smaller budget 50e6", got)
 	}
 }

@@ -26,7 +26,7 @@ const offsetCheckTimeout = 5 * time.Second
 func (pl *Pipeline) checkOffsetRestart(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	var topics []string
 	for topic := range assigned {
-		if info := pl.topics[topic]; info != nil && info.offsetTimestamps && len(assigned[topic]) > 0 {
+		if info := pl.topics[topic]; info != nil && info.offsetEntry != "" && len(assigned[topic]) > 0 {
 			topics = append(topics, topic)
 		}
 	}
@@ -62,7 +62,7 @@ func (pl *Pipeline) checkOffsetRestart(ctx context.Context, cl *kgo.Client, assi
 			pl.log.Warn("committed offset is above the partition's end offset: the partition's offsets went back (log truncated, or topic replaced); with write_timestamp: offset its new rows lose to the old rows of the same keys until its offsets pass the old ones",
 				slog.String("topic", topic), slog.Int("partition", int(part)),
 				slog.Int64("committed", c.At), slog.Int64("end_offset", end.Offset),
-				slog.String("topic_config", pl.topics[topic].stage.Name))
+				slog.String("topic_config", pl.topics[topic].offsetEntry))
 		}
 	}
 }

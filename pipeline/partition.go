@@ -46,49 +46,65 @@ type partition struct {
 	workCtx    context.Context // the worker's calls (the routing table of splits); canceled by stop
 	stopWork   context.CancelFunc
 
-	mu       sync.Mutex
-	tr       *offsets.Tracker
-	revoked  bool           // set once, under mu, before the revoke commit; no mark after it
-	stuck    map[int64]bool // offsets that failed and hold the watermark; non-empty means stuck
-	blocked  int            // records that cannot finish in this assignment (the worker halted on them)
+	mu      sync.Mutex
+	tr      *offsets.Tracker
+	revoked bool           // set once, under mu, before the revoke commit; no mark after it
+	stuck   map[int64]bool // offsets that failed and hold the watermark; non-empty means stuck
+	// blockers counts, per record that cannot finish in this assignment, what stops it: each row of it a
+	// failed write holds, its dead letter given up at a stop, its rows never handed on, a halt on it. A
+	// record counts once, however many it has, when a stopping partition checks what may still finish.
+	blockers map[int64]int
 	drained  chan struct{}  // closed when stopping and every record that can finish has
 	stopping bool           // the worker is stopped; waiting for in-flight work
 	hwm      int64          // high watermark of the last fetch, for the lag gauge
 	mark     offsets.Marker // hands the watermark to the client for commit
 	settled  chan struct{}  // closed when nothing is in flight, for a worker restarting tracking (restartTracking)
 
-	held        map[int64]bool // offsets of batches the write stage gave back unwritten; counted in blocked
-	stuckLogged time.Time      // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
+	// held is the rows of batches the write stage gave back unwritten, heldRecords how many of each
+	// record's rows are held (the partition is stuck on a record while it has any).
+	held        map[heldRow]bool
+	heldRecords map[int64]int
+	stuckLogged time.Time // when a failed write of this partition was last logged at ERROR (stuckLogEvery)
 	// skipLogged is when the worker last logged a skipped record, skipped how many it skipped since
 	// (skip); the worker's alone.
 	skipLogged time.Time
 	skipped    int
-	split      *splitState // hot-entity splits (split.go); nil when split is off
+	// split is the hot-entity split state of each entry with split on (split.go), by entry name.
+	split map[string]*splitState
+	// mapped is the worker's scratch for what the entries made of a record (MapAll).
+	mapped []mapper.Mapped
 }
 
 func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *partition {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &partition{
-		tp:         tp,
-		pl:         pl,
-		topic:      topic,
-		log:        pl.log.With(slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition))),
-		lag:        pl.metrics.ConsumerLag.WithLabelValues(tp.Topic, strconv.Itoa(int(tp.Partition))),
-		quit:       make(chan struct{}),
-		workerDone: make(chan struct{}),
-		ctx:        ctx,
-		cancel:     cancel,
-		tr:         offsets.NewTracker(budget.EntryCost),
-		mark:       offsets.Marker{Clock: pl.commitClock},
-		stuck:      make(map[int64]bool),
-		held:       make(map[int64]bool),
-		hwm:        -1,
+		tp:          tp,
+		pl:          pl,
+		topic:       topic,
+		log:         pl.log.With(slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition))),
+		lag:         pl.metrics.ConsumerLag.WithLabelValues(tp.Topic, strconv.Itoa(int(tp.Partition))),
+		quit:        make(chan struct{}),
+		workerDone:  make(chan struct{}),
+		ctx:         ctx,
+		cancel:      cancel,
+		tr:          offsets.NewTracker(budget.EntryCost),
+		mark:        offsets.Marker{Clock: pl.commitClock},
+		stuck:       make(map[int64]bool),
+		blockers:    make(map[int64]int),
+		held:        make(map[heldRow]bool),
+		heldRecords: make(map[int64]int),
+		hwm:         -1,
 	}
 	p.workCtx, p.stopWork = context.WithCancel(ctx)
 	p.queue.init()
 	p.dl = newDeadLetterSender(p)
-	if topic.split != nil {
-		p.split = newSplitState(topic.split, p)
+	for _, e := range topic.entries {
+		if e.split != nil {
+			if p.split == nil {
+				p.split = make(map[string]*splitState)
+			}
+			p.split[e.name] = newSplitState(e.split, p)
+		}
 	}
 	return p
 }
@@ -98,12 +114,15 @@ func (p *partition) start() {
 	go p.dl.run()
 }
 
-// work takes records in offset order and turns each into a row for the write stage or a dead letter.
+// work takes records in offset order and turns each into its rows for the write stage (one per entry
+// that maps it) and, when an entry refuses it, a dead letter.
 func (p *partition) work() {
 	defer close(p.workerDone)
-	if p.split != nil {
-		defer p.split.release()
-	}
+	defer func() {
+		for _, s := range p.split {
+			s.release()
+		}
+	}()
 	rows := consumer.GetHandOff()
 	for {
 		c, ok := p.queue.next(p.quit)
@@ -128,35 +147,41 @@ func (p *partition) work() {
 			}
 			return ok
 		}
+		// stop gives back the records not handled (so that their bytes are released when the partition is
+		// given up) and waits for the stop.
+		stop := func(rest []*kgo.Record) {
+			p.queue.pushFront(rest, c.fetched)
+			p.releaseMapped(freed)
+			<-p.quit
+		}
 		for i, r := range recs {
 			if p.rewound(r.Offset) {
 				// Everything mapped before r is handed on first: restarting waits for it to finish.
 				if !flush() || !p.restartTracking(r.Offset) {
-					p.queue.pushFront(recs[i:], c.fetched)
-					p.releaseMapped(freed)
-					<-p.quit
+					stop(recs[i:])
 					return
 				}
 			}
-			row, ok, cont, held := p.handle(r)
+			// A record's rows go to the write stage in one message, which the pooled hand-off slice holds
+			// without growing.
+			if len(rows)+len(p.topic.entries) > cap(rows) && !flush() {
+				stop(recs[i:])
+				return
+			}
+			var cont, held bool
+			rows, cont, held = p.handle(r, rows)
 			if !held {
 				freed += budget.RecordCost(r)
 			}
 			// Nothing refers to the record any more (a dead letter holds a clone): franz-go may reuse its
 			// memory once every record of its batch is recycled (consumer/pools.go).
 			r.Recycle()
-			if ok {
-				rows = append(rows, row)
-			}
 			if (len(rows) == cap(rows) || i == len(recs)-1 || !cont) && !flush() {
 				cont = false
 			}
 			if !cont {
-				// Stopped, or halted on a record that cannot be dead-lettered. The rest goes back so that
-				// its bytes are released when the partition is given up.
-				p.queue.pushFront(recs[i+1:], c.fetched)
-				p.releaseMapped(freed)
-				<-p.quit
+				// Stopped, or halted on a record that cannot be dead-lettered.
+				stop(recs[i+1:])
 				return
 			}
 		}
@@ -171,35 +196,65 @@ func (p *partition) releaseMapped(n int64) {
 	}
 }
 
-// handle maps and registers one record. It returns the row when there is one to write, cont=false when
+// handle maps one record for every entry of its topic and registers it with its parts: one per row it
+// appends to rows (for the write stage), plus one for its dead letter when an entry refused it. The
+// record's offset is committed past once every part is done: each row acknowledged by Cassandra, the dead
+// letter by Kafka. A record every entry skips has no part and is skipped. It returns cont=false when
 // the worker must stop taking records, and held=true when the record stays referenced after it (a bad
 // record on its way to the dead-letter topic), so that its cost stays charged.
 //
-// A mapped record is not kept: its row holds copies of what it needs (the mapper copies every string
-// and the key into the row's own memory), and if Cassandra refuses the row the dead-letter sender reads
+// A mapped record is not kept: its rows hold copies of what they need (the mapper copies every string
+// and the key into the row's own memory), and if Cassandra refuses a row the dead-letter sender reads
 // the record back from Kafka (deadletter/reread.go).
-func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool) {
-	row, err := p.mapRecord(r)
+func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row, cont, held bool) {
+	ms, err := p.mapRecord(r)
+	defer clear(ms) // kept as the next record's scratch: let go of the rows and errors
 	if errors.Is(err, errStopped) {
-		return row, false, false, false // not registered: the next owner replays it
+		return rows, false, false // not registered: the next owner replays it
 	}
-	// What the record holds until it is done; its tracker entry (budget.EntryCost, charged by handOff or below)
-	// is returned by the tracker when the watermark passes it.
+	var refusals []deadletter.Refusal
+	if err != nil {
+		// Of the whole record (its mapping panicked): no entry made anything of it.
+		refusals = append(refusals, deadletter.Refusal{Reason: refusalReason(err), Err: err})
+		ms = nil
+	}
+	nrows := 0
+	// What the record holds until it is done; its tracker entry (budget.EntryCost, charged below) is
+	// returned by the tracker when the watermark passes it.
 	var bytes int64
+	for i := range ms {
+		m := &ms[i]
+		switch reason := skipReason(m.Err); {
+		case m.Err == nil:
+			nrows++
+			// Charged by handOff, before the row can complete and be released.
+			bytes += budget.RowCost(&m.Row)
+		case reason != "":
+			p.skip(r.Offset, m.Entry, reason, m.Err)
+		default:
+			rf := deadletter.Refusal{Entry: m.Entry, Reason: refusalReason(m.Err), Err: m.Err}
+			if e := p.pl.entries[m.Entry]; e != nil {
+				rf.Table = e.table
+			}
+			refusals = append(refusals, rf)
+		}
+	}
+	parts := nrows
 	switch {
-	case err == nil:
-		// Charged by handOff, before the row can complete and be released.
-		bytes = budget.RowCost(&row)
-	case isExpired(err):
-		// Skipped below: nothing but its tracker entry.
-	case p.topic.deadLetterTopic != "":
+	case len(refusals) > 0 && p.topic.deadLetterTopic == "":
+		// Halted below: the record's one part never finishes, and its rows are not written.
+		parts, nrows, bytes = 1, 0, 0
+	case len(refusals) > 0:
+		parts++
 		// The dead-letter sender holds the record until it is produced: the cost charged when it was
 		// queued moves to its tracker entry instead of being released with its chunk.
-		bytes = budget.RecordCost(r)
+		bytes += budget.RecordCost(r)
+	case parts == 0:
+		parts = 1 // every entry skipped it: done at once, below
 	}
 	p.mu.Lock()
-	// Registered before it is handed on, so its acknowledgement always finds it.
-	rerr := p.tr.Register(r.Offset, r.LeaderEpoch, bytes)
+	// Registered before it is handed on, so its acknowledgements always find it.
+	rerr := p.tr.Register(r.Offset, r.LeaderEpoch, bytes, parts)
 	p.mu.Unlock()
 	if rerr != nil {
 		// A lower offset than one already taken restarts tracking first (work, restartTracking), so this
@@ -208,33 +263,41 @@ func (p *partition) handle(r *kgo.Record) (row batcher.Row, ok, cont, held bool)
 		p.log.Error("record offset refused; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
 		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 		p.setStuck(r.Offset, true)
-		return row, false, false, false
+		return rows, false, false
 	}
-	if err == nil {
-		return row, true, true, false
+	// The tracker entry's cost, returned when the watermark passes it.
+	p.pl.charge(p.tp, budget.EntryCost)
+	if len(refusals) == 0 && nrows == 0 {
+		p.Complete([]int64{r.Offset})
+		return rows, true, false
 	}
-	if isExpired(err) {
-		p.skip(r.Offset, mapper.ReasonExpired, err)
-		return row, false, true, false
+	for i := range ms {
+		if nrows > 0 && ms[i].Err == nil {
+			rows = append(rows, ms[i].Row)
+		}
 	}
-	reason := mapper.ReasonMap
+	if len(refusals) == 0 {
+		return rows, true, false
+	}
+	if p.topic.deadLetterTopic == "" {
+		p.halt(r.Offset, refusals[0].Reason, refusals[0].Err)
+		return rows, false, false
+	}
+	p.dl.add(deadLetter{offset: r.Offset, rec: consumer.CloneRecord(r), refusals: refusals})
+	return rows, true, true
+}
+
+// refusalReason is the dead-letter reason of a mapping error.
+func refusalReason(err error) string {
 	var re *mapper.RecordError
 	var pe *mapPanic
 	switch {
 	case errors.As(err, &re) && re.Reason != "":
-		reason = re.Reason
+		return re.Reason
 	case errors.As(err, &pe):
-		reason = deadletter.ReasonPanic
+		return deadletter.ReasonPanic
 	}
-	// A bad record has no row to hand off with its tracker entry; the entry is charged here, before the
-	// dead letter can be acknowledged and release it.
-	p.pl.charge(p.tp, budget.EntryCost)
-	if p.topic.deadLetterTopic == "" {
-		p.halt(r.Offset, reason, err)
-		return row, false, false, false
-	}
-	p.dl.add(deadLetter{offset: r.Offset, rec: consumer.CloneRecord(r), reason: reason, err: err})
-	return row, false, true, true
+	return mapper.ReasonMap
 }
 
 // rewound reports whether offset is at or below a record this assignment already took: the client went
@@ -287,28 +350,34 @@ func (p *partition) restartTracking(offset int64) bool {
 	}
 }
 
-// isExpired reports whether err says a record's row would be born expired (ttl_from event_time, an event
-// older than the ttl). Such a record is good data, only old: writing it would store a row Cassandra
-// drops at once, so it is skipped (see skip), never dead-lettered nor a reason to stop the partition.
-func isExpired(err error) bool {
+// skipReason returns the reason of an entry's error that says the entry skips a record (a skip reason
+// of the mapper), or "" for a refusal. A skipped record is good data the entry has no row for: its row
+// would be born expired (ttl_from event_time, an event older than the ttl; writing it would store a row
+// Cassandra drops at once), or it is a tombstone the entry skips (on_tombstone: skip). It is never
+// dead-lettered nor a reason to stop the partition.
+func skipReason(err error) string {
+	if err == nil {
+		return "" // before re: mapped rows cost no allocation here
+	}
 	var re *mapper.RecordError
-	return errors.As(err, &re) && re.Reason == mapper.ReasonExpired
+	if errors.As(err, &re) && (re.Reason == mapper.ReasonExpired || re.Reason == mapper.ReasonTombstone) {
+		return re.Reason
+	}
+	return ""
 }
 
-// skip marks a registered record done without a row: counted in sink_records_skipped_total by reason,
-// its offset committed like a written record's. A consumer behind by more than the ttl skips a record
-// per offset, so the log says so at most once a skipLogEvery per partition, with the last record's
-// coordinates and how many were skipped since the previous line.
-func (p *partition) skip(offset int64, reason string, err error) {
+// skip counts an entry's skip of a record in sink_records_skipped_total by reason. A consumer behind by
+// more than the ttl skips a record per offset, so the log says so at most once a skipLogEvery per
+// partition, with the last record's coordinates and how many were skipped since the previous line. The
+// record is committed past like a written one once its other parts (if any) are done.
+func (p *partition) skip(offset int64, entry, reason string, err error) {
 	p.pl.metrics.RecordsSkipped.WithLabelValues(p.tp.Topic, reason).Inc()
 	p.skipped++
 	if now := p.pl.now(); now.Sub(p.skipLogged) >= skipLogEvery {
-		p.log.Info("record skipped: its row would be born expired", slog.Int64("offset", offset),
-			slog.String("reason", reason), slog.Int("skipped", p.skipped), slog.Any("error", err))
+		p.log.Info("record skipped by an entry: no row in its table", slog.Int64("offset", offset),
+			slog.String("entry", entry), slog.String("reason", reason), slog.Int("skipped", p.skipped), slog.Any("error", err))
 		p.skipLogged, p.skipped = now, 0
 	}
-	p.pl.charge(p.tp, budget.EntryCost) // the tracker entry's cost, returned when the watermark passes it
-	p.Complete([]int64{offset})
 }
 
 // skipLogEvery rate-limits the log of skipped records per partition.
@@ -326,46 +395,100 @@ func (e *mapPanic) Error() string {
 	return fmt.Sprintf("topic %s partition %d offset %d: mapping the record panicked: %v", e.topic, e.partition, e.offset, e.value)
 }
 
-// mapRecord maps one record. A panic in the mapper is contained to the record: logged at ERROR with its
-// stack, and returned as an error, so that the record is dead-lettered with reason panic (or stops the
-// partition when the topic has no dead-letter topic) like any record that cannot be mapped, instead of
-// crashing the daemon again on every replay.
-func (p *partition) mapRecord(r *kgo.Record) (row batcher.Row, err error) {
+// mapRecord maps one record for every entry of its topic (MapAll), then routes the rows of entries
+// with split on (split.go), mapping an entry's row again (MapEntry) when its routing changes. A panic
+// in the mapper is contained to the record: logged at ERROR with its stack, and returned as an error, so
+// that the record is dead-lettered with reason panic (or stops the partition when the topic has no
+// dead-letter topic) like any record that cannot be mapped, instead of crashing the daemon again on
+// every replay. While the schema registry does not answer, the record waits (the partition with it).
+func (p *partition) mapRecord(r *kgo.Record) (ms []mapper.Mapped, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.log.Error("mapping a record panicked; treating it as a bad record",
 				slog.Int64("offset", r.Offset), slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-			row, err = batcher.Row{}, &mapPanic{topic: r.Topic, partition: r.Partition, offset: r.Offset, value: v}
+			ms, err = nil, &mapPanic{topic: r.Topic, partition: r.Partition, offset: r.Offset, value: v}
 		}
 	}()
-	mapOnce := func() (batcher.Row, error) {
-		rec := mapper.Record{
-			Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-			Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, SchemaIDHeader: hasHeader(r, mapper.HeaderValueSchemaID),
+	rec := mapper.Record{
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, SchemaIDHeader: hasHeader(r, mapper.HeaderValueSchemaID),
+	}
+	// The common path calls the mapper directly; the waits below take closures, kept off it.
+	ms, err = p.pl.mapper.MapAll(p.workCtx, rec, p.mapped[:0])
+	if err != nil && unavailable(err) {
+		ms, err = p.mapAllWaiting(rec, err)
+	}
+	p.mapped = ms[:0]
+	if err != nil || p.split == nil {
+		return ms, err
+	}
+	return ms, p.routeSplits(rec, ms)
+}
+
+// unavailable reports whether err says the schema registry did not answer.
+func unavailable(err error) bool {
+	ue := (*codec.UnavailableError)(nil)
+	return errors.As(err, &ue)
+}
+
+// mapAllWaiting maps rec for every entry again until the schema registry answers (waitRegistry); first
+// is the error of the attempt that found it unavailable.
+func (p *partition) mapAllWaiting(rec mapper.Record, first error) (ms []mapper.Mapped, err error) {
+	err = p.waitRegistry(rec.Offset, first, func(ctx context.Context) (err error) {
+		ms, err = p.pl.mapper.MapAll(ctx, rec, p.mapped[:0])
+		return err
+	})
+	return ms, err
+}
+
+// routeSplits routes the rows of the entries with split on (split.go); an entry whose row the routing
+// changes is mapped again alone (MapEntry), and its refusal, if it now refuses, replaces its row. It
+// returns errStopped when the partition stopped meanwhile.
+func (p *partition) routeSplits(rec mapper.Record, ms []mapper.Mapped) error {
+	for i := range ms {
+		m := &ms[i]
+		s := p.split[m.Entry]
+		if s == nil || m.Err != nil {
+			continue
 		}
-		row, err := p.pl.mapper.MapContext(p.workCtx, rec)
-		ue := (*codec.UnavailableError)(nil)
-		if !errors.As(err, &ue) {
+		remap := func() (row batcher.Row, err error) {
+			row, err = p.pl.mapper.MapEntry(p.workCtx, m.Entry, rec)
+			err = p.waitRegistry(rec.Offset, err, func(ctx context.Context) (err error) {
+				row, err = p.pl.mapper.MapEntry(ctx, m.Entry, rec)
+				return err
+			})
 			return row, err
 		}
-		// The schema registry does not answer: the record waits, and the partition with it.
-		p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
-		if werr := p.retry(r.Offset, "fetching the writer schema from the schema registry", func(ctx context.Context) error {
-			row, err = p.pl.mapper.MapContext(ctx, rec)
-			if errors.As(err, &ue) {
-				p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
-				return err
-			}
-			return nil
-		}); werr != nil {
-			return row, werr
+		row, err := s.route(m.Row, remap)
+		if errors.Is(err, errStopped) {
+			return err
 		}
-		return row, err
+		m.Row, m.Err = row, err
 	}
-	if row, err = mapOnce(); err != nil || p.split == nil {
-		return row, err
+	return nil
+}
+
+// waitRegistry takes the error of a mapping, first, and while the error says the schema registry does
+// not answer, runs the mapping (op) again with backoff, the partition stuck at offset (retry), until the
+// registry answers or the partition stops (errStopped). Any other error is returned as it is.
+func (p *partition) waitRegistry(offset int64, first error, op func(ctx context.Context) error) error {
+	if first == nil || !unavailable(first) {
+		return first
 	}
-	return p.split.route(row, mapOnce)
+	// The schema registry does not answer: the record waits, and the partition with it.
+	p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
+	var last error
+	if werr := p.retry(offset, "fetching the writer schema from the schema registry", func(ctx context.Context) error {
+		last = op(ctx)
+		if unavailable(last) {
+			p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
+			return last
+		}
+		return nil
+	}); werr != nil {
+		return werr
+	}
+	return last
 }
 
 // errStopped: the partition stopped while a record waited for something unreachable (the routing
@@ -437,7 +560,7 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 	if len(rows) == 0 {
 		return true
 	}
-	n := budget.EntryCost * int64(len(rows))
+	var n int64
 	for i := range rows {
 		n += budget.RowCost(&rows[i])
 	}
@@ -446,10 +569,12 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 	case p.pl.writes.In() <- writestage.Msg{Rows: rows, Owner: p}:
 		return true
 	case <-p.quit:
-		// Registered but never handed on: they cannot finish in this assignment, so the revoke must not
-		// wait for them; they stay undone, so the watermark stops before the first of them.
+		// Registered but never handed on: their records cannot finish in this assignment, so the revoke
+		// must not wait for them; they stay undone, so the watermark stops before the first of them.
 		p.mu.Lock()
-		p.blocked += len(rows)
+		for i := range rows {
+			p.block(rows[i].Source.Offset)
+		}
 		p.mu.Unlock()
 		return false
 	}
@@ -466,8 +591,10 @@ func (p *partition) Context() context.Context { return p.ctx }
 
 // DeadLetterWrite sends a row the write stage cannot write to the dead-letter topic: reason write, a
 // row Cassandra refused; reason slice, a row whose slice table does not exist. row is that row, sent
-// along in case its record is gone when the sender reads it back. Without a dead-letter topic
-// the partition stops at it. A row no longer pending (the partition given up meanwhile) is left alone.
+// along in case its record is gone when the sender reads it back. The dead letter is the row's alone
+// (the record's rows in other tables are written, or dead-lettered, on their own), naming its entry and
+// table; it is the part of the record the row was. Without a dead-letter topic the partition stops at
+// it. A row no longer pending (the partition given up meanwhile) is left alone.
 func (p *partition) DeadLetterWrite(offset int64, reason, table string, row *batcher.Row, err error) {
 	if !p.pending(offset) {
 		return // given up meanwhile
@@ -478,12 +605,13 @@ func (p *partition) DeadLetterWrite(offset int64, reason, table string, row *bat
 	}
 	if reason == deadletter.ReasonSlice {
 		p.log.Warn("slice table does not exist; dead-lettering the record", slog.Int64("offset", offset),
-			slog.String("table", table))
+			slog.String("table", table), slog.String("entry", row.Target.Entry))
 	} else {
 		p.log.Warn("row rejected by Cassandra; dead-lettering it", slog.Int64("offset", offset),
-			slog.String("table", table), slog.Any("error", err))
+			slog.String("table", table), slog.String("entry", row.Target.Entry), slog.Any("error", err))
 	}
-	p.dl.add(deadLetter{offset: offset, reason: reason, err: err, row: row})
+	rf := deadletter.Refusal{Entry: row.Target.Entry, Table: row.Target.Keyspace + "." + row.Target.Table, Reason: reason, Err: err}
+	p.dl.add(deadLetter{offset: offset, refusals: []deadletter.Refusal{rf}, row: row})
 }
 
 // halt stops the partition at a bad record that has nowhere to go: the topic has no dead_letter_topic.
@@ -493,9 +621,19 @@ func (p *partition) halt(offset int64, reason string, err error) {
 		slog.Int64("offset", offset), slog.String("reason", reason), p.pl.badRecordError(err))
 	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 	p.mu.Lock()
-	p.blocked++
+	p.block(offset)
 	p.mu.Unlock()
 	p.setStuck(offset, true)
+}
+
+// block counts one more thing that stops the record at offset from finishing in this assignment (see
+// blockers); unblock takes one back. The caller holds mu.
+func (p *partition) block(offset int64) { p.blockers[offset]++ }
+
+func (p *partition) unblock(offset int64) {
+	if p.blockers[offset]--; p.blockers[offset] <= 0 {
+		delete(p.blockers, offset)
+	}
 }
 
 // WriteRetrying is called when the writer gave a batch back unwritten and the write stage will send it
@@ -511,9 +649,7 @@ func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt
 	}
 	newly := 0
 	for _, o := range offsets {
-		if p.tr.IsPending(o) && !p.held[o] {
-			p.held[o] = true
-			p.blocked++
+		if p.hold(o, table) {
 			newly++
 		}
 	}
@@ -541,41 +677,77 @@ func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt
 // retries up to every writer.retry_max, and one line per retry would drown every other message.
 const stuckLogEvery = time.Minute
 
-// WriteRecovered is called when rows the write stage was retrying were written (or are about to be
-// dead-lettered): they no longer count as blocked, and the partition is no longer stuck on them.
-func (p *partition) WriteRecovered(offsets []int64) {
+// WriteRecovered is called when rows of table the write stage was retrying were written (or are about
+// to be dead-lettered): they no longer block their records, and the partition is no longer stuck on a
+// record none of whose rows is held any more.
+func (p *partition) WriteRecovered(offsets []int64, table string) {
 	p.mu.Lock()
 	var was []int64
+	rows := 0
 	for _, o := range offsets {
-		if p.held[o] {
-			delete(p.held, o)
-			p.blocked--
+		row, record := p.unhold(o, table)
+		if row {
+			rows++
+		}
+		if record {
 			was = append(was, o)
 		}
 	}
 	p.mu.Unlock()
-	if len(was) == 0 {
-		return
-	}
 	for _, o := range was {
 		p.setStuck(o, false)
 	}
-	p.log.Info("failed write resolved; its rows no longer hold the partition", slog.Int64("offset", was[0]),
-		slog.Int("rows", len(was)))
+	if rows > 0 {
+		p.log.Info("failed write resolved; its rows no longer hold the partition", slog.Int64("offset", offsets[0]),
+			slog.String("table", table), slog.Int("rows", rows))
+	}
+}
+
+// heldRow is a record's row in one table (keyspace.table) that a failed write holds.
+type heldRow struct {
+	offset int64
+	table  string
+}
+
+// hold records that the row of the record at offset in table is held by a failed write (a blocker of
+// the record). It reports whether the row was not held before. A record no longer pending is left
+// alone. The caller holds mu.
+func (p *partition) hold(offset int64, table string) bool {
+	k := heldRow{offset, table}
+	if p.held[k] || !p.tr.IsPending(offset) {
+		return false
+	}
+	p.held[k] = true
+	p.heldRecords[offset]++
+	p.block(offset)
+	return true
+}
+
+// unhold undoes hold for a row written after all (or handed to the dead-letter sender). It reports
+// whether the row was held, and whether the record has no row held any more. The caller holds mu.
+func (p *partition) unhold(offset int64, table string) (row, record bool) {
+	k := heldRow{offset, table}
+	if !p.held[k] {
+		return false, false
+	}
+	delete(p.held, k)
+	p.unblock(offset)
+	if p.heldRecords[offset]--; p.heldRecords[offset] > 0 {
+		return true, false
+	}
+	delete(p.heldRecords, offset)
+	return true, true
 }
 
 // WriteAbandoned is called when the write stage drops a batch it will not send again: the process is
 // stopping, or the partition was given up. The rows stay not done, so the watermark stops before the
 // first of them and the next owner (or the next start) replays them; they count as blocked so that a
 // stopping partition does not wait for them.
-func (p *partition) WriteAbandoned(offsets []int64) {
+func (p *partition) WriteAbandoned(offsets []int64, table string) {
 	p.mu.Lock()
 	if !p.revoked {
 		for _, o := range offsets {
-			if p.tr.IsPending(o) && !p.held[o] {
-				p.held[o] = true
-				p.blocked++
-			}
+			p.hold(o, table)
 		}
 	}
 	p.mu.Unlock()
@@ -636,7 +808,7 @@ func (p *partition) unreadable(offset int64, reason string, cause error) {
 		slog.Any("error", deadletter.ErrRecordGone))
 	p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
 	p.mu.Lock()
-	p.blocked++
+	p.block(offset)
 	p.mu.Unlock()
 	p.setStuck(offset, true)
 	p.checkDrained()
@@ -711,7 +883,7 @@ func (p *partition) checkDrained() {
 	if !p.stopping || p.drained == nil {
 		return
 	}
-	if p.tr.InFlight() <= p.blocked {
+	if p.tr.InFlight() <= len(p.blockers) {
 		select {
 		case <-p.drained:
 		default:

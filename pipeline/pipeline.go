@@ -28,12 +28,15 @@ import (
 	"github.com/bucketsink/sink/pipeline/writestage"
 )
 
-// Mapper turns a record into a row; an error (a *mapper.RecordError) means the record is bad input and
-// goes to the dead-letter topic, while one wrapping a *codec.UnavailableError means the schema registry
-// did not answer: the record waits and is mapped again. ctx bounds a registry fetch. *mapper.Mapper
-// implements it.
+// Mapper turns a record into a row for every entry that reads its Kafka topic. MapAll appends one
+// mapper.Mapped per entry: a row, or a *mapper.RecordError when the entry refuses the record (bad
+// input: dead-lettered) or skips it (a skip reason). An error MapAll returns wraps a
+// *codec.UnavailableError: the schema registry did not answer, the record waits and is mapped again.
+// MapEntry maps the record for one entry alone (a split's routing changed that entry's row). ctx bounds
+// a registry fetch. *mapper.Mapper implements it.
 type Mapper interface {
-	MapContext(ctx context.Context, rec mapper.Record) (batcher.Row, error)
+	MapAll(ctx context.Context, rec mapper.Record, out []mapper.Mapped) ([]mapper.Mapped, error)
+	MapEntry(ctx context.Context, entry string, rec mapper.Record) (batcher.Row, error)
 }
 
 // Config is what a Pipeline needs. Sink must have passed config.Validate (with defaults applied).
@@ -71,15 +74,22 @@ type SliceMaker = writestage.SliceMaker
 
 // topicInfo is what the pipeline knows of one consumed Kafka topic.
 type topicInfo struct {
-	deadLetterTopic string
-	policy          *bucketer.Policy // for the close time of a row's bucket (largest open partitions)
-	// stage is what the write stage knows of the topic: its name under topics:, whether it is
-	// sliced, and bucket.missing_slice.
+	deadLetterTopic string       // the same for every entry of the topic (config.Validate)
+	entries         []*entryInfo // the entries reading the topic, by name
+	// offsetEntry is an entry whose write_timestamp is offset, so a partition whose offsets go back
+	// writes rows that lose to older ones (offsetrestart.go); "" when none.
+	offsetEntry string
+}
+
+// entryInfo is what the pipeline knows of one entry (topics.<name>): one table fed by a Kafka topic.
+type entryInfo struct {
+	name   string
+	table  string           // keyspace.table (a sliced table's base name), for dead letters
+	policy *bucketer.Policy // for the close time of a row's bucket (largest open partitions)
+	// stage is what the write stage knows of the entry: its name, whether it is sliced, and
+	// bucket.missing_slice.
 	stage writestage.Topic
 	split *splitTopic // nil unless split is on (split.go)
-	// offsetTimestamps: write_timestamp is offset, so a partition whose offsets go back writes rows
-	// that lose to older ones (offsetrestart.go).
-	offsetTimestamps bool
 }
 
 // maxPollRecords bounds one poll. The poll loop only queues records, so this is about fairness between
@@ -96,6 +106,7 @@ type Pipeline struct {
 	writer  BatchWriter
 	now     func() time.Time
 	topics  map[string]*topicInfo // by Kafka topic
+	entries map[string]*entryInfo // by entry name (topics.<name>)
 	sink    *config.Config
 	// client is the consumer group member, set in Run under mu. The group starts inside kgo.NewClient, so
 	// a rebalance callback can run before it is set: callbacks use it only for pauses, which the poll loop
@@ -169,6 +180,7 @@ func New(cfg Config) (*Pipeline, error) {
 		now:     cfg.Now,
 		sink:    cfg.Sink,
 		topics:  make(map[string]*topicInfo),
+		entries: make(map[string]*entryInfo),
 		mapped:  cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageMapped),
 		commitClock: offsets.NewCommitClock(cfg.Now, func(d time.Duration) {
 			cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageCommitted).Observe(d.Seconds())
@@ -181,6 +193,7 @@ func New(cfg Config) (*Pipeline, error) {
 		recreatedChecked: make(map[string]time.Time),
 	}
 	pl.backoff = backoff.Policy{Initial: w.RetryInitial.Std(), Max: w.RetryMax.Std()}
+	budgets := make(map[string]int64) // by Kafka topic
 	for _, name := range cfg.Sink.TopicNames() {
 		t := cfg.Sink.Topics[name]
 		kt := t.Topic
@@ -193,10 +206,26 @@ func New(cfg Config) (*Pipeline, error) {
 			return nil, err
 		}
 		_, sliced := policy.Sliced()
-		pl.topics[kt] = &topicInfo{deadLetterTopic: t.DeadLetterTopic, policy: policy, split: split,
-			stage:            writestage.Topic{Name: name, Sliced: sliced, MissingSlice: t.Bucket.MissingSlice},
-			offsetTimestamps: t.WriteTimestamp == config.WriteTimestampOffset}
-		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(t.PartitionBudget))
+		e := &entryInfo{name: name, table: t.Keyspace + "." + t.Table, policy: policy, split: split,
+			stage: writestage.Topic{Name: name, Sliced: sliced, MissingSlice: t.Bucket.MissingSlice}}
+		pl.entries[name] = e
+		ti := pl.topics[kt]
+		if ti == nil {
+			ti = &topicInfo{deadLetterTopic: t.DeadLetterTopic}
+			pl.topics[kt] = ti
+		}
+		ti.entries = append(ti.entries, e)
+		if t.WriteTimestamp == config.WriteTimestampOffset && ti.offsetEntry == "" {
+			ti.offsetEntry = name
+		}
+		// A topic read by several entries shows the smallest of their budgets: sink_largest_partition_bytes
+		// of the topic is held against it.
+		if _, ok := budgets[kt]; !ok || int64(t.PartitionBudget) < budgets[kt] {
+			budgets[kt] = int64(t.PartitionBudget)
+		}
+	}
+	for kt, b := range budgets {
+		pl.metrics.PartitionBudget.WithLabelValues(kt).Set(float64(b))
 	}
 	pl.metrics.ConfigureLive(w.TopPartitions, cfg.Now)
 	var largest func() any
@@ -275,14 +304,14 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	pl.mu.Unlock()
 
 	w := pl.sink.Writer
-	stageTopics := make(map[string]writestage.Topic, len(pl.topics))
-	for kt, ti := range pl.topics {
-		stageTopics[kt] = ti.stage
+	stageTopics := make(map[string]writestage.Topic, len(pl.entries))
+	for name, e := range pl.entries {
+		stageTopics[name] = e.stage
 	}
 	var fence func(context.Context, *batcher.Batch, []writestage.Owner) (context.Context, error)
-	for _, ti := range pl.topics {
-		if ti.split != nil {
-			// A split topic's batches are sent only while the group session is known to be alive (lease.go).
+	for _, e := range pl.entries {
+		if e.split != nil {
+			// A split entry's batches are sent only while the group session is known to be alive (lease.go).
 			k := pl.sink.Kafka
 			pl.lease = newSessionLease(cl, k.Group, k.SessionTimeout.Std(), k.RebalanceTimeout.Std(), pl.backoff, pl.log)
 			fence = pl.fence
@@ -629,8 +658,8 @@ func (pl *Pipeline) observeWritten(b *batcher.Batch) {
 	pl.health.Written()
 	topic := b.Rows[0].Source.Topic
 	var closes time.Time
-	if ti := pl.topics[topic]; ti != nil && ti.policy != nil && !latest.IsZero() {
-		closes = ti.policy.End(ti.policy.Index(latest))
+	if e := pl.entries[b.Target.Entry]; e != nil && e.policy != nil && !latest.IsZero() {
+		closes = e.policy.End(e.policy.Index(latest))
 	}
 	pl.metrics.ObserveWritten(topic, b.Target.Table, b.Key, int64(len(b.Rows)), int64(b.Bytes), latest, closes)
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/packed"
@@ -68,6 +69,28 @@ func (m fakeMapper) MapContext(_ context.Context, r mapper.Record) (batcher.Row,
 		Source:    batcher.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
 		EventTime: r.Timestamp,
 	}, nil
+}
+
+// rowMapper maps a record to one row, as the tests' fake mappers do (and the real mapper for a topic
+// of one entry).
+type rowMapper interface {
+	MapContext(ctx context.Context, r mapper.Record) (batcher.Row, error)
+}
+
+// oneEntry is the pipeline's Mapper over a rowMapper: every topic has one entry, "events" (the entry of
+// the fixture's config). A registry that does not answer is the record's wait, as MapAll says.
+type oneEntry struct{ m rowMapper }
+
+func (o oneEntry) MapAll(ctx context.Context, r mapper.Record, out []mapper.Mapped) ([]mapper.Mapped, error) {
+	row, err := o.m.MapContext(ctx, r)
+	if ue := (*codec.UnavailableError)(nil); errors.As(err, &ue) {
+		return out, err
+	}
+	return append(out, mapper.Mapped{Entry: "events", Row: row, Err: err}), nil
+}
+
+func (o oneEntry) MapEntry(ctx context.Context, _ string, r mapper.Record) (batcher.Row, error) {
+	return o.m.MapContext(ctx, r)
 }
 
 // memWriter is Cassandra in a map. hold makes a batch wait for release (or for ctx); fail makes it fail.
@@ -228,19 +251,19 @@ type member struct {
 
 func (f *fixture) start(cfg *config.Config, w *memWriter) *member {
 	f.t.Helper()
-	return f.startFull(cfg, fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}}, w, nil)
+	return f.startFull(cfg, oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}}, w, nil)
 }
 
 // startMapping is start with a mapper of the caller's.
-func (f *fixture) startMapping(cfg *config.Config, w *memWriter, mp Mapper) *member {
+func (f *fixture) startMapping(cfg *config.Config, w *memWriter, mp rowMapper) *member {
 	f.t.Helper()
-	return f.startFull(cfg, mp, w, nil)
+	return f.startFull(cfg, oneEntry{mp}, w, nil)
 }
 
 // startWith is start with any writer and a SliceMaker (nil: none).
 func (f *fixture) startWith(cfg *config.Config, writer BatchWriter, slices SliceMaker) *member {
 	f.t.Helper()
-	return f.startFull(cfg, fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}}, writer, slices)
+	return f.startFull(cfg, oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}}, writer, slices)
 }
 
 // startFull starts a member with the caller's mapper, writer and SliceMaker (nil: none).
@@ -1017,7 +1040,7 @@ func TestBatchesGrowWhileWritesAreBusy(t *testing.T) {
 		c.Writer.BatchMaxRows = 100
 	})
 	w := &sizeWriter{release: make(chan struct{})}
-	pl, err := New(Config{Sink: cfg, Mapper: oneKeyMapper{fakeMapper{target: &batcher.Target{Table: "events"}}},
+	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{oneKeyMapper{fakeMapper{target: &batcher.Target{Table: "events", Entry: "events"}}}},
 		Writer: w, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		t.Fatal(err)

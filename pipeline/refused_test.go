@@ -72,6 +72,7 @@ func TestRefusedRowDeadLetterCarriesTheOriginalRecord(t *testing.T) {
 			deadletter.HeaderSourceOffset + "=" + strconv.FormatInt(o, 10),
 			deadletter.HeaderSourceTimestamp + "=" + time.UnixMilli(1_700_000_000_000+o).UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 			deadletter.HeaderError + "=Invalid query: value too large", deadletter.HeaderReason + "=" + deadletter.ReasonWrite,
+			deadletter.HeaderEntry + "=events", deadletter.HeaderTable + "=ks.events",
 		}
 		var got []string
 		for _, h := range r.Headers {
@@ -177,7 +178,7 @@ func TestRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing.T) {
 	want := []string{
 		deadletter.HeaderSourceTopic + "=" + testTopic, deadletter.HeaderSourcePartition + "=1", deadletter.HeaderSourceOffset + "=40",
 		deadletter.HeaderError + "=Invalid query: value too large", deadletter.HeaderReason + "=" + deadletter.ReasonWrite,
-		deadletter.HeaderSourceMissing + "=true", deadletter.HeaderTable + "=ks.events",
+		deadletter.HeaderEntry + "=events", deadletter.HeaderTable + "=ks.events", deadletter.HeaderSourceMissing + "=true",
 	}
 	if string(r.Value) != `{"v":"{\"n\":40}"}` || r.Key != nil || strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("dead letter: key %q value %s headers\n%s\nwant value {\"v\":\"{\\\"n\\\":40}\"} and headers\n%s",
@@ -197,7 +198,7 @@ func TestRefusedRowWhoseRecordIsGoneIsDeadLetteredAsTheRow(t *testing.T) {
 // cleanupMapper maps with m and counts the records whose value's memory (the fetched batch it lives in)
 // the collector has freed.
 type cleanupMapper struct {
-	m             Mapper
+	m             rowMapper
 	mapped, freed *atomic.Int64
 }
 
@@ -251,7 +252,7 @@ func TestMappedRecordsAreNotRetained(t *testing.T) {
 					c.ApplyDefaults()
 				}
 			})
-			var inner Mapper = fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}}
+			var inner rowMapper = fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}
 			if real {
 				if err := cfg.Validate(); err != nil {
 					t.Fatalf("test config: %v", err)
@@ -265,7 +266,7 @@ func TestMappedRecordsAreNotRetained(t *testing.T) {
 			w := newMemWriter()
 			w.hold = func(batcher.Source) bool { return true }
 			var mapped, freed atomic.Int64
-			pl, err := New(Config{Sink: cfg, Mapper: cleanupMapper{inner, &mapped, &freed}, Writer: w,
+			pl, err := New(Config{Sink: cfg, Mapper: oneEntry{cleanupMapper{inner, &mapped, &freed}}, Writer: w,
 				Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 			if err != nil {
 				t.Fatal(err)

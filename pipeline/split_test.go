@@ -8,6 +8,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
@@ -310,5 +311,44 @@ func TestSplitProjectsTheWholeEntityFromWhatCassandraHolds(t *testing.T) {
 	}
 	if next, _ := s.project(st, idx0, 0, 1); next != 3 {
 		t.Errorf("with Cassandra's 300 rows in 10 minutes: split to %d; want 3 (1,500 to come, at half the budget each)", next)
+	}
+}
+
+// entryCalls is a Mapper that records which entries MapEntry maps again.
+type entryCalls struct{ entries []string }
+
+func (m *entryCalls) MapAll(_ context.Context, _ mapper.Record, out []mapper.Mapped) ([]mapper.Mapped, error) {
+	return out, nil
+}
+
+func (m *entryCalls) MapEntry(_ context.Context, entry string, r mapper.Record) (batcher.Row, error) {
+	m.entries = append(m.entries, entry)
+	return batcher.Row{Key: hotEntity + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x00\x00",
+		EventTime: hour0.Add(time.Minute), Source: batcher.Source{Offset: r.Offset}, Size: 99}, nil
+}
+
+// TestSplitRoutingIsPerEntry: of the rows two entries of a Kafka topic made of a record, only the row of
+// the entry with split on is routed; when its bucket's routing records change it, that entry alone is
+// mapped again (MapEntry), and the other entry's row is left as it was.
+func TestSplitRoutingIsPerEntry(t *testing.T) {
+	s := projector(t, 64)
+	loads := 0
+	s.t.routes, s.t.store, s.t.ids, s.t.settle, s.t.refresh = &routing.Routes{}, bucketStore{loads: &loads}, 1, time.Hour, time.Hour
+	s.t.refreshed = map[int64]time.Time{}
+	mp := &entryCalls{}
+	p := &partition{workCtx: context.Background(), hwm: 0, pl: &Pipeline{mapper: mp}}
+	p.split = map[string]*splitState{"a": newSplitState(s.t, p)}
+	defer p.split["a"].release()
+	row := batcher.Row{Key: hotEntity + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x00\x00",
+		EventTime: hour0.Add(time.Minute), Source: batcher.Source{Offset: 1}}
+	ms := []mapper.Mapped{{Entry: "a", Row: row}, {Entry: "b", Row: row}}
+	if err := p.routeSplits(mapper.Record{Offset: 1}, ms); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(mp.entries, []string{"a"}) || loads != 1 {
+		t.Errorf("entries mapped again %v after %d bucket loads; want [a] after 1", mp.entries, loads)
+	}
+	if ms[0].Row.Size != 99 || ms[1].Row.Size != 0 {
+		t.Errorf("rows after routing: a's size %d, b's %d; want a's mapped again (99), b's as it was (0)", ms[0].Row.Size, ms[1].Row.Size)
 	}
 }

@@ -123,19 +123,11 @@ func New(cfg Config) (*Reader, error) {
 	if cfg.Sink == nil {
 		return nil, errors.New("reader: Sink is required")
 	}
-	name := cfg.Topic
-	tc, ok := cfg.Sink.Topics[name]
-	if !ok {
-		for n, t := range cfg.Sink.Topics {
-			if t.Topic == cfg.Topic {
-				name, tc, ok = n, t, true
-				break
-			}
-		}
+	name, err := cfg.Sink.Entry(cfg.Topic)
+	if err != nil {
+		return nil, fmt.Errorf("reader: %w", err)
 	}
-	if !ok {
-		return nil, fmt.Errorf("topics.%s: no such topic; configured: %v", cfg.Topic, cfg.Sink.TopicNames())
-	}
+	tc := cfg.Sink.Topics[name]
 	tables, err := schema.Describe(cfg.Sink)
 	if err != nil {
 		return nil, fmt.Errorf("reader: %w", err)

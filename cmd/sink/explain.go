@@ -40,10 +40,13 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "it reads the entity's routing records of the record's time bucket from Cassandra and shows the")
 		fmt.Fprintln(stderr, "one that applies, whether the record's Kafka partition adopted it and from which offset, and")
 		fmt.Fprintln(stderr, "the partition it picks (--offline skips that: generation 0 is shown).")
+		fmt.Fprintln(stderr, "\n--topic names an entry (a key under topics:), or a Kafka topic: then every entry that reads it")
+		fmt.Fprintln(stderr, "explains the record in turn, each with its outcome (its row, a skip, or its refusal), as sink run")
+		fmt.Fprintln(stderr, "maps it once per entry; the exit code is 4 when any entry refuses it.")
 		fmt.Fprintln(stderr, "\n--record takes the JSON value itself, @FILE to read it from a file, or - for stdin.")
 		fmt.Fprintln(stderr, "--record-hex and --record-file take the value's raw bytes, in any format (an Avro record in")
 		fmt.Fprintln(stderr, "the wire format, say). --from-kafka fetches one record from Kafka (its key, value, timestamp,")
-		fmt.Fprintln(stderr, "partition and offset) and explains it; its Kafka topic names the configured topic. A topic")
+		fmt.Fprintln(stderr, "partition and offset) and explains it; its Kafka topic names the configured topics. A topic")
 		fmt.Fprintln(stderr, "whose codec reads a schema registry fetches the record's writer schema from it.")
 		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be")
 		fmt.Fprintln(stderr, "read; 2 usage error; 3 invalid configuration.")
@@ -51,7 +54,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fs.PrintDefaults()
 	}
 	path := fs.String("config", "", "the YAML config file (required)")
-	topic := fs.String("topic", "", "the topic: a key under topics:, or its Kafka topic (required)")
+	topic := fs.String("topic", "", "the topic: a key under topics:, or a Kafka topic (every entry that reads it) (required)")
 	record := fs.String("record", "", "the record value: JSON, @FILE or -")
 	recordHex := fs.String("record-hex", "", "the record value's raw bytes, in hex")
 	recordFile := fs.String("record-file", "", "a file holding the record value's raw bytes")
@@ -140,15 +143,12 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if cfg == nil {
 		return code
 	}
-	kafkaTopic := ""
+	// --topic names one entry, or a Kafka topic: then every entry that reads it.
+	kafkaTopic, entries := "", []string(nil)
 	if t, ok := cfg.Topics[*topic]; ok {
-		kafkaTopic = t.Topic
-	} else {
-		for _, name := range cfg.TopicNames() {
-			if cfg.Topics[name].Topic == *topic {
-				kafkaTopic = *topic
-			}
-		}
+		kafkaTopic, entries = t.Topic, []string{*topic}
+	} else if entries = cfg.EntriesOf(*topic); len(entries) > 0 {
+		kafkaTopic = *topic
 	}
 	if kafkaTopic == "" {
 		fmt.Fprintf(stderr, "sink explain: --topic %q is neither a configured topic nor the Kafka topic of one; topics: %v\n", *topic, cfg.TopicNames())
@@ -173,12 +173,47 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return exitFailure
 		}
 	}
-	ex, err := m.Explain(rec)
+	if len(entries) == 1 {
+		return explainEntry(ctx, cfg, m, entries[0], rec, *offline, false, stdout, stderr)
+	}
+	// Several entries read the topic: each maps the record on its own, as sink run does.
+	fmt.Fprintf(stdout, "Kafka topic %s is read by %d entries (%s); each maps the record:\n", kafkaTopic, len(entries), strings.Join(entries, ", "))
+	worst := exitOK
+	var refusing []string
+	for _, name := range entries {
+		fmt.Fprintf(stdout, "\n=== topics.%s\n", name)
+		switch c := explainEntry(ctx, cfg, m, name, rec, *offline, true, stdout, stderr); c {
+		case exitBadData:
+			refusing = append(refusing, name)
+			if worst == exitOK {
+				worst = c
+			}
+		case exitOK:
+		default:
+			worst = c
+		}
+	}
+	if len(refusing) > 0 {
+		fmt.Fprintf(stdout, "\none dead letter names the refusing %s (%s); the other entries' rows are written\n",
+			plural(len(refusing), "entry", "entries"), strings.Join(refusing, ", "))
+	}
+	return worst
+}
+
+// explainEntry explains rec for one entry: its row, or why it writes none. It returns the entry's
+// outcome: exitOK (a row, or a skip), exitBadData (a refusal: the record is dead-lettered) or
+// exitFailure (said on stderr). several: the record's Kafka topic has other entries too.
+func explainEntry(ctx context.Context, cfg *config.Config, m *mapper.Mapper, entry string, rec mapper.Record, offline, several bool, stdout, stderr io.Writer) int {
+	ex, err := m.ExplainEntry(entry, rec)
 	if err != nil {
 		var re *mapper.RecordError
 		if errors.As(err, &re) && re.Reason == mapper.ReasonExpired {
 			// Old data is not bad data: sink run skips such a record and commits it, no dead letter.
-			fmt.Fprintf(stdout, "skipped (reason expired): no row is written, the offset is committed and counted in sink_records_skipped_total: %s\n", re.Error())
+			if several {
+				fmt.Fprintf(stdout, "skipped (reason expired): this entry writes no row, counted in sink_records_skipped_total: %s\n", re.Error())
+			} else {
+				fmt.Fprintf(stdout, "skipped (reason expired): no row is written, the offset is committed and counted in sink_records_skipped_total: %s\n", re.Error())
+			}
 			return exitOK
 		}
 		if errors.As(err, &re) {
@@ -190,7 +225,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitFailure
 	}
 	var gens []routing.Generation
-	if ex.SplitOn && !*offline {
+	if ex.SplitOn && !offline {
 		if gens, err = routingRecords(ctx, cfg, ex); err != nil {
 			fmt.Fprintf(stderr, "sink explain: %v (--offline skips the routing records)\n", err)
 			return exitFailure
@@ -211,7 +246,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			}
 			m.Routes(ex.Topic).FollowAdoptions()
 			m.Routes(ex.Topic).Set(ex.Bucket, string(ex.Entity), route)
-			if ex, err = m.Explain(rec); err != nil {
+			if ex, err = m.ExplainEntry(entry, rec); err != nil {
 				fmt.Fprintf(stderr, "sink explain: %v\n", err)
 				return exitFailure
 			}
@@ -219,7 +254,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	printExplanation(stdout, ex, rec)
 	if ex.SplitOn {
-		printSplit(stdout, ex, rec, gens, *offline)
+		printSplit(stdout, ex, rec, gens, offline)
 	}
 	return exitOK
 }

@@ -41,7 +41,7 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		rowText   = fs.String("row-bytes", "", "average bytes per row, e.g. 100, 1KB (required)")
 		entities  = fs.Int64("entities", 0, "number of entities, for totals (optional)")
 		cfgPath   = fs.String("config", "", "config file whose topic policy to judge")
-		topicName = fs.String("topic", "", "topic of --config to judge (default: the only one)")
+		topicName = fs.String("topic", "", "topic of --config to judge: a key under topics:, or the Kafka topic of one (default: the only one)")
 		asJSON    = fs.Bool("json", false, "print JSON instead of a table")
 	)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -91,10 +91,15 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			name = names[0]
 		}
-		t, ok := cfg.Topics[name]
-		if !ok {
+		if _, ok := cfg.Topics[name]; !ok && len(cfg.EntriesOf(name)) == 0 {
 			return usageErr("--topic %q is not in %s; configured: %s", name, *cfgPath, strings.Join(cfg.TopicNames(), ", "))
 		}
+		// An entry's rate is its entity's (a device, a site): entries of one Kafka topic are judged one by one.
+		name, err := cfg.Entry(name)
+		if err != nil {
+			return usageErr("--topic: %v", err)
+		}
+		t := cfg.Topics[name]
 		g, err := granularityOf(t.Bucket.Width)
 		if err != nil {
 			fmt.Fprintf(stderr, "topics.%s.bucket.width: %v\n", name, err)

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,7 +32,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("query", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: sink query --config FILE --topic NAME --id V [--id V2 ...] (--from X --to Y | --last D | --cursor C)")
+		fmt.Fprintln(stderr, "Usage: sink query --config FILE (--topic NAME | --table TABLE) --id V [--id V2 ...] (--from X --to Y | --last D | --cursor C)")
 		fmt.Fprintln(stderr, "                  [--where COLUMN=VALUE ...] [--limit N] [--page-size P] [--fetch-size F] [--format table|json|csv]")
 		fmt.Fprintln(stderr, "                  [--max-partitions M]")
 		fmt.Fprintln(stderr, "\nReads one entity's rows back from the tables `sink run` writes, across every bucket, event bucket and")
@@ -39,6 +40,8 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "--last 24h reads the newest rows of the last 24 hours. Times are RFC 3339 (2024-01-15T10:00:00Z).")
 		fmt.Fprintln(stderr, "It prints one page, then the cursor of the next page: on stderr (table, csv) or in the JSON envelope.")
 		fmt.Fprintln(stderr, "Pass it to --cursor, with the same --config, --topic and --id, to read the next page.")
+		fmt.Fprintln(stderr, "--topic names an entry (a key under topics:) or the Kafka topic of exactly one; when several entries")
+		fmt.Fprintln(stderr, "read one Kafka topic, name the entry, or give the table it writes with --table.")
 		fmt.Fprintln(stderr, "\nExit codes: 0 ok; 1 Cassandra unreachable or a read failed; 2 usage error (bad flags, an id that does")
 		fmt.Fprintln(stderr, "not fit its column, a range over --max-partitions, an invalid cursor); 3 invalid configuration.")
 		fmt.Fprintln(stderr, "\nFlags:")
@@ -46,7 +49,8 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var ids, wheres idFlags
 	path := fs.String("config", "", "the YAML config file (required)")
-	topic := fs.String("topic", "", "the topic: a key under topics:, or its Kafka topic (required)")
+	topic := fs.String("topic", "", "the topic: a key under topics:, or the Kafka topic of one (this or --table)")
+	table := fs.String("table", "", "the table to read, TABLE or KEYSPACE.TABLE: the entry that writes it (this or --topic)")
 	fs.Var(&ids, "id", "an id value; repeat for a composite id, in the order of topics.<t>.id (required)")
 	fs.Var(&wheres, "where", "COLUMN=VALUE: only rows with this value in a clustering column after the time; repeatable")
 	fromS := fs.String("from", "", "start of the range, RFC 3339 (included)")
@@ -68,8 +72,8 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	switch {
 	case fs.NArg() > 0:
 		return usageErr("unexpected argument %q", fs.Arg(0))
-	case *path == "" || *topic == "" || len(ids) == 0:
-		return usageErr("--config, --topic and --id are required")
+	case *path == "" || (*topic == "") == (*table == "") || len(ids) == 0:
+		return usageErr("--config, --topic (or --table, not both) and --id are required")
 	case *format != "table" && *format != "json" && *format != "csv":
 		return usageErr("--format %q: use table, json or csv", *format)
 	case *limit < 0 || *pageSize <= 0 || *maxParts <= 0 || *fetchSize <= 0:
@@ -112,10 +116,16 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if cfg == nil {
 		return code
 	}
-	if _, ok := cfg.Topics[*topic]; !ok && !isKafkaTopic(cfg, *topic) {
-		return usageErr("--topic %q is neither a configured topic nor the Kafka topic of one; topics: %v", *topic, cfg.TopicNames())
+	var entry string
+	var err error
+	if *table != "" {
+		if entry, err = entryOfTable(cfg, *table); err != nil {
+			return usageErr("--table: %v", err)
+		}
+	} else if entry, err = cfg.Entry(*topic); err != nil {
+		return usageErr("--topic: %v", err)
 	}
-	rcfg := reader.Config{Sink: cfg, Topic: *topic, MaxPartitions: *maxParts, FetchSize: *fetchSize}
+	rcfg := reader.Config{Sink: cfg, Topic: entry, MaxPartitions: *maxParts, FetchSize: *fetchSize}
 	r, err := reader.New(rcfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sink query: %v\n", err)
@@ -164,13 +174,32 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-func isKafkaTopic(cfg *config.Config, name string) bool {
-	for _, t := range cfg.Topics {
-		if t.Topic == name {
-			return true
+// entryOfTable is the entry that writes table, given as TABLE or KEYSPACE.TABLE (CQL names fold
+// to lower case). Entries that write one table have its one shape (config.Validate), so any of them
+// reads it: the first by name. A bare table name that several keyspaces hold is an error.
+func entryOfTable(cfg *config.Config, table string) (string, error) {
+	var entries, tables []string
+	for _, name := range cfg.TopicNames() {
+		t := cfg.Topics[name]
+		full := t.Keyspace + "." + t.Table
+		if strings.EqualFold(full, table) || strings.EqualFold(t.Table, table) {
+			entries = append(entries, name)
+			if !slices.Contains(tables, strings.ToLower(full)) {
+				tables = append(tables, strings.ToLower(full))
+			}
 		}
 	}
-	return false
+	switch {
+	case len(entries) == 0:
+		var all []string
+		for _, name := range cfg.TopicNames() {
+			all = append(all, cfg.Topics[name].Keyspace+"."+cfg.Topics[name].Table)
+		}
+		return "", fmt.Errorf("no entry writes %q; tables: %s", table, strings.Join(all, ", "))
+	case len(tables) > 1:
+		return "", fmt.Errorf("%q is a table of several keyspaces (%s); give KEYSPACE.TABLE", table, strings.Join(tables, ", "))
+	}
+	return entries[0], nil
 }
 
 // printPage prints the rows in the table's column order, then the warnings and the cursor.

@@ -31,7 +31,7 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fs.PrintDefaults()
 	}
 	path := fs.String("config", "", "the YAML config file (required)")
-	topic := fs.String("topic", "", "only this topic (a key under topics:); default all")
+	topic := fs.String("topic", "", "only this topic (a key under topics:), or every entry that reads this Kafka topic; default all")
 	at := fs.String("at", "", "the time whose slice tables to create, RFC 3339 (default now)")
 	apply := fs.Bool("apply", false, "run the statements against the cluster and check the tables")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -60,11 +60,14 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	var topics []string
 	if *topic != "" {
-		if _, ok := cfg.Topics[*topic]; !ok {
-			fmt.Fprintf(stderr, "sink schema: --topic %q is not configured; topics: %v\n", *topic, cfg.TopicNames())
-			return exitUsage
-		}
 		topics = []string{*topic}
+		if _, ok := cfg.Topics[*topic]; !ok {
+			// A Kafka topic: the tables of every entry that reads it.
+			if topics = cfg.EntriesOf(*topic); len(topics) == 0 {
+				fmt.Fprintf(stderr, "sink schema: --topic %q is not configured; topics: %v\n", *topic, cfg.TopicNames())
+				return exitUsage
+			}
+		}
 	}
 	stmts, err := cassandra.Schema(cfg, topics, now)
 	if err != nil {

@@ -19,6 +19,12 @@ import (
 
 // Header keys of a dead-lettered record. Together they name the source record exactly, so an operator can
 // find, fix and replay it; sink.reason is one of the reasons of sink_records_dead_lettered_total.
+//
+// Why the record is there comes as one group of headers per refusal: sink.error, sink.reason, then, when
+// an entry refused it (not an error of the whole record, such as a panic), sink.entry and sink.table. A
+// record that several entries of its Kafka topic refuse is one dead letter with a group per refusing
+// entry, in entry-name order; a reader that wants them all reads every header of these keys in order
+// (HeaderValue gives the last group's).
 const (
 	HeaderSourceTopic     = "sink.source.topic"
 	HeaderSourcePartition = "sink.source.partition"
@@ -35,9 +41,21 @@ const (
 	// HeaderSourceMissing is "true" on the dead letter of a row Cassandra refused whose source record the
 	// partition's log no longer held: its value is the row (see FromRow), not the record.
 	HeaderSourceMissing = "sink.source.missing"
-	// HeaderTable is the keyspace.table a source-missing dead letter's row was for.
+	// HeaderEntry is the entry (topics.<name>) that refused the record, or whose row Cassandra refused.
+	HeaderEntry = "sink.entry"
+	// HeaderTable is the keyspace.table of the refusing entry: for a row Cassandra refused, the table
+	// (or slice table) the row was for.
 	HeaderTable = "sink.table"
 )
+
+// Refusal is why a record is dead-lettered: one entry refused it (Entry and Table set), or it could not
+// be mapped at all (Entry empty).
+type Refusal struct {
+	Entry  string // topics.<name>; "" for an error of the whole record
+	Table  string // keyspace.table of the entry
+	Reason string // one of the Reason constants (or the mapper's reasons)
+	Err    error
+}
 
 // Dead-letter reasons, the values of the reason label and of the sink.reason header.
 const (
@@ -70,19 +88,24 @@ func truncateUTF8(s string, n int) string {
 	return s[:cut] + mark
 }
 
-// sinkHeaders are the sink.* headers every dead letter carries (the timestamp only when it is known).
-func sinkHeaders(dst []kgo.RecordHeader, topic string, partition int32, offset int64, ts time.Time, reason string, cause error) []kgo.RecordHeader {
-	msg := ""
-	if cause != nil {
-		msg = cause.Error()
-		// An error that can show the bad value (mapper.RecordError) shows it here: the dead letter carries
-		// the record anyway, and the value beside the reason saves a reader decoding it.
-		var q interface{ Quoted() string }
-		if errors.As(cause, &q) {
-			msg = q.Quoted()
-		}
-		msg = truncateUTF8(msg, maxErrorBytes)
+// errorText is the sink.error of a refusal, capped at maxErrorBytes.
+func errorText(cause error) string {
+	if cause == nil {
+		return ""
 	}
+	msg := cause.Error()
+	// An error that can show the bad value (mapper.RecordError) shows it here: the dead letter carries
+	// the record anyway, and the value beside the reason saves a reader decoding it.
+	var q interface{ Quoted() string }
+	if errors.As(cause, &q) {
+		msg = q.Quoted()
+	}
+	return truncateUTF8(msg, maxErrorBytes)
+}
+
+// sinkHeaders are the sink.* headers every dead letter carries (the timestamp only when it is known),
+// with a group per refusal.
+func sinkHeaders(dst []kgo.RecordHeader, topic string, partition int32, offset int64, ts time.Time, refusals []Refusal) []kgo.RecordHeader {
 	dst = append(dst,
 		kgo.RecordHeader{Key: HeaderSourceTopic, Value: []byte(topic)},
 		kgo.RecordHeader{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(partition), 10)},
@@ -91,10 +114,19 @@ func sinkHeaders(dst []kgo.RecordHeader, topic string, partition int32, offset i
 	if !ts.IsZero() {
 		dst = append(dst, kgo.RecordHeader{Key: HeaderSourceTimestamp, Value: ts.UTC().AppendFormat(nil, "2006-01-02T15:04:05.000Z07:00")})
 	}
-	return append(dst,
-		kgo.RecordHeader{Key: HeaderError, Value: []byte(msg)},
-		kgo.RecordHeader{Key: HeaderReason, Value: []byte(reason)},
-	)
+	for _, r := range refusals {
+		dst = append(dst,
+			kgo.RecordHeader{Key: HeaderError, Value: []byte(errorText(r.Err))},
+			kgo.RecordHeader{Key: HeaderReason, Value: []byte(r.Reason)},
+		)
+		if r.Entry != "" {
+			dst = append(dst,
+				kgo.RecordHeader{Key: HeaderEntry, Value: []byte(r.Entry)},
+				kgo.RecordHeader{Key: HeaderTable, Value: []byte(r.Table)},
+			)
+		}
+	}
+	return dst
 }
 
 // HeaderValue returns the value of r's last header named key, or "" when it has none.
@@ -109,12 +141,13 @@ func HeaderValue(r *kgo.Record, key string) string {
 }
 
 // FromRecord builds the record that carries src to the dead-letter topic: the original key, value
-// and headers unchanged, followed by the sink.* headers describing where it came from and why it failed.
-// The original headers come first so a consumer reading the last value of a sink.* key always gets ours.
-func FromRecord(dlqTopic string, src *kgo.Record, reason string, cause error) *kgo.Record {
-	headers := make([]kgo.RecordHeader, 0, len(src.Headers)+6)
+// and headers unchanged, followed by the sink.* headers describing where it came from and why it failed
+// (a group per refusal). The original headers come first so a consumer reading the last value of a
+// sink.* key always gets ours.
+func FromRecord(dlqTopic string, src *kgo.Record, refusals ...Refusal) *kgo.Record {
+	headers := make([]kgo.RecordHeader, 0, len(src.Headers)+4+4*len(refusals))
 	headers = append(headers, src.Headers...)
-	headers = sinkHeaders(headers, src.Topic, src.Partition, src.Offset, src.Timestamp, reason, cause)
+	headers = sinkHeaders(headers, src.Topic, src.Partition, src.Offset, src.Timestamp, refusals)
 	return &kgo.Record{
 		Topic:     dlqTopic,
 		Key:       src.Key,
@@ -128,15 +161,12 @@ func FromRecord(dlqTopic string, src *kgo.Record, reason string, cause error) *k
 // holds (retention or compaction removed it before it could be read back): what is left of the record
 // is the row the sink mapped from it. The value is that row as a JSON object, column name to bound value
 // (columns left unset are absent; the TTL and write timestamp are not columns); there is no key; the
-// headers are the sink.* ones without sink.source.timestamp (unknown), plus sink.source.missing=true
-// and sink.table.
-func FromRow(dlqTopic string, row *batcher.Row, reason string, cause error) *kgo.Record {
+// headers are the sink.* ones of the refusal without sink.source.timestamp (unknown), then
+// sink.source.missing=true.
+func FromRow(dlqTopic string, row *batcher.Row, refusal Refusal) *kgo.Record {
 	src := row.Source
-	headers := sinkHeaders(make([]kgo.RecordHeader, 0, 7), src.Topic, src.Partition, src.Offset, time.Time{}, reason, cause)
+	headers := sinkHeaders(make([]kgo.RecordHeader, 0, 9), src.Topic, src.Partition, src.Offset, time.Time{}, []Refusal{refusal})
 	headers = append(headers, kgo.RecordHeader{Key: HeaderSourceMissing, Value: []byte("true")})
-	if row.Target != nil {
-		headers = append(headers, kgo.RecordHeader{Key: HeaderTable, Value: []byte(row.Target.Keyspace + "." + row.Target.Table)})
-	}
 	return &kgo.Record{Topic: dlqTopic, Value: rowJSON(row), Headers: headers}
 }
 

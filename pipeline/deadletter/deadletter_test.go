@@ -21,7 +21,7 @@ func TestDeadLetterRecordCarriesSourceAndReason(t *testing.T) {
 		Timestamp: time.Date(2024, 1, 15, 10, 30, 0, 123_000_000, time.FixedZone("CET", 3600)),
 		Headers:   []kgo.RecordHeader{{Key: "trace", Value: []byte("abc")}},
 	}
-	got := FromRecord("readings.dlq", src, ReasonMap, errors.New(`field "ts": not RFC 3339`))
+	got := FromRecord("readings.dlq", src, Refusal{Reason: ReasonMap, Err: errors.New(`field "ts": not RFC 3339`)})
 	if got.Topic != "readings.dlq" || string(got.Key) != "dev-1" || string(got.Value) != `{"ts":"yesterday"}` {
 		t.Fatalf("record %q/%q to %s: want the source key and value to readings.dlq", got.Key, got.Value, got.Topic)
 	}
@@ -55,7 +55,7 @@ func TestOversizedDeadLetterIsCutValueFirstThenHeadersThenKey(t *testing.T) {
 	src := &kgo.Record{Topic: "readings", Partition: 2, Offset: 99, Key: []byte(strings.Repeat("k", 300)),
 		Value: []byte(strings.Repeat("v", 5000)), Timestamp: time.UnixMilli(1_700_000_000_000),
 		Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte(strings.Repeat("t", 400))}}}
-	dl := FromRecord("readings.dlq", src, ReasonDecode, errors.New("not an object"))
+	dl := FromRecord("readings.dlq", src, Refusal{Reason: ReasonDecode, Err: errors.New("not an object")})
 	ours := len(dl.Headers) - len(src.Headers)
 	whole := WireBatchOverhead + WireSize(dl)
 	for _, tc := range []struct {
@@ -114,7 +114,7 @@ func TestOversizedDeadLetterDropsOnlyTheHeadersWhenThatIsEnough(t *testing.T) {
 	src := &kgo.Record{Topic: "readings", Partition: 2, Offset: 99, Key: []byte("k"),
 		Value: []byte(strings.Repeat("v", 53)), Timestamp: time.UnixMilli(1_700_000_000_000),
 		Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte(strings.Repeat("t", 400))}}}
-	dl := FromRecord("readings.dlq", src, ReasonDecode, errors.New("not an object"))
+	dl := FromRecord("readings.dlq", src, Refusal{Reason: ReasonDecode, Err: errors.New("not an object")})
 	ours := len(dl.Headers) - len(src.Headers)
 	limit := WireBatchOverhead + WireSize(dl) - 300
 	got, ok := Fit(dl, ours, limit)
@@ -135,11 +135,11 @@ func TestOversizedDeadLetterDropsOnlyTheHeadersWhenThatIsEnough(t *testing.T) {
 func TestDeadLetterErrorHeaderIsCapped(t *testing.T) {
 	src := &kgo.Record{Topic: "t", Value: []byte("x")}
 	long := errors.New(strings.Repeat("é", 3000)) // two bytes each
-	got := HeaderValue(FromRecord("t.dlq", src, ReasonWrite, long), HeaderError)
+	got := HeaderValue(FromRecord("t.dlq", src, Refusal{Reason: ReasonWrite, Err: long}), HeaderError)
 	if len(got) > maxErrorBytes || !utf8.ValidString(got) || !strings.HasSuffix(got, "…(truncated)") || len(got) < maxErrorBytes-20 {
 		t.Errorf("sink.error of %d bytes (valid UTF-8 %v): %.40q…", len(got), utf8.ValidString(got), got)
 	}
-	if got := HeaderValue(FromRecord("t.dlq", src, ReasonWrite, errors.New("short")), HeaderError); got != "short" {
+	if got := HeaderValue(FromRecord("t.dlq", src, Refusal{Reason: ReasonWrite, Err: errors.New("short")}), HeaderError); got != "short" {
 		t.Errorf("short error: %q", got)
 	}
 }
@@ -155,7 +155,7 @@ func TestRowDeadLetterRendersTheRowAsJSON(t *testing.T) {
 			map[string]any{"1": "one"}, int32(3600), int64(1_709_287_200_000_000)),
 		Source: batcher.Source{Topic: "readings", Partition: 4, Offset: 17},
 	}
-	got := FromRow("readings.dlq", row, ReasonWrite, errors.New("Invalid query: value too large"))
+	got := FromRow("readings.dlq", row, Refusal{Entry: "readings", Table: "ks.readings", Reason: ReasonWrite, Err: errors.New("Invalid query: value too large")})
 	want := `{"counts":{"1":"one"},"device_id":"dev-1","tags":["a","b"],"ts":"2024-03-01T10:00:00Z"}`
 	if string(got.Value) != want || got.Key != nil || got.Topic != "readings.dlq" {
 		t.Errorf("row dead letter %s key %q to %s, want %s", got.Value, got.Key, got.Topic, want)
@@ -165,7 +165,7 @@ func TestRowDeadLetterRendersTheRowAsJSON(t *testing.T) {
 		hs = append(hs, h.Key+"="+string(h.Value))
 	}
 	wantHs := "sink.source.topic=readings sink.source.partition=4 sink.source.offset=17 " +
-		"sink.error=Invalid query: value too large sink.reason=write sink.source.missing=true sink.table=ks.readings"
+		"sink.error=Invalid query: value too large sink.reason=write sink.entry=readings sink.table=ks.readings sink.source.missing=true"
 	if strings.Join(hs, " ") != wantHs {
 		t.Errorf("headers %s\nwant    %s", strings.Join(hs, " "), wantHs)
 	}
@@ -176,7 +176,7 @@ func TestRowDeadLetterRendersTheRowAsJSON(t *testing.T) {
 // cut too, never below minErrorBytes.
 func TestOversizedDeadLetterCutsTheErrorLast(t *testing.T) {
 	src := &kgo.Record{Topic: "readings", Partition: 0, Offset: 35, Key: []byte("dev-1"), Value: []byte(strings.Repeat("v", 3000))}
-	dl := FromRecord("readings.dlq", src, ReasonDecode, errors.New("decoding JSON: unparsed tail: "+strings.Repeat("v", 2000)))
+	dl := FromRecord("readings.dlq", src, Refusal{Reason: ReasonDecode, Err: errors.New("decoding JSON: unparsed tail: " + strings.Repeat("v", 2000))})
 	ours := len(dl.Headers) - len(src.Headers)
 	got, ok := Fit(dl, ours, 600)
 	if !ok {
@@ -190,5 +190,24 @@ func TestOversizedDeadLetterCutsTheErrorLast(t *testing.T) {
 	}
 	if len(HeaderValue(dl, HeaderError)) != maxErrorBytes {
 		t.Error("Fit changed the headers of the record it was given")
+	}
+}
+
+// TestDeadLetterNamesEveryRefusingEntry: a record two entries of its topic refuse is one dead letter
+// with a group of headers per entry (its error, reason, name and table), in the order given.
+func TestDeadLetterNamesEveryRefusingEntry(t *testing.T) {
+	src := &kgo.Record{Topic: "readings", Partition: 1, Offset: 5, Value: []byte(`{"site":7}`)}
+	got := FromRecord("readings.dlq", src,
+		Refusal{Entry: "by_device", Table: "ks.by_device", Reason: ReasonMap, Err: errors.New("id column device_id: no field device_id")},
+		Refusal{Entry: "by_site", Table: "ks.by_site", Reason: "late", Err: errors.New("event time too early")})
+	var hs []string
+	for _, h := range got.Headers {
+		hs = append(hs, h.Key+"="+string(h.Value))
+	}
+	want := "sink.source.topic=readings sink.source.partition=1 sink.source.offset=5 " +
+		"sink.error=id column device_id: no field device_id sink.reason=map sink.entry=by_device sink.table=ks.by_device " +
+		"sink.error=event time too early sink.reason=late sink.entry=by_site sink.table=ks.by_site"
+	if strings.Join(hs, " ") != want {
+		t.Errorf("headers %s\nwant    %s", strings.Join(hs, " "), want)
 	}
 }

@@ -28,9 +28,13 @@ type Metrics struct {
 	RecordsDeadLettered *prometheus.CounterVec
 	RecordsSkipped      *prometheus.CounterVec
 	RecordsFailed       *prometheus.CounterVec
-	BatchRows           prometheus.Histogram
-	BatchBytes          prometheus.Histogram
-	BatchPartitions     prometheus.Histogram
+	// EntryRowsWritten and EntryDeadLetters are per entry (topics.<name>), for a Kafka topic that feeds
+	// several tables: the rows each entry's table got, and the records each entry refused.
+	EntryRowsWritten *prometheus.CounterVec
+	EntryDeadLetters *prometheus.CounterVec
+	BatchRows        prometheus.Histogram
+	BatchBytes       prometheus.Histogram
+	BatchPartitions  prometheus.Histogram
 	// StageSeconds is how long records spend in each stage; see the Stage constants.
 	StageSeconds      *prometheus.HistogramVec
 	WriteDuration     *prometheus.HistogramVec
@@ -70,20 +74,28 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic"}),
 		RecordsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_written_total",
-			Help: "Records whose row Cassandra acknowledged.",
+			Help: "Rows Cassandra acknowledged: one per record, or one per table for a Kafka topic read by several entries (see sink_entry_rows_written_total).",
 		}, []string{"topic"}),
 		RecordsDeadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_dead_lettered_total",
-			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, slice, write, panic).",
+			Help: "Records written to the topic's dead-letter topic, by reason (decode, map, late, future, slice, write, panic); a record several entries refuse is one dead letter, of the first refusing entry's reason.",
 		}, []string{"topic", "reason"}),
 		RecordsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_skipped_total",
-			Help: "Good records the sink did not write and committed past, by reason (expired: under ttl_from event_time the row would be born expired).",
+			Help: "Good records an entry did not write and that were committed past, by reason (expired: under ttl_from event_time the row would be born expired; tombstone: on_tombstone skip), one per entry that skips the record.",
 		}, []string{"topic", "reason"}),
 		RecordsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_failed_total",
 			Help: "Failed attempts to write or dead-letter a record; its partition stops advancing until one succeeds.",
 		}, []string{"topic"}),
+		EntryRowsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "entry_rows_written_total",
+			Help: "Rows Cassandra acknowledged, by entry (topics.<name>): the rows of each table a Kafka topic feeds.",
+		}, []string{"topic", "entry"}),
+		EntryDeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "entry_dead_letters_total",
+			Help: "Records an entry (topics.<name>) refused, or whose row in its table Cassandra refused, by reason; a dead letter naming two entries counts once for each.",
+		}, []string{"topic", "entry", "reason"}),
 		BatchRows: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "batch_rows",
 			Help:    "Rows per Cassandra batch request (of one partition, or of several sharing a coordinator).",
@@ -159,7 +171,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic", "partition"}),
 		PartitionBudget: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "partition_budget_bytes",
-			Help: "The topic's partition size budget (topics.<name>.partition_budget).",
+			Help: "The topic's partition size budget (topics.<name>.partition_budget; the smallest of its entries' when several read the Kafka topic).",
 		}, []string{"topic"}),
 		Ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "ready",
@@ -173,6 +185,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(
 		m.RecordsConsumed, m.RecordsWritten, m.RecordsDeadLettered, m.RecordsSkipped, m.RecordsFailed,
+		m.EntryRowsWritten, m.EntryDeadLetters,
 		m.BatchRows, m.BatchBytes, m.BatchPartitions, m.StageSeconds, m.WriteDuration, m.WriteRetries, m.WritesInFlight,
 		m.BufferedBytes, m.OpenBatchRows, m.PausedPartitions, m.StuckPartitions, m.WriteStageRetries, m.RegistryRetries,
 		m.CommitDuration, m.CommitFailures,
@@ -209,6 +222,8 @@ func MetricNames() []string {
 		"sink_records_dead_lettered_total",
 		"sink_records_skipped_total",
 		"sink_records_failed_total",
+		"sink_entry_rows_written_total",
+		"sink_entry_dead_letters_total",
 		"sink_batch_rows",
 		"sink_batch_bytes",
 		"sink_batch_partitions",

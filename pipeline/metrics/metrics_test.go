@@ -24,6 +24,8 @@ func TestMetricsLintAndNames(t *testing.T) {
 	m.RecordsDeadLettered.WithLabelValues("t", deadletter.ReasonDecode).Inc()
 	m.RecordsSkipped.WithLabelValues("t", "expired").Inc()
 	m.RecordsFailed.WithLabelValues("t").Inc()
+	m.EntryRowsWritten.WithLabelValues("t", "e").Inc()
+	m.EntryDeadLetters.WithLabelValues("t", "e", deadletter.ReasonMap).Inc()
 	m.BatchRows.Observe(1)
 	m.BatchBytes.Observe(1)
 	m.OnBatch(1, 1, time.Millisecond, "ok")

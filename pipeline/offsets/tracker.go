@@ -12,6 +12,9 @@ import (
 // produces acknowledge independently). The committable offset is one past the highest registered offset
 // below which every registered record is done.
 //
+// A record may have several parts (a row in each table its Kafka topic feeds, and its dead letter): it
+// is done when every part is, each part reported by one call of Done.
+//
 // Offsets are tracked, not assumed contiguous: compaction and transaction markers leave gaps, so the tracker
 // only ever reasons about offsets it was given. It is not safe for concurrent use; the partition's mutex
 // guards it.
@@ -25,7 +28,9 @@ import (
 // bytes per offset, a tenth of a struct per record, charged to the byte budget (entryBytes each) until retired. Offsets never
 // registered (gaps) are skipped by the watermark; a chunk holding no registered offset is never allocated,
 // so a gap of millions (compaction) costs nothing. Chunks come from a pool shared by all partitions and go
-// back as the watermark passes them.
+// back as the watermark passes them. A record of one part costs nothing more; the parts still to come of a
+// record of several are counted in a side array of one byte per offset, allocated only for a chunk that
+// holds such a record (and pooled likewise).
 type Tracker struct {
 	chunks     []*trackerChunk // the window's chunks, ascending
 	ids        []int64         // ids[k] is the number of chunks[k]: it covers offsets from ids[k]·trackerChunkLen
@@ -56,7 +61,13 @@ type trackerChunk struct {
 	reg   [trackerWords]uint64    // registered offsets
 	done  [trackerWords]uint64    // registered and done
 	bytes [trackerChunkLen]uint16 // what each holds against the budget; trackerBig: see tracker.big
+	// more counts, per offset, the parts of its record still to be done beyond one; nil until the chunk
+	// holds a record of several parts.
+	more *[trackerChunkLen]uint8
 }
+
+// MaxParts is the most parts one record may have.
+const MaxParts = math.MaxUint8 + 1
 
 // trackerBig marks a charge kept in tracker.big.
 const trackerBig = math.MaxUint16
@@ -64,8 +75,11 @@ const trackerBig = math.MaxUint16
 // EntryBytes is what one offset of the window costs: its share of a chunk, rounded up.
 const EntryBytes = 3
 
-// trackerChunks holds zeroed chunks no tracker uses.
-var trackerChunks = sync.Pool{New: func() any { return new(trackerChunk) }}
+// trackerChunks holds zeroed chunks no tracker uses, trackerMore zeroed side arrays.
+var (
+	trackerChunks = sync.Pool{New: func() any { return new(trackerChunk) }}
+	trackerMore   = sync.Pool{New: func() any { return new([trackerChunkLen]uint8) }}
+)
 
 // NewTracker returns an empty tracker whose entries each hold entryBytes of the budget until retired.
 func NewTracker(entryBytes int64) *Tracker {
@@ -103,14 +117,18 @@ func (t *Tracker) slot(offset int64) (*trackerChunk, int) {
 	return t.chunks[k], int(offset % trackerChunkLen)
 }
 
-// Register adds a record. Offsets must strictly increase: a worker takes records in offset order, and a
-// repeated or lower offset would mean two records share a place in the watermark.
-func (t *Tracker) Register(offset int64, epoch int32, bytes int64) error {
+// Register adds a record of parts parts (1 to MaxParts), each to be reported done by its own call of Done.
+// Offsets must strictly increase: a worker takes records in offset order, and a repeated or lower offset
+// would mean two records share a place in the watermark.
+func (t *Tracker) Register(offset int64, epoch int32, bytes int64, parts int) error {
 	if offset <= t.last {
 		return fmt.Errorf("offset %d registered after offset %d: records must arrive in increasing offset order", offset, t.last)
 	}
 	if offset < 0 {
 		return fmt.Errorf("offset %d registered: offsets are not negative", offset)
+	}
+	if parts < 1 || parts > MaxParts {
+		return fmt.Errorf("offset %d registered with %d parts: a record has 1 to %d", offset, parts, MaxParts)
 	}
 	if t.live == 0 {
 		// Nothing in the window: it starts at this offset, however far the log skipped.
@@ -122,6 +140,12 @@ func (t *Tracker) Register(offset int64, epoch int32, bytes int64) error {
 	}
 	c, i := t.slot(offset)
 	c.reg[i/64] |= 1 << (i % 64)
+	if parts > 1 {
+		if c.more == nil {
+			c.more = trackerMore.Get().(*[trackerChunkLen]uint8)
+		}
+		c.more[i] = uint8(parts - 1)
+	}
 	if bytes >= trackerBig || bytes < 0 {
 		if t.big == nil {
 			t.big = make(map[int64]int64)
@@ -153,14 +177,19 @@ func (t *Tracker) pendingAt(offset int64) (*trackerChunk, int, bool) {
 	return c, i, c.reg[i/64]&m != 0 && c.done[i/64]&m == 0
 }
 
-// Done marks a registered record complete, reports whether the committable offset moved, and returns the
-// bytes to give back to the budget: what the record held, plus entryBytes for every entry the watermark
-// passed. It returns known=false for an offset that is not pending (never registered, or already done),
-// so a duplicate acknowledgement cannot be counted twice.
+// Done marks one part of a registered record done; with its last part the record is done. It reports
+// whether the committable offset moved, and returns the bytes to give back to the budget: once the
+// record is done, what it held, plus entryBytes for every entry the watermark passed. It returns
+// known=false for an offset that is not pending (never registered, or already done), so an
+// acknowledgement beyond a record's parts cannot be counted.
 func (t *Tracker) Done(offset int64) (bytes int64, advanced, known bool) {
 	c, i, ok := t.pendingAt(offset)
 	if !ok {
 		return 0, false, false
+	}
+	if c.more != nil && c.more[i] > 0 {
+		c.more[i]--
+		return 0, false, true
 	}
 	c.done[i/64] |= 1 << (i % 64)
 	bytes = int64(c.bytes[i])
@@ -234,6 +263,10 @@ func (t *Tracker) advance() (retired int, lastRetired int64) {
 // release gives the first n chunks back to the pool, zeroed.
 func (t *Tracker) release(n int) {
 	for _, c := range t.chunks[:n] {
+		if c.more != nil {
+			*c.more = [trackerChunkLen]uint8{}
+			trackerMore.Put(c.more)
+		}
 		*c = trackerChunk{}
 		trackerChunks.Put(c)
 	}

@@ -3,6 +3,7 @@ package offsets
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -42,7 +43,7 @@ func TestTracker(t *testing.T) {
 			tr := NewTracker(0)
 			for i, s := range tc.steps {
 				for _, o := range s.register {
-					if err := tr.Register(o, 1, 0); err != nil {
+					if err := tr.Register(o, 1, 0, 1); err != nil {
 						t.Fatalf("step %d: register(%d): %v", i, o, err)
 					}
 				}
@@ -63,11 +64,11 @@ func TestTracker(t *testing.T) {
 
 func TestTrackerRejectsOutOfOrderRegistration(t *testing.T) {
 	tr := NewTracker(0)
-	if err := tr.Register(5, 0, 0); err != nil {
+	if err := tr.Register(5, 0, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range []int64{5, 4} {
-		if err := tr.Register(o, 0, 0); err == nil {
+		if err := tr.Register(o, 0, 0, 1); err == nil {
 			t.Errorf("register(%d) after 5: no error", o)
 		}
 	}
@@ -75,8 +76,8 @@ func TestTrackerRejectsOutOfOrderRegistration(t *testing.T) {
 
 func TestTrackerDoneReportsKnownOnce(t *testing.T) {
 	tr := NewTracker(0)
-	_ = tr.Register(1, 0, 0)
-	_ = tr.Register(2, 0, 0)
+	_ = tr.Register(1, 0, 0, 1)
+	_ = tr.Register(2, 0, 0, 1)
 	if _, adv, known := tr.Done(2); adv || !known {
 		t.Fatalf("done(2) = %v, %v; want false, true", adv, known)
 	}
@@ -96,8 +97,8 @@ func TestTrackerDoneReportsKnownOnce(t *testing.T) {
 
 func TestTrackerKeepsBytesUntilDoneAndEntriesUntilRetired(t *testing.T) {
 	tr := NewTracker(5)
-	_ = tr.Register(1, 0, 10)
-	_ = tr.Register(2, 0, 20)
+	_ = tr.Register(1, 0, 10, 1)
+	_ = tr.Register(2, 0, 20, 1)
 	if b, _, _ := tr.Done(2); b != 20 {
 		t.Fatalf("done(2) released %d bytes, want 20: its entry stays until the watermark passes it", b)
 	}
@@ -114,8 +115,8 @@ func TestTrackerKeepsBytesUntilDoneAndEntriesUntilRetired(t *testing.T) {
 
 func TestTrackerEpochIsThatOfTheLastRetiredRecord(t *testing.T) {
 	tr := NewTracker(0)
-	_ = tr.Register(1, 3, 0)
-	_ = tr.Register(2, 4, 0)
+	_ = tr.Register(1, 3, 0, 1)
+	_ = tr.Register(2, 4, 0, 1)
 	tr.Done(2)
 	tr.Done(1)
 	if off, ep, _ := tr.Watermark(); off != 3 || ep != 4 {
@@ -123,11 +124,12 @@ func TestTrackerEpochIsThatOfTheLastRetiredRecord(t *testing.T) {
 	}
 }
 
-// TestTrackerPropertyNeverPassesUndone completes random subsets of randomly gapped offsets in random
-// order and checks after every step that the watermark is exactly one past the longest done prefix:
-// never beyond an undone record (the at-least-once invariant), never behind the done prefix. It also
-// checks the budget bookkeeping: what is still charged is exactly the bytes of the undone records plus
-// one entry for every record the watermark has not passed.
+// TestTrackerPropertyNeverPassesUndone completes the parts of randomly gapped records in random order
+// (most records have one part, some up to five: a row per table and a dead letter) and checks after
+// every step that the watermark is exactly one past the longest prefix of records with every part done:
+// never beyond a record with a part outstanding (the at-least-once invariant, across tables), never
+// behind the done prefix. It also checks the budget bookkeeping: what is still charged is exactly the
+// bytes of the undone records plus one entry for every record the watermark has not passed.
 func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 	const entry = 7
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -138,6 +140,7 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 		sizes := make([]int64, n)
 		off := int64(rng.IntN(1000))
 		epochs := make([]int32, n)
+		parts := make([]int, n)
 		epoch := int32(rng.IntN(3))
 		for i := range offsets {
 			// Gaps, as compaction and transaction markers leave: mostly small, sometimes across chunks,
@@ -159,23 +162,42 @@ func TestTrackerPropertyNeverPassesUndone(t *testing.T) {
 				epoch++ // a leader change
 			}
 			epochs[i] = epoch
+			parts[i] = 1
+			if rng.IntN(3) == 0 {
+				parts[i] = 2 + rng.IntN(4)
+			}
 		}
+		// One step per part, in random order.
+		var order []int
+		for i, k := range parts {
+			for range k {
+				order = append(order, i)
+			}
+		}
+		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 		done := make(map[int64]bool, n)
+		left := slices.Clone(parts)
 		registered := 0
 		var charged int64
-		order := rng.Perm(n)
 		for _, i := range order {
 			// Register lazily, in offset order, up to the record about to complete and a bit beyond.
 			for registered < n && (registered <= i || rng.IntN(4) == 0) {
-				if err := tr.Register(offsets[registered], epochs[registered], sizes[registered]); err != nil {
+				if err := tr.Register(offsets[registered], epochs[registered], sizes[registered], parts[registered]); err != nil {
 					t.Fatal(err)
 				}
 				charged += sizes[registered] + entry
 				registered++
 			}
-			freed, _, _ := tr.Done(offsets[i])
+			freed, _, known := tr.Done(offsets[i])
+			if !known {
+				t.Fatalf("round %d: a part of offset %d not known with %d parts left", round, offsets[i], left[i])
+			}
 			charged -= freed
-			done[offsets[i]] = true
+			left[i]--
+			done[offsets[i]] = left[i] == 0
+			if !done[offsets[i]] && freed != 0 {
+				t.Fatalf("round %d: offset %d gave back %d bytes with %d parts left", round, offsets[i], freed, left[i])
+			}
 			want, wantEpoch := int64(-1), int32(0)
 			for j := 0; j < registered && done[offsets[j]]; j++ {
 				want, wantEpoch = offsets[j]+1, epochs[j]
@@ -222,7 +244,7 @@ func TestTrackerGivesBackChunksAfterASpike(t *testing.T) {
 	tr := NewTracker(0)
 	var o int64
 	for ; o < 100_000; o++ {
-		_ = tr.Register(o, 0, 0)
+		_ = tr.Register(o, 0, 0, 1)
 	}
 	if c := len(tr.chunks); c != (100_000+trackerChunkLen-1)/trackerChunkLen {
 		t.Fatalf("%d chunks for 100,000 entries", c)
@@ -242,7 +264,7 @@ func TestTrackerGivesBackChunksAfterASpike(t *testing.T) {
 	}
 	cycle := func(n int) {
 		for range n {
-			_ = tr.Register(o, 0, 0)
+			_ = tr.Register(o, 0, 0, 1)
 			o++
 		}
 		for i := o - int64(n); i < o; i++ {
@@ -260,9 +282,9 @@ func TestTrackerGivesBackChunksAfterASpike(t *testing.T) {
 // A gap of millions of offsets (compaction) inside the window allocates no chunk for it.
 func TestTrackerSkipsHugeGapsWithoutMemory(t *testing.T) {
 	tr := NewTracker(1)
-	_ = tr.Register(10, 0, 5)
-	_ = tr.Register(50_000_000, 0, 7)
-	_ = tr.Register(50_000_001, 1, 9)
+	_ = tr.Register(10, 0, 5, 1)
+	_ = tr.Register(50_000_000, 0, 7, 1)
+	_ = tr.Register(50_000_001, 1, 9, 1)
 	if len(tr.chunks) != 2 {
 		t.Fatalf("%d chunks for offsets 10 and 50,000,000-1, want 2", len(tr.chunks))
 	}
@@ -297,7 +319,7 @@ func BenchmarkTrackerInOrder(b *testing.B) {
 	tr := NewTracker(0)
 	var o int64
 	for b.Loop() {
-		_ = tr.Register(o, 0, 0)
+		_ = tr.Register(o, 0, 0, 1)
 		tr.Done(o)
 		o++
 	}
@@ -314,7 +336,7 @@ func BenchmarkTrackerWindow(b *testing.B) {
 	var base int64
 	for b.Loop() {
 		for i := range window {
-			_ = tr.Register(base+int64(i), 0, 0)
+			_ = tr.Register(base+int64(i), 0, 0, 1)
 		}
 		for _, i := range perm {
 			tr.Done(base + int64(i))
@@ -338,13 +360,81 @@ func TestEntryBytesIsAChunksShareOfAnOffset(t *testing.T) {
 func TestTrackerEntryHoldsNothingOfTheRecord(t *testing.T) {
 	typ := reflect.TypeFor[trackerChunk]()
 	for f := range typ.Fields() {
-		if f.Type.Kind() != reflect.Array || f.Type.Elem().Kind() == reflect.Pointer || f.Type.Elem().Kind() == reflect.Interface {
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem() // the side array of parts: plain values too
+		}
+		if ft.Kind() != reflect.Array {
 			t.Errorf("trackerChunk.%s is a %s: entries must hold plain values, no reference to the record", f.Name, f.Type)
+			continue
 		}
-		switch f.Type.Elem().Kind() {
-		case reflect.Uint64, reflect.Uint16:
+		switch ft.Elem().Kind() {
+		case reflect.Uint64, reflect.Uint16, reflect.Uint8:
 		default:
-			t.Errorf("trackerChunk.%s holds %s: entries must hold plain values, no reference to the record", f.Name, f.Type.Elem())
+			t.Errorf("trackerChunk.%s holds %s: entries must hold plain values, no reference to the record", f.Name, ft.Elem())
 		}
+	}
+}
+
+// TestTrackerRecordOfSeveralPartsIsDoneWithItsLast: a record with a row in two tables and a dead letter
+// holds the watermark until its third part is done, and a fourth acknowledgement is not counted.
+func TestTrackerRecordOfSeveralPartsIsDoneWithItsLast(t *testing.T) {
+	tr := NewTracker(1)
+	if err := tr.Register(7, 0, 30, 3); err != nil {
+		t.Fatal(err)
+	}
+	_ = tr.Register(8, 0, 5, 1)
+	for part := range 2 {
+		if b, adv, known := tr.Done(7); b != 0 || adv || !known {
+			t.Fatalf("part %d of 3: done = %d bytes, advanced %v, known %v; want 0, false, true", part+1, b, adv, known)
+		}
+		if !tr.IsPending(7) {
+			t.Fatalf("offset 7 not pending with %d parts left", 2-part)
+		}
+	}
+	tr.Done(8)
+	if _, _, ok := tr.Watermark(); ok {
+		t.Fatal("watermark moved while offset 7 has a part left")
+	}
+	if b, adv, known := tr.Done(7); b != 30+2 || !adv || !known {
+		t.Fatalf("last part: done = %d bytes, advanced %v, known %v; want 32, true, true", b, adv, known)
+	}
+	if next, _, _ := tr.Watermark(); next != 9 {
+		t.Fatalf("watermark %d, want 9", next)
+	}
+	if _, _, known := tr.Done(7); known {
+		t.Fatal("an acknowledgement beyond the record's parts was counted")
+	}
+}
+
+// TestTrackerOnePartRecordsAllocateNoSideArray: the count of parts costs a record of one part nothing.
+func TestTrackerOnePartRecordsAllocateNoSideArray(t *testing.T) {
+	tr := NewTracker(0)
+	for o := range int64(3 * trackerChunkLen) {
+		_ = tr.Register(o, 0, 0, 1)
+	}
+	_ = tr.Register(3*trackerChunkLen+1, 0, 0, 2)
+	for k, c := range tr.chunks {
+		if (c.more != nil) != (k == 3) {
+			t.Errorf("chunk %d has a side array %v; want one only in the chunk with a record of two parts", k, c.more != nil)
+		}
+	}
+}
+
+func TestTrackerRefusesPartsOutOfRange(t *testing.T) {
+	tr := NewTracker(0)
+	for i, n := range []int{0, -1, MaxParts + 1} {
+		if err := tr.Register(int64(i), 0, 0, n); err == nil {
+			t.Errorf("register with %d parts: no error", n)
+		}
+	}
+	if err := tr.Register(5, 0, 0, MaxParts); err != nil {
+		t.Fatalf("register with %d parts: %v", MaxParts, err)
+	}
+	for range MaxParts - 1 {
+		tr.Done(5)
+	}
+	if _, adv, _ := tr.Done(5); !adv {
+		t.Fatalf("the %dth part did not complete the record", MaxParts)
 	}
 }

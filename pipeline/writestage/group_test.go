@@ -3,20 +3,14 @@ package writestage
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
-	"github.com/bucketsink/sink/internal/backoff"
-	"github.com/bucketsink/sink/pipeline/metrics"
 )
 
 // partsWriter records the partitions of every request it is given.
@@ -39,27 +33,18 @@ func TestDueCohortGoesAsJoinedRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := &partsWriter{}
 		ctx, cancel := context.WithCancel(context.Background())
-		s := New(ctx, Config{
-			Batcher:     batcher.Config{MaxRows: 100, Linger: 5 * time.Millisecond},
-			MaxInFlight: 4,
-			Writer:      w,
-			Group: func(bs []*batcher.Batch) []*batcher.Batch {
-				var out []*batcher.Batch
-				for len(bs) > 0 {
-					n := min(len(bs), 10)
-					out = append(out, batcher.Join(bs[:n]))
-					bs = bs[n:]
-				}
-				return out
-			},
-			Metrics:    metrics.NewMetrics(prometheus.NewRegistry()),
-			Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Now:        time.Now,
-			Backoff:    backoff.Policy{Initial: time.Second, Max: time.Second},
-			Stopping:   func() bool { return false },
-			BudgetFull: func() bool { return false },
-			Written:    func(*batcher.Batch) {},
-		})
+		cfg := testConfig(w, 100, 4, time.Second)
+		cfg.Batcher.Linger = 5 * time.Millisecond
+		cfg.Group = func(bs []*batcher.Batch) []*batcher.Batch {
+			var out []*batcher.Batch
+			for len(bs) > 0 {
+				n := min(len(bs), 10)
+				out = append(out, batcher.Join(bs[:n]))
+				bs = bs[n:]
+			}
+			return out
+		}
+		s := New(ctx, cfg)
 		go s.Run()
 		defer func() {
 			cancel()

@@ -44,17 +44,17 @@ type Owner interface {
 	Complete(offsets []int64)
 	// WriteRetrying: the batch holding the rows was given back unwritten and will be sent again.
 	WriteRetrying(offsets []int64, table, reason string, attempt int, err error)
-	// WriteRecovered: rows given back before are no longer held by a failed write.
-	WriteRecovered(offsets []int64)
-	// WriteAbandoned: the stage will not send the rows again (stopping, or the partition given up).
-	WriteAbandoned(offsets []int64)
+	// WriteRecovered: rows of table (keyspace.table) given back before are no longer held by a failed write.
+	WriteRecovered(offsets []int64, table string)
+	// WriteAbandoned: the stage will not send the rows of table again (stopping, or the partition given up).
+	WriteAbandoned(offsets []int64, table string)
 	// DeadLetterWrite: the row at offset cannot be written (reason deadletter.ReasonWrite: Cassandra
 	// refused it; deadletter.ReasonSlice: its slice table does not exist) and goes to the dead-letter
 	// topic. row is that row, never nil: the dead letter is made of it if the record has left Kafka.
 	DeadLetterWrite(offset int64, reason, table string, row *batcher.Row, err error)
 }
 
-// Topic is what the stage knows of a consumed topic.
+// Topic is what the stage knows of an entry (topics.<name>), one table a Kafka topic feeds.
 type Topic struct {
 	Name         string // the key under topics: in the configuration
 	Sliced       bool
@@ -72,7 +72,7 @@ type Config struct {
 	// Slices creates a missing slice table for topics with bucket.missing_slice: create; nil: such rows
 	// wait, retried with backoff, until the table exists.
 	Slices  SliceMaker
-	Topics  map[string]Topic // by Kafka topic
+	Topics  map[string]Topic // by entry name (batcher.Target.Entry): a Kafka topic may feed several
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 	Now     func() time.Time
@@ -138,7 +138,8 @@ type readyBatch struct {
 	taken          time.Time // when it left the batcher
 }
 
-// overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
+// overdue is how long past its linger a batch may wait for a slot while many writes are in flight, and
+// while younger full batches take the slots before it (below the byte budget; see lateFirst).
 const overdue = 100 * time.Millisecond
 
 // starve bounds how long past its linger a row may be held while the byte budget is full: the oldest
@@ -227,6 +228,8 @@ func (s *Stage) Run() {
 			now := s.cfg.Now()
 			if next, ok := s.b.NextDue(); ok && !next.After(now) {
 				switch {
+				case s.lateFirst(now, next):
+					// Overdue rows older than every full batch waiting for a slot were put ahead of them.
 				case now.Sub(next) > starve:
 					// The oldest batch goes next, before any other partial batch; full batches already
 					// waiting for a slot stay ahead of it (they are as old, and they carry the most rows).
@@ -282,10 +285,53 @@ func (s *Stage) Run() {
 	}
 }
 
-// overdue reports whether the oldest open batch has waited past its linger by more than overdue.
+// overdue reports whether the oldest open batch has waited past its linger by overdue or more: the timer
+// set for that moment finds it overdue. With a strict comparison a timer that fired exactly then found it
+// not overdue, and was set again for that same moment, at once: the stage spun until the clock moved on
+// (under testing/synctest it never does).
 func (s *Stage) overdue(now time.Time) bool {
 	next, ok := s.b.NextDue()
-	return ok && now.Sub(next) > overdue
+	return ok && now.Sub(next) >= overdue
+}
+
+// lateFirst puts overdue rows ahead of younger full batches, at a free slot: when the byte budget has
+// room and the oldest open batch (due at next) has waited past its linger by overdue (and not yet past
+// starve, which sends the oldest batch by itself), it takes every overdue open batch whose first row is
+// older than the first row of every batch in the ready queue, joins them (Group), and queues them ahead
+// of the ready ones. It reports whether it did.
+//
+// Full batches otherwise take every slot they want: after Cassandra stalled for a moment, the busy
+// partitions' full batches, made of rows that arrived after the stall began, went ahead of the sparse
+// partitions' batches whose rows had waited since before it, which drained one cohort per free slot behind
+// them; those rows made the tail of produce → readable. Oldest row first between the two queues bounds
+// that wait by the stall plus the drain. Under a full budget (a backlog) the batches that carry the most
+// rows go first instead (batcher.Pick): there the sink is behind anyway, and large requests catch up
+// soonest.
+func (s *Stage) lateFirst(now, next time.Time) bool {
+	if now.Sub(next) < overdue || now.Sub(next) > starve || s.cfg.BudgetFull() {
+		return false
+	}
+	linger := s.cfg.Batcher.Linger
+	upTo := now.Add(-overdue) // Due takes the batches whose linger ended by then
+	if len(s.ready) > 0 {
+		oldest := s.ready[0].b.First
+		for _, rb := range s.ready[1:] {
+			if rb.b.First.Before(oldest) {
+				oldest = rb.b.First
+			}
+		}
+		if !next.Add(-linger).Before(oldest) {
+			return false // the ready queue holds the oldest row
+		}
+		if h := oldest.Add(linger - time.Nanosecond); h.Before(upTo) {
+			upTo = h // only rows older than every ready batch's
+		}
+	}
+	queued := s.ready
+	s.ready = nil
+	s.take(s.group(s.b.Due(upTo))...)
+	s.ready = append(s.ready, queued...)
+	return true
 }
 
 // add puts a message's rows into the batcher; batches that fill up become ready.
@@ -405,7 +451,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 	for {
 		ctx, ferr := s.fence(b, owners)
 		if ferr != nil {
-			eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets) })
+			eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets, tableOf(b)) })
 			s.gateLeft(rb, false)
 			return
 		}
@@ -427,7 +473,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 	}
 	s.acknowledged.Observe(max(s.cfg.Now().Sub(rb.taken), 0).Seconds())
 	if rb.retried {
-		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets) })
+		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets, tableOf(b)) })
 		s.gateLeft(rb, true)
 	}
 	m := s.cfg.Metrics
@@ -435,6 +481,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 	written := len(b.Rows) - len(failures)
 	if written > 0 {
 		m.RecordsWritten.WithLabelValues(topic).Add(float64(written))
+		m.EntryRowsWritten.WithLabelValues(topic, b.Target.Entry).Add(float64(written))
 		b.EachPartition(s.cfg.Written)
 	}
 	var rejected map[int]error
@@ -475,7 +522,7 @@ func (s *Stage) fence(b *batcher.Batch, owners []Owner) (context.Context, error)
 // cause, rate-limited), and the creation with it.
 func (s *Stage) createSlice(b *batcher.Batch, err error) (bool, error) {
 	src := b.Rows[0].Source
-	ti, known := s.cfg.Topics[src.Topic]
+	ti, known := s.cfg.Topics[b.Target.Entry]
 	if !known || !ti.Sliced || ti.MissingSlice != config.MissingSliceCreate || s.cfg.Slices == nil ||
 		!cassandra.IsMissingTable(err) || s.ctx.Err() != nil {
 		return false, err
@@ -501,11 +548,11 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 		reason = we.Reason
 	}
 	if s.ctx.Err() != nil || s.cfg.Stopping() || reason == cassandra.FailCanceled || !anyOwned(owners) {
-		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets) })
+		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets, tableOf(b)) })
 		s.gateLeft(rb, false)
 		return false
 	}
-	if ti, known := s.cfg.Topics[b.Rows[0].Source.Topic]; known && ti.Sliced &&
+	if ti, known := s.cfg.Topics[b.Target.Entry]; known && ti.Sliced &&
 		ti.MissingSlice == config.MissingSliceDeadLetter && reason == cassandra.FailMissingTable {
 		s.deadLetterSlice(b, owners, err)
 		s.gateLeft(rb, false)
@@ -532,9 +579,9 @@ func (s *Stage) deadLetterSlice(b *batcher.Batch, owners []Owner, err error) {
 			continue
 		}
 		off := b.Rows[i].Source.Offset
-		p.WriteRecovered([]int64{off}) // no longer the write stage's: the sender finishes it
+		p.WriteRecovered([]int64{off}, table) // no longer the write stage's: the sender finishes it
 		derr := fmt.Errorf("slice table %s does not exist (event time %s) and topics.%s.bucket.missing_slice is dead_letter: %w",
-			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), s.cfg.Topics[b.Rows[i].Source.Topic].Name, err)
+			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), b.Target.Entry, err)
 		row := b.Rows[i] // a copy: b's row array is reused once the batch is released
 		p.DeadLetterWrite(off, deadletter.ReasonSlice, table, &row, derr)
 	}

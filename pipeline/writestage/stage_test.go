@@ -69,8 +69,8 @@ func (o *fakeOwner) Complete(offs []int64) { o.note(&o.completed, offs) }
 func (o *fakeOwner) WriteRetrying(offs []int64, _, _ string, _ int, _ error) {
 	o.note(&o.retrying, offs)
 }
-func (o *fakeOwner) WriteRecovered(offs []int64) { o.note(&o.recovered, offs) }
-func (o *fakeOwner) WriteAbandoned(offs []int64) { o.note(&o.abandoned, offs) }
+func (o *fakeOwner) WriteRecovered(offs []int64, _ string) { o.note(&o.recovered, offs) }
+func (o *fakeOwner) WriteAbandoned(offs []int64, _ string) { o.note(&o.abandoned, offs) }
 func (o *fakeOwner) DeadLetterWrite(offset int64, reason, _ string, row *batcher.Row, _ error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -127,7 +127,7 @@ func (w *fakeWriter) count() int {
 	return w.writes
 }
 
-var target = &batcher.Target{Keyspace: "ks", Table: "readings", Columns: []string{"id"}}
+var target = &batcher.Target{Keyspace: "ks", Table: "readings", Columns: []string{"id"}, Entry: "readings"}
 
 // row is a row of entity key from the owner's partition at offset.
 func row(o *fakeOwner, key string, offset int64) batcher.Row {
@@ -135,16 +135,14 @@ func row(o *fakeOwner, key string, offset int64) batcher.Row {
 		Source: batcher.Source{Topic: o.tp.Topic, Partition: o.tp.Partition, Offset: offset}}
 }
 
-// startStage runs a stage writing through w, batches closing at maxRows, and stops it when the test
-// ends: the stage's context is canceled (every retry gives up) and Run is waited for. opts change the
-// stage's Config before it starts.
-func startStage(t *testing.T, w BatchWriter, maxRows int, retry time.Duration, topics map[string]Topic, opts ...func(*Config)) *Stage {
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg := Config{
+// testConfig is the Config of a test's stage writing through w: batches close at maxRows, retries wait
+// retry, no slice maker, the budget never full, nothing to tell when a batch is written. Tests change what
+// they are about.
+func testConfig(w BatchWriter, maxRows, maxInFlight int, retry time.Duration) Config {
+	return Config{
 		Batcher:     batcher.Config{MaxRows: maxRows, Linger: time.Hour},
-		MaxInFlight: 4,
+		MaxInFlight: maxInFlight,
 		Writer:      w,
-		Topics:      topics,
 		Metrics:     metrics.NewMetrics(prometheus.NewRegistry()),
 		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:         time.Now,
@@ -153,6 +151,15 @@ func startStage(t *testing.T, w BatchWriter, maxRows int, retry time.Duration, t
 		BudgetFull:  func() bool { return false },
 		Written:     func(*batcher.Batch) {},
 	}
+}
+
+// startStage runs a stage writing through w, batches closing at maxRows, and stops it when the test
+// ends: the stage's context is canceled (every retry gives up) and Run is waited for. opts change the
+// stage's Config before it starts.
+func startStage(t *testing.T, w BatchWriter, maxRows int, retry time.Duration, topics map[string]Topic, opts ...func(*Config)) *Stage {
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := testConfig(w, maxRows, 4, retry)
+	cfg.Topics = topics
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -306,14 +313,16 @@ func TestRetryGateProbesAFailingTableWithOneBatchAtATime(t *testing.T) {
 
 // TestMissingSliceDeadLetterCarriesTheRow guards against a row whose slice table does not exist being
 // handed to the dead-letter sender without the row: the sender re-reads the record from Kafka, and when
-// the record has left Kafka by then it had nothing to dead-letter and stopped the partition.
+// the record has left Kafka by then it had nothing to dead-letter and stopped the partition. The stage
+// finds the settings by the row's entry (topics.readings), not by its Kafka topic (events), which
+// several entries may read.
 func TestMissingSliceDeadLetterCarriesTheRow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		missing := &cassandra.WriteError{Keyspace: "ks", Table: "readings", Reason: cassandra.FailMissingTable,
 			Err: errors.New("unconfigured table readings")}
 		w := &fakeWriter{err: missing}
 		s := startStage(t, w, 2, time.Hour, map[string]Topic{
-			"events": {Name: "events", Sliced: true, MissingSlice: config.MissingSliceDeadLetter},
+			"readings": {Name: "readings", Sliced: true, MissingSlice: config.MissingSliceDeadLetter},
 		})
 		a, b := sendMixedBatch(s)
 		for _, o := range []*fakeOwner{a, b} {

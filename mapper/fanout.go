@@ -1,0 +1,262 @@
+package mapper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/codec"
+)
+
+// The fan-out: several entries (topics.<name>) may read one Kafka topic. A record of such a topic is
+// decoded once, by the topic's plan of the union of the fields its entries need, and each entry maps
+// its row from the shared decoded values. Whenever the shared plan does not map a record (a value
+// the JSON scan leaves to the reference, a writer schema or a value that some entry's field cannot
+// take), the record goes the way a one-entry topic's record goes: JSON is parsed once by the
+// reference for every entry still to map, a registry codec's record is decoded by each entry on its
+// own. The shared plan only ever spares work: MapAll's outcome for an entry is MapEntry's.
+
+// Mapped is what one entry made of a record.
+type Mapped struct {
+	Entry string      // the entry's name
+	Row   batcher.Row // the row to write; valid when Err is nil
+	Err   error       // a *RecordError (its Entry set) when this entry refuses the record, or skips it
+}
+
+// feed is one Kafka topic as the mapper reads it: its entries and, when it has several, the
+// decoding they share.
+type feed struct {
+	entries []*plan  // in entry-name order
+	names   []string // the entries' names, in the same order
+	// decoder decodes the union of the entries' fields (each field, type and unit once); unused
+	// with one entry, which decodes by its own plan as it always has.
+	decoder
+}
+
+// compile builds the shared decoding of a topic with several entries; reg is the mapper's registry.
+func (f *feed) compile(reg codec.Registry) {
+	if len(f.entries) == 1 {
+		return
+	}
+	first := f.entries[0] // the entries agree on the codec (config.Validate)
+	f.codecName, f.codec, f.framed, f.reference, f.registry = first.codecName, first.codec, first.framed, first.reference, reg
+	index := map[string]int{}
+	slot := func(fd codec.Field) int {
+		key := fmt.Sprintf("%s\x00%d\x00%d\x00%d", strings.Join(fd.Path, "."), fd.Type.Kind, fd.Type.Elem, fd.Unit)
+		i, ok := index[key]
+		if !ok {
+			i = len(f.fields)
+			index[key] = i
+			f.fields = append(f.fields, fd)
+		}
+		return i
+	}
+	for _, p := range f.entries {
+		p.shared = true
+		p.sharedSlot = make([]int, len(p.cols))
+		for i, s := range p.colSlot {
+			p.sharedSlot[i] = -1
+			if s >= 0 {
+				p.sharedSlot[i] = slot(p.fields[s])
+			}
+		}
+		p.sharedTime = -1
+		if p.timeSlot >= 0 {
+			p.sharedTime = slot(p.fields[p.timeSlot])
+		}
+	}
+	if !f.framed && f.scannable() {
+		f.scan, _ = f.codec.Compile(nil, f.fields) // a plan of a nil schema is never an error
+	}
+}
+
+// Entries lists the names of the entries that read a Kafka topic, sorted; nil for a topic no entry
+// reads. The slice is the mapper's, clipped (an append copies it): the caller must not modify it.
+func (m *Mapper) Entries(kafkaTopic string) []string {
+	if f := m.byKafka[kafkaTopic]; f != nil {
+		return slices.Clip(f.names)
+	}
+	return nil
+}
+
+// MapAll maps rec once for every entry that reads rec.Topic (decoding the value once), appending one
+// Mapped per entry, in entry-name order, to out. An error that is no entry's fault (the schema
+// registry does not answer: a *codec.UnavailableError) is returned, with nothing appended: the
+// record waits. A record of a Kafka topic no entry reads is one Mapped with an empty Entry and a
+// *RecordError wrapping ErrUnknownTopic.
+func (m *Mapper) MapAll(ctx context.Context, rec Record, out []Mapped) ([]Mapped, error) {
+	f := m.byKafka[rec.Topic]
+	if f == nil {
+		return append(out, Mapped{Err: m.unknownTopic(&rec)}), nil
+	}
+	// Each entry's result is set whole, once it is known (one write of a heap slot per entry).
+	s := m.pool.Get().(*scratch)
+	start := len(out)
+	out = slices.Grow(out, len(f.entries))[:start+len(f.entries)]
+	var err error
+	if len(f.entries) == 1 {
+		err = f.eachAlone(ctx, &rec, s, out[start:]) // one entry: its own path, as Map's
+	} else {
+		err = f.mapShared(ctx, &rec, s, out[start:])
+	}
+	m.release(s)
+	if err != nil {
+		clear(out[start:])
+		return out[:start], err
+	}
+	return out, nil
+}
+
+// MapEntry maps rec for one entry only (a split re-maps one entry's row). Its errors are MapContext's;
+// an entry that does not read rec.Topic is a *RecordError of reason map.
+func (m *Mapper) MapEntry(ctx context.Context, entry string, rec Record) (batcher.Row, error) {
+	p := m.byName[entry]
+	if p == nil || p.kafkaTopic != rec.Topic {
+		return batcher.Row{}, &RecordError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Reason: ReasonMap,
+			Entry: entry, Err: fmt.Errorf("no entry topics.%s reads this Kafka topic", entry)}
+	}
+	return m.mapEntry(ctx, p, &rec)
+}
+
+// mapEntry maps rec for entry p alone.
+func (m *Mapper) mapEntry(ctx context.Context, p *plan, rec *Record) (batcher.Row, error) {
+	s := m.pool.Get().(*scratch)
+	out, reason, err := p.mapRecord(ctx, rec, s)
+	m.release(s)
+	if err != nil {
+		return batcher.Row{}, p.recordError(rec, reason, err)
+	}
+	return out.row, nil
+}
+
+// isRecordError reports whether err is an entry's verdict on a record, not a failure of no entry's
+// making (the registry does not answer).
+func isRecordError(err error) bool {
+	re := (*RecordError)(nil)
+	return errors.As(err, &re)
+}
+
+// errPending marks, inside mapShared, an entry that the reference must still map.
+var errPending = errors.New("mapper: left to the reference")
+
+// mapShared maps rec for every entry of f into res (one per entry, in order), setting each res[i]
+// whole; the error is one that is no entry's fault.
+func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Mapped) error {
+	if rec.Value == nil {
+		// A tombstone (Kafka's null value) has nothing to decode; what it means is each entry's to say.
+		return f.eachAlone(ctx, rec, s, res)
+	}
+	mrec := rec // the record as the entries map it: a json_schema record's value is its JSON body
+	var wp codec.Plan
+	body := rec.Value
+	if f.framed {
+		id, b, err := f.frame(rec)
+		if err != nil {
+			f.refuseAll(rec, res, ReasonDecode, err)
+			return nil
+		}
+		p, reason, err := f.writerPlan(ctx, id)
+		if err != nil {
+			if se := (*codec.SchemaError)(nil); errors.As(err, &se) {
+				// The schema cannot feed some entry's field: each entry judges the schema for itself.
+				return f.eachAlone(ctx, rec, s, res)
+			}
+			if reason == "" {
+				return f.entries[0].recordError(rec, reason, err) // the registry does not answer
+			}
+			f.refuseAll(rec, res, reason, err)
+			return nil
+		}
+		wp, body = p, b
+		if f.reference {
+			inner := *rec
+			inner.Value = body
+			mrec = &inner
+		}
+	} else {
+		wp = f.scan
+	}
+	if wp == nil {
+		f.pendAll(res)
+	} else if vals, _, err := decodeValues(wp, f.codecName, f.reference, len(f.fields), body, s); err != nil {
+		if !f.reference {
+			return f.eachAlone(ctx, rec, s, res)
+		}
+		f.pendAll(res)
+	} else {
+		// Every entry maps from vals before the reference runs: its parse reuses s.buf, which vals' bytes alias.
+		for i, p := range f.entries {
+			var out outcome
+			reason, err := p.mapDecoded(&out, vals, p.sharedSlot, p.sharedTime, mrec, s)
+			switch {
+			case err == nil:
+				res[i] = Mapped{Entry: p.name, Row: out.row}
+			case f.reference:
+				res[i] = Mapped{Entry: p.name, Err: errPending} // JSON's plan maps only what it is sure of; the reference gives every error
+			default:
+				res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, reason, err)}
+			}
+		}
+	}
+	f.mapPending(mrec, s, res)
+	return nil
+}
+
+// mapPending maps the entries res marks pending from one fastjson parse of rec.
+func (f *feed) mapPending(rec *Record, s *scratch, res []Mapped) {
+	pending := false
+	for i := range res {
+		pending = pending || res[i].Err == errPending
+	}
+	if !pending {
+		return
+	}
+	root, perr := parseJSON(rec, s)
+	for i, p := range f.entries {
+		if res[i].Err != errPending {
+			continue
+		}
+		if perr != nil {
+			res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, ReasonDecode, perr)}
+			continue
+		}
+		if out, reason, err := p.mapRoot(root, rec, s); err != nil {
+			res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, reason, err)}
+		} else {
+			res[i] = Mapped{Entry: p.name, Row: out.row}
+		}
+	}
+}
+
+// pendAll leaves every entry to the reference.
+func (f *feed) pendAll(res []Mapped) {
+	for i, name := range f.names {
+		res[i] = Mapped{Entry: name, Err: errPending}
+	}
+}
+
+// refuseAll gives every entry the same error of the whole record (reason, err).
+func (f *feed) refuseAll(rec *Record, res []Mapped, reason string, err error) {
+	for i, p := range f.entries {
+		res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, reason, err)}
+	}
+}
+
+// eachAlone maps rec for each entry by the entry's own decoding, as a topic with one entry does.
+func (f *feed) eachAlone(ctx context.Context, rec *Record, s *scratch, res []Mapped) error {
+	for i, p := range f.entries {
+		out, reason, err := p.mapRecord(ctx, rec, s)
+		if err == nil {
+			res[i] = Mapped{Entry: p.name, Row: out.row}
+			continue
+		}
+		if err = p.recordError(rec, reason, err); !isRecordError(err) {
+			return err
+		}
+		res[i] = Mapped{Entry: p.name, Err: err}
+	}
+	return nil
+}
