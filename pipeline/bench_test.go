@@ -15,6 +15,7 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/routing"
 )
 
 // discardWriter acknowledges every batch at once: the benchmark measures the pipeline's own cost.
@@ -24,20 +25,26 @@ func (discardWriter) Write(context.Context, *batcher.Batch) ([]cassandra.RowFail
 	return nil, nil
 }
 
-func BenchmarkPipeline(b *testing.B) { benchmarkPipeline(b, discardWriter{}) }
+func BenchmarkPipeline(b *testing.B) { benchmarkPipeline(b, discardWriter{}, false) }
+
+// BenchmarkPipelineSplitTopic is BenchmarkPipeline with split on for the topic (a routing table
+// without records): the routing and the write stage's fence of split topics are paid on every row and
+// batch.
+func BenchmarkPipelineSplitTopic(b *testing.B) { benchmarkPipeline(b, discardWriter{}, true) }
 
 // BenchmarkPipelineSlowWriter writes through a writer with 2 ms of latency per batch and 8 slots: the
 // rows-per-batch metric shows how batches grow when the writer, not the pipeline, is the bottleneck.
 func BenchmarkPipelineSlowWriter(b *testing.B) {
 	w := &latencyWriter{delay: 2 * time.Millisecond}
-	benchmarkPipeline(b, w)
+	benchmarkPipeline(b, w, false)
 	b.ReportMetric(float64(w.rows.Load())/float64(max(w.batches.Load(), 1)), "rows/batch")
 }
 
 // benchmarkPipeline runs b.N records from an in-process cluster through the whole pipeline (poll, queue,
-// map, batch, write, track, mark) to committed offsets, with a writer that discards. kfake's own cost is
+// map, batch, write, track, mark) to committed offsets, with a writer that discards; with split, the
+// topic has split on. kfake's own cost is
 // included, so this is a lower bound of the pipeline's throughput.
-func benchmarkPipeline(b *testing.B, w BatchWriter) {
+func benchmarkPipeline(b *testing.B, w BatchWriter, split bool) {
 	b.ReportAllocs()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testParts, testTopic), kfake.SeedTopics(1, testDLQ))
 	if err != nil {
@@ -68,7 +75,15 @@ func benchmarkPipeline(b *testing.B, w BatchWriter) {
 		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
 	}
 	cfg.ApplyDefaults()
-	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Entry: "events"}}},
+	var mp Mapper = oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Entry: "events"}}}
+	var splits SplitStore
+	if split {
+		tc := cfg.Topics["events"]
+		tc.Split = config.Split{Enabled: true, MaxEventBuckets: 8, MaxRows: 1000}
+		cfg.Topics["events"] = tc
+		mp, splits = splitFakeMapper{mp.(oneEntry), &routing.Routes{}}, noSplits{}
+	}
+	pl, err := New(Config{Sink: cfg, Mapper: mp, Splits: splits,
 		Writer: w, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		b.Fatal(err)

@@ -118,6 +118,7 @@ type Pipeline struct {
 	commitClock *offsets.CommitClock
 	mapped      prometheus.Observer
 	writes      *writestage.Stage
+	lease       *sessionLease // the group session's lease for split topics' writes; nil without split topics
 
 	// dlqLimits caches the max.message.bytes of the dead-letter topics.
 	dlqLimits dlqLimits
@@ -307,6 +308,16 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	for name, e := range pl.entries {
 		stageTopics[name] = e.stage
 	}
+	var fence func(context.Context, *batcher.Batch, []writestage.Owner) (context.Context, error)
+	for _, e := range pl.entries {
+		if e.split != nil {
+			// A split entry's batches are sent only while the group session is known to be alive (lease.go).
+			k := pl.sink.Kafka
+			pl.lease = newSessionLease(cl, k.Group, k.SessionTimeout.Std(), k.RebalanceTimeout.Std(), pl.backoff, pl.log)
+			fence = pl.fence
+			break
+		}
+	}
 	pl.writes = writestage.New(writesCtx, writestage.Config{
 		Batcher: batcher.Config{
 			MaxRows:  w.BatchMaxRows,
@@ -325,6 +336,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		Stopping:    pl.Stopping,
 		BudgetFull:  pl.budgetFull.Load,
 		Written:     pl.observeWritten,
+		Fence:       fence,
 	})
 	go pl.writes.Run()
 

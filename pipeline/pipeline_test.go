@@ -176,6 +176,7 @@ type fixture struct {
 	bad     map[batcher.Source]bool
 	join    func([]*batcher.Batch) []*batcher.Batch // Config.Group of the members it starts
 	logs    io.Writer                               // when set, members log there too
+	splits  SplitStore                              // Config.Splits of the members it starts
 }
 
 // newFixture starts a cluster with the topic (3 partitions) and its dead-letter topic and produces n
@@ -277,6 +278,7 @@ func (f *fixture) startFull(cfg *config.Config, mp Mapper, writer BatchWriter, s
 		Metrics: metrics.NewMetrics(reg),
 		Logger:  slog.New(slog.NewTextHandler(f.logWriter(), &slog.HandlerOptions{Level: testLogLevel})),
 		Slices:  slices,
+		Splits:  f.splits,
 	})
 	if err != nil {
 		f.t.Fatal(err)

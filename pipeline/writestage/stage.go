@@ -84,6 +84,12 @@ type Config struct {
 	// Written is called with every batch Cassandra acknowledged (readiness, event-time lag, largest
 	// partitions).
 	Written func(*batcher.Batch)
+	// Fence, when set, is asked before every send of a batch for the context to send it under (ctx is
+	// the stage's). It may wait (the pipeline holds a split topic's batch until the member's group
+	// session is confirmed), and the context it returns may end before ctx does: a write it ends is
+	// fenced again and sent again. An error means the batch must not be sent: its partitions are no
+	// longer ours, and the next owner replays its rows.
+	Fence func(ctx context.Context, b *batcher.Batch, owners []Owner) (context.Context, error)
 }
 
 // Msg carries rows of one partition to the stage.
@@ -440,12 +446,26 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		default:
 		}
 	}()
-	failures, err := s.cfg.Writer.Write(s.ctx, b)
-	if err != nil {
-		var created bool
-		if created, err = s.createSlice(b, err); created {
-			failures, err = s.cfg.Writer.Write(s.ctx, b) // the table exists now
+	var failures []cassandra.RowFailure
+	var err error
+	for {
+		ctx, ferr := s.fence(b, owners)
+		if ferr != nil {
+			eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets, tableOf(b)) })
+			s.gateLeft(rb, false)
+			return
 		}
+		failures, err = s.cfg.Writer.Write(ctx, b)
+		if err != nil {
+			var created bool
+			if created, err = s.createSlice(b, err); created {
+				failures, err = s.cfg.Writer.Write(ctx, b) // the table exists now
+			}
+		}
+		if err == nil || ctx == s.ctx || ctx.Err() == nil || s.ctx.Err() != nil {
+			break
+		}
+		// The fence ended the write, not the stage: it is fenced again before it is sent again.
 	}
 	if err != nil {
 		kept = s.failed(rb, attempt, err)
@@ -485,6 +505,14 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		}
 	}
 	eachOwner(b, owners, rejected, func(p Owner, offsets []int64) { p.Complete(offsets) })
+}
+
+// fence returns the context to send b under (Config.Fence), or an error when it must not be sent.
+func (s *Stage) fence(b *batcher.Batch, owners []Owner) (context.Context, error) {
+	if s.cfg.Fence == nil {
+		return s.ctx, nil
+	}
+	return s.cfg.Fence(s.ctx, b, owners)
 }
 
 // createSlice creates the table of a batch that failed because its table does not exist, when the topic

@@ -154,11 +154,15 @@ func testConfig(w BatchWriter, maxRows, maxInFlight int, retry time.Duration) Co
 }
 
 // startStage runs a stage writing through w, batches closing at maxRows, and stops it when the test
-// ends: the stage's context is canceled (every retry gives up) and Run is waited for.
-func startStage(t *testing.T, w BatchWriter, maxRows int, retry time.Duration, topics map[string]Topic) *Stage {
+// ends: the stage's context is canceled (every retry gives up) and Run is waited for. opts change the
+// stage's Config before it starts.
+func startStage(t *testing.T, w BatchWriter, maxRows int, retry time.Duration, topics map[string]Topic, opts ...func(*Config)) *Stage {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := testConfig(w, maxRows, 4, retry)
 	cfg.Topics = topics
+	for _, o := range opts {
+		o(&cfg)
+	}
 	s := New(ctx, cfg)
 	go s.Run()
 	t.Cleanup(func() {
