@@ -35,13 +35,13 @@ func threeEntries(c *config.Config) {
 	c.Topics["third"] = thirdEntry(base)
 }
 
-// thirdEntry is the third table of the topic: by device and 10 minutes. It is the one place to change
-// for a latest-value table (bucket width none, one row per device); entryRows then reads its rows
-// without a bucket, and the expectation of entryKey becomes the newest event per device.
+// thirdEntry is the third table of the topic: the latest reading of each device (bucket width none, one
+// row per device, written at its event time, so the newest event wins whatever the order of the writes).
 func thirdEntry(base config.Topic) config.Topic {
 	t := base
 	t.Table = "third"
-	t.Bucket = config.Bucket{Width: "10m", Key: "text"}
+	t.Bucket = config.Bucket{Width: config.BucketNone}
+	t.Clustering = nil
 	return t
 }
 
@@ -57,8 +57,12 @@ func siteRecords(n int, partitions int32) []*itRecord {
 	return recs
 }
 
-// entryKey is where entry name writes r: device, site, bucket and event time.
+// entryKey is where entry name writes r: device, site, bucket and event time; for a latest-value entry
+// the device alone, whose one row holds its newest event.
 func (s *stack) entryKey(name string, r *itRecord) string {
+	if s.cfg.Topics[name].Latest() {
+		return r.device
+	}
 	p, err := s.cfg.Policy(name)
 	if err != nil {
 		s.t.Fatal(err)
@@ -66,18 +70,38 @@ func (s *stack) entryKey(name string, r *itRecord) string {
 	return fmt.Sprintf("%s|%s|%s|%s", r.device, siteOf(r.device), p.Text(p.Index(r.ts)), r.ts.Format(time.RFC3339Nano))
 }
 
-// entryRows reads every row of an entry's table: entryKey's key → the write timestamp of its value.
-func (s *stack) entryRows(name string) map[string]int64 {
+// entryRow is what a table holds under an entryKey: the row's event time and the write timestamp of its
+// value.
+type entryRow struct {
+	ts time.Time
+	wt int64
+}
+
+// entryRows reads every row of an entry's table by entryKey.
+func (s *stack) entryRows(name string) map[string]entryRow {
 	s.t.Helper()
 	table := s.cfg.Topics[name].Table
-	iter := s.session.Driver().Query("SELECT device_id, site, bucket, ts, writetime(value) FROM " + s.ks + "." + table).
+	latest := s.cfg.Topics[name].Latest()
+	cols := "device_id, site, bucket, ts, writetime(value)"
+	if latest {
+		cols = "device_id, site, ts, writetime(value)"
+	}
+	iter := s.session.Driver().Query("SELECT " + cols + " FROM " + s.ks + "." + table).
 		PageSize(5000).IterContext(context.Background())
-	out := make(map[string]int64)
+	out := make(map[string]entryRow)
 	var device, site, bucket string
-	var ts time.Time
-	var wt int64
-	for iter.Scan(&device, &site, &bucket, &ts, &wt) {
-		out[fmt.Sprintf("%s|%s|%s|%s", device, site, bucket, ts.UTC().Format(time.RFC3339Nano))] = wt
+	var row entryRow
+	dest := []any{&device, &site, &bucket, &row.ts, &row.wt}
+	if latest {
+		dest = []any{&device, &site, &row.ts, &row.wt}
+	}
+	for iter.Scan(dest...) {
+		row.ts = row.ts.UTC()
+		if latest {
+			out[device] = row
+		} else {
+			out[fmt.Sprintf("%s|%s|%s|%s", device, site, bucket, row.ts.Format(time.RFC3339Nano))] = row
+		}
 	}
 	if err := iter.Close(); cassandra.IsMissingTable(err) {
 		return out // not created yet: no row
@@ -92,7 +116,7 @@ func (s *stack) entryRows(name string) map[string]int64 {
 func (s *stack) checkCommittedHaveEveryRow(kill int) {
 	s.t.Helper()
 	committed := s.committed()
-	tables := map[string]map[string]int64{}
+	tables := map[string]map[string]entryRow{}
 	for _, name := range s.cfg.TopicNames() {
 		tables[name] = s.entryRows(name)
 	}
@@ -105,10 +129,11 @@ func (s *stack) checkCommittedHaveEveryRow(kill int) {
 		}
 		below++
 		for name, rows := range tables {
-			if _, ok := rows[s.entryKey(name, r)]; !ok {
+			// A latest-value table's row of the device holds this event or a newer one.
+			if row, ok := rows[s.entryKey(name, r)]; !ok || row.ts.Before(r.ts) {
 				if missing++; missing <= 10 {
-					s.t.Errorf("kill %d: partition %d committed at %d, but offset %d has no row in table %s",
-						kill, r.partition, committed[r.partition], r.offset, s.cfg.Topics[name].Table)
+					s.t.Errorf("kill %d: partition %d committed at %d, but offset %d has no row in table %s (found %v, event time %v)",
+						kill, r.partition, committed[r.partition], r.offset, s.cfg.Topics[name].Table, ok, row.ts)
 				}
 			}
 		}
@@ -118,7 +143,7 @@ func (s *stack) checkCommittedHaveEveryRow(kill int) {
 }
 
 // TestIntegrationOneTopicThreeTablesSurvivesKills: one Kafka topic feeds three tables (two bucketed by
-// different ids and widths, and a third). `sink run` is killed with SIGKILL at random moments (10 times)
+// different ids and widths, and the latest reading per device). `sink run` is killed with SIGKILL at random moments (10 times)
 // while the stream is produced, and restarted each time; after every kill no committed offset is past a
 // record with a row missing in any table. The third table does not exist for the first kills (its rows
 // are retried while the other tables' are written: a commit that counted a record done at its first row
@@ -171,18 +196,29 @@ func TestIntegrationOneTopicThreeTablesSurvivesKills(t *testing.T) {
 	}
 	for _, name := range s.cfg.TopicNames() {
 		rows := s.entryRows(name)
-		want := make(map[string]int64, len(recs))
+		// One row per record where its entry's policy puts it, at its event time; in the latest-value
+		// table one row per device, its newest event, written at that event's millisecond (the tie rule
+		// fills the microseconds below it).
+		want := make(map[string]entryRow, len(recs))
 		for _, r := range recs {
-			want[s.entryKey(name, r)] = r.ts.UnixMicro()
+			if k := s.entryKey(name, r); !r.ts.Before(want[k].ts) {
+				want[k] = entryRow{ts: r.ts, wt: r.ts.UnixMicro()}
+			}
 		}
 		if len(rows) != len(want) {
-			t.Errorf("table %s holds %d rows, want %d (one per record)", s.cfg.Topics[name].Table, len(rows), len(want))
+			t.Errorf("table %s holds %d rows, want %d", s.cfg.Topics[name].Table, len(rows), len(want))
 		}
+		latest := s.cfg.Topics[name].Latest()
 		bad := 0
-		for k, wt := range want {
-			if got, ok := rows[k]; (!ok || got != wt) && bad < 10 {
+		for k, w := range want {
+			got, ok := rows[k]
+			wt := got.wt
+			if latest {
+				wt = got.wt / 1000 * 1000
+			}
+			if (!ok || !got.ts.Equal(w.ts) || wt != w.wt) && bad < 10 {
 				bad++
-				t.Errorf("table %s: row %s written %v at %d, want at %d", s.cfg.Topics[name].Table, k, ok, got, wt)
+				t.Errorf("table %s: row %s found %v, event time %v written at %d; want %v at %d", s.cfg.Topics[name].Table, k, ok, got.ts, got.wt, w.ts, w.wt)
 			}
 		}
 	}
@@ -245,21 +281,26 @@ func TestIntegrationRecordOneEntryRefusesOtherEntriesWrite(t *testing.T) {
 	}
 	for _, name := range s.cfg.TopicNames() {
 		rows := s.entryRows(name)
-		want := len(recs)
-		if name == "by_site" {
-			want--
+		keys := map[string]bool{}
+		for _, r := range recs {
+			if name != "by_site" || r != refused {
+				keys[s.entryKey(name, r)] = true
+			}
 		}
+		want := len(keys) // one per record; in the latest-value table one per device
 		if len(rows) != want {
 			t.Errorf("table %s holds %d rows, want %d", name, len(rows), want)
 		}
 	}
 	// The refused record's rows in readings and third carry no site (null).
-	for _, name := range []string{"readings", "third"} {
-		p, _ := s.cfg.Policy(name)
-		var n int
-		if err := s.session.Driver().Query("SELECT count(*) FROM "+s.ks+"."+s.cfg.Topics[name].Table+" WHERE device_id = ? AND bucket = ? AND ts = ?",
-			refused.device, p.Text(p.Index(refused.ts)), refused.ts).Scan(&n); err != nil || n != 1 {
-			t.Errorf("table %s: the refused record's row: %d rows, %v; want 1", name, n, err)
-		}
+	p, _ := s.cfg.Policy("readings")
+	var n int
+	if err := s.session.Driver().Query("SELECT count(*) FROM "+s.ks+".readings WHERE device_id = ? AND bucket = ? AND ts = ?",
+		refused.device, p.Text(p.Index(refused.ts)), refused.ts).Scan(&n); err != nil || n != 1 {
+		t.Errorf("table readings: the refused record's row: %d rows, %v; want 1", n, err)
+	}
+	if err := s.session.Driver().Query("SELECT count(*) FROM "+s.ks+".third WHERE device_id = ? AND ts = ?  ALLOW FILTERING",
+		refused.device, refused.ts).Scan(&n); err != nil || n != 1 {
+		t.Errorf("table third: the refused record's device holds %d rows of its event time, %v; want 1 (no newer event of it)", n, err)
 	}
 }
