@@ -14,6 +14,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/metrics"
 	"github.com/bucketsink/sink/routing"
 )
@@ -40,11 +41,95 @@ func BenchmarkPipelineSlowWriter(b *testing.B) {
 	b.ReportMetric(float64(w.rows.Load())/float64(max(w.batches.Load(), 1)), "rows/batch")
 }
 
-// benchmarkPipeline runs b.N records from an in-process cluster through the whole pipeline (poll, queue,
-// map, batch, write, track, mark) to committed offsets, with a writer that discards; with split, the
-// topic has split on. kfake's own cost is
-// included, so this is a lower bound of the pipeline's throughput.
+// benchmarkPipeline runs b.N records through the whole pipeline with a fake mapper (no decode) writing
+// one row per record; with split, the topic has split on.
 func benchmarkPipeline(b *testing.B, w BatchWriter, split bool) {
+	cfg := &config.Config{
+		Writer: config.Writer{CommitInterval: config.Duration(100 * time.Millisecond), MaxInFlight: 8},
+		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
+	}
+	var mp Mapper = oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Entry: "events"}}}
+	var splits SplitStore
+	if split {
+		tc := cfg.Topics["events"]
+		tc.Split = config.Split{Enabled: true, MaxEventBuckets: 8, MaxRows: 1000}
+		cfg.Topics["events"] = tc
+		mp, splits = splitFakeMapper{mp.(oneEntry), &routing.Routes{}}, noSplits{}
+	}
+	runPipelineBench(b, cfg, mp, splits, w, func(i int) []byte {
+		return fmt.Appendf(nil, `{"device_id":"dev-%d","n":%d}`, i%500, i)
+	})
+}
+
+// BenchmarkPipelineEntries runs sensor events through the whole pipeline and the real mapper for a
+// topic read by one entry (readings by device and day) and by two (plus readings by site and hour),
+// side by side in one run: an op is one record, so entries=2's ns/op ÷ entries=1's is the second
+// table's cost per record with the decode shared; rows/record counts the rows the writer was given.
+func BenchmarkPipelineEntries(b *testing.B) {
+	for _, n := range []int{1, 2} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			cfg := sensorBenchConfig(n)
+			cfg.ApplyDefaults()
+			mp, err := mapper.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := &countingWriter{}
+			base := time.Now().UTC().Truncate(time.Hour)
+			runPipelineBench(b, cfg, mp, nil, w, func(i int) []byte {
+				return fmt.Appendf(nil, `{"device_id":"dev-%d","ts":%q,"temperature":21.5,"humidity":40.2,"battery":3.71,"site":{"id":"plant-%d"}}`,
+					i%500, base.Add(time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano), i%500%8)
+			})
+			b.ReportMetric(float64(w.rows.Load())/float64(b.N), "rows/record")
+		})
+	}
+}
+
+// sensorBenchConfig is the sensor policy of the bench harness on the test topic: readings by device and
+// day, and with entries 2 also readings by site and hour (the device a clustering column).
+func sensorBenchConfig(entries int) *config.Config {
+	timeCfg := config.EventTime{Source: "field", Field: "ts", Format: "rfc3339"}
+	ttl := config.Duration(7 * 24 * time.Hour)
+	cfg := &config.Config{
+		Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:1"}}, // the in-process cluster's, set by runPipelineBench
+		Cassandra: config.Cassandra{Hosts: []string{"127.0.0.1"}, Keyspace: "ks"},
+		Writer:    config.Writer{CommitInterval: config.Duration(100 * time.Millisecond), MaxInFlight: 8},
+		Topics: map[string]config.Topic{"readings": {
+			Topic: testTopic, ID: []string{"device_id"}, Time: timeCfg, TTL: ttl,
+			Bucket: config.Bucket{Width: "1d", Key: "text", Layout: "2006-01-02"}, Table: "readings",
+			Columns: []config.Column{
+				{Name: "device_id", Type: "text", Field: "device_id"},
+				{Name: "reading_time", Type: "timestamp", Source: "event_time"},
+				{Name: "site_id", Type: "text", Field: "site.id"},
+				{Name: "temperature", Type: "double", Field: "temperature"},
+				{Name: "humidity", Type: "double", Field: "humidity"},
+				{Name: "battery", Type: "double", Field: "battery"},
+			},
+			Clustering: []config.Clustering{{Column: "reading_time", Order: "desc"}},
+		}},
+	}
+	if entries == 2 {
+		cfg.Topics["by-site"] = config.Topic{
+			Topic: testTopic, ID: []string{"site_id"}, Time: timeCfg, TTL: ttl,
+			Bucket: config.Bucket{Width: "1h"}, Table: "readings_by_site",
+			Columns: []config.Column{
+				{Name: "site_id", Type: "text", Field: "site.id"},
+				{Name: "reading_time", Type: "timestamp", Source: "event_time"},
+				{Name: "device_id", Type: "text", Field: "device_id"},
+				{Name: "temperature", Type: "double", Field: "temperature"},
+				{Name: "humidity", Type: "double", Field: "humidity"},
+			},
+			Clustering: []config.Clustering{{Column: "reading_time", Order: "desc"}, {Column: "device_id", Order: "asc"}},
+		}
+	}
+	return cfg
+}
+
+// runPipelineBench produces b.N records (value(i) the i-th value) to an in-process cluster and runs them
+// through the whole pipeline (poll, queue, map, batch, write, track, mark) to committed offsets. cfg's
+// brokers and group are set here and its defaults applied. kfake's own cost is included, so this is a
+// lower bound of the pipeline's throughput.
+func runPipelineBench(b *testing.B, cfg *config.Config, mp Mapper, splits SplitStore, w BatchWriter, value func(int) []byte) {
 	b.ReportAllocs()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testParts, testTopic), kfake.SeedTopics(1, testDLQ))
 	if err != nil {
@@ -60,7 +145,7 @@ func benchmarkPipeline(b *testing.B, w BatchWriter, split bool) {
 	recs := make([]*kgo.Record, 0, b.N)
 	for i := range b.N {
 		recs = append(recs, &kgo.Record{Topic: testTopic, Partition: int32(i % testParts),
-			Key: fmt.Appendf(nil, "dev-%d", i%500), Value: fmt.Appendf(nil, `{"device_id":"dev-%d","n":%d}`, i%500, i)})
+			Key: fmt.Appendf(nil, "dev-%d", i%500), Value: value(i)})
 	}
 	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		b.Fatal(err)
@@ -69,20 +154,8 @@ func benchmarkPipeline(b *testing.B, w BatchWriter, split bool) {
 	for _, r := range recs {
 		end[r.Partition] = max(end[r.Partition], r.Offset+1)
 	}
-	cfg := &config.Config{
-		Kafka:  config.Kafka{Brokers: c.ListenAddrs(), Group: "bench"},
-		Writer: config.Writer{CommitInterval: config.Duration(100 * time.Millisecond), MaxInFlight: 8},
-		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
-	}
+	cfg.Kafka = config.Kafka{Brokers: c.ListenAddrs(), Group: "bench"}
 	cfg.ApplyDefaults()
-	var mp Mapper = oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Entry: "events"}}}
-	var splits SplitStore
-	if split {
-		tc := cfg.Topics["events"]
-		tc.Split = config.Split{Enabled: true, MaxEventBuckets: 8, MaxRows: 1000}
-		cfg.Topics["events"] = tc
-		mp, splits = splitFakeMapper{mp.(oneEntry), &routing.Routes{}}, noSplits{}
-	}
 	pl, err := New(Config{Sink: cfg, Mapper: mp, Splits: splits,
 		Writer: w, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
@@ -119,6 +192,14 @@ func benchmarkPipeline(b *testing.B, w BatchWriter, split bool) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
+}
+
+// countingWriter acknowledges every batch at once and counts its rows.
+type countingWriter struct{ rows atomic.Int64 }
+
+func (w *countingWriter) Write(_ context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
+	w.rows.Add(int64(len(b.Rows)))
+	return nil, nil
 }
 
 // latencyWriter acknowledges after a fixed delay and counts batches, standing in for a Cassandra whose
