@@ -3,10 +3,12 @@ package bench
 import (
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 )
 
@@ -178,6 +180,65 @@ func TestSetupConfigOfACodecRunLoads(t *testing.T) {
 	}
 	if tp := cfg.Topics[topicName]; tp.Codec != config.CodecAvro || len(cfg.SchemaRegistry.URLs) != 1 || cfg.SchemaRegistry.URLs[0] != s.Registry {
 		t.Errorf("codec %q, registry %v: want avro from %s", tp.Codec, cfg.SchemaRegistry.URLs, s.Registry)
+	}
+}
+
+// The run of two entries reads the backlog's Kafka topic twice in one config: the bench's readings by
+// device and day, and readings by site and hour into a table of its own; the schema creates both.
+func TestSetupConfigOfTwoEntriesReadsOneTopicIntoTwoTables(t *testing.T) {
+	s := setup{
+		Brokers: []string{"127.0.0.1:9092"}, Hosts: []string{"127.0.0.1:9042"}, Keyspace: "sinkbench",
+		Topic: "bench_1_backlog", Table: "bench_1_sink_e2", SiteTable: "bench_1_sink_e2_site", Group: "bench_1_sink_e2",
+		Metrics: "127.0.0.1:9999", CommitInterval: time.Second,
+	}
+	_, cfg, err := s.write(t.TempDir(), "sink_entries2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Topics) != 2 {
+		t.Fatalf("%d entries, want 2", len(cfg.Topics))
+	}
+	dev, site := cfg.Topics[topicName], cfg.Topics[siteEntryName]
+	if dev.Topic != s.Topic || site.Topic != s.Topic {
+		t.Errorf("Kafka topics %q and %q, want both %q", dev.Topic, site.Topic, s.Topic)
+	}
+	if dev.Table != s.Table || site.Table != s.SiteTable {
+		t.Errorf("tables %q and %q, want %q and %q", dev.Table, site.Table, s.Table, s.SiteTable)
+	}
+	if !slices.Equal(site.ID, []string{"site_id"}) || site.Bucket.Width != "1h" || dev.Bucket.Width != "1d" {
+		t.Errorf("site entry id %v width %q, device entry width %q: want [site_id] by 1h beside the device's 1d", site.ID, site.Bucket.Width, dev.Bucket.Width)
+	}
+	ddl, err := cassandra.Schema(cfg, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{s.Table, s.SiteTable} {
+		if !slices.ContainsFunc(ddl, func(stmt string) bool {
+			return strings.Contains(stmt, "CREATE TABLE IF NOT EXISTS sinkbench."+table+" ")
+		}) {
+			t.Errorf("no CREATE TABLE for %s in:\n%s", table, strings.Join(ddl, "\n"))
+		}
+	}
+	one := s
+	one.SiteTable = ""
+	if _, cfg, err := one.write(t.TempDir(), "sink", nil); err != nil || len(cfg.Topics) != 1 {
+		t.Errorf("without a site table: %v, %d entries; want the one entry", err, len(cfg.Topics))
+	}
+}
+
+// A run of two entries is judged by the two figures.
+func TestJudgeEntriesRun(t *testing.T) {
+	r := &Result{Entries: &EntriesRun{Entries: 2, PerTableRatio: 0.85, CPUPerRecordRatio: 1.7}}
+	r.judge()
+	met := map[string]bool{}
+	for _, tg := range r.Targets {
+		met[tg.Name] = tg.Met
+	}
+	if m, ok := met["sink rows/s per table, two entries ÷ one"]; !ok || !m {
+		t.Errorf("rows/s per table 0.85 (want ≥ 0.8): met %v, judged %v", m, ok)
+	}
+	if m, ok := met["sink CPU per record, two entries ÷ one"]; !ok || m {
+		t.Errorf("CPU per record 1.7 (want ≤ 1.6): met %v, judged %v", m, ok)
 	}
 }
 

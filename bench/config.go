@@ -11,8 +11,12 @@ import (
 	"github.com/bucketsink/sink/config"
 )
 
-// topicName is the key of the one topic in the bench configs (topics.<topicName>).
-const topicName = "readings"
+// topicName is the key of the bench's entry in its configs (topics.<topicName>), and siteEntryName the
+// key of the second entry that a run of two entries adds on the same Kafka topic.
+const (
+	topicName     = "readings"
+	siteEntryName = "readings_by_site"
+)
 
 // setup is what one daemon run needs: its topic, table and group, all fresh.
 type setup struct {
@@ -24,6 +28,9 @@ type setup struct {
 	CommitInterval time.Duration
 	// Codec and Registry: the topic's codec and the schema registry's URL; "" for JSON.
 	Codec, Registry string
+	// SiteTable, when set, adds a second entry on the same Kafka topic (siteEntryName): the readings
+	// of a site by hour into this table, the device a clustering column.
+	SiteTable string
 }
 
 // yaml renders the daemon config: the demo's sensor policy (examples/local.yaml: daily buckets of
@@ -42,6 +49,26 @@ func (s setup) yaml() string {
 	if s.Codec != "" {
 		codec = "\n    codec: " + s.Codec
 		registry = "schema_registry:\n  urls: " + list([]string{s.Registry}) + "\n"
+	}
+	site := ""
+	if s.SiteTable != "" {
+		site = fmt.Sprintf(`  %s:
+    topic: %s%s
+    id: [site_id]
+    time: {source: field, field: ts, format: rfc3339}
+    bucket: {width: 1h}
+    table: %s
+    columns:
+      - {name: site_id, type: text, field: site.id}
+      - {name: reading_time, type: timestamp, source: event_time}
+      - {name: device_id, type: text, field: device_id}
+      - {name: temperature, type: double, field: temperature}
+      - {name: humidity, type: double, field: humidity}
+    clustering:
+      - {column: reading_time, order: desc}
+      - {column: device_id, order: asc}
+    ttl: 7d
+`, siteEntryName, q(s.Topic), codec, q(s.SiteTable))
 	}
 	return fmt.Sprintf(`# Written by the benchmark harness (package bench) for one run.
 %skafka:
@@ -76,8 +103,8 @@ topics:
     clustering:
       - {column: reading_time, order: desc}
     ttl: 7d
-`, registry, list(s.Brokers), q(s.Group), list(s.Hosts), q(s.Keyspace), q(s.CommitInterval.String()), q(s.Metrics),
-		topicName, q(s.Topic), codec, q(s.Table))
+%s`, registry, list(s.Brokers), q(s.Group), list(s.Hosts), q(s.Keyspace), q(s.CommitInterval.String()), q(s.Metrics),
+		topicName, q(s.Topic), codec, q(s.Table), site)
 }
 
 // write saves the config into dir as <name>.yaml, loads it back with the daemon's own loader (with

@@ -85,6 +85,10 @@ type Options struct {
 	// URL) and consumed by the sink, whose rows/s is compared with the JSON run's (Result.Codec).
 	Codec    string
 	Registry string
+	// Entries, when 2, adds a phase after the sink's: the sink again over the same backlog with a
+	// second entry reading the Kafka topic (the readings by site and hour), its rows/s per table and
+	// CPU per record compared with the one-entry run's (Result.Entries). 0 or 1: no such phase.
+	Entries int
 }
 
 func (o *Options) defaults() error {
@@ -143,6 +147,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Partitions < 1 {
 		errs = append(errs, fmt.Errorf("partitions: %d, want at least 1", o.Partitions))
+	}
+	if o.Entries < 0 || o.Entries > 2 {
+		errs = append(errs, fmt.Errorf("entries: %d, want 1 or 2", o.Entries))
 	}
 	if o.Codec == gen.CodecJSON {
 		o.Codec = "" // the JSON run is always made
@@ -322,6 +329,13 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		}
 	}
 
+	// Phase 3c: the same backlog read by two entries.
+	if o.Entries == 2 {
+		if err := h.entriesRun(ctx, base, end, sink); err != nil {
+			return nil, err
+		}
+	}
+
 	// The ceiling again, after the sink and the wait for a quiet machine, with the same setting:
 	// Cassandra's state drifts (memtable flushes, compactions of the tables just written, other load on
 	// the machine), and the sink is judged against the better of the two runs that bracket it, never
@@ -440,14 +454,53 @@ func (h *harness) codecRun(ctx context.Context, base setup, jsonPerSec float64) 
 	return nil
 }
 
-// createTable applies the schema `sink schema` would print for the bench topic: the keyspace if
-// missing, and the table.
-func (h *harness) createTable(ctx context.Context, cfg *config.Config) error {
-	ddl, err := cassandra.Schema(cfg, []string{topicName}, time.Now())
-	if err != nil {
-		return fmt.Errorf("generating the schema of topics.%s: %w", topicName, err)
+// entriesRun runs the sink over the backlog again with the config of two entries on its Kafka topic
+// (a fresh group, fresh tables) and compares it with one, the one-entry run: every record gives a row
+// to each table, so the run's records/s is its rows/s per table.
+func (h *harness) entriesRun(ctx context.Context, base setup, end map[int32]int64, one *Process) error {
+	o := h.o
+	st := base
+	st.Table, st.SiteTable, st.Group = o.Prefix+"_sink_e2", o.Prefix+"_sink_e2_site", o.Prefix+"_sink_e2"
+	var err error
+	if st.Metrics, err = freeAddr(); err != nil {
+		return err
 	}
-	h.tables = append(h.tables, cfg.Topics[topicName].Table) // before the DDL: a half-made table is dropped too
+	path, cfg, err := st.write(o.WorkDir, "sink_entries2", o.DaemonEnv)
+	if err != nil {
+		return err
+	}
+	if err := h.createTable(ctx, cfg); err != nil {
+		return err
+	}
+	if err := h.settle(ctx, "sink_entries2"); err != nil {
+		return err
+	}
+	var total int64
+	for _, e := range end {
+		total += e
+	}
+	p, err := h.daemon(ctx, "sink_entries2", []string{"run", "--config", path}, st, end, "", int(max(3, min(120, total/40_000))))
+	if err != nil {
+		return err
+	}
+	p.Table = st.Table + "," + st.SiteTable
+	h.drop(ctx, st.Table)
+	h.drop(ctx, st.SiteTable)
+	h.res.Entries = &EntriesRun{Entries: 2, Tables: []string{st.Table, st.SiteTable}, Sink: *p,
+		PerTableRatio: p.PerSec / one.PerSec, CPUPerRecordRatio: p.CPUPerMillion / one.CPUPerMillion}
+	return nil
+}
+
+// createTable applies the schema `sink schema` would print for every entry of the bench config: the
+// keyspace if missing, and the tables.
+func (h *harness) createTable(ctx context.Context, cfg *config.Config) error {
+	ddl, err := cassandra.Schema(cfg, nil, time.Now())
+	if err != nil {
+		return fmt.Errorf("generating the schema of the bench config: %w", err)
+	}
+	for _, tp := range cfg.Topics { // before the DDL: a half-made table is dropped too
+		h.tables = append(h.tables, tp.Table)
+	}
 	for _, stmt := range ddl {
 		if err := h.admin.Query(stmt).ExecContext(ctx); err != nil {
 			return fmt.Errorf("applying %q: %w", firstLine(stmt), err)

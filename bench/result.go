@@ -26,8 +26,10 @@ type Result struct {
 	Pipeline  Process   `json:"pipeline"`
 	Latency   Latency   `json:"latency"`
 	// Codec is the run of the same events in another format (Options.Codec); nil without one.
-	Codec   *CodecRun `json:"codec,omitempty"`
-	Targets []Target  `json:"targets"`
+	Codec *CodecRun `json:"codec,omitempty"`
+	// Entries is the run of the same backlog read by two entries (Options.Entries); nil without one.
+	Entries *EntriesRun `json:"entries,omitempty"`
+	Targets []Target    `json:"targets"`
 	// Settles are the waits for a quiet machine before each measured write phase, in order.
 	Settles []Settle `json:"settles,omitempty"`
 }
@@ -38,6 +40,17 @@ type CodecRun struct {
 	AvgEventBytes float64 `json:"avg_event_bytes"`
 	Sink          Process `json:"sink"`
 	RatioToJSON   float64 `json:"ratio_to_json"` // its rows/s ÷ the JSON sink run's
+}
+
+// EntriesRun is the sink over the backlog with its Kafka topic read by several entries, one table each.
+type EntriesRun struct {
+	Entries int      `json:"entries"`
+	Tables  []string `json:"tables"`
+	Sink    Process  `json:"sink"` // per_s counts records: each gives one row to every table
+	// PerTableRatio is the run's rows/s per table ÷ the one-entry sink run's rows/s, and
+	// CPUPerRecordRatio its sink CPU per record ÷ the one-entry run's.
+	PerTableRatio     float64 `json:"per_table_rows_ratio"`
+	CPUPerRecordRatio float64 `json:"cpu_per_record_ratio"`
 }
 
 // Settle is one wait for a quiet machine (harness.settle).
@@ -201,6 +214,11 @@ func (r *Result) judge() {
 	if c := r.Codec; c != nil {
 		r.Targets = append(r.Targets, Target{Name: "sink rows/s in " + c.Codec + " ÷ in JSON", Want: "≥ 0.9", Measured: c.RatioToJSON, Met: c.RatioToJSON >= 0.9})
 	}
+	if e := r.Entries; e != nil {
+		r.Targets = append(r.Targets,
+			Target{Name: "sink rows/s per table, two entries ÷ one", Want: "≥ 0.8", Measured: e.PerTableRatio, Met: e.PerTableRatio >= 0.8},
+			Target{Name: "sink CPU per record, two entries ÷ one", Want: "≤ 1.6", Measured: e.CPUPerRecordRatio, Met: e.CPUPerRecordRatio > 0 && e.CPUPerRecordRatio <= 1.6})
+	}
 }
 
 // Finite reports whether the ratios of the run are computed: finite and positive.
@@ -314,6 +332,10 @@ func (r *Result) printBacklog(tw io.Writer) {
 	if c := r.Codec; c != nil {
 		fmt.Fprintf(tw, "sink in %s\t%s rows/s\t%.3f × the JSON run; the same events, %.0f B avg; %.1f s; %.2f CPU-s per million; peak RSS %.0f MiB\n",
 			c.Codec, num(c.Sink.PerSec), c.RatioToJSON, c.AvgEventBytes, c.Sink.Seconds, c.Sink.CPUPerMillion, float64(c.Sink.PeakRSSBytes)/(1<<20))
+	}
+	if e := r.Entries; e != nil {
+		fmt.Fprintf(tw, "sink, %d entries	%s rows/s per table	%.3f × the one-entry run; CPU per record %.3f × (%.2f CPU-s per million records); %.1f s; peak RSS %.0f MiB\n",
+			e.Entries, num(e.Sink.PerSec), e.PerTableRatio, e.CPUPerRecordRatio, e.Sink.CPUPerMillion, e.Sink.Seconds, float64(e.Sink.PeakRSSBytes)/(1<<20))
 	}
 	p := r.Pipeline
 	fmt.Fprintf(tw, "pipeline only\t%s events/s\t%s events per CPU-second; %.1f s; peak RSS %.0f MiB; %.1f rows per batch\n",

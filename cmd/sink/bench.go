@@ -47,6 +47,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		discard    = fs.Bool("discard-daemon", false, "internal: run the pipeline with a discarding writer (the harness's pipeline-only phase)")
 		cfgPath    = fs.String("config", "", "internal, with --discard-daemon: the daemon config")
 		codecName  = fs.String("codec", "json", "also run the sink over the same events in avro, protobuf or json_schema, and compare its rows/s with JSON's")
+		entries    = fs.Int("entries", 1, "2: also run the sink over the same backlog with a second entry reading its topic (readings by site and hour), and compare rows/s per table and CPU per record with one entry's")
 		registry   = fs.String("registry", "http://127.0.0.1:8081/apis/ccompat/v7", "with --codec: the schema registry's base URL")
 	)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -74,7 +75,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor, LatencyRate: *latRate,
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
 		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID,
-		Codec: *codecName, Registry: *registry,
+		Codec: *codecName, Registry: *registry, Entries: *entries,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "sink bench: %v\n", err)
