@@ -138,8 +138,7 @@ type readyBatch struct {
 	taken          time.Time // when it left the batcher
 }
 
-// overdue is how long past its linger a batch may wait for a slot while many writes are in flight, and
-// while younger full batches take the slots before it (below the byte budget; see lateFirst).
+// overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
 const overdue = 100 * time.Millisecond
 
 // starve bounds how long past its linger a row may be held while the byte budget is full: the oldest
