@@ -48,13 +48,13 @@ func TestMapAllRowsLandInEachEntrysTable(t *testing.T) {
 	at := time.Date(2024, 1, 15, 14, 37, 22, 123e6, time.UTC)
 	var device string
 	if err := s.Driver().Query(`SELECT device_id FROM `+all[0].Row.Target.Keyspace+`.by_device WHERE device_id = ? AND bucket = ? AND at = ?`,
-		"dev-1", "2024-01-15", at).WithContext(ctx).Scan(&device); err != nil || device != "dev-1" {
+		"dev-1", "2024-01-15", at).ScanContext(ctx, &device); err != nil || device != "dev-1" {
 		t.Errorf("by_device: %q, %v", device, err)
 	}
 	vals := packed.Values(all[1].Row.Packed)
 	var temp float64
 	if err := s.Driver().Query(`SELECT temperature FROM `+all[1].Row.Target.Keyspace+`.by_site WHERE site_id = ? AND bucket = ? AND event_bucket = ? AND at = ? AND device = ?`,
-		"plant-1", time.Date(2024, 1, 15, 14, 0, 0, 0, time.UTC), packed.GoValue(vals[5]), at, "dev-1").WithContext(ctx).Scan(&temp); err != nil || temp != 21.5 {
+		"plant-1", time.Date(2024, 1, 15, 14, 0, 0, 0, time.UTC), packed.GoValue(vals[5]), at, "dev-1").ScanContext(ctx, &temp); err != nil || temp != 21.5 {
 		t.Errorf("by_site: %v, %v", temp, err)
 	}
 }

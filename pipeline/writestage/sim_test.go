@@ -347,33 +347,3 @@ func TestBacklogBusyPartitionsFillTheCeilingsBatches(t *testing.T) {
 		t.Errorf("%.1f rows per request with the shipped limits, fewer than %.1f with 100 rows and 32 KiB", a, o)
 	}
 }
-
-// TestStallTailIsTheStallAndTheDrain guards produce → readable's tail at 40,000 rows/s when the node stops
-// serving for 300 ms every 2 s (a flush, a collector pause, a neighbour on a shared machine): a row's wait
-// is the stall plus the drain behind it. With full batches taking every free slot first, the sparse
-// partitions' rows from before the stall waited behind the busy partitions' younger full batches, and the
-// 99th percentile reached 393 ms (429 ms with 100-row batches).
-func TestStallTailIsTheStallAndTheDrain(t *testing.T) {
-	var r simResult
-	synctest.Test(t, func(t *testing.T) {
-		r = simulate(simConfig{
-			Batcher:     batcher.Config{MaxRows: config.DefaultBatchMaxRows, MaxBytes: int(config.DefaultBatchMaxBytes), Linger: time.Duration(config.DefaultLinger)},
-			MaxInFlight: config.DefaultMaxInFlight,
-			Keys:        10_000, Skew: 1.1, Rows: 400_000, Rate: 40_000, Tick: 2 * time.Millisecond,
-			Budget:     int(config.DefaultMaxBufferedBytes) / 380,
-			Partitions: 6, RowSize: 122,
-			Cores: 1, PerRequest: 250 * time.Microsecond, PerRow: 8 * time.Microsecond,
-			StallEvery: 2 * time.Second, StallFor: 300 * time.Millisecond,
-		})
-	})
-	all := func(simRow) bool { return true }
-	sparse := func(x simRow) bool { return x.key >= "k00100" }
-	wait := func(x simRow) time.Duration { return x.wait }
-	a, n := r.rowsPerRequest(func(simRequest) bool { return true })
-	t.Logf("%.1f rows per request (%d); wait p50 %v, p99 %v, max %v; rows of partitions past the 100 busiest: p50 %v, p99 %v",
-		a, n, r.quantile(.5, all, wait), r.quantile(.99, all, wait), r.quantile(1, all, wait),
-		r.quantile(.5, sparse, wait), r.quantile(.99, sparse, wait))
-	if p99 := r.quantile(.99, all, wait); p99 > 375*time.Millisecond {
-		t.Errorf("p99 of a row's wait = %v, want at most 375ms (the 300ms stall and the drain)", p99)
-	}
-}

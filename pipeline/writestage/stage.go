@@ -138,8 +138,7 @@ type readyBatch struct {
 	taken          time.Time // when it left the batcher
 }
 
-// overdue is how long past its linger a batch may wait for a slot while many writes are in flight, and
-// while younger full batches take the slots before it (below the byte budget; see lateFirst).
+// overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
 const overdue = 100 * time.Millisecond
 
 // starve bounds how long past its linger a row may be held while the byte budget is full: the oldest
@@ -228,8 +227,6 @@ func (s *Stage) Run() {
 			now := s.cfg.Now()
 			if next, ok := s.b.NextDue(); ok && !next.After(now) {
 				switch {
-				case s.lateFirst(now, next):
-					// Overdue rows older than every full batch waiting for a slot were put ahead of them.
 				case now.Sub(next) > starve:
 					// The oldest batch goes next, before any other partial batch; full batches already
 					// waiting for a slot stay ahead of it (they are as old, and they carry the most rows).
@@ -292,46 +289,6 @@ func (s *Stage) Run() {
 func (s *Stage) overdue(now time.Time) bool {
 	next, ok := s.b.NextDue()
 	return ok && now.Sub(next) >= overdue
-}
-
-// lateFirst puts overdue rows ahead of younger full batches, at a free slot: when the byte budget has
-// room and the oldest open batch (due at next) has waited past its linger by overdue (and not yet past
-// starve, which sends the oldest batch by itself), it takes every overdue open batch whose first row is
-// older than the first row of every batch in the ready queue, joins them (Group), and queues them ahead
-// of the ready ones. It reports whether it did.
-//
-// Full batches otherwise take every slot they want: after Cassandra stalled for a moment, the busy
-// partitions' full batches, made of rows that arrived after the stall began, went ahead of the sparse
-// partitions' batches whose rows had waited since before it, which drained one cohort per free slot behind
-// them; those rows made the tail of produce → readable. Oldest row first between the two queues bounds
-// that wait by the stall plus the drain. Under a full budget (a backlog) the batches that carry the most
-// rows go first instead (batcher.Pick): there the sink is behind anyway, and large requests catch up
-// soonest.
-func (s *Stage) lateFirst(now, next time.Time) bool {
-	if now.Sub(next) < overdue || now.Sub(next) > starve || s.cfg.BudgetFull() {
-		return false
-	}
-	linger := s.cfg.Batcher.Linger
-	upTo := now.Add(-overdue) // Due takes the batches whose linger ended by then
-	if len(s.ready) > 0 {
-		oldest := s.ready[0].b.First
-		for _, rb := range s.ready[1:] {
-			if rb.b.First.Before(oldest) {
-				oldest = rb.b.First
-			}
-		}
-		if !next.Add(-linger).Before(oldest) {
-			return false // the ready queue holds the oldest row
-		}
-		if h := oldest.Add(linger - time.Nanosecond); h.Before(upTo) {
-			upTo = h // only rows older than every ready batch's
-		}
-	}
-	queued := s.ready
-	s.ready = nil
-	s.take(s.group(s.b.Due(upTo))...)
-	s.ready = append(s.ready, queued...)
-	return true
 }
 
 // add puts a message's rows into the batcher; batches that fill up become ready.
