@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -283,21 +282,6 @@ func (r simResult) rowsPerRequest(keep func(simRequest) bool) (float64, int) {
 		return 0, 0
 	}
 	return float64(rows) / float64(n), n
-}
-
-// quantile returns the q-quantile (0..1) of what of returns for the rows keep accepts.
-func (r simResult) quantile(q float64, keep func(simRow) bool, of func(simRow) time.Duration) time.Duration {
-	var w []time.Duration
-	for _, row := range r.rows {
-		if keep(row) {
-			w = append(w, of(row))
-		}
-	}
-	if len(w) == 0 {
-		return 0
-	}
-	slices.Sort(w)
-	return w[min(int(q*float64(len(w))), len(w)-1)]
 }
 
 // busiest is the ten busiest partitions' keys (the Zipf ranks 0 to 9).
