@@ -465,8 +465,13 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 		line("write timestamp\tnone (server: Cassandra stamps the write)")
 	}
 	tw.Flush()
+	printBound(w, ex)
+}
+
+// printBound prints the statement of an explained row and the values it binds, one per line.
+func printBound(w io.Writer, ex mapper.Explanation) {
 	fmt.Fprintf(w, "\n%s\n\nbound values:\n", ex.CQL)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, v := range ex.Bound {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal())
 	}
@@ -490,10 +495,5 @@ func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 	line("write timestamp\t%d µs (the tombstone's Kafka timestamp %s in µs + 999: upserts with an event time up to that millisecond stay deleted, even replayed later; later ones are kept)",
 		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli))
 	tw.Flush()
-	fmt.Fprintf(w, "\n%s\n\nbound values:\n", ex.CQL)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for i, v := range ex.Bound {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal())
-	}
-	tw.Flush()
+	printBound(w, ex)
 }
