@@ -400,8 +400,12 @@ func (c *Config) validateTopics(v *validator) {
 	}
 	names := c.TopicNames()
 	sources := map[string]string{} // Kafka topic → the first entry (in name order) that reads it
+	readers := map[string]int{}    // Kafka topic → how many entries read it
 	for _, name := range names {
 		t := c.Topics[name]
+		if readers[t.Topic]++; readers[t.Topic] == MaxEntriesPerTopic+1 && t.Topic != "" {
+			v.add("topics."+name+".topic", "Kafka topic %q is read by more than %d entries; a record's rows in all its tables are tracked together, and at most %d can be: split the entries over several sinks", t.Topic, MaxEntriesPerTopic, MaxEntriesPerTopic)
+		}
 		if prev, shared := sources[t.Topic]; shared && t.Topic != "" {
 			c.validateSharedTopic(v, prev, name)
 		} else {
@@ -413,6 +417,10 @@ func (c *Config) validateTopics(v *validator) {
 	}
 	c.validateSharedTables(v, names)
 }
+
+// MaxEntriesPerTopic is the most entries that may read one Kafka topic: the offset tracker counts a
+// record's parts (a row per entry, plus its dead letter) in one byte (pipeline/offsets.MaxParts).
+const MaxEntriesPerTopic = 255
 
 // validateSharedTopic checks entry name against first, the first entry (in name order) that reads
 // the same Kafka topic. Several entries may read one topic: each record is fetched and decoded once

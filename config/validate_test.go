@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,4 +238,22 @@ func TestEntryResolvesACommandLinesTopic(t *testing.T) {
 			t.Errorf("Entry(%q) = %q, %v; want %q, %q", tc.name, got, err, tc.want, tc.err)
 		}
 	}
+}
+
+// TestValidateRefusesMoreEntriesOnOneKafkaTopicThanARecordCanTrack: a record's parts (a row per entry and
+// its dead letter) are counted in one byte; a config past that is refused at validation, not at the
+// first record (where the partition could only stop).
+func TestValidateRefusesMoreEntriesOnOneKafkaTopicThanARecordCanTrack(t *testing.T) {
+	withEntries := func(n int) *Config {
+		return validConfig(t, func(c *Config) {
+			r := c.Topics["readings"]
+			for i := range n {
+				e := r
+				e.Table = fmt.Sprintf("readings_%03d", i)
+				c.Topics[fmt.Sprintf("e%03d", i)] = e
+			}
+		})
+	}
+	wantProblems(t, withEntries(MaxEntriesPerTopic-1), nil) // with readings: MaxEntriesPerTopic entries
+	wantProblems(t, withEntries(MaxEntriesPerTopic), map[string]string{"topics.readings.topic": "read by more than 255 entries"})
 }

@@ -412,3 +412,12 @@ func TestRecordIsSkippedOnlyWhenEveryEntrySkipsIt(t *testing.T) {
 		t.Errorf("sink_records_dead_lettered_total{reason=expired} %v, want 0", got)
 	}
 }
+
+// TestEveryEntryOfATopicFitsARecordsParts: config.Validate lets at most config.MaxEntriesPerTopic entries
+// read one Kafka topic; a record of them all, plus its dead letter, must fit the tracker's parts.
+func TestEveryEntryOfATopicFitsARecordsParts(t *testing.T) {
+	if config.MaxEntriesPerTopic+1 > offsets.MaxParts {
+		t.Errorf("config.MaxEntriesPerTopic %d: a record of every entry and a dead letter has %d parts, the tracker holds %d",
+			config.MaxEntriesPerTopic, config.MaxEntriesPerTopic+1, offsets.MaxParts)
+	}
+}
