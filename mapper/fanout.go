@@ -45,7 +45,9 @@ func (f *feed) compile(reg codec.Registry) {
 	f.codecName, f.codec, f.framed, f.reference, f.registry = first.codecName, first.codec, first.framed, first.reference, reg
 	index := map[string]int{}
 	slot := func(fd codec.Field) int {
-		key := fmt.Sprintf("%s\x00%d\x00%d\x00%d", strings.Join(fd.Path, "."), fd.Type.Kind, fd.Type.Elem, fd.Unit)
+		// The event time (a field of no column) is decoded by rules of its own (codec/json: a time
+		// with a unit takes only numbers), so it never shares a slot with a column of the same field.
+		key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%t", strings.Join(fd.Path, "."), fd.Type.Kind, fd.Type.Elem, fd.Unit, fd.Column == "")
 		i, ok := index[key]
 		if !ok {
 			i = len(f.fields)

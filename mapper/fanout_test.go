@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
@@ -334,4 +335,41 @@ func FuzzMapAllIsMapEntry(f *testing.F) {
 		r.Value = value
 		checkMapAllIsMapEntry(t, m, r)
 	})
+}
+
+// TestMapAllDecodesAnEventTimeByItsOwnRules: an entry whose event time is a unix_ms number and another
+// whose timestamp column reads the same field as text share no decoded slot: a record whose field is RFC
+// 3339 text is refused by the first entry under MapAll exactly as under MapEntry (a split re-maps by
+// MapEntry, and adding an entry must not change what a replay writes for another).
+func TestMapAllDecodesAnEventTimeByItsOwnRules(t *testing.T) {
+	c := baseConfig()
+	r := c.Topics["readings"]
+	r.Time.Format = "unix_ms"
+	c.Topics["readings"] = r
+	c.Topics["a-col"] = config.Topic{
+		Topic: r.Topic, Codec: r.Codec, Accept: r.Accept,
+		ID:     []string{"device_id"},
+		Time:   config.EventTime{Source: config.TimeSourceKafka},
+		Bucket: config.Bucket{Width: "1d"},
+		Table:  "ts_by_device",
+		Columns: []config.Column{
+			{Name: "device_id", Type: "text", Field: "device_id"},
+			{Name: "ts", Type: "timestamp", Field: "ts"},
+		},
+		Clustering: []config.Clustering{{Column: "ts"}},
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{
+		`{"device_id":"dev-1","ts":"2024-01-15T10:00:00Z","temperature":21.5}`,
+		`{"device_id":"dev-1","ts":1705312800000,"temperature":21.5}`,
+	} {
+		checkMapAllIsMapEntry(t, m, Record{Topic: r.Topic, Partition: 0, Offset: 7, Value: []byte(v), Timestamp: time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)})
+	}
 }
