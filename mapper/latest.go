@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 )
@@ -33,16 +34,8 @@ import (
 // delete row (delete, latest-value entries only; see tombstone).
 
 // tieBreak is the write timestamp's microseconds below the event time's millisecond: FNV-1a 64 of the
-// row's packed values, mod 1000.
-func tieBreak(values []byte) int64 {
-	const offset64, prime64 = 14695981039346656037, 1099511628211
-	h := uint64(offset64)
-	for _, b := range values {
-		h ^= uint64(b)
-		h *= prime64
-	}
-	return int64(h % 1000)
-}
+// row's packed values, mod 1000 (the event-bucket hash, bucketer.EventBucket).
+func tieBreak(values []byte) int64 { return int64(bucketer.EventBucket(values, 1000)) }
 
 // deleteTie is the microseconds a delete adds to its millisecond: the most any upsert of that
 // millisecond can have, so that the delete wins against all of them (and Cassandra lets a deletion win
