@@ -69,6 +69,9 @@ type partition struct {
 	// (skip); the worker's alone.
 	skipLogged time.Time
 	skipped    int
+	// unchargedEntries counts the records with rows taken since the last hand-off, whose tracker entries
+	// handOff charges with their rows, in one charge (the worker's alone).
+	unchargedEntries int64
 	// split is the hot-entity split state of each entry with split on (split.go), by entry name.
 	split map[string]*splitState
 	// mapped is the worker's scratch for what the entries made of a record (MapAll).
@@ -265,8 +268,14 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 		p.setStuck(r.Offset, true)
 		return rows, false, false
 	}
-	// The tracker entry's cost, returned when the watermark passes it.
-	p.pl.charge(p.tp, budget.EntryCost)
+	// The tracker entry's cost, returned when the watermark passes it: charged by handOff with the rows
+	// when the record has any (it cannot be retired before they are handed on and written), here at once
+	// when it has none. One charge per hand-off keeps the pipeline's lock off the per-record path.
+	if nrows > 0 {
+		p.unchargedEntries++
+	} else {
+		p.pl.charge(p.tp, budget.EntryCost)
+	}
 	if len(refusals) == 0 && nrows == 0 {
 		p.Complete([]int64{r.Offset})
 		return rows, true, false
@@ -560,7 +569,8 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 	if len(rows) == 0 {
 		return true
 	}
-	var n int64
+	n := budget.EntryCost * p.unchargedEntries
+	p.unchargedEntries = 0
 	for i := range rows {
 		n += budget.RowCost(&rows[i])
 	}
