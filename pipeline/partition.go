@@ -651,7 +651,7 @@ func (p *partition) unblock(offset int64) {
 // committed), the partition is stuck (paused, counted in sink_stuck_partitions), and they count as blocked:
 // a revoke does not wait for them, the next owner replays them. The first failure and then one a
 // stuckLogEvery is logged at ERROR with the cause.
-func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt int, err error) {
+func (p *partition) WriteRetrying(offsets []int64, entry, reason string, attempt int, err error) {
 	p.mu.Lock()
 	if p.revoked {
 		p.mu.Unlock()
@@ -659,7 +659,7 @@ func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt
 	}
 	newly := 0
 	for _, o := range offsets {
-		if p.hold(o, table) {
+		if p.hold(o, entry) {
 			newly++
 		}
 	}
@@ -674,7 +674,7 @@ func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt
 	}
 	if logIt {
 		p.log.Error("writing rows failed; partition stuck before them, retrying with backoff",
-			slog.Int64("offset", offsets[0]), slog.Int("rows", len(offsets)), slog.String("table", table),
+			slog.Int64("offset", offsets[0]), slog.Int("rows", len(offsets)), slog.String("entry", entry),
 			slog.String("reason", reason), slog.Int("attempt", attempt), slog.Any("error", err))
 	}
 	for _, o := range offsets {
@@ -687,15 +687,15 @@ func (p *partition) WriteRetrying(offsets []int64, table, reason string, attempt
 // retries up to every writer.retry_max, and one line per retry would drown every other message.
 const stuckLogEvery = time.Minute
 
-// WriteRecovered is called when rows of table the write stage was retrying were written (or are about
+// WriteRecovered is called when rows of an entry the write stage was retrying were written (or are about
 // to be dead-lettered): they no longer block their records, and the partition is no longer stuck on a
 // record none of whose rows is held any more.
-func (p *partition) WriteRecovered(offsets []int64, table string) {
+func (p *partition) WriteRecovered(offsets []int64, entry string) {
 	p.mu.Lock()
 	var was []int64
 	rows := 0
 	for _, o := range offsets {
-		row, record := p.unhold(o, table)
+		row, record := p.unhold(o, entry)
 		if row {
 			rows++
 		}
@@ -709,21 +709,22 @@ func (p *partition) WriteRecovered(offsets []int64, table string) {
 	}
 	if rows > 0 {
 		p.log.Info("failed write resolved; its rows no longer hold the partition", slog.Int64("offset", offsets[0]),
-			slog.String("table", table), slog.Int("rows", rows))
+			slog.String("entry", entry), slog.Int("rows", rows))
 	}
 }
 
-// heldRow is a record's row in one table (keyspace.table) that a failed write holds.
+// heldRow is a record's row of one entry (its table's; two entries may write one table) that a failed
+// write holds.
 type heldRow struct {
 	offset int64
-	table  string
+	entry  string
 }
 
-// hold records that the row of the record at offset in table is held by a failed write (a blocker of
+// hold records that the row of the record at offset of entry is held by a failed write (a blocker of
 // the record). It reports whether the row was not held before. A record no longer pending is left
 // alone. The caller holds mu.
-func (p *partition) hold(offset int64, table string) bool {
-	k := heldRow{offset, table}
+func (p *partition) hold(offset int64, entry string) bool {
+	k := heldRow{offset, entry}
 	if p.held[k] || !p.tr.IsPending(offset) {
 		return false
 	}
@@ -735,8 +736,8 @@ func (p *partition) hold(offset int64, table string) bool {
 
 // unhold undoes hold for a row written after all (or handed to the dead-letter sender). It reports
 // whether the row was held, and whether the record has no row held any more. The caller holds mu.
-func (p *partition) unhold(offset int64, table string) (row, record bool) {
-	k := heldRow{offset, table}
+func (p *partition) unhold(offset int64, entry string) (row, record bool) {
+	k := heldRow{offset, entry}
 	if !p.held[k] {
 		return false, false
 	}
@@ -753,11 +754,11 @@ func (p *partition) unhold(offset int64, table string) (row, record bool) {
 // stopping, or the partition was given up. The rows stay not done, so the watermark stops before the
 // first of them and the next owner (or the next start) replays them; they count as blocked so that a
 // stopping partition does not wait for them.
-func (p *partition) WriteAbandoned(offsets []int64, table string) {
+func (p *partition) WriteAbandoned(offsets []int64, entry string) {
 	p.mu.Lock()
 	if !p.revoked {
 		for _, o := range offsets {
-			p.hold(o, table)
+			p.hold(o, entry)
 		}
 	}
 	p.mu.Unlock()

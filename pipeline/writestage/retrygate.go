@@ -133,7 +133,7 @@ func (s *Stage) retryLater(rb readyBatch, attempt int) {
 				t.Stop()
 			}
 		}
-		eachOwner(rb.b, rb.owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets, tableOf(rb.b)) })
+		eachOwner(rb.b, rb.owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets, rb.b.Target.Entry) })
 		s.gateLeft(rb, false)
 		batcher.Release(rb.b)
 		putOwners(rb.owners)

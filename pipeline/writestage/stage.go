@@ -42,12 +42,13 @@ type Owner interface {
 	Context() context.Context
 	// Complete: the rows at offsets were written.
 	Complete(offsets []int64)
-	// WriteRetrying: the batch holding the rows was given back unwritten and will be sent again.
-	WriteRetrying(offsets []int64, table, reason string, attempt int, err error)
-	// WriteRecovered: rows of table (keyspace.table) given back before are no longer held by a failed write.
-	WriteRecovered(offsets []int64, table string)
-	// WriteAbandoned: the stage will not send the rows of table again (stopping, or the partition given up).
-	WriteAbandoned(offsets []int64, table string)
+	// WriteRetrying: the batch holding the rows of entry (topics.<name>; a record has one row per entry)
+	// was given back unwritten and will be sent again.
+	WriteRetrying(offsets []int64, entry, reason string, attempt int, err error)
+	// WriteRecovered: rows of entry given back before are no longer held by a failed write.
+	WriteRecovered(offsets []int64, entry string)
+	// WriteAbandoned: the stage will not send the rows of entry again (stopping, or the partition given up).
+	WriteAbandoned(offsets []int64, entry string)
 	// DeadLetterWrite: the row at offset cannot be written (reason deadletter.ReasonWrite: Cassandra
 	// refused it; deadletter.ReasonSlice: its slice table does not exist) and goes to the dead-letter
 	// topic. row is that row, never nil: the dead letter is made of it if the record has left Kafka.
@@ -408,7 +409,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 	for {
 		ctx, ferr := s.fence(b, owners)
 		if ferr != nil {
-			eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets, tableOf(b)) })
+			eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets, b.Target.Entry) })
 			s.gateLeft(rb, false)
 			return
 		}
@@ -430,7 +431,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 	}
 	s.acknowledged.Observe(max(s.cfg.Now().Sub(rb.taken), 0).Seconds())
 	if rb.retried {
-		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets, tableOf(b)) })
+		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets, b.Target.Entry) })
 		s.gateLeft(rb, true)
 	}
 	m := s.cfg.Metrics
@@ -505,7 +506,7 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 		reason = we.Reason
 	}
 	if s.ctx.Err() != nil || s.cfg.Stopping() || reason == cassandra.FailCanceled || !anyOwned(owners) {
-		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets, tableOf(b)) })
+		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets, b.Target.Entry) })
 		s.gateLeft(rb, false)
 		return false
 	}
@@ -517,7 +518,7 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 	}
 	s.cfg.Metrics.WriteStageRetries.WithLabelValues(b.Rows[0].Source.Topic, reason).Inc()
 	eachOwner(b, owners, nil, func(p Owner, offsets []int64) {
-		p.WriteRetrying(offsets, tableOf(b), reason, attempt, err)
+		p.WriteRetrying(offsets, b.Target.Entry, reason, attempt, err)
 	})
 	s.gateFailed(&rb)
 	s.retryLater(rb, attempt)

@@ -40,6 +40,7 @@ type fakeOwner struct {
 	mu          sync.Mutex
 	completed   []int64
 	retrying    []int64
+	retryingOf  []string // the entry of each WriteRetrying call
 	recovered   []int64
 	abandoned   []int64
 	deadLetters []fakeDeadLetter
@@ -66,8 +67,11 @@ func (o *fakeOwner) Context() context.Context {
 }
 
 func (o *fakeOwner) Complete(offs []int64) { o.note(&o.completed, offs) }
-func (o *fakeOwner) WriteRetrying(offs []int64, _, _ string, _ int, _ error) {
+func (o *fakeOwner) WriteRetrying(offs []int64, entry, _ string, _ int, _ error) {
 	o.note(&o.retrying, offs)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.retryingOf = append(o.retryingOf, entry)
 }
 func (o *fakeOwner) WriteRecovered(offs []int64, _ string) { o.note(&o.recovered, offs) }
 func (o *fakeOwner) WriteAbandoned(offs []int64, _ string) { o.note(&o.abandoned, offs) }
@@ -345,6 +349,29 @@ func TestMissingSliceDeadLetterCarriesTheRow(t *testing.T) {
 		}
 		if got := s.RetryGates(); got != 0 {
 			t.Errorf("retry gates = %d, want 0: dead-lettered rows are not retried", got)
+		}
+	})
+}
+
+// TestGivenBackRowsNameTheirEntryNotTheirTable: two entries of one Kafka topic may write one table, and a
+// record then has a row of each in it; the owner counts the rows a failed write holds by entry, so the
+// stage must name the entry, or the second row of the record would be taken for the first.
+func TestGivenBackRowsNameTheirEntryNotTheirTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &fakeWriter{err: errDown}
+		s := startStage(t, w, 1, time.Hour, nil)
+		o := newOwner(0)
+		other := &batcher.Target{Keyspace: target.Keyspace, Table: target.Table, Columns: target.Columns, Entry: "readings-copy"}
+		second := row(o, "e1", 10)
+		second.Target = other
+		s.In() <- Msg{Rows: []batcher.Row{row(o, "e1", 10), second}, Owner: o}
+		synctest.Wait()
+		o.mu.Lock()
+		got := slices.Clone(o.retryingOf)
+		o.mu.Unlock()
+		slices.Sort(got)
+		if want := []string{"readings", "readings-copy"}; !slices.Equal(got, want) {
+			t.Errorf("rows given back named %v, want the entries %v", got, want)
 		}
 	})
 }
