@@ -238,7 +238,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 			slog.Int64("offset", d.offset), slog.String("reason", d.reason()),
 			slog.String("dead_letter_topic", dlq), slog.Int("attempt", attempt),
 			slog.Duration("retry_in", backoff), slog.Any("error", err))
-		p.setStuck(d.offset, true)
+		p.setStuckBy(d.offset, stuckDeadLetter, true)
 	}
 
 	// Fit every dead letter to the topic, and group them into requests that each fit the topic as one
@@ -308,7 +308,7 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 				p.log.Info("record dead-lettered", slog.Int64("offset", d.offset), slog.String("reason", d.reason()),
 					slog.String("dead_letter_topic", dlq), slog.Any("entries", d.entries()), p.pl.badRecordError(d.err()))
 				if attempt > 1 {
-					p.setStuck(d.offset, false)
+					p.setStuckBy(d.offset, stuckDeadLetter, false)
 				}
 				acked = append(acked, d.offset)
 			case errors.Is(res.Err, kerr.MessageTooLarge) && len(recs) > 1:
@@ -396,7 +396,7 @@ func (s *deadLetterSender) reread(ctx context.Context, batch []deadLetter, attem
 			p.log.Error("re-reading a refused row's record from Kafka to dead-letter it failed; partition stopped before it until it succeeds",
 				slog.Int64("offset", d.offset), slog.Int("attempt", attempt), slog.Duration("retry_in", backoff),
 				slog.Any("error", err))
-			p.setStuck(d.offset, true)
+			p.setStuckBy(d.offset, stuckDeadLetter, true)
 		}
 	}
 	return ready, failed

@@ -421,3 +421,28 @@ func TestEveryEntryOfATopicFitsARecordsParts(t *testing.T) {
 			config.MaxEntriesPerTopic, config.MaxEntriesPerTopic+1, offsets.MaxParts)
 	}
 }
+
+// TestOnePartRecoveringLeavesThePartitionStuckOnAnotherPartOfTheRecord: a record's held row and its
+// failing dead letter stop the partition apart; the row recovering must not unstick it while the dead
+// letter still fails (before, both were one flag per offset).
+func TestOnePartRecoveringLeavesThePartitionStuckOnAnotherPartOfTheRecord(t *testing.T) {
+	f := newFixture(t, 0, 0)
+	f.produceTo(0, `{"n":1}`)
+	m := f.startFull(f.twoEntriesConfig(testDLQ), twoEntries{}, newTablesWriter(), nil)
+	f.waitFor(20*time.Second, "the record committed", f.allCommitted)
+	tp := offsets.TopicPartition{Topic: testTopic, Partition: 0}
+	m.pl.mu.Lock()
+	p := m.pl.parts[tp]
+	m.pl.mu.Unlock()
+	stuck := func() float64 { return testutil.ToFloat64(m.pl.metrics.StuckPartitions.WithLabelValues(testTopic)) }
+	p.setStuckBy(5, stuckWrite, true)
+	p.setStuckBy(5, stuckDeadLetter, true)
+	p.setStuckBy(5, stuckWrite, false)
+	if got := stuck(); got != 1 {
+		t.Fatalf("sink_stuck_partitions %v once the row recovered while the record's dead letter still fails, want 1", got)
+	}
+	p.setStuckBy(5, stuckDeadLetter, false)
+	if got := stuck(); got != 0 {
+		t.Fatalf("sink_stuck_partitions %v once every part of the record recovered, want 0", got)
+	}
+}

@@ -48,8 +48,8 @@ type partition struct {
 
 	mu      sync.Mutex
 	tr      *offsets.Tracker
-	revoked bool           // set once, under mu, before the revoke commit; no mark after it
-	stuck   map[int64]bool // offsets that failed and hold the watermark; non-empty means stuck
+	revoked bool             // set once, under mu, before the revoke commit; no mark after it
+	stuck   map[stuckAt]bool // what failed and holds the watermark; non-empty means stuck
 	// blockers counts, per record that cannot finish in this assignment, what stops it: each row of it a
 	// failed write holds, its dead letter given up at a stop, its rows never handed on, a halt on it. A
 	// record counts once, however many it has, when a stopping partition checks what may still finish.
@@ -92,7 +92,7 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 		cancel:      cancel,
 		tr:          offsets.NewTracker(budget.EntryCost),
 		mark:        offsets.Marker{Clock: pl.commitClock},
-		stuck:       make(map[int64]bool),
+		stuck:       make(map[stuckAt]bool),
 		blockers:    make(map[int64]int),
 		held:        make(map[heldRow]bool),
 		heldRecords: make(map[int64]int),
@@ -678,7 +678,7 @@ func (p *partition) WriteRetrying(offsets []int64, entry, reason string, attempt
 			slog.String("reason", reason), slog.Int("attempt", attempt), slog.Any("error", err))
 	}
 	for _, o := range offsets {
-		p.setStuck(o, true)
+		p.setStuckBy(o, stuckWrite, true)
 	}
 	p.checkDrained()
 }
@@ -705,7 +705,7 @@ func (p *partition) WriteRecovered(offsets []int64, entry string) {
 	}
 	p.mu.Unlock()
 	for _, o := range was {
-		p.setStuck(o, false)
+		p.setStuckBy(o, stuckWrite, false)
 	}
 	if rows > 0 {
 		p.log.Info("failed write resolved; its rows no longer hold the partition", slog.Int64("offset", offsets[0]),
@@ -827,7 +827,27 @@ func (p *partition) unreadable(offset int64, reason string, cause error) {
 
 // setStuck records that the record at offset cannot make progress (or no longer is stuck), and tells
 // the pipeline when the partition as a whole becomes stuck or recovers.
-func (p *partition) setStuck(offset int64, stuck bool) {
+func (p *partition) setStuck(offset int64, stuck bool) { p.setStuckBy(offset, stuckRecord, stuck) }
+
+// stuckAt is one thing a partition is stuck on: a record's offset and what of the record failed. A
+// record has several parts (a row per entry and its dead letter), which fail and recover apart: one
+// part recovering must not unstick the partition while another of the same record still fails.
+type stuckAt struct {
+	offset int64
+	by     stuckCause
+}
+
+// stuckCause says what of a record failed.
+type stuckCause uint8
+
+const (
+	stuckRecord     stuckCause = iota // the record itself: a dependency it waits for, a refused offset, a halt
+	stuckWrite                        // rows of it that failed writes hold (partition.hold counts them)
+	stuckDeadLetter                   // its dead letter, failing to be produced
+)
+
+// setStuckBy marks the partition stuck (or no longer) on what by says of the record at offset.
+func (p *partition) setStuckBy(offset int64, by stuckCause, stuck bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.revoked {
@@ -835,9 +855,9 @@ func (p *partition) setStuck(offset int64, stuck bool) {
 	}
 	before := len(p.stuck) > 0
 	if stuck {
-		p.stuck[offset] = true
+		p.stuck[stuckAt{offset, by}] = true
 	} else {
-		delete(p.stuck, offset)
+		delete(p.stuck, stuckAt{offset, by})
 	}
 	if after := len(p.stuck) > 0; before != after {
 		// Under mu, so that a concurrent giveUp cannot clear the pipeline's state for this partition
