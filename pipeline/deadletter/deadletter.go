@@ -274,17 +274,18 @@ func Fit(r *kgo.Record, ours, limit int) (fitted *kgo.Record, ok bool) {
 		return done()
 	}
 	t.Key = nil
-	// Last, sink.error: it may quote input, up to maxErrorBytes.
+	// Last, sink.error: it may quote input, up to maxErrorBytes. A record several entries refused has one
+	// per refusal: each is cut in turn, none below minErrorBytes, until the dead letter fits.
 	cut = append(cut, "error")
-	for i, h := range t.Headers {
-		if h.Key != HeaderError {
+	hs := slices.Clone(t.Headers)
+	t.Headers = hs
+	for i, h := range hs {
+		if h.Key != HeaderError || len(h.Value) <= minErrorBytes {
 			continue
 		}
-		n := excess()
-		if keep := len(h.Value) - n; keep >= minErrorBytes {
-			hs := slices.Clone(t.Headers)
-			hs[i].Value = []byte(truncateUTF8(string(h.Value), keep))
-			t.Headers = hs
+		keep := max(len(h.Value)-excess(), minErrorBytes)
+		hs[i].Value = []byte(truncateUTF8(string(h.Value), keep))
+		if excess() <= 0 {
 			return done()
 		}
 	}

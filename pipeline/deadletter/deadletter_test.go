@@ -226,3 +226,28 @@ func TestDeadLetterNamesEveryRefusingEntry(t *testing.T) {
 		t.Errorf("headers %s\nwant    %s", strings.Join(hs, " "), want)
 	}
 }
+
+// TestOversizedDeadLetterOfTwoRefusalsCutsBothErrors: a record two entries refused has two sink.error
+// headers; when cutting one of them alone cannot make the dead letter fit but cutting both can, both are
+// cut (each to no less than minErrorBytes), instead of the dead letter failing on every attempt.
+func TestOversizedDeadLetterOfTwoRefusalsCutsBothErrors(t *testing.T) {
+	src := &kgo.Record{Topic: "readings", Partition: 0, Offset: 35, Value: []byte(`{"v":1}`)}
+	long := func(s string) error { return errors.New(s + strings.Repeat("v", 2000)) }
+	dl := FromRecord("readings.dlq", src,
+		Refusal{Entry: "a", Table: "ks.a", Reason: ReasonMap, Err: long("a: ")},
+		Refusal{Entry: "b", Table: "ks.b", Reason: ReasonMap, Err: long("b: ")})
+	ours := len(dl.Headers) - len(src.Headers)
+	const limit = 1100 // two whole errors are 2,048 bytes: cutting one alone leaves over 1,024
+	got, ok := Fit(dl, ours, limit)
+	if !ok {
+		t.Fatalf("does not fit %d bytes", limit)
+	}
+	if n := WireBatchOverhead + WireSize(got); n > limit {
+		t.Errorf("%d bytes, over %d", n, limit)
+	}
+	for _, h := range got.Headers {
+		if h.Key == HeaderError && (len(h.Value) < minErrorBytes || len(h.Value) >= maxErrorBytes) {
+			t.Errorf("sink.error of %d bytes, want cut and at least %d: %q", len(h.Value), minErrorBytes, h.Value)
+		}
+	}
+}
