@@ -22,8 +22,9 @@ import (
 //
 // The tie is a function of the row's content alone, so of two events of an entity in the same
 // millisecond the same one wins on every run, in every arrival order, and a replay writes each row at
-// the timestamp of its first write. A row never mixes two events' columns, as the winner's cells all
-// carry the higher timestamp, except when two different rows of one entity in one millisecond draw the
+// the timestamp of its first write. A row never mixes two events' columns: every column is written with
+// each event (one the event lacks as null: New sets absent to nil for a latest-value entry), and the
+// winner's cells all carry the higher timestamp; except when two different rows of one entity in one millisecond draw the
 // same tie (one chance in 1000): Cassandra then keeps the larger value of each cell, as it does for any
 // two writes at one timestamp. Digits of the event time below the millisecond (RFC 3339 with µs or ns,
 // unix_us, unix_ns) take no part in the ordering: events of one entity less than a millisecond apart

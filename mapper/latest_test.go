@@ -272,3 +272,18 @@ func TestTombstoneOfASharedTopicIsEachEntrysToSay(t *testing.T) {
 		t.Errorf("outcomes %v, want %v", reasons, want)
 	}
 }
+
+// TestLatestValueRowClearsWhatTheNewestEventLacks: a latest-value row is the newest event's whole row: a
+// column the event has no value for is bound null, not left unset, which would keep an older event's
+// value there (two events' columns mixed in one row).
+func TestLatestValueRowClearsWhatTheNewestEventLacks(t *testing.T) {
+	m := latestMapper(t, "", nil)
+	ex := explainOK(t, m, rec(reading("2024-01-15T14:37:22.123Z", "21.5"))) // no humidity, battery, site
+	vals := packed.Values(ex.Row.Packed)
+	for i, col := range []string{"site_id", "humidity", "battery"} {
+		at := []int{2, 4, 5}[i]
+		if v := vals[at]; v != nil {
+			t.Errorf("column %s bound %v, want null", col, v)
+		}
+	}
+}

@@ -66,8 +66,11 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 		}
 		for i, c := range cfg.Topics[name].Columns {
 			p.cols[i].absent = absent
-			if c.WriteNull {
-				p.cols[i].absent = nil // the column asks for null: a tombstone that clears an earlier value
+			if c.WriteNull || p.latest {
+				// The column asks for null, a tombstone that clears an earlier value; a latest-value row
+				// always does, so that it is the newest event's, never an older event's value in a column
+				// the newest lacks.
+				p.cols[i].absent = nil
 			}
 		}
 		m.byName[name] = p
