@@ -99,7 +99,7 @@ func heartbeat(ctx context.Context, cl *kgo.Client, group string) (string, error
 // first caller past the lease's half way confirms the session for everyone.
 func (l *sessionLease) hold(parent context.Context, owners []writestage.Owner) (context.Context, error) {
 	for {
-		if !anyOwned(owners) {
+		if !writestage.AnyOwned(owners) {
 			return nil, errPartitionsGone
 		}
 		if err := parent.Err(); err != nil {
@@ -195,33 +195,11 @@ func (l *sessionLease) renew(parent context.Context) {
 	l.cur.Store(&lease{ctx: lctx, stop: stop, until: until, renewAt: sent.Add(until.Sub(sent) / 2)})
 }
 
-// anyOwned reports whether the partition of at least one of a batch's rows is still ours.
-func anyOwned(owners []writestage.Owner) bool {
-	var last writestage.Owner
-	for _, o := range owners {
-		if o != nil && o != last {
-			if o.Context().Err() == nil {
-				return true
-			}
-			last = o
-		}
-	}
-	return false
-}
-
 // fence is the write stage's Fence: a batch with a row of an entry with split on is sent only under
 // the session lease; any other batch as the stage would.
 func (pl *Pipeline) fence(ctx context.Context, b *batcher.Batch, owners []writestage.Owner) (context.Context, error) {
-	var last *batcher.Target
-	for i := range b.Rows {
-		t := b.Rows[i].Target
-		if t == last {
-			continue
-		}
-		if e := pl.entries[t.Entry]; e != nil && e.split != nil {
-			return pl.lease.hold(ctx, owners)
-		}
-		last = t
+	if e := pl.entries[b.Target.Entry]; e != nil && e.split != nil { // a batch is of one Target
+		return pl.lease.hold(ctx, owners)
 	}
 	return ctx, nil
 }

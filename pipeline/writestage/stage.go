@@ -505,7 +505,7 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 	if errors.As(err, &we) {
 		reason = we.Reason
 	}
-	if s.ctx.Err() != nil || s.cfg.Stopping() || reason == cassandra.FailCanceled || !anyOwned(owners) {
+	if s.ctx.Err() != nil || s.cfg.Stopping() || reason == cassandra.FailCanceled || !AnyOwned(owners) {
 		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteAbandoned(offsets, b.Target.Entry) })
 		s.gateLeft(rb, false)
 		return false
@@ -545,8 +545,8 @@ func (s *Stage) deadLetterSlice(b *batcher.Batch, owners []Owner, err error) {
 	}
 }
 
-// anyOwned reports whether at least one partition of a batch's rows is still ours.
-func anyOwned(owners []Owner) bool { return ownedBy(owners) != nil }
+// AnyOwned reports whether at least one partition of a batch's rows is still ours (Owner.Context not done).
+func AnyOwned(owners []Owner) bool { return ownedBy(owners) != nil }
 
 // ownedBy returns the first owner of a batch's rows whose partition is still ours, or nil.
 func ownedBy(owners []Owner) Owner {
