@@ -76,12 +76,17 @@ func groupRows(rows []batcher.Row, s ceilingSetting) []*batcher.Batch {
 // ceilingSession opens a gocql session tuned for raw write throughput: token-aware routing with the
 // keyspace set (so batches route to their replica), the given connections per host.
 func ceilingSession(hosts []string, keyspace string, numConns int) (*gocql.Session, error) {
+	return clientSession(hosts, keyspace, numConns, gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy(), gocql.ShuffleReplicas()))
+}
+
+// clientSession opens a gocql session of the harness's direct writers with the given routing.
+func clientSession(hosts []string, keyspace string, numConns int, policy gocql.HostSelectionPolicy) (*gocql.Session, error) {
 	c := gocql.NewCluster(hosts...)
 	c.Keyspace = keyspace
 	c.NumConns = numConns
 	c.Timeout = 12 * time.Second
 	c.ConnectTimeout = 10 * time.Second
-	c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy(), gocql.ShuffleReplicas())
+	c.PoolConfig.HostSelectionPolicy = policy
 	s, err := c.CreateSession()
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Cassandra at %v: %w", hosts, err)
@@ -124,12 +129,18 @@ func writeCeiling(ctx context.Context, write func(context.Context, *batcher.Batc
 }
 
 func execBatch(ctx context.Context, s *gocql.Session, b *batcher.Batch, consistency gocql.Consistency) error {
+	return execRows(ctx, s, b.Target, b.Rows, consistency)
+}
+
+// execRows writes rows of table t as one UNLOGGED batch, every entry idempotent, whatever partitions
+// they are in, retrying a few times.
+func execRows(ctx context.Context, s *gocql.Session, t *batcher.Target, rows []batcher.Row, consistency gocql.Consistency) error {
 	gb := s.Batch(gocql.UnloggedBatch).Consistency(consistency)
-	gb.Entries = make([]gocql.BatchEntry, len(b.Rows))
-	var bd packed.Binder                                     // the arguments point into the rows: no copy of their bytes
-	bd.Reserve(len(b.Rows) * packed.Count(b.Rows[0].Packed)) // one table: every row binds as many values
-	for i, r := range b.Rows {
-		gb.Entries[i] = gocql.BatchEntry{Stmt: b.Target.Insert, Args: bd.Args(r.Packed), Idempotent: true}
+	gb.Entries = make([]gocql.BatchEntry, len(rows))
+	var bd packed.Binder                                 // the arguments point into the rows: no copy of their bytes
+	bd.Reserve(len(rows) * packed.Count(rows[0].Packed)) // one table: every row binds as many values
+	for i, r := range rows {
+		gb.Entries[i] = gocql.BatchEntry{Stmt: t.Insert, Args: bd.Args(r.Packed), Idempotent: true}
 	}
 	var err error
 	for attempt := range 5 {
@@ -145,7 +156,7 @@ func execBatch(ctx context.Context, s *gocql.Session, b *batcher.Batch, consiste
 		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("writing a batch of %d rows to %s.%s: %w", len(b.Rows), b.Target.Keyspace, b.Target.Table, err)
+	return fmt.Errorf("writing a batch of %d rows to %s.%s: %w", len(rows), t.Keyspace, t.Table, err)
 }
 
 // sinkWrite adapts the sink's cassandra.Writer to writeCeiling. A row the writer gives back as
