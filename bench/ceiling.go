@@ -10,6 +10,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/internal/backoff"
 	"github.com/bucketsink/sink/packed"
 )
 
@@ -95,7 +96,7 @@ func clientSession(hosts []string, keyspace string, numConns int, policy gocql.H
 }
 
 // writeCeiling writes batches with a fixed pool of workers and returns the elapsed time. Every
-// entry is idempotent, so the driver may retry it; the harness retries a failed batch a few times
+// entry is idempotent, so the driver may retry it; the harness retries a failed batch for up to a minute
 // itself (the sink does too), and gives up on the run when one keeps failing.
 func writeCeiling(ctx context.Context, write func(context.Context, *batcher.Batch) error, batches []*batcher.Batch, concurrency int, done *atomic.Int64) (time.Duration, error) {
 	var (
@@ -142,18 +143,22 @@ func execRows(ctx context.Context, s *gocql.Session, t *batcher.Target, rows []b
 	for i, r := range rows {
 		gb.Entries[i] = gocql.BatchEntry{Stmt: t.Insert, Args: bd.Args(r.Packed), Idempotent: true}
 	}
+	// A timeout on a busy machine is no reason to end the run: retry as the sink would, with capped
+	// backoff, for up to a minute of failures in a row.
 	var err error
-	for attempt := range 5 {
+	retry := backoff.Policy{Initial: 100 * time.Millisecond, Max: 2 * time.Second}
+	for attempt, start := 1, time.Now(); ; attempt++ {
 		if err = gb.ExecContext(ctx); err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		select {
-		case <-ctx.Done():
+		if time.Since(start) > time.Minute {
+			break
+		}
+		if backoff.Sleep(ctx, retry.Delay(attempt)) != nil {
 			return ctx.Err()
-		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
 		}
 	}
 	return fmt.Errorf("writing a batch of %d rows to %s.%s: %w", len(rows), t.Keyspace, t.Table, err)
