@@ -264,16 +264,18 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	if self, err := os.Executable(); err == nil && o.SinkBinary != self {
 		r.Params.SinkBinary = filepath.Base(o.SinkBinary)
 	}
-	h.p.logf("bench: %d events, %d entities, %d partitions; %d cores, %s, Kafka %s, Cassandra %s",
-		o.Events, o.Entities, o.Partitions, r.Machine.Cores, r.Machine.Go, r.Machine.Kafka, r.Machine.Cassandra)
-
 	if o.ReadOnly {
+		h.p.logf("bench: the read phase alone, %d rows of one device over %d days; %d cores, %s, Cassandra %s",
+			o.ReadRows, readDays, r.Machine.Cores, r.Machine.Go, r.Machine.Cassandra)
 		if err := h.readPhase(ctx); err != nil {
 			return nil, err
 		}
 		r.judge()
 		return r, nil
 	}
+	h.p.logf("bench: %d events, %d entities, %d partitions; %d cores, %s, Kafka %s, Cassandra %s",
+		o.Events, o.Entities, o.Partitions, r.Machine.Cores, r.Machine.Go, r.Machine.Kafka, r.Machine.Cassandra)
+
 	if o.SteadyOnly {
 		if o.LatencyRate <= 0 || o.LatencyFor <= 0 {
 			return nil, errors.New("the steady phase alone needs a rate (--latency-rate) and a length")
