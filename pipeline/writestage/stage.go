@@ -68,7 +68,9 @@ type Config struct {
 	MaxInFlight int // writer.max_in_flight
 	Writer      BatchWriter
 	// Group joins batches taken out of the batcher together into fewer requests (batches of several
-	// partitions that share a coordinator; *cassandra.Writer.Group); nil sends each batch alone.
+	// partitions that share a coordinator; *cassandra.Writer.Group). With a Group, a slot taken for due
+	// batches takes every due batch, to be joined; nil sends each batch alone, and such a slot takes only
+	// the oldest due batches (see Run).
 	Group func([]*batcher.Batch) []*batcher.Batch
 	// Slices creates a missing slice table for topics with bucket.missing_slice: create; nil: such rows
 	// wait, retried with backoff, until the table exists.
@@ -235,11 +237,15 @@ func (s *Stage) Run() {
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
 				case len(s.slots) <= s.partial || !s.cfg.BudgetFull():
-					// Only the oldest due batches (those whose rows arrived together), not every due
-					// batch: the others keep filling while this slot is busy. Those due together are
-					// joined into as few requests as their coordinators allow: a request of ten small
-					// partitions costs Cassandra far less than ten requests.
-					s.take(s.group(s.b.Due(next))...)
+					// Every due batch, joined into as few requests as their coordinators allow: a request
+					// of ten small partitions costs Cassandra far less than ten requests. Without a Group
+					// only the oldest due batches (those whose rows arrived together) go, and the others
+					// keep filling while this slot is busy.
+					upTo := next
+					if s.cfg.Group != nil {
+						upTo = now
+					}
+					s.take(s.group(s.b.Due(upTo))...)
 				default:
 					// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra
 					// slower than the input) and holds all it may. Send the batch that carries the most
