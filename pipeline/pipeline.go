@@ -326,7 +326,8 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		},
 		MaxInFlight: w.MaxInFlight,
 		Writer:      pl.writer,
-		Group:       pl.group(),
+		Group:       pl.cfg.Group,
+		JoinMax:     w.GroupMaxPartitions,
 		Slices:      pl.cfg.Slices,
 		Topics:      stageTopics,
 		Metrics:     pl.metrics,
@@ -662,13 +663,4 @@ func (pl *Pipeline) observeWritten(b *batcher.Batch) {
 		closes = e.policy.End(e.policy.Index(latest))
 	}
 	pl.metrics.ObserveWritten(topic, b.Target.Table, b.Key, int64(len(b.Rows)), int64(b.Bytes), latest, closes)
-}
-
-// group is the write stage's Group: none when writer.group_max_partitions is 1. The stage then keeps its
-// due batches filling while its slots are busy, instead of taking them all at once to join them.
-func (pl *Pipeline) group() func([]*batcher.Batch) []*batcher.Batch {
-	if pl.sink.Writer.GroupMaxPartitions <= 1 {
-		return nil
-	}
-	return pl.cfg.Group
 }

@@ -1033,15 +1033,15 @@ func (m oneKeyMapper) MapContext(_ context.Context, r mapper.Record) (batcher.Ro
 
 // TestBatchesGrowWhileWritesAreBusy: with one write slot taken, due batches must not go out half empty
 // the moment a slot frees; they keep filling while the slot is busy, so batch size follows the load. With
-// a Group the slot takes every due batch at once instead of the oldest cohort (to join them): the
-// batches still grow while the slot is busy.
+// a Group a slot tops the oldest due cohort up with other due batches, to be joined: the batches still
+// grow while the slot is busy.
 func TestBatchesGrowWhileWritesAreBusy(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		group func([]*batcher.Batch) []*batcher.Batch
 	}{
 		{"no group", nil},
-		{"group", func(bs []*batcher.Batch) []*batcher.Batch { return bs }}, // takes every due batch; joins none, as with batches this large
+		{"group", func(bs []*batcher.Batch) []*batcher.Batch { return bs }}, // tops the cohort up; joins none, as with batches this large
 	} {
 		t.Run(tc.name, func(t *testing.T) { batchesGrowWhileWritesAreBusy(t, tc.group) })
 	}

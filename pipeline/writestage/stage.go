@@ -68,10 +68,11 @@ type Config struct {
 	MaxInFlight int // writer.max_in_flight
 	Writer      BatchWriter
 	// Group joins batches taken out of the batcher together into fewer requests (batches of several
-	// partitions that share a coordinator; *cassandra.Writer.Group). With a Group, a slot taken for due
-	// batches takes every due batch, to be joined; nil sends each batch alone, and such a slot takes only
-	// the oldest due batches (see Run).
+	// partitions that share a coordinator; *cassandra.Writer.Group); nil sends each batch alone.
 	Group func([]*batcher.Batch) []*batcher.Batch
+	// JoinMax is the most partitions Group joins into one request (writer.group_max_partitions): with a
+	// Group, a slot taken for due batches tops the oldest of them up to that many (see Run).
+	JoinMax int
 	// Slices creates a missing slice table for topics with bucket.missing_slice: create; nil: such rows
 	// wait, retried with backoff, until the table exists.
 	Slices  SliceMaker
@@ -237,15 +238,16 @@ func (s *Stage) Run() {
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
 				case len(s.slots) <= s.partial || !s.cfg.BudgetFull():
-					// Every due batch, joined into as few requests as their coordinators allow: a request
-					// of ten small partitions costs Cassandra far less than ten requests. Without a Group
-					// only the oldest due batches (those whose rows arrived together) go, and the others
-					// keep filling while this slot is busy.
-					upTo := next
-					if s.cfg.Group != nil {
-						upTo = now
+					// The oldest due batches (those whose rows arrived together) and, while they are fewer
+					// than a request may join, the next due batches up to that many: one request's worth,
+					// joined into as few requests as their coordinators allow (a request of ten small
+					// partitions costs Cassandra far less than ten requests). The other due batches keep
+					// filling while this slot is busy, and wait for the next slot the rules above give.
+					bs := s.b.Due(next)
+					if s.cfg.Group != nil && len(bs) < s.cfg.JoinMax {
+						bs = append(bs, s.b.DueN(now, s.cfg.JoinMax-len(bs))...)
 					}
-					s.take(s.group(s.b.Due(upTo))...)
+					s.take(s.group(bs)...)
 				default:
 					// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra
 					// slower than the input) and holds all it may. Send the batch that carries the most
