@@ -2,22 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
-
-	"gopkg.in/inf.v0"
 
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/reader"
+	"github.com/bucketsink/sink/reader/output"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -40,6 +36,9 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "--last 24h reads the newest rows of the last 24 hours. Times are RFC 3339 (2024-01-15T10:00:00Z).")
 		fmt.Fprintln(stderr, "It prints one page, then the cursor of the next page: on stderr (table, csv) or in the JSON envelope.")
 		fmt.Fprintln(stderr, "Pass it to --cursor, with the same --config, --topic and --id, to read the next page.")
+		fmt.Fprintf(stderr, "Rows are printed as they are read, never held as a whole page: json and csv print what a whole page\n")
+		fmt.Fprintf(stderr, "would; table aligns its columns over blocks of %d rows, so a page of up to %d prints as one aligned\n", output.TableBlock, output.TableBlock)
+		fmt.Fprintln(stderr, "table and a longer one a block at a time. A read that fails midway leaves the rows printed before it.")
 		fmt.Fprintln(stderr, "--topic names an entry (a key under topics:) or the Kafka topic of exactly one; when several entries")
 		fmt.Fprintln(stderr, "read one Kafka topic, name the entry, or give the table it writes with --table.")
 		fmt.Fprintln(stderr, "\nA latest-value topic (bucket width none) takes no range: it prints the newest row of each entity")
@@ -63,7 +62,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	pageSize := fs.Int("page-size", 100, "rows per page")
 	fetchSize := fs.Int("fetch-size", reader.DefaultFetchSize, "the most rows asked of Cassandra per request; a page asks each partition for its share of the page, up to this")
 	cur := fs.String("cursor", "", "resume after the page that printed this cursor (the range and limit come from it)")
-	format := fs.String("format", "table", "output: table, json or csv")
+	format := fs.String("format", output.Formats[0], "output: "+strings.Join(output.Formats, ", ")+"; rows are printed as they are read (see above)")
 	maxParts := fs.Int("max-partitions", reader.DefaultMaxPartitions, "refuse a range that spans more partitions than this")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -77,8 +76,8 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr("unexpected argument %q", fs.Arg(0))
 	case *path == "" || (*topic == "") == (*table == "") || len(ids) == 0:
 		return usageErr("--config, --topic (or --table, not both) and --id are required")
-	case *format != "table" && *format != "json" && *format != "csv":
-		return usageErr("--format %q: use table, json or csv", *format)
+	case !slices.Contains(output.Formats, *format):
+		return usageErr("--format %q: use %s", *format, strings.Join(output.Formats, ", "))
 	case *limit < 0 || *pageSize <= 0 || *maxParts <= 0 || *fetchSize <= 0:
 		return usageErr("--limit must not be negative, --page-size, --fetch-size and --max-partitions must be positive")
 	case *last != "" && (*fromS != "" || *toS != ""):
@@ -163,17 +162,15 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	defer closeSession()
-	page, err := r.Read(ctx, q)
+	err = printRows(stdout, stderr, *format, r.Table().Columns, func(fn func(reader.Row) error) (reader.Page, error) {
+		return r.Scan(ctx, q, fn)
+	})
 	if err != nil {
 		var rangeErr *reader.RangeError
 		if errors.Is(err, reader.ErrCursor) || errors.As(err, &rangeErr) {
 			return usageErr("%v", err)
 		}
 		fmt.Fprintf(stderr, "sink query: %v\n", err)
-		return exitFailure
-	}
-	if err := printPage(stdout, stderr, *format, r.Table().Columns, page); err != nil {
-		fmt.Fprintf(stderr, "sink query: writing the rows: %v\n", err)
 		return exitFailure
 	}
 	return exitOK
@@ -207,8 +204,16 @@ func queryLatest(ctx context.Context, rcfg reader.Config, r *reader.Reader, ids 
 		fmt.Fprintf(stderr, "sink query: %v\n", err)
 		return exitFailure
 	}
-	if err := printPage(stdout, stderr, format, r.Table().Columns, reader.Page{Rows: rows}); err != nil {
-		fmt.Fprintf(stderr, "sink query: writing the rows: %v\n", err)
+	err = printRows(stdout, stderr, format, r.Table().Columns, func(fn func(reader.Row) error) (reader.Page, error) {
+		for _, row := range rows {
+			if err := fn(row); err != nil {
+				return reader.Page{}, err
+			}
+		}
+		return reader.Page{}, nil
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "sink query: %v\n", err)
 		return exitFailure
 	}
 	return exitOK
@@ -260,89 +265,19 @@ func entryOfTable(cfg *config.Config, table string) (string, error) {
 	return entries[0], nil
 }
 
-// printPage prints the rows in the table's column order, then the warnings and the cursor.
-func printPage(stdout, stderr io.Writer, format string, cols []schema.Column, page reader.Page) error {
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		names[i] = c.Name
-	}
-	switch format {
-	case "json":
-		type jsonPartition struct {
-			Table       string `json:"table"`
-			Bucket      int64  `json:"bucket"`
-			EventBucket int    `json:"event_bucket"`
-		}
-		type jsonRow struct {
-			Values    map[string]any `json:"values"`
-			Partition jsonPartition  `json:"partition"`
-		}
-		out := struct {
-			Rows     []jsonRow `json:"rows"`
-			Cursor   string    `json:"cursor,omitempty"`
-			Warnings []string  `json:"warnings,omitempty"`
-		}{Rows: []jsonRow{}, Cursor: page.Cursor, Warnings: page.Warnings}
-		for _, row := range page.Rows {
-			vals := make(map[string]any, len(row.Values))
-			for k, v := range row.Values {
-				if d, ok := v.(*inf.Dec); ok {
-					v = json.Number(d.String())
-				}
-				vals[k] = v
-			}
-			out.Rows = append(out.Rows, jsonRow{Values: vals,
-				Partition: jsonPartition{Table: row.Partition.Table, Bucket: row.Partition.Bucket, EventBucket: row.Partition.EventBucket}})
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	case "csv":
-		w := csv.NewWriter(stdout)
-		if err := w.Write(names); err != nil {
-			return err
-		}
-		for _, row := range page.Rows {
-			if err := w.Write(cells(cols, row)); err != nil {
-				return err
-			}
-		}
-		w.Flush()
-		if err := w.Error(); err != nil {
-			return err
-		}
-	default:
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(names, "\t"))
-		for _, row := range page.Rows {
-			fmt.Fprintln(tw, strings.Join(cells(cols, row), "\t"))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+// printRows prints the rows scan reads as they come (package output), then on stderr the warnings, the
+// count and the next page's cursor. An error is the read's or the output's.
+func printRows(stdout, stderr io.Writer, format string, cols []schema.Column, scan output.Scan) error {
+	page, n, err := output.Print(stdout, format, cols, scan)
+	if err != nil {
+		return err
 	}
 	for _, w := range page.Warnings {
 		fmt.Fprintf(stderr, "warning: %s\n", w)
 	}
-	fmt.Fprintf(stderr, "%d rows\n", len(page.Rows))
+	fmt.Fprintf(stderr, "%d rows\n", n)
 	if page.Cursor != "" {
 		fmt.Fprintf(stderr, "next page: --cursor %s\n", page.Cursor)
 	}
 	return nil
-}
-
-// cells are the text forms of a row's values, in column order; null is empty.
-func cells(cols []schema.Column, row reader.Row) []string {
-	out := make([]string, len(cols))
-	for i, c := range cols {
-		v := row.Values[c.Name]
-		if v == nil {
-			continue
-		}
-		s, err := reader.FormatValue(c.Type, v)
-		if err != nil {
-			s = fmt.Sprint(v) // collections
-		}
-		out[i] = s
-	}
-	return out
 }
