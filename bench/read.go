@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/reader"
+	"github.com/bucketsink/sink/reader/output"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -56,6 +58,9 @@ type ReadRun struct {
 	FetchSize   int `json:"sink_fetch_size"`
 	Parallelism int `json:"sink_parallelism"`
 	ReadAhead   int `json:"sink_read_ahead"`
+	// SinkFormat is the format the sink's rows are printed in, to nowhere, as `sink query` prints them
+	// (package output, its default): the sink's figures include formatting every row, the loop's do not.
+	SinkFormat string `json:"sink_format"`
 	// LoopPageSize is the loop's page size, the driver's default.
 	LoopPageSize int `json:"loop_page_size"`
 
@@ -204,11 +209,11 @@ func (h *harness) readPhase(ctx context.Context) error {
 
 	run := &ReadRun{Table: st.Table, Device: readDevice, Days: readDays, Rows: o.ReadRows,
 		From: end.Add(-time.Millisecond), To: start, PageSize: o.ReadRows, FetchSize: reader.DefaultFetchSize,
-		Parallelism: reader.DefaultParallelism, ReadAhead: reader.DefaultReadAhead, LoopPageSize: loopPageSize}
+		Parallelism: reader.DefaultParallelism, ReadAhead: reader.DefaultReadAhead, SinkFormat: output.Formats[0], LoopPageSize: loopPageSize}
 	run.LoadAverage[0] = loadAverage()
 
 	// The sink reads as `sink query` does: its session (cassandra.Connect of the config) and a reader
-	// with the command's defaults.
+	// with the command's defaults,
 	sinkSess, err := cassandra.Connect(ctx, cfg.Cassandra)
 	if err != nil {
 		return err
@@ -222,13 +227,17 @@ func (h *harness) readPhase(ctx context.Context) error {
 	}
 	tbl := rd.Table()
 	q := reader.Query{ID: []any{readDevice}, From: run.From, To: run.To, PageSize: run.PageSize}
+	// and prints the rows as it does, in its default format, each as it is read, to nowhere (stdout sent to
+	// /dev/null).
 	readSink := func() (rowDigest, error) {
 		var d rowDigest
-		page, err := rd.Read(ctx, q)
-		for _, row := range page.Rows {
-			t, _ := row.Values[tbl.Clustering[0].Name].(time.Time)
-			d.add(t)
-		}
+		_, _, err := output.Print(io.Discard, run.SinkFormat, tbl.Columns, func(fn func(reader.Row) error) (reader.Page, error) {
+			return rd.Scan(ctx, q, func(row reader.Row) error {
+				t, _ := row.Values[tbl.Clustering[0].Name].(time.Time)
+				d.add(t)
+				return fn(row)
+			})
+		})
 		return d, err
 	}
 

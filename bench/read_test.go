@@ -107,7 +107,7 @@ func TestReadRoundsGiveMediansAndRanges(t *testing.T) {
 // figures only, and its table gives every round and the medians.
 func TestReadReportJudgesAndPrintsTheRatios(t *testing.T) {
 	rd := &ReadRun{Rows: 130000, Days: 30, PageSize: 130000, FetchSize: 5000, Parallelism: 8, ReadAhead: 8,
-		LoopPageSize: 5000, LoadAverage: [2]float64{12.5, 14}}
+		SinkFormat: "table", LoopPageSize: 5000, LoadAverage: [2]float64{12.5, 14}}
 	rd.addRound(ReadRound{SinkFirst: true, Sink: ReadSide{Seconds: 0.8, Requests: 30, CassandraCPUMicrosPerRow: 4},
 		Loop: ReadSide{Seconds: 1, Requests: 30, CassandraCPUMicrosPerRow: 5}})
 	r := &Result{Params: Params{ReadOnly: true, ReadRows: 130000}, Read: rd}
@@ -119,7 +119,7 @@ func TestReadReportJudgesAndPrintsTheRatios(t *testing.T) {
 	r.PrintTable(&out)
 	for _, want := range []string{
 		"130000 rows of one device over 30 days",
-		"sink: page 130000, fetch 5000, parallelism 8, read-ahead 8; loop: one query per day, page 5000; load average 12.5 to 14.0",
+		"sink: page 130000, fetch 5000, parallelism 8, read-ahead 8, rows printed as table to nowhere; loop: one query per day, page 5000; load average 12.5 to 14.0",
 		"sink ÷ loop: wall 0.80, Cassandra CPU per row 0.80",
 		"sink first; sink 0.800 s, 30 requests, Cassandra 4.00 µs per row",
 		"wall 0.80 (0.80 to 0.80)",
