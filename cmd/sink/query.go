@@ -265,11 +265,12 @@ func entryOfTable(cfg *config.Config, table string) (string, error) {
 	return entries[0], nil
 }
 
-// printRows prints the rows scan reads as they come (package output), then on stderr the warnings, the
-// count and the next page's cursor. An error is the read's or the output's.
+// printRows prints the rows scan reads as they come (package output), then, but for JSON, whose document
+// holds them, on stderr the warnings, the count and the next page's cursor. An error is the read's or the
+// output's.
 func printRows(stdout, stderr io.Writer, format string, cols []schema.Column, scan output.Scan) error {
 	page, n, err := output.Print(stdout, format, cols, scan)
-	if err != nil {
+	if err != nil || format == "json" {
 		return err
 	}
 	for _, w := range page.Warnings {

@@ -51,8 +51,8 @@ topics:
 			t.Fatal("the cursor does not advance")
 		}
 		code, out, errOut := runCmd(t, runQuery, args...)
-		if code != exitOK {
-			t.Fatalf("page %d: exit %d, stderr %s", pages, code, errOut)
+		if code != exitOK || errOut != "" {
+			t.Fatalf("page %d: exit %d, stderr %q; want 0 and nothing on stderr (the JSON document holds the cursor)", pages, code, errOut)
 		}
 		var page struct {
 			Rows []struct {
