@@ -95,6 +95,8 @@ type table struct {
 	tw   *tabwriter.Writer
 	cols []schema.Column
 	n    int
+	line []byte   // the row's line, reused
+	cell []string // the row's cells, reused
 }
 
 func newTable(w io.Writer, cols []schema.Column) *table {
@@ -108,7 +110,16 @@ func newTable(w io.Writer, cols []schema.Column) *table {
 }
 
 func (t *table) row(row reader.Row) error {
-	if _, err := fmt.Fprintln(t.tw, strings.Join(cells(t.cols, row), "\t")); err != nil {
+	t.cell = appendCells(t.cell[:0], t.cols, row)
+	t.line = t.line[:0]
+	for i, c := range t.cell {
+		if i > 0 {
+			t.line = append(t.line, '\t')
+		}
+		t.line = append(t.line, c...)
+	}
+	t.line = append(t.line, '\n')
+	if _, err := t.tw.Write(t.line); err != nil {
 		return err
 	}
 	if t.n++; t.n%TableBlock == 0 {
@@ -125,13 +136,15 @@ type csvRows struct {
 	w      *csv.Writer
 	cols   []schema.Column
 	header bool
+	cell   []string // the row's cells, reused
 }
 
 func (c *csvRows) row(row reader.Row) error {
 	if err := c.writeHeader(); err != nil {
 		return err
 	}
-	return c.w.Write(cells(c.cols, row))
+	c.cell = appendCells(c.cell[:0], c.cols, row)
+	return c.w.Write(c.cell)
 }
 
 func (c *csvRows) writeHeader() error {
@@ -226,19 +239,19 @@ func (j *jsonDoc) end(page reader.Page) error {
 // flush has nothing to do: the rows are written as they come, and the document stays unclosed.
 func (j *jsonDoc) flush() error { return nil }
 
-// cells are the text forms of a row's values, in column order; null is empty.
-func cells(cols []schema.Column, row reader.Row) []string {
-	out := make([]string, len(cols))
-	for i, c := range cols {
+// appendCells appends the text forms of a row's values to out, in column order; null is empty.
+func appendCells(out []string, cols []schema.Column, row reader.Row) []string {
+	for _, c := range cols {
 		v := row.Values[c.Name]
 		if v == nil {
+			out = append(out, "")
 			continue
 		}
 		s, err := reader.FormatValue(c.Type, v)
 		if err != nil {
 			s = fmt.Sprint(v) // collections
 		}
-		out[i] = s
+		out = append(out, s)
 	}
 	return out
 }
