@@ -10,6 +10,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/internal/backoff"
 	"github.com/bucketsink/sink/packed"
 )
 
@@ -76,12 +77,17 @@ func groupRows(rows []batcher.Row, s ceilingSetting) []*batcher.Batch {
 // ceilingSession opens a gocql session tuned for raw write throughput: token-aware routing with the
 // keyspace set (so batches route to their replica), the given connections per host.
 func ceilingSession(hosts []string, keyspace string, numConns int) (*gocql.Session, error) {
+	return clientSession(hosts, keyspace, numConns, gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy(), gocql.ShuffleReplicas()))
+}
+
+// clientSession opens a gocql session of the harness's direct writers with the given routing.
+func clientSession(hosts []string, keyspace string, numConns int, policy gocql.HostSelectionPolicy) (*gocql.Session, error) {
 	c := gocql.NewCluster(hosts...)
 	c.Keyspace = keyspace
 	c.NumConns = numConns
 	c.Timeout = 12 * time.Second
 	c.ConnectTimeout = 10 * time.Second
-	c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy(), gocql.ShuffleReplicas())
+	c.PoolConfig.HostSelectionPolicy = policy
 	s, err := c.CreateSession()
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Cassandra at %v: %w", hosts, err)
@@ -90,7 +96,7 @@ func ceilingSession(hosts []string, keyspace string, numConns int) (*gocql.Sessi
 }
 
 // writeCeiling writes batches with a fixed pool of workers and returns the elapsed time. Every
-// entry is idempotent, so the driver may retry it; the harness retries a failed batch a few times
+// entry is idempotent, so the driver may retry it; the harness retries a failed batch for up to a minute
 // itself (the sink does too), and gives up on the run when one keeps failing.
 func writeCeiling(ctx context.Context, write func(context.Context, *batcher.Batch) error, batches []*batcher.Batch, concurrency int, done *atomic.Int64) (time.Duration, error) {
 	var (
@@ -124,28 +130,38 @@ func writeCeiling(ctx context.Context, write func(context.Context, *batcher.Batc
 }
 
 func execBatch(ctx context.Context, s *gocql.Session, b *batcher.Batch, consistency gocql.Consistency) error {
+	return execRows(ctx, s, b.Target, b.Rows, consistency)
+}
+
+// execRows writes rows of table t as one UNLOGGED batch, every entry idempotent, whatever partitions
+// they are in, retrying a few times.
+func execRows(ctx context.Context, s *gocql.Session, t *batcher.Target, rows []batcher.Row, consistency gocql.Consistency) error {
 	gb := s.Batch(gocql.UnloggedBatch).Consistency(consistency)
-	gb.Entries = make([]gocql.BatchEntry, len(b.Rows))
-	var bd packed.Binder                                     // the arguments point into the rows: no copy of their bytes
-	bd.Reserve(len(b.Rows) * packed.Count(b.Rows[0].Packed)) // one table: every row binds as many values
-	for i, r := range b.Rows {
-		gb.Entries[i] = gocql.BatchEntry{Stmt: b.Target.Insert, Args: bd.Args(r.Packed), Idempotent: true}
+	gb.Entries = make([]gocql.BatchEntry, len(rows))
+	var bd packed.Binder                                 // the arguments point into the rows: no copy of their bytes
+	bd.Reserve(len(rows) * packed.Count(rows[0].Packed)) // one table: every row binds as many values
+	for i, r := range rows {
+		gb.Entries[i] = gocql.BatchEntry{Stmt: t.Insert, Args: bd.Args(r.Packed), Idempotent: true}
 	}
+	// A timeout on a busy machine is no reason to end the run: retry as the sink would, with capped
+	// backoff, for up to a minute of failures in a row.
 	var err error
-	for attempt := range 5 {
+	retry := backoff.Policy{Initial: 100 * time.Millisecond, Max: 2 * time.Second}
+	for attempt, start := 1, time.Now(); ; attempt++ {
 		if err = gb.ExecContext(ctx); err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		select {
-		case <-ctx.Done():
+		if time.Since(start) > time.Minute {
+			break
+		}
+		if backoff.Sleep(ctx, retry.Delay(attempt)) != nil {
 			return ctx.Err()
-		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("writing a batch of %d rows to %s.%s: %w", len(b.Rows), b.Target.Keyspace, b.Target.Table, err)
+	return fmt.Errorf("writing a batch of %d rows to %s.%s: %w", len(rows), t.Keyspace, t.Table, err)
 }
 
 // sinkWrite adapts the sink's cassandra.Writer to writeCeiling. A row the writer gives back as

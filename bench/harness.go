@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +22,6 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/gen"
 	"github.com/bucketsink/sink/mapper"
-	"github.com/bucketsink/sink/reader"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -46,6 +46,9 @@ type Options struct {
 	// SinkBinary is the sink executable run as `SinkBinary run --config F` and
 	// `SinkBinary bench --discard-daemon --config F`. Default: this process's executable.
 	SinkBinary string
+	// HarnessBinary runs the harness's own client, `HarnessBinary bench --batch-client SPEC`, whatever
+	// SinkBinary is (an older build may not have it). Default: this process's executable.
+	HarnessBinary string
 	// CommitInterval is writer.commit_interval of the daemons; default 250ms. A phase ends when the
 	// committed offsets reach the end of the topic, so the interval bounds how late that is seen
 	// (half of it on average), and it is most of the event-to-commit latency.
@@ -77,6 +80,9 @@ type Options struct {
 	// SteadyOnly runs the steady-rate phase alone, at LatencyRate (required): to compare binaries
 	// (SinkBinary) side by side at one rate without the backlog phases.
 	SteadyOnly bool
+	// NoBatchClient skips the 50-row client after the steady phase (batchclient.go), which takes
+	// about as long again as that phase.
+	NoBatchClient bool
 	// CassandraPID is the Cassandra server process whose CPU the steady phase reads from /proc; 0 looks
 	// for the one Cassandra process on this machine (none or several: its CPU is not measured).
 	CassandraPID int
@@ -131,12 +137,13 @@ func (o *Options) defaults() error {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	if o.SinkBinary == "" {
+	if o.SinkBinary == "" || o.HarnessBinary == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return fmt.Errorf("finding the sink binary (set SinkBinary): %w", err)
+			return fmt.Errorf("finding the sink binary (set SinkBinary and HarnessBinary): %w", err)
 		}
-		o.SinkBinary = exe
+		o.SinkBinary = cmp.Or(o.SinkBinary, exe)
+		o.HarnessBinary = cmp.Or(o.HarnessBinary, exe)
 	}
 	var errs []error
 	if o.Events < 1 {
@@ -242,7 +249,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		if err := h.settle(ctx, "steady"); err != nil {
 			return nil, err
 		}
-		if err := h.latency(ctx, o.LatencyRate); err != nil {
+		if err := h.steady(ctx, o.LatencyRate); err != nil {
 			return nil, err
 		}
 		return r, nil
@@ -388,7 +395,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		if err := h.settle(ctx, "latency"); err != nil {
 			return nil, err
 		}
-		if err := h.latency(ctx, rate); err != nil {
+		if err := h.steady(ctx, rate); err != nil {
 			return nil, err
 		}
 	}
@@ -906,6 +913,18 @@ func fetchProfile(ctx context.Context, addr, path string, secs int) error {
 	return f.Close()
 }
 
+// steady measures the sink at rate (latency), then the 50-row client at the same rate unless
+// NoBatchClient.
+func (h *harness) steady(ctx context.Context, rate float64) error {
+	if err := h.latency(ctx, rate); err != nil {
+		return err
+	}
+	if h.o.NoBatchClient {
+		return nil
+	}
+	return h.batchClient(ctx, rate)
+}
+
 // latency runs the sink on a fresh, empty topic, produces to it at rate for LatencyFor, and pairs
 // each record's produce time with the first committed offset observed past it.
 func (h *harness) latency(ctx context.Context, rate float64) error {
@@ -944,36 +963,21 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	// What the phase costs: the sink's and Cassandra's CPU and the daemon's counters, from here to the
 	// last commit.
 	l := &h.res.Latency
-	cassPID, cerr := cassandraPID(o.CassandraPID)
-	if cerr != nil {
-		l.CassandraCPUNote = cerr.Error()
-		h.p.logf("steady: Cassandra's CPU is not measured: %v", cerr)
-	}
 	metricsBefore, err := d.scrape(ctx)
 	if err != nil {
 		return err
 	}
-	sinkBefore, err := readCPU(d.pid())
+	meter, err := startCPUMeter(d.pid(), o.CassandraPID)
 	if err != nil {
 		return err
 	}
-	var cassBefore procSample
-	if cassPID != 0 {
-		if cassBefore, err = readCPU(cassPID); err != nil {
-			return err
-		}
+	if l.CassandraCPUNote = meter.cassNote; meter.cassNote != "" {
+		h.p.logf("steady: Cassandra's CPU is not measured: %s", meter.cassNote)
 	}
-	rd, err := reader.New(reader.Config{Session: h.admin, Sink: cfg, Topic: topicName, Parallelism: 1})
+	probes, freshWait, err := h.startFreshness(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	fresh := &freshness{read: readerProbe(rd), every: 5 * time.Millisecond, giveUp: 30 * time.Second}
-	probes := make(chan probe, 64)
-	freshDone := make(chan struct{})
-	go func() {
-		defer close(freshDone)
-		fresh.run(ctx, probes)
-	}()
 
 	log := newProduceLog()
 	var seen []commitSeen
@@ -1040,19 +1044,10 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		}
 	}
 	h.p.done()
-	sinkAfter, err := readCPU(d.pid())
-	if err != nil {
+	if l.SinkCPUMicrosPerRow, l.CassandraCPUMicrosPerRow, err = meter.perRow(produced.Load()); err != nil {
 		return err
 	}
-	if cassPID != 0 {
-		cassAfter, err := readCPU(cassPID)
-		if err != nil {
-			return err
-		}
-		l.CassandraPID = cassPID
-		l.CassandraCPUMicrosPerRow = float64((cassAfter.CPU - cassBefore.CPU).Microseconds()) / float64(produced.Load())
-	}
-	l.SinkCPUMicrosPerRow = float64((sinkAfter.CPU - sinkBefore.CPU).Microseconds()) / float64(produced.Load())
+	l.CassandraPID = meter.cassPID
 	metricsAfter, err := d.scrape(ctx)
 	if err != nil {
 		return err
@@ -1060,15 +1055,9 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	l.RowsPerRequest = meanOf(metricsBefore, metricsAfter, "sink_batch_rows")
 	l.PartitionsPerRequest = meanOf(metricsBefore, metricsAfter, "sink_batch_partitions")
 	l.Stages = stageLatencies(metricsBefore, metricsAfter)
-	select {
-	case <-freshDone:
-	case <-ctx.Done():
-		return ctx.Err()
+	if l.Freshness, err = freshWait(); err != nil {
+		return err
 	}
-	l.FreshSamples, l.FreshMissing = len(fresh.delays), fresh.missing
-	l.FreshP50Millis = float64(percentile(fresh.delays, 0.50)) / 1e6
-	l.FreshP99Millis = float64(percentile(fresh.delays, 0.99)) / 1e6
-	l.FreshMaxMillis = float64(percentile(fresh.delays, 1)) / 1e6
 	if err := d.stop(time.Minute); err != nil {
 		return err
 	}

@@ -51,6 +51,10 @@ func producerOpts(brokers []string, topic string) []kgo.Opt {
 
 const compressionName = "lz4"
 
+// steadySeed is the generator's seed of the steady phase: the sink's producer and the 50-row client
+// draw the same events from it.
+const steadySeed = 2
+
 // createTopic makes a fresh topic with the given partitions and the broker's default replication.
 func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
 	resp, err := adm.CreateTopic(ctx, int32(partitions), -1, nil, topic)
@@ -127,7 +131,7 @@ func producePaced(ctx context.Context, brokers []string, topic string, entities 
 	probes chan<- probe, sampleEvery int) (int, time.Duration, error) {
 	defer close(probes)
 	start := time.Now()
-	g, err := gen.New(gen.Config{Entities: entities, Seed: 2, Start: start, Rate: rate})
+	g, err := gen.New(gen.Config{Entities: entities, Seed: steadySeed, Start: start, Rate: rate})
 	if err != nil {
 		return 0, 0, err
 	}

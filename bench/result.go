@@ -25,6 +25,8 @@ type Result struct {
 	Sink      Process   `json:"sink"`
 	Pipeline  Process   `json:"pipeline"`
 	Latency   Latency   `json:"latency"`
+	// BatchClient is the steady phase's second ceiling (batchclient.go); nil when skipped.
+	BatchClient *BatchClient `json:"batch_client,omitempty"`
 	// Codec is the run of the same events in another format (Options.Codec); nil without one.
 	Codec *CodecRun `json:"codec,omitempty"`
 	// Entries is the run of the same backlog read by two entries (Options.Entries); nil without one.
@@ -186,14 +188,70 @@ type Latency struct {
 	CassandraCPUMicrosPerRow float64 `json:"cassandra_cpu_us_per_row"`
 	CassandraPID             int     `json:"cassandra_pid,omitempty"`
 	CassandraCPUNote         string  `json:"cassandra_cpu_note,omitempty"`
-	// Freshness: produce → row readable through the reader, for about 20 sampled events a second.
+	Freshness
+	// Stages: sink_stage_seconds over the phase (absent for a binary without it).
+	Stages []StageLatency `json:"stages,omitempty"`
+}
+
+// Freshness is produce → row readable through the reader, for about 20 sampled events a second.
+type Freshness struct {
 	FreshSamples   int     `json:"fresh_samples"`
 	FreshMissing   int     `json:"fresh_missing"`
 	FreshP50Millis float64 `json:"fresh_p50_ms"`
 	FreshP99Millis float64 `json:"fresh_p99_ms"`
 	FreshMaxMillis float64 `json:"fresh_max_ms"`
-	// Stages: sink_stage_seconds over the phase (absent for a binary without it).
-	Stages []StageLatency `json:"stages,omitempty"`
+}
+
+// BatchClient is the 50-row client over the steady phase: the same events at the same rate written
+// straight to Cassandra as UNLOGGED batches of BatchRows rows across partitions, with its settings,
+// measured as the sink is, and the sink's figures of the same run divided by its own.
+type BatchClient struct {
+	Rate         float64 `json:"rate"`
+	AchievedRate float64 `json:"achieved_rate"`
+	Rows         int     `json:"rows"`
+	Requests     int     `json:"requests"`
+	Seconds      float64 `json:"seconds"`
+	// Its settings: rows per batch, the period after which a partial batch goes (the sink's linger),
+	// requests in flight, connections, routing and consistency.
+	BatchRows   int    `json:"batch_rows"`
+	Period      string `json:"period"`
+	InFlight    int    `json:"in_flight"`
+	NumConns    int    `json:"num_conns"`
+	Routing     string `json:"routing"`
+	Consistency string `json:"consistency"`
+
+	RowsPerRequest           float64 `json:"rows_per_request"`
+	PartitionsPerRequest     float64 `json:"partitions_per_request"`
+	CPUMicrosPerRow          float64 `json:"cpu_us_per_row"` // its own process: mapping, batching, writing
+	CassandraCPUMicrosPerRow float64 `json:"cassandra_cpu_us_per_row"`
+	CassandraPID             int     `json:"cassandra_pid,omitempty"`
+	CassandraCPUNote         string  `json:"cassandra_cpu_note,omitempty"`
+	Freshness
+
+	// The sink's steady figure ÷ the client's, in the same run; 0 when either side was not measured.
+	SinkRowsPerRequestRatio float64 `json:"sink_rows_per_request_ratio"`
+	SinkCPURatio            float64 `json:"sink_cpu_per_row_ratio"`
+	CassandraCPURatio       float64 `json:"cassandra_cpu_per_row_ratio"`
+	FreshP99Ratio           float64 `json:"fresh_p99_ratio"`
+}
+
+// compareBatchClient sets the client's ratios from the sink's steady figures of the same run.
+func (r *Result) compareBatchClient() {
+	c := r.BatchClient
+	if c == nil {
+		return
+	}
+	l := r.Latency
+	ratio := func(sink, client float64) float64 {
+		if sink <= 0 || client <= 0 {
+			return 0
+		}
+		return sink / client
+	}
+	c.SinkRowsPerRequestRatio = ratio(l.RowsPerRequest, c.RowsPerRequest)
+	c.SinkCPURatio = ratio(l.SinkCPUMicrosPerRow, c.CPUMicrosPerRow)
+	c.CassandraCPURatio = ratio(l.CassandraCPUMicrosPerRow, c.CassandraCPUMicrosPerRow)
+	c.FreshP99Ratio = ratio(l.FreshP99Millis, c.FreshP99Millis)
 }
 
 // Target is one goal of the issue and whether this run met it.
@@ -358,6 +416,24 @@ func (r *Result) printSteady(tw io.Writer) {
 		for _, st := range l.Stages {
 			fmt.Fprintf(tw, "steady: stage %s\tp50 %.1f ms, p99 %.1f ms\t%d observations\n", st.Stage, st.P50Millis, st.P99Millis, st.Count)
 		}
+	}
+	if c := r.BatchClient; c != nil {
+		fmt.Fprintf(tw, "50-row client\t%.1f rows per request\t%.2f partitions per request; UNLOGGED, %d rows or %s, %d in flight, %d conns, %s, %s; %s events/s asked, %s sent, %d rows\n",
+			c.RowsPerRequest, c.PartitionsPerRequest, c.BatchRows, c.Period, c.InFlight, c.NumConns, c.Routing, c.Consistency, num(c.Rate), num(c.AchievedRate), c.Rows)
+		cass := fmt.Sprintf("%.1f µs", c.CassandraCPUMicrosPerRow)
+		if c.CassandraCPUNote != "" {
+			cass = "not measured (" + c.CassandraCPUNote + ")"
+		}
+		fmt.Fprintf(tw, "50-row client: cost\tCPU per row %.1f µs\tCassandra %s; readable p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d sampled, %d never seen)\n",
+			c.CPUMicrosPerRow, cass, c.FreshP50Millis, c.FreshP99Millis, c.FreshMaxMillis, c.FreshSamples, c.FreshMissing)
+		ratio := func(v float64) string {
+			if v == 0 {
+				return "not measured"
+			}
+			return fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(tw, "sink ÷ 50-row client\tCassandra CPU per row %s\trows per request %s; own CPU per row %s; readable p99 %s\n",
+			ratio(c.CassandraCPURatio), ratio(c.SinkRowsPerRequestRatio), ratio(c.SinkCPURatio), ratio(c.FreshP99Ratio))
 	}
 }
 

@@ -39,7 +39,7 @@ func TestSmoke(t *testing.T) {
 	res, err := Run(ctx, Options{
 		Events: 20_000, Entities: 1_000, Partitions: 3, Quick: true,
 		Brokers: brokers, Cassandra: hosts, Prefix: prefix,
-		SinkBinary: bin, LatencyFor: 3 * time.Second, WorkDir: dir, Progress: &progress,
+		SinkBinary: bin, HarnessBinary: bin, LatencyFor: 3 * time.Second, WorkDir: dir, Progress: &progress,
 		SettleMax: 2 * time.Second, // other packages' tests share the machine: rarely quiet, so keep the waits short
 	})
 	if err != nil {
@@ -57,6 +57,10 @@ func TestSmoke(t *testing.T) {
 	if l := res.Latency; l.Covered != l.Events || l.Events == 0 || math.IsNaN(l.P99Millis) || l.P99Millis <= 0 {
 		t.Errorf("latency phase incomplete: %+v", l)
 	}
+	if c := res.BatchClient; c == nil || c.Rows != res.Latency.Events || c.Requests == 0 || c.RowsPerRequest <= 1 ||
+		c.CPUMicrosPerRow <= 0 || c.FreshSamples == 0 || c.SinkRowsPerRequestRatio <= 0 {
+		t.Errorf("the 50-row client was not measured: %+v", c)
+	}
 	var before []string
 	for _, st := range res.Settles {
 		before = append(before, st.Before)
@@ -64,7 +68,7 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("settle before %s took %.1f s; want (0, 4]", st.Before, st.Seconds)
 		}
 	}
-	if got, want := strings.Join(before, " "), "ceiling sink ceiling_after pipeline latency"; got != want {
+	if got, want := strings.Join(before, " "), "ceiling sink ceiling_after pipeline latency batch_client"; got != want {
 		t.Errorf("settled before %q, want before %q", got, want)
 	}
 	if len(res.Targets) != 3 {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/reader"
 )
 
@@ -201,6 +202,86 @@ type freshness struct {
 	giveUp  time.Duration
 	delays  []time.Duration
 	missing int
+}
+
+// summary is what the poller saw, for the result.
+func (f *freshness) summary() Freshness {
+	return Freshness{
+		FreshSamples: len(f.delays), FreshMissing: f.missing,
+		FreshP50Millis: float64(percentile(f.delays, 0.50)) / 1e6,
+		FreshP99Millis: float64(percentile(f.delays, 0.99)) / 1e6,
+		FreshMaxMillis: float64(percentile(f.delays, 1)) / 1e6,
+	}
+}
+
+// startFreshness polls the rows of cfg's bench entry for each probe sent on the returned channel, until
+// it is closed; wait then returns what the poller saw once every probe is resolved.
+func (h *harness) startFreshness(ctx context.Context, cfg *config.Config) (chan<- probe, func() (Freshness, error), error) {
+	rd, err := reader.New(reader.Config{Session: h.admin, Sink: cfg, Topic: topicName, Parallelism: 1})
+	if err != nil {
+		return nil, nil, err
+	}
+	fresh := &freshness{read: readerProbe(rd), every: 5 * time.Millisecond, giveUp: 30 * time.Second}
+	probes := make(chan probe, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fresh.run(ctx, probes)
+	}()
+	return probes, func() (Freshness, error) {
+		select {
+		case <-done:
+			return fresh.summary(), nil
+		case <-ctx.Done():
+			return Freshness{}, ctx.Err()
+		}
+	}, nil
+}
+
+// cpuMeter reads the CPU of a measured process and of the Cassandra server over a phase.
+type cpuMeter struct {
+	pid, cassPID int
+	own, cass    procSample
+	// cassNote says why Cassandra's CPU is not measured (see cassandraPID); empty when it is.
+	cassNote string
+}
+
+// startCPUMeter takes the first readings: of process pid, and of the Cassandra server cassandraPID
+// finds for pid option (Options.CassandraPID).
+func startCPUMeter(pid, cassOption int) (*cpuMeter, error) {
+	m := &cpuMeter{pid: pid}
+	cass, err := cassandraPID(cassOption)
+	if err != nil {
+		m.cassNote = err.Error()
+	}
+	if m.own, err = readCPU(pid); err != nil {
+		return nil, err
+	}
+	if cass != 0 {
+		if m.cass, err = readCPU(cass); err != nil {
+			return nil, err
+		}
+		m.cassPID = cass
+	}
+	return m, nil
+}
+
+// perRow is the CPU each process used since startCPUMeter, in µs per row of rows; Cassandra's is 0
+// when it is not measured.
+func (m *cpuMeter) perRow(rows int64) (own, cass float64, err error) {
+	o, err := readCPU(m.pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	own = float64((o.CPU - m.own.CPU).Microseconds()) / float64(rows)
+	if m.cassPID != 0 {
+		c, err := readCPU(m.cassPID)
+		if err != nil {
+			return 0, 0, err
+		}
+		cass = float64((c.CPU - m.cass.CPU).Microseconds()) / float64(rows)
+	}
+	return own, cass, nil
 }
 
 // sweepParallel bounds the reads of one sweep. Reads one after another would make a probe wait for the

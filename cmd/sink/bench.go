@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -22,6 +23,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "\nOn a running Kafka and Cassandra (scripts/stack up): produces N sample events to a fresh topic,")
 		fmt.Fprintln(stderr, "measures the direct-write ceiling, the sink, the pipeline alone, peak RSS and event-to-commit")
 		fmt.Fprintln(stderr, "latency; prints a table and writes a JSON result. Progress goes to stderr.")
+		fmt.Fprintln(stderr, "\nThe steady-rate phase measures the sink, then a second ceiling at the same rate: the same events")
+		fmt.Fprintln(stderr, "written straight to Cassandra as UNLOGGED batches of 50 rows across partitions (a partial batch")
+		fmt.Fprintln(stderr, "after the sink's linger; 64 in flight, the sink's connections and consistency, token-unaware")
+		fmt.Fprintln(stderr, "round-robin routing), as a batching output unaware of partitions writes them. It reports rows per")
+		fmt.Fprintln(stderr, "request, CPU per row of the sink, of the client and of the Cassandra process, and freshness, side")
+		fmt.Fprintln(stderr, "by side as sink ÷ client ratios. --no-batch-client skips the client.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -42,6 +49,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		keepData   = fs.Bool("keep-data", false, "keep the run's tables and topics (default: each table is dropped once its phase is measured, the topics at the end)")
 		sinkBin    = fs.String("sink-binary", "", "sink executable to measure (default: this one)")
 		steadyOnly = fs.Bool("steady-only", false, "run only the steady-rate phase, at --latency-rate for --latency-for: to compare binaries (--sink-binary) side by side")
+		noClient   = fs.Bool("no-batch-client", false, "skip the 50-row multi-partition client after the steady phase (it takes as long again)")
+		client     = fs.String("batch-client", "", "internal: run the harness's 50-row client from this spec file")
 		cassPID    = fs.Int("cassandra-pid", 0, "the Cassandra server process whose CPU the steady phase reads (default: the only Cassandra process on this machine)")
 		daemonEnv  = fs.String("daemon-env", "", "config overrides for the daemons, comma separated, e.g. SINK_WRITER__LINGER=50ms (recorded in the result)")
 		discard    = fs.Bool("discard-daemon", false, "internal: run the pipeline with a discarding writer (the harness's pipeline-only phase)")
@@ -56,6 +65,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "sink bench: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
+	}
+	if *client != "" {
+		if err := bench.RunBatchClient(ctx, *client, os.Stdin, stdout); err != nil {
+			fmt.Fprintf(stderr, "sink bench: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
 	}
 	if *discard {
 		if *cfgPath == "" {
@@ -74,7 +90,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Brokers: splitList(*brokers), Cassandra: splitList(*hosts), Keyspace: *keyspace,
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor, LatencyRate: *latRate,
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
-		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID,
+		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID, NoBatchClient: *noClient,
 		Codec: *codecName, Registry: *registry, Entries: *entries,
 	})
 	if err != nil {

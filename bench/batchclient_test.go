@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bucketsink/sink/batcher"
+)
+
+// TestBatchClientCutsRowsInArrivalOrderAcrossPartitions: the second ceiling sends the next 50 rows
+// in arrival order whatever their partitions, as a count-and-period batching output does; a partial
+// batch goes once its first row has waited the period, and nothing is lost or reordered.
+func TestBatchClientCutsRowsInArrivalOrderAcrossPartitions(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	m := &multiBatch{size: 50, period: 5 * time.Millisecond}
+	var batches [][]batcher.Row
+	// 120 rows over 7 partitions, 0.1 ms apart: two full batches, then 20 rows pending.
+	for i := range 120 {
+		now := t0.Add(time.Duration(i) * 100 * time.Microsecond)
+		if b := m.due(now); b != nil {
+			batches = append(batches, b)
+		}
+		r := batcher.Row{Key: fmt.Sprintf("dev-%d", i%7), Source: batcher.Source{Offset: int64(i)}}
+		if b := m.add(r, now); b != nil {
+			batches = append(batches, b)
+		}
+	}
+	if len(batches) != 2 || len(batches[0]) != 50 || len(batches[1]) != 50 {
+		t.Fatalf("batches of %v rows, want two of 50", lens(batches))
+	}
+	if p := partitionsOf(batches[0]); p != 7 {
+		t.Errorf("the first batch holds %d partitions, want all 7 its rows are in", p)
+	}
+	last := t0.Add(119 * 100 * time.Microsecond)
+	first := t0.Add(100 * 100 * time.Microsecond) // the pending batch's first row
+	if b := m.due(first.Add(5*time.Millisecond - time.Nanosecond)); b != nil {
+		t.Fatalf("a partial batch went %v after its first row, before the 5 ms period", last.Sub(first))
+	}
+	b := m.due(first.Add(5 * time.Millisecond))
+	if len(b) != 20 {
+		t.Fatalf("the partial batch holds %d rows once its period passed, want 20", len(b))
+	}
+	batches = append(batches, b)
+	if m.flush() != nil || m.due(last.Add(time.Hour)) != nil {
+		t.Error("rows still pending after the last batch went")
+	}
+	var next int64
+	for _, b := range batches {
+		for _, r := range b {
+			if r.Source.Offset != next {
+				t.Fatalf("row %d came after row %d: arrival order lost", r.Source.Offset, next-1)
+			}
+			next++
+		}
+	}
+}
+
+func lens(bs [][]batcher.Row) []int {
+	out := make([]int, len(bs))
+	for i, b := range bs {
+		out[i] = len(b)
+	}
+	return out
+}
+
+// TestBatchClientReportLinesParse: the harness reads the client's probes and final counts from its
+// stdout, and fails on a line it does not know instead of guessing.
+func TestBatchClientReportLinesParse(t *testing.T) {
+	p, d, err := parseClientLine("probe dev-00042 1795737600123000000 1795737600125000000")
+	if err != nil || d != nil {
+		t.Fatalf("probe line: %v, %v", d, err)
+	}
+	if p.device != "dev-00042" || p.event.UnixNano() != 1795737600123000000 || p.produced.UnixNano() != 1795737600125000000 {
+		t.Errorf("probe %+v", p)
+	}
+	if p.event.Location() != time.UTC {
+		t.Errorf("probe event time in %v, want UTC", p.event.Location())
+	}
+	_, d, err = parseClientLine("done 75000 1500 61000 5002000000")
+	if err != nil || d == nil {
+		t.Fatalf("done line: %v, %v", d, err)
+	}
+	if *d != (clientDone{rows: 75000, requests: 1500, partitions: 61000, sending: 5002 * time.Millisecond}) {
+		t.Errorf("done %+v", *d)
+	}
+	for _, bad := range []string{"", "ready", "probe dev 1", "done 1 2 x 4", "done 1 2 3"} {
+		if _, _, err := parseClientLine(bad); err == nil {
+			t.Errorf("%q parsed without error", bad)
+		}
+	}
+}
+
+// TestSteadyReportPutsTheSinkBesideTheBatchClient: the steady phase reports the sink's figures
+// divided by the 50-row client's of the same run, and says "not measured" instead of a ratio when
+// a side lacks the figure (Cassandra's CPU where several Cassandra processes run).
+func TestSteadyReportPutsTheSinkBesideTheBatchClient(t *testing.T) {
+	r := &Result{
+		Params: Params{SteadyOnly: true},
+		Latency: Latency{Events: 75000, RowsPerRequest: 12.5, SinkCPUMicrosPerRow: 30, CassandraCPUMicrosPerRow: 40,
+			Freshness: Freshness{FreshP99Millis: 150}},
+		BatchClient: &BatchClient{Rate: 15000, Rows: 75000, Requests: 1500, BatchRows: 50, Period: "5ms", InFlight: 64, NumConns: 2,
+			Routing: "round robin (token-unaware)", Consistency: "LOCAL_ONE",
+			RowsPerRequest: 50, PartitionsPerRequest: 41, CPUMicrosPerRow: 20, CassandraCPUMicrosPerRow: 50,
+			Freshness: Freshness{FreshP99Millis: 100}},
+	}
+	r.compareBatchClient()
+	c := r.BatchClient
+	for name, got := range map[string][2]float64{
+		"rows per request":      {c.SinkRowsPerRequestRatio, 0.25},
+		"sink CPU per row":      {c.SinkCPURatio, 1.5},
+		"Cassandra CPU per row": {c.CassandraCPURatio, 0.8},
+		"readable p99":          {c.FreshP99Ratio, 1.5},
+	} {
+		if got[0] != got[1] {
+			t.Errorf("%s ratio %v, want %v", name, got[0], got[1])
+		}
+	}
+	var out strings.Builder
+	r.PrintTable(&out)
+	for _, want := range []string{
+		"50.0 rows per request",
+		"41.00 partitions per request",
+		"UNLOGGED, 50 rows or 5ms, 64 in flight, 2 conns, round robin (token-unaware), LOCAL_ONE",
+		"Cassandra CPU per row 0.80",
+		"rows per request 0.25; own CPU per row 1.50; readable p99 1.50",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	c.CassandraCPUMicrosPerRow, c.CassandraCPUNote = 0, "2 processes run Cassandra here"
+	r.compareBatchClient()
+	if c.CassandraCPURatio != 0 {
+		t.Errorf("Cassandra ratio %v without the client's figure, want 0", c.CassandraCPURatio)
+	}
+	out.Reset()
+	r.PrintTable(&out)
+	if !strings.Contains(out.String(), "Cassandra CPU per row not measured") {
+		t.Errorf("the table gives a Cassandra ratio it did not measure:\n%s", out.String())
+	}
+}
