@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"sync"
 	"time"
@@ -391,9 +392,12 @@ func (b *Batcher) pop() {
 }
 
 // Due removes and returns the batches whose first row is at least Linger older than now, oldest first.
-func (b *Batcher) Due(now time.Time) []*Batch {
+func (b *Batcher) Due(now time.Time) []*Batch { return b.DueN(now, math.MaxInt) }
+
+// DueN is Due returning at most n batches, the oldest; the other due batches stay open and keep filling.
+func (b *Batcher) DueN(now time.Time, n int) []*Batch {
 	var due []*Batch
-	for b.head < len(b.queue) {
+	for b.head < len(b.queue) && len(due) < n {
 		q := b.queue[b.head]
 		e, ok := b.live(q)
 		if ok && now.Sub(q.n.First) < b.cfg.Linger {

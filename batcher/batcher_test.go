@@ -188,6 +188,36 @@ func TestLinger(t *testing.T) {
 	}
 }
 
+// TestDueNTakesTheOldestDueBatchesOnly: DueN returns at most n due batches, oldest first, skipping the
+// entries of batches that left meanwhile; the other due batches stay open, keep filling, and come out of
+// the next call.
+func TestDueNTakesTheOldestDueBatchesOnly(t *testing.T) {
+	b := New(Config{MaxRows: 2, MaxBytes: 1000, Linger: 10 * time.Millisecond})
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	b.Add(row(tgtA, "k1", 1, 1), ms(0))
+	b.Add(row(tgtA, "k2", 1, 2), ms(1))
+	b.Add(row(tgtA, "k2", 1, 3), ms(2)) // k2 is full and leaves: its entry turns stale
+	b.Add(row(tgtA, "k3", 1, 4), ms(3))
+	b.Add(row(tgtA, "k4", 1, 5), ms(4))
+	b.Add(row(tgtA, "k5", 1, 6), ms(30)) // not due
+	if got := describe(b.DueN(ms(20), 2)); got != "[a/k1 [1] 1B][a/k3 [4] 1B]" {
+		t.Fatalf("DueN(20ms, 2) returned %q", got)
+	}
+	b.Add(row(tgtA, "k6", 1, 7), ms(21))
+	if got := describe(b.Add(row(tgtA, "k4", 1, 8), ms(21))); got != "[a/k4 [5 8] 2B]" {
+		t.Fatalf("k4, left open, filled with %q", got)
+	}
+	if got := b.DueN(ms(20), 5); len(got) != 0 {
+		t.Fatalf("DueN found %s due, want none", describe(got))
+	}
+	if got := describe(b.DueN(ms(41), 0)); got != "" {
+		t.Fatalf("DueN(41ms, 0) returned %q", got)
+	}
+	if got := describe(b.DueN(ms(41), 5)); got != "[a/k5 [6] 1B][a/k6 [7] 1B]" {
+		t.Fatalf("DueN(41ms, 5) returned %q", got)
+	}
+}
+
 func TestZeroLingerIsDueAtOnce(t *testing.T) {
 	b := New(Config{MaxRows: 10, MaxBytes: 1000})
 	b.Add(row(tgtA, "k", 1, 1), t0)

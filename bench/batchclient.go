@@ -271,16 +271,10 @@ func (h *harness) batchClient(ctx context.Context, rate float64) error {
 		Brokers: o.Brokers, Hosts: o.Cassandra, Keyspace: o.Keyspace, Topic: o.Prefix + "_live",
 		Table: o.Prefix + "_batch50", Group: o.Prefix + "_batch50", CommitInterval: o.CommitInterval,
 	}
-	var err error
-	if st.Metrics, err = freeAddr(); err != nil { // unused: the client serves nothing
-		return err
-	}
 	// The daemons' overrides too, so that the period is the sink's linger and the connections its own.
-	path, cfg, err := st.write(o.WorkDir, "batch50", o.DaemonEnv)
+	// (The metrics address is unused: the client serves nothing.)
+	path, cfg, err := h.freshTable(ctx, &st, "batch50")
 	if err != nil {
-		return err
-	}
-	if err := h.createTable(ctx, cfg); err != nil {
 		return err
 	}
 	defer h.drop(ctx, st.Table)

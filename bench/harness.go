@@ -91,6 +91,13 @@ type Options struct {
 	// URL) and consumed by the sink, whose rows/s is compared with the JSON run's (Result.Codec).
 	Codec    string
 	Registry string
+	// ReadOnly runs the read phase alone (readPhase): no topic, no daemon.
+	ReadOnly bool
+	// ReadRows is how many rows the read phase writes for its one device over 30 days; default
+	// DefaultReadRows. Negative skips the read phase of a full run.
+	ReadRows int
+	// ReadRounds is how many times the read phase reads the device both ways; default DefaultReadRounds.
+	ReadRounds int
 	// Entries, when 2, adds a phase after the sink's: the sink again over the same backlog with a
 	// second entry reading the Kafka topic (the readings by site and hour), its rows/s per table and
 	// CPU per record compared with the one-entry run's (Result.Entries). 0 or 1: no such phase.
@@ -134,6 +141,12 @@ func (o *Options) defaults() error {
 			o.SettleMax = 10 * time.Second
 		}
 	}
+	if o.ReadRows == 0 {
+		o.ReadRows = DefaultReadRows
+	}
+	if o.ReadRounds == 0 {
+		o.ReadRounds = DefaultReadRounds
+	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
@@ -157,6 +170,15 @@ func (o *Options) defaults() error {
 	}
 	if o.Entries < 0 || o.Entries > 2 {
 		errs = append(errs, fmt.Errorf("entries: %d, want 1 or 2", o.Entries))
+	}
+	if o.ReadRows < readDays && (o.ReadOnly || o.ReadRows > 0) {
+		errs = append(errs, fmt.Errorf("read rows: %d, want at least %d (one a day)", o.ReadRows, readDays))
+	}
+	if o.ReadRounds < 1 {
+		errs = append(errs, fmt.Errorf("read rounds: %d, want at least 1", o.ReadRounds))
+	}
+	if o.ReadOnly && o.SteadyOnly {
+		errs = append(errs, errors.New("the read phase alone and the steady phase alone exclude each other"))
 	}
 	if o.Codec == gen.CodecJSON {
 		o.Codec = "" // the JSON run is always made
@@ -234,10 +256,22 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	r.Params = Params{
 		Events: o.Events, Entities: o.Entities, Partitions: o.Partitions, Quick: o.Quick,
 		Compression: compressionName, CommitInterval: o.CommitInterval.String(), DaemonEnv: o.DaemonEnv,
-		SettleMax: o.SettleMax.String(), KeepData: o.KeepData, SteadyOnly: o.SteadyOnly,
+		SettleMax: o.SettleMax.String(), KeepData: o.KeepData, SteadyOnly: o.SteadyOnly, ReadOnly: o.ReadOnly,
+	}
+	if o.ReadOnly || (o.ReadRows > 0 && !o.SteadyOnly) {
+		r.Params.ReadRows, r.Params.ReadRounds = o.ReadRows, o.ReadRounds
 	}
 	if self, err := os.Executable(); err == nil && o.SinkBinary != self {
 		r.Params.SinkBinary = filepath.Base(o.SinkBinary)
+	}
+	if o.ReadOnly {
+		h.p.logf("bench: the read phase alone, %d rows of one device over %d days; %d cores, %s, Cassandra %s",
+			o.ReadRows, readDays, r.Machine.Cores, r.Machine.Go, r.Machine.Cassandra)
+		if err := h.readPhase(ctx); err != nil {
+			return nil, err
+		}
+		r.judge()
+		return r, nil
 	}
 	h.p.logf("bench: %d events, %d entities, %d partitions; %d cores, %s, Kafka %s, Cassandra %s",
 		o.Events, o.Entities, o.Partitions, r.Machine.Cores, r.Machine.Go, r.Machine.Kafka, r.Machine.Cassandra)
@@ -366,14 +400,8 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	// It writes nothing, but prepares the sink's INSERT on a table of its own, empty.
 	pipe := base
 	pipe.Group, pipe.Table = o.Prefix+"_pipeline", o.Prefix+"_pipeline"
-	if pipe.Metrics, err = freeAddr(); err != nil {
-		return nil, err
-	}
-	pipePath, pipeCfg, err := pipe.write(o.WorkDir, "pipeline", o.DaemonEnv)
+	pipePath, _, err := h.freshTable(ctx, &pipe, "pipeline")
 	if err != nil {
-		return nil, err
-	}
-	if err := h.createTable(ctx, pipeCfg); err != nil {
 		return nil, err
 	}
 	if err := h.settle(ctx, "pipeline"); err != nil {
@@ -396,6 +424,13 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		if err := h.steady(ctx, rate); err != nil {
+			return nil, err
+		}
+	}
+
+	// Phase 6: one dense device read back, by the sink's reader and by a driver loop.
+	if o.ReadRows > 0 {
+		if err := h.readPhase(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -468,15 +503,8 @@ func (h *harness) entriesRun(ctx context.Context, base setup, end map[int32]int6
 	o := h.o
 	st := base
 	st.Table, st.SiteTable, st.Group = o.Prefix+"_sink_e2", o.Prefix+"_sink_e2_site", o.Prefix+"_sink_e2"
-	var err error
-	if st.Metrics, err = freeAddr(); err != nil {
-		return err
-	}
-	path, cfg, err := st.write(o.WorkDir, "sink_entries2", o.DaemonEnv)
+	path, _, err := h.freshTable(ctx, &st, "sink_entries2")
 	if err != nil {
-		return err
-	}
-	if err := h.createTable(ctx, cfg); err != nil {
 		return err
 	}
 	if err := h.settle(ctx, "sink_entries2"); err != nil {
@@ -496,6 +524,24 @@ func (h *harness) entriesRun(ctx context.Context, base setup, end map[int32]int6
 	h.res.Entries = &EntriesRun{Entries: 2, Tables: []string{st.Table, st.SiteTable}, Sink: *p,
 		PerTableRatio: p.PerSec / one.PerSec, CPUPerRecordRatio: p.CPUPerMillion / one.CPUPerMillion}
 	return nil
+}
+
+// freshTable readies st for a phase: a free metrics address, its config written as <name>.yaml and loaded
+// with the daemons' overrides (setup.write), and its tables created. It returns the config's path and
+// the config.
+func (h *harness) freshTable(ctx context.Context, st *setup, name string) (string, *config.Config, error) {
+	var err error
+	if st.Metrics, err = freeAddr(); err != nil {
+		return "", nil, err
+	}
+	path, cfg, err := st.write(h.o.WorkDir, name, h.o.DaemonEnv)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := h.createTable(ctx, cfg); err != nil {
+		return "", nil, err
+	}
+	return path, cfg, nil
 }
 
 // createTable applies the schema `sink schema` would print for every entry of the bench config: the

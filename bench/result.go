@@ -31,7 +31,9 @@ type Result struct {
 	Codec *CodecRun `json:"codec,omitempty"`
 	// Entries is the run of the same backlog read by two entries (Options.Entries); nil without one.
 	Entries *EntriesRun `json:"entries,omitempty"`
-	Targets []Target    `json:"targets"`
+	// Read is the read phase (read.go); nil when skipped.
+	Read    *ReadRun `json:"read,omitempty"`
+	Targets []Target `json:"targets"`
 	// Settles are the waits for a quiet machine before each measured write phase, in order.
 	Settles []Settle `json:"settles,omitempty"`
 }
@@ -100,6 +102,9 @@ type Params struct {
 	SettleMax      string   `json:"settle_max,omitempty"`  // longest wait for a quiet machine before a phase
 	KeepData       bool     `json:"keep_data,omitempty"`   // tables and topics kept (runs before this field kept them all; see Options.KeepData)
 	SteadyOnly     bool     `json:"steady_only,omitempty"` // the steady-rate phase alone (Options.SteadyOnly)
+	ReadOnly       bool     `json:"read_only,omitempty"`   // the read phase alone (Options.ReadOnly)
+	ReadRows       int      `json:"read_rows,omitempty"`   // rows of the read phase's device; 0 when skipped
+	ReadRounds     int      `json:"read_rounds,omitempty"` // rounds of the read phase
 	SinkBinary     string   `json:"sink_binary,omitempty"` // the executable measured, when not the harness's own
 }
 
@@ -242,12 +247,6 @@ func (r *Result) compareBatchClient() {
 		return
 	}
 	l := r.Latency
-	ratio := func(sink, client float64) float64 {
-		if sink <= 0 || client <= 0 {
-			return 0
-		}
-		return sink / client
-	}
 	c.SinkRowsPerRequestRatio = ratio(l.RowsPerRequest, c.RowsPerRequest)
 	c.SinkCPURatio = ratio(l.SinkCPUMicrosPerRow, c.CPUMicrosPerRow)
 	c.CassandraCPURatio = ratio(l.CassandraCPUMicrosPerRow, c.CassandraCPUMicrosPerRow)
@@ -264,6 +263,10 @@ type Target struct {
 
 func (r *Result) judge() {
 	const mib = 1 << 20
+	defer r.judgeRead()
+	if r.Params.ReadOnly {
+		return
+	}
 	r.Targets = []Target{
 		{Name: "sink rows/s ÷ ceiling rows/s", Want: "≥ 0.9", Measured: r.Sink.RatioToCeiling, Met: r.Sink.RatioToCeiling >= 0.9},
 		{Name: "pipeline-only events per CPU-second", Want: "≥ 500000", Measured: r.Pipeline.PerCPUSecond, Met: r.Pipeline.PerCPUSecond >= 500000},
@@ -277,6 +280,19 @@ func (r *Result) judge() {
 			Target{Name: "sink rows/s per table, two entries ÷ one", Want: "≥ 0.8", Measured: e.PerTableRatio, Met: e.PerTableRatio >= 0.8},
 			Target{Name: "sink CPU per record, two entries ÷ one", Want: "≤ 1.6", Measured: e.CPUPerRecordRatio, Met: e.CPUPerRecordRatio > 0 && e.CPUPerRecordRatio <= 1.6})
 	}
+}
+
+// judgeRead adds the read phase's targets (issue 25): the sink's reader faster than the driver loop, and
+// Cassandra's CPU per row no higher than for the loop, each as the median of the rounds' ratios.
+func (r *Result) judgeRead() {
+	rd := r.Read
+	if rd == nil {
+		return
+	}
+	w, c := rd.WallRatio.Median, rd.CassandraCPURatio.Median
+	r.Targets = append(r.Targets,
+		Target{Name: "read wall time, sink ÷ driver loop (median)", Want: "< 1", Measured: w, Met: w > 0 && w < 1},
+		Target{Name: "read Cassandra CPU per row, sink ÷ driver loop (median)", Want: "≤ 1", Measured: c, Met: c > 0 && c <= 1})
 }
 
 // Finite reports whether the ratios of the run are computed: finite and positive.
@@ -305,12 +321,17 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 	switch {
 	case r.Params.SteadyOnly:
 		kind = "steady"
+	case r.Params.ReadOnly:
+		kind = "read"
 	case r.Params.Quick:
 		kind = "quick"
 	}
 	events := r.Params.Events
-	if r.Params.SteadyOnly {
+	switch {
+	case r.Params.SteadyOnly:
 		events = r.Latency.Events
+	case r.Params.ReadOnly:
+		events = r.Params.ReadRows
 	}
 	name := fmt.Sprintf("%s-%s-%d.json", r.Date.UTC().Format("20060102T150405Z"), kind, events)
 	path := filepath.Join(dir, name)
@@ -333,19 +354,23 @@ func (r *Result) PrintTable(w io.Writer) {
 		fmt.Fprintf(tw, "core speed\t%.0f ns to map one backlog record on one core (for comparing machines; no target uses it)\n", m.MapNanos)
 	}
 	fmt.Fprintf(tw, "commit\t%s%s, %s\n", r.GitCommit, map[bool]string{true: " (dirty)"}[r.GitDirty], r.Date.UTC().Format(time.RFC3339))
-	if r.Params.SteadyOnly {
+	switch {
+	case r.Params.ReadOnly:
+		fmt.Fprintf(tw, "input\t%d rows of one device over %d days, written straight to Cassandra\n", r.Params.ReadRows, readDays)
+	case r.Params.SteadyOnly:
 		fmt.Fprintf(tw, "input\t%d events at a steady rate over %d entities, %d partitions, %s; sink %s\n",
 			r.Latency.Events, r.Params.Entities, r.Params.Partitions, r.Params.Compression, r.Params.SinkBinary)
-	} else {
+	default:
 		fmt.Fprintf(tw, "input\t%d events (%.0f B avg) over %d entities, %d partitions, %s\n",
 			r.Produce.Events, r.Produce.AvgEventBytes, r.Params.Entities, r.Params.Partitions, r.Params.Compression)
 	}
 	fmt.Fprintln(tw, "\t\t")
 	fmt.Fprintln(tw, "phase\tresult\tdetail")
-	if !r.Params.SteadyOnly {
+	if !r.Params.SteadyOnly && !r.Params.ReadOnly {
 		r.printBacklog(tw)
 	}
 	r.printSteady(tw)
+	r.printRead(tw)
 	if len(r.Settles) > 0 {
 		var waits []string
 		for _, st := range r.Settles {
@@ -435,6 +460,34 @@ func (r *Result) printSteady(tw io.Writer) {
 		fmt.Fprintf(tw, "sink ÷ 50-row client\tCassandra CPU per row %s\trows per request %s; own CPU per row %s; readable p99 %s\n",
 			ratio(c.CassandraCPURatio), ratio(c.SinkRowsPerRequestRatio), ratio(c.SinkCPURatio), ratio(c.FreshP99Ratio))
 	}
+}
+
+// printRead writes the lines of the read phase: each round's two reads, then the ratios.
+func (r *Result) printRead(tw io.Writer) {
+	rd := r.Read
+	if rd == nil {
+		return
+	}
+	cass := func(v float64) string {
+		if rd.CassandraCPUNote != "" {
+			return "Cassandra CPU not measured (" + rd.CassandraCPUNote + ")"
+		}
+		return fmt.Sprintf("Cassandra %.2f µs per row", v)
+	}
+	fmt.Fprintf(tw, "read\t%d rows, %d daily buckets\tone device, newest first; sink: page %d, fetch %d, parallelism %d, read-ahead %d; loop: one query per day, page %d; load average %.1f to %.1f\n",
+		rd.Rows, rd.Days, rd.PageSize, rd.FetchSize, rd.Parallelism, rd.ReadAhead, rd.LoopPageSize, rd.LoadAverage[0], rd.LoadAverage[1])
+	for i, rr := range rd.Rounds {
+		first := "loop first"
+		if rr.SinkFirst {
+			first = "sink first"
+		}
+		fmt.Fprintf(tw, "read round %d\tsink ÷ loop: wall %.2f, Cassandra CPU per row %.2f\t%s; sink %.3f s, %d requests, %s, client %.2f µs; loop %.3f s, %d requests, %s, client %.2f µs\n",
+			i+1, rr.WallRatio, rr.CassandraCPURatio, first, rr.Sink.Seconds, rr.Sink.Requests, cass(rr.Sink.CassandraCPUMicrosPerRow), rr.Sink.ClientCPUMicrosPerRow,
+			rr.Loop.Seconds, rr.Loop.Requests, cass(rr.Loop.CassandraCPUMicrosPerRow), rr.Loop.ClientCPUMicrosPerRow)
+	}
+	w, c := rd.WallRatio, rd.CassandraCPURatio
+	fmt.Fprintf(tw, "read: sink ÷ loop\twall %.2f (%.2f to %.2f)\tCassandra CPU per row %.2f (%.2f to %.2f); medians and ranges of %d rounds\n",
+		w.Median, w.Min, w.Max, c.Median, c.Min, c.Max, len(rd.Rounds))
 }
 
 // num formats a rate with thousands separators, or three significant decimals below 10.

@@ -41,6 +41,8 @@ func TestSmoke(t *testing.T) {
 		Brokers: brokers, Cassandra: hosts, Prefix: prefix,
 		SinkBinary: bin, HarnessBinary: bin, LatencyFor: 3 * time.Second, WorkDir: dir, Progress: &progress,
 		SettleMax: 2 * time.Second, // other packages' tests share the machine: rarely quiet, so keep the waits short
+		// One short round: TestReadPhaseReadsTheSameRowsBothWays checks the read phase's figures.
+		ReadRows: 3000, ReadRounds: 1,
 	})
 	if err != nil {
 		t.Fatalf("bench run: %v\nprogress:\n%s", err, progress.String())
@@ -68,11 +70,14 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("settle before %s took %.1f s; want (0, 4]", st.Before, st.Seconds)
 		}
 	}
-	if got, want := strings.Join(before, " "), "ceiling sink ceiling_after pipeline latency batch_client"; got != want {
+	if got, want := strings.Join(before, " "), "ceiling sink ceiling_after pipeline latency batch_client read"; got != want {
 		t.Errorf("settled before %q, want before %q", got, want)
 	}
-	if len(res.Targets) != 3 {
-		t.Errorf("%d targets judged, want 3", len(res.Targets))
+	if r := res.Read; r == nil || len(r.Rounds) != 1 || r.Rounds[0].Sink.Rows != 3000 || r.Rounds[0].Loop.Rows != 3000 {
+		t.Errorf("the read phase was not measured: %+v", r)
+	}
+	if len(res.Targets) != 5 {
+		t.Errorf("%d targets judged, want 5 (three of the backlog, two of the read phase)", len(res.Targets))
 	}
 	// The run dropped every table and topic it made.
 	sess, err := ceilingSession(hosts, "", 1)

@@ -77,8 +77,9 @@ func (p *plan) decodeFields() {
 }
 
 // writerPlan returns the plan of schema id, fetching the schema and compiling the plan on first
-// sight. A schema the registry does not have is reason schema (not cached: it may be registered
-// yet); a registry that does not answer is a *codec.UnavailableError, reason "".
+// sight. A schema the registry does not have is reason schema (no plan is kept: it may be registered
+// yet; the registry client keeps the answer for registry.UnknownTTL so that a flood of such records
+// does not ask once per record); a registry that does not answer is a *codec.UnavailableError, reason "".
 func (d *decoder) writerPlan(ctx context.Context, id int) (codec.Plan, string, error) {
 	if v, ok := d.schemas.Load(id); ok {
 		wp := v.(*writerPlan)

@@ -327,6 +327,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		MaxInFlight: w.MaxInFlight,
 		Writer:      pl.writer,
 		Group:       pl.cfg.Group,
+		JoinMax:     w.GroupMaxPartitions,
 		Slices:      pl.cfg.Slices,
 		Topics:      stageTopics,
 		Metrics:     pl.metrics,

@@ -1032,8 +1032,22 @@ func (m oneKeyMapper) MapContext(_ context.Context, r mapper.Record) (batcher.Ro
 }
 
 // TestBatchesGrowWhileWritesAreBusy: with one write slot taken, due batches must not go out half empty
-// the moment a slot frees; they keep filling while the slot is busy, so batch size follows the load.
+// the moment a slot frees; they keep filling while the slot is busy, so batch size follows the load. With
+// a Group a slot tops the oldest due cohort up with other due batches, to be joined: the batches still
+// grow while the slot is busy.
 func TestBatchesGrowWhileWritesAreBusy(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		group func([]*batcher.Batch) []*batcher.Batch
+	}{
+		{"no group", nil},
+		{"group", func(bs []*batcher.Batch) []*batcher.Batch { return bs }}, // tops the cohort up; joins none, as with batches this large
+	} {
+		t.Run(tc.name, func(t *testing.T) { batchesGrowWhileWritesAreBusy(t, tc.group) })
+	}
+}
+
+func batchesGrowWhileWritesAreBusy(t *testing.T, group func([]*batcher.Batch) []*batcher.Batch) {
 	f := newFixture(t, 1000, 0)
 	cfg := f.config(func(c *config.Config) {
 		c.Writer.MaxInFlight = 1
@@ -1041,7 +1055,7 @@ func TestBatchesGrowWhileWritesAreBusy(t *testing.T) {
 	})
 	w := &sizeWriter{release: make(chan struct{})}
 	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{oneKeyMapper{fakeMapper{target: &batcher.Target{Table: "events", Entry: "events"}}}},
-		Writer: w, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
+		Writer: w, Group: group, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
@@ -265,14 +268,7 @@ func (s *scan) fetch(st *stream, stmt string, args []any, fetch int) {
 			q = q.Observer(s.r.cfg.Observer)
 		}
 		iter := q.IterContext(s.ctx)
-		rows := make([]map[string]any, 0, iter.NumRows())
-		for {
-			m := make(map[string]any, len(s.r.table.Columns))
-			if !iter.MapScan(m) {
-				break
-			}
-			rows = append(rows, m)
-		}
+		rows := scanRows(iter, s.r.table.PartitionKey)
 		state = iter.PageState()
 		err := iter.Close()
 		<-s.sem
@@ -295,6 +291,89 @@ func (s *scan) fetch(st *stream, stmt string, args []any, fetch int) {
 			}
 		}
 	}
+}
+
+// scanRows reads the rows of iter's page as maps of their columns' Go values, the values Iter.MapScan
+// gives (a null is its type's zero value), but through one set of typed destinations for the page
+// (Iter.RowData) where MapScan makes new ones, a slice of them and an interface cell per column, for every
+// row: on a dense partition those allocations and the garbage they left were most of the reader's CPU.
+// Reusing the destinations shares nothing between rows: the driver unmarshals every string, slice, map,
+// blob and pointer into new memory.
+//
+// The columns named in constant (the partition key: one request reads one partition) hold the same value
+// in every row, so they are decoded from the first row only and that value is put in the others; but
+// only an immutable one (a string, a number, a time, a UUID, a bool), so that a row changed by its caller
+// never changes another. A failed page has no rows; iter.Close returns its error.
+func scanRows(iter *gocql.Iter, constant []string) []map[string]any {
+	dst, err := iter.RowData()
+	if err != nil {
+		return nil
+	}
+	rows := make([]map[string]any, 0, iter.NumRows())
+	var kept []int // the destinations of constant columns, nil after the first row
+	for iter.Scan(dst.Values...) {
+		m := make(map[string]any, len(dst.Columns))
+		if len(rows) > 0 {
+			for _, i := range kept {
+				m[dst.Columns[i]] = rows[0][dst.Columns[i]]
+			}
+		}
+		for i, name := range dst.Columns {
+			if dst.Values[i] != nil {
+				m[name] = deref(dst.Values[i])
+			}
+		}
+		if len(rows) == 0 {
+			for i, name := range dst.Columns {
+				if slices.Contains(constant, name) && immutable(m[name]) {
+					kept = append(kept, i)
+					dst.Values[i] = nil // the driver skips a nil destination
+				}
+			}
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// immutable reports whether v can be shared by several rows: no caller can change it in place.
+func immutable(v any) bool {
+	switch v.(type) {
+	case string, int64, int, int32, int16, int8, float64, float32, bool, time.Time, gocql.UUID:
+		return true
+	}
+	return false
+}
+
+// deref is the value p points to: the common column types without reflection, the others with it.
+func deref(p any) any {
+	switch v := p.(type) {
+	case *string:
+		return *v
+	case *int64:
+		return *v
+	case *int:
+		return *v
+	case *int32:
+		return *v
+	case *int16:
+		return *v
+	case *int8:
+		return *v
+	case *float64:
+		return *v
+	case *float32:
+		return *v
+	case *bool:
+		return *v
+	case *time.Time:
+		return *v
+	case *gocql.UUID:
+		return *v
+	case *[]byte:
+		return *v
+	}
+	return reflect.ValueOf(p).Elem().Interface()
 }
 
 // head is the stream's next row, waiting for its page if needed; nil when the stream is done.

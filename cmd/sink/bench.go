@@ -29,6 +29,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "round-robin routing), as a batching output unaware of partitions writes them. It reports rows per")
 		fmt.Fprintln(stderr, "request, CPU per row of the sink, of the client and of the Cassandra process, and freshness, side")
 		fmt.Fprintln(stderr, "by side as sink ÷ client ratios. --no-batch-client skips the client.")
+		fmt.Fprintln(stderr, "\nThe read phase writes one dense device over 30 daily buckets (--read-rows) straight to a fresh table,")
+		fmt.Fprintln(stderr, "then reads it back --read-rounds times both ways, alternating which goes first: the sink's reader as")
+		fmt.Fprintln(stderr, "`sink query` reads (its defaults, one page of every row, newest first), and a loop over the 30 days")
+		fmt.Fprintln(stderr, "with the driver alone, one query per day at its default 5,000-row pages. It reports wall time, requests")
+		fmt.Fprintln(stderr, "and Cassandra's CPU per row read, and sink ÷ loop per round. --read-only runs it alone (no Kafka topic,")
+		fmt.Fprintln(stderr, "no daemon); give --cassandra-pid when several Cassandra processes run here.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -51,12 +57,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		steadyOnly = fs.Bool("steady-only", false, "run only the steady-rate phase, at --latency-rate for --latency-for: to compare binaries (--sink-binary) side by side")
 		noClient   = fs.Bool("no-batch-client", false, "skip the 50-row multi-partition client after the steady phase (it takes as long again)")
 		client     = fs.String("batch-client", "", "internal: run the harness's 50-row client from this spec file")
-		cassPID    = fs.Int("cassandra-pid", 0, "the Cassandra server process whose CPU the steady phase reads (default: the only Cassandra process on this machine)")
+		cassPID    = fs.Int("cassandra-pid", 0, "the Cassandra server process whose CPU the steady and read phases read (default: the only Cassandra process on this machine)")
 		daemonEnv  = fs.String("daemon-env", "", "config overrides for the daemons, comma separated, e.g. SINK_WRITER__LINGER=50ms (recorded in the result)")
 		discard    = fs.Bool("discard-daemon", false, "internal: run the pipeline with a discarding writer (the harness's pipeline-only phase)")
 		cfgPath    = fs.String("config", "", "internal, with --discard-daemon: the daemon config")
 		codecName  = fs.String("codec", "json", "also run the sink over the same events in avro, protobuf or json_schema, and compare its rows/s with JSON's")
 		entries    = fs.Int("entries", 1, "2: also run the sink over the same backlog with a second entry reading its topic (readings by site and hour), and compare rows/s per table and CPU per record with one entry's")
+		readOnly   = fs.Bool("read-only", false, "run only the read phase: one dense device read by the sink's reader and by a driver loop")
+		readRows   = fs.Int("read-rows", bench.DefaultReadRows, "rows of the read phase's device over 30 days (negative: skip the phase)")
+		readRounds = fs.Int("read-rounds", bench.DefaultReadRounds, "rounds of the read phase, each reading the device both ways")
 		registry   = fs.String("registry", "http://127.0.0.1:8081/apis/ccompat/v7", "with --codec: the schema registry's base URL")
 	)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -92,6 +101,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
 		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID, NoBatchClient: *noClient,
 		Codec: *codecName, Registry: *registry, Entries: *entries,
+		ReadOnly: *readOnly, ReadRows: *readRows, ReadRounds: *readRounds,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "sink bench: %v\n", err)

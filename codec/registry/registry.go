@@ -6,6 +6,10 @@
 // answers 404 for an id makes the error wrap codec.ErrUnknownSchema; every other failure (no
 // answer, a timeout, a 5xx, refused credentials) is a *codec.UnavailableError, which is not the
 // record's fault: the pipeline waits and retries.
+//
+// An id the registry does not have (or whose references it lacks) is remembered for UnknownTTL, so a
+// flood of records naming it costs one request per UnknownTTL rather than one per record, and is asked
+// again after it: a schema registered later is found without a restart.
 package registry
 
 import (
@@ -24,12 +28,32 @@ import (
 
 // Client fetches and caches writer schemas. It is safe for concurrent use.
 type Client struct {
-	cl *sr.Client
+	cl  *sr.Client
+	now func() time.Time // time.Now; tests move it past UnknownTTL
 
-	mu    sync.Mutex
-	byID  map[int]*codec.Schema
-	byRef map[refKey]*codec.Schema
+	mu      sync.Mutex
+	byID    map[int]*codec.Schema
+	byRef   map[refKey]*codec.Schema
+	unknown map[int]unknownID
 }
+
+// unknownID is the answer kept for an id the registry did not have: the error (wrapping
+// codec.ErrUnknownSchema) and until when it stands.
+type unknownID struct {
+	err   error
+	until time.Time
+}
+
+// UnknownTTL is how long an id the registry answered 404 for is taken as unknown without asking
+// again. A producer registers its schema before it writes the first record naming it, so an unknown
+// id is a record written against another registry or a deleted schema, which tends to come in
+// floods (every record of a producer); a few seconds keep such a flood at one request per
+// UnknownTTL, and a schema registered meanwhile is found at most this late.
+const UnknownTTL = 5 * time.Second
+
+// maxUnknown bounds the ids kept as unknown: records with random bytes after the magic byte name a
+// new id each, and each would otherwise stay in memory for UnknownTTL.
+const maxUnknown = 4096
 
 type refKey struct {
 	subject string
@@ -41,6 +65,11 @@ var _ codec.Registry = (*Client)(nil)
 // New builds the client of the schema_registry block c (validated: config.Validate). It does not
 // connect; the first Schema call does.
 func New(c config.SchemaRegistry) (*Client, error) {
+	return newClient(c, nil)
+}
+
+// newClient is New with the HTTP transport wrapped by wrap when it is not nil (tests count requests).
+func newClient(c config.SchemaRegistry, wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
 	if len(c.URLs) == 0 {
 		return nil, errors.New("schema_registry.urls: empty; a schema-registry codec needs the registry's URL")
 	}
@@ -59,9 +88,13 @@ func New(c config.SchemaRegistry) (*Client, error) {
 	if timeout <= 0 {
 		timeout = time.Duration(config.DefaultRegistryTimeout)
 	}
+	var rt http.RoundTripper = tr
+	if wrap != nil {
+		rt = wrap(tr)
+	}
 	opts := []sr.ClientOpt{
 		sr.URLs(c.URLs...),
-		sr.HTTPClient(&http.Client{Timeout: timeout, Transport: tr}),
+		sr.HTTPClient(&http.Client{Timeout: timeout, Transport: rt}),
 		sr.UserAgent("bucketsink"),
 	}
 	if c.Auth.Username != "" {
@@ -71,7 +104,8 @@ func New(c config.SchemaRegistry) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema_registry: %w", err)
 	}
-	return &Client{cl: cl, byID: map[int]*codec.Schema{}, byRef: map[refKey]*codec.Schema{}}, nil
+	return &Client{cl: cl, now: time.Now, byID: map[int]*codec.Schema{}, byRef: map[refKey]*codec.Schema{},
+		unknown: map[int]unknownID{}}, nil
 }
 
 // SR is the underlying pkg/sr client, for tools and tests that register schemas.
@@ -80,26 +114,61 @@ func (c *Client) SR() *sr.Client { return c.cl }
 // maxRefDepth bounds how deep references may nest, so a cycle in the registry cannot recurse forever.
 const maxRefDepth = 32
 
-// Schema returns the writer schema of id with its references, fetching it on first use.
+// Schema returns the writer schema of id with its references, fetching it on first use. An id the
+// registry answered 404 for (itself or a reference) gets the same error without a request for
+// UnknownTTL.
 func (c *Client) Schema(ctx context.Context, id int) (*codec.Schema, error) {
+	now := c.now()
 	c.mu.Lock()
 	s := c.byID[id]
+	u, isUnknown := c.unknown[id]
 	c.mu.Unlock()
 	if s != nil {
 		return s, nil
 	}
+	if isUnknown && now.Before(u.until) {
+		return nil, u.err
+	}
+	s, err := c.fetch(ctx, id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err == nil:
+		c.byID[id] = s
+		delete(c.unknown, id)
+	case errors.Is(err, codec.ErrUnknownSchema):
+		c.rememberUnknown(id, unknownID{err: err, until: now.Add(UnknownTTL)}, now)
+	}
+	return s, err
+}
+
+// fetch asks the registry for the schema of id and its references.
+func (c *Client) fetch(ctx context.Context, id int) (*codec.Schema, error) {
 	got, err := c.cl.SchemaByID(ctx, id)
 	if err != nil {
 		return nil, classify(err, fmt.Sprintf("schema id %d", id), codec.ErrUnknownSchema)
 	}
-	s = &codec.Schema{ID: id, Type: typeName(got.Type), Text: got.Schema}
+	s := &codec.Schema{ID: id, Type: typeName(got.Type), Text: got.Schema}
 	if s.References, err = c.references(ctx, got.References, 0); err != nil {
 		return nil, fmt.Errorf("schema id %d: %w", id, err)
 	}
-	c.mu.Lock()
-	c.byID[id] = s
-	c.mu.Unlock()
 	return s, nil
+}
+
+// rememberUnknown keeps u for id, first dropping the expired answers when maxUnknown are kept; when
+// none has expired, id is not kept (it is asked again next time). c.mu is held.
+func (c *Client) rememberUnknown(id int, u unknownID, now time.Time) {
+	if _, ok := c.unknown[id]; !ok && len(c.unknown) >= maxUnknown {
+		for k, v := range c.unknown {
+			if !now.Before(v.until) {
+				delete(c.unknown, k)
+			}
+		}
+		if len(c.unknown) >= maxUnknown {
+			return
+		}
+	}
+	c.unknown[id] = u
 }
 
 // errMissingReference wraps a 404 on a referenced subject version: the writer schema cannot be built.

@@ -17,13 +17,29 @@ import (
 type partsWriter struct {
 	mu    sync.Mutex
 	parts []int
+	hold  chan struct{} // when set, the first write waits until it is closed
 }
 
 func (w *partsWriter) Write(_ context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.parts = append(w.parts, b.Partitions)
+	first := len(w.parts) == 1
+	w.mu.Unlock()
+	if first && w.hold != nil {
+		<-w.hold
+	}
 	return nil, nil
+}
+
+// joinByTen is a Group that joins batches ten at a time.
+func joinByTen(bs []*batcher.Batch) []*batcher.Batch {
+	var out []*batcher.Batch
+	for len(bs) > 0 {
+		n := min(len(bs), 10)
+		out = append(out, batcher.Join(bs[:n]))
+		bs = bs[n:]
+	}
+	return out
 }
 
 // TestDueCohortGoesAsJoinedRequests: the batches of rows that arrived together become due together and
@@ -35,15 +51,7 @@ func TestDueCohortGoesAsJoinedRequests(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cfg := testConfig(w, 100, 4, time.Second)
 		cfg.Batcher.Linger = 5 * time.Millisecond
-		cfg.Group = func(bs []*batcher.Batch) []*batcher.Batch {
-			var out []*batcher.Batch
-			for len(bs) > 0 {
-				n := min(len(bs), 10)
-				out = append(out, batcher.Join(bs[:n]))
-				bs = bs[n:]
-			}
-			return out
-		}
+		cfg.Group, cfg.JoinMax = joinByTen, 10
 		s := New(ctx, cfg)
 		go s.Run()
 		defer func() {
@@ -72,4 +80,55 @@ func TestDueCohortGoesAsJoinedRequests(t *testing.T) {
 			t.Fatalf("%d rows completed, want 26", len(done))
 		}
 	})
+}
+
+// TestDueBatchesOfSeveralArrivalsShareOneRequest: when a write slot frees, the oldest due cohort (the
+// batches one message opened) is topped up with the next due batches to what one request may join
+// (Config.JoinMax), and the rest wait for the next slot. Taking one cohort per slot, a stage whose writes
+// were busy sent one request per message that had arrived meanwhile, each holding a few partitions: at
+// 40,000 rows/s the requests cost the node more than it had, and rows waited for 800 ms
+// (TestDueBatchesJoinedKeepFreshAt40000RowsPerSecond).
+func TestDueBatchesOfSeveralArrivalsShareOneRequest(t *testing.T) {
+	for _, tc := range []struct {
+		joinMax int
+		want    []int // partitions of each request, in order
+	}{
+		{10, []int{1, 3}},
+		{2, []int{1, 2, 1}},
+	} {
+		t.Run(fmt.Sprintf("join max %d", tc.joinMax), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := &partsWriter{hold: make(chan struct{})}
+				ctx, cancel := context.WithCancel(context.Background())
+				cfg := testConfig(w, 2, 1, time.Second)
+				cfg.Batcher.Linger = 5 * time.Millisecond
+				cfg.Group, cfg.JoinMax = joinByTen, tc.joinMax
+				s := New(ctx, cfg)
+				go s.Run()
+				defer func() {
+					cancel()
+					s.Wait()
+				}()
+				o := newOwner(0)
+				s.In() <- Msg{Rows: []batcher.Row{row(o, "busy", 0), row(o, "busy", 1)}, Owner: o} // full: takes the slot
+				for i, key := range []string{"a", "b", "c"} {
+					time.Sleep(time.Millisecond)
+					s.In() <- Msg{Rows: []batcher.Row{row(o, key, int64(2+i))}, Owner: o}
+				}
+				time.Sleep(20 * time.Millisecond) // all three are due; the slot is still busy
+				synctest.Wait()
+				close(w.hold)
+				synctest.Wait()
+				w.mu.Lock()
+				got := slices.Clone(w.parts)
+				w.mu.Unlock()
+				if !slices.Equal(got, tc.want) {
+					t.Fatalf("requests of %v partitions, want %v", got, tc.want)
+				}
+				if done := o.seen(&o.completed); len(done) != 5 {
+					t.Fatalf("%d rows completed, want 5", len(done))
+				}
+			})
+		})
+	}
 }

@@ -70,6 +70,9 @@ type Config struct {
 	// Group joins batches taken out of the batcher together into fewer requests (batches of several
 	// partitions that share a coordinator; *cassandra.Writer.Group); nil sends each batch alone.
 	Group func([]*batcher.Batch) []*batcher.Batch
+	// JoinMax is the most partitions Group joins into one request (writer.group_max_partitions): with a
+	// Group, a slot taken for due batches tops the oldest of them up to that many (see Run).
+	JoinMax int
 	// Slices creates a missing slice table for topics with bucket.missing_slice: create; nil: such rows
 	// wait, retried with backoff, until the table exists.
 	Slices  SliceMaker
@@ -235,11 +238,16 @@ func (s *Stage) Run() {
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
 				case len(s.slots) <= s.partial || !s.cfg.BudgetFull():
-					// Only the oldest due batches (those whose rows arrived together), not every due
-					// batch: the others keep filling while this slot is busy. Those due together are
-					// joined into as few requests as their coordinators allow: a request of ten small
-					// partitions costs Cassandra far less than ten requests.
-					s.take(s.group(s.b.Due(next))...)
+					// The oldest due batches (those whose rows arrived together) and, while they are fewer
+					// than a request may join, the next due batches up to that many: one request's worth,
+					// joined into as few requests as their coordinators allow (a request of ten small
+					// partitions costs Cassandra far less than ten requests). The other due batches keep
+					// filling while this slot is busy, and wait for the next slot the rules above give.
+					bs := s.b.Due(next)
+					if s.cfg.Group != nil && len(bs) < s.cfg.JoinMax {
+						bs = append(bs, s.b.DueN(now, s.cfg.JoinMax-len(bs))...)
+					}
+					s.take(s.group(bs)...)
 				default:
 					// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra
 					// slower than the input) and holds all it may. Send the batch that carries the most
