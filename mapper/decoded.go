@@ -166,7 +166,13 @@ func (p *plan) mapDecoded(out *outcome, vals []codec.Value, colSlot []int, timeS
 		return reason, err
 	}
 	out.eventTime = t
+	return p.mapColumns(out, vals, colSlot, rec, s)
+}
 
+// mapColumns is mapDecoded once the event time is known and admitted (out.eventTime).
+func (p *plan) mapColumns(out *outcome, vals []codec.Value, colSlot []int, rec *Record, s *scratch) (string, error) {
+	t := out.eventTime
+	var err error
 	s.begin(p)
 	for i := range p.cols {
 		c := &p.cols[i]

@@ -62,7 +62,9 @@
 // Row.Packed, the bytes of every bound value in the packed row format (package packed), followed
 // by the routing key, which Row.Key points into. Rows stay buffered until their batch is written,
 // so every pointer a row held would be marked by each collection; a packed row gives the collector
-// nothing to mark.
+// nothing to mark. The rows MapAll makes of one record from its shared values (a Kafka topic read by
+// several entries) are one allocation between them, each row its own part of it: they are held
+// until the record is done anyway (its offset and its budget charge wait for the last of them).
 //
 // The mapper converts a JSON value and encodes it at once, for the column's configured type, into
 // the scratch's packed.Writer, an append buffer reused record after record: text, ascii, the

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/codec"
+	"github.com/bucketsink/sink/packed"
 )
 
 // The fan-out: several entries (topics.<name>) may read one Kafka topic. A record of such a topic is
@@ -189,22 +191,74 @@ func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Map
 		}
 		f.pendAll(res)
 	} else {
-		// Every entry maps from vals before the reference runs: its parse reuses s.buf, which vals' bytes alias.
-		for i, p := range f.entries {
-			var out outcome
-			reason, err := p.mapDecoded(&out, vals, p.sharedSlot, p.sharedTime, mrec, s)
-			switch {
-			case err == nil:
-				res[i] = Mapped{Entry: p.name, Row: out.row}
-			case f.reference:
-				res[i] = Mapped{Entry: p.name, Err: errPending} // JSON's plan maps only what it is sure of; the reference gives every error
-			default:
-				res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, reason, err)}
-			}
-		}
+		f.mapEach(vals, mrec, rec, s, res)
 	}
 	f.mapPending(mrec, s, res)
 	return nil
+}
+
+// noTime is no slot of the decoded values: no event time admitted yet.
+const noTime = -2
+
+// mapEach maps rec (mrec as the entries see it) for every entry of f from its decoded values vals.
+// Every entry maps from vals before the reference runs (mapPending): its parse reuses s.buf, which
+// vals' bytes alias.
+//
+// What only depends on the record is done once: an event time read from the same value as an
+// entry's before it is that entry's time, and admitted as it was (the entries of a topic share its
+// accept window, config.Validate); the rows get one allocation between them (jointRows). An entry
+// refusing the record judges it for itself.
+func (f *feed) mapEach(vals []codec.Value, mrec, rec *Record, s *scratch, res []Mapped) {
+	s.joint, s.rows, s.rowSpans = true, s.rows[:0], s.rowSpans[:0]
+	var admitted time.Time
+	admittedSlot := noTime
+	for i, p := range f.entries {
+		var out outcome
+		var reason string
+		var err error
+		if p.sharedTime == admittedSlot {
+			out.eventTime = admitted
+		} else {
+			t, terr := p.decodedTime(vals, p.sharedTime, mrec, s)
+			if reason, err = p.admit(t, terr, mrec); err == nil {
+				out.eventTime, admitted, admittedSlot = t, t, p.sharedTime
+			}
+		}
+		if err == nil {
+			reason, err = p.mapColumns(&out, vals, p.sharedSlot, mrec, s)
+		}
+		switch {
+		case err == nil:
+			res[i] = Mapped{Entry: p.name, Row: out.row}
+		case f.reference:
+			res[i] = Mapped{Entry: p.name, Err: errPending} // JSON's plan maps only what it is sure of; the reference gives every error
+		default:
+			res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, reason, err)}
+		}
+	}
+	s.joint = false
+	jointRows(res, s)
+}
+
+// jointRows gives the rows that complete appended to s.rows, one per entry of res that mapped, in
+// order, one allocation between them. The rows of a record are held until all of them are written
+// (its offset is committed only then, and the byte budget charges them until then), so sharing
+// their memory keeps nothing alive for longer.
+func jointRows(res []Mapped, s *scratch) {
+	if len(s.rowSpans) == 0 {
+		return
+	}
+	own := make([]byte, len(s.rows))
+	copy(own, s.rows)
+	k := 0
+	for i := range res {
+		if res[i].Err != nil {
+			continue
+		}
+		r := s.rowSpans[k]
+		k++
+		res[i].Row.Packed, res[i].Row.Key = packed.Split(own[r.off:r.end:r.end], r.n)
+	}
 }
 
 // mapPending maps the entries res marks pending from one fastjson parse of rec.

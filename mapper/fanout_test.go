@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
@@ -263,6 +264,35 @@ func TestEntriesOfATopicShareOneDecodePlan(t *testing.T) {
 	}
 	if one := newMapper(t, nil).byKafka["sensor-readings"]; one.fields != nil || one.entries[0].shared {
 		t.Error("a topic of one entry has a shared plan")
+	}
+}
+
+// TestTheRowsOfARecordShareOneAllocation guards what a topic's further entries cost: the rows MapAll
+// makes of one record from the shared values get one allocation between them (they got one each),
+// and each row's values end where its own key starts, so that no row reaches into another's bytes.
+func TestTheRowsOfARecordShareOneAllocation(t *testing.T) {
+	m := newFanoutMapper(t, config.CodecJSON, nil)
+	r := rec(sensorJSON)
+	ctx := context.Background()
+	out, err := m.MapAll(ctx, r, nil)
+	if err != nil || len(out) != 3 {
+		t.Fatalf("MapAll: %v %+v", err, out)
+	}
+	for _, got := range out {
+		if got.Err != nil {
+			t.Fatalf("entry %s: %v", got.Entry, got.Err)
+		}
+		if cap(got.Row.Packed) != len(got.Row.Packed) || got.Row.Key == "" ||
+			unsafe.Pointer(unsafe.StringData(got.Row.Key)) != unsafe.Add(unsafe.Pointer(unsafe.SliceData(got.Row.Packed)), len(got.Row.Packed)) {
+			t.Fatalf("entry %s: its values (len %d, cap %d) are not followed by its key", got.Entry, len(got.Row.Packed), cap(got.Row.Packed))
+		}
+	}
+	checkMapAllIsMapEntry(t, m, r)
+	if raceEnabled || testing.CoverMode() != "" {
+		return // both add allocations of their own
+	}
+	if n := testing.AllocsPerRun(100, func() { out, _ = m.MapAll(ctx, r, out[:0]) }); n != 1 {
+		t.Errorf("MapAll of a record three entries map: %v allocations, want 1", n)
 	}
 }
 

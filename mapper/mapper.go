@@ -150,7 +150,16 @@ type scratch struct {
 	vals []codec.Value
 	// arena builds the value a tombstone's key stands for (keyRoot).
 	arena fastjson.Arena
+	// joint is set while the entries of a Kafka topic map one record from their shared values
+	// (fanout.go): complete then appends each row's packed values and key to rows, where they are
+	// at rowSpans, and the record's rows get one allocation between them (jointRows).
+	joint    bool
+	rows     []byte
+	rowSpans []rowSpan
 }
+
+// rowSpan is where one row lies in scratch.rows: from off to end, its values the first n bytes.
+type rowSpan struct{ off, n, end int }
 
 // span is a range of a scratch buffer.
 type span struct{ off, n int }
@@ -354,6 +363,9 @@ func (m *Mapper) release(s *scratch) {
 		s.key = make([]byte, 0, 128)
 	}
 	s.w.Shrink(maxScratch)
+	if cap(s.rows) > maxScratch {
+		s.rows = nil
+	}
 	if cap(s.coll) > maxScratch {
 		s.coll = nil
 	}
@@ -624,6 +636,13 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 		Source:    batcher.Source{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset},
 		EventTime: t,
 		Size:      rowOverhead + w.Size(),
+	}
+	if s.joint {
+		off := len(s.rows)
+		var n int
+		s.rows, n = w.AppendRow(s.rows, key)
+		s.rowSpans = append(s.rowSpans, rowSpan{off, n, len(s.rows)})
+		return nil
 	}
 	out.row.Packed, out.row.Key = w.Finish(key)
 	return nil

@@ -163,13 +163,25 @@ func (w *Writer) Size() int { return w.size }
 // Finish copies the row's packed values, followed by the routing key, into one new allocation with
 // no pointers in it, and returns the values part and the key, a string over the rest.
 func (w *Writer) Finish(key []byte) (values []byte, k string) {
+	own, n := w.AppendRow(make([]byte, 0, len(w.buf)+len(key)), key)
+	return Split(own, n)
+}
+
+// AppendRow appends the row's packed values, followed by the routing key, to dst, and returns the
+// extended buffer and the length of the values part. Several rows appended to one buffer, copied
+// once into their own allocation, give each row its part with Split: the rows of one record then
+// cost one allocation.
+func (w *Writer) AppendRow(dst, key []byte) ([]byte, int) {
 	binary.BigEndian.PutUint16(w.buf, uint16(w.n))
-	n := len(w.buf)
-	own := make([]byte, n+len(key))
-	copy(own, w.buf)
-	copy(own[n:], key)
-	if len(key) > 0 {
-		k = unsafe.String(&own[n], len(key))
+	dst = append(dst, w.buf...)
+	return append(dst, key...), len(w.buf)
+}
+
+// Split is a row's values and key over own, which holds the values' n bytes followed by the key and
+// nothing else (AppendRow's output for one row). The values' capacity ends at n.
+func Split(own []byte, n int) (values []byte, k string) {
+	if len(own) > n {
+		k = unsafe.String(&own[n], len(own)-n)
 	}
 	return own[:n:n], k
 }

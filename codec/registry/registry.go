@@ -3,9 +3,10 @@
 // franz-go's pkg/sr, with their references resolved, and cached for the life of the process.
 //
 // A schema id names one schema forever, so a fetched schema is never fetched again. A registry that
-// answers 404 for an id makes the error wrap codec.ErrUnknownSchema; every other failure (no
-// answer, a timeout, a 5xx, refused credentials) is a *codec.UnavailableError, which is not the
-// record's fault: the pipeline waits and retries.
+// answers 404 with its "not found" error code (4040x) for an id makes the error wrap
+// codec.ErrUnknownSchema; every other failure (a bare 404, no answer, a timeout, a 5xx, refused
+// credentials) is a *codec.UnavailableError, which is not the record's fault: the pipeline waits and
+// retries.
 //
 // An id the registry does not have (or whose references it lacks) is remembered for UnknownTTL, so a
 // flood of records naming it costs one request per UnknownTTL rather than one per record, and is asked
@@ -206,10 +207,13 @@ func (c *Client) references(ctx context.Context, refs []sr.SchemaReference, dept
 }
 
 // classify turns a pkg/sr error into notFound (wrapped, with ErrUnknownSchema so the record's reason
-// is schema) for a 404, and a *codec.UnavailableError for everything else.
+// is schema) for the registry's own "not found" (HTTP 404 with an error code 40401 to 40409: no such
+// schema, subject or version), and a *codec.UnavailableError for everything else. A 404 without the
+// registry's code is not the registry's answer (an ingress's default backend while the registry is
+// rolled out, a wrong path): it is retried like an outage, never taken (and cached) as an unknown id.
 func classify(err error, what string, notFound error) error {
 	var re *sr.ResponseError
-	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
+	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound && sr.IsNotFoundError(re.ErrorCode) {
 		if notFound == codec.ErrUnknownSchema {
 			return fmt.Errorf("%s: %w", what, notFound)
 		}

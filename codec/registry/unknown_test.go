@@ -2,8 +2,11 @@ package registry
 
 import (
 	"errors"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/bucketsink/sink/codec"
 )
@@ -38,5 +41,32 @@ func TestUnknownIDsAreBounded(t *testing.T) {
 	}
 	if !errors.Is(c.unknown[7].err, codec.ErrUnknownSchema) {
 		t.Error("id 7's live answer was dropped")
+	}
+}
+
+// TestOnlyTheRegistrysNotFoundMakesAnIDUnknown: a 404 carrying the registry's error code (40403 for an
+// id, 40401/40402 for a reference's subject or version) is bad input; a 404 without one (an ingress's
+// default backend while the registry is rolled out) is an outage to retry, never an unknown id to cache
+// and dead-letter records by.
+func TestOnlyTheRegistrysNotFoundMakesAnIDUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     *sr.ResponseError
+		unknown bool
+	}{
+		{"schema not found", &sr.ResponseError{StatusCode: http.StatusNotFound, ErrorCode: 40403}, true},
+		{"subject not found", &sr.ResponseError{StatusCode: http.StatusNotFound, ErrorCode: 40401}, true},
+		{"version not found", &sr.ResponseError{StatusCode: http.StatusNotFound, ErrorCode: 40402}, true},
+		{"ingress 404", &sr.ResponseError{StatusCode: http.StatusNotFound, Raw: []byte("<html>404 Not Found</html>")}, false},
+		{"server error", &sr.ResponseError{StatusCode: http.StatusInternalServerError, ErrorCode: 50001}, false},
+	} {
+		err := classify(tc.err, "schema 7", codec.ErrUnknownSchema)
+		var ue *codec.UnavailableError
+		if got := errors.Is(err, codec.ErrUnknownSchema); got != tc.unknown {
+			t.Errorf("%s: unknown = %v, want %v (%v)", tc.name, got, tc.unknown, err)
+		}
+		if got := errors.As(err, &ue); got == tc.unknown {
+			t.Errorf("%s: unavailable = %v, want %v (%v)", tc.name, got, !tc.unknown, err)
+		}
 	}
 }

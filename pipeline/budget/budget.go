@@ -27,7 +27,8 @@ import (
 //     record its share is exact only on average.
 //   - A mapped row is a batcher.Row, copied into the hand-off slice and then into its batch's row slice,
 //     which grows by doubling (charged twice, for the copy and the slice's spare capacity), plus its
-//     packed values and routing key, one allocation (package packed).
+//     packed values and routing key, one allocation (package packed; the rows of a record read by several
+//     entries are parts of one, which lives until the record is done, as their charge does).
 //   - A tracker entry is two bits and two bytes in its partition's chunks (offsets/tracker.go), held until the
 //     watermark passes it, which can be long after its record is done: one slow batch keeps the entries
 //     of every record registered after it. Chunks are given back as the watermark passes them, so the

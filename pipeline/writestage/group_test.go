@@ -132,3 +132,81 @@ func TestDueBatchesOfSeveralArrivalsShareOneRequest(t *testing.T) {
 		})
 	}
 }
+
+// slotWriter holds every write: a full batch (two rows) until a value comes on full, a partial one
+// until partial is closed. It counts the partial writes started.
+type slotWriter struct {
+	mu       sync.Mutex
+	partials int
+	full     chan struct{}
+	partial  chan struct{}
+}
+
+func (w *slotWriter) Write(_ context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
+	if len(b.Rows) >= 2 {
+		<-w.full
+		return nil, nil
+	}
+	w.mu.Lock()
+	w.partials++
+	w.mu.Unlock()
+	<-w.partial
+	return nil, nil
+}
+
+// joinNone is a Group whose batches never share a coordinator: every batch is a request of its own.
+func joinNone(bs []*batcher.Batch) []*batcher.Batch { return bs }
+
+// TestDueTakeThatGroupCannotJoinKeepsHalfTheSlotsForFullBatches: a slot taken for due batches tops them
+// up to what one request may join, but when Group cannot join them (their coordinators differ, as on a
+// ring), that slot sends one request and the others wait as partial batches do. Sending them all at once
+// put ten partial requests in flight for one freed slot, past the half of the slots kept for full
+// batches (the reviewer's case: 8 slots, 4 busy with full batches, 12 due single-row batches).
+func TestDueTakeThatGroupCannotJoinKeepsHalfTheSlotsForFullBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &slotWriter{full: make(chan struct{}), partial: make(chan struct{})}
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := testConfig(w, 2, 8, time.Second)
+		cfg.Batcher.Linger = 5 * time.Millisecond
+		cfg.Group, cfg.JoinMax = joinNone, 10
+		s := New(ctx, cfg)
+		go s.Run()
+		defer func() {
+			cancel()
+			s.Wait()
+		}()
+		release := sync.OnceFunc(func() { close(w.partial); close(w.full) }) // writes ignore ctx
+		defer release()
+		o := newOwner(0)
+		off := int64(0)
+		for i := range 4 { // four full batches: half the slots busy
+			key := fmt.Sprintf("busy%d", i)
+			s.In() <- Msg{Rows: []batcher.Row{row(o, key, off), row(o, key, off+1)}, Owner: o}
+			off += 2
+		}
+		for i := range 12 {
+			time.Sleep(time.Millisecond)
+			s.In() <- Msg{Rows: []batcher.Row{row(o, fmt.Sprintf("k%02d", i), off)}, Owner: o}
+			off++
+		}
+		time.Sleep(20 * time.Millisecond) // every single-row batch is due, none overdue
+		synctest.Wait()
+		w.full <- struct{}{} // one full write ends: one slot below the half
+		synctest.Wait()
+		w.mu.Lock()
+		started := w.partials
+		w.mu.Unlock()
+		if started != 1 {
+			t.Fatalf("%d partial requests in flight after one slot freed below the half, want 1", started)
+		}
+		// Overdue, the held requests take the free slots; then everything is written.
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		release()
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		if done := o.seen(&o.completed); len(done) != int(off) {
+			t.Fatalf("%d rows completed, want %d", len(done), off)
+		}
+	})
+}

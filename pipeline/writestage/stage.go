@@ -115,8 +115,11 @@ type Stage struct {
 	b      *batcher.Batcher
 	owners map[offsets.TopicPartition]Owner // the assignment each buffered row belongs to; see take
 	ready  []readyBatch                     // out of the batcher, waiting for a slot, oldest first
-	due    bool                             // the timer fired: due batches wait for a slot
-	slots  chan struct{}
+	// held are the requests of a due take beyond its first (Group made more than one of them): partial
+	// batches, so they wait for a slot on the terms due batches do, oldest first, ahead of later ones.
+	held  []readyBatch
+	due   bool // the timer fired: due batches wait for a slot
+	slots chan struct{}
 	// partial is how many writes may be in flight for a batch that is not full to be sent: above it,
 	// partial batches keep filling until a write finishes (freed) or they are overdue.
 	partial int
@@ -190,7 +193,7 @@ func (s *Stage) Run() {
 	var armed time.Time // the deadline the timer is set for; zero when stopped
 	in := s.in
 	for {
-		if in == nil && len(s.ready) == 0 {
+		if in == nil && len(s.ready) == 0 && len(s.held) == 0 {
 			return // closed and everything handed to writers
 		}
 		// Offer to take a slot only with something to send: a full (or flushed) batch, or due batches
@@ -199,8 +202,8 @@ func (s *Stage) Run() {
 		holdPartial := false
 		if len(s.ready) > 0 {
 			slot = s.slots
-		} else if s.due {
-			if len(s.slots) < s.partial || s.overdue(s.cfg.Now()) {
+		} else if s.due || len(s.held) > 0 {
+			if now := s.cfg.Now(); len(s.slots) < s.partial || s.overdue(now) || s.heldOverdue(now) {
 				slot = s.slots
 			} else {
 				holdPartial = true
@@ -229,7 +232,12 @@ func (s *Stage) Run() {
 			s.due = true
 		case slot <- struct{}{}:
 			now := s.cfg.Now()
-			if next, ok := s.b.NextDue(); ok && !next.After(now) {
+			if len(s.ready) == 0 && len(s.held) > 0 {
+				// The requests an earlier due take left are older than anything the batcher holds.
+				s.ready = append(s.ready, s.held[0])
+				s.held[0] = readyBatch{}
+				s.held = s.held[1:]
+			} else if next, ok := s.b.NextDue(); ok && !next.After(now) {
 				switch {
 				case now.Sub(next) > starve:
 					// The oldest batch goes next, before any other partial batch; full batches already
@@ -243,11 +251,25 @@ func (s *Stage) Run() {
 					// joined into as few requests as their coordinators allow (a request of ten small
 					// partitions costs Cassandra far less than ten requests). The other due batches keep
 					// filling while this slot is busy, and wait for the next slot the rules above give.
+					// When Group makes several requests of them (their coordinators differ, or they exceed
+					// what one request may carry), this slot takes the first and the others are held:
+					// they are partial too, so they take slots only as due batches may, and at most half
+					// the slots carry partial batches whatever the ring.
 					bs := s.b.Due(next)
-					if s.cfg.Group != nil && len(bs) < s.cfg.JoinMax {
+					if s.cfg.Group == nil {
+						s.take(bs...)
+						break
+					}
+					if len(bs) < s.cfg.JoinMax {
 						bs = append(bs, s.b.DueN(now, s.cfg.JoinMax-len(bs))...)
 					}
+					n := len(s.ready)
 					s.take(s.group(bs)...)
+					if len(s.ready) > n+1 {
+						s.held = append(s.held, s.ready[n+1:]...)
+						clear(s.ready[n+1:])
+						s.ready = s.ready[:n+1]
+					}
 				default:
 					// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra
 					// slower than the input) and holds all it may. Send the batch that carries the most
@@ -269,17 +291,29 @@ func (s *Stage) Run() {
 			s.start(rb)
 		}
 		s.cfg.Metrics.OpenBatchRows.Set(float64(s.b.Rows()))
+		// Held requests held back while many writes are in flight: wake up when the oldest is overdue.
+		var heldWake time.Time
+		if holdPartial && len(s.held) > 0 {
+			heldWake = s.held[0].taken.Add(overdue)
+		}
 		if s.due {
 			if holdPartial && armed.IsZero() {
 				// Held back while many writes are in flight: wake up when the oldest becomes overdue.
-				if next, ok := s.b.NextDue(); ok {
-					timer.Reset(max(next.Add(overdue).Sub(s.cfg.Now()), 0))
-					armed = next.Add(overdue)
+				wake := heldWake
+				if next, ok := s.b.NextDue(); ok && (wake.IsZero() || next.Add(overdue).Before(wake)) {
+					wake = next.Add(overdue)
+				}
+				if !wake.IsZero() {
+					timer.Reset(max(wake.Sub(s.cfg.Now()), 0))
+					armed = wake
 				}
 			}
 			continue // otherwise the timer's work waits for a slot; no need to set it again
 		}
 		next, ok := s.b.NextDue()
+		if !heldWake.IsZero() && (!ok || heldWake.Before(next)) {
+			next, ok = heldWake, true
+		}
 		switch {
 		case !ok && !armed.IsZero():
 			timer.Stop()
@@ -298,6 +332,12 @@ func (s *Stage) Run() {
 func (s *Stage) overdue(now time.Time) bool {
 	next, ok := s.b.NextDue()
 	return ok && now.Sub(next) >= overdue
+}
+
+// heldOverdue reports whether the oldest held request has waited for a slot overdue or more since it
+// left the batcher (it was due then), as overdue does for open batches.
+func (s *Stage) heldOverdue(now time.Time) bool {
+	return len(s.held) > 0 && now.Sub(s.held[0].taken) >= overdue
 }
 
 // add puts a message's rows into the batcher; batches that fill up become ready.
@@ -321,6 +361,9 @@ func (s *Stage) add(m Msg) {
 // resolved any more: forgetting them all keeps a revoked partition (its tracker, its queue) from staying
 // reachable from the stage until another assignment of the same partition replaces it.
 func (s *Stage) flushAll() {
+	s.ready = append(s.ready, s.held...) // a flush sends everything: held requests wait no more
+	clear(s.held)
+	s.held = s.held[:0]
 	s.take(s.group(s.b.Flush())...)
 	clear(s.owners)
 }
