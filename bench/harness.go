@@ -22,6 +22,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/gen"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/reader/output"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -98,6 +99,10 @@ type Options struct {
 	ReadRows int
 	// ReadRounds is how many times the read phase reads the device both ways; default DefaultReadRounds.
 	ReadRounds int
+	// ReadFormat is what the read phase's sink side does with each row: "" or "none" only reads it,
+	// as the loop does (the like-for-like comparison); an output format (table, csv, json) also prints
+	// it to nowhere as `sink query` does, so the figure is the command's.
+	ReadFormat string
 	// Entries, when 2, adds a phase after the sink's: the sink again over the same backlog with a
 	// second entry reading the Kafka topic (the readings by site and hour), its rows/s per table and
 	// CPU per record compared with the one-entry run's (Result.Entries). 0 or 1: no such phase.
@@ -173,6 +178,9 @@ func (o *Options) defaults() error {
 	}
 	if o.ReadRows < readDays && (o.ReadOnly || o.ReadRows > 0) {
 		errs = append(errs, fmt.Errorf("read rows: %d, want at least %d (one a day)", o.ReadRows, readDays))
+	}
+	if f := o.ReadFormat; f != "" && f != "none" && !slices.Contains(output.Formats, f) {
+		errs = append(errs, fmt.Errorf("read format: %q, want none or one of %v", f, output.Formats))
 	}
 	if o.ReadRounds < 1 {
 		errs = append(errs, fmt.Errorf("read rounds: %d, want at least 1", o.ReadRounds))

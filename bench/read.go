@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -59,7 +60,8 @@ type ReadRun struct {
 	Parallelism int `json:"sink_parallelism"`
 	ReadAhead   int `json:"sink_read_ahead"`
 	// SinkFormat is the format the sink's rows are printed in, to nowhere, as `sink query` prints them
-	// (package output, its default): the sink's figures include formatting every row, the loop's do not.
+	// (package output), or "none": read only, as the loop reads (Options.ReadFormat). Printed, the sink's
+	// figures include formatting every row, which the loop's do not.
 	SinkFormat string `json:"sink_format"`
 	// LoopPageSize is the loop's page size, the driver's default.
 	LoopPageSize int `json:"loop_page_size"`
@@ -209,7 +211,7 @@ func (h *harness) readPhase(ctx context.Context) error {
 
 	run := &ReadRun{Table: st.Table, Device: readDevice, Days: readDays, Rows: o.ReadRows,
 		From: end.Add(-time.Millisecond), To: start, PageSize: o.ReadRows, FetchSize: reader.DefaultFetchSize,
-		Parallelism: reader.DefaultParallelism, ReadAhead: reader.DefaultReadAhead, SinkFormat: output.Formats[0], LoopPageSize: loopPageSize}
+		Parallelism: reader.DefaultParallelism, ReadAhead: reader.DefaultReadAhead, SinkFormat: cmp.Or(o.ReadFormat, "none"), LoopPageSize: loopPageSize}
 	run.LoadAverage[0] = loadAverage()
 
 	// The sink reads as `sink query` does: its session (cassandra.Connect of the config) and a reader
@@ -227,10 +229,18 @@ func (h *harness) readPhase(ctx context.Context) error {
 	}
 	tbl := rd.Table()
 	q := reader.Query{ID: []any{readDevice}, From: run.From, To: run.To, PageSize: run.PageSize}
-	// and prints the rows as it does, in its default format, each as it is read, to nowhere (stdout sent to
-	// /dev/null).
+	// streaming the rows as it does; with a format, it prints them as it does, each as it is read, to
+	// nowhere (stdout sent to /dev/null).
 	readSink := func() (rowDigest, error) {
 		var d rowDigest
+		if run.SinkFormat == "none" {
+			_, err := rd.Scan(ctx, q, func(row reader.Row) error {
+				t, _ := row.Values[tbl.Clustering[0].Name].(time.Time)
+				d.add(t)
+				return nil
+			})
+			return d, err
+		}
 		_, _, err := output.Print(io.Discard, run.SinkFormat, tbl.Columns, func(fn func(reader.Row) error) (reader.Page, error) {
 			return rd.Scan(ctx, q, func(row reader.Row) error {
 				t, _ := row.Values[tbl.Clustering[0].Name].(time.Time)

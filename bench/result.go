@@ -474,8 +474,12 @@ func (r *Result) printRead(tw io.Writer) {
 		}
 		return fmt.Sprintf("Cassandra %.2f µs per row", v)
 	}
-	fmt.Fprintf(tw, "read\t%d rows, %d daily buckets\tone device, newest first; sink: page %d, fetch %d, parallelism %d, read-ahead %d, rows printed as %s to nowhere; loop: one query per day, page %d; load average %.1f to %.1f\n",
-		rd.Rows, rd.Days, rd.PageSize, rd.FetchSize, rd.Parallelism, rd.ReadAhead, rd.SinkFormat, rd.LoopPageSize, rd.LoadAverage[0], rd.LoadAverage[1])
+	printed := "rows read, not printed (as the loop's)"
+	if rd.SinkFormat != "none" {
+		printed = "rows printed as " + rd.SinkFormat + " to nowhere"
+	}
+	fmt.Fprintf(tw, "read\t%d rows, %d daily buckets\tone device, newest first; sink: page %d, fetch %d, parallelism %d, read-ahead %d, %s; loop: one query per day, page %d; load average %.1f to %.1f\n",
+		rd.Rows, rd.Days, rd.PageSize, rd.FetchSize, rd.Parallelism, rd.ReadAhead, printed, rd.LoopPageSize, rd.LoadAverage[0], rd.LoadAverage[1])
 	for i, rr := range rd.Rounds {
 		first := "loop first"
 		if rr.SinkFirst {

@@ -33,7 +33,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "then reads it back --read-rounds times both ways, alternating which goes first: the sink's reader as")
 		fmt.Fprintln(stderr, "`sink query` reads (its defaults, one page of every row, newest first), and a loop over the 30 days")
 		fmt.Fprintln(stderr, "with the driver alone, one query per day at its default 5,000-row pages. It reports wall time, requests")
-		fmt.Fprintln(stderr, "and Cassandra's CPU per row read, and sink ÷ loop per round. --read-only runs it alone (no Kafka topic,")
+		fmt.Fprintln(stderr, "and Cassandra's CPU per row read, and sink ÷ loop per round; by default neither side prints a row")
+		fmt.Fprintln(stderr, "(--read-format table|csv|json makes the sink's side print them to nowhere, as the command would).")
+		fmt.Fprintln(stderr, "--read-only runs it alone (no Kafka topic,")
 		fmt.Fprintln(stderr, "no daemon); give --cassandra-pid when several Cassandra processes run here.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
@@ -66,6 +68,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		readOnly   = fs.Bool("read-only", false, "run only the read phase: one dense device read by the sink's reader and by a driver loop")
 		readRows   = fs.Int("read-rows", bench.DefaultReadRows, "rows of the read phase's device over 30 days (negative: skip the phase)")
 		readRounds = fs.Int("read-rounds", bench.DefaultReadRounds, "rounds of the read phase, each reading the device both ways")
+		readFormat = fs.String("read-format", "none", "what the read phase's sink side does with each row: none (reads it, as the loop does) or a `sink query` format (table, csv, json) it also prints to nowhere")
 		registry   = fs.String("registry", "http://127.0.0.1:8081/apis/ccompat/v7", "with --codec: the schema registry's base URL")
 	)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -101,7 +104,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
 		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID, NoBatchClient: *noClient,
 		Codec: *codecName, Registry: *registry, Entries: *entries,
-		ReadOnly: *readOnly, ReadRows: *readRows, ReadRounds: *readRounds,
+		ReadOnly: *readOnly, ReadRows: *readRows, ReadRounds: *readRounds, ReadFormat: *readFormat,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "sink bench: %v\n", err)
