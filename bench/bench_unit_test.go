@@ -10,6 +10,7 @@ import (
 
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/gen"
 )
 
 func TestParseStatCPU(t *testing.T) {
@@ -275,5 +276,31 @@ func TestParseProcStat(t *testing.T) {
 	b := machineSample{At: time.Unix(2, 0), Busy: 3 * time.Second}
 	if got := coresBusy(a, b); got != 1.5 {
 		t.Errorf("coresBusy = %v, want 1.5", got)
+	}
+}
+
+// TestBacklogEndsBeforeNowAtAnyTimeOfDay: the backlog's last event is never ahead of the clock (the broker
+// refuses records timestamped more than an hour ahead), and it starts on a UTC day boundary. Started on the
+// current day, a 1,000,000-event backlog produced at 01:17 UTC ended at 02:46 and was refused.
+func TestBacklogEndsBeforeNowAtAnyTimeOfDay(t *testing.T) {
+	for _, now := range []time.Time{
+		time.Date(2026, 11, 27, 1, 17, 42, 0, time.UTC),
+		time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 11, 27, 2, 47, 0, 0, time.UTC),
+		time.Date(2026, 11, 27, 23, 59, 0, 0, time.UTC),
+	} {
+		for _, n := range []int{0, 200_000, 1_000_000, 30_000_000} {
+			start := backlogStartAt(now, n)
+			last := start.Add(time.Duration(float64(n) / gen.DefaultRate * float64(time.Second)))
+			if last.After(now) {
+				t.Errorf("now %s, %d events: the backlog ends at %s, after now", now.Format(time.TimeOnly), n, last)
+			}
+			if !start.Equal(start.Truncate(24 * time.Hour)) {
+				t.Errorf("now %s, %d events: start %s is not a UTC day boundary", now.Format(time.TimeOnly), n, start)
+			}
+			if now.Sub(start) > 24*time.Hour+time.Duration(float64(n)/gen.DefaultRate*float64(time.Second)) {
+				t.Errorf("now %s, %d events: start %s is a day earlier than it needs to be", now.Format(time.TimeOnly), n, start)
+			}
+		}
 	}
 }

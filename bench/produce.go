@@ -29,11 +29,20 @@ func (r record) mapperRecord(topic string) mapper.Record {
 	return mapper.Record{Topic: topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 }
 
-// backlogStart is the event time of the first backlog record: the start of the current UTC day.
-// Starting on a day boundary makes the backlog fill the same set of daily partitions on every run
-// (1,000,000 events at the generator's 100 events/s span under three hours), and a recent day
-// keeps the rows well inside the table's TTL.
-func backlogStart() time.Time { return time.Now().UTC().Truncate(24 * time.Hour) }
+// backlogStart is the event time of the first of n backlog records: the start of the latest UTC day
+// from which n events at the generator's rate end before now. Starting on a day boundary makes the
+// backlog fill the same set of daily partitions on every run (1,000,000 events at the generator's 100
+// events/s span under three hours), and a recent day keeps the rows well inside the table's TTL. The
+// backlog must end in the past: the broker refuses a record timestamped more than
+// log.message.timestamp.after.max.ms ahead of its clock (one hour by default in Kafka 4), and a
+// 1,000,000-event backlog started on the current day was refused in the first two hours of every UTC day.
+func backlogStart(n int) time.Time { return backlogStartAt(time.Now(), n) }
+
+// backlogStartAt is backlogStart at the given now.
+func backlogStartAt(now time.Time, n int) time.Time {
+	span := time.Duration(float64(n) / gen.DefaultRate * float64(time.Second))
+	return now.UTC().Add(-span).Truncate(24 * time.Hour)
+}
 
 // producerOpts are the client settings of both producers: the same as `sink generate` uses (lz4,
 // short linger, acks=all, idempotent), so the sink consumes what a real producer would write.
@@ -71,7 +80,7 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 // returns them with their partitions and offsets, in no particular order. The events are JSON, or
 // encoded by enc in its schema-registry format; the generator's seed makes them the same events.
 func produceBacklog(ctx context.Context, brokers []string, topic string, n, entities int, done *atomic.Int64, enc *gen.Encoder) ([]record, int64, error) {
-	g, err := gen.New(gen.Config{Entities: entities, Seed: 1, Start: backlogStart()})
+	g, err := gen.New(gen.Config{Entities: entities, Seed: 1, Start: backlogStart(n)})
 	if err != nil {
 		return nil, 0, err
 	}

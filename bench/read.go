@@ -197,7 +197,7 @@ func (h *harness) readPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	end := backlogStart()
+	end := backlogStart(0) // the start of the current UTC day
 	start := end.AddDate(0, 0, -readDays)
 	want, err := h.writeDense(ctx, cfg, st, start)
 	if err != nil {
