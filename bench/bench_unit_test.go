@@ -304,3 +304,18 @@ func TestBacklogEndsBeforeNowAtAnyTimeOfDay(t *testing.T) {
 		}
 	}
 }
+
+// TestCeilingGridKeepsTheNodesHeap: no setting the full run tries keeps more rows in flight than the
+// local node carries; with the 400-row default, the 4×-rows-at-4×-concurrency corner (409,600 rows in
+// flight) ran a 1 GiB heap out of memory. The sink's own setting is always tried.
+func TestCeilingGridKeepsTheNodesHeap(t *testing.T) {
+	grid := ceilingGrid(false, 400, 64<<10, 64, 2)
+	if len(grid) < 5 || grid[0].BatchRows != 400 || grid[0].Concurrency != 64 {
+		t.Fatalf("grid %+v: want the sink's setting first and the other probes", grid)
+	}
+	for _, s := range grid {
+		if s.BatchRows*s.Concurrency > maxCeilingRowsInFlight {
+			t.Errorf("setting %+v keeps %d rows in flight, over %d", s, s.BatchRows*s.Concurrency, maxCeilingRowsInFlight)
+		}
+	}
+}

@@ -35,10 +35,19 @@ func (s ceilingSetting) String() string {
 	return fmt.Sprintf("%s writer, %d rows/batch, %d in flight, %d conns", s.Writer, s.BatchRows, s.Concurrency, s.NumConns)
 }
 
+// maxCeilingRowsInFlight bounds the rows a ceiling setting keeps in flight (rows per batch × concurrency):
+// the most any setting held while the sink's default batch was 100 rows, and what the node's heap has
+// carried in every run since.
+const maxCeilingRowsInFlight = 102_400
+
 // ceilingGrid is the settings the ceiling tries. The sink's own limits (its batch rows and bytes, in
 // flight, connections) are among them so the ceiling is never worse than what the sink is
 // allowed; the others probe larger batches and more or less concurrency, which on a CPU-bound
 // single node can go either way.
+//
+// A setting that would hold more than maxCeilingRowsInFlight rows in flight is left out: with 400-row
+// batches, 4× the rows at 4× the concurrency kept 409,600 rows in flight and ran the local stack's
+// node (1 GiB heap) out of memory.
 func ceilingGrid(quick bool, sinkRows, sinkBytes, sinkInFlight, sinkConns int) []ceilingSetting {
 	base := ceilingSetting{Writer: writerGocql, BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: sinkInFlight, NumConns: sinkConns}
 	if quick {
@@ -53,7 +62,7 @@ func ceilingGrid(quick bool, sinkRows, sinkBytes, sinkInFlight, sinkConns int) [
 		{Writer: writerGocql, BatchRows: 4 * sinkRows, BatchBytes: 4 * sinkBytes, Concurrency: 4 * sinkInFlight, NumConns: sinkConns},
 		{Writer: writerGocql, BatchRows: sinkRows, BatchBytes: sinkBytes, Concurrency: sinkInFlight, NumConns: 1},
 	} {
-		if s != base {
+		if s != base && s.BatchRows*s.Concurrency <= maxCeilingRowsInFlight {
 			grid = append(grid, s)
 		}
 	}
