@@ -210,3 +210,49 @@ func TestDueTakeThatGroupCannotJoinKeepsHalfTheSlotsForFullBatches(t *testing.T)
 		}
 	})
 }
+
+// TestHeldRequestIsSentOnceOverdueWithNothingElseToWakeTheStage: a request held from a due take is sent
+// once it is overdue even when nothing else happens (no write finishes, no message arrives, the batcher is
+// empty). The timer was armed for it only on a pass that held back partial batches, never on the pass
+// that held it, so such a request waited for a write to finish, for ever if the writes hung (found by
+// review).
+func TestHeldRequestIsSentOnceOverdueWithNothingElseToWakeTheStage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &slotWriter{full: make(chan struct{}), partial: make(chan struct{})}
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := testConfig(w, 2, 8, time.Second)
+		cfg.Batcher.Linger = 5 * time.Millisecond
+		cfg.Group, cfg.JoinMax = joinNone, 10
+		s := New(ctx, cfg)
+		go s.Run()
+		defer func() {
+			cancel()
+			s.Wait()
+		}()
+		release := sync.OnceFunc(func() { close(w.partial); close(w.full) }) // writes ignore ctx
+		defer release()
+		o := newOwner(0)
+		for i := range 3 { // three full writes hang: below half the slots
+			key := fmt.Sprintf("busy%d", i)
+			s.In() <- Msg{Rows: []batcher.Row{row(o, key, int64(2*i)), row(o, key, int64(2*i+1))}, Owner: o}
+		}
+		// One cohort of two single-row batches: the first request takes the fourth slot, the second is held.
+		s.In() <- Msg{Rows: []batcher.Row{row(o, "a", 6), row(o, "b", 7)}, Owner: o}
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		w.mu.Lock()
+		started := w.partials
+		w.mu.Unlock()
+		if started != 1 {
+			t.Fatalf("%d partial requests in flight once due, want 1 (the other held)", started)
+		}
+		time.Sleep(200 * time.Millisecond) // past overdue; no write ends, no message comes
+		synctest.Wait()
+		w.mu.Lock()
+		started = w.partials
+		w.mu.Unlock()
+		if started != 2 {
+			t.Fatalf("%d partial requests in flight 200 ms later, want 2: the held one waits with nothing to wake the stage", started)
+		}
+	})
+}

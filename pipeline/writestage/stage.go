@@ -291,9 +291,11 @@ func (s *Stage) Run() {
 			s.start(rb)
 		}
 		s.cfg.Metrics.OpenBatchRows.Set(float64(s.b.Rows()))
-		// Held requests held back while many writes are in flight: wake up when the oldest is overdue.
+		// Held requests wait for a slot while many writes are in flight: wake up when the oldest is
+		// overdue. Armed whenever one is held, also on the pass that held it (a slot was offered there),
+		// or nothing but a finished write or a new message would wake the stage for it.
 		var heldWake time.Time
-		if holdPartial && len(s.held) > 0 {
+		if len(s.held) > 0 {
 			heldWake = s.held[0].taken.Add(overdue)
 		}
 		if s.due {
