@@ -154,6 +154,26 @@ func (w *slotWriter) Write(_ context.Context, b *batcher.Batch) ([]cassandra.Row
 	return nil, nil
 }
 
+// startSlotStage runs, inside the caller's synctest bubble, a stage of 8 slots writing through a
+// slotWriter, batches closing at 2 rows, a 5 ms linger, and a Group that joins nothing (JoinMax 10).
+// release lets every write end; the stage stops when the test ends.
+func startSlotStage(t *testing.T) (*Stage, *slotWriter, func()) {
+	w := &slotWriter{full: make(chan struct{}), partial: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := testConfig(w, 2, 8, time.Second)
+	cfg.Batcher.Linger = 5 * time.Millisecond
+	cfg.Group, cfg.JoinMax = joinNone, 10
+	s := New(ctx, cfg)
+	go s.Run()
+	release := sync.OnceFunc(func() { close(w.partial); close(w.full) }) // writes ignore ctx
+	t.Cleanup(func() {
+		release()
+		cancel()
+		s.Wait()
+	})
+	return s, w, release
+}
+
 // joinNone is a Group whose batches never share a coordinator: every batch is a request of its own.
 func joinNone(bs []*batcher.Batch) []*batcher.Batch { return bs }
 
@@ -164,19 +184,7 @@ func joinNone(bs []*batcher.Batch) []*batcher.Batch { return bs }
 // batches (the reviewer's case: 8 slots, 4 busy with full batches, 12 due single-row batches).
 func TestDueTakeThatGroupCannotJoinKeepsHalfTheSlotsForFullBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := &slotWriter{full: make(chan struct{}), partial: make(chan struct{})}
-		ctx, cancel := context.WithCancel(context.Background())
-		cfg := testConfig(w, 2, 8, time.Second)
-		cfg.Batcher.Linger = 5 * time.Millisecond
-		cfg.Group, cfg.JoinMax = joinNone, 10
-		s := New(ctx, cfg)
-		go s.Run()
-		defer func() {
-			cancel()
-			s.Wait()
-		}()
-		release := sync.OnceFunc(func() { close(w.partial); close(w.full) }) // writes ignore ctx
-		defer release()
+		s, w, release := startSlotStage(t)
 		o := newOwner(0)
 		off := int64(0)
 		for i := range 4 { // four full batches: half the slots busy
@@ -218,19 +226,7 @@ func TestDueTakeThatGroupCannotJoinKeepsHalfTheSlotsForFullBatches(t *testing.T)
 // review).
 func TestHeldRequestIsSentOnceOverdueWithNothingElseToWakeTheStage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := &slotWriter{full: make(chan struct{}), partial: make(chan struct{})}
-		ctx, cancel := context.WithCancel(context.Background())
-		cfg := testConfig(w, 2, 8, time.Second)
-		cfg.Batcher.Linger = 5 * time.Millisecond
-		cfg.Group, cfg.JoinMax = joinNone, 10
-		s := New(ctx, cfg)
-		go s.Run()
-		defer func() {
-			cancel()
-			s.Wait()
-		}()
-		release := sync.OnceFunc(func() { close(w.partial); close(w.full) }) // writes ignore ctx
-		defer release()
+		s, w, _ := startSlotStage(t)
 		o := newOwner(0)
 		for i := range 3 { // three full writes hang: below half the slots
 			key := fmt.Sprintf("busy%d", i)
