@@ -233,21 +233,18 @@ func (h *harness) readPhase(ctx context.Context) error {
 	// nowhere (stdout sent to /dev/null).
 	readSink := func() (rowDigest, error) {
 		var d rowDigest
-		if run.SinkFormat == "none" {
-			_, err := rd.Scan(ctx, q, func(row reader.Row) error {
-				t, _ := row.Values[tbl.Clustering[0].Name].(time.Time)
-				d.add(t)
-				return nil
-			})
-			return d, err
-		}
-		_, _, err := output.Print(io.Discard, run.SinkFormat, tbl.Columns, func(fn func(reader.Row) error) (reader.Page, error) {
+		scan := func(fn func(reader.Row) error) (reader.Page, error) {
 			return rd.Scan(ctx, q, func(row reader.Row) error {
 				t, _ := row.Values[tbl.Clustering[0].Name].(time.Time)
 				d.add(t)
 				return fn(row)
 			})
-		})
+		}
+		if run.SinkFormat == "none" {
+			_, err := scan(func(reader.Row) error { return nil })
+			return d, err
+		}
+		_, _, err := output.Print(io.Discard, run.SinkFormat, tbl.Columns, scan)
 		return d, err
 	}
 
