@@ -204,7 +204,19 @@ type Batcher struct {
 	rows    int
 	bytes   int
 	out     [2]*Batch // Add's result buffer
+	// filled holds, by keyHash, the row capacity of partitions whose last batch left full (Add) and that
+	// have had no row since: the next batch of such a partition starts at that capacity (newNode), where
+	// growing from one row by doubling copied each row about once more and cleared the outgrown arrays.
+	// A partition that fills once is likely to fill again; one that does not gives the hint up with its
+	// next batch, which holds the array until it leaves (its linger at most): the spare capacity of one
+	// batch per partition that filled, not charged to the byte budget. A colliding hash only misplaces a
+	// capacity. Bounded by maxFilled.
+	filled map[uint64]int
 }
+
+// maxFilled bounds Batcher.filled: past it the hints are dropped and gathered afresh, so partitions that
+// filled once and were never written again cannot grow it.
+const maxFilled = 4096
 
 // New returns an empty Batcher. Zero Config fields take their defaults; New panics if cfg.Validate
 // fails, since limits come from validated configuration and a negative one is a programming error.
@@ -214,7 +226,7 @@ func New(cfg Config) *Batcher {
 	}
 	cfg = cfg.withDefaults()
 	return &Batcher{cfg: cfg, open: make(map[uint64]*node), seed: maphash.MakeSeed(), hash: keyHash,
-		classes: make([]sizeList, min(cfg.MaxRows, maxClasses)+1)}
+		classes: make([]sizeList, min(cfg.MaxRows, maxClasses)+1), filled: make(map[uint64]int)}
 }
 
 // keyHash hashes a partition of a table: the key's bytes and the Target's address (one Target per
@@ -237,6 +249,11 @@ func (b *Batcher) find(t *Target, key string) (*node, uint64) {
 // newNode is an open batch for r's partition, not yet filed.
 func (b *Batcher) newNode(r *Row, h uint64) *node {
 	e := &node{Batch: Batch{Target: r.Target, Key: r.Key, Partitions: 1, First: b.last}, hash: h}
+	if c, ok := b.filled[h]; ok {
+		delete(b.filled, h)
+		e.buf = getRowBuf(c)
+		e.Rows = e.buf.rows[:0]
+	}
 	if len(r.Key) > 0 && len(r.Key) <= keyInline {
 		copy(e.kbuf[:], r.Key)
 		e.Key = unsafe.String(&e.kbuf[0], len(r.Key))
@@ -288,6 +305,7 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 	ok := e != nil
 	if ok && e.Bytes+r.Size > b.cfg.MaxBytes {
 		b.out[n] = b.take(e)
+		b.fill(e)
 		n++
 		ok = false
 	}
@@ -306,6 +324,7 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 			b.rows -= len(e.Rows)
 			b.bytes -= e.Bytes
 		}
+		b.fill(e)
 		b.out[n] = &e.Batch
 		n++
 	case !ok:
@@ -324,6 +343,14 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 		return nil
 	}
 	return b.out[:n]
+}
+
+// fill records that e's partition filled a batch (see Batcher.filled).
+func (b *Batcher) fill(e *node) {
+	if len(b.filled) >= maxFilled {
+		clear(b.filled)
+	}
+	b.filled[e.hash] = cap(e.Rows)
 }
 
 // take removes an open batch from the map and its size class; its queue entry becomes stale.

@@ -597,3 +597,34 @@ func TestJoinKeepsEachPartitionsRowsTogether(t *testing.T) {
 		}
 	})
 }
+
+// TestAPartitionThatFilledStartsItsNextBatchAtFullSize: the batch after a full one starts with room for
+// as many rows as the full one had, so a busy partition's rows are not copied as its array doubles; a
+// partition that never filled, and one whose next batch left before filling, start at one row.
+func TestAPartitionThatFilledStartsItsNextBatchAtFullSize(t *testing.T) {
+	b := New(Config{MaxRows: 64, MaxBytes: 1 << 20, Linger: time.Millisecond})
+	capOf := func(key string) int {
+		t.Helper()
+		e, _ := b.find(tgtA, key)
+		if e == nil {
+			t.Fatalf("no open batch of %s", key)
+		}
+		return cap(e.Rows)
+	}
+	for i := range 64 {
+		b.Add(row(tgtA, "busy", 1, int64(i)), t0)
+	}
+	b.Add(row(tgtA, "busy", 1, 64), t0)
+	b.Add(row(tgtA, "quiet", 1, 65), t0)
+	if got := capOf("busy"); got < 64 {
+		t.Errorf("the batch after a full one starts with room for %d rows, want 64", got)
+	}
+	if got := capOf("quiet"); got != minRows {
+		t.Errorf("a partition that never filled starts with room for %d rows, want %d", got, minRows)
+	}
+	b.Due(t0.Add(time.Millisecond)) // busy's second batch leaves with one row
+	b.Add(row(tgtA, "busy", 1, 66), t0.Add(time.Millisecond))
+	if got := capOf("busy"); got != minRows {
+		t.Errorf("after a batch that did not fill, a batch starts with room for %d rows, want %d", got, minRows)
+	}
+}
