@@ -204,13 +204,13 @@ type Batcher struct {
 	rows    int
 	bytes   int
 	out     [2]*Batch // Add's result buffer
-	// filled holds, by keyHash, the row capacity of partitions whose last batch left full (Add) and that
-	// have had no row since: the next batch of such a partition starts at that capacity (newNode), where
-	// growing from one row by doubling copied each row about once more and cleared the outgrown arrays.
-	// A partition that fills once is likely to fill again; one that does not gives the hint up with its
-	// next batch, which holds the array until it leaves (its linger at most): the spare capacity of one
-	// batch per partition that filled, not charged to the byte budget. A colliding hash only misplaces a
-	// capacity. Bounded by maxFilled.
+	// filled holds, by keyHash, the row capacity of partitions whose last batch left at least half full
+	// (take) and that have had no row since: the next batch of such a partition starts at that capacity
+	// (newNode), where growing from one row by doubling copied each row about once more and cleared the
+	// outgrown arrays. A partition busy enough to half fill a batch is likely to stay busy; one that does
+	// not gives the hint up with its next batch, which holds the array until it leaves (its linger at
+	// most, or a slot): the spare capacity of one batch per such partition, not charged to the byte
+	// budget. A colliding hash only misplaces a capacity. Bounded by maxFilled.
 	filled map[uint64]int
 }
 
@@ -305,7 +305,6 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 	ok := e != nil
 	if ok && e.Bytes+r.Size > b.cfg.MaxBytes {
 		b.out[n] = b.take(e)
-		b.fill(e)
 		n++
 		ok = false
 	}
@@ -324,7 +323,6 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 			b.rows -= len(e.Rows)
 			b.bytes -= e.Bytes
 		}
-		b.fill(e)
 		b.out[n] = &e.Batch
 		n++
 	case !ok:
@@ -345,16 +343,14 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 	return b.out[:n]
 }
 
-// fill records that e's partition filled a batch (see Batcher.filled).
-func (b *Batcher) fill(e *node) {
-	if len(b.filled) >= maxFilled {
-		clear(b.filled)
-	}
-	b.filled[e.hash] = cap(e.Rows)
-}
-
 // take removes an open batch from the map and its size class; its queue entry becomes stale.
 func (b *Batcher) take(e *node) *Batch {
+	if 2*len(e.Rows) >= b.cfg.MaxRows {
+		if len(b.filled) >= maxFilled {
+			clear(b.filled)
+		}
+		b.filled[e.hash] = cap(e.Rows)
+	}
 	b.unfile(e)
 	b.classes[e.class].remove(e)
 	b.rows -= len(e.Rows)

@@ -598,10 +598,11 @@ func TestJoinKeepsEachPartitionsRowsTogether(t *testing.T) {
 	})
 }
 
-// TestAPartitionThatFilledStartsItsNextBatchAtFullSize: the batch after a full one starts with room for
-// as many rows as the full one had, so a busy partition's rows are not copied as its array doubles; a
-// partition that never filled, and one whose next batch left before filling, start at one row.
-func TestAPartitionThatFilledStartsItsNextBatchAtFullSize(t *testing.T) {
+// TestAPartitionThatHalfFilledStartsItsNextBatchAtThatSize: the batch after one that left at least half
+// full (full, or due) starts with room for as many rows as that one had, so a busy partition's rows are
+// not copied as its array doubles; a partition that never got there, and one whose last batch left with
+// fewer rows, start at one row.
+func TestAPartitionThatHalfFilledStartsItsNextBatchAtThatSize(t *testing.T) {
 	b := New(Config{MaxRows: 64, MaxBytes: 1 << 20, Linger: time.Millisecond})
 	capOf := func(key string) int {
 		t.Helper()
@@ -611,11 +612,16 @@ func TestAPartitionThatFilledStartsItsNextBatchAtFullSize(t *testing.T) {
 		}
 		return cap(e.Rows)
 	}
-	for i := range 64 {
-		b.Add(row(tgtA, "busy", 1, int64(i)), t0)
+	off := int64(0)
+	add := func(key string, n int, at time.Time) {
+		for range n {
+			b.Add(row(tgtA, key, 1, off), at)
+			off++
+		}
 	}
-	b.Add(row(tgtA, "busy", 1, 64), t0)
-	b.Add(row(tgtA, "quiet", 1, 65), t0)
+	add("busy", 64, t0) // full: leaves at once
+	add("busy", 1, t0)
+	add("quiet", 1, t0)
 	if got := capOf("busy"); got < 64 {
 		t.Errorf("the batch after a full one starts with room for %d rows, want 64", got)
 	}
@@ -623,8 +629,14 @@ func TestAPartitionThatFilledStartsItsNextBatchAtFullSize(t *testing.T) {
 		t.Errorf("a partition that never filled starts with room for %d rows, want %d", got, minRows)
 	}
 	b.Due(t0.Add(time.Millisecond)) // busy's second batch leaves with one row
-	b.Add(row(tgtA, "busy", 1, 66), t0.Add(time.Millisecond))
+	add("busy", 1, t0.Add(time.Millisecond))
 	if got := capOf("busy"); got != minRows {
-		t.Errorf("after a batch that did not fill, a batch starts with room for %d rows, want %d", got, minRows)
+		t.Errorf("after a batch that left with one row, a batch starts with room for %d rows, want %d", got, minRows)
+	}
+	add("busy", 39, t0.Add(time.Millisecond))
+	b.Due(t0.Add(2 * time.Millisecond)) // leaves due with 40 rows
+	add("busy", 1, t0.Add(2*time.Millisecond))
+	if got := capOf("busy"); got < 40 {
+		t.Errorf("the batch after one that left due with 40 rows starts with room for %d rows, want 40 or more", got)
 	}
 }
