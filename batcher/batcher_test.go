@@ -16,8 +16,8 @@ var (
 	tgtB = &Target{Keyspace: "ks", Table: "b"}
 )
 
-func row(t *Target, key string, size int, off int64) Row {
-	return Row{Target: t, Key: key, Size: size, Source: Source{Topic: "in", Partition: 0, Offset: off}}
+func row(t *Target, key string, size int, off int64) *Row {
+	return &Row{Target: t, Key: key, Size: size, Source: Source{Topic: "in", Partition: 0, Offset: off}}
 }
 
 // offsets lists the source offsets of a batch's rows, to compare batches compactly.
@@ -39,7 +39,7 @@ func describe(bs []*Batch) string {
 
 func TestAdd(t *testing.T) {
 	type step struct {
-		r    Row
+		r    *Row
 		at   time.Duration // since t0
 		want string        // describe() of Add's result
 	}
@@ -500,11 +500,11 @@ func TestReleaseReusesRowArrays(t *testing.T) {
 	b := New(Config{MaxRows: 64, MaxBytes: 1 << 20})
 	rows := make([]Row, 64)
 	for i := range rows {
-		rows[i] = row(tgtA, "k", 10, int64(i))
+		rows[i] = *row(tgtA, "k", 10, int64(i))
 	}
 	fill := func() {
 		for i := range rows {
-			for _, bt := range b.Add(rows[i], t0) {
+			for _, bt := range b.Add(&rows[i], t0) {
 				Release(bt)
 			}
 		}
@@ -535,7 +535,7 @@ func BenchmarkAdd(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			rows := make([]Row, 4000)
 			for i := range rows {
-				rows[i] = row(tgtA, fmt.Sprint("key-", i%bc.partitions), 200, int64(i))
+				rows[i] = *row(tgtA, fmt.Sprint("key-", i%bc.partitions), 200, int64(i))
 			}
 			bt := New(Config{MaxRows: 100, MaxBytes: 32 << 10, Linger: 5 * time.Millisecond})
 			now := t0
@@ -553,7 +553,7 @@ func BenchmarkAdd(b *testing.B) {
 					now = now.Add(time.Millisecond)
 					batches += release(bt.Due(now))
 				}
-				batches += release(bt.Add(rows[i%len(rows)], now))
+				batches += release(bt.Add(&rows[i%len(rows)], now))
 			}
 			b.ReportMetric(float64(b.N)/float64(max(batches, 1)), "rows/batch")
 		})
