@@ -196,3 +196,38 @@ func TestParseTypeIgnoresWhiteSpaceAsConfigDoes(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterValuesOfEveryLengthAcrossItsGrowth writes, with one Writer, text values whose lengths
+// straddle the one-byte length (127, 128) and the buffer's growth, a list, and the fixed-width kinds
+// between them: each value reads back as written, whether its write grew the buffer or appended in
+// place (Writer.set keeps the buffer's pointer only when an append moved it).
+func TestWriterValuesOfEveryLengthAcrossItsGrowth(t *testing.T) {
+	var w Writer
+	for round := range 2 { // the second row reuses the first one's buffer
+		w.Reset()
+		var want [][]byte
+		for _, n := range []int{0, 1, 127, 128, 129, 300, 16383, 16384, 70000} {
+			text := bytes.Repeat([]byte{byte('a' + n%26)}, n)
+			w.Text(KText, text)
+			w.Integer(KBigint, int64(n))
+			w.Floating(KDouble, float64(n)/3)
+			want = append(want, text, AppendBigint(nil, int64(n)), AppendDouble(nil, float64(n)/3))
+		}
+		list, err := AppendValue(nil, MustTypes("list<text>")[0], []any{"x", strings.Repeat("y", 200)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Encoded(MustTypes("list<text>")[0], list)
+		want = append(want, list)
+		values, _ := w.Finish(nil)
+		got := Values(values)
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d values, want %d", round, len(got), len(want))
+		}
+		for i := range want {
+			if v, ok := got[i].(*Value); !ok || !bytes.Equal(v.Wire, want[i]) {
+				t.Fatalf("round %d: value %d is %#v, want the %d bytes %.16x…", round, i, got[i], len(want[i]), want[i])
+			}
+		}
+	}
+}

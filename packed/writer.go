@@ -69,15 +69,9 @@ func (w *Writer) Absent(v any) {
 	w.Unset()
 }
 
-// begin writes the tag of a value of type t whose wire form is n bytes long.
-func (w *Writer) begin(t Type, n int) {
-	w.buf = append(w.buf, byte(t.Kind))
-	if t.Kind.Collection() {
-		w.buf = append(w.buf, byte(t.Elem))
-	}
-	if kindInfo[t.Kind].width == 0 {
-		w.buf = binary.AppendUvarint(w.buf, uint64(n))
-	}
+// fixed starts a scalar of fixed width (kind k): its tag alone.
+func (w *Writer) fixed(k Kind) {
+	w.buf = append(w.buf, byte(k))
 	w.last.Off = len(w.buf)
 }
 
@@ -89,9 +83,31 @@ func (w *Writer) end() {
 
 // Encoded writes a value of type t whose wire bytes are b (as the Append functions make them).
 func (w *Writer) Encoded(t Type, b []byte) {
-	w.begin(t, len(b))
-	w.buf = append(w.buf, b...)
+	w.buf = append(w.buf, byte(t.Kind))
+	if t.Kind.Collection() {
+		w.buf = append(w.buf, byte(t.Elem))
+	}
+	if kindInfo[t.Kind].width == 0 {
+		if n := len(b); n < 0x80 { // the usual length: a one-byte uvarint, appended in place
+			w.buf = append(w.buf, byte(n))
+		} else {
+			w.set(binary.AppendUvarint(w.buf, uint64(n)))
+		}
+	}
+	w.last.Off = len(w.buf)
+	w.set(append(w.buf, b...))
 	w.end()
+}
+
+// set makes b, the buffer with bytes appended, the buffer. When the append did not move it, only
+// the length is written: an assignment of a function's result (or of append(w.buf, b...)) stores
+// the buffer's pointer too, with a write barrier while the collector marks, on every value.
+func (w *Writer) set(b []byte) {
+	if unsafe.SliceData(b) == unsafe.SliceData(w.buf) {
+		w.buf = w.buf[:len(b)]
+		return
+	}
+	w.buf = b
 }
 
 // Text writes a text or ascii value (k is KText or KASCII).
@@ -99,46 +115,46 @@ func (w *Writer) Text(k Kind, b []byte) { w.Encoded(Type{Kind: k}, b) }
 
 // Integer writes n as a tinyint, smallint, int or bigint (k); n is in the kind's range.
 func (w *Writer) Integer(k Kind, n int64) {
-	w.begin(Type{Kind: k}, 0)
+	w.fixed(k)
 	switch k {
 	case KTinyint:
-		w.buf = AppendTinyint(w.buf, int8(n))
+		w.set(AppendTinyint(w.buf, int8(n)))
 	case KSmallint:
-		w.buf = AppendSmallint(w.buf, int16(n))
+		w.set(AppendSmallint(w.buf, int16(n)))
 	case KInt:
-		w.buf = AppendInt(w.buf, int32(n))
+		w.set(AppendInt(w.buf, int32(n)))
 	default:
-		w.buf = AppendBigint(w.buf, n)
+		w.set(AppendBigint(w.buf, n))
 	}
 	w.end()
 }
 
 // Floating writes f as a float or double (k); f is in float32's range for a float.
 func (w *Writer) Floating(k Kind, f float64) {
-	w.begin(Type{Kind: k}, 0)
+	w.fixed(k)
 	if k == KFloat {
-		w.buf = AppendFloat(w.buf, float32(f))
+		w.set(AppendFloat(w.buf, float32(f)))
 	} else {
-		w.buf = AppendDouble(w.buf, f)
+		w.set(AppendDouble(w.buf, f))
 	}
 	w.end()
 }
 
 // Time writes t as a timestamp or date (k).
 func (w *Writer) Time(k Kind, t time.Time) {
-	w.begin(Type{Kind: k}, 0)
+	w.fixed(k)
 	if k == KDate {
-		w.buf = AppendDate(w.buf, t)
+		w.set(AppendDate(w.buf, t))
 	} else {
-		w.buf = AppendTimestamp(w.buf, t)
+		w.set(AppendTimestamp(w.buf, t))
 	}
 	w.end()
 }
 
 // UUID writes u as a uuid or timeuuid (k).
 func (w *Writer) UUID(k Kind, u gocql.UUID) {
-	w.begin(Type{Kind: k}, 0)
-	w.buf = AppendUUID(w.buf, u)
+	w.fixed(k)
+	w.set(AppendUUID(w.buf, u))
 	w.end()
 }
 
