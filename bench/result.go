@@ -55,6 +55,35 @@ type EntriesRun struct {
 	// CPUPerRecordRatio its sink CPU per record ÷ the one-entry run's.
 	PerTableRatio     float64 `json:"per_table_rows_ratio"`
 	CPUPerRecordRatio float64 `json:"cpu_per_record_ratio"`
+
+	// Ceiling is the ceiling's client writing each backlog record's row into every one of the tables,
+	// at the setting the one-table ceiling found best in the same run; its rows_per_s counts the rows
+	// of all the tables. Its ratios are set once the one-table ceiling's figure is known:
+	// CeilingPerTableRatio is its rows/s per table ÷ the one-table ceiling's rows/s, what the node
+	// gives a second table; SinkRatioToCeiling is the sink's rows/s in all tables ÷ this ceiling's,
+	// to set beside the one-entry sink's ratio to the one-table ceiling (Sink.RatioToCeiling of the
+	// Result), and SinkVsCeilingRatio the first ÷ the second: below 1, the sink loses more than the
+	// node to the second table.
+	Ceiling              CeilingTrial `json:"ceiling"`
+	CeilingPerTable      float64      `json:"ceiling_rows_per_s_per_table"`
+	CeilingPerTableRatio float64      `json:"ceiling_per_table_rows_ratio"`
+	SinkRatioToCeiling   float64      `json:"sink_ratio_to_ceiling"`
+	SinkVsCeilingRatio   float64      `json:"sink_ratio_to_ceiling_two_to_one"`
+}
+
+// compareEntries sets the ratios of the run of several entries to the ceilings, from the one-table
+// ceiling's figure (the better of its runs before and after the sink, as the sink is judged by) and
+// the one-entry sink's ratio to it.
+func (r *Result) compareEntries() {
+	e := r.Entries
+	if e == nil {
+		return
+	}
+	n := float64(e.Entries)
+	e.CeilingPerTable = e.Ceiling.RowsPerS / n
+	e.CeilingPerTableRatio = ratio(e.CeilingPerTable, r.Ceiling.RowsPerS)
+	e.SinkRatioToCeiling = ratio(e.Sink.PerSec*n, e.Ceiling.RowsPerS)
+	e.SinkVsCeilingRatio = ratio(e.SinkRatioToCeiling, r.Sink.RatioToCeiling)
 }
 
 // Settle is one wait for a quiet machine (harness.settle).
@@ -419,6 +448,11 @@ func (r *Result) printBacklog(tw io.Writer) {
 	if e := r.Entries; e != nil {
 		fmt.Fprintf(tw, "sink, %d entries	%s rows/s per table	%.3f × the one-entry run; CPU per record %.3f × (%.2f CPU-s per million records); %.1f s; peak RSS %.0f MiB\n",
 			e.Entries, num(e.Sink.PerSec), e.PerTableRatio, e.CPUPerRecordRatio, e.Sink.CPUPerMillion, e.Sink.Seconds, float64(e.Sink.PeakRSSBytes)/(1<<20))
+		c := e.Ceiling
+		fmt.Fprintf(tw, "ceiling, %d tables\t%s rows/s in all\t%s rows/s per table, %.3f × the one-table ceiling (per table, two ÷ one: what the node gives a second table); %s writer, %d rows/batch, %d in flight, %d conns (the one-table ceiling's best); %d rows in %d batches, %.1f s; machine %.2f cores busy\n",
+			e.Entries, num(c.RowsPerS), num(e.CeilingPerTable), e.CeilingPerTableRatio, c.Writer, c.BatchRows, c.Concurrency, c.NumConns, c.Rows, c.Batches, c.Seconds, c.CoresBusy)
+		fmt.Fprintf(tw, "sink ÷ ceiling, %d tables\t%.3f in all\tone table: %.3f; two ÷ one %.3f (below 1: the sink loses more to the second table than the node does)\n",
+			e.Entries, e.SinkRatioToCeiling, r.Sink.RatioToCeiling, e.SinkVsCeilingRatio)
 	}
 	p := r.Pipeline
 	fmt.Fprintf(tw, "pipeline only\t%s events/s\t%s events per CPU-second; %.1f s; peak RSS %.0f MiB; %.1f rows per batch\n",
