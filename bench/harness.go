@@ -104,7 +104,8 @@ type Options struct {
 	ReadFormat string
 	// Entries, when 2, adds a phase after the sink's: the sink again over the same backlog with a
 	// second entry reading the Kafka topic (the readings by site and hour), its rows/s per table and
-	// CPU per record compared with the one-entry run's (Result.Entries). 0 or 1: no such phase.
+	// CPU per record compared with the one-entry run's, and the ceiling's client writing the same rows
+	// into both tables, for what the node gives a second table (Result.Entries). 0 or 1: no such phase.
 	Entries int
 }
 

@@ -64,7 +64,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		discard    = fs.Bool("discard-daemon", false, "internal: run the pipeline with a discarding writer (the harness's pipeline-only phase)")
 		cfgPath    = fs.String("config", "", "internal, with --discard-daemon: the daemon config")
 		codecName  = fs.String("codec", "json", "also run the sink over the same events in avro, protobuf or json_schema, and compare its rows/s with JSON's")
-		entries    = fs.Int("entries", 1, "2: also run the sink over the same backlog with a second entry reading its topic (readings by site and hour), and compare rows/s per table and CPU per record with one entry's")
+		entries    = fs.Int("entries", 1, "2: also run the sink over the same backlog with a second entry reading its topic (readings by site and hour), compare rows/s per table and CPU per record with one entry's, and write the same rows directly into both tables at the ceiling's best setting (what the node gives a second table)")
 		readOnly   = fs.Bool("read-only", false, "run only the read phase: one dense device read by the sink's reader and by a driver loop")
 		readRows   = fs.Int("read-rows", bench.DefaultReadRows, "rows of the read phase's device over 30 days (negative: skip the phase)")
 		readRounds = fs.Int("read-rounds", bench.DefaultReadRounds, "rounds of the read phase, each reading the device both ways")
