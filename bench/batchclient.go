@@ -294,6 +294,10 @@ func (h *harness) batchClient(ctx context.Context, rate float64) error {
 	if err := h.settle(ctx, "batch_client"); err != nil {
 		return err
 	}
+	idle, err := h.idle(ctx, "the 50-row client", cfg)
+	if err != nil {
+		return err
+	}
 
 	c := &BatchClient{
 		Rate: rate, BatchRows: sp.Rows, Period: sp.Period.String(), InFlight: sp.InFlight,
@@ -370,7 +374,8 @@ func (h *harness) batchClient(ctx context.Context, rate float64) error {
 	if done == nil {
 		return failed(fmt.Errorf("it stopped before its report (%v)", lines.Err()))
 	}
-	if c.CPUMicrosPerRow, c.CassandraCPUMicrosPerRow, err = meter.perRow(int64(done.rows)); err != nil {
+	var cassWindow time.Duration
+	if c.CPUMicrosPerRow, c.CassandraCPUMicrosPerRow, cassWindow, err = meter.perRow(int64(done.rows)); err != nil {
 		return err
 	}
 	c.CassandraPID = meter.cassPID
@@ -382,6 +387,7 @@ func (h *harness) batchClient(ctx context.Context, rate float64) error {
 	if c.Freshness, err = freshWait(); err != nil {
 		return err
 	}
+	c.setNet(idle, c.CassandraCPUMicrosPerRow, int64(done.rows), cassWindow, c.ProbeReads)
 	c.Rows, c.Requests, c.Seconds = done.rows, done.requests, done.sending.Seconds()
 	c.AchievedRate = float64(done.rows) / done.sending.Seconds()
 	if done.requests > 0 {

@@ -1014,6 +1014,10 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		return err
 	}
 
+	idle, err := h.idle(ctx, "steady", cfg)
+	if err != nil {
+		return err
+	}
 	// What the phase costs: the sink's and Cassandra's CPU and the daemon's counters, from here to the
 	// last commit.
 	l := &h.res.Latency
@@ -1098,7 +1102,8 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		}
 	}
 	h.p.done()
-	if l.SinkCPUMicrosPerRow, l.CassandraCPUMicrosPerRow, err = meter.perRow(produced.Load()); err != nil {
+	var cassWindow time.Duration
+	if l.SinkCPUMicrosPerRow, l.CassandraCPUMicrosPerRow, cassWindow, err = meter.perRow(produced.Load()); err != nil {
 		return err
 	}
 	l.CassandraPID = meter.cassPID
@@ -1112,6 +1117,7 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	if l.Freshness, err = freshWait(); err != nil {
 		return err
 	}
+	l.setNet(idle, l.CassandraCPUMicrosPerRow, produced.Load(), cassWindow, l.ProbeReads)
 	if err := d.stop(time.Minute); err != nil {
 		return err
 	}
@@ -1128,6 +1134,23 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	h.p.logf("steady: commit p50 %.0f ms, p99 %.0f ms; readable p50 %.0f ms, p99 %.0f ms; %.1f rows per request at %s events/s",
 		l.P50Millis, l.P99Millis, l.FreshP50Millis, l.FreshP99Millis, l.RowsPerRequest, num(rate))
 	return nil
+}
+
+// idle measures Cassandra's background and a probe read's cost (measureIdle) before the steady run
+// named before, whose table cfg describes; nil when Cassandra's process is not known (its CPU is then
+// not measured at all).
+func (h *harness) idle(ctx context.Context, before string, cfg *config.Config) (*CassandraIdle, error) {
+	pid, err := cassandraPID(h.o.CassandraPID)
+	if err != nil {
+		return nil, nil
+	}
+	idle, err := h.measureIdle(ctx, pid, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("measuring Cassandra's idle CPU before %s: %w", before, err)
+	}
+	h.p.logf("idle before %s: Cassandra %.3f cores with nothing sent; %.3f cores while one probe was polled (%d reads, about %.0f µs each)",
+		before, idle.IdleCores, idle.ProbeCores, idle.ProbeWindowReads, idle.ProbeReadMicros)
+	return &idle, nil
 }
 
 // machine collects what the numbers were measured on. A version that cannot be read is reported

@@ -193,6 +193,7 @@ type Latency struct {
 	CassandraCPUMicrosPerRow float64 `json:"cassandra_cpu_us_per_row"`
 	CassandraPID             int     `json:"cassandra_pid,omitempty"`
 	CassandraCPUNote         string  `json:"cassandra_cpu_note,omitempty"`
+	CassandraNet
 	Freshness
 	// Stages: sink_stage_seconds over the phase (absent for a binary without it).
 	Stages []StageLatency `json:"stages,omitempty"`
@@ -205,6 +206,49 @@ type Freshness struct {
 	FreshP50Millis float64 `json:"fresh_p50_ms"`
 	FreshP99Millis float64 `json:"fresh_p99_ms"`
 	FreshMaxMillis float64 `json:"fresh_max_ms"`
+	// ProbeReads is how many reads the poller sent Cassandra for the samples, seen or not.
+	ProbeReads int `json:"probe_reads"`
+}
+
+// CassandraIdle is Cassandra's own work measured just before a steady run (steady.go, measureIdle):
+// its CPU in cores with nothing sent to it, and then with only the freshness poller polling one probe
+// that never becomes readable, which prices a probe read (of an empty table: a probe read during the
+// run finds its partition in the memtable and may cost more).
+type CassandraIdle struct {
+	IdleSeconds      float64 `json:"idle_seconds"`
+	IdleCores        float64 `json:"idle_cores"`
+	ProbeCores       float64 `json:"probe_cores"`
+	ProbeWindowReads int     `json:"probe_window_reads"`
+	ProbeReadMicros  float64 `json:"probe_read_us"`
+}
+
+// CassandraNet is a steady run's Cassandra CPU per row net of the idle background (netOfIdle), and the
+// probes' share of it; absent when Cassandra's CPU is not measured.
+type CassandraNet struct {
+	Idle                        *CassandraIdle `json:"cassandra_idle,omitempty"`
+	CassandraNetCPUMicrosPerRow float64        `json:"cassandra_cpu_us_per_row_net_of_idle,omitempty"`
+	ProbeReadsPerSecond         float64        `json:"probe_reads_per_s,omitempty"`
+	ProbeCPUMicrosPerRow        float64        `json:"probe_cassandra_cpu_us_per_row,omitempty"`
+}
+
+// setNet fills n from Cassandra's raw CPU per row over window, rows, and the run's probe reads.
+func (n *CassandraNet) setNet(idle *CassandraIdle, perRow float64, rows int64, window time.Duration, probeReads int) {
+	if idle == nil || window <= 0 {
+		return
+	}
+	n.Idle = idle
+	n.CassandraNetCPUMicrosPerRow, n.ProbeCPUMicrosPerRow = idle.netCost(perRow, rows, window, probeReads)
+	n.ProbeReadsPerSecond = float64(probeReads) / window.Seconds()
+}
+
+// printNet is the net-of-idle line of a steady run whose raw line is labelled who.
+func (n CassandraNet) printNet(tw io.Writer, who string, samples int, secs float64) {
+	if n.Idle == nil {
+		return
+	}
+	fmt.Fprintf(tw, "%s: Cassandra net of idle	%.1f µs per row	idle %.3f cores over %.0f s before the run, taken out over the run; probes: %.1f sampled/s, %.0f reads/s, about %.1f µs per row of Cassandra's CPU (%.0f µs a read, %.3f cores while polled alone)\n",
+		who, n.CassandraNetCPUMicrosPerRow, n.Idle.IdleCores, n.Idle.IdleSeconds, float64(samples)/secs, n.ProbeReadsPerSecond,
+		n.ProbeCPUMicrosPerRow, n.Idle.ProbeReadMicros, n.Idle.ProbeCores)
 }
 
 // BatchClient is the 50-row client over the steady phase: the same events at the same rate written
@@ -231,13 +275,16 @@ type BatchClient struct {
 	CassandraCPUMicrosPerRow float64 `json:"cassandra_cpu_us_per_row"`
 	CassandraPID             int     `json:"cassandra_pid,omitempty"`
 	CassandraCPUNote         string  `json:"cassandra_cpu_note,omitempty"`
+	CassandraNet
 	Freshness
 
 	// The sink's steady figure ÷ the client's, in the same run; 0 when either side was not measured.
 	SinkRowsPerRequestRatio float64 `json:"sink_rows_per_request_ratio"`
 	SinkCPURatio            float64 `json:"sink_cpu_per_row_ratio"`
 	CassandraCPURatio       float64 `json:"cassandra_cpu_per_row_ratio"`
-	FreshP99Ratio           float64 `json:"fresh_p99_ratio"`
+	// CassandraNetCPURatio is CassandraCPURatio with each side net of its own idle window.
+	CassandraNetCPURatio float64 `json:"cassandra_cpu_per_row_net_of_idle_ratio,omitempty"`
+	FreshP99Ratio        float64 `json:"fresh_p99_ratio"`
 }
 
 // compareBatchClient sets the client's ratios from the sink's steady figures of the same run.
@@ -250,6 +297,7 @@ func (r *Result) compareBatchClient() {
 	c.SinkRowsPerRequestRatio = ratio(l.RowsPerRequest, c.RowsPerRequest)
 	c.SinkCPURatio = ratio(l.SinkCPUMicrosPerRow, c.CPUMicrosPerRow)
 	c.CassandraCPURatio = ratio(l.CassandraCPUMicrosPerRow, c.CassandraCPUMicrosPerRow)
+	c.CassandraNetCPURatio = ratio(l.CassandraNetCPUMicrosPerRow, c.CassandraNetCPUMicrosPerRow)
 	c.FreshP99Ratio = ratio(l.FreshP99Millis, c.FreshP99Millis)
 }
 
@@ -438,6 +486,7 @@ func (r *Result) printSteady(tw io.Writer) {
 		}
 		fmt.Fprintf(tw, "steady: cost\t%.1f rows per request\t%.2f partitions per request; CPU per row: sink %.1f µs, Cassandra %s\n",
 			l.RowsPerRequest, l.PartitionsPerRequest, l.SinkCPUMicrosPerRow, cass)
+		l.printNet(tw, "steady", l.FreshSamples+l.FreshMissing, l.Seconds)
 		for _, st := range l.Stages {
 			fmt.Fprintf(tw, "steady: stage %s\tp50 %.1f ms, p99 %.1f ms\t%d observations\n", st.Stage, st.P50Millis, st.P99Millis, st.Count)
 		}
@@ -451,6 +500,7 @@ func (r *Result) printSteady(tw io.Writer) {
 		}
 		fmt.Fprintf(tw, "50-row client: cost\tCPU per row %.1f µs\tCassandra %s; readable p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d sampled, %d never seen)\n",
 			c.CPUMicrosPerRow, cass, c.FreshP50Millis, c.FreshP99Millis, c.FreshMaxMillis, c.FreshSamples, c.FreshMissing)
+		c.printNet(tw, "50-row client", c.FreshSamples+c.FreshMissing, c.Seconds)
 		ratio := func(v float64) string {
 			if v == 0 {
 				return "not measured"
@@ -459,6 +509,9 @@ func (r *Result) printSteady(tw io.Writer) {
 		}
 		fmt.Fprintf(tw, "sink ÷ 50-row client\tCassandra CPU per row %s\trows per request %s; own CPU per row %s; readable p99 %s\n",
 			ratio(c.CassandraCPURatio), ratio(c.SinkRowsPerRequestRatio), ratio(c.SinkCPURatio), ratio(c.FreshP99Ratio))
+		if c.CassandraNetCPURatio != 0 {
+			fmt.Fprintf(tw, "sink ÷ 50-row client, net of idle	Cassandra CPU per row %s	each side less its own idle window\n", ratio(c.CassandraNetCPURatio))
+		}
 	}
 }
 
