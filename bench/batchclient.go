@@ -281,7 +281,7 @@ func (h *harness) batchClient(ctx context.Context, rate float64) error {
 	sp := batchClientSpec{
 		Config: path, Rate: rate, For: o.LatencyFor, Entities: o.Entities, Seed: steadySeed,
 		Rows: batchClientRows, Period: cfg.Writer.Linger.Std(), InFlight: batchClientInFlight, NumConns: cfg.Cassandra.NumConns,
-		SampleEvery: max(1, int(rate/20)),
+		SampleEvery: o.sampleEvery(rate),
 	}
 	specPath := path + ".client.json"
 	b, err := json.Marshal(sp)

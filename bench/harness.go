@@ -84,6 +84,9 @@ type Options struct {
 	// NoBatchClient skips the 50-row client after the steady phase (batchclient.go), which takes
 	// about as long again as that phase.
 	NoBatchClient bool
+	// NoProbes sends no freshness probes in the steady phase and the 50-row client's (no freshness is
+	// then reported): a run with and one without tell what the probes' reads cost Cassandra.
+	NoProbes bool
 	// CassandraPID is the Cassandra server process whose CPU the steady phase reads from /proc; 0 looks
 	// for the one Cassandra process on this machine (none or several: its CPU is not measured).
 	CassandraPID int
@@ -107,6 +110,15 @@ type Options struct {
 	// second entry reading the Kafka topic (the readings by site and hour), its rows/s per table and
 	// CPU per record compared with the one-entry run's (Result.Entries). 0 or 1: no such phase.
 	Entries int
+}
+
+// sampleEvery is how many events of the steady phase go per freshness probe: about 20 probes a
+// second, each polled every 5 ms until readable; 0 (none) with NoProbes.
+func (o *Options) sampleEvery(rate float64) int {
+	if o.NoProbes {
+		return 0
+	}
+	return max(1, int(rate/20))
 }
 
 func (o *Options) defaults() error {
@@ -264,7 +276,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	r.Params = Params{
 		Events: o.Events, Entities: o.Entities, Partitions: o.Partitions, Quick: o.Quick,
 		Compression: compressionName, CommitInterval: o.CommitInterval.String(), DaemonEnv: o.DaemonEnv,
-		SettleMax: o.SettleMax.String(), KeepData: o.KeepData, SteadyOnly: o.SteadyOnly, ReadOnly: o.ReadOnly,
+		SettleMax: o.SettleMax.String(), KeepData: o.KeepData, SteadyOnly: o.SteadyOnly, NoProbes: o.NoProbes, ReadOnly: o.ReadOnly,
 	}
 	if o.ReadOnly || (o.ReadRows > 0 && !o.SteadyOnly) {
 		r.Params.ReadRows, r.Params.ReadRounds = o.ReadRows, o.ReadRounds
@@ -1049,9 +1061,8 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	)
 	go func() {
 		var err error
-		// About 20 probes a second: each is polled every 5 ms until readable, a read load far below the writes.
 		sent, sending, err = producePaced(ctx, o.Brokers, st.Topic, o.Entities, rate, o.LatencyFor, log, &produced,
-			probes, max(1, int(rate/20)))
+			probes, o.sampleEvery(rate))
 		prodErr <- err
 	}()
 

@@ -102,6 +102,7 @@ type Params struct {
 	SettleMax      string   `json:"settle_max,omitempty"`  // longest wait for a quiet machine before a phase
 	KeepData       bool     `json:"keep_data,omitempty"`   // tables and topics kept (runs before this field kept them all; see Options.KeepData)
 	SteadyOnly     bool     `json:"steady_only,omitempty"` // the steady-rate phase alone (Options.SteadyOnly)
+	NoProbes       bool     `json:"no_probes,omitempty"`   // no freshness probes (Options.NoProbes)
 	ReadOnly       bool     `json:"read_only,omitempty"`   // the read phase alone (Options.ReadOnly)
 	ReadRows       int      `json:"read_rows,omitempty"`   // rows of the read phase's device; 0 when skipped
 	ReadRounds     int      `json:"read_rounds,omitempty"` // rounds of the read phase
@@ -478,8 +479,12 @@ func (r *Result) printSteady(tw io.Writer) {
 	if l := r.Latency; l.Events > 0 {
 		fmt.Fprintf(tw, "steady: committed\tp50 %.0f ms, p99 %.0f ms\tat %s events/s asked, %s produced, for %.0f s (%d events, commit interval %s)\n",
 			l.P50Millis, l.P99Millis, num(l.Rate), num(l.AchievedRate), l.Seconds, l.Events, r.Params.CommitInterval)
-		fmt.Fprintf(tw, "steady: readable\tp50 %.0f ms, p99 %.0f ms\tmax %.0f ms; %d sampled events read back, %d never seen\n",
-			l.FreshP50Millis, l.FreshP99Millis, l.FreshMaxMillis, l.FreshSamples, l.FreshMissing)
+		if r.Params.NoProbes {
+			fmt.Fprintf(tw, "steady: readable\tnot measured\tno freshness probes (--no-probes)\n")
+		} else {
+			fmt.Fprintf(tw, "steady: readable\tp50 %.0f ms, p99 %.0f ms\tmax %.0f ms; %d sampled events read back, %d never seen\n",
+				l.FreshP50Millis, l.FreshP99Millis, l.FreshMaxMillis, l.FreshSamples, l.FreshMissing)
+		}
 		cass := fmt.Sprintf("%.1f µs", l.CassandraCPUMicrosPerRow)
 		if l.CassandraCPUNote != "" {
 			cass = "not measured (" + l.CassandraCPUNote + ")"

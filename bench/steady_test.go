@@ -177,3 +177,19 @@ func TestFreshnessCountsEveryReadItSends(t *testing.T) {
 		}
 	})
 }
+
+// TestNoProbesSendsNoneAndSaysFreshnessIsNotMeasured guards --no-probes, the run that tells what the
+// probes cost Cassandra: no event is sampled, and the table does not print a freshness of 0 ms.
+func TestNoProbesSendsNoneAndSaysFreshnessIsNotMeasured(t *testing.T) {
+	if got := (&Options{}).sampleEvery(15000); got != 750 {
+		t.Errorf("sampleEvery at 15,000/s = %d, want 750 (20 probes a second)", got)
+	}
+	if got := (&Options{NoProbes: true}).sampleEvery(15000); got != 0 {
+		t.Errorf("sampleEvery with NoProbes = %d, want 0", got)
+	}
+	r := &Result{Params: Params{SteadyOnly: true, NoProbes: true}, Latency: Latency{Events: 300_000, Seconds: 20}}
+	out := tableHas(t, r, "steady: readable", "no freshness probes (--no-probes)")
+	if strings.Contains(out, "p50 0 ms, p99 0 ms") && strings.Contains(out, "sampled events read back") {
+		t.Errorf("the table prints a freshness it did not measure:\n%s", out)
+	}
+}
