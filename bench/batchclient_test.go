@@ -164,7 +164,7 @@ func TestSteadyReportGivesCassandraNetOfIdleBesideTheRawFigure(t *testing.T) {
 		"steady: Cassandra net of idle",
 		"46.7 µs per row",
 		"idle 0.200 cores over 5 s before the run",
-		"probes: 20.0 sampled/s, 300 reads/s, about 10.0 µs per row",
+		"probes 20.0 sampled/s, 300 reads/s in the run; one probe polled alone before it: 0.300 cores, 200 reads/s (500 µs a read above idle)",
 		"50-row client: Cassandra net of idle",
 		"73.3 µs per row",
 		"sink ÷ 50-row client, net of idle",

@@ -223,13 +223,15 @@ type CassandraIdle struct {
 	ProbeReadMicros  float64 `json:"probe_read_us"`
 }
 
-// CassandraNet is a steady run's Cassandra CPU per row net of the idle background (netOfIdle), and the
-// probes' share of it; absent when Cassandra's CPU is not measured.
+// CassandraNet is a steady run's Cassandra CPU per row net of the idle background (netOfIdle), and how
+// many reads its freshness probes made; absent when Cassandra's CPU is not measured. What the probes
+// cost a busy node is not priced here: a read polled alone wakes an idle node and costs it far more
+// than one among a run's writes (CassandraIdle.ProbeReadMicros is that price); a run with --no-probes
+// beside one with them tells.
 type CassandraNet struct {
 	Idle                        *CassandraIdle `json:"cassandra_idle,omitempty"`
 	CassandraNetCPUMicrosPerRow float64        `json:"cassandra_cpu_us_per_row_net_of_idle,omitempty"`
 	ProbeReadsPerSecond         float64        `json:"probe_reads_per_s,omitempty"`
-	ProbeCPUMicrosPerRow        float64        `json:"probe_cassandra_cpu_us_per_row,omitempty"`
 }
 
 // setNet fills n from Cassandra's raw CPU per row over window, rows, and the run's probe reads.
@@ -238,7 +240,7 @@ func (n *CassandraNet) setNet(idle *CassandraIdle, perRow float64, rows int64, w
 		return
 	}
 	n.Idle = idle
-	n.CassandraNetCPUMicrosPerRow, n.ProbeCPUMicrosPerRow = idle.netCost(perRow, rows, window, probeReads)
+	n.CassandraNetCPUMicrosPerRow = netOfIdle(perRow, rows, window, idle.IdleCores)
 	n.ProbeReadsPerSecond = float64(probeReads) / window.Seconds()
 }
 
@@ -247,9 +249,10 @@ func (n CassandraNet) printNet(tw io.Writer, who string, samples int, secs float
 	if n.Idle == nil {
 		return
 	}
-	fmt.Fprintf(tw, "%s: Cassandra net of idle	%.1f µs per row	idle %.3f cores over %.0f s before the run, taken out over the run; probes: %.1f sampled/s, %.0f reads/s, about %.1f µs per row of Cassandra's CPU (%.0f µs a read, %.3f cores while polled alone)\n",
-		who, n.CassandraNetCPUMicrosPerRow, n.Idle.IdleCores, n.Idle.IdleSeconds, float64(samples)/secs, n.ProbeReadsPerSecond,
-		n.ProbeCPUMicrosPerRow, n.Idle.ProbeReadMicros, n.Idle.ProbeCores)
+	i := n.Idle
+	fmt.Fprintf(tw, "%s: Cassandra net of idle\t%.1f µs per row\tidle %.3f cores over %.0f s before the run, taken out over the run; probes %.1f sampled/s, %.0f reads/s in the run; one probe polled alone before it: %.3f cores, %.0f reads/s (%.0f µs a read above idle)\n",
+		who, n.CassandraNetCPUMicrosPerRow, i.IdleCores, i.IdleSeconds, float64(samples)/secs, n.ProbeReadsPerSecond,
+		i.ProbeCores, float64(i.ProbeWindowReads)/i.IdleSeconds, i.ProbeReadMicros)
 }
 
 // BatchClient is the 50-row client over the steady phase: the same events at the same rate written

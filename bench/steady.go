@@ -386,16 +386,6 @@ func (h *harness) measureIdle(ctx context.Context, cassPID int, cfg *config.Conf
 	return out, nil
 }
 
-// netCost fills what a run's Cassandra CPU per row is net of the idle background, and what its probes
-// cost: rows written over window (Cassandra's CPU window), probe reads made for it.
-func (c *CassandraIdle) netCost(perRow float64, rows int64, window time.Duration, probeReads int) (net, probes float64) {
-	net = netOfIdle(perRow, rows, window, c.IdleCores)
-	if rows > 0 {
-		probes = c.ProbeReadMicros * float64(probeReads) / float64(rows)
-	}
-	return net, probes
-}
-
 // sweepParallel bounds the reads of one sweep. Reads one after another would make a probe wait for the
 // reads of every probe polled before it: once rows take long enough to become readable that probes pile
 // up, the sweep itself would add to what is measured.
