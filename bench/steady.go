@@ -296,14 +296,20 @@ func (m *cpuMeter) perRow(rows int64) (own, cass float64, cassWindow time.Durati
 
 // Cassandra does work of its own whatever the sink sends it (garbage collection, compaction, the
 // commit log's periodic sync, gossip and metrics threads), and the harness reads the probes' rows back
-// from it. At 15,000 rows/s that background is a large share of its CPU per row, and it does not
-// scale with the rows, so the steady phase also reports the figure net of it: Cassandra's CPU rate
-// measured over idleWindow just before the run, with nothing writing or reading, is taken out of the
+// from it. That background does not scale with the rows, so at a modest rate it could hide what the
+// rows cost (on one Cassandra 5.0.8 node it was 0.02 to 0.06 cores, 1 to 4 µs a row at 15,000/s,
+// docs/PERFORMANCE.md); the steady phase also reports the figure net of it: Cassandra's CPU rate
+// measured over a few seconds just before the run, with nothing writing or reading, is taken out of the
 // run's CPU over the run's length.
 
 // idleWindow is how long the background is measured, and then how long one never-readable probe is
-// polled to price a probe read.
-const idleWindow = 5 * time.Second
+// polled to price a probe read: 5 s, 1 s with Quick (a first look, whose steady phase lasts 5 s).
+func (o *Options) idleWindow() time.Duration {
+	if o.Quick {
+		return time.Second
+	}
+	return 5 * time.Second
+}
 
 // coresOver is the CPU used between two samples of one process, in cores (CPU-seconds per second).
 func coresOver(a, b procSample) float64 {
@@ -333,8 +339,8 @@ func probeReadCost(probeCores, idleCores float64, window time.Duration, reads in
 	return max(0, (probeCores-idleCores)*float64(window.Microseconds())/float64(reads))
 }
 
-// measureIdle reads Cassandra's CPU (process cassPID) for idleWindow with nothing sent to it, then
-// for idleWindow again while the freshness poller polls one probe of a device never written to cfg's
+// measureIdle reads Cassandra's CPU (process cassPID) for Options.idleWindow with nothing sent to it,
+// then as long again while the freshness poller polls one probe of a device never written to cfg's
 // table: its background rate, and what one probe read costs it on top.
 func (h *harness) measureIdle(ctx context.Context, cassPID int, cfg *config.Config) (CassandraIdle, error) {
 	var out CassandraIdle
@@ -342,7 +348,7 @@ func (h *harness) measureIdle(ctx context.Context, cassPID int, cfg *config.Conf
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(idleWindow):
+		case <-time.After(h.o.idleWindow()):
 			return nil
 		}
 	}
@@ -366,7 +372,7 @@ func (h *harness) measureIdle(ctx context.Context, cassPID int, cfg *config.Conf
 	fresh := newFreshness(rd)
 	probes := make(chan probe, 1)
 	probes <- probe{device: "never-written", event: time.Now().UTC(), produced: time.Now()}
-	pctx, cancel := context.WithTimeout(ctx, idleWindow)
+	pctx, cancel := context.WithTimeout(ctx, h.o.idleWindow())
 	defer cancel()
 	a, err = readCPU(cassPID)
 	if err != nil {
