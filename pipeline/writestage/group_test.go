@@ -88,21 +88,30 @@ func TestDueCohortGoesAsJoinedRequests(t *testing.T) {
 // were busy sent one request per message that had arrived meanwhile, each holding a few partitions: at
 // 40,000 rows/s the requests cost the node more than it had, and rows waited for 800 ms
 // (TestDueBatchesJoinedKeepFreshAt40000RowsPerSecond).
+//
+// The same holds for batches that waited past the starve bound with the byte budget full: the oldest
+// goes with the next due batches joined to it. It went out alone, and what starves in a backlog is mostly
+// cold partitions of a row or two: a third of a simulated backlog's requests carried 3 rows each
+// (TestBacklogStarvedPartitionsShareRequests).
 func TestDueBatchesOfSeveralArrivalsShareOneRequest(t *testing.T) {
 	for _, tc := range []struct {
+		name    string
 		joinMax int
-		want    []int // partitions of each request, in order
+		wait    time.Duration // from the last arrival until the slot frees
+		want    []int         // partitions of each request, in order
 	}{
-		{10, []int{1, 3}},
-		{2, []int{1, 2, 1}},
+		{"join max 10", 10, 20 * time.Millisecond, []int{1, 3}},
+		{"join max 2", 2, 20 * time.Millisecond, []int{1, 2, 1}},
+		{"starved batches join too", 10, starve + time.Second, []int{1, 3}}, // [1 1 1 1] before
 	} {
-		t.Run(fmt.Sprintf("join max %d", tc.joinMax), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := &partsWriter{hold: make(chan struct{})}
 				ctx, cancel := context.WithCancel(context.Background())
 				cfg := testConfig(w, 2, 1, time.Second)
 				cfg.Batcher.Linger = 5 * time.Millisecond
 				cfg.Group, cfg.JoinMax = joinByTen, tc.joinMax
+				cfg.BudgetFull = func() bool { return true }
 				s := New(ctx, cfg)
 				go s.Run()
 				defer func() {
@@ -115,7 +124,7 @@ func TestDueBatchesOfSeveralArrivalsShareOneRequest(t *testing.T) {
 					time.Sleep(time.Millisecond)
 					s.In() <- Msg{Rows: []batcher.Row{row(o, key, int64(2+i))}, Owner: o}
 				}
-				time.Sleep(20 * time.Millisecond) // all three are due; the slot is still busy
+				time.Sleep(tc.wait) // all three are due; the slot is still busy
 				synctest.Wait()
 				close(w.hold)
 				synctest.Wait()

@@ -242,7 +242,10 @@ func (s *Stage) Run() {
 				case now.Sub(next) > starve:
 					// The oldest batch goes next, before any other partial batch; full batches already
 					// waiting for a slot stay ahead of it (they are as old, and they carry the most rows).
-					s.take(s.b.Oldest())
+					// The next due batches go with it, joined, as for due batches below: what starves is
+					// mostly cold partitions of a row or two, and sent one request each they were a third
+					// of a backlog's requests for 3% of its rows (TestBacklogStarvedPartitionsShareRequests).
+					s.takeJoined([]*batcher.Batch{s.b.Oldest()}, now)
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
 				case len(s.slots) <= s.partial || !s.cfg.BudgetFull():
@@ -255,21 +258,7 @@ func (s *Stage) Run() {
 					// what one request may carry), this slot takes the first and the others are held:
 					// they are partial too, so they take slots only as due batches may, and at most half
 					// the slots carry partial batches whatever the ring.
-					bs := s.b.Due(next)
-					if s.cfg.Group == nil {
-						s.take(bs...)
-						break
-					}
-					if len(bs) < s.cfg.JoinMax {
-						bs = append(bs, s.b.DueN(now, s.cfg.JoinMax-len(bs))...)
-					}
-					n := len(s.ready)
-					s.take(s.group(bs)...)
-					if len(s.ready) > n+1 {
-						s.held = append(s.held, s.ready[n+1:]...)
-						clear(s.ready[n+1:])
-						s.ready = s.ready[:n+1]
-					}
+					s.takeJoined(s.b.Due(next), now)
 				default:
 					// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra
 					// slower than the input) and holds all it may. Send the batch that carries the most
@@ -340,6 +329,27 @@ func (s *Stage) overdue(now time.Time) bool {
 // left the batcher (it was due then), as overdue does for open batches.
 func (s *Stage) heldOverdue(now time.Time) bool {
 	return len(s.held) > 0 && now.Sub(s.held[0].taken) >= overdue
+}
+
+// takeJoined takes due batches bs (the oldest open ones) for the slot just taken. With a Group, bs is
+// topped up with the next due batches to what one request may join (Config.JoinMax) and joined: the
+// first request goes on this slot, the others are held (see Stage.held). Without one, each batch is a
+// request of its own.
+func (s *Stage) takeJoined(bs []*batcher.Batch, now time.Time) {
+	if s.cfg.Group == nil {
+		s.take(bs...)
+		return
+	}
+	if len(bs) < s.cfg.JoinMax {
+		bs = append(bs, s.b.DueN(now, s.cfg.JoinMax-len(bs))...)
+	}
+	n := len(s.ready)
+	s.take(s.group(bs)...)
+	if len(s.ready) > n+1 {
+		s.held = append(s.held, s.ready[n+1:]...)
+		clear(s.ready[n+1:])
+		s.ready = s.ready[:n+1]
+	}
 }
 
 // add puts a message's rows into the batcher; batches that fill up become ready.
