@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
@@ -48,22 +46,9 @@ func (t *holdingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestIntegrationConcurrentLookupsOfANewIDAskTheRegistryOnce(t *testing.T) {
 	url := testenv.Registry(t)
 	cfg := config.SchemaRegistry{URLs: []string{url}, Timeout: config.Duration(10 * time.Second)}
-	admin, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	subject := testenv.Name(t, "asking")
-	register := func(n int) int {
-		t.Helper()
-		s, err := admin.SR().CreateSchema(ctx, fmt.Sprintf("%s-%d-value", subject, n), sr.Schema{
-			Schema: fmt.Sprintf(`{"type": "record", "name": "Asking%d", "namespace": "it.%s", "fields": [{"name": "n", "type": "int"}]}`, n, subject)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s.ID
-	}
+	register := registrar(ctx, t, cfg, "Asking")
 	const workers = 16
 	client := func() (*Client, *holdingTransport) {
 		ht := &holdingTransport{want: workers, arrived: make(chan struct{})}
