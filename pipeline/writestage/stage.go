@@ -375,8 +375,8 @@ func (s *Stage) add(m Msg) {
 	}
 	s.owners[m.Owner.TopicPartition()] = m.Owner
 	now := s.cfg.Now()
-	for _, r := range m.Rows {
-		s.take(s.b.Add(r, now)...)
+	for i := range m.Rows {
+		s.take(s.b.Add(&m.Rows[i], now)...)
 	}
 	consumer.PutHandOff(m.Rows)
 }
