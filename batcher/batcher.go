@@ -146,6 +146,7 @@ type node struct {
 	// rows (see Pick), in the order they reached that size.
 	prev, next *node
 	class      int
+	hinted     int // the row capacity it started with from Batcher.filled, 0 if none
 	// kbuf holds the partition key when it fits, and Batch.Key then points here: finding a row's batch
 	// compares keys, and the first row's own key, long out of the CPU caches by the time the next row
 	// arrives, would cost a memory access per row on top of the node's.
@@ -204,7 +205,26 @@ type Batcher struct {
 	rows    int
 	bytes   int
 	out     [2]*Batch // Add's result buffer
+	// filled holds, by keyHash, the row capacity of partitions whose last batch left at least half full
+	// (take) and that have had no row since: the next batch of such a partition starts at that capacity
+	// (newNode), where growing from one row by doubling copied each row about once more and cleared the
+	// outgrown arrays. A partition busy enough to half fill a batch is likely to stay busy; one that does
+	// not gives the hint up with its next batch, which holds the array until it leaves (its linger at
+	// most, or a slot): spare capacity not charged to the byte budget, so the open batches started from
+	// hints hold at most maxHintedRows rows of capacity in all (hinted). A colliding hash only misplaces
+	// a capacity. Bounded by maxFilled.
+	filled map[uint64]int
+	hinted int
 }
+
+// maxHintedRows bounds the row capacity open batches hold from start-size hints (about 0.9 MiB of
+// rows): enough for the few busy partitions the hint is for, while a burst that half filled thousands
+// of partitions once cannot leave thousands of large, nearly empty arrays outside the byte budget.
+const maxHintedRows = 8192
+
+// maxFilled bounds Batcher.filled: past it the hints are dropped and gathered afresh, so partitions that
+// filled once and were never written again cannot grow it.
+const maxFilled = 4096
 
 // New returns an empty Batcher. Zero Config fields take their defaults; New panics if cfg.Validate
 // fails, since limits come from validated configuration and a negative one is a programming error.
@@ -214,7 +234,7 @@ func New(cfg Config) *Batcher {
 	}
 	cfg = cfg.withDefaults()
 	return &Batcher{cfg: cfg, open: make(map[uint64]*node), seed: maphash.MakeSeed(), hash: keyHash,
-		classes: make([]sizeList, min(cfg.MaxRows, maxClasses)+1)}
+		classes: make([]sizeList, min(cfg.MaxRows, maxClasses)+1), filled: make(map[uint64]int)}
 }
 
 // keyHash hashes a partition of a table: the key's bytes and the Target's address (one Target per
@@ -237,6 +257,15 @@ func (b *Batcher) find(t *Target, key string) (*node, uint64) {
 // newNode is an open batch for r's partition, not yet filed.
 func (b *Batcher) newNode(r *Row, h uint64) *node {
 	e := &node{Batch: Batch{Target: r.Target, Key: r.Key, Partitions: 1, First: b.last}, hash: h}
+	if c, ok := b.filled[h]; ok {
+		delete(b.filled, h)
+		if b.hinted+c <= maxHintedRows {
+			e.buf = getRowBuf(c)
+			e.Rows = e.buf.rows[:0]
+			e.hinted = c
+			b.hinted += c
+		}
+	}
 	if len(r.Key) > 0 && len(r.Key) <= keyInline {
 		copy(e.kbuf[:], r.Key)
 		e.Key = unsafe.String(&e.kbuf[0], len(r.Key))
@@ -272,14 +301,16 @@ func (b *Batcher) unfile(e *node) {
 	b.n--
 }
 
-// Add puts r into its partition's batch and returns the batches that must be written now, oldest
-// first; usually none. At most two come back: the partition's previous batch when r would push it
-// past MaxBytes, and r's own batch when r fills it (MaxRows, or MaxBytes reached, or r alone is larger
-// than MaxBytes). The returned slice is reused by the next call to Add; the batches are the caller's.
+// Add puts a copy of *r into its partition's batch and returns the batches that must be written now,
+// oldest first; usually none. At most two come back: the partition's previous batch when r would push
+// it past MaxBytes, and r's own batch when r fills it (MaxRows, or MaxBytes reached, or r alone is
+// larger than MaxBytes). The returned slice is reused by the next call to Add; the batches are the
+// caller's. r is taken by address because a row is large (over a hundred bytes): passed by value it
+// was copied twice more on its way into the batch, for every row the sink writes.
 //
 // A time earlier than one already seen is treated as that later time, so batches stay ordered by
 // their first row and a clock step backwards delays a flush by at most the step, never forever.
-func (b *Batcher) Add(r Row, now time.Time) []*Batch {
+func (b *Batcher) Add(r *Row, now time.Time) []*Batch {
 	if now.After(b.last) {
 		b.last = now
 	}
@@ -292,7 +323,7 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 		ok = false
 	}
 	if !ok {
-		e = b.newNode(&r, h)
+		e = b.newNode(r, h)
 	}
 	appendRow(&e.Batch, r)
 	b.rows++
@@ -328,6 +359,14 @@ func (b *Batcher) Add(r Row, now time.Time) []*Batch {
 
 // take removes an open batch from the map and its size class; its queue entry becomes stale.
 func (b *Batcher) take(e *node) *Batch {
+	if 2*len(e.Rows) >= b.cfg.MaxRows {
+		if len(b.filled) >= maxFilled {
+			clear(b.filled)
+		}
+		b.filled[e.hash] = cap(e.Rows)
+	}
+	b.hinted -= e.hinted
+	e.hinted = 0
 	b.unfile(e)
 	b.classes[e.class].remove(e)
 	b.rows -= len(e.Rows)
@@ -486,7 +525,7 @@ func putRowBuf(rb *rowBuf, rows []Row) {
 }
 
 // appendRow appends r to bt's rows, growing them through the pool.
-func appendRow(bt *Batch, r Row) {
+func appendRow(bt *Batch, r *Row) {
 	if len(bt.Rows) == cap(bt.Rows) {
 		nb := getRowBuf(max(2*cap(bt.Rows), minRows))
 		nb.rows = append(nb.rows[:0], bt.Rows...)
@@ -495,7 +534,7 @@ func appendRow(bt *Batch, r Row) {
 		}
 		bt.buf, bt.Rows = nb, nb.rows
 	}
-	bt.Rows = append(bt.Rows, r)
+	bt.Rows = append(bt.Rows, *r)
 	bt.Bytes += r.Size
 }
 

@@ -16,8 +16,8 @@ var (
 	tgtB = &Target{Keyspace: "ks", Table: "b"}
 )
 
-func row(t *Target, key string, size int, off int64) Row {
-	return Row{Target: t, Key: key, Size: size, Source: Source{Topic: "in", Partition: 0, Offset: off}}
+func row(t *Target, key string, size int, off int64) *Row {
+	return &Row{Target: t, Key: key, Size: size, Source: Source{Topic: "in", Partition: 0, Offset: off}}
 }
 
 // offsets lists the source offsets of a batch's rows, to compare batches compactly.
@@ -39,7 +39,7 @@ func describe(bs []*Batch) string {
 
 func TestAdd(t *testing.T) {
 	type step struct {
-		r    Row
+		r    *Row
 		at   time.Duration // since t0
 		want string        // describe() of Add's result
 	}
@@ -500,11 +500,11 @@ func TestReleaseReusesRowArrays(t *testing.T) {
 	b := New(Config{MaxRows: 64, MaxBytes: 1 << 20})
 	rows := make([]Row, 64)
 	for i := range rows {
-		rows[i] = row(tgtA, "k", 10, int64(i))
+		rows[i] = *row(tgtA, "k", 10, int64(i))
 	}
 	fill := func() {
 		for i := range rows {
-			for _, bt := range b.Add(rows[i], t0) {
+			for _, bt := range b.Add(&rows[i], t0) {
 				Release(bt)
 			}
 		}
@@ -535,7 +535,7 @@ func BenchmarkAdd(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			rows := make([]Row, 4000)
 			for i := range rows {
-				rows[i] = row(tgtA, fmt.Sprint("key-", i%bc.partitions), 200, int64(i))
+				rows[i] = *row(tgtA, fmt.Sprint("key-", i%bc.partitions), 200, int64(i))
 			}
 			bt := New(Config{MaxRows: 100, MaxBytes: 32 << 10, Linger: 5 * time.Millisecond})
 			now := t0
@@ -553,7 +553,7 @@ func BenchmarkAdd(b *testing.B) {
 					now = now.Add(time.Millisecond)
 					batches += release(bt.Due(now))
 				}
-				batches += release(bt.Add(rows[i%len(rows)], now))
+				batches += release(bt.Add(&rows[i%len(rows)], now))
 			}
 			b.ReportMetric(float64(b.N)/float64(max(batches, 1)), "rows/batch")
 		})
@@ -596,4 +596,85 @@ func TestJoinKeepsEachPartitionsRowsTogether(t *testing.T) {
 			t.Error("EachPartition of a one-partition batch is not the batch itself")
 		}
 	})
+}
+
+// TestAPartitionThatHalfFilledStartsItsNextBatchAtThatSize: the batch after one that left at least half
+// full (full, or due) starts with room for as many rows as that one had, so a busy partition's rows are
+// not copied as its array doubles; a partition that never got there, and one whose last batch left with
+// fewer rows, start at one row.
+func TestAPartitionThatHalfFilledStartsItsNextBatchAtThatSize(t *testing.T) {
+	b := New(Config{MaxRows: 64, MaxBytes: 1 << 20, Linger: time.Millisecond})
+	capOf := func(key string) int {
+		t.Helper()
+		e, _ := b.find(tgtA, key)
+		if e == nil {
+			t.Fatalf("no open batch of %s", key)
+		}
+		return cap(e.Rows)
+	}
+	off := int64(0)
+	add := func(key string, n int, at time.Time) {
+		for range n {
+			b.Add(row(tgtA, key, 1, off), at)
+			off++
+		}
+	}
+	add("busy", 64, t0) // full: leaves at once
+	add("busy", 1, t0)
+	add("quiet", 1, t0)
+	if got := capOf("busy"); got < 64 {
+		t.Errorf("the batch after a full one starts with room for %d rows, want 64", got)
+	}
+	if got := capOf("quiet"); got != minRows {
+		t.Errorf("a partition that never filled starts with room for %d rows, want %d", got, minRows)
+	}
+	b.Due(t0.Add(time.Millisecond)) // busy's second batch leaves with one row
+	add("busy", 1, t0.Add(time.Millisecond))
+	if got := capOf("busy"); got != minRows {
+		t.Errorf("after a batch that left with one row, a batch starts with room for %d rows, want %d", got, minRows)
+	}
+	add("busy", 39, t0.Add(time.Millisecond))
+	b.Due(t0.Add(2 * time.Millisecond)) // leaves due with 40 rows
+	add("busy", 1, t0.Add(2*time.Millisecond))
+	if got := capOf("busy"); got < 40 {
+		t.Errorf("the batch after one that left due with 40 rows starts with room for %d rows, want 40 or more", got)
+	}
+}
+
+// TestStartSizeHintsHoldBoundedUnchargedCapacity: a burst that fills thousands of partitions' batches
+// once, followed by a row each, leaves at most maxHintedRows rows of capacity in batches started from
+// hints (the spare capacity the byte budget does not see), not one large array per partition; the
+// capacity is given back as those batches leave.
+func TestStartSizeHintsHoldBoundedUnchargedCapacity(t *testing.T) {
+	const parts, maxRows = 1000, 64
+	b := New(Config{MaxRows: maxRows, MaxBytes: 1 << 20, Linger: time.Millisecond})
+	key := func(i int) string { return fmt.Sprintf("p%04d", i) }
+	off := int64(0)
+	for i := range parts {
+		for range maxRows {
+			b.Add(row(tgtA, key(i), 1, off), t0)
+			off++
+		}
+	}
+	for i := range parts {
+		b.Add(row(tgtA, key(i), 1, off), t0)
+		off++
+	}
+	capacity := 0
+	for i := range parts {
+		e, _ := b.find(tgtA, key(i))
+		if e == nil {
+			t.Fatalf("no open batch of %s", key(i))
+		}
+		capacity += cap(e.Rows)
+	}
+	if limit := maxHintedRows + parts*minRows; capacity > limit {
+		t.Errorf("%d one-row batches hold room for %d rows, want at most %d", parts, capacity, limit)
+	}
+	if n := len(b.Flush()); n != parts {
+		t.Fatalf("flushed %d batches, want %d", n, parts)
+	}
+	if b.hinted != 0 {
+		t.Errorf("after every batch left, %d rows of hinted capacity are still counted, want 0", b.hinted)
+	}
 }

@@ -103,8 +103,8 @@ func groupRows(rows []batcher.Row, s ceilingSetting) []*batcher.Batch {
 	b := batcher.New(batcher.Config{MaxRows: s.BatchRows, MaxBytes: s.BatchBytes, Linger: time.Hour})
 	now := time.Now()
 	var out []*batcher.Batch
-	for _, r := range rows {
-		out = append(out, b.Add(r, now)...)
+	for i := range rows {
+		out = append(out, b.Add(&rows[i], now)...)
 	}
 	return append(out, b.Flush()...)
 }

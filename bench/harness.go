@@ -83,6 +83,9 @@ type Options struct {
 	// NoBatchClient skips the 50-row client after the steady phase (batchclient.go), which takes
 	// about as long again as that phase.
 	NoBatchClient bool
+	// NoProbes sends no freshness probes in the steady phase and the 50-row client's (no freshness is
+	// then reported): a run with and one without tell what the probes' reads cost Cassandra.
+	NoProbes bool
 	// CassandraPID is the Cassandra server process whose CPU the steady phase reads from /proc; 0 looks
 	// for the one Cassandra process on this machine (none or several: its CPU is not measured).
 	CassandraPID int
@@ -107,6 +110,15 @@ type Options struct {
 	// CPU per record compared with the one-entry run's, and the ceiling's client writing the same rows
 	// into both tables, for what the node gives a second table (Result.Entries). 0 or 1: no such phase.
 	Entries int
+}
+
+// sampleEvery is how many events of the steady phase go per freshness probe: about 20 probes a
+// second, each polled every 5 ms until readable; 0 (none) with NoProbes.
+func (o *Options) sampleEvery(rate float64) int {
+	if o.NoProbes {
+		return 0
+	}
+	return max(1, int(rate/20))
 }
 
 func (o *Options) defaults() error {
@@ -264,7 +276,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	r.Params = Params{
 		Events: o.Events, Entities: o.Entities, Partitions: o.Partitions, Quick: o.Quick,
 		Compression: compressionName, CommitInterval: o.CommitInterval.String(), DaemonEnv: o.DaemonEnv,
-		SettleMax: o.SettleMax.String(), KeepData: o.KeepData, SteadyOnly: o.SteadyOnly, ReadOnly: o.ReadOnly,
+		SettleMax: o.SettleMax.String(), KeepData: o.KeepData, SteadyOnly: o.SteadyOnly, NoProbes: o.NoProbes, ReadOnly: o.ReadOnly,
 	}
 	if o.ReadOnly || (o.ReadRows > 0 && !o.SteadyOnly) {
 		r.Params.ReadRows, r.Params.ReadRounds = o.ReadRows, o.ReadRounds
@@ -1029,6 +1041,10 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		return err
 	}
 
+	idle, err := h.idle(ctx, "steady", cfg)
+	if err != nil {
+		return err
+	}
 	// What the phase costs: the sink's and Cassandra's CPU and the daemon's counters, from here to the
 	// last commit.
 	l := &h.res.Latency
@@ -1060,9 +1076,8 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	)
 	go func() {
 		var err error
-		// About 20 probes a second: each is polled every 5 ms until readable, a read load far below the writes.
 		sent, sending, err = producePaced(ctx, o.Brokers, st.Topic, o.Entities, rate, o.LatencyFor, log, &produced,
-			probes, max(1, int(rate/20)))
+			probes, o.sampleEvery(rate))
 		prodErr <- err
 	}()
 
@@ -1113,7 +1128,8 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		}
 	}
 	h.p.done()
-	if l.SinkCPUMicrosPerRow, l.CassandraCPUMicrosPerRow, err = meter.perRow(produced.Load()); err != nil {
+	var cassWindow time.Duration
+	if l.SinkCPUMicrosPerRow, l.CassandraCPUMicrosPerRow, cassWindow, err = meter.perRow(produced.Load()); err != nil {
 		return err
 	}
 	l.CassandraPID = meter.cassPID
@@ -1127,6 +1143,7 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	if l.Freshness, err = freshWait(); err != nil {
 		return err
 	}
+	l.setNet(idle, l.CassandraCPUMicrosPerRow, produced.Load(), cassWindow, l.ProbeReads)
 	if err := d.stop(time.Minute); err != nil {
 		return err
 	}
@@ -1143,6 +1160,23 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	h.p.logf("steady: commit p50 %.0f ms, p99 %.0f ms; readable p50 %.0f ms, p99 %.0f ms; %.1f rows per request at %s events/s",
 		l.P50Millis, l.P99Millis, l.FreshP50Millis, l.FreshP99Millis, l.RowsPerRequest, num(rate))
 	return nil
+}
+
+// idle measures Cassandra's background and a probe read's cost (measureIdle) before the steady run
+// named before, whose table cfg describes; nil when Cassandra's process is not known (its CPU is then
+// not measured at all).
+func (h *harness) idle(ctx context.Context, before string, cfg *config.Config) (*CassandraIdle, error) {
+	pid, err := cassandraPID(h.o.CassandraPID)
+	if err != nil {
+		return nil, nil
+	}
+	idle, err := h.measureIdle(ctx, pid, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("measuring Cassandra's idle CPU before %s: %w", before, err)
+	}
+	h.p.logf("idle before %s: Cassandra %.3f cores with nothing sent; %.3f cores while one probe was polled (%d reads, about %.0f µs each)",
+		before, idle.IdleCores, idle.ProbeCores, idle.ProbeWindowReads, idle.ProbeReadMicros)
+	return &idle, nil
 }
 
 // machine collects what the numbers were measured on. A version that cannot be read is reported

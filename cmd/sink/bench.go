@@ -58,6 +58,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		sinkBin    = fs.String("sink-binary", "", "sink executable to measure (default: this one)")
 		steadyOnly = fs.Bool("steady-only", false, "run only the steady-rate phase, at --latency-rate for --latency-for: to compare binaries (--sink-binary) side by side")
 		noClient   = fs.Bool("no-batch-client", false, "skip the 50-row multi-partition client after the steady phase (it takes as long again)")
+		noProbes   = fs.Bool("no-probes", false, "send no freshness probes in the steady phase (no freshness reported): to measure what their reads cost Cassandra")
 		client     = fs.String("batch-client", "", "internal: run the harness's 50-row client from this spec file")
 		cassPID    = fs.Int("cassandra-pid", 0, "the Cassandra server process whose CPU the steady and read phases read (default: the only Cassandra process on this machine)")
 		daemonEnv  = fs.String("daemon-env", "", "config overrides for the daemons, comma separated, e.g. SINK_WRITER__LINGER=50ms (recorded in the result)")
@@ -102,7 +103,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Brokers: splitList(*brokers), Cassandra: splitList(*hosts), Keyspace: *keyspace,
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor, LatencyRate: *latRate,
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
-		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID, NoBatchClient: *noClient,
+		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID, NoBatchClient: *noClient, NoProbes: *noProbes,
 		Codec: *codecName, Registry: *registry, Entries: *entries,
 		ReadOnly: *readOnly, ReadRows: *readRows, ReadRounds: *readRounds, ReadFormat: *readFormat,
 	})
