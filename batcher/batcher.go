@@ -146,6 +146,7 @@ type node struct {
 	// rows (see Pick), in the order they reached that size.
 	prev, next *node
 	class      int
+	hinted     int // the row capacity it started with from Batcher.filled, 0 if none
 	// kbuf holds the partition key when it fits, and Batch.Key then points here: finding a row's batch
 	// compares keys, and the first row's own key, long out of the CPU caches by the time the next row
 	// arrives, would cost a memory access per row on top of the node's.
@@ -209,10 +210,17 @@ type Batcher struct {
 	// (newNode), where growing from one row by doubling copied each row about once more and cleared the
 	// outgrown arrays. A partition busy enough to half fill a batch is likely to stay busy; one that does
 	// not gives the hint up with its next batch, which holds the array until it leaves (its linger at
-	// most, or a slot): the spare capacity of one batch per such partition, not charged to the byte
-	// budget. A colliding hash only misplaces a capacity. Bounded by maxFilled.
+	// most, or a slot): spare capacity not charged to the byte budget, so the open batches started from
+	// hints hold at most maxHintedRows rows of capacity in all (hinted). A colliding hash only misplaces
+	// a capacity. Bounded by maxFilled.
 	filled map[uint64]int
+	hinted int
 }
+
+// maxHintedRows bounds the row capacity open batches hold from start-size hints (about 0.9 MiB of
+// rows): enough for the few busy partitions the hint is for, while a burst that half filled thousands
+// of partitions once cannot leave thousands of large, nearly empty arrays outside the byte budget.
+const maxHintedRows = 8192
 
 // maxFilled bounds Batcher.filled: past it the hints are dropped and gathered afresh, so partitions that
 // filled once and were never written again cannot grow it.
@@ -251,8 +259,12 @@ func (b *Batcher) newNode(r *Row, h uint64) *node {
 	e := &node{Batch: Batch{Target: r.Target, Key: r.Key, Partitions: 1, First: b.last}, hash: h}
 	if c, ok := b.filled[h]; ok {
 		delete(b.filled, h)
-		e.buf = getRowBuf(c)
-		e.Rows = e.buf.rows[:0]
+		if b.hinted+c <= maxHintedRows {
+			e.buf = getRowBuf(c)
+			e.Rows = e.buf.rows[:0]
+			e.hinted = c
+			b.hinted += c
+		}
 	}
 	if len(r.Key) > 0 && len(r.Key) <= keyInline {
 		copy(e.kbuf[:], r.Key)
@@ -353,6 +365,8 @@ func (b *Batcher) take(e *node) *Batch {
 		}
 		b.filled[e.hash] = cap(e.Rows)
 	}
+	b.hinted -= e.hinted
+	e.hinted = 0
 	b.unfile(e)
 	b.classes[e.class].remove(e)
 	b.rows -= len(e.Rows)

@@ -640,3 +640,41 @@ func TestAPartitionThatHalfFilledStartsItsNextBatchAtThatSize(t *testing.T) {
 		t.Errorf("the batch after one that left due with 40 rows starts with room for %d rows, want 40 or more", got)
 	}
 }
+
+// TestStartSizeHintsHoldBoundedUnchargedCapacity: a burst that fills thousands of partitions' batches
+// once, followed by a row each, leaves at most maxHintedRows rows of capacity in batches started from
+// hints (the spare capacity the byte budget does not see), not one large array per partition; the
+// capacity is given back as those batches leave.
+func TestStartSizeHintsHoldBoundedUnchargedCapacity(t *testing.T) {
+	const parts, maxRows = 1000, 64
+	b := New(Config{MaxRows: maxRows, MaxBytes: 1 << 20, Linger: time.Millisecond})
+	key := func(i int) string { return fmt.Sprintf("p%04d", i) }
+	off := int64(0)
+	for i := range parts {
+		for range maxRows {
+			b.Add(row(tgtA, key(i), 1, off), t0)
+			off++
+		}
+	}
+	for i := range parts {
+		b.Add(row(tgtA, key(i), 1, off), t0)
+		off++
+	}
+	capacity := 0
+	for i := range parts {
+		e, _ := b.find(tgtA, key(i))
+		if e == nil {
+			t.Fatalf("no open batch of %s", key(i))
+		}
+		capacity += cap(e.Rows)
+	}
+	if limit := maxHintedRows + parts*minRows; capacity > limit {
+		t.Errorf("%d one-row batches hold room for %d rows, want at most %d", parts, capacity, limit)
+	}
+	if n := len(b.Flush()); n != parts {
+		t.Fatalf("flushed %d batches, want %d", n, parts)
+	}
+	if b.hinted != 0 {
+		t.Errorf("after every batch left, %d rows of hinted capacity are still counted, want 0", b.hinted)
+	}
+}

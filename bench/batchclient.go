@@ -281,7 +281,7 @@ func (h *harness) batchClient(ctx context.Context, rate float64) error {
 	sp := batchClientSpec{
 		Config: path, Rate: rate, For: o.LatencyFor, Entities: o.Entities, Seed: steadySeed,
 		Rows: batchClientRows, Period: cfg.Writer.Linger.Std(), InFlight: batchClientInFlight, NumConns: cfg.Cassandra.NumConns,
-		SampleEvery: max(1, int(rate/20)),
+		SampleEvery: o.sampleEvery(rate),
 	}
 	specPath := path + ".client.json"
 	b, err := json.Marshal(sp)
@@ -292,6 +292,10 @@ func (h *harness) batchClient(ctx context.Context, rate float64) error {
 		return fmt.Errorf("writing the client spec: %w", err)
 	}
 	if err := h.settle(ctx, "batch_client"); err != nil {
+		return err
+	}
+	idle, err := h.idle(ctx, "the 50-row client", cfg)
+	if err != nil {
 		return err
 	}
 
@@ -370,7 +374,8 @@ func (h *harness) batchClient(ctx context.Context, rate float64) error {
 	if done == nil {
 		return failed(fmt.Errorf("it stopped before its report (%v)", lines.Err()))
 	}
-	if c.CPUMicrosPerRow, c.CassandraCPUMicrosPerRow, err = meter.perRow(int64(done.rows)); err != nil {
+	var cassWindow time.Duration
+	if c.CPUMicrosPerRow, c.CassandraCPUMicrosPerRow, cassWindow, err = meter.perRow(int64(done.rows)); err != nil {
 		return err
 	}
 	c.CassandraPID = meter.cassPID
@@ -382,6 +387,7 @@ func (h *harness) batchClient(ctx context.Context, rate float64) error {
 	if c.Freshness, err = freshWait(); err != nil {
 		return err
 	}
+	c.setNet(idle, c.CassandraCPUMicrosPerRow, int64(done.rows), cassWindow, c.ProbeReads)
 	c.Rows, c.Requests, c.Seconds = done.rows, done.requests, done.sending.Seconds()
 	c.AchievedRate = float64(done.rows) / done.sending.Seconds()
 	if done.requests > 0 {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -117,28 +118,69 @@ func TestSteadyReportPutsTheSinkBesideTheBatchClient(t *testing.T) {
 			t.Errorf("%s ratio %v, want %v", name, got[0], got[1])
 		}
 	}
-	var out strings.Builder
-	r.PrintTable(&out)
-	for _, want := range []string{
+	tableHas(t, r,
 		"50.0 rows per request",
 		"41.00 partitions per request",
 		"UNLOGGED, 50 rows or 5ms, 64 in flight, 2 conns, round robin (token-unaware), LOCAL_ONE",
 		"Cassandra CPU per row 0.80",
 		"rows per request 0.25; own CPU per row 1.50; readable p99 1.50",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("the table lacks %q:\n%s", want, out.String())
-		}
-	}
+	)
 
 	c.CassandraCPUMicrosPerRow, c.CassandraCPUNote = 0, "2 processes run Cassandra here"
 	r.compareBatchClient()
 	if c.CassandraCPURatio != 0 {
 		t.Errorf("Cassandra ratio %v without the client's figure, want 0", c.CassandraCPURatio)
 	}
-	out.Reset()
-	r.PrintTable(&out)
-	if !strings.Contains(out.String(), "Cassandra CPU per row not measured") {
-		t.Errorf("the table gives a Cassandra ratio it did not measure:\n%s", out.String())
+	tableHas(t, r, "Cassandra CPU per row not measured")
+}
+
+// TestSteadyReportGivesCassandraNetOfIdleBesideTheRawFigure: each side's raw Cassandra CPU per row stays
+// as it was, and a line next to it gives the figure net of that side's own idle window, the idle
+// cores and the probes' cost, with the sink ÷ client ratio of the net figures.
+func TestSteadyReportGivesCassandraNetOfIdleBesideTheRawFigure(t *testing.T) {
+	sinkIdle := &CassandraIdle{IdleSeconds: 5, IdleCores: 0.2, ProbeCores: 0.3, ProbeWindowReads: 1000, ProbeReadMicros: 500}
+	clientIdle := &CassandraIdle{IdleSeconds: 5, IdleCores: 0.1, ProbeCores: 0.2, ProbeWindowReads: 1000, ProbeReadMicros: 500}
+	r := &Result{
+		Params:  Params{SteadyOnly: true},
+		Latency: Latency{Events: 300_000, Seconds: 20, CassandraCPUMicrosPerRow: 60, Freshness: Freshness{FreshSamples: 400, ProbeReads: 6000}},
+		BatchClient: &BatchClient{Rows: 300_000, Seconds: 20, CassandraCPUMicrosPerRow: 80,
+			Freshness: Freshness{FreshSamples: 400, ProbeReads: 3000}},
 	}
+	r.Latency.setNet(sinkIdle, 60, 300_000, 20*time.Second, 6000)
+	r.BatchClient.setNet(clientIdle, 80, 300_000, 20*time.Second, 3000)
+	r.compareBatchClient()
+	// Sink: 60 − 0.2 × 20 s / 300,000 rows = 60 − 13.33; client: 80 − 6.67.
+	if got, want := r.Latency.CassandraNetCPUMicrosPerRow, 60-0.2*20e6/300_000; math.Abs(got-want) > 1e-9 {
+		t.Errorf("sink net %v, want %v", got, want)
+	}
+	if got, want := r.BatchClient.CassandraNetCPURatio, (60-0.2*20e6/300_000)/(80-0.1*20e6/300_000); math.Abs(got-want) > 1e-9 {
+		t.Errorf("net ratio %v, want %v", got, want)
+	}
+	if r.BatchClient.CassandraCPURatio != 0.75 {
+		t.Errorf("raw ratio %v, want 60/80 unchanged", r.BatchClient.CassandraCPURatio)
+	}
+	tableHas(t, r,
+		"CPU per row: sink 0.0 µs, Cassandra 60.0 µs",
+		"steady: Cassandra net of idle",
+		"46.7 µs per row",
+		"idle 0.200 cores over 5 s before the run",
+		"probes 20.0 sampled/s, 300 reads/s in the run; one probe polled alone before it: 0.300 cores, 200 reads/s (500 µs a read above idle)",
+		"50-row client: Cassandra net of idle",
+		"73.3 µs per row",
+		"sink ÷ 50-row client, net of idle",
+		"Cassandra CPU per row 0.64",
+	)
+}
+
+// tableHas checks that r's printed table holds every one of wants, and returns the table.
+func tableHas(t *testing.T, r *Result, wants ...string) string {
+	t.Helper()
+	var out strings.Builder
+	r.PrintTable(&out)
+	for _, want := range wants {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+	return out.String()
 }

@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"slices"
@@ -11,6 +14,7 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/gen"
+	"github.com/bucketsink/sink/mapper"
 )
 
 func TestParseStatCPU(t *testing.T) {
@@ -316,6 +320,130 @@ func TestCeilingGridKeepsTheNodesHeap(t *testing.T) {
 	for _, s := range grid {
 		if s.BatchRows*s.Concurrency > maxCeilingRowsInFlight {
 			t.Errorf("setting %+v keeps %d rows in flight, over %d", s, s.BatchRows*s.Concurrency, maxCeilingRowsInFlight)
+		}
+	}
+}
+
+// TestCeilingOfTwoEntriesWritesEachRecordsRowIntoEachTable: the ceiling of a run of two entries maps every
+// record, with the sink's mapper, into its row in each of the two tables (the rows the sink's entries
+// write), and cuts them into batches of one table's partition each; with one entry, one row a record.
+func TestCeilingOfTwoEntriesWritesEachRecordsRowIntoEachTable(t *testing.T) {
+	g, err := gen.New(gen.Config{Entities: 50, Seed: 1, Start: backlogStart(500)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records []record
+	for i := range 500 {
+		_, ev := g.Append(nil)
+		records = append(records, record{Partition: int32(i % 3), Offset: int64(i / 3), Key: ev.Key, Value: ev.Value, Timestamp: ev.Time})
+	}
+	s := setup{
+		Brokers: []string{"127.0.0.1:9092"}, Hosts: []string{"127.0.0.1:9042"}, Keyspace: "sinkbench",
+		Topic: "bench_1_backlog", Table: "bench_1_ceiling_entries2", SiteTable: "bench_1_ceiling_entries2_site",
+		Group: "bench_1_sink_e2", Metrics: "127.0.0.1:9999", CommitInterval: time.Second,
+	}
+	one := s
+	one.SiteTable = ""
+	for _, c := range []struct {
+		st     setup
+		tables []string
+	}{{one, []string{s.Table}}, {s, []string{s.Table, s.SiteTable}}} {
+		_, cfg, err := c.st.write(t.TempDir(), "ceiling", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := ceilingRows(context.Background(), cfg, s.Topic, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != len(records)*len(c.tables) {
+			t.Fatalf("%d tables: %d rows of %d records, want %d", len(c.tables), len(rows), len(records), len(records)*len(c.tables))
+		}
+		m, err := mapper.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries := m.Entries(s.Topic)
+		for i, rec := range records {
+			for j, table := range c.tables {
+				got := rows[i*len(c.tables)+j]
+				want, err := m.MapEntry(context.Background(), entries[j], rec.mapperRecord(s.Topic))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Target.Table != table || !bytes.Equal(got.Packed, want.Packed) || got.Key != want.Key {
+					t.Fatalf("record %d, table %s: got a row of %s that is not entry %s's row", i, table, got.Target.Table, entries[j])
+				}
+			}
+		}
+		perTable := map[string]int{}
+		for _, b := range groupRows(rows, ceilingSetting{Writer: writerGocql, BatchRows: 40, BatchBytes: 64 << 10, Concurrency: 1, NumConns: 1}) {
+			for _, r := range b.Rows {
+				if r.Target != b.Target || r.Key != b.Rows[0].Key {
+					t.Fatalf("a batch of %s.%s holds a row of another partition or table (%s)", b.Target.Keyspace, b.Target.Table, r.Target.Table)
+				}
+			}
+			perTable[b.Target.Table] += len(b.Rows)
+		}
+		for _, table := range c.tables {
+			if perTable[table] != len(records) {
+				t.Errorf("%d tables: the batches hold %d rows of %s, want one a record (%d)", len(c.tables), perTable[table], table, len(records))
+			}
+		}
+	}
+}
+
+// TestEntriesRunSetsTheCeilingsRatiosBesideTheTargets: the run of two entries reports the two-table
+// ceiling per table ÷ the one-table ceiling, and the two-entry sink's rows/s in all ÷ the two-table ceiling's
+// beside the one-entry sink ÷ the one-table ceiling; the issue's targets stay as they are. The figures
+// are a quiet run's of 2026-11-27.
+func TestEntriesRunSetsTheCeilingsRatiosBesideTheTargets(t *testing.T) {
+	r := &Result{
+		Ceiling: Ceiling{RowsPerS: 75_500},
+		Sink:    Process{PerSec: 60_000, RatioToCeiling: 60_000.0 / 75_500},
+		Entries: &EntriesRun{Entries: 2, Sink: Process{PerSec: 36_400}, PerTableRatio: 36_400.0 / 60_000, CPUPerRecordRatio: 1.4,
+			Ceiling: CeilingTrial{Writer: writerGocql, RowsPerS: 91_000, Rows: 400_000, Final: true}},
+	}
+	r.compareEntries()
+	r.judge()
+	e := r.Entries
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
+	if !near(e.CeilingPerTable, 45_500) || !near(e.CeilingPerTableRatio, 45_500.0/75_500) {
+		t.Errorf("ceiling per table %v, two ÷ one %v; want 45,500 and %v", e.CeilingPerTable, e.CeilingPerTableRatio, 45_500.0/75_500)
+	}
+	if !near(e.SinkRatioToCeiling, 72_800.0/91_000) {
+		t.Errorf("sink ÷ ceiling with two tables %v, want the sink's 72,800 rows/s in all ÷ 91,000 = %v", e.SinkRatioToCeiling, 72_800.0/91_000)
+	}
+	// The sink's ratio to the node, two tables ÷ one, is its per-table two ÷ one over the ceiling's.
+	if want := e.PerTableRatio / e.CeilingPerTableRatio; !near(e.SinkVsCeilingRatio, want) {
+		t.Errorf("sink ÷ ceiling two ÷ one %v, want %v", e.SinkVsCeilingRatio, want)
+	}
+	var names []string
+	for _, tg := range r.Targets {
+		names = append(names, tg.Name+" "+tg.Want)
+	}
+	if got, want := strings.Join(names, "; "), "sink rows/s ÷ ceiling rows/s ≥ 0.9; pipeline-only events per CPU-second ≥ 500000; sink peak RSS (MiB) ≤ 256; "+
+		"sink rows/s per table, two entries ÷ one ≥ 0.8; sink CPU per record, two entries ÷ one ≤ 1.6"; got != want {
+		t.Errorf("targets %q, want the issue's, unchanged: %q", got, want)
+	}
+	var out strings.Builder
+	r.PrintTable(&out)
+	printed := strings.Join(strings.Fields(out.String()), " ") // the columns' padding aside
+	for _, line := range []string{
+		"ceiling, 2 tables 91,000 rows/s in all 45,500 rows/s per table, 0.603 × the one-table ceiling",
+		"sink ÷ ceiling, 2 tables 0.800 in all one table: 0.795; two ÷ one 1.007",
+	} {
+		if !strings.Contains(printed, line) {
+			t.Errorf("the table has no line %q:\n%s", line, out.String())
+		}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"ceiling_rows_per_s_per_table":45500`, `"ceiling_per_table_rows_ratio":0.60`, `"sink_ratio_to_ceiling":0.8`, `"sink_ratio_to_ceiling_two_to_one":1.00`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("the JSON has no %s:\n%s", key, b)
 		}
 	}
 }

@@ -10,7 +10,9 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/backoff"
+	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/packed"
 )
 
@@ -67,6 +69,30 @@ func ceilingGrid(quick bool, sinkRows, sinkBytes, sinkInFlight, sinkConns int) [
 		}
 	}
 	return grid
+}
+
+// ceilingRows maps every record, read from topic, with the sink's mapper for cfg into its row in each
+// table of the entries that read topic: the rows the sink would write, record by record, in entry-name
+// order within a record. A record any entry refuses is an error: every backlog record is valid.
+func ceilingRows(ctx context.Context, cfg *config.Config, topic string, records []record) ([]batcher.Row, error) {
+	m, err := mapper.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("compiling the mapper for the ceiling: %w", err)
+	}
+	rows := make([]batcher.Row, 0, len(records)*len(m.Entries(topic)))
+	var out []mapper.Mapped
+	for _, rec := range records {
+		if out, err = m.MapAll(ctx, rec.mapperRecord(topic), out[:0]); err != nil {
+			return nil, fmt.Errorf("mapping a backlog record for the ceiling: %w", err)
+		}
+		for _, o := range out {
+			if o.Err != nil {
+				return nil, fmt.Errorf("mapping a backlog record for the ceiling: %w", o.Err)
+			}
+			rows = append(rows, o.Row)
+		}
+	}
+	return rows, nil
 }
 
 // groupRows cuts rows into single-partition batches under the setting's limits. It sees every row

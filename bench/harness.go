@@ -21,7 +21,6 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/gen"
-	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/reader/output"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -84,6 +83,9 @@ type Options struct {
 	// NoBatchClient skips the 50-row client after the steady phase (batchclient.go), which takes
 	// about as long again as that phase.
 	NoBatchClient bool
+	// NoProbes sends no freshness probes in the steady phase and the 50-row client's (no freshness is
+	// then reported): a run with and one without tell what the probes' reads cost Cassandra.
+	NoProbes bool
 	// CassandraPID is the Cassandra server process whose CPU the steady phase reads from /proc; 0 looks
 	// for the one Cassandra process on this machine (none or several: its CPU is not measured).
 	CassandraPID int
@@ -105,8 +107,18 @@ type Options struct {
 	ReadFormat string
 	// Entries, when 2, adds a phase after the sink's: the sink again over the same backlog with a
 	// second entry reading the Kafka topic (the readings by site and hour), its rows/s per table and
-	// CPU per record compared with the one-entry run's (Result.Entries). 0 or 1: no such phase.
+	// CPU per record compared with the one-entry run's, and the ceiling's client writing the same rows
+	// into both tables, for what the node gives a second table (Result.Entries). 0 or 1: no such phase.
 	Entries int
+}
+
+// sampleEvery is how many events of the steady phase go per freshness probe: about 20 probes a
+// second, each polled every 5 ms until readable; 0 (none) with NoProbes.
+func (o *Options) sampleEvery(rate float64) int {
+	if o.NoProbes {
+		return 0
+	}
+	return max(1, int(rate/20))
 }
 
 func (o *Options) defaults() error {
@@ -264,7 +276,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	r.Params = Params{
 		Events: o.Events, Entities: o.Entities, Partitions: o.Partitions, Quick: o.Quick,
 		Compression: compressionName, CommitInterval: o.CommitInterval.String(), DaemonEnv: o.DaemonEnv,
-		SettleMax: o.SettleMax.String(), KeepData: o.KeepData, SteadyOnly: o.SteadyOnly, ReadOnly: o.ReadOnly,
+		SettleMax: o.SettleMax.String(), KeepData: o.KeepData, SteadyOnly: o.SteadyOnly, NoProbes: o.NoProbes, ReadOnly: o.ReadOnly,
 	}
 	if o.ReadOnly || (o.ReadRows > 0 && !o.SteadyOnly) {
 		r.Params.ReadRows, r.Params.ReadRounds = o.ReadRows, o.ReadRounds
@@ -380,7 +392,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 
 	// Phase 3c: the same backlog read by two entries.
 	if o.Entries == 2 {
-		if err := h.entriesRun(ctx, base, end, sink); err != nil {
+		if err := h.entriesRun(ctx, base, records, end, sink); err != nil {
 			return nil, err
 		}
 	}
@@ -403,6 +415,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 
 	sink.RatioToCeiling = sink.PerSec / r.Ceiling.RowsPerS
 	r.Sink = *sink
+	r.compareEntries()
 
 	// Phase 4: the pipeline alone, with the discarding writer, over the same backlog.
 	// It writes nothing, but prepares the sink's INSERT on a table of its own, empty.
@@ -506,8 +519,11 @@ func (h *harness) codecRun(ctx context.Context, base setup, jsonPerSec float64) 
 
 // entriesRun runs the sink over the backlog again with the config of two entries on its Kafka topic
 // (a fresh group, fresh tables) and compares it with one, the one-entry run: every record gives a row
-// to each table, so the run's records/s is its rows/s per table.
-func (h *harness) entriesRun(ctx context.Context, base setup, end map[int32]int64, one *Process) error {
+// to each table, so the run's records/s is its rows/s per table. Then the ceiling's client writes the
+// records' rows into a fresh pair of tables of the same two entries, at the setting the one-table
+// ceiling found best (no search of its own): what the node takes with a second table. Its ratios need
+// the one-table ceiling's final figure, known only after the run's last ceiling (Result.compareEntries).
+func (h *harness) entriesRun(ctx context.Context, base setup, records []record, end map[int32]int64, one *Process) error {
 	o := h.o
 	st := base
 	st.Table, st.SiteTable, st.Group = o.Prefix+"_sink_e2", o.Prefix+"_sink_e2_site", o.Prefix+"_sink_e2"
@@ -529,8 +545,16 @@ func (h *harness) entriesRun(ctx context.Context, base setup, end map[int32]int6
 	p.Table = st.Table + "," + st.SiteTable
 	h.drop(ctx, st.Table)
 	h.drop(ctx, st.SiteTable)
+	if err := h.settle(ctx, "ceiling_entries2"); err != nil {
+		return err
+	}
+	c, err := h.ceilingTrial(ctx, st, "ceiling_entries2", records, h.bestSetting, h.consistency)
+	if err != nil {
+		return err
+	}
+	c.Final = true
 	h.res.Entries = &EntriesRun{Entries: 2, Tables: []string{st.Table, st.SiteTable}, Sink: *p,
-		PerTableRatio: p.PerSec / one.PerSec, CPUPerRecordRatio: p.CPUPerMillion / one.CPUPerMillion}
+		PerTableRatio: p.PerSec / one.PerSec, CPUPerRecordRatio: p.CPUPerMillion / one.CPUPerMillion, Ceiling: c}
 	return nil
 }
 
@@ -683,9 +707,16 @@ func (h *harness) ceiling(ctx context.Context, base setup, records []record, sin
 	return nil
 }
 
+// ceilingTrial writes records with setting s into a fresh table named after the trial; when base is a
+// setup of two entries (its SiteTable set), into a fresh pair of tables, each record's row in each.
 func (h *harness) ceilingTrial(ctx context.Context, base setup, name string, records []record, s ceilingSetting, consistency gocql.Consistency) (CeilingTrial, error) {
 	st := base
 	st.Table = h.o.Prefix + "_" + name
+	tables := []string{st.Table}
+	if base.SiteTable != "" {
+		st.SiteTable = st.Table + "_site"
+		tables = append(tables, st.SiteTable)
+	}
 	_, cfg, err := st.write(h.o.WorkDir, name, h.o.DaemonEnv)
 	if err != nil {
 		return CeilingTrial{}, err
@@ -693,20 +724,14 @@ func (h *harness) ceilingTrial(ctx context.Context, base setup, name string, rec
 	if err := h.createTable(ctx, cfg); err != nil {
 		return CeilingTrial{}, err
 	}
-	m, err := mapper.New(cfg)
-	if err != nil {
-		return CeilingTrial{}, fmt.Errorf("compiling the mapper for the ceiling: %w", err)
-	}
 	mapStart := time.Now()
-	rows := make([]batcher.Row, len(records))
-	for i, rec := range records {
-		row, err := m.Map(rec.mapperRecord(base.Topic))
-		if err != nil {
-			return CeilingTrial{}, fmt.Errorf("mapping a backlog record for the ceiling: %w", err)
-		}
-		rows[i] = row
+	rows, err := ceilingRows(ctx, cfg, base.Topic, records)
+	if err != nil {
+		return CeilingTrial{}, err
 	}
-	h.res.Ceiling.MapSecond = time.Since(mapStart).Seconds()
+	if len(tables) == 1 {
+		h.res.Ceiling.MapSecond = time.Since(mapStart).Seconds()
+	}
 	batches := groupRows(rows, s)
 
 	var write func(context.Context, *batcher.Batch) error
@@ -754,9 +779,11 @@ func (h *harness) ceilingTrial(ctx context.Context, base setup, name string, rec
 	if err != nil {
 		return CeilingTrial{}, err
 	}
-	h.drop(ctx, st.Table)
+	for _, t := range tables {
+		h.drop(ctx, t)
+	}
 	return CeilingTrial{
-		Writer: s.Writer, Table: st.Table, BatchRows: s.BatchRows, Concurrency: s.Concurrency, NumConns: s.NumConns,
+		Writer: s.Writer, Table: strings.Join(tables, ","), BatchRows: s.BatchRows, Concurrency: s.Concurrency, NumConns: s.NumConns,
 		Rows: len(rows), Batches: len(batches), Seconds: el.Seconds(), RowsPerS: float64(len(rows)) / el.Seconds(),
 		CPUPerMillion: (cpu1.CPU - cpu0.CPU).Seconds() / float64(len(rows)) * 1e6,
 		CoresBusy:     coresBusy(m0, m1),
@@ -1014,6 +1041,10 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		return err
 	}
 
+	idle, err := h.idle(ctx, "steady", cfg)
+	if err != nil {
+		return err
+	}
 	// What the phase costs: the sink's and Cassandra's CPU and the daemon's counters, from here to the
 	// last commit.
 	l := &h.res.Latency
@@ -1045,9 +1076,8 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	)
 	go func() {
 		var err error
-		// About 20 probes a second: each is polled every 5 ms until readable, a read load far below the writes.
 		sent, sending, err = producePaced(ctx, o.Brokers, st.Topic, o.Entities, rate, o.LatencyFor, log, &produced,
-			probes, max(1, int(rate/20)))
+			probes, o.sampleEvery(rate))
 		prodErr <- err
 	}()
 
@@ -1098,7 +1128,8 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		}
 	}
 	h.p.done()
-	if l.SinkCPUMicrosPerRow, l.CassandraCPUMicrosPerRow, err = meter.perRow(produced.Load()); err != nil {
+	var cassWindow time.Duration
+	if l.SinkCPUMicrosPerRow, l.CassandraCPUMicrosPerRow, cassWindow, err = meter.perRow(produced.Load()); err != nil {
 		return err
 	}
 	l.CassandraPID = meter.cassPID
@@ -1112,6 +1143,7 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	if l.Freshness, err = freshWait(); err != nil {
 		return err
 	}
+	l.setNet(idle, l.CassandraCPUMicrosPerRow, produced.Load(), cassWindow, l.ProbeReads)
 	if err := d.stop(time.Minute); err != nil {
 		return err
 	}
@@ -1128,6 +1160,23 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	h.p.logf("steady: commit p50 %.0f ms, p99 %.0f ms; readable p50 %.0f ms, p99 %.0f ms; %.1f rows per request at %s events/s",
 		l.P50Millis, l.P99Millis, l.FreshP50Millis, l.FreshP99Millis, l.RowsPerRequest, num(rate))
 	return nil
+}
+
+// idle measures Cassandra's background and a probe read's cost (measureIdle) before the steady run
+// named before, whose table cfg describes; nil when Cassandra's process is not known (its CPU is then
+// not measured at all).
+func (h *harness) idle(ctx context.Context, before string, cfg *config.Config) (*CassandraIdle, error) {
+	pid, err := cassandraPID(h.o.CassandraPID)
+	if err != nil {
+		return nil, nil
+	}
+	idle, err := h.measureIdle(ctx, pid, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("measuring Cassandra's idle CPU before %s: %w", before, err)
+	}
+	h.p.logf("idle before %s: Cassandra %.3f cores with nothing sent; %.3f cores while one probe was polled (%d reads, about %.0f µs each)",
+		before, idle.IdleCores, idle.ProbeCores, idle.ProbeWindowReads, idle.ProbeReadMicros)
+	return &idle, nil
 }
 
 // machine collects what the numbers were measured on. A version that cannot be read is reported

@@ -281,7 +281,7 @@ func (h *harness) readPhase(ctx context.Context) error {
 		}
 		side.Seconds, side.Rows, side.Requests = el.Seconds(), d.rows, int(reqs.n.Load())
 		if d.rows > 0 {
-			side.ClientCPUMicrosPerRow, side.CassandraCPUMicrosPerRow, err = m.perRow(int64(d.rows))
+			side.ClientCPUMicrosPerRow, side.CassandraCPUMicrosPerRow, _, err = m.perRow(int64(d.rows))
 		}
 		return err
 	}

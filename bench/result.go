@@ -55,6 +55,35 @@ type EntriesRun struct {
 	// CPUPerRecordRatio its sink CPU per record ÷ the one-entry run's.
 	PerTableRatio     float64 `json:"per_table_rows_ratio"`
 	CPUPerRecordRatio float64 `json:"cpu_per_record_ratio"`
+
+	// Ceiling is the ceiling's client writing each backlog record's row into every one of the tables,
+	// at the setting the one-table ceiling found best in the same run; its rows_per_s counts the rows
+	// of all the tables. Its ratios are set once the one-table ceiling's figure is known:
+	// CeilingPerTableRatio is its rows/s per table ÷ the one-table ceiling's rows/s, what the node
+	// gives a second table; SinkRatioToCeiling is the sink's rows/s in all tables ÷ this ceiling's,
+	// to set beside the one-entry sink's ratio to the one-table ceiling (Sink.RatioToCeiling of the
+	// Result), and SinkVsCeilingRatio the first ÷ the second: below 1, the sink loses more than the
+	// node to the second table.
+	Ceiling              CeilingTrial `json:"ceiling"`
+	CeilingPerTable      float64      `json:"ceiling_rows_per_s_per_table"`
+	CeilingPerTableRatio float64      `json:"ceiling_per_table_rows_ratio"`
+	SinkRatioToCeiling   float64      `json:"sink_ratio_to_ceiling"`
+	SinkVsCeilingRatio   float64      `json:"sink_ratio_to_ceiling_two_to_one"`
+}
+
+// compareEntries sets the ratios of the run of several entries to the ceilings, from the one-table
+// ceiling's figure (the better of its runs before and after the sink, as the sink is judged by) and
+// the one-entry sink's ratio to it.
+func (r *Result) compareEntries() {
+	e := r.Entries
+	if e == nil {
+		return
+	}
+	n := float64(e.Entries)
+	e.CeilingPerTable = e.Ceiling.RowsPerS / n
+	e.CeilingPerTableRatio = ratio(e.CeilingPerTable, r.Ceiling.RowsPerS)
+	e.SinkRatioToCeiling = ratio(e.Sink.PerSec*n, e.Ceiling.RowsPerS)
+	e.SinkVsCeilingRatio = ratio(e.SinkRatioToCeiling, r.Sink.RatioToCeiling)
 }
 
 // Settle is one wait for a quiet machine (harness.settle).
@@ -102,6 +131,7 @@ type Params struct {
 	SettleMax      string   `json:"settle_max,omitempty"`  // longest wait for a quiet machine before a phase
 	KeepData       bool     `json:"keep_data,omitempty"`   // tables and topics kept (runs before this field kept them all; see Options.KeepData)
 	SteadyOnly     bool     `json:"steady_only,omitempty"` // the steady-rate phase alone (Options.SteadyOnly)
+	NoProbes       bool     `json:"no_probes,omitempty"`   // no freshness probes (Options.NoProbes)
 	ReadOnly       bool     `json:"read_only,omitempty"`   // the read phase alone (Options.ReadOnly)
 	ReadRows       int      `json:"read_rows,omitempty"`   // rows of the read phase's device; 0 when skipped
 	ReadRounds     int      `json:"read_rounds,omitempty"` // rounds of the read phase
@@ -193,6 +223,7 @@ type Latency struct {
 	CassandraCPUMicrosPerRow float64 `json:"cassandra_cpu_us_per_row"`
 	CassandraPID             int     `json:"cassandra_pid,omitempty"`
 	CassandraCPUNote         string  `json:"cassandra_cpu_note,omitempty"`
+	CassandraNet
 	Freshness
 	// Stages: sink_stage_seconds over the phase (absent for a binary without it).
 	Stages []StageLatency `json:"stages,omitempty"`
@@ -205,6 +236,52 @@ type Freshness struct {
 	FreshP50Millis float64 `json:"fresh_p50_ms"`
 	FreshP99Millis float64 `json:"fresh_p99_ms"`
 	FreshMaxMillis float64 `json:"fresh_max_ms"`
+	// ProbeReads is how many reads the poller sent Cassandra for the samples, seen or not.
+	ProbeReads int `json:"probe_reads"`
+}
+
+// CassandraIdle is Cassandra's own work measured just before a steady run (steady.go, measureIdle):
+// its CPU in cores with nothing sent to it, and then with only the freshness poller polling one probe
+// that never becomes readable, which prices a probe read (of an empty table: a probe read during the
+// run finds its partition in the memtable and may cost more).
+type CassandraIdle struct {
+	IdleSeconds      float64 `json:"idle_seconds"`
+	IdleCores        float64 `json:"idle_cores"`
+	ProbeCores       float64 `json:"probe_cores"`
+	ProbeWindowReads int     `json:"probe_window_reads"`
+	ProbeReadMicros  float64 `json:"probe_read_us"`
+}
+
+// CassandraNet is a steady run's Cassandra CPU per row net of the idle background (netOfIdle), and how
+// many reads its freshness probes made; absent when Cassandra's CPU is not measured. What the probes
+// cost a busy node is not priced here: a read polled alone wakes an idle node and costs it far more
+// than one among a run's writes (CassandraIdle.ProbeReadMicros is that price); a run with --no-probes
+// beside one with them tells.
+type CassandraNet struct {
+	Idle                        *CassandraIdle `json:"cassandra_idle,omitempty"`
+	CassandraNetCPUMicrosPerRow float64        `json:"cassandra_cpu_us_per_row_net_of_idle,omitempty"`
+	ProbeReadsPerSecond         float64        `json:"probe_reads_per_s,omitempty"`
+}
+
+// setNet fills n from Cassandra's raw CPU per row over window, rows, and the run's probe reads.
+func (n *CassandraNet) setNet(idle *CassandraIdle, perRow float64, rows int64, window time.Duration, probeReads int) {
+	if idle == nil || window <= 0 {
+		return
+	}
+	n.Idle = idle
+	n.CassandraNetCPUMicrosPerRow = netOfIdle(perRow, rows, window, idle.IdleCores)
+	n.ProbeReadsPerSecond = float64(probeReads) / window.Seconds()
+}
+
+// printNet is the net-of-idle line of a steady run whose raw line is labelled who.
+func (n CassandraNet) printNet(tw io.Writer, who string, samples int, secs float64) {
+	if n.Idle == nil {
+		return
+	}
+	i := n.Idle
+	fmt.Fprintf(tw, "%s: Cassandra net of idle\t%.1f µs per row\tidle %.3f cores over %.0f s before the run, taken out over the run; probes %.1f sampled/s, %.0f reads/s in the run; one probe polled alone before it: %.3f cores, %.0f reads/s (%.0f µs a read above idle)\n",
+		who, n.CassandraNetCPUMicrosPerRow, i.IdleCores, i.IdleSeconds, float64(samples)/secs, n.ProbeReadsPerSecond,
+		i.ProbeCores, float64(i.ProbeWindowReads)/i.IdleSeconds, i.ProbeReadMicros)
 }
 
 // BatchClient is the 50-row client over the steady phase: the same events at the same rate written
@@ -231,13 +308,16 @@ type BatchClient struct {
 	CassandraCPUMicrosPerRow float64 `json:"cassandra_cpu_us_per_row"`
 	CassandraPID             int     `json:"cassandra_pid,omitempty"`
 	CassandraCPUNote         string  `json:"cassandra_cpu_note,omitempty"`
+	CassandraNet
 	Freshness
 
 	// The sink's steady figure ÷ the client's, in the same run; 0 when either side was not measured.
 	SinkRowsPerRequestRatio float64 `json:"sink_rows_per_request_ratio"`
 	SinkCPURatio            float64 `json:"sink_cpu_per_row_ratio"`
 	CassandraCPURatio       float64 `json:"cassandra_cpu_per_row_ratio"`
-	FreshP99Ratio           float64 `json:"fresh_p99_ratio"`
+	// CassandraNetCPURatio is CassandraCPURatio with each side net of its own idle window.
+	CassandraNetCPURatio float64 `json:"cassandra_cpu_per_row_net_of_idle_ratio,omitempty"`
+	FreshP99Ratio        float64 `json:"fresh_p99_ratio"`
 }
 
 // compareBatchClient sets the client's ratios from the sink's steady figures of the same run.
@@ -250,6 +330,7 @@ func (r *Result) compareBatchClient() {
 	c.SinkRowsPerRequestRatio = ratio(l.RowsPerRequest, c.RowsPerRequest)
 	c.SinkCPURatio = ratio(l.SinkCPUMicrosPerRow, c.CPUMicrosPerRow)
 	c.CassandraCPURatio = ratio(l.CassandraCPUMicrosPerRow, c.CassandraCPUMicrosPerRow)
+	c.CassandraNetCPURatio = ratio(l.CassandraNetCPUMicrosPerRow, c.CassandraNetCPUMicrosPerRow)
 	c.FreshP99Ratio = ratio(l.FreshP99Millis, c.FreshP99Millis)
 }
 
@@ -419,6 +500,11 @@ func (r *Result) printBacklog(tw io.Writer) {
 	if e := r.Entries; e != nil {
 		fmt.Fprintf(tw, "sink, %d entries	%s rows/s per table	%.3f × the one-entry run; CPU per record %.3f × (%.2f CPU-s per million records); %.1f s; peak RSS %.0f MiB\n",
 			e.Entries, num(e.Sink.PerSec), e.PerTableRatio, e.CPUPerRecordRatio, e.Sink.CPUPerMillion, e.Sink.Seconds, float64(e.Sink.PeakRSSBytes)/(1<<20))
+		c := e.Ceiling
+		fmt.Fprintf(tw, "ceiling, %d tables\t%s rows/s in all\t%s rows/s per table, %.3f × the one-table ceiling (per table, two ÷ one: what the node gives a second table); %s writer, %d rows/batch, %d in flight, %d conns (the one-table ceiling's best); %d rows in %d batches, %.1f s; machine %.2f cores busy\n",
+			e.Entries, num(c.RowsPerS), num(e.CeilingPerTable), e.CeilingPerTableRatio, c.Writer, c.BatchRows, c.Concurrency, c.NumConns, c.Rows, c.Batches, c.Seconds, c.CoresBusy)
+		fmt.Fprintf(tw, "sink ÷ ceiling, %d tables\t%.3f in all\tone table: %.3f; two ÷ one %.3f (below 1: the sink loses more to the second table than the node does)\n",
+			e.Entries, e.SinkRatioToCeiling, r.Sink.RatioToCeiling, e.SinkVsCeilingRatio)
 	}
 	p := r.Pipeline
 	fmt.Fprintf(tw, "pipeline only\t%s events/s\t%s events per CPU-second; %.1f s; peak RSS %.0f MiB; %.1f rows per batch\n",
@@ -430,14 +516,19 @@ func (r *Result) printSteady(tw io.Writer) {
 	if l := r.Latency; l.Events > 0 {
 		fmt.Fprintf(tw, "steady: committed\tp50 %.0f ms, p99 %.0f ms\tat %s events/s asked, %s produced, for %.0f s (%d events, commit interval %s)\n",
 			l.P50Millis, l.P99Millis, num(l.Rate), num(l.AchievedRate), l.Seconds, l.Events, r.Params.CommitInterval)
-		fmt.Fprintf(tw, "steady: readable\tp50 %.0f ms, p99 %.0f ms\tmax %.0f ms; %d sampled events read back, %d never seen\n",
-			l.FreshP50Millis, l.FreshP99Millis, l.FreshMaxMillis, l.FreshSamples, l.FreshMissing)
+		if r.Params.NoProbes {
+			fmt.Fprintf(tw, "steady: readable\tnot measured\tno freshness probes (--no-probes)\n")
+		} else {
+			fmt.Fprintf(tw, "steady: readable\tp50 %.0f ms, p99 %.0f ms\tmax %.0f ms; %d sampled events read back, %d never seen\n",
+				l.FreshP50Millis, l.FreshP99Millis, l.FreshMaxMillis, l.FreshSamples, l.FreshMissing)
+		}
 		cass := fmt.Sprintf("%.1f µs", l.CassandraCPUMicrosPerRow)
 		if l.CassandraCPUNote != "" {
 			cass = "not measured (" + l.CassandraCPUNote + ")"
 		}
 		fmt.Fprintf(tw, "steady: cost\t%.1f rows per request\t%.2f partitions per request; CPU per row: sink %.1f µs, Cassandra %s\n",
 			l.RowsPerRequest, l.PartitionsPerRequest, l.SinkCPUMicrosPerRow, cass)
+		l.printNet(tw, "steady", l.FreshSamples+l.FreshMissing, l.Seconds)
 		for _, st := range l.Stages {
 			fmt.Fprintf(tw, "steady: stage %s\tp50 %.1f ms, p99 %.1f ms\t%d observations\n", st.Stage, st.P50Millis, st.P99Millis, st.Count)
 		}
@@ -451,6 +542,7 @@ func (r *Result) printSteady(tw io.Writer) {
 		}
 		fmt.Fprintf(tw, "50-row client: cost\tCPU per row %.1f µs\tCassandra %s; readable p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d sampled, %d never seen)\n",
 			c.CPUMicrosPerRow, cass, c.FreshP50Millis, c.FreshP99Millis, c.FreshMaxMillis, c.FreshSamples, c.FreshMissing)
+		c.printNet(tw, "50-row client", c.FreshSamples+c.FreshMissing, c.Seconds)
 		ratio := func(v float64) string {
 			if v == 0 {
 				return "not measured"
@@ -459,6 +551,9 @@ func (r *Result) printSteady(tw io.Writer) {
 		}
 		fmt.Fprintf(tw, "sink ÷ 50-row client\tCassandra CPU per row %s\trows per request %s; own CPU per row %s; readable p99 %s\n",
 			ratio(c.CassandraCPURatio), ratio(c.SinkRowsPerRequestRatio), ratio(c.SinkCPURatio), ratio(c.FreshP99Ratio))
+		if c.CassandraNetCPURatio != 0 {
+			fmt.Fprintf(tw, "sink ÷ 50-row client, net of idle	Cassandra CPU per row %s	each side less its own idle window\n", ratio(c.CassandraNetCPURatio))
+		}
 	}
 }
 

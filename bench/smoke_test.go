@@ -43,6 +43,7 @@ func TestSmoke(t *testing.T) {
 		SettleMax: 2 * time.Second, // other packages' tests share the machine: rarely quiet, so keep the waits short
 		// One short round: TestReadPhaseReadsTheSameRowsBothWays checks the read phase's figures.
 		ReadRows: 3000, ReadRounds: 1,
+		Entries: 2,
 	})
 	if err != nil {
 		t.Fatalf("bench run: %v\nprogress:\n%s", err, progress.String())
@@ -63,6 +64,10 @@ func TestSmoke(t *testing.T) {
 		c.CPUMicrosPerRow <= 0 || c.FreshSamples == 0 || c.SinkRowsPerRequestRatio <= 0 {
 		t.Errorf("the 50-row client was not measured: %+v", c)
 	}
+	if e := res.Entries; e == nil || e.Ceiling.Rows != 2*res.Produce.Events || e.PerTableRatio <= 0 ||
+		e.CeilingPerTableRatio <= 0 || e.SinkRatioToCeiling <= 0 || e.SinkVsCeilingRatio <= 0 {
+		t.Errorf("the run of two entries or its ceiling of two tables was not measured: %+v", e)
+	}
 	var before []string
 	for _, st := range res.Settles {
 		before = append(before, st.Before)
@@ -70,14 +75,14 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("settle before %s took %.1f s; want (0, 4]", st.Before, st.Seconds)
 		}
 	}
-	if got, want := strings.Join(before, " "), "ceiling sink ceiling_after pipeline latency batch_client read"; got != want {
+	if got, want := strings.Join(before, " "), "ceiling sink sink_entries2 ceiling_entries2 ceiling_after pipeline latency batch_client read"; got != want {
 		t.Errorf("settled before %q, want before %q", got, want)
 	}
 	if r := res.Read; r == nil || len(r.Rounds) != 1 || r.Rounds[0].Sink.Rows != 3000 || r.Rounds[0].Loop.Rows != 3000 {
 		t.Errorf("the read phase was not measured: %+v", r)
 	}
-	if len(res.Targets) != 5 {
-		t.Errorf("%d targets judged, want 5 (three of the backlog, two of the read phase)", len(res.Targets))
+	if len(res.Targets) != 7 {
+		t.Errorf("%d targets judged, want 7 (three of the backlog, two of two entries, two of the read phase)", len(res.Targets))
 	}
 	// The run dropped every table and topic it made.
 	sess, err := ceilingSession(hosts, "", 1)

@@ -202,6 +202,8 @@ type freshness struct {
 	giveUp  time.Duration
 	delays  []time.Duration
 	missing int
+	// reads counts the reads sent to Cassandra, seen or not: what the probes cost it.
+	reads int
 }
 
 // summary is what the poller saw, for the result.
@@ -211,7 +213,14 @@ func (f *freshness) summary() Freshness {
 		FreshP50Millis: float64(percentile(f.delays, 0.50)) / 1e6,
 		FreshP99Millis: float64(percentile(f.delays, 0.99)) / 1e6,
 		FreshMaxMillis: float64(percentile(f.delays, 1)) / 1e6,
+		ProbeReads:     f.reads,
 	}
+}
+
+// newFreshness is the poller every steady run uses: each pending probe read every 5 ms, given up after
+// 30 s.
+func newFreshness(rd *reader.Reader) *freshness {
+	return &freshness{read: readerProbe(rd), every: 5 * time.Millisecond, giveUp: 30 * time.Second}
 }
 
 // startFreshness polls the rows of cfg's bench entry for each probe sent on the returned channel, until
@@ -221,7 +230,7 @@ func (h *harness) startFreshness(ctx context.Context, cfg *config.Config) (chan<
 	if err != nil {
 		return nil, nil, err
 	}
-	fresh := &freshness{read: readerProbe(rd), every: 5 * time.Millisecond, giveUp: 30 * time.Second}
+	fresh := newFreshness(rd)
 	probes := make(chan probe, 64)
 	done := make(chan struct{})
 	go func() {
@@ -267,21 +276,120 @@ func startCPUMeter(pid, cassOption int) (*cpuMeter, error) {
 }
 
 // perRow is the CPU each process used since startCPUMeter, in µs per row of rows; Cassandra's is 0
-// when it is not measured.
-func (m *cpuMeter) perRow(rows int64) (own, cass float64, err error) {
+// when it is not measured. cassWindow is how long Cassandra's CPU was read over, for netOfIdle.
+func (m *cpuMeter) perRow(rows int64) (own, cass float64, cassWindow time.Duration, err error) {
 	o, err := readCPU(m.pid)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	own = float64((o.CPU - m.own.CPU).Microseconds()) / float64(rows)
 	if m.cassPID != 0 {
 		c, err := readCPU(m.cassPID)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		cass = float64((c.CPU - m.cass.CPU).Microseconds()) / float64(rows)
+		cassWindow = c.At.Sub(m.cass.At)
 	}
-	return own, cass, nil
+	return own, cass, cassWindow, nil
+}
+
+// Cassandra does work of its own whatever the sink sends it (garbage collection, compaction, the
+// commit log's periodic sync, gossip and metrics threads), and the harness reads the probes' rows back
+// from it. That background does not scale with the rows, so at a modest rate it could hide what the
+// rows cost (on one Cassandra 5.0.8 node it was 0.02 to 0.06 cores, 1 to 4 µs a row at 15,000/s,
+// docs/PERFORMANCE.md); the steady phase also reports the figure net of it: Cassandra's CPU rate
+// measured over a few seconds just before the run, with nothing writing or reading, is taken out of the
+// run's CPU over the run's length.
+
+// idleWindow is how long the background is measured, and then how long one never-readable probe is
+// polled to price a probe read: 5 s, 1 s with Quick (a first look, whose steady phase lasts 5 s).
+func (o *Options) idleWindow() time.Duration {
+	if o.Quick {
+		return time.Second
+	}
+	return 5 * time.Second
+}
+
+// coresOver is the CPU used between two samples of one process, in cores (CPU-seconds per second).
+func coresOver(a, b procSample) float64 {
+	wall := b.At.Sub(a.At)
+	if wall <= 0 {
+		return 0
+	}
+	return float64(b.CPU-a.CPU) / float64(wall)
+}
+
+// netOfIdle is a CPU per row (µs) measured over window, less what idleCores would have used over that
+// window anyway, per row; never below 0 (a run quieter than its idle window would say so otherwise).
+func netOfIdle(perRow float64, rows int64, window time.Duration, idleCores float64) float64 {
+	if rows <= 0 {
+		return 0
+	}
+	idle := idleCores * float64(window.Microseconds()) / float64(rows)
+	return max(0, perRow-idle)
+}
+
+// probeReadCost is Cassandra's CPU per probe read (µs): the cores it used while only probes were
+// polled, less its idle cores, over window, per read. 0 without reads.
+func probeReadCost(probeCores, idleCores float64, window time.Duration, reads int) float64 {
+	if reads <= 0 {
+		return 0
+	}
+	return max(0, (probeCores-idleCores)*float64(window.Microseconds())/float64(reads))
+}
+
+// measureIdle reads Cassandra's CPU (process cassPID) for Options.idleWindow with nothing sent to it,
+// then as long again while the freshness poller polls one probe of a device never written to cfg's
+// table: its background rate, and what one probe read costs it on top.
+func (h *harness) measureIdle(ctx context.Context, cassPID int, cfg *config.Config) (CassandraIdle, error) {
+	var out CassandraIdle
+	wait := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(h.o.idleWindow()):
+			return nil
+		}
+	}
+	a, err := readCPU(cassPID)
+	if err != nil {
+		return out, err
+	}
+	if err := wait(); err != nil {
+		return out, err
+	}
+	b, err := readCPU(cassPID)
+	if err != nil {
+		return out, err
+	}
+	out.IdleCores, out.IdleSeconds = coresOver(a, b), b.At.Sub(a.At).Seconds()
+
+	rd, err := reader.New(reader.Config{Session: h.admin, Sink: cfg, Topic: topicName, Parallelism: 1})
+	if err != nil {
+		return out, err
+	}
+	fresh := newFreshness(rd)
+	probes := make(chan probe, 1)
+	probes <- probe{device: "never-written", event: time.Now().UTC(), produced: time.Now()}
+	pctx, cancel := context.WithTimeout(ctx, h.o.idleWindow())
+	defer cancel()
+	a, err = readCPU(cassPID)
+	if err != nil {
+		return out, err
+	}
+	fresh.run(pctx, probes)
+	if b, err = readCPU(cassPID); err != nil {
+		return out, err
+	}
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	window := b.At.Sub(a.At)
+	out.ProbeCores = coresOver(a, b)
+	out.ProbeWindowReads = fresh.reads
+	out.ProbeReadMicros = probeReadCost(out.ProbeCores, out.IdleCores, window, fresh.reads)
+	return out, nil
 }
 
 // sweepParallel bounds the reads of one sweep. Reads one after another would make a probe wait for the
@@ -336,6 +444,7 @@ func (f *freshness) sweep(ctx context.Context, pending []probe) []probe {
 		})
 	}
 	wg.Wait()
+	f.reads += len(pending)
 	now := time.Now()
 	kept := pending[:0]
 	for i, p := range pending {

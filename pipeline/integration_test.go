@@ -724,12 +724,14 @@ func TestIntegrationDeadLetterTopicCreatedLateHeals(t *testing.T) {
 	s.checkDeadLetters(false)
 }
 
-// sinkBinary builds cmd/sink once per test binary, for the tests that kill the process.
+// sinkBinary builds cmd/sink once per test binary, for the tests that kill the process, into
+// builtSink.dir (removed by TestMain when the tests end).
 var sinkBinary = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "sink-it-")
 	if err != nil {
 		return "", err
 	}
+	builtSink.dir = dir
 	bin := filepath.Join(dir, "sink")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/bucketsink/sink/cmd/sink").CombinedOutput()
 	if err != nil {
@@ -737,6 +739,9 @@ var sinkBinary = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// builtSink is where sinkBinary built cmd/sink, empty until it has.
+var builtSink struct{ dir string }
 
 // writeConfig renders the stack's config as the YAML `sink run` reads: its servers, group, keyspace,
 // timeouts and metrics address, and every entry under topics (entryYAML).

@@ -38,7 +38,19 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(removingBuilds{m})
+}
+
+// removingBuilds runs the tests, then removes the sink binary the kill tests built (sinkBinary), so
+// runs do not leave a build behind each in the temporary directory.
+type removingBuilds struct{ m *testing.M }
+
+func (r removingBuilds) Run() int {
+	code := r.m.Run()
+	if builtSink.dir != "" {
+		os.RemoveAll(builtSink.dir)
+	}
+	return code
 }
 
 // The fast tests run the real pipeline against kfake, an in-process Kafka cluster speaking the real

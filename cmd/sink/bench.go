@@ -58,13 +58,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		sinkBin    = fs.String("sink-binary", "", "sink executable to measure (default: this one)")
 		steadyOnly = fs.Bool("steady-only", false, "run only the steady-rate phase, at --latency-rate for --latency-for: to compare binaries (--sink-binary) side by side")
 		noClient   = fs.Bool("no-batch-client", false, "skip the 50-row multi-partition client after the steady phase (it takes as long again)")
+		noProbes   = fs.Bool("no-probes", false, "send no freshness probes in the steady phase (no freshness reported): to measure what their reads cost Cassandra")
 		client     = fs.String("batch-client", "", "internal: run the harness's 50-row client from this spec file")
 		cassPID    = fs.Int("cassandra-pid", 0, "the Cassandra server process whose CPU the steady and read phases read (default: the only Cassandra process on this machine)")
 		daemonEnv  = fs.String("daemon-env", "", "config overrides for the daemons, comma separated, e.g. SINK_WRITER__LINGER=50ms (recorded in the result)")
 		discard    = fs.Bool("discard-daemon", false, "internal: run the pipeline with a discarding writer (the harness's pipeline-only phase)")
 		cfgPath    = fs.String("config", "", "internal, with --discard-daemon: the daemon config")
 		codecName  = fs.String("codec", "json", "also run the sink over the same events in avro, protobuf or json_schema, and compare its rows/s with JSON's")
-		entries    = fs.Int("entries", 1, "2: also run the sink over the same backlog with a second entry reading its topic (readings by site and hour), and compare rows/s per table and CPU per record with one entry's")
+		entries    = fs.Int("entries", 1, "2: also run the sink over the same backlog with a second entry reading its topic (readings by site and hour), compare rows/s per table and CPU per record with one entry's, and write the same rows directly into both tables at the ceiling's best setting (what the node gives a second table)")
 		readOnly   = fs.Bool("read-only", false, "run only the read phase: one dense device read by the sink's reader and by a driver loop")
 		readRows   = fs.Int("read-rows", bench.DefaultReadRows, "rows of the read phase's device over 30 days (negative: skip the phase)")
 		readRounds = fs.Int("read-rounds", bench.DefaultReadRounds, "rounds of the read phase, each reading the device both ways")
@@ -102,7 +103,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Brokers: splitList(*brokers), Cassandra: splitList(*hosts), Keyspace: *keyspace,
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor, LatencyRate: *latRate,
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
-		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID, NoBatchClient: *noClient,
+		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID, NoBatchClient: *noClient, NoProbes: *noProbes,
 		Codec: *codecName, Registry: *registry, Entries: *entries,
 		ReadOnly: *readOnly, ReadRows: *readRows, ReadRounds: *readRounds, ReadFormat: *readFormat,
 	})

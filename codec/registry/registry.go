@@ -11,6 +11,10 @@
 // An id the registry does not have (or whose references it lacks) is remembered for UnknownTTL, so a
 // flood of records naming it costs one request per UnknownTTL rather than one per record, and is asked
 // again after it: a schema registered later is found without a restart.
+//
+// Concurrent lookups of an id not yet answered share one request: when a producer rolls out a new
+// schema, every partition worker meets its id at once, and the registry is asked once, not once per
+// worker.
 package registry
 
 import (
@@ -36,6 +40,14 @@ type Client struct {
 	byID    map[int]*codec.Schema
 	byRef   map[refKey]*codec.Schema
 	unknown map[int]unknownID
+	asking  map[int]*lookup // ids being fetched; later callers wait for the same answer
+}
+
+// lookup is one fetch of an id that concurrent callers share: done is closed once s and err are set.
+type lookup struct {
+	done chan struct{}
+	s    *codec.Schema
+	err  error
 }
 
 // unknownID is the answer kept for an id the registry did not have: the error (wrapping
@@ -106,7 +118,7 @@ func newClient(c config.SchemaRegistry, wrap func(http.RoundTripper) http.RoundT
 		return nil, fmt.Errorf("schema_registry: %w", err)
 	}
 	return &Client{cl: cl, now: time.Now, byID: map[int]*codec.Schema{}, byRef: map[refKey]*codec.Schema{},
-		unknown: map[int]unknownID{}}, nil
+		unknown: map[int]unknownID{}, asking: map[int]*lookup{}}, nil
 }
 
 // SR is the underlying pkg/sr client, for tools and tests that register schemas.
@@ -117,30 +129,61 @@ const maxRefDepth = 32
 
 // Schema returns the writer schema of id with its references, fetching it on first use. An id the
 // registry answered 404 for (itself or a reference) gets the same error without a request for
-// UnknownTTL.
+// UnknownTTL. Callers asking for an id while it is fetched wait for that fetch's answer; a caller whose
+// fetch ended only because its own context did is not answered for the others, who fetch again.
 func (c *Client) Schema(ctx context.Context, id int) (*codec.Schema, error) {
-	now := c.now()
-	c.mu.Lock()
-	s := c.byID[id]
-	u, isUnknown := c.unknown[id]
-	c.mu.Unlock()
-	if s != nil {
-		return s, nil
+	for {
+		now := c.now()
+		c.mu.Lock()
+		if s := c.byID[id]; s != nil {
+			c.mu.Unlock()
+			return s, nil
+		}
+		if u, ok := c.unknown[id]; ok && now.Before(u.until) {
+			c.mu.Unlock()
+			return nil, u.err
+		}
+		l, waiting := c.asking[id]
+		if !waiting {
+			l = &lookup{done: make(chan struct{})}
+			c.asking[id] = l
+		}
+		c.mu.Unlock()
+		if !waiting {
+			return c.ask(ctx, id, l, now)
+		}
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if l.err == nil || ctx.Err() != nil || !isContextError(l.err) {
+			return l.s, l.err
+		}
+		// The fetch ended with its caller's context, not this one's: ask again.
 	}
-	if isUnknown && now.Before(u.until) {
-		return nil, u.err
-	}
-	s, err := c.fetch(ctx, id)
+}
+
+// ask fetches id for the callers of l, keeps the answer and hands it to them.
+func (c *Client) ask(ctx context.Context, id int, l *lookup, now time.Time) (*codec.Schema, error) {
+	l.s, l.err = c.fetch(ctx, id)
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch {
-	case err == nil:
-		c.byID[id] = s
+	case l.err == nil:
+		c.byID[id] = l.s
 		delete(c.unknown, id)
-	case errors.Is(err, codec.ErrUnknownSchema):
-		c.rememberUnknown(id, unknownID{err: err, until: now.Add(UnknownTTL)}, now)
+	case errors.Is(l.err, codec.ErrUnknownSchema):
+		c.rememberUnknown(id, unknownID{err: l.err, until: now.Add(UnknownTTL)}, now)
 	}
-	return s, err
+	delete(c.asking, id)
+	c.mu.Unlock()
+	close(l.done)
+	return l.s, l.err
+}
+
+// isContextError reports whether err is a context's end rather than the registry's answer.
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // fetch asks the registry for the schema of id and its references.

@@ -42,26 +42,11 @@ func TestIntegrationUnknownSchemaIDIsAskedOncePerTTLAndFoundOnceRegistered(t *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Registrations go through a client of their own: pkg/sr reads a created schema back by id, which
-	// is not a lookup of the client under test.
-	admin, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	clock := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { return clock }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	subject := testenv.Name(t, "unknown")
-	register := func(n int) int {
-		t.Helper()
-		s, err := admin.SR().CreateSchema(ctx, fmt.Sprintf("%s-%d-value", subject, n), sr.Schema{
-			Schema: fmt.Sprintf(`{"type": "record", "name": "Unknown%d", "namespace": "it.%s", "fields": [{"name": "n", "type": "int"}]}`, n, subject)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s.ID
-	}
+	register := registrar(ctx, t, cfg, "Unknown")
 
 	// The id after the newest one is unknown until the next registration takes it. Other tests share
 	// the registry: if one registered it meanwhile, try the next.
@@ -120,5 +105,25 @@ func TestIntegrationUnknownSchemaIDIsAskedOncePerTTLAndFoundOnceRegistered(t *te
 	}
 	if n := ct.byID.Load() - asked; n != 1 {
 		t.Errorf("a known id was asked again: %d requests by id, want 1", n)
+	}
+}
+
+// registrar returns a function registering a new Avro schema (record <name><n>) under a subject of the
+// test's own and answering its id. Registrations go through a client of their own: pkg/sr reads a
+// created schema back by id, which is not a lookup of the client under test.
+func registrar(ctx context.Context, t *testing.T, cfg config.SchemaRegistry, name string) func(n int) int {
+	admin, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := testenv.Name(t, strings.ToLower(name))
+	return func(n int) int {
+		t.Helper()
+		s, err := admin.SR().CreateSchema(ctx, fmt.Sprintf("%s-%d-value", subject, n), sr.Schema{
+			Schema: fmt.Sprintf(`{"type": "record", "name": "%s%d", "namespace": "it.%s", "fields": [{"name": "n", "type": "int"}]}`, name, n, subject)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ID
 	}
 }

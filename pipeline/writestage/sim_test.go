@@ -350,6 +350,48 @@ func TestBacklogBusyPartitionsFillTheCeilingsBatches(t *testing.T) {
 	}
 }
 
+// TestBacklogStarvedPartitionsShareRequests guards the requests of a backlog on a node whose cost per
+// request is high against its cost per row, as the benchmark's single Cassandra 5.0.8 node's is: fitted
+// to the ceiling's trials of one `sink bench` run (20261127T012303Z: 9,226 batches of 200,000 rows and
+// 11,702 of 1,000,000, two cores each time), a request costs it about 1.05 ms and a row 5.4 µs. Rows are
+// then held for seconds, the cold partitions (a row or two each) until the starve bound, and in a long
+// backlog the oldest batch is past that bound all the time. When each starved batch went out alone, a
+// third of the requests carried 3 rows each: 38 rows per request over 300,000 rows, 41 over 1,000,000
+// (drained in 15.3 s). Joined like due batches, 53 and 57 (11.9 s); one starved request at a time, so
+// full batches keep the slots and the rest keep filling, 53 and 65 (10.7 s).
+func TestBacklogStarvedPartitionsShareRequests(t *testing.T) {
+	for _, tc := range []struct {
+		rows    int
+		minRows float64 // rows per request
+	}{
+		{300_000, 48},
+		{1_000_000, 61}, // the full benchmark's backlog
+	} {
+		t.Run(fmt.Sprintf("%d rows", tc.rows), func(t *testing.T) {
+			var r simResult
+			synctest.Test(t, func(t *testing.T) {
+				r = simulate(simConfig{
+					Batcher:     batcher.Config{MaxRows: config.DefaultBatchMaxRows, MaxBytes: int(config.DefaultBatchMaxBytes), Linger: time.Duration(config.DefaultLinger)},
+					MaxInFlight: config.DefaultMaxInFlight,
+					Keys:        10_000, Skew: 1.1, Rows: tc.rows,
+					Budget:     int(config.DefaultMaxBufferedBytes) / 380,
+					Partitions: 6, RowSize: 122,
+					Cores: 2, PerRequest: 1050 * time.Microsecond, PerRow: 5400 * time.Nanosecond,
+				})
+			})
+			a, n := r.rowsPerRequest(func(simRequest) bool { return true })
+			few, fn := r.rowsPerRequest(func(q simRequest) bool { return q.partitions == 1 && q.rows <= 3 })
+			all := func(simRow) bool { return true }
+			wait := func(x simRow) time.Duration { return x.wait }
+			t.Logf("%.1f rows per request (%d); single-partition requests of at most 3 rows: %d (%.1f rows); drained in %v; wait p99 %v, max %v",
+				a, n, fn, few, r.elapsed, r.quantile(.99, all, wait), r.quantile(1, all, wait))
+			if a < tc.minRows {
+				t.Errorf("%.1f rows per request, want at least %.0f", a, tc.minRows)
+			}
+		})
+	}
+}
+
 // quantile returns the q-quantile of f over the rows keep selects.
 func (r simResult) quantile(q float64, keep func(simRow) bool, f func(simRow) time.Duration) time.Duration {
 	var ds []time.Duration

@@ -117,9 +117,10 @@ type Stage struct {
 	ready  []readyBatch                     // out of the batcher, waiting for a slot, oldest first
 	// held are the requests of a due take beyond its first (Group made more than one of them): partial
 	// batches, so they wait for a slot on the terms due batches do, oldest first, ahead of later ones.
-	held  []readyBatch
-	due   bool // the timer fired: due batches wait for a slot
-	slots chan struct{}
+	held     []readyBatch
+	starving bool // a request taken by the starve rule waits in ready
+	due      bool // the timer fired: due batches wait for a slot
+	slots    chan struct{}
 	// partial is how many writes may be in flight for a batch that is not full to be sent: above it,
 	// partial batches keep filling until a write finishes (freed) or they are overdue.
 	partial int
@@ -142,7 +143,9 @@ type readyBatch struct {
 	// retried: the batch was given back unwritten and waits on its table's gate; probe: it is the one
 	// batch of its table sent to find out whether the table works again (tableGate).
 	retried, probe bool
-	taken          time.Time // when it left the batcher
+	// starved: taken by the starve rule (see Run); the next such take waits until it is sent.
+	starved bool
+	taken   time.Time // when it left the batcher
 }
 
 // overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
@@ -239,10 +242,19 @@ func (s *Stage) Run() {
 				s.held = s.held[1:]
 			} else if next, ok := s.b.NextDue(); ok && !next.After(now) {
 				switch {
-				case now.Sub(next) > starve:
+				case now.Sub(next) > starve && !s.starving:
 					// The oldest batch goes next, before any other partial batch; full batches already
 					// waiting for a slot stay ahead of it (they are as old, and they carry the most rows).
-					s.take(s.b.Oldest())
+					// The next due batches go with it, joined, as for due batches below: what starves is
+					// mostly cold partitions of a row or two, and sent one request each they were a third
+					// of a backlog's requests for 3% of its rows (TestBacklogStarvedPartitionsShareRequests).
+					// One such request waits at a time: in a long backlog the oldest batch is past the
+					// bound all the time, and a take on every slot, full batches waiting or not, took
+					// batches out to wait in the queue instead of filling (TestStarvedRequestsWaitOneAtATime).
+					n := len(s.ready)
+					s.takeJoined([]*batcher.Batch{s.b.Oldest()}, now)
+					s.ready[n].starved = true
+					s.starving = true
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
 				case len(s.slots) <= s.partial || !s.cfg.BudgetFull():
@@ -255,21 +267,7 @@ func (s *Stage) Run() {
 					// what one request may carry), this slot takes the first and the others are held:
 					// they are partial too, so they take slots only as due batches may, and at most half
 					// the slots carry partial batches whatever the ring.
-					bs := s.b.Due(next)
-					if s.cfg.Group == nil {
-						s.take(bs...)
-						break
-					}
-					if len(bs) < s.cfg.JoinMax {
-						bs = append(bs, s.b.DueN(now, s.cfg.JoinMax-len(bs))...)
-					}
-					n := len(s.ready)
-					s.take(s.group(bs)...)
-					if len(s.ready) > n+1 {
-						s.held = append(s.held, s.ready[n+1:]...)
-						clear(s.ready[n+1:])
-						s.ready = s.ready[:n+1]
-					}
+					s.takeJoined(s.b.Due(next), now)
 				default:
 					// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra
 					// slower than the input) and holds all it may. Send the batch that carries the most
@@ -288,6 +286,9 @@ func (s *Stage) Run() {
 			rb := s.ready[0]
 			s.ready[0] = readyBatch{}
 			s.ready = s.ready[1:]
+			if rb.starved {
+				s.starving = false
+			}
 			s.start(rb)
 		}
 		s.cfg.Metrics.OpenBatchRows.Set(float64(s.b.Rows()))
@@ -340,6 +341,27 @@ func (s *Stage) overdue(now time.Time) bool {
 // left the batcher (it was due then), as overdue does for open batches.
 func (s *Stage) heldOverdue(now time.Time) bool {
 	return len(s.held) > 0 && now.Sub(s.held[0].taken) >= overdue
+}
+
+// takeJoined takes due batches bs (the oldest open ones) for the slot just taken. With a Group, bs is
+// topped up with the next due batches to what one request may join (Config.JoinMax) and joined: the
+// first request goes on this slot, the others are held (see Stage.held). Without one, each batch is a
+// request of its own.
+func (s *Stage) takeJoined(bs []*batcher.Batch, now time.Time) {
+	if s.cfg.Group == nil {
+		s.take(bs...)
+		return
+	}
+	if len(bs) < s.cfg.JoinMax {
+		bs = append(bs, s.b.DueN(now, s.cfg.JoinMax-len(bs))...)
+	}
+	n := len(s.ready)
+	s.take(s.group(bs)...)
+	if len(s.ready) > n+1 {
+		s.held = append(s.held, s.ready[n+1:]...)
+		clear(s.ready[n+1:])
+		s.ready = s.ready[:n+1]
+	}
 }
 
 // add puts a message's rows into the batcher; batches that fill up become ready.
