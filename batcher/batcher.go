@@ -336,6 +336,8 @@ func (b *Batcher) Add(r *Row, now time.Time) []*Batch {
 			// Full at its first row: it never entered the map, the queue or a size class.
 			b.rows -= len(e.Rows)
 			b.bytes -= e.Bytes
+			b.hinted -= e.hinted
+			e.hinted = 0
 		}
 		b.out[n] = &e.Batch
 		n++

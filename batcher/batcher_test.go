@@ -678,3 +678,33 @@ func TestStartSizeHintsHoldBoundedUnchargedCapacity(t *testing.T) {
 		t.Errorf("after every batch left, %d rows of hinted capacity are still counted, want 0", b.hinted)
 	}
 }
+
+// TestHintedCapacityIsGivenBackByABatchFullAtItsFirstRow: a busy partition's next row larger than
+// MaxBytes makes a batch full at its first row, which leaves without being filed; the capacity it took
+// from the start-size hint is given back all the same. Kept, 16 such rows turned the hints off for the
+// life of the process.
+func TestHintedCapacityIsGivenBackByABatchFullAtItsFirstRow(t *testing.T) {
+	b := New(Config{MaxRows: 4, MaxBytes: 100})
+	off := int64(0)
+	add := func(key string, size int) {
+		for _, bt := range b.Add(row(tgtA, key, size, off), t0) {
+			Release(bt)
+		}
+		off++
+	}
+	for range 3000 {
+		for range 4 {
+			add("p", 1) // a full batch: it leaves a hint of 4 rows
+		}
+		add("p", 200) // larger than MaxBytes: a batch of its own, full at its first row
+	}
+	if b.Len() != 0 || b.hinted != 0 {
+		t.Fatalf("%d batches open and %d rows of hinted capacity counted, want none", b.Len(), b.hinted)
+	}
+	for range 5 {
+		add("q", 1) // the fifth row opens q's batch after a full one
+	}
+	if e, _ := b.find(tgtA, "q"); e == nil || cap(e.Rows) < 4 {
+		t.Errorf("a busy partition's next batch after 3,000 oversized rows elsewhere starts without its hint (%v)", e)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"

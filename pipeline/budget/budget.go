@@ -29,7 +29,7 @@ import (
 //     which grows by doubling (charged twice, for the copy and the slice's spare capacity; a partition
 //     whose last batch left at least half full starts its next one at that size, and if that one stays
 //     small its spare capacity is not charged: at most batcher's maxHintedRows rows of capacity in all,
-//     about 0.9 MiB, for a linger), plus its
+//     about 0.9 MiB, while those batches are open), plus its
 //     packed values and routing key, one allocation (package packed; the rows of a record read by several
 //     entries are parts of one, which lives until the record is done, as their charge does).
 //   - A tracker entry is two bits and two bytes in its partition's chunks (offsets/tracker.go), held until the
