@@ -117,3 +117,49 @@ func TestIntegrationConcurrentLookupsOfANewIDAskTheRegistryOnce(t *testing.T) {
 		t.Errorf("%d requests by id, want at most 2 (the cancelled fetch and one more)", n)
 	}
 }
+
+// panickingTransport panics on the first request for a schema by id, then passes requests on.
+type panickingTransport struct {
+	next     http.RoundTripper
+	panicked atomic.Bool
+}
+
+func (t *panickingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.Contains(r.URL.Path, "/schemas/ids/") && t.panicked.CompareAndSwap(false, true) {
+		panic("a fetch panics")
+	}
+	return t.next.RoundTrip(r)
+}
+
+// TestIntegrationAFetchThatPanicsLeavesTheIDToBeAskedAgain: the pipeline recovers a panic while mapping
+// a record and goes on; the id being fetched must not stay marked as asked for, or every later lookup
+// of it, in every partition, would wait for an answer that never comes.
+func TestIntegrationAFetchThatPanicsLeavesTheIDToBeAskedAgain(t *testing.T) {
+	url := testenv.Registry(t)
+	cfg := config.SchemaRegistry{URLs: []string{url}, Timeout: config.Duration(10 * time.Second)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := registrar(ctx, t, cfg, "Panicking")(0)
+	// The HTTP client's timer of the request that panicked is never stopped: it ends at the client's
+	// timeout, which the test waits out at its end (the package checks for leaked goroutines).
+	cfg.Timeout = config.Duration(3 * time.Second)
+	defer func(start time.Time) { time.Sleep(time.Duration(cfg.Timeout) - time.Since(start)) }(time.Now())
+	pt := &panickingTransport{}
+	c, err := newClient(cfg, func(next http.RoundTripper) http.RoundTripper { pt.next = next; return pt })
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the first fetch did not panic")
+			}
+		}()
+		c.Schema(ctx, id)
+	}()
+	again, stop := context.WithTimeout(ctx, 20*time.Second)
+	defer stop()
+	if s, err := c.Schema(again, id); err != nil || s.ID != id {
+		t.Errorf("the id after a fetch of it panicked: %v, %v; want its schema", s, err)
+	}
+}

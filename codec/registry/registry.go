@@ -43,11 +43,14 @@ type Client struct {
 	asking  map[int]*lookup // ids being fetched; later callers wait for the same answer
 }
 
-// lookup is one fetch of an id that concurrent callers share: done is closed once s and err are set.
+// lookup is one fetch of an id that concurrent callers share: done is closed once s, err and callerGone
+// are set. callerGone says the fetch failed because its caller's context ended (not the registry's
+// answer, nor the HTTP client's own timeout): the callers waiting for it ask again.
 type lookup struct {
-	done chan struct{}
-	s    *codec.Schema
-	err  error
+	done       chan struct{}
+	s          *codec.Schema
+	err        error
+	callerGone bool
 }
 
 // unknownID is the answer kept for an id the registry did not have: the error (wrapping
@@ -129,8 +132,10 @@ const maxRefDepth = 32
 
 // Schema returns the writer schema of id with its references, fetching it on first use. An id the
 // registry answered 404 for (itself or a reference) gets the same error without a request for
-// UnknownTTL. Callers asking for an id while it is fetched wait for that fetch's answer; a caller whose
-// fetch ended only because its own context did is not answered for the others, who fetch again.
+// UnknownTTL. Callers asking for an id while it is fetched wait for that fetch's answer; when the fetch
+// ended only because its own caller's context did, the others ask again. A caller whose context ends
+// while it waits gets a *codec.UnavailableError, as one whose own fetch ends so: the record is not at
+// fault.
 func (c *Client) Schema(ctx context.Context, id int) (*codec.Schema, error) {
 	for {
 		now := c.now()
@@ -155,35 +160,34 @@ func (c *Client) Schema(ctx context.Context, id int) (*codec.Schema, error) {
 		select {
 		case <-l.done:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, &codec.UnavailableError{Err: fmt.Errorf("schema id %d: %w", id, ctx.Err())}
 		}
-		if l.err == nil || ctx.Err() != nil || !isContextError(l.err) {
+		if !l.callerGone {
 			return l.s, l.err
 		}
-		// The fetch ended with its caller's context, not this one's: ask again.
 	}
 }
 
-// ask fetches id for the callers of l, keeps the answer and hands it to them.
+// ask fetches id for the callers of l, keeps the answer and hands it to them, also when the fetch
+// panics (the waiters then get an unavailable error, and the next lookup asks again).
 func (c *Client) ask(ctx context.Context, id int, l *lookup, now time.Time) (*codec.Schema, error) {
+	l.err = &codec.UnavailableError{Err: fmt.Errorf("schema id %d: the lookup did not finish", id)}
+	defer func() {
+		c.mu.Lock()
+		switch {
+		case l.err == nil:
+			c.byID[id] = l.s
+			delete(c.unknown, id)
+		case errors.Is(l.err, codec.ErrUnknownSchema):
+			c.rememberUnknown(id, unknownID{err: l.err, until: now.Add(UnknownTTL)}, now)
+		}
+		delete(c.asking, id)
+		c.mu.Unlock()
+		close(l.done)
+	}()
 	l.s, l.err = c.fetch(ctx, id)
-	c.mu.Lock()
-	switch {
-	case l.err == nil:
-		c.byID[id] = l.s
-		delete(c.unknown, id)
-	case errors.Is(l.err, codec.ErrUnknownSchema):
-		c.rememberUnknown(id, unknownID{err: l.err, until: now.Add(UnknownTTL)}, now)
-	}
-	delete(c.asking, id)
-	c.mu.Unlock()
-	close(l.done)
+	l.callerGone = l.err != nil && ctx.Err() != nil
 	return l.s, l.err
-}
-
-// isContextError reports whether err is a context's end rather than the registry's answer.
-func isContextError(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // fetch asks the registry for the schema of id and its references.

@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -68,5 +70,52 @@ func TestOnlyTheRegistrysNotFoundMakesAnIDUnknown(t *testing.T) {
 		if got := errors.As(err, &ue); got == tc.unknown {
 			t.Errorf("%s: unavailable = %v, want %v (%v)", tc.name, got, !tc.unknown, err)
 		}
+	}
+}
+
+// TestWaiterWhoseContextEndsIsUnavailableNotAtFault: a lookup waiting for another caller's fetch of the
+// same id, whose own context ends (its partition is revoked, or its retry's deadline passes), gets a
+// *codec.UnavailableError as a caller whose own fetch ends so does: a bare context error made the
+// record a mapping failure, dead-lettered or halting its partition.
+func TestWaiterWhoseContextEndsIsUnavailableNotAtFault(t *testing.T) {
+	c := &Client{now: time.Now, byID: map[int]*codec.Schema{}, unknown: map[int]unknownID{},
+		asking: map[int]*lookup{7: {done: make(chan struct{})}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.Schema(ctx, 7)
+	var ue *codec.UnavailableError
+	if !errors.As(err, &ue) || !errors.Is(err, context.Canceled) {
+		t.Errorf("a waiter whose context ended: %v, want a *codec.UnavailableError wrapping context.Canceled", err)
+	}
+}
+
+// TestWaitersTakeAFetchsTimeoutAsTheirAnswer: a shared fetch that failed on the HTTP client's own
+// timeout (an error that matches context.DeadlineExceeded) while its caller's context was alive is the
+// registry's answer for every waiter: they do not each ask again, one after the other.
+func TestWaitersTakeAFetchsTimeoutAsTheirAnswer(t *testing.T) {
+	l := &lookup{done: make(chan struct{})}
+	c := &Client{now: time.Now, byID: map[int]*codec.Schema{}, unknown: map[int]unknownID{},
+		asking: map[int]*lookup{7: l}}
+	got := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				got <- fmt.Errorf("the waiter asked again: %v", p)
+			}
+		}()
+		_, err := c.Schema(context.Background(), 7)
+		got <- err
+	}()
+	timeout := &codec.UnavailableError{Err: fmt.Errorf("schema id 7: %w", context.DeadlineExceeded)}
+	l.err = timeout
+	close(l.done) // left in asking: a waiter that comes after the close finds the same answer
+
+	select {
+	case err := <-got:
+		if err != timeout {
+			t.Errorf("a waiter on a fetch that timed out: %v, want that fetch's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not return: it keeps asking again")
 	}
 }
