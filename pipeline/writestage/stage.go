@@ -240,6 +240,16 @@ func (s *Stage) Run() {
 				s.ready = append(s.ready, s.held[0])
 				s.held[0] = readyBatch{}
 				s.held = s.held[1:]
+			} else if len(s.held) > 0 && !s.starving && now.Sub(s.held[0].taken) > starve {
+				// A held request past the starve bound goes behind the full batches waiting, as a
+				// starved batch does: held requests are served only when no full batch waits, which a
+				// steady stream of them (a hot partition) never allows.
+				rb := s.held[0]
+				s.held[0] = readyBatch{}
+				s.held = s.held[1:]
+				rb.starved = true
+				s.ready = append(s.ready, rb)
+				s.starving = true
 			} else if next, ok := s.b.NextDue(); ok && !next.After(now) {
 				switch {
 				case now.Sub(next) > starve && !s.starving:
@@ -251,8 +261,13 @@ func (s *Stage) Run() {
 					// One such request waits at a time: in a long backlog the oldest batch is past the
 					// bound all the time, and a take on every slot, full batches waiting or not, took
 					// batches out to wait in the queue instead of filling (TestStarvedRequestsWaitOneAtATime).
-					n := len(s.ready)
+					// Every request of the take goes behind the full batches: held, the ones Group could
+					// not join into the first would wait until no full batch does.
+					n, h := len(s.ready), len(s.held)
 					s.takeJoined([]*batcher.Batch{s.b.Oldest()}, now)
+					s.ready = append(s.ready, s.held[h:]...)
+					clear(s.held[h:])
+					s.held = s.held[:h]
 					s.ready[n].starved = true
 					s.starving = true
 				case len(s.ready) > 0:
