@@ -186,7 +186,7 @@ func (c *Client) ask(ctx context.Context, id int, l *lookup, now time.Time) (*co
 		close(l.done)
 	}()
 	l.s, l.err = c.fetch(ctx, id)
-	l.callerGone = l.err != nil && ctx.Err() != nil
+	l.callerGone = l.err != nil && ctx.Err() != nil && !errors.Is(l.err, codec.ErrUnknownSchema)
 	return l.s, l.err
 }
 

@@ -263,12 +263,12 @@ func (s *Stage) Run() {
 					// batches out to wait in the queue instead of filling (TestStarvedRequestsWaitOneAtATime).
 					// Every request of the take goes behind the full batches: held, the ones Group could
 					// not join into the first would wait until no full batch does.
-					n, h := len(s.ready), len(s.held)
+					h := len(s.held)
 					s.takeJoined([]*batcher.Batch{s.b.Oldest()}, now)
 					s.ready = append(s.ready, s.held[h:]...)
 					clear(s.held[h:])
 					s.held = s.held[:h]
-					s.ready[n].starved = true
+					s.ready[len(s.ready)-1].starved = true // the take waits until its last request goes
 					s.starving = true
 				case len(s.ready) > 0:
 					// Full batches are the best use of a slot.
