@@ -31,15 +31,34 @@ func (w *partsWriter) Write(_ context.Context, b *batcher.Batch) ([]cassandra.Ro
 	return nil, nil
 }
 
-// joinByTen is a Group that joins batches ten at a time.
-func joinByTen(bs []*batcher.Batch) []*batcher.Batch {
-	var out []*batcher.Batch
-	for len(bs) > 0 {
-		n := min(len(bs), 10)
-		out = append(out, batcher.Join(bs[:n]))
-		bs = bs[n:]
+// joinBy is a Group that joins batches n at a time (n below what a request may join stands for a ring
+// whose replicas differ, or the group byte cap, splitting a take into several requests).
+func joinBy(n int) func([]*batcher.Batch) []*batcher.Batch {
+	return func(bs []*batcher.Batch) []*batcher.Batch {
+		var out []*batcher.Batch
+		for len(bs) > 0 {
+			k := min(len(bs), n)
+			out = append(out, batcher.Join(bs[:k]))
+			bs = bs[k:]
+		}
+		return out
 	}
-	return out
+}
+
+// keySender sends messages to s of one row per key, for o, at the next offsets; off is the next one.
+type keySender struct {
+	s   *Stage
+	o   *fakeOwner
+	off int64
+}
+
+func (k *keySender) send(keys ...string) {
+	var rows []batcher.Row
+	for _, key := range keys {
+		rows = append(rows, row(k.o, key, k.off))
+		k.off++
+	}
+	k.s.In() <- Msg{Rows: rows, Owner: k.o}
 }
 
 // TestDueCohortGoesAsJoinedRequests: the batches of rows that arrived together become due together and
@@ -51,7 +70,7 @@ func TestDueCohortGoesAsJoinedRequests(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cfg := testConfig(w, 100, 4, time.Second)
 		cfg.Batcher.Linger = 5 * time.Millisecond
-		cfg.Group, cfg.JoinMax = joinByTen, 10
+		cfg.Group, cfg.JoinMax = joinBy(10), 10
 		s := New(ctx, cfg)
 		go s.Run()
 		defer func() {
@@ -83,12 +102,12 @@ func TestDueCohortGoesAsJoinedRequests(t *testing.T) {
 }
 
 // startOneSlotStage runs a stage with one write slot, batches full at two rows, a 5 ms linger, the byte
-// budget full, and requests joined by joinByTen up to joinMax partitions; stop ends it.
+// budget full, and requests joined ten at a time up to joinMax partitions; stop ends it.
 func startOneSlotStage(w BatchWriter, joinMax int) (s *Stage, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := testConfig(w, 2, 1, time.Second)
 	cfg.Batcher.Linger = 5 * time.Millisecond
-	cfg.Group, cfg.JoinMax = joinByTen, joinMax
+	cfg.Group, cfg.JoinMax = joinBy(10), joinMax
 	cfg.BudgetFull = func() bool { return true }
 	s = New(ctx, cfg)
 	go s.Run()
@@ -176,15 +195,8 @@ func TestStarvedRequestsWaitOneAtATime(t *testing.T) {
 		s, stop := startOneSlotStage(w, 2)
 		defer stop()
 		o := newOwner(0)
-		off := int64(0)
-		send := func(keys ...string) {
-			var rows []batcher.Row
-			for _, k := range keys {
-				rows = append(rows, row(o, k, off))
-				off++
-			}
-			s.In() <- Msg{Rows: rows, Owner: o}
-		}
+		ks := &keySender{s: s, o: o}
+		send := ks.send
 		send("busy", "busy") // full: takes the only slot
 		for _, k := range []string{"a", "b", "c", "d"} {
 			time.Sleep(time.Millisecond)
@@ -210,8 +222,8 @@ func TestStarvedRequestsWaitOneAtATime(t *testing.T) {
 		if want := []int{1, 1, 1, 2, 1, 1}; !slices.Equal(got, want) {
 			t.Fatalf("requests of %v partitions, want %v", got, want)
 		}
-		if done := o.seen(&o.completed); len(done) != int(off) {
-			t.Fatalf("%d rows completed, want %d", len(done), off)
+		if done := o.seen(&o.completed); len(done) != int(ks.off) {
+			t.Fatalf("%d rows completed, want %d", len(done), ks.off)
 		}
 	})
 }

@@ -37,18 +37,6 @@ func (w *budgetedWriter) Write(_ context.Context, b *batcher.Batch) ([]cassandra
 	return nil, nil
 }
 
-// joinTwoByTwo is a Group that joins at most two batches into a request, as a ring whose replicas
-// differ, or the group byte cap, splits a take into several requests.
-func joinTwoByTwo(bs []*batcher.Batch) []*batcher.Batch {
-	var out []*batcher.Batch
-	for len(bs) > 0 {
-		n := min(len(bs), 2)
-		out = append(out, batcher.Join(bs[:n]))
-		bs = bs[n:]
-	}
-	return out
-}
-
 // TestColdRowsGoOutWithinTheStarveBoundBehindEndlessFullBatches: four cold partitions' rows, taken
 // into two requests (Group joins two at a time), are written within about the starve bound while a hot
 // partition sends full batches without a pause for a minute. Whether they left the batcher by the
@@ -69,21 +57,12 @@ func TestColdRowsGoOutWithinTheStarveBoundBehindEndlessFullBatches(t *testing.T)
 				ctx, cancel := context.WithCancel(context.Background())
 				cfg := testConfig(w, 2, 1, time.Second)
 				cfg.Batcher.Linger = 5 * time.Millisecond
-				cfg.Group, cfg.JoinMax = joinTwoByTwo, 4
+				cfg.Group, cfg.JoinMax = joinBy(2), 4
 				cfg.BudgetFull = func() bool { return tc.budgetFull }
 				s := New(ctx, cfg)
 				go s.Run()
 				defer func() { cancel(); s.Wait() }()
-				o := newOwner(0)
-				off := int64(0)
-				send := func(keys ...string) {
-					var rows []batcher.Row
-					for _, k := range keys {
-						rows = append(rows, row(o, k, off))
-						off++
-					}
-					s.In() <- Msg{Rows: rows, Owner: o}
-				}
+				send := (&keySender{s: s, o: newOwner(0)}).send
 				start := time.Now()
 				for _, k := range []string{"a", "b", "c", "d"} {
 					send(k)
