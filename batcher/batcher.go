@@ -209,10 +209,9 @@ type Batcher struct {
 	// (take) and that have had no row since: the next batch of such a partition starts at that capacity
 	// (newNode), where growing from one row by doubling copied each row about once more and cleared the
 	// outgrown arrays. A partition busy enough to half fill a batch is likely to stay busy; one that does
-	// not gives the hint up with its next batch, which holds the array until it leaves (its linger at
-	// most, or a slot): spare capacity not charged to the byte budget, so the open batches started from
-	// hints hold at most maxHintedRows rows of capacity in all (hinted). A colliding hash only misplaces
-	// a capacity. Bounded by maxFilled.
+	// not gives the hint up with its next batch, which holds the array until it leaves: spare capacity
+	// not charged to the byte budget, so the open batches started from hints hold at most maxHintedRows
+	// rows of capacity in all (hinted). A colliding hash only misplaces a capacity. Bounded by maxFilled.
 	filled map[uint64]int
 	hinted int
 }
@@ -336,8 +335,7 @@ func (b *Batcher) Add(r *Row, now time.Time) []*Batch {
 			// Full at its first row: it never entered the map, the queue or a size class.
 			b.rows -= len(e.Rows)
 			b.bytes -= e.Bytes
-			b.hinted -= e.hinted
-			e.hinted = 0
+			b.unhint(e)
 		}
 		b.out[n] = &e.Batch
 		n++
@@ -367,13 +365,18 @@ func (b *Batcher) take(e *node) *Batch {
 		}
 		b.filled[e.hash] = cap(e.Rows)
 	}
-	b.hinted -= e.hinted
-	e.hinted = 0
+	b.unhint(e)
 	b.unfile(e)
 	b.classes[e.class].remove(e)
 	b.rows -= len(e.Rows)
 	b.bytes -= e.Bytes
 	return &e.Batch
+}
+
+// unhint gives back the capacity e took from a start-size hint, as it leaves the batcher.
+func (b *Batcher) unhint(e *node) {
+	b.hinted -= e.hinted
+	e.hinted = 0
 }
 
 // Pick removes and returns the open batch that is best to send when a writer is free and no batch is

@@ -237,6 +237,13 @@ type slotWriter struct {
 	partial  chan struct{}
 }
 
+// started is how many partial writes have started.
+func (w *slotWriter) started() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.partials
+}
+
 func (w *slotWriter) Write(_ context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
 	if len(b.Rows) >= 2 {
 		<-w.full
@@ -296,9 +303,7 @@ func TestDueTakeThatGroupCannotJoinKeepsHalfTheSlotsForFullBatches(t *testing.T)
 		synctest.Wait()
 		w.full <- struct{}{} // one full write ends: one slot below the half
 		synctest.Wait()
-		w.mu.Lock()
-		started := w.partials
-		w.mu.Unlock()
+		started := w.started()
 		if started != 1 {
 			t.Fatalf("%d partial requests in flight after one slot freed below the half, want 1", started)
 		}
@@ -331,17 +336,13 @@ func TestHeldRequestIsSentOnceOverdueWithNothingElseToWakeTheStage(t *testing.T)
 		s.In() <- Msg{Rows: []batcher.Row{row(o, "a", 6), row(o, "b", 7)}, Owner: o}
 		time.Sleep(20 * time.Millisecond)
 		synctest.Wait()
-		w.mu.Lock()
-		started := w.partials
-		w.mu.Unlock()
+		started := w.started()
 		if started != 1 {
 			t.Fatalf("%d partial requests in flight once due, want 1 (the other held)", started)
 		}
 		time.Sleep(200 * time.Millisecond) // past overdue; no write ends, no message comes
 		synctest.Wait()
-		w.mu.Lock()
-		started = w.partials
-		w.mu.Unlock()
+		started = w.started()
 		if started != 2 {
 			t.Fatalf("%d partial requests in flight 200 ms later, want 2: the held one waits with nothing to wake the stage", started)
 		}

@@ -118,7 +118,7 @@ type Stage struct {
 	// held are the requests of a due take beyond its first (Group made more than one of them): partial
 	// batches, so they wait for a slot on the terms due batches do, oldest first, ahead of later ones.
 	held     []readyBatch
-	starving bool // a request taken by the starve rule waits in ready
+	starving bool // the last request of a starve take waits in ready
 	due      bool // the timer fired: due batches wait for a slot
 	slots    chan struct{}
 	// partial is how many writes may be in flight for a batch that is not full to be sent: above it,
@@ -143,7 +143,7 @@ type readyBatch struct {
 	// retried: the batch was given back unwritten and waits on its table's gate; probe: it is the one
 	// batch of its table sent to find out whether the table works again (tableGate).
 	retried, probe bool
-	// starved: taken by the starve rule (see Run); the next such take waits until it is sent.
+	// starved: the last request of a starve take (see Run); the next such take waits until it is sent.
 	starved bool
 	taken   time.Time // when it left the batcher
 }
@@ -237,16 +237,12 @@ func (s *Stage) Run() {
 			now := s.cfg.Now()
 			if len(s.ready) == 0 && len(s.held) > 0 {
 				// The requests an earlier due take left are older than anything the batcher holds.
-				s.ready = append(s.ready, s.held[0])
-				s.held[0] = readyBatch{}
-				s.held = s.held[1:]
+				s.ready = append(s.ready, s.popHeld())
 			} else if len(s.held) > 0 && !s.starving && now.Sub(s.held[0].taken) > starve {
 				// A held request past the starve bound goes behind the full batches waiting, as a
 				// starved batch does: held requests are served only when no full batch waits, which a
 				// steady stream of them (a hot partition) never allows.
-				rb := s.held[0]
-				s.held[0] = readyBatch{}
-				s.held = s.held[1:]
+				rb := s.popHeld()
 				rb.starved = true
 				s.ready = append(s.ready, rb)
 				s.starving = true
@@ -261,13 +257,9 @@ func (s *Stage) Run() {
 					// One such request waits at a time: in a long backlog the oldest batch is past the
 					// bound all the time, and a take on every slot, full batches waiting or not, took
 					// batches out to wait in the queue instead of filling (TestStarvedRequestsWaitOneAtATime).
-					// Every request of the take goes behind the full batches: held, the ones Group could
-					// not join into the first would wait until no full batch does.
-					h := len(s.held)
-					s.takeJoined([]*batcher.Batch{s.b.Oldest()}, now)
-					s.ready = append(s.ready, s.held[h:]...)
-					clear(s.held[h:])
-					s.held = s.held[:h]
+					// Every request of the take goes behind the full batches, none held: held, the ones
+					// Group could not join into the first would wait until no full batch does.
+					s.take(s.joinDue([]*batcher.Batch{s.b.Oldest()}, now)...)
 					s.ready[len(s.ready)-1].starved = true // the take waits until its last request goes
 					s.starving = true
 				case len(s.ready) > 0:
@@ -282,7 +274,7 @@ func (s *Stage) Run() {
 					// what one request may carry), this slot takes the first and the others are held:
 					// they are partial too, so they take slots only as due batches may, and at most half
 					// the slots carry partial batches whatever the ring.
-					s.takeJoined(s.b.Due(next), now)
+					s.takeFirstHoldRest(s.joinDue(s.b.Due(next), now))
 				default:
 					// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra
 					// slower than the input) and holds all it may. Send the batch that carries the most
@@ -358,25 +350,41 @@ func (s *Stage) heldOverdue(now time.Time) bool {
 	return len(s.held) > 0 && now.Sub(s.held[0].taken) >= overdue
 }
 
-// takeJoined takes due batches bs (the oldest open ones) for the slot just taken. With a Group, bs is
-// topped up with the next due batches to what one request may join (Config.JoinMax) and joined: the
-// first request goes on this slot, the others are held (see Stage.held). Without one, each batch is a
-// request of its own.
-func (s *Stage) takeJoined(bs []*batcher.Batch, now time.Time) {
+// joinDue returns the requests of due batches bs (the oldest open ones). With a Group, bs is topped up
+// with the next due batches to what one request may join (Config.JoinMax) and joined; without one,
+// each batch is a request of its own.
+func (s *Stage) joinDue(bs []*batcher.Batch, now time.Time) []*batcher.Batch {
 	if s.cfg.Group == nil {
-		s.take(bs...)
-		return
+		return bs
 	}
 	if len(bs) < s.cfg.JoinMax {
 		bs = append(bs, s.b.DueN(now, s.cfg.JoinMax-len(bs))...)
 	}
-	n := len(s.ready)
-	s.take(s.group(bs)...)
-	if len(s.ready) > n+1 {
-		s.held = append(s.held, s.ready[n+1:]...)
-		clear(s.ready[n+1:])
-		s.ready = s.ready[:n+1]
+	return s.group(bs)
+}
+
+// takeFirstHoldRest takes the requests rs of a due take for the slot just taken: with a Group, the first
+// goes on this slot and the others are held (see Stage.held); without one, all are ready, as before
+// requests were joined.
+func (s *Stage) takeFirstHoldRest(rs []*batcher.Batch) {
+	if s.cfg.Group == nil || len(rs) <= 1 {
+		s.take(rs...)
+		return
 	}
+	s.take(rs[0])
+	n := len(s.ready)
+	s.take(rs[1:]...)
+	s.held = append(s.held, s.ready[n:]...)
+	clear(s.ready[n:])
+	s.ready = s.ready[:n]
+}
+
+// popHeld removes and returns the oldest held request.
+func (s *Stage) popHeld() readyBatch {
+	rb := s.held[0]
+	s.held[0] = readyBatch{}
+	s.held = s.held[1:]
+	return rb
 }
 
 // add puts a message's rows into the batcher; batches that fill up become ready.
