@@ -2,6 +2,7 @@ package cassandra
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,43 +74,63 @@ func TestIntegrationGroupedRequestsAreWrittenWithinTheirCaps(t *testing.T) {
 	}
 }
 
-// TestIntegrationRefusedRowInAGroupedRequestIsIsolated: a row Cassandra refuses fails the whole joined
-// request; the writer then sends every row alone, returns exactly the refused row and writes the others
-// of every partition.
-func TestIntegrationRefusedRowInAGroupedRequestIsIsolated(t *testing.T) {
+// TestIntegrationRefusedRowInAGroupedRequestIsIsolatedWithinItsPartition: a row Cassandra refuses fails
+// the whole joined request; the writer then sends each partition as its own batch, and only the rows
+// of the partition Cassandra refuses alone. It returns exactly the refused row and writes the others
+// of every partition, in 1 + 10 + 4 requests for 10 partitions of 4 rows (row by row across the whole
+// request, as before, it took 1 + 40).
+func TestIntegrationRefusedRowInAGroupedRequestIsIsolatedWithinItsPartition(t *testing.T) {
 	f := setup(t)
 	tgt := f.readings(t)
-	w := NewWriter(f.s, WriterConfig{RetryAttempts: 3}, nil)
+	rec := &recorder{}
+	w := NewWriter(f.s, WriterConfig{RetryAttempts: 3}, rec)
+	const parts, perPart = 10, 4
 	var due []*batcher.Batch
-	for i := range 5 {
+	for i := range parts {
 		id := fmt.Sprintf("g-%d", i)
-		b := batchOf(readingRow(tgt, id, "2024-01-15", 2*i), readingRow(tgt, id, "2024-01-15", 2*i+1))
+		var rows []batcher.Row
+		for j := range perPart {
+			rows = append(rows, readingRow(tgt, id, "2024-01-15", perPart*i+j))
+		}
+		b := batchOf(rows...)
 		b.Partitions = 1
 		due = append(due, b)
 	}
+	const bad = 2*perPart + 1 // partition g-2's second row
 	due[2].Rows[1].Packed = packed.MustPack(readingTypes, func() []any {
-		v := readingValues("g-2", "2024-01-15", 5)
+		v := readingValues("g-2", "2024-01-15", bad)
 		v[2] = nil // a null clustering value: Cassandra refuses the row
 		return v
 	}()...)
 	reqs := w.Group(due)
-	if len(reqs) != 1 || reqs[0].Partitions != 5 {
-		t.Fatalf("5 small partitions went as %d requests", len(reqs))
+	if len(reqs) != 1 || reqs[0].Partitions != parts {
+		t.Fatalf("%d small partitions went as %d requests", parts, len(reqs))
 	}
 	failed, err := w.Write(t.Context(), reqs[0])
 	if err != nil {
 		t.Fatalf("Write returned %v; want the refused row as a failure", err)
 	}
-	if len(failed) != 1 || failed[0].Row.Source.Offset != 5 {
-		t.Fatalf("failures %v; want only offset 5", failed)
+	if len(failed) != 1 || failed[0].Row.Source.Offset != bad {
+		t.Fatalf("failures %v; want only offset %d", failed, bad)
 	}
-	for i := range 5 {
-		want := 2
+	for i := range parts {
+		want := perPart
 		if i == 2 {
-			want = 1
+			want = perPart - 1
 		}
 		if n := f.count(t, fmt.Sprintf("g-%d", i), "2024-01-15"); n != want {
 			t.Errorf("partition g-%d has %d rows, want %d", i, n, want)
 		}
+	}
+	// The joined request, then each partition alone, the refused one followed by its rows alone.
+	want := []int{parts * perPart}
+	for i := range parts {
+		want = append(want, perPart)
+		if i == 2 {
+			want = append(want, slices.Repeat([]int{1}, perPart)...)
+		}
+	}
+	if got := rec.sent(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("requests sent (rows each) %v, want %v", got, want)
 	}
 }

@@ -116,11 +116,12 @@ func NewWriter(s *Session, cfg WriterConfig, obs Observer) *Writer {
 // Write writes every row of b, retrying transient failures with capped, jittered backoff.
 //
 // When Cassandra refuses the batch for a reason retrying cannot fix and that names a row (an invalid
-// value, a marshaling error), each row is written alone; the rows still refused come back as
-// failures, every other row has been written. A non-nil error means the batch (or one of its rows)
-// was not written, because retries ran out, ctx ended, or the failure is not the rows' fault (a
-// missing table, a refused statement, no authorization, an unknown error): then no row of b may be
-// acknowledged. The error is a *WriteError whose Reason says which.
+// value, a marshaling error), each row is written alone (a request of several partitions is first
+// written partition by partition, and only a refused partition row by row); the rows still refused
+// come back as failures, every other row has been written. A non-nil error means the batch (or one
+// of its rows) was not written, because retries ran out, ctx ended, or the failure is not the rows'
+// fault (a missing table, a refused statement, no authorization, an unknown error): then no row of b
+// may be acknowledged. The error is a *WriteError whose Reason says which.
 func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, error) {
 	if b == nil || len(b.Rows) == 0 {
 		return nil, nil
@@ -163,21 +164,54 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 	}
 
 	attempts, cls, err = w.send(ctx, t, cons, rows, info.binds)
-	switch {
-	case err == nil:
+	if err == nil {
 		return failed, nil
-	case cls != classRejected:
+	}
+	if cls != classRejected {
 		// A missing table at EXECUTE (the statement was prepared before the table was dropped) lands
 		// here too: the batch comes back whole, never isolated row by row.
 		return nil, w.fail(ctx, b, attempts, cls, err)
-	case len(rows) == 1:
-		return append(failed, RowFailure{Row: rows[0], Err: rowError(t, rows[0], err)}), nil
 	}
+	if b.Partitions <= 1 || rows[0].Key == rows[len(rows)-1].Key {
+		return w.isolate(ctx, b, cons, rows, info.binds, err, failed)
+	}
+	// A request of several partitions (Group): one bad row refuses it whole. Each partition goes again
+	// as the batch it was before it was joined, and only one Cassandra refuses is sent row by row: a bad
+	// row costs a request per partition and one per row of its own partition, not one per row of the
+	// request. Sequential on purpose, as below.
+	for len(rows) > 0 {
+		n := 1
+		for n < len(rows) && rows[n].Key == rows[0].Key { // Join keeps each partition's rows together
+			n++
+		}
+		part := rows[:n:n]
+		rows = rows[n:]
+		attempts, cls, err := w.send(ctx, t, cons, part, info.binds)
+		switch {
+		case err == nil:
+			continue
+		case cls != classRejected:
+			return nil, w.fail(ctx, b, attempts, cls, fmt.Errorf("isolating the partitions of a refused request: offset %d: %w", part[0].Source.Offset, err))
+		}
+		if failed, err = w.isolate(ctx, b, cons, part, info.binds, err, failed); err != nil {
+			return nil, err
+		}
+	}
+	return failed, nil
+}
 
-	// Isolation: one bad row refuses the whole batch, so send each row alone. Sequential on purpose:
-	// a poison batch is rare, and it should not take more than its share of MaxInFlight.
+// isolate finds the rows of rows, one partition's (or a request's of one partition), that Cassandra
+// refuses: refused is its answer to them sent together. A single row is refused as it is; more are
+// each sent alone. It returns failed with the refused rows appended, or the error of a row that failed
+// for another reason (nothing of b may then be acknowledged). Sequential on purpose: a poison batch
+// is rare, and it should not take more than its share of MaxInFlight.
+func (w *Writer) isolate(ctx context.Context, b *batcher.Batch, cons gocql.Consistency, rows []batcher.Row, binds int, refused error, failed []RowFailure) ([]RowFailure, error) {
+	t := b.Target
+	if len(rows) == 1 {
+		return append(failed, RowFailure{Row: rows[0], Err: rowError(t, rows[0], refused)}), nil
+	}
 	for i := range rows {
-		attempts, cls, err := w.send(ctx, t, cons, rows[i:i+1], info.binds)
+		attempts, cls, err := w.send(ctx, t, cons, rows[i:i+1], binds)
 		if err == nil {
 			continue
 		}

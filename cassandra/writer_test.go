@@ -3,6 +3,7 @@ package cassandra
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 type recorder struct {
 	mu       sync.Mutex
 	outcomes []string
+	rows     []int // of each request, in the order sent
 	retries  []string
 	inFlight int
 	maxIn    int
@@ -28,6 +30,14 @@ func (r *recorder) OnBatch(rows, bytes int, d time.Duration, outcome string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.outcomes = append(r.outcomes, outcome)
+	r.rows = append(r.rows, rows)
+}
+
+// sent is the rows of each request sent so far.
+func (r *recorder) sent() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.rows)
 }
 
 func (r *recorder) OnRetry(reason string) {

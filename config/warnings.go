@@ -34,7 +34,7 @@ func (c *Config) Warnings() []FieldError {
 	}
 	if c.Writer.GroupMaxBytes > groupBytesFailAt {
 		warn("writer.group_max_bytes", "%s lets a request of several partitions reach Cassandra's default batch_size_fail_threshold "+
-			"(50 KiB, which counts about twice the sink's estimate of a row): a refused request is then written row by row; "+
+			"(50 KiB, which counts about twice the sink's estimate of a row): a refused request is then sent again partition by partition; "+
 			"keep it at %s or less unless the servers' threshold was raised", c.Writer.GroupMaxBytes, groupBytesFailAt)
 	}
 	for _, name := range c.TopicNames() {

@@ -86,7 +86,7 @@ func TestWarningForAnOffsetKeyWithoutItsPartition(t *testing.T) {
 
 // TestWarningForGroupMaxBytesPastTheServersFailThreshold guards writer.group_max_bytes between 25 KiB and
 // 8 MiB: valid (a server's batch_size_fail_threshold can be raised), but with Cassandra's default every
-// large grouped request is refused and written row by row, and validate said nothing.
+// large grouped request is refused and sent again partition by partition, and validate said nothing.
 func TestWarningForGroupMaxBytesPastTheServersFailThreshold(t *testing.T) {
 	for _, tc := range []struct {
 		bytes Bytes
