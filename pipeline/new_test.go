@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/pipeline/metrics"
 	"github.com/bucketsink/sink/pipeline/metrics/metricstest"
@@ -81,5 +82,35 @@ func TestPartitionBudgetOfATopicOfSeveralEntriesIsTheSmallest(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(pl.metrics.PartitionBudget.WithLabelValues(testTopic)); got != 50e6 {
 		t.Errorf("sink_partition_budget_bytes %v, want the smaller budget 50e6", got)
+	}
+}
+
+// TestLatestValuePartitionsAreLeftOutOfTheLargestPartitions pins what sink_largest_partition_* and
+// /debug/partitions count: the partitions of open time buckets, which grow with every row until their
+// bucket closes. A latest-value table's partition is one row per entity, overwritten by every event and
+// never closing: a tally of the rows written to it would count overwrites, not what it holds, and rank
+// the busiest entity as if it outgrew its budget. A topic read by a bucketed and a latest-value entry
+// lists the bucketed entry's partitions only.
+func TestLatestValuePartitionsAreLeftOutOfTheLargestPartitions(t *testing.T) {
+	cfg := (&fixture{t: t, addrs: []string{"127.0.0.1:1"}, group: "g"}).config(func(c *config.Config) {
+		c.Topics["current"] = config.Topic{Topic: testTopic, Table: "current", Bucket: config.Bucket{Width: config.BucketNone}}
+		c.ApplyDefaults()
+	})
+	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{}}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, tgt := range []*batcher.Target{
+		{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"},
+		{Keyspace: "ks", Table: "current", Columns: []string{"v"}, Entry: "current"},
+	} {
+		b := &batcher.Batch{Target: tgt, Key: "dev-1", Bytes: 10, Partitions: 1,
+			Rows: []batcher.Row{{Target: tgt, Key: "dev-1", Size: 10, Source: batcher.Source{Topic: testTopic}, EventTime: now}}}
+		pl.observeWritten(b)
+	}
+	got := pl.metrics.Largest()[testTopic]
+	if len(got) != 1 || got[0].Table != "events" {
+		t.Errorf("largest open partitions %+v, want only the bucketed table's (events)", got)
 	}
 }

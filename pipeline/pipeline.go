@@ -658,6 +658,9 @@ func (pl *Pipeline) observeWritten(b *batcher.Batch) {
 	}
 	pl.health.Written()
 	topic := b.Rows[0].Source.Topic
+	// A latest-value entry has no policy: its partitions, one row per entity overwritten by every event
+	// and never closing, stay out of the largest open partitions (a tally of its writes would count
+	// overwrites, not what a partition holds). Its event times still feed the event-time lag.
 	var closes time.Time
 	if e := pl.entries[b.Target.Entry]; e != nil && e.policy != nil && !latest.IsZero() {
 		closes = e.policy.End(e.policy.Index(latest))

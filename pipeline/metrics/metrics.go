@@ -370,6 +370,7 @@ func (m *Metrics) ConfigureLive(topN int, now func() time.Time) { m.live.configu
 
 // ObserveWritten feeds the event-time lag and the largest open partitions with a written batch: rows and
 // bytes for (topic, table, key), the latest event time among its rows and when that event's bucket closes.
+// A zero (or past) closes feeds the event-time lag only: a latest-value table has no bucket to close.
 func (m *Metrics) ObserveWritten(topic, table, key string, rows, bytes int64, eventTime, closes time.Time) {
 	m.live.written(topic, table, key, rows, bytes, eventTime, closes)
 }
