@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/sr"
-
+	"github.com/bucketsink/sink/codec/registry"
+	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/gen"
 )
 
@@ -25,6 +25,8 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintln(stderr, "Records are stamped with their event time; an unpaced --count run ends its event times now.")
 		fmt.Fprintln(stderr, "With --codec avro, protobuf or json_schema the events are written in the Confluent wire format,")
 		fmt.Fprintln(stderr, "their sample schema registered first under --subject (default <topic>-value) at --registry.")
+		fmt.Fprintln(stderr, "With --config the registry is the config's schema_registry (urls, auth, tls, timeout), as")
+		fmt.Fprintln(stderr, "`sink run` reaches it; --registry, when given, replaces its urls.")
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -44,6 +46,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		quiet      = fs.Bool("quiet", false, "no progress lines")
 		codecName  = fs.String("codec", gen.CodecJSON, "record format: json, avro, protobuf or json_schema")
 		registry   = fs.String("registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry base URL(s), comma separated (for --codec other than json)")
+		cfgPath    = fs.String("config", "", "take the schema registry (urls, auth, tls, timeout) from this sink config's schema_registry")
 		subject    = fs.String("subject", "", "registry subject of the sample schema (default <topic>-value)")
 	)
 	fs.Var(&rate, "rate", "records per second of wall time, e.g. 200/s or 5000 (0: as fast as acknowledged)")
@@ -115,7 +118,20 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		if *subject == "" {
 			*subject = pc.Topic + "-value"
 		}
-		if pc.Encoder, err = registerSample(ctx, *codecName, splitGenerateList(*registry), *subject); err != nil {
+		reg := config.SchemaRegistry{URLs: splitGenerateList(*registry)}
+		if *cfgPath != "" {
+			c, code := loadConfig(*cfgPath, stderr)
+			if c == nil {
+				return code
+			}
+			given := false
+			fs.Visit(func(f *flag.Flag) { given = given || f.Name == "registry" })
+			if given {
+				c.SchemaRegistry.URLs = reg.URLs
+			}
+			reg = c.SchemaRegistry
+		}
+		if pc.Encoder, err = registerSample(ctx, *codecName, reg, *subject); err != nil {
 			fmt.Fprintf(stderr, "sink generate: %v\n", err)
 			return exitFailure
 		}
@@ -179,16 +195,17 @@ func splitGenerateList(s string) []string {
 	return out
 }
 
-// registerSample registers the sample schema of codec under subject at the registry.
-func registerSample(ctx context.Context, codecName string, urls []string, subject string) (*gen.Encoder, error) {
-	if len(urls) == 0 {
-		return nil, fmt.Errorf("--registry is required for --codec %s", codecName)
+// registerSample registers the sample schema of codec under subject at the registry reg, through the
+// client `sink run` builds of it (its TLS, basic auth and timeout).
+func registerSample(ctx context.Context, codecName string, reg config.SchemaRegistry, subject string) (*gen.Encoder, error) {
+	if len(reg.URLs) == 0 {
+		return nil, fmt.Errorf("--registry (or schema_registry.urls of --config) is required for --codec %s", codecName)
 	}
-	cl, err := sr.NewClient(sr.URLs(urls...))
+	cl, err := registry.New(reg)
 	if err != nil {
-		return nil, fmt.Errorf("creating the schema registry client for %v: %w", urls, err)
+		return nil, fmt.Errorf("creating the schema registry client for %v: %w", reg.URLs, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return gen.Register(ctx, cl, codecName, subject)
+	return gen.Register(ctx, cl.SR(), codecName, subject)
 }

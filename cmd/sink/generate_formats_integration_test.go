@@ -3,9 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +154,73 @@ func genMapper(t *testing.T, codecName string, reg codec.Registry) *mapper.Mappe
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestIntegrationGenerateReachesTheRegistryAsTheConfigSays guards `sink gen --config`: a registry behind
+// TLS and basic auth, as a config's schema_registry describes it to `sink run`, is reached by gen with the
+// same settings (the daemon's registry client), where before gen could name the registry's URL only. The
+// real registry stands behind a TLS front that refuses requests without the credentials.
+func TestIntegrationGenerateReachesTheRegistryAsTheConfigSays(t *testing.T) {
+	url, brokers := testenv.Registry(t), testenv.Kafka(t)
+	target, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user, password = "gen", "s3cret-gen"
+	var allowed, refused atomic.Int32
+	proxy := httputil.NewSingleHostReverseProxy(&neturl.URL{Scheme: target.Scheme, Host: target.Host})
+	front := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
+			refused.Add(1)
+			http.Error(w, `{"error_code":401,"message":"unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		allowed.Add(1)
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	frontURL := front.URL + target.Path
+
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pw := filepath.Join(dir, "password")
+	if err := os.WriteFile(pw, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The example's config, with the registry block a deployment behind TLS and basic auth would add.
+	example, err := os.ReadFile("../../examples/iot-sensors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "sink.yaml")
+	block := fmt.Sprintf("\nschema_registry:\n  urls: [%q]\n  auth: {username: %s, password_file: %q}\n  tls: {enabled: true, ca_file: %q}\n",
+		frontURL, user, pw, ca)
+	if err := os.WriteFile(cfg, append(example, block...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	topic := testenv.Name(t, "gen")
+	testenv.CreateTopic(t, brokers, topic, 1)
+	gen := func(extra ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"--brokers", strings.Join(brokers, ","), "--topic", topic, "--count", "5", "--seed", "7",
+			"--start", "2024-01-15T14:00:00Z", "--codec", config.CodecAvro, "--quiet"}, extra...)
+		return runGenerate(context.Background(), args, &stdout, &stderr), stderr.String()
+	}
+	// The URL alone: the front's certificate is not trusted, and no credentials would be sent.
+	if code, _ := gen("--registry", frontURL); code == exitOK {
+		t.Fatal("gen reached the registry behind TLS and basic auth with its URL alone")
+	}
+	if code, stderr := gen("--config", cfg); code != exitOK {
+		t.Fatalf("sink gen --config: exit %d\n%s", code, stderr)
+	}
+	if allowed.Load() == 0 || refused.Load() != 0 {
+		t.Errorf("the registry front allowed %d requests and refused %d; want every request with the config's credentials", allowed.Load(), refused.Load())
+	}
+	if got := consume(t, brokers, topic, 5); len(got) != 5 {
+		t.Errorf("%d records produced, want 5", len(got))
+	}
 }
