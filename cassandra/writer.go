@@ -176,9 +176,9 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 		return w.isolate(ctx, b, cons, rows, info.binds, err, failed)
 	}
 	// A request of several partitions (Group): one bad row refuses it whole. Each partition goes again
-	// as the batch it was before it was joined, and only one Cassandra refuses is sent row by row: a bad
-	// row costs a request per partition and one per row of its own partition, not one per row of the
-	// request. Sequential on purpose, as below.
+	// as the batch it was before it was joined, and only a partition Cassandra refuses is sent row by
+	// row: a bad row costs a request per partition and one per row of its own partition, not one per
+	// row of the request. Sequential on purpose, as in isolate.
 	for len(rows) > 0 {
 		n := 1
 		for n < len(rows) && rows[n].Key == rows[0].Key { // Join keeps each partition's rows together
