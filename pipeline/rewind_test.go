@@ -107,6 +107,12 @@ func TestLateRowOfARewoundRecordDoesNotCompleteItsReplay(t *testing.T) {
 		return w.count("table_a") == 3*100 && w.count("table_b") == 3*100-1
 	})
 	f.waitFor(20*time.Second, "partition 0 committed up to the held row", func() bool { return f.committed()[0] == 90 })
+	m.pl.mu.Lock()
+	p := m.pl.parts[offsets.TopicPartition{Topic: testTopic, Partition: 0}]
+	m.pl.mu.Unlock()
+	p.mu.Lock()
+	old := p.tr
+	p.mu.Unlock()
 
 	// The broker answers one fetch of partition 0 OFFSET_OUT_OF_RANGE: the client resets the partition to
 	// its start, below every record it took, while the row of offset 90 in table_b is being written.
@@ -116,6 +122,15 @@ func TestLateRowOfARewoundRecordDoesNotCompleteItsReplay(t *testing.T) {
 	f.waitFor(20*time.Second, "the rewind noticed", func() bool {
 		return len(logs.lines("partition went back to an offset already taken")) == 1
 	})
+	// The old row's acknowledgement is let through only once the worker either waits for it or has
+	// replayed offset 90 into a new tracker: were the tracker replaced at once, the acknowledgement then
+	// always finds the replay pending, not only when the worker happens to get there first.
+	f.waitFor(20*time.Second, "the worker waiting, or offset 90 replayed into a new tracker", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		last, _ := p.tr.Last()
+		return p.settled != nil || p.tr != old && last >= row.Offset
+	})
 
 	// The first write of the row ends: the old record is done, and the replay of offset 90 is written in
 	// table_a while its row in table_b waits in the second write.
@@ -123,9 +138,6 @@ func TestLateRowOfARewoundRecordDoesNotCompleteItsReplay(t *testing.T) {
 	f.waitFor(20*time.Second, "the replay of offset 90 written in table_a and waiting in table_b", func() bool {
 		return w.writes("table_a", row) == 2 && w.started.Load() == 2
 	})
-	m.pl.mu.Lock()
-	p := m.pl.parts[offsets.TopicPartition{Topic: testTopic, Partition: 0}]
-	m.pl.mu.Unlock()
 	for range 20 { // many commit intervals (100ms) to get it wrong
 		p.mu.Lock()
 		pending := p.tr.IsPending(row.Offset)
