@@ -134,3 +134,45 @@ func TestIntegrationRefusedRowInAGroupedRequestIsIsolatedWithinItsPartition(t *t
 		t.Errorf("requests sent (rows each) %v, want %v", got, want)
 	}
 }
+
+// TestIntegrationGroupedRequestRefusedAsTooLargeIsWrittenPartitionByPartition guards writer.group_max_bytes
+// raised past the servers' batch_size_fail_threshold (50 KiB by default; config warns of it): Cassandra
+// refuses the joined request as too large, though no row of it is bad. The writer sends each partition
+// again as its own batch (exempt from the threshold), in 1 + 4 requests, writes every row and reports
+// none refused; it must not send the rows one by one, nor dead-letter any.
+func TestIntegrationGroupedRequestRefusedAsTooLargeIsWrittenPartitionByPartition(t *testing.T) {
+	f := setup(t)
+	tgt := f.wide(t)
+	rec := &recorder{}
+	w := NewWriter(f.s, WriterConfig{RetryAttempts: 3, Group: GroupConfig{MaxBytes: 1 << 20}}, rec)
+	const parts, perPart = 4, 250 // about 25 KiB a partition, 100 KiB joined
+	var due []*batcher.Batch
+	for i := range parts {
+		due = append(due, wideBatch(tgt, fmt.Sprintf("big-%d", i), perPart))
+	}
+	reqs := w.Group(due)
+	if len(reqs) != 1 || reqs[0].Partitions != parts {
+		t.Fatalf("%d partitions went as %d requests; want them joined", parts, len(reqs))
+	}
+	failed, err := w.Write(t.Context(), reqs[0])
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("Write = %d failures, %v; want every row written", len(failed), err)
+	}
+	for i := range parts {
+		var n int
+		if err := f.s.gs.Query(fmt.Sprintf("SELECT count(*) FROM %s.wide WHERE id = ? AND bucket = ?", f.ks),
+			fmt.Sprintf("big-%d", i), "2024-01-15").ScanContext(t.Context(), &n); err != nil {
+			t.Fatal(err)
+		}
+		if n != perPart {
+			t.Errorf("big-%d has %d rows, want %d", i, n, perPart)
+		}
+	}
+	want := []int{parts * perPart}
+	for range parts {
+		want = append(want, perPart)
+	}
+	if got := rec.sent(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("requests sent (rows each) %v, want %v", got, want)
+	}
+}
