@@ -12,6 +12,7 @@ import (
 	neturl "net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -196,11 +197,17 @@ func TestIntegrationGenerateReachesTheRegistryAsTheConfigSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "sink.yaml")
-	block := fmt.Sprintf("\nschema_registry:\n  urls: [%q]\n  auth: {username: %s, password_file: %q}\n  tls: {enabled: true, ca_file: %q}\n",
-		frontURL, user, pw, ca)
-	if err := os.WriteFile(cfg, append(example, block...), 0o600); err != nil {
-		t.Fatal(err)
+	writeConfig := func(path, url string) {
+		block := fmt.Sprintf("\nschema_registry:\n  urls: [%q]\n  auth: {username: %s, password_file: %q}\n  tls: {enabled: true, ca_file: %q}\n",
+			url, user, pw, ca)
+		if err := os.WriteFile(path, append(slices.Clip(example), block...), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
+	writeConfig(cfg, frontURL)
+	// The same registry settings at an address nothing listens on: --registry replaces the urls only.
+	elsewhere := filepath.Join(dir, "elsewhere.yaml")
+	writeConfig(elsewhere, "https://127.0.0.1:1"+target.Path)
 
 	topic := testenv.Name(t, "gen")
 	testenv.CreateTopic(t, brokers, topic, 1)
@@ -217,10 +224,13 @@ func TestIntegrationGenerateReachesTheRegistryAsTheConfigSays(t *testing.T) {
 	if code, stderr := gen("--config", cfg); code != exitOK {
 		t.Fatalf("sink gen --config: exit %d\n%s", code, stderr)
 	}
+	if code, stderr := gen("--config", elsewhere, "--registry", frontURL); code != exitOK {
+		t.Fatalf("sink gen --config with --registry: exit %d\n%s", code, stderr)
+	}
 	if allowed.Load() == 0 || refused.Load() != 0 {
 		t.Errorf("the registry front allowed %d requests and refused %d; want every request with the config's credentials", allowed.Load(), refused.Load())
 	}
-	if got := consume(t, brokers, topic, 5); len(got) != 5 {
-		t.Errorf("%d records produced, want 5", len(got))
+	if got := consume(t, brokers, topic, 10); len(got) != 10 {
+		t.Errorf("%d records produced, want 10 (5 a run)", len(got))
 	}
 }
