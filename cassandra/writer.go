@@ -24,8 +24,9 @@ const (
 // Observer receives the writer's measurements; the pipeline implements it with its metrics.
 // Its methods are called from the goroutines calling Write, concurrently.
 type Observer interface {
-	// OnBatch is called after every attempt, with the rows and bytes of what was sent (a whole batch,
-	// or one row while isolating bad rows), how long the attempt took, and its outcome.
+	// OnBatch is called after every attempt, with the rows and bytes of what was sent (a whole batch;
+	// while isolating bad rows, one partition of a refused request or one row), how long the attempt
+	// took, and its outcome.
 	OnBatch(rows, bytes int, d time.Duration, outcome string)
 	// OnRetry is called before each retry with the reason: timeout, unavailable, overloaded or other.
 	OnRetry(reason string)
@@ -48,9 +49,9 @@ type WriterConfig struct {
 	// random time in [0, min(RetryMax, RetryInitial·2^(n-1))) ("full jitter", so retrying writers
 	// spread out). Defaults 100ms and 10s.
 	RetryInitial, RetryMax time.Duration
-	// RetryAttempts caps the requests sent for one batch (or one isolated row), the first included;
-	// 0 retries until the context ends (writer.retry_attempts). A batch whose attempts run out comes
-	// back as a *WriteError with Reason FailExhausted.
+	// RetryAttempts caps the requests sent for one batch (or one partition or row sent alone while
+	// isolating), the first included; 0 retries until the context ends (writer.retry_attempts). A batch
+	// whose attempts run out comes back as a *WriteError with Reason FailExhausted.
 	RetryAttempts int
 	// AttemptTimeout bounds one request; 0 leaves it to the session timeout (cassandra.timeout).
 	// A request that runs out of time is retried like a server timeout, never taken as written.
