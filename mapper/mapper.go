@@ -264,6 +264,11 @@ type plan struct {
 	onTombstone  string
 	deleteTarget *batcher.Target // nil unless on_tombstone is delete
 	keyFields    int             // id columns read from a field: from the tombstone's key when it deletes
+	// key decodes a tombstone's Kafka key by its registry key codec (key_codec avro, protobuf or
+	// json_schema; latest.go); nil for key_codec text. keySlot (per column) is an id column's index
+	// in key.fields; -1 for a column that is no id read from a field.
+	key     *decoder
+	keySlot []int
 
 	// decoder is the value's format and the fields the entry's columns and event time need from it
 	// (decoded.go).
@@ -392,6 +397,7 @@ type outcome struct {
 	ttl         time.Duration       // the TTL bound (0: none)
 	writeTS     int64
 	deleted     bool // the row is a delete (a tombstone, on_tombstone delete)
+	keySchema   int  // a delete by a registry key codec: the key's writer schema id
 }
 
 // mapRecord maps one record by its topic's codec, the same way for every codec: a registry
@@ -402,7 +408,7 @@ type outcome struct {
 // and error messages.
 func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
 	if rec.Value == nil && p.onTombstone != config.OnTombstoneDeadLetter {
-		return p.tombstone(rec, s)
+		return p.tombstone(ctx, rec, s)
 	}
 	if !p.framed {
 		if p.scan != nil {
