@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -50,8 +51,17 @@ func TestExplainShowsATombstonesEffect(t *testing.T) {
 	base := []string{"--config", example, "--topic", "latest", "--key", "dev-0042", "--timestamp", "2024-01-15T14:40:00Z"}
 	code, out, errOut := runCmd(t, runExplain, append(base, "--tombstone")...)
 	if code != exitOK || !strings.Contains(out, "DELETE FROM telemetry.device_latest USING TIMESTAMP ? WHERE device_id = ?") ||
-		!strings.Contains(out, "1705329600000999") || !strings.Contains(out, "'dev-0042'") {
+		!strings.Contains(out, "1705329600000999") || !strings.Contains(out, "'dev-0042'") ||
+		!strings.Contains(out, "(device_id), from the Kafka key (key_codec text)") {
 		t.Errorf("delete: exit %d\n%s%s", code, out, errOut)
+	}
+	// The key's raw bytes (for a key in the wire format) explain the same delete.
+	asHex := append([]string{"--config", example, "--topic", "latest", "--timestamp", "2024-01-15T14:40:00Z", "--tombstone"}, "--key-hex", hex.EncodeToString([]byte("dev-0042")))
+	if code, hexOut, errOut := runCmd(t, runExplain, asHex...); code != exitOK || hexOut != out {
+		t.Errorf("--key-hex: exit %d\n%s%s\nwant the output of --key:\n%s", code, hexOut, errOut, out)
+	}
+	if code, _, errOut := runCmd(t, runExplain, append(asHex, "--key", "dev-0042")...); code != exitUsage || !strings.Contains(errOut, "at most one of --key and --key-hex") {
+		t.Errorf("--key and --key-hex: exit %d, stderr %q; want a usage error", code, errOut)
 	}
 	code, out, errOut = runCmd(t, runExplain, append(base, "--record", `{"device_id":"dev-0042","ts":"2024-01-15T14:37:22.123Z","temperature":21.5}`)...)
 	if code != exitOK || !strings.Contains(out, "write timestamp  1705329442123") || !strings.Contains(out, "tie-break") {
