@@ -199,6 +199,9 @@ func (p *plan) keyDecodeFields() {
 // back as it is, and the record waits.
 func (p *plan) decodeKey(ctx context.Context, rec *Record, s *scratch) ([]codec.Value, *fastjson.Value, int, error) {
 	k := p.key
+	if rec.KeySchemaIDHeader {
+		return nil, nil, 0, fmt.Errorf("delete: the tombstone carries its key's writer schema id in the %s header (the newer Confluent clients' header form), which this sink does not read; have the producer write the id into the key (the wire format's 5-byte prefix, the clients' default)", HeaderKeySchemaID)
+	}
 	if len(rec.Key) == 0 {
 		return nil, nil, 0, fmt.Errorf("delete: the Kafka key is empty (0 bytes), and key_codec %s reads the wire format: magic byte 0, a 4-byte schema id, the body", k.codecName)
 	}

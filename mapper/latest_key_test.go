@@ -149,6 +149,20 @@ func TestRegistryKeyNamesTheEntity(t *testing.T) {
 	}
 }
 
+// TestRegistryKeyInTheHeaderFormIsRefusedSayingSo: a key whose writer schema id is in the
+// __key_schema_id header (the newer clients' form) is bad input with reason key, the message naming the
+// header, whatever the key's bytes hold.
+func TestRegistryKeyInTheHeaderFormIsRefusedSayingSo(t *testing.T) {
+	m := keyedMapper(t, config.CodecAvro, keyRegistry(), nil)
+	r := tombstoneOf(avroValue(t, `"string"`, 21, "dev-1"))
+	r.KeySchemaIDHeader = true
+	_, err := m.Map(r)
+	var re *RecordError
+	if !errors.As(err, &re) || re.Reason != ReasonKey || !strings.Contains(err.Error(), "__key_schema_id header") {
+		t.Errorf("got %v, want a refusal with reason key naming the header", err)
+	}
+}
+
 // TestRegistryKeyDeletesTheRowItsUpsertsWrite: a tombstone with an Avro key routes to the partition of
 // the entity's upserts (the same routing key), and binds the same id value.
 func TestRegistryKeyDeletesTheRowItsUpsertsWrite(t *testing.T) {

@@ -39,11 +39,17 @@ type Record struct {
 	// carrying the writer schema's id beside the value instead of in its first 5 bytes. The sink does
 	// not read that form (decoded.go says so in the dead letter).
 	SchemaIDHeader bool
+	// KeySchemaIDHeader: the record has a __key_schema_id header, the same form for the key, which a
+	// registry key codec does not read either (latest.go says so in the dead letter).
+	KeySchemaIDHeader bool
 }
 
-// HeaderValueSchemaID is the record header in which the newer Confluent clients carry a value's
-// writer schema id (a GUID) instead of the wire format's prefix.
-const HeaderValueSchemaID = "__value_schema_id"
+// HeaderValueSchemaID and HeaderKeySchemaID are the record headers in which the newer Confluent
+// clients carry a value's and a key's writer schema id (a GUID) instead of the wire format's prefix.
+const (
+	HeaderValueSchemaID = "__value_schema_id"
+	HeaderKeySchemaID   = "__key_schema_id"
+)
 
 // kafkaTime is the record's Kafka timestamp, and false when it has none. A record produced
 // without a timestamp carries -1, which franz-go hands on as 1969-12-31T23:59:59.999Z, and

@@ -19,6 +19,7 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline"
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/routing"
@@ -383,9 +384,7 @@ func fetchRecord(ctx context.Context, cfg *config.Config, c kafkaCoords) (mapper
 	}
 	r := recs[0]
 	rec := mapper.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
-	for _, h := range r.Headers {
-		rec.SchemaIDHeader = rec.SchemaIDHeader || h.Key == mapper.HeaderValueSchemaID
-	}
+	rec.SchemaIDHeader, rec.KeySchemaIDHeader = pipeline.SchemaIDHeaders(r)
 	return rec, nil
 }
 
