@@ -66,7 +66,8 @@ var errTombstoneSkipped = errors.New("the record value is null (a tombstone), an
 // With a registry key codec (avro, protobuf, json_schema) the key is in the wire format and decoded as
 // a value of that codec is (decodeKey): one id column read from a field takes a primitive key whole
 // (an Avro "string" or "long", a JSON scalar), or the field at its path of a record or message key;
-// several take their fields at their paths. Either way an id column of source kafka_key takes the
+// several take their fields at their paths; with no id column read from a field, nothing is decoded
+// (p.key is nil) and the registry is not asked. Either way an id column of source kafka_key takes the
 // key's bytes, kafka_topic and kafka_partition the tombstone's own (config refuses the sources a
 // tombstone cannot supply).
 //

@@ -200,3 +200,31 @@ func TestRegistryKeyWaitsWhileTheRegistryIsDown(t *testing.T) {
 		t.Errorf("registry down again, the key's schema cached: %v", err)
 	}
 }
+
+// TestRegistryKeyCodecLeavesAKafkaKeyIDAsItIs: when no id column is read from a field (the id is the
+// kafka_key, as the upserts write it), a registry key codec has nothing to decode: the tombstone deletes
+// by the key's bytes, whatever its writer schema (a primitive one, a record, an id the registry does not
+// have) and while the registry is down, and names the partition its upserts wrote.
+func TestRegistryKeyCodecLeavesAKafkaKeyIDAsItIs(t *testing.T) {
+	reg := keyRegistry()
+	m := keyedMapper(t, config.CodecAvro, reg, func(tp *config.Topic) {
+		tp.Columns[0] = config.Column{Name: "device_id", Type: "blob", Source: config.SourceKafkaKey}
+	})
+	for _, down := range []bool{false, true} {
+		reg.down.Store(down)
+		for name, key := range map[string][]byte{
+			"primitive":      avroValue(t, `"string"`, 21, "dev-1"),
+			"record":         avroValue(t, keyRecordAvro, 23, map[string]any{"device_id": "dev-2"}),
+			"unknown schema": avroValue(t, `"string"`, 99, "dev-3"),
+		} {
+			up := rec(sensorJSON)
+			up.Key = key
+			upsert := explainOK(t, m, up)
+			del, err := m.Explain(tombstoneOf(key))
+			if err != nil || !del.Delete || del.Row.Key != upsert.Row.Key || del.KeySchemaID != 0 ||
+				string(del.PartitionKey[0].Value.([]byte)) != string(key) {
+				t.Errorf("%s key, registry down %v: %v, %+v; want the delete of the upsert's partition, by the key's bytes", name, down, err, del.PartitionKey)
+			}
+		}
+	}
+}

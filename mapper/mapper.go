@@ -270,11 +270,13 @@ type plan struct {
 	onTombstone  string
 	deleteTarget *batcher.Target // nil unless on_tombstone is delete
 	keyFields    int             // id columns read from a field: from the tombstone's key when it deletes
-	// key decodes a tombstone's Kafka key by its registry key codec (key_codec avro, protobuf or
-	// json_schema; latest.go); nil for key_codec text. keySlot (per column) is an id column's index
+	// keyCodec is the entry's key_codec. key decodes a tombstone's Kafka key by a registry key codec
+	// (avro, protobuf or json_schema; latest.go); nil for text, and when no id column is read from a
+	// field (the key's bytes name the entity as they are). keySlot (per column) is an id column's index
 	// in key.fields; -1 for a column that is no id read from a field.
-	key     *decoder
-	keySlot []int
+	keyCodec string
+	key      *decoder
+	keySlot  []int
 
 	// decoder is the value's format and the fields the entry's columns and event time need from it
 	// (decoded.go).

@@ -236,7 +236,8 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		return nil, fmt.Errorf("%s.codec: %s has no decoder in this build", kp, t.Codec)
 	}
 	p.decodeFields()
-	if p.onTombstone == config.OnTombstoneDelete && config.NeedsRegistry(t.KeyCodec) {
+	p.keyCodec = t.KeyCodec
+	if p.onTombstone == config.OnTombstoneDelete && config.NeedsRegistry(t.KeyCodec) && p.keyFields > 0 {
 		p.key = &decoder{}
 		if !p.key.setCodec(t.KeyCodec) {
 			return nil, fmt.Errorf("%s.key_codec: %s has no decoder in this build", kp, t.KeyCodec)

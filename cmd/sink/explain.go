@@ -500,9 +500,12 @@ func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 	for i, v := range ex.PartitionKey {
 		names[i] = v.Column
 	}
-	from := "the Kafka key (key_codec text)"
-	if ex.KeyCodec != config.KeyCodecText {
+	from := fmt.Sprintf("the Kafka key (key_codec %s)", ex.KeyCodec)
+	switch {
+	case ex.KeySchemaID != 0:
 		from = fmt.Sprintf("the Kafka key (key_codec %s, writer schema id %d)", ex.KeyCodec, ex.KeySchemaID)
+	case ex.KeyCodec != config.KeyCodecText:
+		from = fmt.Sprintf("the Kafka key's bytes (key_codec %s, not decoded: no id column is a field of the key)", ex.KeyCodec)
 	}
 	line("partition key\t(%s), from %s", strings.Join(names, ", "), from)
 	for _, v := range ex.PartitionKey {

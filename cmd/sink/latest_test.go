@@ -93,6 +93,31 @@ func TestExplainShowsATombstonesEffect(t *testing.T) {
 	}
 }
 
+// TestExplainShowsAKafkaKeyIDIsNotDecoded: under a registry key_codec, an entry whose id is the kafka_key
+// (no id column read from a field) deletes by the key's bytes as they are, its upserts' id: `sink explain`
+// shows the delete without asking the registry (here one that cannot answer), and says the key was not
+// decoded.
+func TestExplainShowsAKafkaKeyIDIsNotDecoded(t *testing.T) {
+	text, err := os.ReadFile("../../examples/device-latest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.NewReplacer(
+		"{name: device_id, type: text, field: device_id}", "{name: device_id, type: blob, source: kafka_key}",
+		"on_tombstone: delete", "on_tombstone: delete\n    key_codec: avro",
+	).Replace(string(text)) + "\nschema_registry:\n  urls: [\"http://127.0.0.1:9\"]\n"
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := "000000001510" + hex.EncodeToString([]byte("dev-1")) // schema id 21, an Avro "string"
+	code, out, errOut := runCmd(t, runExplain, "--config", path, "--topic", "latest", "--tombstone", "--key-hex", key, "--timestamp", "2024-01-15T14:40:00Z")
+	if code != exitOK || !strings.Contains(out, "(device_id), from the Kafka key's bytes (key_codec avro, not decoded") ||
+		!strings.Contains(out, "0x"+key) {
+		t.Errorf("exit %d\n%s%s\nwant the delete by the key's bytes, not decoded", code, out, errOut)
+	}
+}
+
 // TestQueryOfALatestValueTableTakesNoRange: a latest-value table answers "the newest row of these ids",
 // so a range, a cursor or a restriction is a usage error, refused before connecting.
 func TestQueryOfALatestValueTableTakesNoRange(t *testing.T) {
