@@ -228,3 +228,33 @@ func TestRegistryKeyCodecLeavesAKafkaKeyIDAsItIs(t *testing.T) {
 		}
 	}
 }
+
+// TestAKeyAndAValueOfOneSchemaIDKeepTheirOwnPlans: a registry gives one id to one schema text whatever the
+// subject, so a key and a value may name the same id (here the key is the whole reading); the key's plan
+// (the id fields) and the value's (every column) of that id are kept apart, in either order of first sight.
+func TestAKeyAndAValueOfOneSchemaIDKeepTheirOwnPlans(t *testing.T) {
+	const id = 30
+	key := avroValue(t, sensorAvro, id, sensorNative())
+	for _, keyFirst := range []bool{false, true} {
+		reg := keyRegistry()
+		reg.schemas[id] = &codec.Schema{ID: id, Type: "AVRO", Text: sensorAvro}
+		m := keyedMapper(t, config.CodecAvro, reg, func(tp *config.Topic) { tp.Codec = config.CodecAvro })
+		up := rec("")
+		up.Key, up.Value = key, key
+		var upsert, del Explanation
+		if keyFirst {
+			del = explainOK(t, m, tombstoneOf(key))
+			upsert = explainOK(t, m, up)
+		} else {
+			upsert = explainOK(t, m, up)
+			del = explainOK(t, m, tombstoneOf(key))
+		}
+		bound := map[string]any{}
+		for _, v := range upsert.Bound {
+			bound[v.Column] = v.Value
+		}
+		if !del.Delete || del.KeySchemaID != id || del.Row.Key != upsert.Row.Key || bound["site_id"] != "plant-1" || bound["temperature"] != 21.5 {
+			t.Errorf("key first %v: delete %+v of key schema %d, upsert %+v; want the upsert's partition deleted", keyFirst, del.PartitionKey, del.KeySchemaID, upsert.PartitionKey)
+		}
+	}
+}
