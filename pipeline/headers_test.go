@@ -27,6 +27,7 @@ func TestSchemaIDHeadersSeesTheValueAndTheKeyHeader(t *testing.T) {
 		{h("trace", mapper.HeaderValueSchemaID), true, false},
 		{h(mapper.HeaderKeySchemaID, "trace"), false, true},
 		{h(mapper.HeaderKeySchemaID, mapper.HeaderValueSchemaID), true, true},
+		{h(mapper.HeaderValueSchemaID, mapper.HeaderKeySchemaID, "trace"), true, true},
 	} {
 		if v, k := SchemaIDHeaders(tc.r); v != tc.value || k != tc.key {
 			t.Errorf("headers %v: value %v key %v, want %v %v", tc.r.Headers, v, k, tc.value, tc.key)
