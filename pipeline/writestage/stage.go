@@ -429,12 +429,11 @@ func (s *Stage) take(bs ...*batcher.Batch) {
 	for _, b := range bs {
 		owners := getOwners(len(b.Rows))
 		var last Owner
-		var lastTP offsets.TopicPartition
+		tp := offsets.TopicPartition{Topic: b.Target.Topic} // every row of a batch is of its Target's topic
 		for i := range b.Rows {
-			src := b.Rows[i].Source
-			if last == nil || lastTP.Topic != src.Topic || lastTP.Partition != src.Partition {
-				lastTP = offsets.TopicPartition{Topic: src.Topic, Partition: src.Partition}
-				last = s.owners[lastTP]
+			if p := b.Rows[i].Partition; last == nil || tp.Partition != p {
+				tp.Partition = p
+				last = s.owners[tp]
 			}
 			owners[i] = last
 		}
@@ -533,7 +532,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		s.gateLeft(rb, true)
 	}
 	m := s.cfg.Metrics
-	topic := b.Rows[0].Source.Topic
+	topic := b.Rows[0].Target.Topic
 	written := len(b.Rows) - len(failures)
 	if written > 0 {
 		m.RecordsWritten.WithLabelValues(topic).Add(float64(written))
@@ -545,7 +544,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		rejected = make(map[int]error, len(failures))
 		for _, f := range failures {
 			for i := range b.Rows {
-				if b.Rows[i].Source == f.Row.Source {
+				if b.Rows[i].Partition == f.Row.Partition && b.Rows[i].Offset == f.Row.Offset {
 					rejected[i] = f.Err
 				}
 			}
@@ -557,7 +556,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 			}
 			// The sender re-reads the record; the row goes along in case the record is gone by then.
 			row := b.Rows[i]
-			p.DeadLetterWrite(b.Rows[i].Source.Offset, deadletter.ReasonWrite, b.Target.Table, &row, ferr)
+			p.DeadLetterWrite(b.Rows[i].Offset, deadletter.ReasonWrite, b.Target.Table, &row, ferr)
 		}
 	}
 	eachOwner(b, owners, rejected, func(p Owner, offsets []int64) { p.Complete(offsets) })
@@ -577,13 +576,13 @@ func (s *Stage) fence(b *batcher.Batch, owners []Owner) (context.Context, error)
 // to be retried with backoff like any other failure (the ERROR log of a stuck partition carries the
 // cause, rate-limited), and the creation with it.
 func (s *Stage) createSlice(b *batcher.Batch, err error) (bool, error) {
-	src := b.Rows[0].Source
+	src := b.Rows[0].Source()
 	ti, known := s.cfg.Topics[b.Target.Entry]
 	if !known || !ti.Sliced || ti.MissingSlice != config.MissingSliceCreate || s.cfg.Slices == nil ||
 		!cassandra.IsMissingTable(err) || s.ctx.Err() != nil {
 		return false, err
 	}
-	table, ran, cerr := s.cfg.Slices.CreateSlice(s.ctx, ti.Name, b.Rows[0].EventTime)
+	table, ran, cerr := s.cfg.Slices.CreateSlice(s.ctx, ti.Name, b.Rows[0].EventTime())
 	if cerr != nil {
 		return false, fmt.Errorf("%w; creating it failed: %v", err, cerr)
 	}
@@ -614,7 +613,7 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 		s.gateLeft(rb, false)
 		return false
 	}
-	s.cfg.Metrics.WriteStageRetries.WithLabelValues(b.Rows[0].Source.Topic, reason).Inc()
+	s.cfg.Metrics.WriteStageRetries.WithLabelValues(b.Rows[0].Target.Topic, reason).Inc()
 	eachOwner(b, owners, nil, func(p Owner, offsets []int64) {
 		p.WriteRetrying(offsets, b.Target.Entry, reason, attempt, err)
 	})
@@ -634,10 +633,10 @@ func (s *Stage) deadLetterSlice(b *batcher.Batch, owners []Owner, err error) {
 		if p == nil {
 			continue
 		}
-		off := b.Rows[i].Source.Offset
+		off := b.Rows[i].Offset
 		p.WriteRecovered([]int64{off}, table) // no longer the write stage's: the sender finishes it
 		derr := fmt.Errorf("slice table %s does not exist (event time %s) and topics.%s.bucket.missing_slice is dead_letter: %w",
-			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), b.Target.Entry, err)
+			table, b.Rows[i].EventTime().Format(time.RFC3339Nano), b.Target.Entry, err)
 		row := b.Rows[i] // a copy: b's row array is reused once the batch is released
 		p.DeadLetterWrite(off, deadletter.ReasonSlice, table, &row, derr)
 	}
@@ -675,7 +674,7 @@ func eachOwner(b *batcher.Batch, owners []Owner, skip map[int]error, fn func(Own
 			offsets = offsets[:0] // fn keeps nothing of it
 		}
 		cur = p
-		offsets = append(offsets, b.Rows[i].Source.Offset)
+		offsets = append(offsets, b.Rows[i].Offset)
 	}
 	if cur != nil && len(offsets) > 0 {
 		fn(cur, offsets)

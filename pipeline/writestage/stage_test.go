@@ -131,12 +131,11 @@ func (w *fakeWriter) count() int {
 	return w.writes
 }
 
-var target = &batcher.Target{Keyspace: "ks", Table: "readings", Columns: []string{"id"}, Entry: "readings"}
+var target = &batcher.Target{Topic: "events", Keyspace: "ks", Table: "readings", Columns: []string{"id"}, Entry: "readings"}
 
 // row is a row of entity key from the owner's partition at offset.
 func row(o *fakeOwner, key string, offset int64) batcher.Row {
-	return batcher.Row{Target: target, Key: key, Size: 16, EventTime: time.Unix(0, 0).UTC(),
-		Source: batcher.Source{Topic: o.tp.Topic, Partition: o.tp.Partition, Offset: offset}}
+	return batcher.Row{Target: target, Key: key, Size: 16, Partition: o.tp.Partition, Offset: offset}
 }
 
 // testConfig is the Config of a test's stage writing through w: batches close at maxRows, retries wait
@@ -343,8 +342,8 @@ func TestMissingSliceDeadLetterCarriesTheRow(t *testing.T) {
 			if d.row == nil {
 				t.Fatalf("partition %d: the slice dead letter at offset %d carries no row", o.tp.Partition, d.offset)
 			}
-			if d.row.Source.Offset != d.offset || d.row.Source.Partition != o.tp.Partition || d.row.Target != target {
-				t.Errorf("partition %d: dead letter at offset %d carries the row of %+v", o.tp.Partition, d.offset, d.row.Source)
+			if d.row.Offset != d.offset || d.row.Partition != o.tp.Partition || d.row.Target != target {
+				t.Errorf("partition %d: dead letter at offset %d carries the row of %+v", o.tp.Partition, d.offset, d.row.Source())
 			}
 		}
 		if got := s.RetryGates(); got != 0 {
@@ -361,7 +360,7 @@ func TestGivenBackRowsNameTheirEntryNotTheirTable(t *testing.T) {
 		w := &fakeWriter{err: errDown}
 		s := startStage(t, w, 1, time.Hour, nil)
 		o := newOwner(0)
-		other := &batcher.Target{Keyspace: target.Keyspace, Table: target.Table, Columns: target.Columns, Entry: "readings-copy"}
+		other := &batcher.Target{Topic: target.Topic, Keyspace: target.Keyspace, Table: target.Table, Columns: target.Columns, Entry: "readings-copy"}
 		second := row(o, "e1", 10)
 		second.Target = other
 		s.In() <- Msg{Rows: []batcher.Row{row(o, "e1", 10), second}, Owner: o}
