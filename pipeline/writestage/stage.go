@@ -134,6 +134,29 @@ type Stage struct {
 	gates   map[string]*tableGate // by keyspace.table, while batches of the table are retried
 
 	batched, acknowledged prometheus.Observer // sink_stage_seconds of the stages the stage sees
+	// counters holds the written-rows counters (*entryCounters) of each Target's entry, by Target (a
+	// pointer: a string key would be allocated for every lookup). Found by their label values they cost
+	// two lookups, hashing and locking, for every batch written. It holds a Target the mapper holds too.
+	counters sync.Map
+}
+
+// entryCounters are the counters an entry's written rows add to.
+type entryCounters struct {
+	records prometheus.Counter // sink_records_written_total{topic}
+	rows    prometheus.Counter // sink_entry_rows_written_total{topic, entry}
+}
+
+// countersOf returns the counters of t's entry, made at its first batch.
+func (s *Stage) countersOf(t *batcher.Target) *entryCounters {
+	if c, ok := s.counters.Load(t); ok {
+		return c.(*entryCounters)
+	}
+	m := s.cfg.Metrics
+	c, _ := s.counters.LoadOrStore(t, &entryCounters{
+		records: m.RecordsWritten.WithLabelValues(t.Topic),
+		rows:    m.EntryRowsWritten.WithLabelValues(t.Topic, t.Entry),
+	})
+	return c.(*entryCounters)
 }
 
 // readyBatch is a batch with the assignment of each of its rows, resolved when it left the batcher.
@@ -531,12 +554,10 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets, b.Target.Entry) })
 		s.gateLeft(rb, true)
 	}
-	m := s.cfg.Metrics
-	topic := b.Rows[0].Target.Topic
-	written := len(b.Rows) - len(failures)
-	if written > 0 {
-		m.RecordsWritten.WithLabelValues(topic).Add(float64(written))
-		m.EntryRowsWritten.WithLabelValues(topic, b.Target.Entry).Add(float64(written))
+	if written := len(b.Rows) - len(failures); written > 0 {
+		c := s.countersOf(b.Target)
+		c.records.Add(float64(written))
+		c.rows.Add(float64(written))
 		b.EachPartition(s.cfg.Written)
 	}
 	var rejected map[int]error
@@ -613,7 +634,7 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 		s.gateLeft(rb, false)
 		return false
 	}
-	s.cfg.Metrics.WriteStageRetries.WithLabelValues(b.Rows[0].Target.Topic, reason).Inc()
+	s.cfg.Metrics.WriteStageRetries.WithLabelValues(b.Target.Topic, reason).Inc()
 	eachOwner(b, owners, nil, func(p Owner, offsets []int64) {
 		p.WriteRetrying(offsets, b.Target.Entry, reason, attempt, err)
 	})
