@@ -374,3 +374,41 @@ func TestGivenBackRowsNameTheirEntryNotTheirTable(t *testing.T) {
 		}
 	})
 }
+
+// refusingWriter writes every batch but refuses, as Cassandra refuses a row it cannot take, the rows of
+// one Kafka partition and offset.
+type refusingWriter struct {
+	partition int32
+	offset    int64
+}
+
+func (w refusingWriter) Write(_ context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
+	var failed []cassandra.RowFailure
+	for _, r := range b.Rows {
+		if r.Partition == w.partition && r.Offset == w.offset {
+			failed = append(failed, cassandra.RowFailure{Row: r, Err: errors.New("refused")})
+		}
+	}
+	return failed, nil
+}
+
+// TestRefusedRowIsTheOneOfItsPartitionAndOffset: a batch of one entity holds rows of several Kafka
+// partitions, and two of them may have the same offset. A row Cassandra refuses is matched to the
+// batch's rows by its partition and offset (its topic is the batch's Target's): only that row is
+// dead-lettered, and the same offset of the other partition is written and acknowledged.
+func TestRefusedRowIsTheOneOfItsPartitionAndOffset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := startStage(t, refusingWriter{partition: 1, offset: 10}, 2, time.Hour, nil)
+		a, b := newOwner(0), newOwner(1)
+		s.In() <- Msg{Rows: []batcher.Row{row(a, "e1", 10)}, Owner: a}
+		s.In() <- Msg{Rows: []batcher.Row{row(b, "e1", 10)}, Owner: b}
+		synctest.Wait()
+		if got := a.seen(&a.completed); !slices.Equal(got, []int64{10}) || len(a.deadLetters) != 0 {
+			t.Errorf("partition 0: completed %v, %d dead letters; want [10] and none", got, len(a.deadLetters))
+		}
+		if got := b.seen(&b.completed); len(got) != 0 || len(b.deadLetters) != 1 || b.deadLetters[0].offset != 10 ||
+			b.deadLetters[0].reason != deadletter.ReasonWrite {
+			t.Errorf("partition 1: completed %v, dead letters %+v; want none and one at offset 10", got, b.deadLetters)
+		}
+	})
+}
