@@ -37,6 +37,10 @@ type Field struct {
 	// column (as JSON's epoch milliseconds), the time.format's unit for the event time. A value
 	// whose schema says what it is (Avro timestamp-micros) ignores it.
 	Unit time.Duration
+	// Whole: when the writer schema is not a record (an Avro primitive such as "string" or "long",
+	// the usual form of a Kafka key), the whole value is this field's, whatever its Path. A record
+	// schema is read along Path as ever. Only the lone field of a plan may set it.
+	Whole bool
 }
 
 // Name is the field's configured dot path.

@@ -322,6 +322,8 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		t.WriteTimestamp = strings.ToLower(t.WriteTimestamp)
 		str(p+"on_tombstone", &t.OnTombstone, DefaultOnTombstone)
 		t.OnTombstone = strings.ToLower(t.OnTombstone)
+		str(p+"key_codec", &t.KeyCodec, DefaultKeyCodec)
+		t.KeyCodec = strings.ToLower(t.KeyCodec)
 		str(p+"ttl_from", &t.TTLFrom, DefaultTTLFrom)
 		t.TTLFrom = strings.ToLower(t.TTLFrom)
 		size(p+"partition_budget", &t.PartitionBudget, DefaultPartitionBudget)

@@ -25,6 +25,22 @@ const (
 // DefaultOnTombstone keeps a tombstone what it has always been: a record the sink cannot map.
 const DefaultOnTombstone = OnTombstoneDeadLetter
 
+// KeyCodecText is topics.<name>.key_codec's default: the Kafka key is text (one id field's value), or a
+// JSON object of the id fields. The other key codecs are the registry codecs (CodecAvro, CodecProtobuf,
+// CodecJSONSchema): the key is in the Confluent wire format, its writer schema in schema_registry.
+const KeyCodecText = "text"
+
+// DefaultKeyCodec is the key rule on_tombstone delete has always had.
+const DefaultKeyCodec = KeyCodecText
+
+// KeyCodecs lists every key codec, for validation and messages.
+var KeyCodecs = []string{KeyCodecText, CodecAvro, CodecProtobuf, CodecJSONSchema}
+
+// readsKey reports whether the entry decodes its tombstones' keys by a schema-registry codec.
+func (t Topic) readsKey() bool {
+	return t.OnTombstone == OnTombstoneDelete && NeedsRegistry(t.KeyCodec)
+}
+
 // Latest reports whether the entry writes a latest-value table (bucket width none).
 func (t Topic) Latest() bool { return t.Bucket.Width == BucketNone }
 
@@ -95,7 +111,11 @@ func (c *Config) validateLatest(v *validator, p string, t Topic, mapped func(str
 // key can name.
 func (t Topic) validateOnTombstone(v *validator, p string) {
 	v.enum(p+".on_tombstone", t.OnTombstone, OnTombstoneDeadLetter, OnTombstoneSkip, OnTombstoneDelete)
+	v.enum(p+".key_codec", t.KeyCodec, KeyCodecs...)
 	if t.OnTombstone != OnTombstoneDelete {
+		if t.KeyCodec != KeyCodecText && slices.Contains(KeyCodecs, t.KeyCodec) {
+			v.add(p+".key_codec", "%q while on_tombstone is %s: only a delete reads the Kafka key (a kafka_key column takes its bytes as they are), so the setting does nothing; remove it, or set on_tombstone: delete", t.KeyCodec, t.OnTombstone)
+		}
 		return
 	}
 	if !t.Latest() {

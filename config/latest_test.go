@@ -96,3 +96,19 @@ func TestWarningForADeletingEntryWithAShortGCGrace(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyCodecDefaultsToTextAndTakesARegistryCodec: a tombstone's key is text unless key_codec says
+// otherwise, and a deleting entry takes a registry key codec (its case folded) with a schema_registry.
+func TestKeyCodecDefaultsToTextAndTakesARegistryCodec(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{{"", KeyCodecText}, {"\n    key_codec: Avro", CodecAvro}, {"\n    key_codec: json_schema", CodecJSONSchema}} {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		text := strings.ReplaceAll(latestYAML, "BUCKET", "none\n    on_tombstone: delete"+tc.set) +
+			"schema_registry:\n  urls: [\"http://127.0.0.1:8081\"]\n"
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := loadValid(t, path, nil).Topics["latest"].KeyCodec; got != tc.want {
+			t.Errorf("key_codec set as %q: %q, want %q", tc.set, got, tc.want)
+		}
+	}
+}

@@ -218,7 +218,7 @@ func (c *Config) validateSchemaRegistry(v *validator) {
 	r := c.SchemaRegistry
 	var users []string
 	for _, name := range c.TopicNames() {
-		if NeedsRegistry(c.Topics[name].Codec) {
+		if t := c.Topics[name]; NeedsRegistry(t.Codec) || t.readsKey() {
 			users = append(users, "topics."+name)
 		}
 	}
@@ -399,8 +399,9 @@ func (c *Config) validateTopics(v *validator) {
 		return
 	}
 	names := c.TopicNames()
-	sources := map[string]string{} // Kafka topic → the first entry (in name order) that reads it
-	readers := map[string]int{}    // Kafka topic → how many entries read it
+	sources := map[string]string{}  // Kafka topic → the first entry (in name order) that reads it
+	readers := map[string]int{}     // Kafka topic → how many entries read it
+	deleters := map[string]string{} // Kafka topic → the first entry with on_tombstone delete
 	for _, name := range names {
 		t := c.Topics[name]
 		if readers[t.Topic]++; readers[t.Topic] == MaxEntriesPerTopic+1 && t.Topic != "" {
@@ -410,6 +411,15 @@ func (c *Config) validateTopics(v *validator) {
 			c.validateSharedTopic(v, prev, name)
 		} else {
 			sources[t.Topic] = name
+		}
+		if t.OnTombstone != OnTombstoneDelete {
+			continue
+		}
+		if prev, shared := deleters[t.Topic]; shared && t.Topic != "" && t.KeyCodec != c.Topics[prev].KeyCodec {
+			v.add("topics."+name+".key_codec", "%s here but %s in topics.%s.key_codec, and both entries delete on the tombstones of Kafka topic %q; the key's format is the topic's: make them the same",
+				quotedOrNone(t.KeyCodec), quotedOrNone(c.Topics[prev].KeyCodec), prev, t.Topic)
+		} else if !shared {
+			deleters[t.Topic] = name
 		}
 	}
 	for _, name := range names {
@@ -427,7 +437,8 @@ const MaxEntriesPerTopic = 255
 // and mapped by every entry. What belongs to the record rather than to a table must then be the
 // same in all of them: the codec (the value is decoded once), the accept window (a record is late or
 // early for the topic, whichever table it feeds) and the dead-letter topic (a record that entries
-// refuse is dead-lettered once). Everything else (table, columns, id, time, bucket, TTL, split,
+// refuse is dead-lettered once). The key's format (key_codec) is the topic's too, but only the entries
+// that delete on tombstones read the key, so validateTopics compares it among them alone. Everything else (table, columns, id, time, bucket, TTL, split,
 // write timestamp, consistency, partition budget) is the entry's own.
 func (c *Config) validateSharedTopic(v *validator, first, name string) {
 	a, b := c.Topics[first], c.Topics[name]

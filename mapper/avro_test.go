@@ -67,7 +67,7 @@ func sensorNative() map[string]any {
 
 // avroValue encodes native with schema text in the Confluent wire format, schema id id, through
 // goavro: another library than the one that decodes it.
-func avroValue(t testing.TB, text string, id int, native map[string]any) []byte {
+func avroValue(t testing.TB, text string, id int, native any) []byte {
 	t.Helper()
 	c, err := goavro.NewCodec(text)
 	if err != nil {
@@ -90,6 +90,12 @@ func newAvroMapper(t testing.TB, reg codec.Registry, mutate func(*config.Topic))
 		mutate(&tp)
 	}
 	c.Topics["readings"] = tp
+	return registryMapper(t, c, reg)
+}
+
+// registryMapper builds the mapper of c, given a registry URL and validated, on registry reg.
+func registryMapper(t testing.TB, c *config.Config, reg codec.Registry) *Mapper {
+	t.Helper()
 	c.SchemaRegistry.URLs = []string{"http://registry.invalid"}
 	c.ApplyDefaults()
 	if err := c.Validate(); err != nil {

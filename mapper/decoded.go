@@ -9,6 +9,7 @@ import (
 
 	"github.com/bucketsink/sink/codec"
 	jsonc "github.com/bucketsink/sink/codec/json"
+	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 )
 
@@ -32,6 +33,21 @@ type decoder struct {
 	registry codec.Registry // the mapper's; nil when no topic reads a registry
 	fields   []codec.Field  // what codec decodes: an entry's field columns', then its event time
 	schemas  sync.Map       // schema id (int) → *writerPlan
+}
+
+// setCodec makes d decode the format of codec name (a topics.<name>.codec, or a registry key_codec);
+// false when this build has no such codec.
+func (d *decoder) setCodec(name string) bool {
+	d.codecName = name
+	switch name {
+	case config.CodecJSON, config.CodecJSONSchema:
+		d.codec, d.reference = jsonc.Codec{}, true
+		d.framed = name == config.CodecJSONSchema
+		return true
+	}
+	c, ok := codecs[name]
+	d.codec, d.framed = c, ok
+	return ok
 }
 
 // scannable reports whether the JSON plan converts every field; when it does not (a collection,
@@ -65,7 +81,7 @@ func (p *plan) decodeFields() {
 			continue
 		}
 		p.colSlot[i] = len(p.fields)
-		p.fields = append(p.fields, codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Unit: time.Millisecond})
+		p.fields = append(p.fields, c.codecField())
 	}
 	p.timeSlot = -1
 	if !p.timeFromKafka {
@@ -74,6 +90,12 @@ func (p *plan) decodeFields() {
 		// nanoseconds per unit).
 		p.fields = append(p.fields, codec.Field{Path: p.timePath, Type: packed.Scalar(kTimestamp), Unit: time.Duration(p.timeUnit)})
 	}
+}
+
+// codecField is what a codec decodes for field column c: its path, for its type; an integer that
+// feeds a timestamp counts milliseconds, as JSON's epoch milliseconds do.
+func (c *column) codecField() codec.Field {
+	return codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Unit: time.Millisecond}
 }
 
 // writerPlan returns the plan of schema id, fetching the schema and compiling the plan on first

@@ -45,6 +45,11 @@ type Explanation struct {
 	// Delete: the record is a tombstone and the row deletes the entity (on_tombstone delete); CQL is
 	// the DELETE, Bound its timestamp and id values, and there is no clustering, TTL or column.
 	Delete bool
+	// KeyCodec is how a delete read its entity from the Kafka key (key_codec: text, or a registry
+	// codec), and KeySchemaID the key's writer schema id when a registry codec decoded it (0 when no id
+	// column is read from a field: the key's bytes are taken as they are); both unset for a row.
+	KeyCodec    string
+	KeySchemaID int
 	// PartitionKey lists the id columns, the bucket column and, with event buckets, the event
 	// bucket column, in key order.
 	PartitionKey []Value
@@ -118,6 +123,7 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 	if out.deleted {
 		// DELETE ... USING TIMESTAMP ? WHERE <ids>: the timestamp, then the id columns.
 		ex.WriteTimestampSource = "kafka_timestamp"
+		ex.KeyCodec, ex.KeySchemaID = p.keyCodec, out.keySchema
 		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: packed.GoValue(vals[0])})
 		for i, ci := range p.ids {
 			v := Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[1+i])}

@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
+	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 )
@@ -54,17 +56,25 @@ var errTombstoneSkipped = errors.New("the record value is null (a tombstone), an
 // or before the tombstone's Kafka timestamp (to the millisecond), whenever that upsert is written,
 // before the delete or replayed after it, and spares every upsert whose event time is later. The
 // Kafka timestamp is the deletion's time: producers set it (CreateTime) to when the entity was deleted,
-// on the clock of the event times. The Kafka key names the entity:
+// on the clock of the event times. The Kafka key names the entity. With key_codec text (the default):
 //
 //   - an entry with one id column read from a field: the key's UTF-8 text is that field's value, as if
 //     the record held it as a JSON string (so "42" for an int, a UUID's text for a uuid);
 //   - several id columns read from fields: the key is a JSON object holding those fields at their
-//     paths, as in the record's value ({"site": "s1", "device": {"id": 7}});
-//   - an id column of source kafka_key takes the key's bytes, kafka_topic and kafka_partition the
-//     tombstone's own (config refuses the sources a tombstone cannot supply).
+//     paths, as in the record's value ({"site": "s1", "device": {"id": 7}}).
 //
-// A key that does not fit is bad input, reason key; a tombstone with no key or no Kafka timestamp too.
-func (p *plan) tombstone(rec *Record, s *scratch) (outcome, string, error) {
+// With a registry key codec (avro, protobuf, json_schema) the key is in the wire format and decoded as
+// a value of that codec is (decodeKey): one id column read from a field takes a primitive key whole
+// (an Avro "string" or "long", a JSON scalar), or the field at its path of a record or message key;
+// several take their fields at their paths; with no id column read from a field, nothing is decoded
+// (p.key is nil) and the registry is not asked. Either way an id column of source kafka_key takes the
+// key's bytes, kafka_topic and kafka_partition the tombstone's own (config refuses the sources a
+// tombstone cannot supply).
+//
+// A key that does not fit is bad input, reason key: a missing field, a value its column cannot take
+// (the value path's conversions and range checks), a key schema id the registry does not have, a
+// writer schema that cannot feed an id column. A tombstone with no key or no Kafka timestamp too.
+func (p *plan) tombstone(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
 	var out outcome
 	if p.onTombstone == config.OnTombstoneSkip {
 		return out, ReasonTombstone, errTombstoneSkipped
@@ -76,9 +86,16 @@ func (p *plan) tombstone(rec *Record, s *scratch) (outcome, string, error) {
 	if rec.Key == nil {
 		return out, ReasonKey, errors.New("delete: the tombstone has no Kafka key, and on_tombstone delete needs it to name the entity")
 	}
-	root, err := p.keyRoot(rec, s)
+	var vals []codec.Value // the id fields a registry key codec decoded; nil for a key read as JSON
+	var root *fastjson.Value
+	var err error
+	if p.key != nil {
+		vals, root, out.keySchema, err = p.decodeKey(ctx, rec, s)
+	} else {
+		root, err = p.keyRoot(rec.Key, false, s)
+	}
 	if err != nil {
-		return out, ReasonKey, err
+		return out, ReasonKey, err // ReasonKey is not used while the registry does not answer (recordError)
 	}
 	s.begin(p)
 	w := &s.w
@@ -87,7 +104,12 @@ func (p *plan) tombstone(rec *Record, s *scratch) (outcome, string, error) {
 	key := s.key[:0]
 	for _, ci := range p.ids {
 		c := &p.cols[ci]
-		if err := p.value(c, root, rec, kt, s); err != nil {
+		if vals != nil && p.keySlot[ci] >= 0 {
+			err = p.decodedValue(c, &vals[p.keySlot[ci]], s)
+		} else {
+			err = p.value(c, root, rec, kt, s)
+		}
+		if err != nil {
 			return out, ReasonKey, fmt.Errorf("delete: the Kafka key does not name an entity: %w", err)
 		}
 		s.spans[ci] = w.Last()
@@ -111,33 +133,100 @@ func (p *plan) tombstone(rec *Record, s *scratch) (outcome, string, error) {
 	return out, "", nil
 }
 
-// keyRoot is the tombstone's key as the value tree its id columns read their fields from (see
-// tombstone); nil when no id column reads a field.
-func (p *plan) keyRoot(rec *Record, s *scratch) (*fastjson.Value, error) {
-	switch {
-	case p.keyFields == 0:
+// keyRoot is a tombstone's key as the value tree its id columns read their fields from (see
+// tombstone); nil when no id column reads a field. key is the key's text (key_codec text), or the JSON
+// body of a json_schema key (json): a JSON object then holds the fields at their paths, and a scalar
+// is the value of a lone id field.
+func (p *plan) keyRoot(key []byte, json bool, s *scratch) (*fastjson.Value, error) {
+	if p.keyFields == 0 {
 		return nil, nil
-	case p.keyFields == 1:
-		var path []string
-		for _, ci := range p.ids {
-			if c := &p.cols[ci]; c.source == srcField {
-				path = c.path
-			}
-		}
-		s.arena.Reset()
-		v := s.arena.NewStringBytes(rec.Key)
-		for i := len(path) - 1; i >= 0; i-- {
-			o := s.arena.NewObject()
-			o.Set(path[i], v)
-			v = o
-		}
-		return v, nil
 	}
-	root, err := s.parser.ParseBytes(rec.Key)
-	if err != nil || root.Type() != fastjson.TypeObject {
-		return nil, fmt.Errorf("delete: the Kafka key is not a JSON object, which names an entity of %d id fields (%s)", p.keyFields, p.keyFieldList())
+	var v *fastjson.Value
+	if json || p.keyFields > 1 {
+		root, err := s.parser.ParseBytes(key)
+		switch {
+		case err == nil && root.Type() == fastjson.TypeObject:
+			return root, nil
+		case err != nil && json:
+			return nil, fmt.Errorf("delete: the Kafka key's body is not JSON (key_codec %s): %w", config.CodecJSONSchema, notJSON(err))
+		case p.keyFields > 1:
+			return nil, fmt.Errorf("delete: the Kafka key is not a JSON object, which names an entity of %d id fields (%s)", p.keyFields, p.keyFieldList())
+		}
+		v = root // a JSON scalar: the lone id field's value
 	}
-	return root, nil
+	var path []string
+	for _, ci := range p.ids {
+		if c := &p.cols[ci]; c.source == srcField {
+			path = c.path
+		}
+	}
+	s.arena.Reset()
+	if v == nil {
+		v = s.arena.NewStringBytes(key)
+	}
+	for i := len(path) - 1; i >= 0; i-- {
+		o := s.arena.NewObject()
+		o.Set(path[i], v)
+		v = o
+	}
+	return v, nil
+}
+
+// keyDecodeFields lists what a registry key codec decodes from a tombstone's key (p.key.fields): each
+// id column read from a field, at its path. A lone one is the whole key when the key's writer schema is
+// not a record (an Avro "string" or "long": codec.Field.Whole).
+func (p *plan) keyDecodeFields() {
+	p.keySlot = make([]int, len(p.cols))
+	for i := range p.keySlot {
+		p.keySlot[i] = -1
+	}
+	for _, ci := range p.ids {
+		c := &p.cols[ci]
+		if c.source != srcField {
+			continue
+		}
+		p.keySlot[ci] = len(p.key.fields)
+		f := c.codecField()
+		f.Whole = p.keyFields == 1
+		p.key.fields = append(p.key.fields, f)
+	}
+}
+
+// decodeKey decodes a tombstone's key by the entry's registry key codec, the way a value of that codec
+// is decoded: the framing, the writer schema by id (fetched from the registry once, its plan cached per
+// id), the plan's values. It returns the id fields' values (in s.vals, indexed by keySlot), or for a
+// json_schema key that the JSON plan leaves to the reference, the key's JSON tree (keyRoot); and the key's
+// writer schema id. Every error
+// is the key's (ReasonKey), but for a registry that does not answer: that *codec.UnavailableError comes
+// back as it is, and the record waits.
+func (p *plan) decodeKey(ctx context.Context, rec *Record, s *scratch) ([]codec.Value, *fastjson.Value, int, error) {
+	k := p.key
+	if rec.KeySchemaIDHeader {
+		return nil, nil, 0, fmt.Errorf("delete: the tombstone carries its key's writer schema id in the %s header (the newer Confluent clients' header form), which this sink does not read; have the producer write the id into the key (the wire format's 5-byte prefix, the clients' default)", HeaderKeySchemaID)
+	}
+	if len(rec.Key) == 0 {
+		return nil, nil, 0, fmt.Errorf("delete: the Kafka key is empty (0 bytes), and key_codec %s reads the wire format: magic byte 0, a 4-byte schema id, the body", k.codecName)
+	}
+	id, body, err := codec.Frame(rec.Key)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("delete: decoding the Kafka key (key_codec %s): %w", k.codecName, err)
+	}
+	wp, reason, err := k.writerPlan(ctx, id)
+	if err != nil {
+		if reason == "" {
+			return nil, nil, id, err
+		}
+		return nil, nil, id, fmt.Errorf("delete: the Kafka key (key_codec %s): %w", k.codecName, err)
+	}
+	vals, _, err := decodeValues(wp, k.codecName, k.reference, len(k.fields), body, s)
+	switch {
+	case err == nil:
+		return vals, nil, id, nil
+	case k.reference: // json_schema: the JSON plan maps only what it is sure of; the reference reads the rest
+		root, err := p.keyRoot(body, true, s)
+		return nil, root, id, err
+	}
+	return nil, nil, id, fmt.Errorf("delete: the Kafka key: %w", err)
 }
 
 // keyFieldList names the fields a tombstone's key must hold.

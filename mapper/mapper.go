@@ -39,11 +39,17 @@ type Record struct {
 	// carrying the writer schema's id beside the value instead of in its first 5 bytes. The sink does
 	// not read that form (decoded.go says so in the dead letter).
 	SchemaIDHeader bool
+	// KeySchemaIDHeader: the record has a __key_schema_id header, the same form for the key, which a
+	// registry key codec does not read either (latest.go says so in the dead letter).
+	KeySchemaIDHeader bool
 }
 
-// HeaderValueSchemaID is the record header in which the newer Confluent clients carry a value's
-// writer schema id (a GUID) instead of the wire format's prefix.
-const HeaderValueSchemaID = "__value_schema_id"
+// HeaderValueSchemaID and HeaderKeySchemaID are the record headers in which the newer Confluent
+// clients carry a value's and a key's writer schema id (a GUID) instead of the wire format's prefix.
+const (
+	HeaderValueSchemaID = "__value_schema_id"
+	HeaderKeySchemaID   = "__key_schema_id"
+)
 
 // kafkaTime is the record's Kafka timestamp, and false when it has none. A record produced
 // without a timestamp carries -1, which franz-go hands on as 1969-12-31T23:59:59.999Z, and
@@ -264,6 +270,13 @@ type plan struct {
 	onTombstone  string
 	deleteTarget *batcher.Target // nil unless on_tombstone is delete
 	keyFields    int             // id columns read from a field: from the tombstone's key when it deletes
+	// keyCodec is the entry's key_codec. key decodes a tombstone's Kafka key by a registry key codec
+	// (avro, protobuf or json_schema; latest.go); nil for text, and when no id column is read from a
+	// field (the key's bytes name the entity as they are). keySlot (per column) is an id column's index
+	// in key.fields; -1 for a column that is no id read from a field.
+	keyCodec string
+	key      *decoder
+	keySlot  []int
 
 	// decoder is the value's format and the fields the entry's columns and event time need from it
 	// (decoded.go).
@@ -392,6 +405,7 @@ type outcome struct {
 	ttl         time.Duration       // the TTL bound (0: none)
 	writeTS     int64
 	deleted     bool // the row is a delete (a tombstone, on_tombstone delete)
+	keySchema   int  // a delete by a registry key codec: the key's writer schema id
 }
 
 // mapRecord maps one record by its topic's codec, the same way for every codec: a registry
@@ -402,7 +416,7 @@ type outcome struct {
 // and error messages.
 func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
 	if rec.Value == nil && p.onTombstone != config.OnTombstoneDeadLetter {
-		return p.tombstone(rec, s)
+		return p.tombstone(ctx, rec, s)
 	}
 	if !p.framed {
 		if p.scan != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/codec"
-	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/codec/registry"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
@@ -59,6 +58,9 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 			continue
 		}
 		p.registry = m.registry
+		if p.key != nil {
+			p.key.registry = m.registry
+		}
 		// Unset values need native protocol 4; a session pinned to protocol 3 writes nulls instead.
 		var absent any = gocql.UnsetValue
 		if cfg.Cassandra.ProtocolVersion == 3 {
@@ -230,19 +232,18 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		}
 	}
 	p.layoutColumns()
-	p.codecName = t.Codec
-	switch t.Codec {
-	case config.CodecJSON, config.CodecJSONSchema:
-		p.codec, p.reference = jsonc.Codec{}, true
-		p.framed = t.Codec == config.CodecJSONSchema
-	default:
-		c, ok := codecs[t.Codec]
-		if !ok {
-			return nil, fmt.Errorf("%s.codec: %s has no decoder in this build", kp, t.Codec)
-		}
-		p.codec, p.framed = c, true
+	if !p.decoder.setCodec(t.Codec) {
+		return nil, fmt.Errorf("%s.codec: %s has no decoder in this build", kp, t.Codec)
 	}
 	p.decodeFields()
+	p.keyCodec = t.KeyCodec
+	if p.onTombstone == config.OnTombstoneDelete && config.NeedsRegistry(t.KeyCodec) && p.keyFields > 0 {
+		p.key = &decoder{}
+		if !p.key.setCodec(t.KeyCodec) {
+			return nil, fmt.Errorf("%s.key_codec: %s has no decoder in this build", kp, t.KeyCodec)
+		}
+		p.keyDecodeFields()
+	}
 	if !p.framed && p.scannable() {
 		// Plain JSON has no writer schema: one plan for the topic's life. (A plan of a nil schema
 		// is never an error.)

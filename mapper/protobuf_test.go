@@ -78,16 +78,7 @@ func newProtobufMapper(t testing.TB, reg codec.Registry) *Mapper {
 	tp := c.Topics["readings"]
 	tp.Codec = config.CodecProtobuf
 	c.Topics["readings"] = tp
-	c.SchemaRegistry.URLs = []string{"http://registry.invalid"}
-	c.ApplyDefaults()
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	m, err := New(c, WithRegistry(reg))
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return m
+	return registryMapper(t, c, reg)
 }
 
 func TestProtobufRowEqualsTheJSONRowOfTheSameEvent(t *testing.T) {

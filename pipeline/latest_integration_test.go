@@ -4,15 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/linkedin/goavro/v2"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/testenv"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 )
@@ -47,21 +52,7 @@ func TestIntegrationLatestValueOrderAndTombstones(t *testing.T) {
 	tombstone := func(key []byte, sec int) *kgo.Record {
 		return &kgo.Record{Topic: s.topic, Key: key, Timestamp: at(sec)}
 	}
-	produce := func(krs ...*kgo.Record) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		res := s.cl.ProduceSync(ctx, krs...)
-		if err := res.FirstErr(); err != nil {
-			t.Fatalf("producing: %v", err)
-		}
-		for _, r := range res {
-			if r.Record.Topic == s.topic {
-				s.produced[0] = max(s.produced[0], r.Record.Offset+1)
-			}
-		}
-		s.waitFor(time.Minute, "every record to be committed", s.allCommitted)
-	}
+	produce := s.produceCommitted
 	// latest reads the device's row: its value and event time, or ok=false when there is none.
 	latest := func(device string) (value float64, ts time.Time, ok bool) {
 		t.Helper()
@@ -135,5 +126,93 @@ func TestIntegrationLatestValueOrderAndTombstones(t *testing.T) {
 			t.Logf("dead letter: reason %q error %q", header(r, deadletter.HeaderReason), header(r, deadletter.HeaderError))
 		}
 		t.Errorf("%d dead letters, want one: the tombstone whose key is not text, with reason key", len(dls))
+	}
+}
+
+// produceCommitted produces krs (to partition 0 of the stack's topic, or to other topics) and waits until
+// every record of the stack's topic is committed.
+func (s *stack) produceCommitted(krs ...*kgo.Record) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := s.cl.ProduceSync(ctx, krs...)
+	if err := res.FirstErr(); err != nil {
+		s.t.Fatalf("producing: %v", err)
+	}
+	for _, r := range res {
+		if r.Record.Topic == s.topic {
+			s.produced[0] = max(s.produced[0], r.Record.Offset+1)
+		}
+	}
+	s.waitFor(time.Minute, "every record to be committed", s.allCommitted)
+}
+
+// TestIntegrationAvroKeyedTombstoneDeletesTheRow runs a latest-value entry of an Avro topic whose keys
+// are Avro too (key_codec avro, the key schema registered under <topic>-key in the real registry): an
+// Avro-keyed upsert writes the row, an Avro-keyed tombstone deletes it, and a tombstone whose key names a
+// schema id the registry does not have is dead-lettered with reason key, the partition going on.
+func TestIntegrationAvroKeyedTombstoneDeletesTheRow(t *testing.T) {
+	url := testenv.Registry(t)
+	s := newFormatsStack(t, url, config.CodecAvro, func(c *config.Config) {
+		tp := c.Topics["readings"]
+		tp.Bucket, tp.Clustering = config.Bucket{Width: config.BucketNone}, nil
+		tp.OnTombstone, tp.KeyCodec = config.OnTombstoneDelete, config.CodecAvro
+		c.Topics["readings"] = tp
+	})
+	reg := newRegistry(t, url)
+	valueID := register(t, reg, s.topic+"-value", sr.TypeAvro, readingV1)
+	const keySchema = `{"type": "record", "name": "DeviceKey", "namespace": "it.keys", "fields": [{"name": "device_id", "type": "string"}]}`
+	keyID := register(t, reg, s.topic+"-key", sr.TypeAvro, keySchema)
+	kc, err := goavro.NewCodec(keySchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(id int, device string) []byte {
+		b, err := kc.BinaryFromNative(codec.AppendFrame(nil, id, nil), map[string]any{"device_id": device})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	rows := func(device string) int {
+		var n int
+		if err := s.session.Driver().Query("SELECT COUNT(*) FROM "+s.ks+".readings WHERE device_id = ?", device).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	m := s.start(nil)
+	evs := formatsEvents(0, 2) // dev-00 and dev-01
+	var ups []*kgo.Record
+	for _, e := range evs {
+		ups = append(ups, &kgo.Record{Topic: s.topic, Key: key(keyID, e.device), Value: e.avro(t, readingV1, valueID), Timestamp: e.ts})
+	}
+	s.produceCommitted(ups...)
+	if rows("dev-00") != 1 || rows("dev-01") != 1 {
+		t.Fatalf("after the Avro-keyed upserts: %d and %d rows, want one each", rows("dev-00"), rows("dev-01"))
+	}
+	const unknownID = 1<<31 - 7 // an id no registry of the stack hands out
+	later := evs[1].ts.Add(time.Second)
+	s.produceCommitted(
+		&kgo.Record{Topic: s.topic, Key: key(keyID, "dev-00"), Timestamp: later},
+		&kgo.Record{Topic: s.topic, Key: key(unknownID, "dev-01"), Timestamp: later},
+	)
+	if rows("dev-00") != 0 {
+		t.Error("the Avro-keyed tombstone did not delete dev-00's row")
+	}
+	if rows("dev-01") != 1 {
+		t.Error("dev-01's row is gone, though its tombstone's key names no schema the registry has")
+	}
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	dls := s.dlqRecords()
+	if len(dls) != 1 || header(dls[0], deadletter.HeaderReason) != mapper.ReasonKey ||
+		!strings.Contains(header(dls[0], deadletter.HeaderError), "no schema with this id") {
+		for _, r := range dls {
+			t.Logf("dead letter: reason %q error %q", header(r, deadletter.HeaderReason), header(r, deadletter.HeaderError))
+		}
+		t.Errorf("%d dead letters, want one: the tombstone whose key's schema id is unknown, with reason key", len(dls))
 	}
 }

@@ -418,10 +418,8 @@ func (p *partition) mapRecord(r *kgo.Record) (ms []mapper.Mapped, err error) {
 			ms, err = nil, &mapPanic{topic: r.Topic, partition: r.Partition, offset: r.Offset, value: v}
 		}
 	}()
-	rec := mapper.Record{
-		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-		Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, SchemaIDHeader: hasHeader(r, mapper.HeaderValueSchemaID),
-	}
+	rec := mapper.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	rec.SchemaIDHeader, rec.KeySchemaIDHeader = SchemaIDHeaders(r)
 	// The common path calls the mapper directly; the waits below take closures, kept off it.
 	ms, err = p.pl.mapper.MapAll(p.workCtx, rec, p.mapped[:0])
 	if err != nil && unavailable(err) {
@@ -554,14 +552,15 @@ func (p *partition) retry(offset int64, what string, op func(ctx context.Context
 	}
 }
 
-// hasHeader reports whether r has a header named key.
-func hasHeader(r *kgo.Record, key string) bool {
+// SchemaIDHeaders reports whether r carries its value's and its key's writer schema id in headers (the
+// newer Confluent clients' form, mapper.HeaderValueSchemaID and HeaderKeySchemaID), which the mapper
+// refuses with a message saying so.
+func SchemaIDHeaders(r *kgo.Record) (value, key bool) {
 	for _, h := range r.Headers {
-		if h.Key == key {
-			return true
-		}
+		value = value || h.Key == mapper.HeaderValueSchemaID
+		key = key || h.Key == mapper.HeaderKeySchemaID
 	}
-	return false
+	return value, key
 }
 
 // handOff sends rows to the write stage; it returns false if the partition was stopped first.

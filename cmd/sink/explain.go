@@ -19,6 +19,7 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/pipeline"
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/routing"
@@ -32,7 +33,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "Usage: sink explain --config FILE --topic NAME --record JSON [--key K] [--timestamp RFC3339]")
 		fmt.Fprintln(stderr, "                    [--partition P] [--offset O]")
 		fmt.Fprintln(stderr, "       sink explain --config FILE --topic NAME (--record-hex HEX | --record-file FILE) [...]")
-		fmt.Fprintln(stderr, "       sink explain --config FILE --topic NAME --tombstone --key K [...]")
+		fmt.Fprintln(stderr, "       sink explain --config FILE --topic NAME --tombstone (--key K | --key-hex HEX) [...]")
 		fmt.Fprintln(stderr, "       sink explain --config FILE --from-kafka TOPIC/PARTITION/OFFSET")
 		fmt.Fprintln(stderr, "\nMaps one record exactly as `sink run` would and prints the table, the full partition key")
 		fmt.Fprintln(stderr, "(id values, time bucket with its UTC start and end, event bucket, slice), the clustering")
@@ -50,7 +51,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "partition and offset) and explains it; its Kafka topic names the configured topics. A topic")
 		fmt.Fprintln(stderr, "whose codec reads a schema registry fetches the record's writer schema from it. --tombstone")
 		fmt.Fprintln(stderr, "explains a record with a null value: what the topic's on_tombstone makes of it (a DELETE of the")
-		fmt.Fprintln(stderr, "entity --key names, with its write timestamp; a skip; or a dead letter).")
+		fmt.Fprintln(stderr, "entity --key names, with its write timestamp; a skip; or a dead letter). --key-hex takes the key's")
+		fmt.Fprintln(stderr, "raw bytes, for a key in the wire format (key_codec avro, protobuf or json_schema), whose writer")
+		fmt.Fprintln(stderr, "schema is fetched from the registry.")
 		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be")
 		fmt.Fprintln(stderr, "read; 2 usage error; 3 invalid configuration.")
 		fmt.Fprintln(stderr, "\nFlags:")
@@ -64,6 +67,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fromKafka := fs.String("from-kafka", "", "TOPIC/PARTITION/OFFSET: explain that record of Kafka")
 	tombstone := fs.Bool("tombstone", false, "the record is a tombstone: its value is null")
 	key := fs.String("key", "", "the Kafka record key (default: no key)")
+	keyHex := fs.String("key-hex", "", "the Kafka record key's raw bytes, in hex (a key in the wire format)")
 	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 from 1970 on, or none for a record without one (default now)")
 	partition := fs.Int("partition", 0, "the Kafka partition")
 	offset := fs.Int64("offset", 0, "the Kafka offset")
@@ -105,6 +109,10 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return exitUsage
 		}
 	}
+	if *key != "" && *keyHex != "" {
+		fmt.Fprintln(stderr, "sink explain: give at most one of --key and --key-hex")
+		return exitUsage
+	}
 	if *partition < 0 || *partition > 1<<31-1 || *offset < 0 {
 		fmt.Fprintln(stderr, "sink explain: --partition and --offset must not be negative")
 		return exitUsage
@@ -145,6 +153,15 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sink explain: --%s: %v\n", flagName, err)
 		return exitUsage
 	}
+	var keyBytes []byte
+	if *key != "" {
+		keyBytes = []byte(*key)
+	} else if *keyHex != "" {
+		if keyBytes, err = hex.DecodeString(strings.Join(strings.Fields(*keyHex), "")); err != nil {
+			fmt.Fprintf(stderr, "sink explain: --key-hex: %v\n", err)
+			return exitUsage
+		}
+	}
 
 	cfg, code := loadConfig(*path, stderr)
 	if cfg == nil {
@@ -166,10 +183,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sink explain: %v\n", err)
 		return exitConfig
 	}
-	rec := mapper.Record{Topic: kafkaTopic, Partition: int32(*partition), Offset: *offset, Value: value, Timestamp: ts}
-	if *key != "" {
-		rec.Key = []byte(*key)
-	}
+	rec := mapper.Record{Topic: kafkaTopic, Partition: int32(*partition), Offset: *offset, Key: keyBytes, Value: value, Timestamp: ts}
 	if *fromKafka != "" {
 		if from.topic != kafkaTopic {
 			fmt.Fprintf(stderr, "sink explain: --from-kafka reads %s, but --topic %s reads %s\n", from.topic, *topic, kafkaTopic)
@@ -370,9 +384,7 @@ func fetchRecord(ctx context.Context, cfg *config.Config, c kafkaCoords) (mapper
 	}
 	r := recs[0]
 	rec := mapper.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
-	for _, h := range r.Headers {
-		rec.SchemaIDHeader = rec.SchemaIDHeader || h.Key == mapper.HeaderValueSchemaID
-	}
+	rec.SchemaIDHeader, rec.KeySchemaIDHeader = pipeline.SchemaIDHeaders(r)
 	return rec, nil
 }
 
@@ -488,7 +500,14 @@ func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 	for i, v := range ex.PartitionKey {
 		names[i] = v.Column
 	}
-	line("partition key\t(%s), from the Kafka key", strings.Join(names, ", "))
+	from := fmt.Sprintf("the Kafka key (key_codec %s)", ex.KeyCodec)
+	switch {
+	case ex.KeySchemaID != 0:
+		from = fmt.Sprintf("the Kafka key (key_codec %s, writer schema id %d)", ex.KeyCodec, ex.KeySchemaID)
+	case ex.KeyCodec != config.KeyCodecText:
+		from = fmt.Sprintf("the Kafka key's bytes (key_codec %s, not decoded: no id column is a field of the key)", ex.KeyCodec)
+	}
+	line("partition key\t(%s), from %s", strings.Join(names, ", "), from)
 	for _, v := range ex.PartitionKey {
 		line("  %s\t= %s", v.Column, v.Literal())
 	}

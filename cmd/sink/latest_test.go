@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -50,8 +51,17 @@ func TestExplainShowsATombstonesEffect(t *testing.T) {
 	base := []string{"--config", example, "--topic", "latest", "--key", "dev-0042", "--timestamp", "2024-01-15T14:40:00Z"}
 	code, out, errOut := runCmd(t, runExplain, append(base, "--tombstone")...)
 	if code != exitOK || !strings.Contains(out, "DELETE FROM telemetry.device_latest USING TIMESTAMP ? WHERE device_id = ?") ||
-		!strings.Contains(out, "1705329600000999") || !strings.Contains(out, "'dev-0042'") {
+		!strings.Contains(out, "1705329600000999") || !strings.Contains(out, "'dev-0042'") ||
+		!strings.Contains(out, "(device_id), from the Kafka key (key_codec text)") {
 		t.Errorf("delete: exit %d\n%s%s", code, out, errOut)
+	}
+	// The key's raw bytes (for a key in the wire format) explain the same delete.
+	asHex := append([]string{"--config", example, "--topic", "latest", "--timestamp", "2024-01-15T14:40:00Z", "--tombstone"}, "--key-hex", hex.EncodeToString([]byte("dev-0042")))
+	if code, hexOut, errOut := runCmd(t, runExplain, asHex...); code != exitOK || hexOut != out {
+		t.Errorf("--key-hex: exit %d\n%s%s\nwant the output of --key:\n%s", code, hexOut, errOut, out)
+	}
+	if code, _, errOut := runCmd(t, runExplain, append(asHex, "--key", "dev-0042")...); code != exitUsage || !strings.Contains(errOut, "at most one of --key and --key-hex") {
+		t.Errorf("--key and --key-hex: exit %d, stderr %q; want a usage error", code, errOut)
 	}
 	code, out, errOut = runCmd(t, runExplain, append(base, "--record", `{"device_id":"dev-0042","ts":"2024-01-15T14:37:22.123Z","temperature":21.5}`)...)
 	if code != exitOK || !strings.Contains(out, "write timestamp  1705329442123") || !strings.Contains(out, "tie-break") {
@@ -80,6 +90,31 @@ func TestExplainShowsATombstonesEffect(t *testing.T) {
 		if code != tc.code || !strings.Contains(out, tc.says) {
 			t.Errorf("%s: exit %d, want %d saying %q:\n%s%s", tc.onTombstone, code, tc.code, tc.says, out, errOut)
 		}
+	}
+}
+
+// TestExplainShowsAKafkaKeyIDIsNotDecoded: under a registry key_codec, an entry whose id is the kafka_key
+// (no id column read from a field) deletes by the key's bytes as they are, its upserts' id: `sink explain`
+// shows the delete without asking the registry (here one that cannot answer), and says the key was not
+// decoded.
+func TestExplainShowsAKafkaKeyIDIsNotDecoded(t *testing.T) {
+	text, err := os.ReadFile("../../examples/device-latest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.NewReplacer(
+		"{name: device_id, type: text, field: device_id}", "{name: device_id, type: blob, source: kafka_key}",
+		"on_tombstone: delete", "on_tombstone: delete\n    key_codec: avro",
+	).Replace(string(text)) + "\nschema_registry:\n  urls: [\"http://127.0.0.1:9\"]\n"
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := "000000001510" + hex.EncodeToString([]byte("dev-1")) // schema id 21, an Avro "string"
+	code, out, errOut := runCmd(t, runExplain, "--config", path, "--topic", "latest", "--tombstone", "--key-hex", key, "--timestamp", "2024-01-15T14:40:00Z")
+	if code != exitOK || !strings.Contains(out, "(device_id), from the Kafka key's bytes (key_codec avro, not decoded") ||
+		!strings.Contains(out, "0x"+key) {
+		t.Errorf("exit %d\n%s%s\nwant the delete by the key's bytes, not decoded", code, out, errOut)
 	}
 }
 

@@ -62,7 +62,7 @@ func allNative() map[string]any {
 	}
 }
 
-func encode(t testing.TB, schema string, native map[string]any) []byte {
+func encode(t testing.TB, schema string, native any) []byte {
 	t.Helper()
 	c, err := goavro.NewCodec(schema)
 	if err != nil {
@@ -215,5 +215,56 @@ func TestBodyErrorsSayWhatIsWrong(t *testing.T) {
 	var ce *codec.Error
 	if !errors.As(err, &ce) || ce.Reason != codec.ReasonMap || ce.Column != "c" || !strings.Contains(err.Error(), "300 is out of range for CQL tinyint") {
 		t.Errorf("out of range: %v, want reason map for column c", err)
+	}
+}
+
+// TestAWholeFieldReadsAPrimitiveWriterSchema guards Field.Whole: a primitive writer schema (a Kafka
+// key's usual form) is the lone whole field's value, converted and range-checked as a record's field
+// is, a null union branch is null; a record schema is still read along the path; and without Whole,
+// or with two fields, a primitive schema stays refused.
+func TestAWholeFieldReadsAPrimitiveWriterSchema(t *testing.T) {
+	whole := func(path, column, typ string) codec.Field {
+		f := fieldOf(path, column, typ)
+		f.Whole = true
+		return f
+	}
+	out := make([]codec.Value, 1)
+	decode := func(schema string, f codec.Field, body []byte) error {
+		_, err := compile(t, schema, []codec.Field{f}).Decode(body, out, nil)
+		return err
+	}
+	if err := decode(`"string"`, whole("device_id", "device_id", "text"), encode(t, `"string"`, "dev-1")); err != nil || out[0].State != codec.Set || string(out[0].B) != "dev-1" {
+		t.Errorf("string key: %v, %+v; want dev-1", err, out[0])
+	}
+	if err := decode(`"long"`, whole("site.num", "num", "int"), encode(t, `"long"`, int64(42))); err != nil || out[0].N != 42 {
+		t.Errorf("long key into int: %v, %+v; want 42", err, out[0])
+	}
+	uid := `{"type": "string", "logicalType": "uuid"}`
+	if err := decode(uid, whole("id", "id", "uuid"), encode(t, uid, "0b6a1f6e-3f0c-4a53-9b8f-1f2a3b4c5d6e")); err != nil || fmtUUID(out[0].U) != "0b6a1f6e-3f0c-4a53-9b8f-1f2a3b4c5d6e" {
+		t.Errorf("uuid key: %v, %+v", err, out[0])
+	}
+	if err := decode(`["null", "string"]`, whole("device_id", "device_id", "text"), encode(t, `["null", "string"]`, nil)); err != nil || out[0].State != codec.Null {
+		t.Errorf("null union key: %v, state %v; want null", err, out[0].State)
+	}
+	err := decode(`"long"`, whole("device_id", "dev", "int"), encode(t, `"long"`, int64(3_000_000_000)))
+	var ce *codec.Error
+	if !errors.As(err, &ce) || ce.Reason != codec.ReasonMap || err.Error() != `column dev: field "device_id": 3000000000 is out of range for CQL int` {
+		t.Errorf("long out of range for int: %v, want reason map naming column and field", err)
+	}
+	if err := decode(allTypes, whole("s", "s", "text"), encode(t, allTypes, allNative())); err != nil || string(out[0].B) != "héllo" {
+		t.Errorf("record schema with a whole field: %v, %+v; want the field at its path", err, out[0])
+	}
+	for _, fields := range [][]codec.Field{
+		{fieldOf("device_id", "device_id", "text")},
+		{whole("a", "a", "text"), whole("b", "b", "text")},
+	} {
+		var se *codec.SchemaError
+		if _, err := (Codec{}).Compile(&codec.Schema{ID: 3, Type: "AVRO", Text: `"string"`}, fields); !errors.As(err, &se) || !strings.Contains(err.Error(), "not a record") {
+			t.Errorf("%d fields, whole %v: %v; want the primitive schema refused", len(fields), fields[0].Whole, err)
+		}
+	}
+	var se *codec.SchemaError
+	if _, err := (Codec{}).Compile(&codec.Schema{ID: 3, Type: "AVRO", Text: `"string"`}, []codec.Field{whole("n", "n", "bigint")}); !errors.As(err, &se) || !strings.Contains(err.Error(), `field "n" (column n): is string, which cannot feed CQL bigint`) {
+		t.Errorf("a string key for a bigint column: %v; want a schema error naming field and column", err)
 	}
 }

@@ -65,10 +65,19 @@ func (Codec) Compile(s *codec.Schema, fields []codec.Field) (codec.Plan, error) 
 	if err != nil {
 		return nil, &codec.SchemaError{SchemaID: s.ID, Err: err}
 	}
-	if root.kind != tRecord {
-		return nil, &codec.SchemaError{SchemaID: s.ID, Err: fmt.Errorf("the writer schema is %s, not a record", root.describe())}
-	}
 	c := compiler{id: s.ID, fields: fields}
+	if root.kind != tRecord {
+		if len(fields) != 1 || !fields[0].Whole {
+			return nil, &codec.SchemaError{SchemaID: s.ID, Err: fmt.Errorf("the writer schema is %s, not a record", root.describe())}
+		}
+		// The body is one value, the field's: one step at the depth of its whole path keeps it.
+		f := &fields[0]
+		st, err := c.node(root, []int{0}, len(f.Path), f.Name())
+		if err != nil {
+			return nil, err
+		}
+		return &plan{id: s.ID, root: []step{st}}, nil
+	}
 	want := make([]int, len(fields))
 	for i := range want {
 		want[i] = i
