@@ -11,7 +11,7 @@ import (
 	"unsafe"
 )
 
-// Source is where a row came from: its Kafka coordinates. The pipeline acknowledges offsets by it.
+// Source is where a row came from: its Kafka coordinates (Row.Source), for errors and logs.
 type Source struct {
 	Topic     string
 	Partition int32
@@ -23,6 +23,9 @@ type Source struct {
 // A latest-value entry that deletes on a tombstone has a second Target for its table, whose
 // statement is the DELETE: its rows are deletes, batched, written and acknowledged like any other.
 type Target struct {
+	// Topic is the Kafka topic whose records the rows are made of: a row's Kafka partition and offset
+	// are its own (Row), its topic is its Target's.
+	Topic    string
 	Keyspace string
 	Table    string
 	// Insert is the INSERT statement, with a bind marker for every column, then for the TTL and
@@ -52,6 +55,11 @@ func (t *Target) ColumnsAt() int {
 }
 
 // Row is one INSERT (or, for a delete target, one DELETE) bound to its values.
+//
+// A row is copied by value several times on its way (mapper, batcher, batch, write stage), for every
+// row the sink writes, and the batches hold thousands of them: it is kept small (72 bytes) and with
+// few pointers for the collector to scan. What every row of a Target shares (the Kafka topic) is the
+// Target's, and the times are integers, not time.Time (which carries a location pointer).
 type Row struct {
 	Target *Target
 	// Key identifies the Cassandra partition inside Target. The mapper fills it with the partition's
@@ -64,13 +72,39 @@ type Row struct {
 	// allocation with no pointers, which the collector never scans. packed.Binder turns it into bind
 	// arguments when the batch is written. The batcher never reads it.
 	Packed []byte
+	// Offset and Partition are the row's record's Kafka offset and partition (its topic is
+	// Target.Topic); the pipeline acknowledges offsets by them.
+	Offset int64
+	// EventMicros is the record's event time in microseconds since the Unix epoch (see EventTime).
+	// The batcher ignores it; the pipeline reports event-time lag and the largest open time buckets
+	// from it.
+	EventMicros int64
+	Partition   int32
 	// Size is the encoded size of the values in bytes, each with its 4-byte length, plus a fixed
 	// overhead per row; it drives the MaxBytes limit and memory accounting.
-	Size   int
-	Source Source
-	// EventTime is the record's event time (UTC). The batcher ignores it; the pipeline reports
-	// event-time lag and the largest open time buckets from it.
-	EventTime time.Time
+	Size int32
+}
+
+// EventTime is the row's event time, in UTC, to the microsecond.
+func (r Row) EventTime() time.Time { return time.UnixMicro(r.EventMicros).UTC() }
+
+// Source is the row's Kafka coordinates.
+func (r Row) Source() Source {
+	return Source{Topic: r.Target.Topic, Partition: r.Partition, Offset: r.Offset}
+}
+
+// EventMicros is t as Row.EventMicros: microseconds since the Unix epoch, saturated at the ends of
+// the int64 range (about 292,000 years either side of 1970). Microseconds keep every time a bucket
+// or a split generation starts at (whole seconds) and more than Cassandra's timestamps (milliseconds).
+func EventMicros(t time.Time) int64 {
+	const maxSec = math.MaxInt64 / 1_000_000
+	switch s := t.Unix(); {
+	case s >= maxSec:
+		return math.MaxInt64
+	case s <= -maxSec:
+		return math.MinInt64
+	}
+	return t.UnixMicro()
 }
 
 // Batch is a set of rows of one Cassandra partition, in the order they were added, or, made by Join,
@@ -304,8 +338,8 @@ func (b *Batcher) unfile(e *node) {
 // oldest first; usually none. At most two come back: the partition's previous batch when r would push
 // it past MaxBytes, and r's own batch when r fills it (MaxRows, or MaxBytes reached, or r alone is
 // larger than MaxBytes). The returned slice is reused by the next call to Add; the batches are the
-// caller's. r is taken by address because a row is large (over a hundred bytes): passed by value it
-// was copied twice more on its way into the batch, for every row the sink writes.
+// caller's. r is taken by address: passed by value a row was copied twice more on its way into the
+// batch, for every row the sink writes.
 //
 // A time earlier than one already seen is treated as that later time, so batches stay ordered by
 // their first row and a clock step backwards delays a flush by at most the step, never forever.
@@ -316,7 +350,7 @@ func (b *Batcher) Add(r *Row, now time.Time) []*Batch {
 	n := 0
 	e, h := b.find(r.Target, r.Key)
 	ok := e != nil
-	if ok && e.Bytes+r.Size > b.cfg.MaxBytes {
+	if ok && e.Bytes+int(r.Size) > b.cfg.MaxBytes {
 		b.out[n] = b.take(e)
 		n++
 		ok = false
@@ -326,7 +360,7 @@ func (b *Batcher) Add(r *Row, now time.Time) []*Batch {
 	}
 	appendRow(&e.Batch, r)
 	b.rows++
-	b.bytes += r.Size
+	b.bytes += int(r.Size)
 	switch {
 	case len(e.Rows) >= b.cfg.MaxRows || e.Bytes >= b.cfg.MaxBytes:
 		if ok {
@@ -540,7 +574,7 @@ func appendRow(bt *Batch, r *Row) {
 		bt.buf, bt.Rows = nb, nb.rows
 	}
 	bt.Rows = append(bt.Rows, *r)
-	bt.Bytes += r.Size
+	bt.Bytes += int(r.Size)
 }
 
 // Join returns one batch holding the rows of bs, partition after partition, and releases bs. The
@@ -584,7 +618,7 @@ func (b *Batch) EachPartition(fn func(part *Batch)) {
 		}
 		part := Batch{Target: b.Target, Key: b.Rows[i].Key, Rows: b.Rows[i:j:j], Partitions: 1}
 		for k := i; k < j; k++ {
-			part.Bytes += b.Rows[k].Size
+			part.Bytes += int(b.Rows[k].Size)
 		}
 		fn(&part)
 		i = j

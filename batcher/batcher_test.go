@@ -17,14 +17,14 @@ var (
 )
 
 func row(t *Target, key string, size int, off int64) *Row {
-	return &Row{Target: t, Key: key, Size: size, Source: Source{Topic: "in", Partition: 0, Offset: off}}
+	return &Row{Target: t, Key: key, Size: int32(size), Offset: off}
 }
 
 // offsets lists the source offsets of a batch's rows, to compare batches compactly.
 func offsets(b *Batch) []int64 {
 	o := make([]int64, len(b.Rows))
 	for i, r := range b.Rows {
-		o[i] = r.Source.Offset
+		o[i] = r.Offset
 	}
 	return o
 }
@@ -304,13 +304,13 @@ func TestProperties(t *testing.T) {
 					if r.Target != bt.Target || r.Key != bt.Key {
 						t.Fatalf("seed %d: batch %s/%s holds a row of %s/%s", seed, bt.Target.Table, bt.Key, r.Target.Table, r.Key)
 					}
-					seen[r.Source.Offset]++
+					seen[r.Offset]++
 					k := partKey{r.Target, r.Key}
-					if prev, ok := last[k]; ok && prev >= r.Source.Offset {
-						t.Fatalf("seed %d: partition %s/%s: offset %d after %d", seed, r.Target.Table, r.Key, r.Source.Offset, prev)
+					if prev, ok := last[k]; ok && prev >= r.Offset {
+						t.Fatalf("seed %d: partition %s/%s: offset %d after %d", seed, r.Target.Table, r.Key, r.Offset, prev)
 					}
-					last[k] = r.Source.Offset
-					sum += r.Size
+					last[k] = r.Offset
+					sum += int(r.Size)
 				}
 				if sum != bt.Bytes {
 					t.Fatalf("seed %d: Bytes %d, rows sum to %d", seed, bt.Bytes, sum)

@@ -23,7 +23,7 @@ func TestBatchClientCutsRowsInArrivalOrderAcrossPartitions(t *testing.T) {
 		if b := m.due(now); b != nil {
 			batches = append(batches, b)
 		}
-		r := batcher.Row{Key: fmt.Sprintf("dev-%d", i%7), Source: batcher.Source{Offset: int64(i)}}
+		r := batcher.Row{Key: fmt.Sprintf("dev-%d", i%7), Offset: int64(i)}
 		if b := m.add(r, now); b != nil {
 			batches = append(batches, b)
 		}
@@ -50,8 +50,8 @@ func TestBatchClientCutsRowsInArrivalOrderAcrossPartitions(t *testing.T) {
 	var next int64
 	for _, b := range batches {
 		for _, r := range b {
-			if r.Source.Offset != next {
-				t.Fatalf("row %d came after row %d: arrival order lost", r.Source.Offset, next-1)
+			if r.Offset != next {
+				t.Fatalf("row %d came after row %d: arrival order lost", r.Offset, next-1)
 			}
 			next++
 		}

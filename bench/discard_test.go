@@ -43,7 +43,7 @@ func sensorBatch(tb testing.TB, n int) (*batcher.Batch, []gocql.TypeInfo) {
 		}
 		b.Target, b.Key = row.Target, row.Key
 		b.Rows = append(b.Rows, row)
-		b.Bytes += row.Size
+		b.Bytes += int(row.Size)
 	}
 	table, ok := m.Table(topicName)
 	if !ok {
@@ -93,7 +93,7 @@ func TestDiscardWriterMarshalsEveryValue(t *testing.T) {
 		t.Fatal(perr)
 	}
 	failed, err = w.Write(context.Background(), b)
-	if err != nil || len(failed) != 1 || failed[0].Row.Source.Offset != 3 {
+	if err != nil || len(failed) != 1 || failed[0].Row.Offset != 3 {
 		t.Errorf("a bad value: %d failures (%v), err %v; want offset 3 alone", len(failed), failed, err)
 	}
 }

@@ -30,8 +30,8 @@ func wideBatch(tgt *batcher.Target, id string, n int) *batcher.Batch {
 		ts := base.Add(time.Duration(i) * time.Second)
 		p := packed.MustPack([]string{"text", "text", "timestamp", "text", "text", "text", "double", "bigint", "bigint"},
 			id, "2024-01-15", ts, "temperature", "plant-north-07", "celsius", 21.5+float64(i), int64(i), ts.UnixMicro())
-		b.Rows = append(b.Rows, batcher.Row{Target: tgt, Key: b.Key, Packed: p, Size: 24 + len(p),
-			Source: batcher.Source{Topic: "wide", Offset: int64(i)}})
+		b.Rows = append(b.Rows, batcher.Row{Target: tgt, Key: b.Key, Packed: p, Size: int32(24 + len(p)),
+			Offset: int64(i)})
 		b.Bytes += 24 + len(p)
 	}
 	return b
@@ -110,7 +110,7 @@ func TestIntegrationRefusedRowInAGroupedRequestIsIsolatedWithinItsPartition(t *t
 	if err != nil {
 		t.Fatalf("Write returned %v; want the refused row as a failure", err)
 	}
-	if len(failed) != 1 || failed[0].Row.Source.Offset != bad {
+	if len(failed) != 1 || failed[0].Row.Offset != bad {
 		t.Fatalf("failures %v; want only offset %d", failed, bad)
 	}
 	for i := range parts {

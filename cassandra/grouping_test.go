@@ -11,7 +11,7 @@ import (
 func smallBatch(t *batcher.Target, key string, rows int) *batcher.Batch {
 	b := &batcher.Batch{Target: t, Key: key, Partitions: 1}
 	for i := range rows {
-		b.Rows = append(b.Rows, batcher.Row{Target: t, Key: key, Size: 100, Source: batcher.Source{Offset: int64(i)}})
+		b.Rows = append(b.Rows, batcher.Row{Target: t, Key: key, Size: 100, Offset: int64(i)})
 		b.Bytes += 100
 	}
 	return b

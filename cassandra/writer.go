@@ -192,7 +192,7 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 		case err == nil:
 			continue
 		case cls != classRejected:
-			return nil, w.fail(ctx, b, attempts, cls, fmt.Errorf("isolating the partitions of a refused request: offset %d: %w", part[0].Source.Offset, err))
+			return nil, w.fail(ctx, b, attempts, cls, fmt.Errorf("isolating the partitions of a refused request: offset %d: %w", part[0].Offset, err))
 		}
 		if failed, err = w.isolate(ctx, b, cons, part, info.binds, err, failed); err != nil {
 			return nil, err
@@ -217,7 +217,7 @@ func (w *Writer) isolate(ctx context.Context, b *batcher.Batch, cons gocql.Consi
 			continue
 		}
 		if cls != classRejected {
-			return nil, w.fail(ctx, b, attempts, cls, fmt.Errorf("isolating rows of a refused batch: offset %d: %w", rows[i].Source.Offset, err))
+			return nil, w.fail(ctx, b, attempts, cls, fmt.Errorf("isolating rows of a refused batch: offset %d: %w", rows[i].Offset, err))
 		}
 		failed = append(failed, RowFailure{Row: rows[i], Err: rowError(t, rows[i], err)})
 	}
@@ -245,13 +245,13 @@ func splitMismatched(rows []batcher.Row, binds int, t *batcher.Target) ([]RowFai
 
 func rowError(t *batcher.Target, r batcher.Row, err error) error {
 	return fmt.Errorf("writing to %s.%s refused (topic %s partition %d offset %d): %w",
-		t.Keyspace, t.Table, r.Source.Topic, r.Source.Partition, r.Source.Offset, err)
+		t.Keyspace, t.Table, t.Topic, r.Partition, r.Offset, err)
 }
 
 func (w *Writer) fail(ctx context.Context, b *batcher.Batch, attempts int, cls class, err error) error {
 	return &WriteError{
 		Keyspace: b.Target.Keyspace, Table: b.Target.Table, Rows: len(b.Rows),
-		Attempts: attempts, Source: b.Rows[0].Source, Reason: failReason(ctx, cls, err), Err: err,
+		Attempts: attempts, Source: b.Rows[0].Source(), Reason: failReason(ctx, cls, err), Err: err,
 	}
 }
 
@@ -284,7 +284,7 @@ func (w *Writer) send(ctx context.Context, t *batcher.Target, cons gocql.Consist
 	gb := buildBatch(w.s.gs, t, cons, rows, binds, bd) // v2 batches are immutable during execution: reuse across attempts
 	size := 0
 	for i := range rows {
-		size += rows[i].Size
+		size += int(rows[i].Size)
 	}
 	return w.retry(ctx, gb.ExecContext, func(d time.Duration, outcome string) {
 		w.obs.OnBatch(len(rows), size, d, outcome)

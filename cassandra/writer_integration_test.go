@@ -120,7 +120,7 @@ func readingRow(t *batcher.Target, id, bucket string, i int) batcher.Row {
 		Key:    string(AppendRoutingKey(nil, []byte(id), []byte(bucket))),
 		Packed: packed.MustPack(readingTypes, readingValues(id, bucket, i)...),
 		Size:   40,
-		Source: batcher.Source{Topic: "readings", Partition: 0, Offset: int64(i)},
+		Offset: int64(i),
 	}
 }
 
@@ -136,7 +136,7 @@ func readingValues(id, bucket string, i int) []any {
 func batchOf(rows ...batcher.Row) *batcher.Batch {
 	b := &batcher.Batch{Target: rows[0].Target, Key: rows[0].Key, Rows: rows}
 	for _, r := range rows {
-		b.Bytes += r.Size
+		b.Bytes += int(r.Size)
 	}
 	return b
 }
@@ -310,11 +310,11 @@ func TestIntegrationPoisonRows(t *testing.T) {
 	}
 	var offsets []int64
 	for _, fl := range failed {
-		offsets = append(offsets, fl.Row.Source.Offset)
+		offsets = append(offsets, fl.Row.Offset)
 		if IsRetryable(fl.Err) {
-			t.Errorf("offset %d fails with a retryable error: %v", fl.Row.Source.Offset, fl.Err)
+			t.Errorf("offset %d fails with a retryable error: %v", fl.Row.Offset, fl.Err)
 		}
-		t.Logf("offset %d refused: %v", fl.Row.Source.Offset, fl.Err)
+		t.Logf("offset %d refused: %v", fl.Row.Offset, fl.Err)
 	}
 	if fmt.Sprint(offsets) != "[5 3 7]" {
 		t.Fatalf("failed offsets %v, want [5 3 7]", offsets)

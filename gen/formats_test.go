@@ -102,7 +102,7 @@ func TestEncodedEventsMapToTheRowsOfTheirJSON(t *testing.T) {
 				if wantErr != nil || gotErr != nil {
 					t.Fatalf("record %d: json %v, %s %v", i, wantErr, name, gotErr)
 				}
-				if string(got.Packed) != string(want.Packed) || got.Key != want.Key || !got.EventTime.Equal(want.EventTime) {
+				if string(got.Packed) != string(want.Packed) || got.Key != want.Key || !got.EventTime().Equal(want.EventTime()) {
 					t.Fatalf("record %d: %s row %+v\n json row %+v", i, name, got, want)
 				}
 			}

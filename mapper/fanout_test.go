@@ -94,7 +94,7 @@ func checkMapAllIsMapEntry(t testing.TB, m *Mapper, r Record) []Mapped {
 			continue
 		}
 		if string(got.Row.Packed) != string(row.Packed) || got.Row.Key != row.Key || got.Row.Target != row.Target ||
-			got.Row.Size != row.Size || !got.Row.EventTime.Equal(row.EventTime) || got.Row.Source != row.Source {
+			got.Row.Size != row.Size || !got.Row.EventTime().Equal(row.EventTime()) || got.Row.Source() != row.Source() {
 			t.Fatalf("%q: entry %s: MapAll's row %+v, MapEntry's %+v", r.Value, got.Entry, got.Row, row)
 		}
 		if got.Row.Target.Entry != got.Entry {

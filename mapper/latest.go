@@ -123,10 +123,11 @@ func (p *plan) tombstone(ctx context.Context, rec *Record, s *scratch) (outcome,
 	s.key = key
 	out.eventTime, out.deleted, out.entityLen = kt, true, len(key)
 	out.row = batcher.Row{
-		Target:    p.deleteTarget,
-		Source:    batcher.Source{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset},
-		EventTime: kt,
-		Size:      rowOverhead + w.Size(),
+		Target:      p.deleteTarget,
+		Offset:      rec.Offset,
+		EventMicros: batcher.EventMicros(kt),
+		Partition:   rec.Partition,
+		Size:        int32(rowOverhead + w.Size()),
 	}
 	out.row.Packed, out.row.Key = w.Finish(key)
 	return out, "", nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 )
@@ -270,6 +271,43 @@ func TestTombstoneOfASharedTopicIsEachEntrysToSay(t *testing.T) {
 	}
 	if want := map[string]string{"latest": "delete", "by-site": ReasonTombstone, "readings": ReasonDecode}; !maps.Equal(reasons, want) {
 		t.Errorf("outcomes %v, want %v", reasons, want)
+	}
+}
+
+// TestEveryEntrysRowNamesItsRecordsCoordinates guards where a row's Kafka topic comes from (its
+// Target, one per entry and one more for a latest-value entry's deletes): every entry of a shared topic
+// maps a record, a tombstone too, to rows that name the record's topic, partition and offset, and the
+// time they were mapped at. A Target without its topic leaves the rows without an owner to acknowledge
+// them, and their dead letters without a source.
+func TestEveryEntrysRowNamesItsRecordsCoordinates(t *testing.T) {
+	c := baseConfig()
+	latest := c.Topics["readings"]
+	latest.Table, latest.Bucket, latest.Clustering, latest.OnTombstone = "latest", config.Bucket{Width: config.BucketNone}, nil, config.OnTombstoneDelete
+	c.Topics["latest"] = latest
+	c.Topics["by-site"] = siteEntry(c.Topics["readings"])
+	c.ApplyDefaults()
+	m, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := batcher.Source{Topic: "sensor-readings", Partition: 3, Offset: 1300}
+	for _, r := range []Record{
+		{Topic: want.Topic, Partition: want.Partition, Offset: want.Offset, Value: []byte(sensorJSON), Timestamp: kafkaTS},
+		{Topic: want.Topic, Partition: want.Partition, Offset: want.Offset, Key: []byte("dev-0042"), Timestamp: kafkaTS},
+	} {
+		rows := 0
+		for _, got := range checkMapAllIsMapEntry(t, m, r) {
+			if got.Err != nil {
+				continue // the bucketed entries refuse the tombstone
+			}
+			rows++
+			if src := got.Row.Source(); src != want {
+				t.Errorf("entry %s (delete %v): row of %+v, want %+v", got.Entry, got.Row.Target.Delete, src, want)
+			}
+		}
+		if want := map[bool]int{false: 3, true: 1}[r.Value == nil]; rows != want {
+			t.Errorf("%d rows of %q, want %d", rows, r.Value, want)
+		}
 	}
 }
 

@@ -646,10 +646,11 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 	s.key = key
 
 	out.row = batcher.Row{
-		Target:    target,
-		Source:    batcher.Source{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset},
-		EventTime: t,
-		Size:      rowOverhead + w.Size(),
+		Target:      target,
+		Offset:      rec.Offset,
+		EventMicros: batcher.EventMicros(t),
+		Partition:   rec.Partition,
+		Size:        int32(rowOverhead + w.Size()),
 	}
 	if s.joint {
 		off := len(s.rows)

@@ -104,14 +104,14 @@ func TestMapSensorRecord(t *testing.T) {
 	if row.Key != wantKey {
 		t.Errorf("key = %q, want %q", row.Key, wantKey)
 	}
-	if row.Source.Topic != "sensor-readings" || row.Source.Partition != 3 || row.Source.Offset != 1207 {
-		t.Errorf("source = %+v", row.Source)
+	if row.Target.Topic != "sensor-readings" || row.Partition != 3 || row.Offset != 1207 {
+		t.Errorf("source = %+v", row.Source())
 	}
-	if !row.EventTime.Equal(ts) {
-		t.Errorf("event time = %v", row.EventTime)
+	if !row.EventTime().Equal(ts) {
+		t.Errorf("event time = %v", row.EventTime())
 	}
 	// 9 values: 8+10+7+8+8+4+10+4+8 bytes, each with a 4-byte length, plus the row overhead.
-	if wantSize := rowOverhead + 9*4 + 8 + 8 + 7 + 8 + 8 + 4 + 10 + 4 + 8; row.Size != wantSize {
+	if wantSize := rowOverhead + 9*4 + 8 + 8 + 7 + 8 + 8 + 4 + 10 + 4 + 8; int(row.Size) != wantSize {
 		t.Errorf("size = %d, want %d", row.Size, wantSize)
 	}
 	// The same table maps to the same *Target every time: the batcher groups by the pointer.
@@ -405,19 +405,23 @@ func TestEventTimeFormats(t *testing.T) {
 	}
 	for _, tc := range cases {
 		m := newMapper(t, func(tp *config.Topic) { tp.Time.Format = tc.format })
-		row, err := m.Map(rec(`{"device_id":"d","ts":` + tc.value + `,"temperature":1}`))
+		r := rec(`{"device_id":"d","ts":` + tc.value + `,"temperature":1}`)
+		ex, err := m.Explain(r) // the event time as parsed; the row keeps it to the microsecond
 		if err != nil {
 			t.Errorf("%s %s: %v", tc.format, tc.value, err)
 			continue
 		}
-		if !row.EventTime.Equal(tc.want) || row.EventTime.Location() != time.UTC {
-			t.Errorf("%s %s: %v, want %v", tc.format, tc.value, row.EventTime, tc.want)
+		if !ex.EventTime.Equal(tc.want) || ex.EventTime.Location() != time.UTC {
+			t.Errorf("%s %s: %v, want %v", tc.format, tc.value, ex.EventTime, tc.want)
+		}
+		if row, err := m.Map(r); err != nil || !row.EventTime().Equal(tc.want.Truncate(time.Microsecond)) {
+			t.Errorf("%s %s: row event time %v (%v), want %v", tc.format, tc.value, row.EventTime(), err, tc.want.Truncate(time.Microsecond))
 		}
 	}
 	m := newMapper(t, func(tp *config.Topic) { tp.Time = config.EventTime{Source: "kafka"} })
 	row, err := m.Map(rec(`{"device_id":"d","temperature":1}`))
-	if err != nil || !row.EventTime.Equal(kafkaTS) {
-		t.Errorf("kafka time: %v, %v", row.EventTime, err)
+	if err != nil || !row.EventTime().Equal(kafkaTS) {
+		t.Errorf("kafka time: %v, %v", row.EventTime(), err)
 	}
 }
 

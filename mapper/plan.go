@@ -227,7 +227,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	}
 	if p.onTombstone == config.OnTombstoneDelete {
 		p.deleteTarget = &batcher.Target{
-			Keyspace: p.keyspace, Table: p.table, Insert: desc.Delete(), Delete: true,
+			Topic: p.kafkaTopic, Keyspace: p.keyspace, Table: p.table, Insert: desc.Delete(), Delete: true,
 			Columns: desc.IDColumns(), Consistency: p.consistency, Entry: p.name,
 		}
 	}
@@ -279,6 +279,7 @@ func (p *plan) layoutColumns() {
 // table description's (schema.Table.Insert).
 func (p *plan) newTarget(name string) *batcher.Target {
 	return &batcher.Target{
+		Topic:       p.kafkaTopic,
 		Keyspace:    p.keyspace,
 		Table:       name,
 		Insert:      p.desc.Insert(name),

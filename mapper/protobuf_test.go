@@ -95,7 +95,7 @@ func TestProtobufRowEqualsTheJSONRowOfTheSameEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got.Packed) != string(want.Packed) || got.Key != want.Key || got.Size != want.Size ||
-		!got.EventTime.Equal(want.EventTime) || got.Target.Table != want.Target.Table {
+		!got.EventTime().Equal(want.EventTime()) || got.Target.Table != want.Target.Table {
 		t.Errorf("protobuf row %+v\n    json row %+v", got, want)
 	}
 }

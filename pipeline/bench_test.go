@@ -49,7 +49,7 @@ func benchmarkPipeline(b *testing.B, w BatchWriter, split bool) {
 		Writer: config.Writer{CommitInterval: config.Duration(100 * time.Millisecond), MaxInFlight: 8},
 		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
 	}
-	var mp Mapper = oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Entry: "events"}}}
+	var mp Mapper = oneEntry{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Entry: "events"}}}
 	var splits SplitStore
 	if split {
 		tc := cfg.Topics["events"]

@@ -30,7 +30,7 @@ func TestMappedRecordsChargeTheBudgetOnlyWithTheirHandOff(t *testing.T) {
 		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
 	}
 	cfg.ApplyDefaults()
-	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Entry: "events"}}},
+	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Entry: "events"}}},
 		Writer: discardWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		t.Fatal(err)

@@ -26,8 +26,8 @@ import (
 
 // The two entries of the test topic, each writing its own table.
 var (
-	targetA = &batcher.Target{Keyspace: "ks", Table: "table_a", Columns: []string{"v"}, Entry: "a"}
-	targetB = &batcher.Target{Keyspace: "ks", Table: "table_b", Columns: []string{"v"}, Entry: "b"}
+	targetA = &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "table_a", Columns: []string{"v"}, Entry: "a"}
+	targetB = &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "table_b", Columns: []string{"v"}, Entry: "b"}
 )
 
 // twoEntries maps every record for entries a and b. A value "bad-<entries> ..." is refused by the
@@ -55,8 +55,8 @@ func (twoEntries) MapAll(_ context.Context, r mapper.Record, out []mapper.Mapped
 			continue
 		}
 		out = append(out, mapper.Mapped{Entry: t.Entry, Row: batcher.Row{Target: t, Key: string(r.Key),
-			Packed: packText(string(r.Value)), Size: len(r.Value) + 16, EventTime: r.Timestamp,
-			Source: batcher.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}}})
+			Packed: packText(string(r.Value)), Size: int32(len(r.Value) + 16), EventMicros: r.Timestamp.UnixMicro(),
+			Partition: r.Partition, Offset: r.Offset}})
 	}
 	return out, nil
 }
@@ -85,7 +85,7 @@ func newTablesWriter() *tablesWriter {
 
 func (w *tablesWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
 	for _, r := range b.Rows {
-		if w.hold != nil && w.hold(b.Target.Table, r.Source) {
+		if w.hold != nil && w.hold(b.Target.Table, r.Source()) {
 			select {
 			case <-w.release:
 			case <-ctx.Done():
@@ -102,7 +102,7 @@ func (w *tablesWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra
 		w.rows[b.Target.Table] = t
 	}
 	for _, r := range b.Rows {
-		t[r.Source]++
+		t[r.Source()]++
 	}
 	return nil, nil
 }

@@ -65,7 +65,7 @@ func TestRecordBornExpiredIsSkippedAndDoesNotHaltThePartition(t *testing.T) {
 				c.Topics["events"] = tc
 			})
 			w := newMemWriter()
-			m := f.startMapping(cfg, w, expiringMapper{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}})
+			m := f.startMapping(cfg, w, expiringMapper{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}})
 			f.waitFor(20*time.Second, "every partition committed to its end past the expired records", f.allCommitted)
 			if err := m.stop(); err != nil {
 				t.Fatal(err)
@@ -114,7 +114,7 @@ func TestTombstoneSkippedByItsEntryIsCommittedAndCounted(t *testing.T) {
 		c.Topics["events"] = tc
 	})
 	w := newMemWriter()
-	m := f.startMapping(cfg, w, expiringMapper{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}}}})
+	m := f.startMapping(cfg, w, expiringMapper{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Columns: []string{"v"}}}})
 	f.waitFor(20*time.Second, "every partition committed to its end past the tombstones", f.allCommitted)
 	if err := m.stop(); err != nil {
 		t.Fatal(err)

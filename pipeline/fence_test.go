@@ -62,7 +62,7 @@ func TestSplitBatchBuiltBeforeTheSessionEndedIsNeverWrittenAfterIt(t *testing.T)
 		c.Topics["events"] = tc
 	})
 	w := &frozenWriter{memWriter: newMemWriter(), started: make(chan struct{})}
-	mp := splitFakeMapper{oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}}, &routing.Routes{}}
+	mp := splitFakeMapper{oneEntry{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}}, &routing.Routes{}}
 	m := f.startFull(cfg, mp, w, nil)
 	// Every record is mapped and waits in the write stage behind the held write.
 	f.waitFor(20*time.Second, "every record mapped and handed to the write stage", func() bool {
@@ -148,7 +148,7 @@ func (w *frozenWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra
 		first = true
 		held := make(map[batcher.Source]struct{}, len(b.Rows))
 		for _, r := range b.Rows {
-			held[r.Source] = struct{}{}
+			held[r.Source()] = struct{}{}
 		}
 		w.mu.Lock()
 		w.held = held

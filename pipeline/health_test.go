@@ -49,14 +49,14 @@ func queuedPing(ctx context.Context) error {
 	return ctx.Err()
 }
 
-var healthTarget = &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}
+var healthTarget = &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}
 
 // writeEvery acknowledges a one-row batch every d until stop is closed, as a slow but progressing
 // Cassandra does.
 func writeEvery(pl *Pipeline, d time.Duration, stop <-chan struct{}) {
 	for {
 		b := &batcher.Batch{Target: healthTarget, Key: "k", Bytes: 10,
-			Rows: []batcher.Row{{Target: healthTarget, Key: "k", Size: 10, Source: batcher.Source{Topic: testTopic}, EventTime: time.Now()}}}
+			Rows: []batcher.Row{{Target: healthTarget, Key: "k", Size: 10, EventMicros: time.Now().UnixMicro()}}}
 		pl.observeWritten(b)
 		select {
 		case <-stop:

@@ -622,11 +622,11 @@ func (a *ackLogFor) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.Ro
 rows:
 	for _, r := range b.Rows {
 		for _, f := range failures {
-			if f.Row.Source == r.Source {
+			if f.Row.Source() == r.Source() {
 				continue rows
 			}
 		}
-		k := [2]int64{int64(r.Source.Partition), r.Source.Offset}
+		k := [2]int64{int64(r.Partition), r.Offset}
 		if _, ok := a.log.acked[k]; !ok {
 			a.log.acked[k] = now
 		}
@@ -1397,7 +1397,7 @@ type holdWriter struct {
 
 func (h *holdWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
 	for i := range b.Rows {
-		if h.hold(b.Rows[i].Source) {
+		if h.hold(b.Rows[i].Source()) {
 			h.heldOnce.Do(func() { close(h.held) })
 			select {
 			case <-h.release:

@@ -102,15 +102,45 @@ func TestLatestValuePartitionsAreLeftOutOfTheLargestPartitions(t *testing.T) {
 	}
 	now := time.Now()
 	for _, tgt := range []*batcher.Target{
-		{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"},
-		{Keyspace: "ks", Table: "current", Columns: []string{"v"}, Entry: "current"},
+		{Topic: testTopic, Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"},
+		{Topic: testTopic, Keyspace: "ks", Table: "current", Columns: []string{"v"}, Entry: "current"},
 	} {
 		b := &batcher.Batch{Target: tgt, Key: "dev-1", Bytes: 10, Partitions: 1,
-			Rows: []batcher.Row{{Target: tgt, Key: "dev-1", Size: 10, Source: batcher.Source{Topic: testTopic}, EventTime: now}}}
+			Rows: []batcher.Row{{Target: tgt, Key: "dev-1", Size: 10, EventMicros: now.UnixMicro()}}}
 		pl.observeWritten(b)
 	}
 	got := pl.metrics.Largest()[testTopic]
 	if len(got) != 1 || got[0].Table != "events" {
 		t.Errorf("largest open partitions %+v, want only the bucketed table's (events)", got)
+	}
+}
+
+// TestWrittenBatchReportsItsNewestEventTime guards the event-time lag and the largest open partitions
+// with rows that keep their event time as microseconds: a written batch reports the newest event time
+// among its rows, wherever that row is in the batch (to the microsecond), and the partition is tallied
+// as open until the end of that row's hourly bucket (an older row's bucket has closed already).
+func TestWrittenBatchReportsItsNewestEventTime(t *testing.T) {
+	now := time.Date(2026, 11, 27, 11, 30, 0, 0, time.UTC)
+	cfg := (&fixture{t: t, addrs: []string{"127.0.0.1:1"}, group: "g"}).config(nil)
+	reg := prometheus.NewRegistry()
+	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{}}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(reg),
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Entry: "events"}
+	newest := time.Date(2026, 11, 27, 11, 29, 59, 999_999_000, time.UTC)
+	b := &batcher.Batch{Target: target, Key: "dev-1", Partitions: 1, Rows: []batcher.Row{
+		{Target: target, Key: "dev-1", EventMicros: newest.Add(-time.Hour).UnixMicro()},
+		{Target: target, Key: "dev-1", EventMicros: newest.UnixMicro()},
+		{Target: target, Key: "dev-1", EventMicros: newest.Add(-time.Microsecond).UnixMicro()},
+	}}
+	pl.observeWritten(b)
+	if got := metricstest.Series(t, reg, "sink_event_time_lag_seconds"); len(got) != 1 || got[0] != now.Sub(newest).Seconds() {
+		t.Errorf("sink_event_time_lag_seconds %v, want [%v]", got, now.Sub(newest).Seconds())
+	}
+	want := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	if got := pl.metrics.Largest()[testTopic]; len(got) != 1 || !got[0].Closes.Equal(want) || got[0].Rows != 3 {
+		t.Errorf("largest open partitions %+v, want dev-1's 3 rows closing at %s", got, want)
 	}
 }

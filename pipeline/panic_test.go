@@ -29,7 +29,7 @@ func (m panicMapper) MapContext(_ context.Context, r mapper.Record) (batcher.Row
 }
 
 func newPanicMapper() panicMapper {
-	return panicMapper{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}}
+	return panicMapper{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}}
 }
 
 // TestMappingPanicIsDeadLetteredAndThePartitionGoesOn: a record whose mapping panics is contained to

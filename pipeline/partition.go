@@ -582,7 +582,7 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 		// must not wait for them; they stay undone, so the watermark stops before the first of them.
 		p.mu.Lock()
 		for i := range rows {
-			p.block(rows[i].Source.Offset)
+			p.block(rows[i].Offset)
 		}
 		p.mu.Unlock()
 		return false

@@ -650,19 +650,20 @@ func (pl *Pipeline) stuckGauge(topic string) {
 // observeWritten records that Cassandra answers (for readiness) and feeds the event-time lag and the
 // largest-open-partitions tally with a written batch.
 func (pl *Pipeline) observeWritten(b *batcher.Batch) {
-	var latest time.Time
+	newest := 0
 	for i := range b.Rows {
-		if t := b.Rows[i].EventTime; t.After(latest) {
-			latest = t
+		if b.Rows[i].EventMicros > b.Rows[newest].EventMicros {
+			newest = i
 		}
 	}
+	latest := b.Rows[newest].EventTime()
 	pl.health.Written()
-	topic := b.Rows[0].Source.Topic
+	topic := b.Target.Topic
 	// A latest-value entry has no policy: its partitions, one row per entity overwritten by every event
 	// and never closing, stay out of the largest open partitions (a tally of its writes would count
 	// overwrites, not what a partition holds). Its event times still feed the event-time lag.
 	var closes time.Time
-	if e := pl.entries[b.Target.Entry]; e != nil && e.policy != nil && !latest.IsZero() {
+	if e := pl.entries[b.Target.Entry]; e != nil && e.policy != nil {
 		closes = e.policy.End(e.policy.Index(latest))
 	}
 	pl.metrics.ObserveWritten(topic, b.Target.Table, b.Key, int64(len(b.Rows)), int64(b.Bytes), latest, closes)

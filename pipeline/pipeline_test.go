@@ -74,12 +74,13 @@ func (m fakeMapper) MapContext(_ context.Context, r mapper.Record) (batcher.Row,
 			Reason: mapper.ReasonDecode, Err: errors.New("decoding JSON: not an object")}
 	}
 	return batcher.Row{
-		Target:    m.target,
-		Key:       string(r.Key),
-		Packed:    packText(string(r.Value)),
-		Size:      len(r.Value) + 16,
-		Source:    batcher.Source{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
-		EventTime: r.Timestamp,
+		Target:      m.target,
+		Key:         string(r.Key),
+		Packed:      packText(string(r.Value)),
+		Offset:      r.Offset,
+		EventMicros: r.Timestamp.UnixMicro(),
+		Partition:   r.Partition,
+		Size:        int32(len(r.Value) + 16),
 	}, nil
 }
 
@@ -122,7 +123,7 @@ func newMemWriter() *memWriter {
 
 func (w *memWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
 	for _, r := range b.Rows {
-		if w.hold != nil && w.hold(r.Source) {
+		if w.hold != nil && w.hold(r.Source()) {
 			select {
 			case <-w.release:
 			case <-ctx.Done():
@@ -133,7 +134,7 @@ func (w *memWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.Ro
 	}
 	for _, r := range b.Rows {
 		if w.fail != nil {
-			if err := w.fail(r.Source); err != nil {
+			if err := w.fail(r.Source()); err != nil {
 				return nil, err
 			}
 		}
@@ -145,11 +146,11 @@ func (w *memWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.Ro
 rows:
 	for _, r := range b.Rows {
 		for _, f := range failures {
-			if f.Row.Source == r.Source {
+			if f.Row.Source() == r.Source() {
 				continue rows
 			}
 		}
-		w.rows[r.Source]++
+		w.rows[r.Source()]++
 	}
 	return failures, nil
 }
@@ -158,7 +159,7 @@ rows:
 func (w *memWriter) rejected(b *batcher.Batch) []cassandra.RowFailure {
 	var out []cassandra.RowFailure
 	for _, r := range b.Rows {
-		if w.reject != nil && w.reject(r.Source) {
+		if w.reject != nil && w.reject(r.Source()) {
 			out = append(out, cassandra.RowFailure{Row: r, Err: errors.New("Invalid query: value too large")})
 		}
 	}
@@ -263,7 +264,7 @@ type member struct {
 
 func (f *fixture) start(cfg *config.Config, w *memWriter) *member {
 	f.t.Helper()
-	return f.startFull(cfg, oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}}, w, nil)
+	return f.startFull(cfg, oneEntry{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}}, w, nil)
 }
 
 // startMapping is start with a mapper of the caller's.
@@ -275,7 +276,7 @@ func (f *fixture) startMapping(cfg *config.Config, w *memWriter, mp rowMapper) *
 // startWith is start with any writer and a SliceMaker (nil: none).
 func (f *fixture) startWith(cfg *config.Config, writer BatchWriter, slices SliceMaker) *member {
 	f.t.Helper()
-	return f.startFull(cfg, oneEntry{fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}}, writer, slices)
+	return f.startFull(cfg, oneEntry{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}}, writer, slices)
 }
 
 // startFull starts a member with the caller's mapper, writer and SliceMaker (nil: none).
@@ -614,7 +615,7 @@ type probeWriter struct {
 }
 
 func (w *probeWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
-	src := b.Rows[0].Source
+	src := b.Rows[0].Source()
 	w.mu.Lock()
 	w.seen[src]++
 	retry := w.seen[src] > 1
@@ -1066,7 +1067,7 @@ func batchesGrowWhileWritesAreBusy(t *testing.T, group func([]*batcher.Batch) []
 		c.Writer.BatchMaxRows = 100
 	})
 	w := &sizeWriter{release: make(chan struct{})}
-	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{oneKeyMapper{fakeMapper{target: &batcher.Target{Table: "events", Entry: "events"}}}},
+	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{oneKeyMapper{fakeMapper{target: &batcher.Target{Topic: testTopic, Table: "events", Entry: "events"}}}},
 		Writer: w, Group: group, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		t.Fatal(err)

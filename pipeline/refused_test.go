@@ -252,7 +252,7 @@ func TestMappedRecordsAreNotRetained(t *testing.T) {
 					c.ApplyDefaults()
 				}
 			})
-			var inner rowMapper = fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}
+			var inner rowMapper = fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}}
 			if real {
 				if err := cfg.Validate(); err != nil {
 					t.Fatalf("test config: %v", err)

@@ -52,7 +52,7 @@ func TestRecordWaitsForAnUnreachableRegistryAndIsWritten(t *testing.T) {
 	failures.Store(5)
 	w := newMemWriter()
 	m := f.startMapping(f.config(nil), w, unreachableRegistryMapper{
-		fakeMapper: fakeMapper{target: &batcher.Target{Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}},
+		fakeMapper: fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Columns: []string{"v"}, Entry: "events"}},
 		failures:   &failures,
 	})
 	f.waitFor(30*time.Second, "every partition committed to its end after the registry answered", f.allCommitted)

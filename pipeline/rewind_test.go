@@ -171,7 +171,7 @@ type nthWriteWriter struct {
 func (w *nthWriteWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
 	if b.Target.Table == w.table {
 		for _, r := range b.Rows {
-			if r.Source != w.row {
+			if r.Source() != w.row {
 				continue
 			}
 			if n := int(w.started.Add(1)); n <= len(w.gates) {

@@ -192,11 +192,11 @@ func newSplitState(t *splitTopic, p *partition) *splitState {
 // this row stays where it was mapped.
 func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (batcher.Row, error) {
 	t := s.t
-	idx := t.policy.Index(row.EventTime)
+	idx := t.policy.Index(row.EventTime())
 	if !s.loaded[idx] {
 		// Held before the load, so that no other worker's release forgets what this one loads.
 		t.routes.Hold(idx)
-		n, err := s.load(idx, row.Source.Offset)
+		n, err := s.load(idx, row.Offset)
 		if err != nil {
 			t.routes.Release(idx)
 			return row, err
@@ -209,7 +209,7 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 			}
 		}
 	} else if due, stale := t.refreshDue(idx, time.Now()); due {
-		n, err := s.refresh(idx, row.Source.Offset, stale)
+		n, err := s.refresh(idx, row.Offset, stale)
 		if err != nil {
 			return row, err
 		}
@@ -238,7 +238,7 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	st := s.tally[k]
 	if st == nil {
 		s.prune(idx)
-		st = &splitStat{first: row.EventTime}
+		st = &splitStat{first: row.EventTime()}
 		s.tally[k] = st
 	}
 	for len(st.rows) <= eb {
@@ -247,15 +247,15 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 	gens := t.routes.Lookup(idx, entity)
 	if len(gens) != st.gens {
 		// A new generation: its rate window starts here.
-		st.gens, st.sentRows, st.sentBytes, st.first, st.last = len(gens), 0, 0, row.EventTime, row.EventTime
+		st.gens, st.sentRows, st.sentBytes, st.first, st.last = len(gens), 0, 0, row.EventTime(), row.EventTime()
 		st.wholeRows, st.sampledAt = 0, 0
 	}
 	st.rows[eb]++
 	st.bytes[eb] += int64(row.Size)
 	st.sentRows++
 	st.sentBytes += int64(row.Size)
-	if row.EventTime.After(st.last) {
-		st.last = row.EventTime
+	if row.EventTime().After(st.last) {
+		st.last = row.EventTime()
 	}
 	first, kNow := 0, t.base // the current generation's event buckets
 	if len(gens) > 0 {
@@ -343,7 +343,7 @@ func (s *splitState) count(row batcher.Row, st *splitStat, first, k int) error {
 func (s *splitState) countOne(row batcher.Row, eb int) (int64, error) {
 	t := s.t
 	var n int64
-	err := s.p.retry(row.Source.Offset, "counting the rows of a partition", func(ctx context.Context) (err error) {
+	err := s.p.retry(row.Offset, "counting the rows of a partition", func(ctx context.Context) (err error) {
 		n, err = t.store.Count(ctx, t.keyspace, t.table, row, eb, t.maxRows+1)
 		return err
 	})
@@ -445,7 +445,7 @@ func (s *splitState) setOver(st *splitStat, over bool) {
 func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []routing.Generation, end, next int, st *splitStat) error {
 	t := s.t
 	var newest time.Time
-	err := s.p.retry(row.Source.Offset, "reading the newest row of a hot partition", func(ctx context.Context) (err error) {
+	err := s.p.retry(row.Offset, "reading the newest row of a hot partition", func(ctx context.Context) (err error) {
 		newest, err = t.store.Newest(ctx, t.keyspace, t.table, row, end)
 		return err
 	})
@@ -469,11 +469,11 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ro
 		From: from, FirstEventBucket: end, EventBuckets: next, DecidedAt: time.Now(), DecidedBy: s.p.pl.sink.Kafka.ClientID,
 		// The decider's partition adopts its decision in the same transaction, from the next record
 		// on: no row of it was routed past this one, and every row before it is earlier than T.
-		Topic: row.Source.Topic, Partition: row.Source.Partition, FromOffset: row.Source.Offset + 1,
+		Topic: row.Target.Topic, Partition: row.Partition, FromOffset: row.Offset + 1,
 	}
 	var held routing.Record
 	var applied bool
-	err = s.p.retry(row.Source.Offset, "writing a routing record", func(ctx context.Context) (err error) {
+	err = s.p.retry(row.Offset, "writing a routing record", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Propose(ctx, t.keyspace, rec)
 		return err
 	})
@@ -502,14 +502,14 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ro
 // It reports whether it mapped the row again.
 func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func() (batcher.Row, error)) (batcher.Row, bool, error) {
 	t := s.t
-	g := routing.Applying(t.routes.Lookup(idx, entity), row.EventTime)
+	g := routing.Applying(t.routes.Lookup(idx, entity), row.EventTime())
 	if g == nil {
 		return row, false, nil
 	}
-	if _, ok := g.Adopted[row.Source.Partition]; ok {
+	if _, ok := g.Adopted[row.Partition]; ok {
 		return row, false, nil // the mapper routed the row by that adoption already
 	}
-	from := max(row.Source.Offset, s.floors[splitGen{idx, entity, g.N}])
+	from := max(row.Offset, s.floors[splitGen{idx, entity, g.N}])
 	if err := s.adoptFrom(row, idx, entity, g.N, from); err != nil {
 		return row, false, err
 	}
@@ -521,21 +521,20 @@ func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func
 // (or takes the one written first) and publishes it to the mapper's routes.
 func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int, from int64) error {
 	t := s.t
-	src := row.Source
 	a := routing.Adoption{
 		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: n,
-		Topic: src.Topic, Partition: src.Partition, From: from, AdoptedAt: time.Now(), AdoptedBy: s.p.pl.sink.Kafka.ClientID,
+		Topic: row.Target.Topic, Partition: row.Partition, From: from, AdoptedAt: time.Now(), AdoptedBy: s.p.pl.sink.Kafka.ClientID,
 	}
 	var held routing.Adoption
 	var applied bool
-	err := s.p.retry(row.Source.Offset, "writing a split adoption", func(ctx context.Context) (err error) {
+	err := s.p.retry(row.Offset, "writing a split adoption", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Adopt(ctx, t.keyspace, a)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	t.routes.Adopt(idx, entity, n, src.Partition, held.From)
+	t.routes.Adopt(idx, entity, n, row.Partition, held.From)
 	s.p.log.Info("split generation adopted", slog.String("table", a.Table), slog.Time("bucket", a.BucketStart),
 		slog.Int("generation", n), slog.Int64("from_offset", held.From), slog.Bool("adopted_here", applied))
 	return nil

@@ -209,7 +209,7 @@ func TestSplitRoutesForgetTheBucketsAWorkerMovedPast(t *testing.T) {
 	w := newSplitState(s.t, &partition{workCtx: context.Background(), hwm: 0})
 	key := hotEntity + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x00\x00"
 	row := func(hour int) batcher.Row {
-		return batcher.Row{Key: key, EventTime: hour0.Add(time.Duration(hour)*time.Hour + time.Minute), Source: batcher.Source{Offset: int64(hour)}}
+		return batcher.Row{Key: key, EventMicros: hour0.Add(time.Duration(hour)*time.Hour + time.Minute).UnixMicro(), Offset: int64(hour)}
 	}
 	for h := range 100 {
 		r := row(h)
@@ -270,8 +270,8 @@ func TestSplitWorkerFrozenPastItsSessionFollowsTheNewOwnersSplit(t *testing.T) {
 	w := newSplitState(s.t, &partition{workCtx: context.Background(), hwm: 0})
 	key := hotEntity + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x00\x00"
 	row := func(offset int64) batcher.Row {
-		return batcher.Row{Key: key, EventTime: hour0.Add(time.Duration(offset) * time.Second),
-			Source: batcher.Source{Topic: "in", Partition: 0, Offset: offset}}
+		return batcher.Row{Target: &batcher.Target{Topic: "in"}, Key: key, EventMicros: hour0.Add(time.Duration(offset) * time.Second).UnixMicro(),
+			Partition: 0, Offset: offset}
 	}
 	remaps := 0
 	route := func(r batcher.Row) {
@@ -289,7 +289,7 @@ func TestSplitWorkerFrozenPastItsSessionFollowsTheNewOwnersSplit(t *testing.T) {
 	if remaps != 1 {
 		t.Errorf("the row after the freeze was mapped again %d times; want once, after the records were read", remaps)
 	}
-	if g := routes.Route(idx0, hotEntity, row(10).EventTime, 0, 10); g == nil || g.N != 1 {
+	if g := routes.Route(idx0, hotEntity, row(10).EventTime(), 0, 10); g == nil || g.N != 1 {
 		t.Errorf("the row at offset 10 routes by %v; want generation 1, which its partition adopted from offset 5", g)
 	}
 }
@@ -324,7 +324,7 @@ func (m *entryCalls) MapAll(_ context.Context, _ mapper.Record, out []mapper.Map
 func (m *entryCalls) MapEntry(_ context.Context, entry string, r mapper.Record) (batcher.Row, error) {
 	m.entries = append(m.entries, entry)
 	return batcher.Row{Key: hotEntity + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x00\x00",
-		EventTime: hour0.Add(time.Minute), Source: batcher.Source{Offset: r.Offset}, Size: 99}, nil
+		EventMicros: hour0.Add(time.Minute).UnixMicro(), Offset: r.Offset, Size: 99}, nil
 }
 
 // TestSplitRoutingIsPerEntry: of the rows two entries of a Kafka topic made of a record, only the row of
@@ -340,7 +340,7 @@ func TestSplitRoutingIsPerEntry(t *testing.T) {
 	p.split = map[string]*splitState{"a": newSplitState(s.t, p)}
 	defer p.split["a"].release()
 	row := batcher.Row{Key: hotEntity + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x00\x00",
-		EventTime: hour0.Add(time.Minute), Source: batcher.Source{Offset: 1}}
+		EventMicros: hour0.Add(time.Minute).UnixMicro(), Offset: 1}
 	ms := []mapper.Mapped{{Entry: "a", Row: row}, {Entry: "b", Row: row}}
 	if err := p.routeSplits(mapper.Record{Offset: 1}, ms); err != nil {
 		t.Fatal(err)

@@ -164,7 +164,7 @@ func FromRecord(dlqTopic string, src *kgo.Record, refusals ...Refusal) *kgo.Reco
 // headers are the sink.* ones of the refusal without sink.source.timestamp (unknown), then
 // sink.source.missing=true.
 func FromRow(dlqTopic string, row *batcher.Row, refusal Refusal) *kgo.Record {
-	src := row.Source
+	src := row.Source()
 	headers := sinkHeaders(make([]kgo.RecordHeader, 0, 9), src.Topic, src.Partition, src.Offset, time.Time{}, []Refusal{refusal})
 	headers = append(headers, kgo.RecordHeader{Key: HeaderSourceMissing, Value: []byte("true")})
 	return &kgo.Record{Topic: dlqTopic, Value: rowJSON(row), Headers: headers}

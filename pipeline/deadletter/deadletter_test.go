@@ -149,11 +149,11 @@ func TestDeadLetterErrorHeaderIsCapped(t *testing.T) {
 // columns), no key, and the coordinates with sink.source.missing and sink.table.
 func TestRowDeadLetterRendersTheRowAsJSON(t *testing.T) {
 	row := &batcher.Row{
-		Target: &batcher.Target{Keyspace: "ks", Table: "readings", Columns: []string{"device_id", "ts", "tags", "note", "counts"}},
+		Target: &batcher.Target{Topic: "readings", Keyspace: "ks", Table: "readings", Columns: []string{"device_id", "ts", "tags", "note", "counts"}},
 		Packed: packed.MustPack([]string{"text", "timestamp", "list<text>", "text", "map<text, text>", "int", "bigint"},
 			"dev-1", time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC), []any{"a", "b"}, gocql.UnsetValue,
 			map[string]any{"1": "one"}, int32(3600), int64(1_709_287_200_000_000)),
-		Source: batcher.Source{Topic: "readings", Partition: 4, Offset: 17},
+		Partition: 4, Offset: 17,
 	}
 	got := FromRow("readings.dlq", row, Refusal{Entry: "readings", Table: "ks.readings", Reason: ReasonWrite, Err: errors.New("Invalid query: value too large")})
 	want := `{"counts":{"1":"one"},"device_id":"dev-1","tags":["a","b"],"ts":"2024-03-01T10:00:00Z"}`
@@ -176,9 +176,9 @@ func TestRowDeadLetterRendersTheRowAsJSON(t *testing.T) {
 // values, not with the timestamp's.
 func TestDeleteRowDeadLetterLabelsTheIDs(t *testing.T) {
 	row := &batcher.Row{
-		Target: &batcher.Target{Keyspace: "ks", Table: "latest", Delete: true, Columns: []string{"site", "device_id"}},
-		Packed: packed.MustPack([]string{"bigint", "text", "text"}, int64(1_709_287_200_000_999), "plant-1", "dev-1"),
-		Source: batcher.Source{Topic: "readings", Partition: 4, Offset: 18},
+		Target:    &batcher.Target{Topic: "readings", Keyspace: "ks", Table: "latest", Delete: true, Columns: []string{"site", "device_id"}},
+		Packed:    packed.MustPack([]string{"bigint", "text", "text"}, int64(1_709_287_200_000_999), "plant-1", "dev-1"),
+		Partition: 4, Offset: 18,
 	}
 	got := FromRow("readings.dlq", row, Refusal{Reason: ReasonWrite, Err: errors.New("refused")})
 	if want := `{"device_id":"dev-1","site":"plant-1"}`; string(got.Value) != want {

@@ -81,7 +81,7 @@ type simNode struct {
 func (n *simNode) Write(_ context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
 	now := time.Now()
 	for i := range b.Rows {
-		src := b.Rows[i].Source
+		src := b.Rows[i].Source()
 		o := n.owners[src.Partition]
 		o.run.mu.Lock() // the producing goroutine grows the owner's slices meanwhile
 		o.reached[src.Offset] = now
@@ -233,8 +233,8 @@ func simulate(cfg simConfig) simResult {
 				o.keys = append(o.keys, key)
 				o.reached = append(o.reached, time.Time{})
 				o.acked = append(o.acked, -1)
-				rows[i] = batcher.Row{Target: target, Key: key, Size: cfg.RowSize, EventTime: now,
-					Source: batcher.Source{Topic: o.tp.Topic, Partition: o.tp.Partition, Offset: off}}
+				rows[i] = batcher.Row{Target: target, Key: key, Size: int32(cfg.RowSize), EventMicros: now.UnixMicro(),
+					Partition: o.tp.Partition, Offset: off}
 			}
 			run.held += n
 			run.mu.Unlock()

@@ -134,6 +134,29 @@ type Stage struct {
 	gates   map[string]*tableGate // by keyspace.table, while batches of the table are retried
 
 	batched, acknowledged prometheus.Observer // sink_stage_seconds of the stages the stage sees
+	// counters holds the written-rows counters (*entryCounters) of each Target's entry, by Target (a
+	// pointer: a string key would be allocated for every lookup). Found by their label values they cost
+	// two lookups, hashing and locking, for every batch written. It holds a Target the mapper holds too.
+	counters sync.Map
+}
+
+// entryCounters are the counters an entry's written rows add to.
+type entryCounters struct {
+	records prometheus.Counter // sink_records_written_total{topic}
+	rows    prometheus.Counter // sink_entry_rows_written_total{topic, entry}
+}
+
+// countersOf returns the counters of t's entry, made at its first batch.
+func (s *Stage) countersOf(t *batcher.Target) *entryCounters {
+	if c, ok := s.counters.Load(t); ok {
+		return c.(*entryCounters)
+	}
+	m := s.cfg.Metrics
+	c, _ := s.counters.LoadOrStore(t, &entryCounters{
+		records: m.RecordsWritten.WithLabelValues(t.Topic),
+		rows:    m.EntryRowsWritten.WithLabelValues(t.Topic, t.Entry),
+	})
+	return c.(*entryCounters)
 }
 
 // readyBatch is a batch with the assignment of each of its rows, resolved when it left the batcher.
@@ -429,12 +452,11 @@ func (s *Stage) take(bs ...*batcher.Batch) {
 	for _, b := range bs {
 		owners := getOwners(len(b.Rows))
 		var last Owner
-		var lastTP offsets.TopicPartition
+		tp := offsets.TopicPartition{Topic: b.Target.Topic} // every row of a batch is of its Target's topic
 		for i := range b.Rows {
-			src := b.Rows[i].Source
-			if last == nil || lastTP.Topic != src.Topic || lastTP.Partition != src.Partition {
-				lastTP = offsets.TopicPartition{Topic: src.Topic, Partition: src.Partition}
-				last = s.owners[lastTP]
+			if p := b.Rows[i].Partition; last == nil || tp.Partition != p {
+				tp.Partition = p
+				last = s.owners[tp]
 			}
 			owners[i] = last
 		}
@@ -532,12 +554,10 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets, b.Target.Entry) })
 		s.gateLeft(rb, true)
 	}
-	m := s.cfg.Metrics
-	topic := b.Rows[0].Source.Topic
-	written := len(b.Rows) - len(failures)
-	if written > 0 {
-		m.RecordsWritten.WithLabelValues(topic).Add(float64(written))
-		m.EntryRowsWritten.WithLabelValues(topic, b.Target.Entry).Add(float64(written))
+	if written := len(b.Rows) - len(failures); written > 0 {
+		c := s.countersOf(b.Target)
+		c.records.Add(float64(written))
+		c.rows.Add(float64(written))
 		b.EachPartition(s.cfg.Written)
 	}
 	var rejected map[int]error
@@ -545,7 +565,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		rejected = make(map[int]error, len(failures))
 		for _, f := range failures {
 			for i := range b.Rows {
-				if b.Rows[i].Source == f.Row.Source {
+				if b.Rows[i].Partition == f.Row.Partition && b.Rows[i].Offset == f.Row.Offset {
 					rejected[i] = f.Err
 				}
 			}
@@ -557,7 +577,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 			}
 			// The sender re-reads the record; the row goes along in case the record is gone by then.
 			row := b.Rows[i]
-			p.DeadLetterWrite(b.Rows[i].Source.Offset, deadletter.ReasonWrite, b.Target.Table, &row, ferr)
+			p.DeadLetterWrite(b.Rows[i].Offset, deadletter.ReasonWrite, b.Target.Table, &row, ferr)
 		}
 	}
 	eachOwner(b, owners, rejected, func(p Owner, offsets []int64) { p.Complete(offsets) })
@@ -577,13 +597,13 @@ func (s *Stage) fence(b *batcher.Batch, owners []Owner) (context.Context, error)
 // to be retried with backoff like any other failure (the ERROR log of a stuck partition carries the
 // cause, rate-limited), and the creation with it.
 func (s *Stage) createSlice(b *batcher.Batch, err error) (bool, error) {
-	src := b.Rows[0].Source
+	src := b.Rows[0].Source()
 	ti, known := s.cfg.Topics[b.Target.Entry]
 	if !known || !ti.Sliced || ti.MissingSlice != config.MissingSliceCreate || s.cfg.Slices == nil ||
 		!cassandra.IsMissingTable(err) || s.ctx.Err() != nil {
 		return false, err
 	}
-	table, ran, cerr := s.cfg.Slices.CreateSlice(s.ctx, ti.Name, b.Rows[0].EventTime)
+	table, ran, cerr := s.cfg.Slices.CreateSlice(s.ctx, ti.Name, b.Rows[0].EventTime())
 	if cerr != nil {
 		return false, fmt.Errorf("%w; creating it failed: %v", err, cerr)
 	}
@@ -614,7 +634,7 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 		s.gateLeft(rb, false)
 		return false
 	}
-	s.cfg.Metrics.WriteStageRetries.WithLabelValues(b.Rows[0].Source.Topic, reason).Inc()
+	s.cfg.Metrics.WriteStageRetries.WithLabelValues(b.Target.Topic, reason).Inc()
 	eachOwner(b, owners, nil, func(p Owner, offsets []int64) {
 		p.WriteRetrying(offsets, b.Target.Entry, reason, attempt, err)
 	})
@@ -634,10 +654,10 @@ func (s *Stage) deadLetterSlice(b *batcher.Batch, owners []Owner, err error) {
 		if p == nil {
 			continue
 		}
-		off := b.Rows[i].Source.Offset
+		off := b.Rows[i].Offset
 		p.WriteRecovered([]int64{off}, table) // no longer the write stage's: the sender finishes it
 		derr := fmt.Errorf("slice table %s does not exist (event time %s) and topics.%s.bucket.missing_slice is dead_letter: %w",
-			table, b.Rows[i].EventTime.UTC().Format(time.RFC3339Nano), b.Target.Entry, err)
+			table, b.Rows[i].EventTime().Format(time.RFC3339Nano), b.Target.Entry, err)
 		row := b.Rows[i] // a copy: b's row array is reused once the batch is released
 		p.DeadLetterWrite(off, deadletter.ReasonSlice, table, &row, derr)
 	}
@@ -675,7 +695,7 @@ func eachOwner(b *batcher.Batch, owners []Owner, skip map[int]error, fn func(Own
 			offsets = offsets[:0] // fn keeps nothing of it
 		}
 		cur = p
-		offsets = append(offsets, b.Rows[i].Source.Offset)
+		offsets = append(offsets, b.Rows[i].Offset)
 	}
 	if cur != nil && len(offsets) > 0 {
 		fn(cur, offsets)

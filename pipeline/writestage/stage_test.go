@@ -131,12 +131,11 @@ func (w *fakeWriter) count() int {
 	return w.writes
 }
 
-var target = &batcher.Target{Keyspace: "ks", Table: "readings", Columns: []string{"id"}, Entry: "readings"}
+var target = &batcher.Target{Topic: "events", Keyspace: "ks", Table: "readings", Columns: []string{"id"}, Entry: "readings"}
 
 // row is a row of entity key from the owner's partition at offset.
 func row(o *fakeOwner, key string, offset int64) batcher.Row {
-	return batcher.Row{Target: target, Key: key, Size: 16, EventTime: time.Unix(0, 0).UTC(),
-		Source: batcher.Source{Topic: o.tp.Topic, Partition: o.tp.Partition, Offset: offset}}
+	return batcher.Row{Target: target, Key: key, Size: 16, Partition: o.tp.Partition, Offset: offset}
 }
 
 // testConfig is the Config of a test's stage writing through w: batches close at maxRows, retries wait
@@ -343,8 +342,8 @@ func TestMissingSliceDeadLetterCarriesTheRow(t *testing.T) {
 			if d.row == nil {
 				t.Fatalf("partition %d: the slice dead letter at offset %d carries no row", o.tp.Partition, d.offset)
 			}
-			if d.row.Source.Offset != d.offset || d.row.Source.Partition != o.tp.Partition || d.row.Target != target {
-				t.Errorf("partition %d: dead letter at offset %d carries the row of %+v", o.tp.Partition, d.offset, d.row.Source)
+			if d.row.Offset != d.offset || d.row.Partition != o.tp.Partition || d.row.Target != target {
+				t.Errorf("partition %d: dead letter at offset %d carries the row of %+v", o.tp.Partition, d.offset, d.row.Source())
 			}
 		}
 		if got := s.RetryGates(); got != 0 {
@@ -361,7 +360,7 @@ func TestGivenBackRowsNameTheirEntryNotTheirTable(t *testing.T) {
 		w := &fakeWriter{err: errDown}
 		s := startStage(t, w, 1, time.Hour, nil)
 		o := newOwner(0)
-		other := &batcher.Target{Keyspace: target.Keyspace, Table: target.Table, Columns: target.Columns, Entry: "readings-copy"}
+		other := &batcher.Target{Topic: target.Topic, Keyspace: target.Keyspace, Table: target.Table, Columns: target.Columns, Entry: "readings-copy"}
 		second := row(o, "e1", 10)
 		second.Target = other
 		s.In() <- Msg{Rows: []batcher.Row{row(o, "e1", 10), second}, Owner: o}
@@ -372,6 +371,44 @@ func TestGivenBackRowsNameTheirEntryNotTheirTable(t *testing.T) {
 		slices.Sort(got)
 		if want := []string{"readings", "readings-copy"}; !slices.Equal(got, want) {
 			t.Errorf("rows given back named %v, want the entries %v", got, want)
+		}
+	})
+}
+
+// refusingWriter writes every batch but refuses, as Cassandra refuses a row it cannot take, the rows of
+// one Kafka partition and offset.
+type refusingWriter struct {
+	partition int32
+	offset    int64
+}
+
+func (w refusingWriter) Write(_ context.Context, b *batcher.Batch) ([]cassandra.RowFailure, error) {
+	var failed []cassandra.RowFailure
+	for _, r := range b.Rows {
+		if r.Partition == w.partition && r.Offset == w.offset {
+			failed = append(failed, cassandra.RowFailure{Row: r, Err: errors.New("refused")})
+		}
+	}
+	return failed, nil
+}
+
+// TestRefusedRowIsTheOneOfItsPartitionAndOffset: a batch of one entity holds rows of several Kafka
+// partitions, and two of them may have the same offset. A row Cassandra refuses is matched to the
+// batch's rows by its partition and offset (its topic is the batch's Target's): only that row is
+// dead-lettered, and the same offset of the other partition is written and acknowledged.
+func TestRefusedRowIsTheOneOfItsPartitionAndOffset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := startStage(t, refusingWriter{partition: 1, offset: 10}, 2, time.Hour, nil)
+		a, b := newOwner(0), newOwner(1)
+		s.In() <- Msg{Rows: []batcher.Row{row(a, "e1", 10)}, Owner: a}
+		s.In() <- Msg{Rows: []batcher.Row{row(b, "e1", 10)}, Owner: b}
+		synctest.Wait()
+		if got := a.seen(&a.completed); !slices.Equal(got, []int64{10}) || len(a.deadLetters) != 0 {
+			t.Errorf("partition 0: completed %v, %d dead letters; want [10] and none", got, len(a.deadLetters))
+		}
+		if got := b.seen(&b.completed); len(got) != 0 || len(b.deadLetters) != 1 || b.deadLetters[0].offset != 10 ||
+			b.deadLetters[0].reason != deadletter.ReasonWrite {
+			t.Errorf("partition 1: completed %v, dead letters %+v; want none and one at offset 10", got, b.deadLetters)
 		}
 	})
 }
