@@ -24,7 +24,8 @@ type Source struct {
 // statement is the DELETE: its rows are deletes, batched, written and acknowledged like any other.
 type Target struct {
 	// Topic is the Kafka topic whose records the rows are made of: a row's Kafka partition and offset
-	// are its own (Row), its topic is its Target's.
+	// are its own (Row), its topic is its Target's. Required of a Target whose rows go through the
+	// pipeline: its write stage finds the assignment that acknowledges a row by topic and partition.
 	Topic    string
 	Keyspace string
 	Table    string
