@@ -613,10 +613,7 @@ func (b *Batch) EachPartition(fn func(part *Batch)) {
 		return
 	}
 	for i := 0; i < len(b.Rows); {
-		j := i + 1
-		for j < len(b.Rows) && b.Rows[j].Key == b.Rows[i].Key {
-			j++
-		}
+		j := i + PartitionLen(b.Rows[i:])
 		part := Batch{Target: b.Target, Key: b.Rows[i].Key, Rows: b.Rows[i:j:j], Partitions: 1}
 		for k := i; k < j; k++ {
 			part.Bytes += int(b.Rows[k].Size)
@@ -624,6 +621,16 @@ func (b *Batch) EachPartition(fn func(part *Batch)) {
 		fn(&part)
 		i = j
 	}
+}
+
+// PartitionLen is the number of rows at the start of rows that belong to the partition of rows[0]: the
+// length of its run, since Join keeps each partition's rows together. 0 for no rows.
+func PartitionLen(rows []Row) int {
+	n := min(len(rows), 1)
+	for n < len(rows) && rows[n].Key == rows[0].Key {
+		n++
+	}
+	return n
 }
 
 // Release returns the batch's row array for reuse by later batches. Call it once, when nothing will read

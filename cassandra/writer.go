@@ -173,7 +173,7 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 		// here too: the batch comes back whole, never isolated row by row.
 		return nil, w.fail(ctx, b, attempts, cls, err)
 	}
-	if b.Partitions <= 1 || rows[0].Key == rows[len(rows)-1].Key {
+	if b.Partitions <= 1 || batcher.PartitionLen(rows) == len(rows) {
 		return w.isolate(ctx, b, cons, rows, info.binds, err, failed)
 	}
 	// A request of several partitions (Group): one bad row refuses it whole. Each partition goes again
@@ -181,10 +181,7 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 	// row: a bad row costs a request per partition and one per row of its own partition, not one per
 	// row of the request. Sequential on purpose, as in isolate.
 	for len(rows) > 0 {
-		n := 1
-		for n < len(rows) && rows[n].Key == rows[0].Key { // Join keeps each partition's rows together
-			n++
-		}
+		n := batcher.PartitionLen(rows)
 		part := rows[:n:n]
 		rows = rows[n:]
 		attempts, cls, err := w.send(ctx, t, cons, part, info.binds)
