@@ -1,7 +1,6 @@
 package secured
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/internal/testenv"
 )
@@ -65,8 +62,7 @@ func freeAddr(t *testing.T) string {
 //   - records produced while the quorum is gone: still not ready, and nothing committed past them;
 //   - one node back, a quorum again: ready again by itself, and every record written.
 func TestReadinessFollowsWhetherWritesCanSucceedAtQuorum(t *testing.T) {
-	ring := testenv.Ring(t)
-	brokers := testenv.Kafka(t)
+	f, ring := newRingFixture(t, "ready")
 	t.Cleanup(func() {
 		for n := 1; n <= 3; n++ {
 			_ = testenv.RingControl("resume", n)
@@ -74,25 +70,6 @@ func TestReadinessFollowsWhetherWritesCanSucceedAtQuorum(t *testing.T) {
 		testenv.RingNode(t, "start", 2)
 		testenv.RingNode(t, "start", 3)
 	})
-	f := &ringFixture{t: t, broker: brokers[0], topic: testenv.Name(t, "ready"), group: testenv.Name(t, "group"),
-		keyspace: testenv.Name(t, "ks")}
-	testenv.CreateTopic(t, brokers, f.topic, 3)
-	cluster := gocql.NewCluster(ring...)
-	cluster.Timeout = 10 * time.Second
-	cluster.ConnectTimeout = 10 * time.Second
-	cluster.ReconnectInterval = 2 * time.Second
-	var err error
-	if f.session, err = cluster.CreateSession(); err != nil {
-		t.Fatalf("connecting to the ring %v: %v", ring, err)
-	}
-	t.Cleanup(f.session.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := f.session.Query("CREATE KEYSPACE " + f.keyspace +
-		" WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}").ExecContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.session.Query("DROP KEYSPACE IF EXISTS " + f.keyspace).Exec() })
 
 	addr := freeAddr(t)
 	writer := "writer:\n  retry_initial: 200ms\n  retry_max: 2s\n"
