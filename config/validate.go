@@ -230,6 +230,12 @@ func (c *Config) validateSchemaRegistry(v *validator) {
 		switch {
 		case err != nil:
 			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q is not a URL: %v", u, err)
+		case pu.User != nil:
+			// Refused rather than redacted: a URL is printed with every registry failure, by this
+			// sink and by the HTTP client's errors, and the auth keys keep the password a Secret.
+			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q holds credentials (user:password@), which would be logged with every "+
+				"registry failure; remove them from the URL and set schema_registry.auth.username and password (or password_file, "+
+				"or SINK_SCHEMA_REGISTRY__AUTH__PASSWORD)", pu.Redacted())
 		case pu.Scheme != "http" && pu.Scheme != "https" || pu.Host == "":
 			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q is not an http:// or https:// URL with a host", u)
 		}

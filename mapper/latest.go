@@ -2,6 +2,7 @@ package mapper
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -91,7 +92,7 @@ func (p *plan) tombstone(ctx context.Context, rec *Record, s *scratch) (outcome,
 	var err error
 	if p.key != nil {
 		vals, root, out.keySchema, err = p.decodeKey(ctx, rec, s)
-	} else {
+	} else if err = p.framedTextKey(rec.Key); err == nil {
 		root, err = p.keyRoot(rec.Key, false, s)
 	}
 	if err != nil {
@@ -131,6 +132,25 @@ func (p *plan) tombstone(ctx context.Context, rec *Record, s *scratch) (outcome,
 	}
 	out.row.Packed, out.row.Key = w.Finish(key)
 	return out, "", nil
+}
+
+// framedTextKey refuses a key that key_codec text would read as an entity's text while it is in the
+// Confluent wire format: its first byte is 0, the format's magic byte. Read as text, such a key names an
+// entity that does not exist ("\x00\x00\x00\x00\x07dev-0042" is valid UTF-8), and every delete of the
+// topic would silently delete nothing. No identifier a producer writes as text starts with a NUL
+// character, so the rule refuses nothing real. Entries with no id column read from a field take the key's
+// bytes as they are, as their upserts do, and are not checked.
+func (p *plan) framedTextKey(key []byte) error {
+	if p.keyFields == 0 || len(key) == 0 || key[0] != 0 {
+		return nil
+	}
+	const fix = "set key_codec to the key's format (avro, protobuf or json_schema), or have the producer write the key as plain text"
+	if len(key) >= 5 {
+		return fmt.Errorf("delete: the Kafka key is in the schema registry's wire format (magic byte 0, schema id %d), "+
+			"which key_codec %s would read as the entity's text and so delete nothing; %s", binary.BigEndian.Uint32(key[1:5]), config.KeyCodecText, fix)
+	}
+	return fmt.Errorf("delete: the Kafka key starts with byte 0, the magic byte of the schema registry's wire format, "+
+		"which no text id starts with (key_codec %s); %s", config.KeyCodecText, fix)
 }
 
 // keyRoot is a tombstone's key as the value tree its id columns read their fields from (see

@@ -325,3 +325,46 @@ func TestLatestValueRowClearsWhatTheNewestEventLacks(t *testing.T) {
 		}
 	}
 }
+
+// TestTextKeyInTheWireFormatIsRefusedNotADeleteOfNothing guards against deletes that silently miss: a key
+// framed by a registry serializer (magic byte 0, a schema id, the body), read under the default
+// key_codec text, would name the entity "\x00\x00\x00\x00\x07dev-0042" and delete nothing. It is bad
+// input with reason key, saying to set key_codec, on a JSON topic as on an Avro one; a key that is only
+// named by its bytes (source kafka_key) is deleted as its upserts wrote it.
+func TestTextKeyInTheWireFormatIsRefusedNotADeleteOfNothing(t *testing.T) {
+	framed := append([]byte{0, 0, 0, 0, 7}, "dev-0042"...)
+	avroValues := keyedMapper(t, config.KeyCodecText, keyRegistry(), func(tp *config.Topic) { tp.Codec = config.CodecAvro })
+	for _, tc := range []struct {
+		name string
+		m    *Mapper
+		key  []byte
+		want string
+	}{
+		{"json topic", latestMapper(t, config.OnTombstoneDelete, nil), framed, "schema id 7"},
+		{"avro topic", avroValues, framed, "schema id 7"},
+		{"short", avroValues, []byte{0, 'd'}, "starts with byte 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tomb := Record{Topic: "sensor-readings", Partition: 3, Offset: 1300, Key: tc.key, Timestamp: kafkaTS}
+			_, err := tc.m.Map(tomb)
+			var re *RecordError
+			if !errors.As(err, &re) || re.Reason != ReasonKey {
+				t.Fatalf("got %v, want a refusal with reason key", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.want) || !strings.Contains(msg, "set key_codec") {
+				t.Errorf("message %q: want it to say %q and to set key_codec", msg, tc.want)
+			}
+		})
+	}
+	fromKey := keyedMapper(t, config.KeyCodecText, keyRegistry(), func(tp *config.Topic) {
+		tp.Codec = config.CodecAvro
+		tp.Columns[0] = config.Column{Name: "device_id", Type: "blob", Source: config.SourceKafkaKey}
+	})
+	ex, err := fromKey.Explain(Record{Topic: "sensor-readings", Partition: 3, Offset: 1300, Key: framed, Timestamp: kafkaTS})
+	if err != nil {
+		t.Fatalf("a framed key of a kafka_key id column: %v, want a delete by its bytes", err)
+	}
+	if !ex.Delete || ex.Row.Key != string(framed) {
+		t.Errorf("delete %v of routing key %q, want the key's bytes %q", ex.Delete, ex.Row.Key, framed)
+	}
+}
