@@ -242,6 +242,10 @@ func (c *Config) validateSchemaRegistry(v *validator) {
 	}
 	validateTLS(v, "schema_registry.tls", r.TLS)
 	v.positive("schema_registry.timeout", int64(r.Timeout), r.Timeout.String())
+	if d := r.UnknownSchemaRetry; d < 0 || d > MaxUnknownSchemaRetry {
+		v.add("schema_registry.unknown_schema_retry", "%s: must be from 0 (a 404 is final at once) to %s; the partition of a record "+
+			"whose schema id the registry does not have waits this long before the record is dead-lettered", d, MaxUnknownSchemaRetry)
+	}
 	a := r.Auth
 	if a.Username != "" && !a.Password.IsSet() {
 		v.add("schema_registry.auth.password", "empty while schema_registry.auth.username is set; set password, password_file or SINK_SCHEMA_REGISTRY__AUTH__PASSWORD")
@@ -250,6 +254,10 @@ func (c *Config) validateSchemaRegistry(v *validator) {
 		v.add("schema_registry.auth.username", "empty while a password is set; set the username")
 	}
 }
+
+// MaxUnknownSchemaRetry bounds schema_registry.unknown_schema_retry: a record naming an id that never
+// existed holds its partition that long.
+const MaxUnknownSchemaRetry = Duration(10 * time.Minute)
 
 // validHost accepts host or host:port; the port, when present, must be a number.
 func validHost(h string) bool {

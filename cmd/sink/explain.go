@@ -178,6 +178,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sink explain: --topic %q is neither a configured topic nor the Kafka topic of one; topics: %v\n", *topic, cfg.TopicNames())
 		return exitUsage
 	}
+	// One look at one record: the registry's 404 is the answer to show, not a follower's lag to wait out.
+	cfg.SchemaRegistry.UnknownSchemaRetry = 0
 	m, err := mapper.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sink explain: %v\n", err)
