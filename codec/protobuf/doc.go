@@ -2,8 +2,9 @@
 // message-index array) whose writer schema is a Protobuf file in the schema registry.
 //
 // A writer schema is either `.proto` text, compiled in process with protocompile (no protoc on the machine), or
-// the base64 of a serialized FileDescriptorProto, which Confluent's Python serializer registers. Its imports are
-// the schema's references (each again text or a descriptor), plus the well-known types.
+// the base64 of a serialized FileDescriptorProto, which Confluent's Python serializer registers (from a
+// protoc-generated module, whose fields carry no json_name: a missing one is taken as the default, as protoc
+// does). Its imports are the schema's references (each again text or a descriptor), plus the well-known types.
 //
 // The message a record holds is named by its message indexes (the first message of the file is [0], the second
 // [1], a message nested in it [1, 0]); the plan of each (schema id, message indexes) is compiled on the first
