@@ -178,3 +178,103 @@ func TestJSONCamelCaseIsProtobufsDefault(t *testing.T) {
 		}
 	}
 }
+
+// textSchema is testdata's envelope and site files of one form as .proto text, the site file a reference.
+func textSchema(t testing.TB, form string, id int) *codec.Schema {
+	t.Helper()
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("testdata", form, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	return &codec.Schema{ID: id, Type: "PROTOBUF", Text: read("envelope.proto"), References: []codec.Reference{
+		{Name: "sinktest/site.proto", Schema: &codec.Schema{ID: id + 1, Type: "PROTOBUF", Text: read("site.proto")}},
+	}}
+}
+
+// javaNormalizedFile compiles testdata/javanormalized/envelope.proto, its known imports resolved as the codec
+// resolves them.
+func javaNormalizedFile(t testing.TB) protoreflect.FileDescriptor {
+	t.Helper()
+	dir := filepath.Join("testdata", "javanormalized")
+	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(protocompile.ResolverFunc(func(name string) (protocompile.SearchResult, error) {
+		if name == "envelope.proto" || name == "sinktest/site.proto" {
+			f, err := os.Open(filepath.Join(dir, filepath.Base(name)))
+			return protocompile.SearchResult{Source: f}, err
+		}
+		if r, ok := knownImport(name); ok {
+			return r, nil
+		}
+		return protocompile.SearchResult{}, os.ErrNotExist
+	}))}
+	out, err := c.Compile(context.Background(), "envelope.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out[0]
+}
+
+// Every form a Confluent serializer registers decodes a record as the source text does: the Go serializer's
+// printed text, the Java normalizer's layout (leading-dot names, option literals, known imports of Confluent's
+// and Google's files without references), and a descriptor without json_name importing those known files.
+func TestEveryRegisteredFormDecodesAsTheSourceDoes(t *testing.T) {
+	md := pythonReading(t)
+	msg := framed([]int{1, 0}, sensorMessage(t, md, func(m *dynamicpb.Message) {
+		site := m.Mutable(md.Fields().ByName("site")).Message()
+		site.Set(site.Descriptor().Fields().ByName("name"), protoreflect.ValueOfString("north"))
+	}))
+	fields := sensorFields()
+	want := make([]codec.Value, len(fields))
+	if _, err := compile(t, pythonTextSchema(t, 40), fields).Decode(msg, want, nil); err != nil {
+		t.Fatal(err)
+	}
+	java := javaNormalizedFile(t)
+	javaDesc := &codec.Schema{ID: 110, Type: "PROTOBUF", Text: withoutJSONNames(t, java), References: []codec.Reference{
+		{Name: "sinktest/site.proto", Schema: &codec.Schema{ID: 111, Type: "PROTOBUF", Text: withoutJSONNames(t, java.Imports().Get(5).FileDescriptor)}},
+	}}
+	for name, s := range map[string]*codec.Schema{
+		"go serializer text":                        textSchema(t, "goserializer", 90),
+		"java normalized text":                      textSchema(t, "javanormalized", 100),
+		"descriptor importing known files, no refs": javaDesc,
+	} {
+		p, err := Codec{}.Compile(s, fields)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		got := make([]codec.Value, len(fields))
+		if _, err := p.Decode(msg, got, nil); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		sameValues(t, name, fields, want, got)
+	}
+}
+
+// Each known import compiles alone and declares what a reader of it expects.
+func TestKnownImportsCompile(t *testing.T) {
+	names := []string{"confluent/meta.proto", "confluent/type/decimal.proto"}
+	entries, err := known.ReadDir("known/google/type")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		names = append(names, "google/type/"+e.Name())
+	}
+	if len(names) != 19 {
+		t.Errorf("%d known files, want confluent's 2 and google/type's 17", len(names))
+	}
+	for _, name := range names {
+		s := &codec.Schema{ID: 120, Type: "PROTOBUF", Text: "syntax = \"proto3\";\nimport \"" + name + "\";\nmessage M { int32 a = 1; }\n"}
+		if _, err := (Codec{}).Compile(s, nil); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	fd := javaNormalizedFile(t)
+	amount := fd.Messages().ByName("Batch").Messages().ByName("Reading").Fields().ByName("amount").Message()
+	if amount.FullName() != "confluent.type.Decimal" || amount.Fields().ByNumber(3).Name() != "scale" {
+		t.Errorf("amount is %s", amount.FullName())
+	}
+}

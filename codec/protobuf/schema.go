@@ -43,6 +43,9 @@ func parseFile(s *codec.Schema) (protoreflect.FileDescriptor, error) {
 			if r, ok := src[path]; ok {
 				return r, nil
 			}
+			if r, ok := knownImport(path); ok {
+				return r, nil
+			}
 			return protocompile.SearchResult{}, fmt.Errorf("import %q: %w (not among the schema's references)", path, fs.ErrNotExist)
 		})),
 	}
