@@ -166,3 +166,40 @@ func TestIntegrationJSONSchemaVersionWithoutAConfiguredFieldIsSchema(t *testing.
 		}
 	}
 }
+
+// TestIntegrationProtobufTextFormsThroughTheRegistry: the envelope file as the Go serializer prints it, and
+// in the Java serializer's normalized layout (leading-dot names, option literals, Confluent's and Google's
+// known imports without references), registered through the real registry with the site file as a
+// reference, map a record to the JSON codec's row of the same event.
+func TestIntegrationProtobufTextFormsThroughTheRegistry(t *testing.T) {
+	reg := realRegistry(t)
+	want, err := newMapper(t, nil).Map(rec(sensorJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := newProtobufMapper(t, reg)
+	for _, form := range []string{"goserializer", "javanormalized"} {
+		dir := filepath.Join(pythonProtoDir, "..", form)
+		read := func(name string) string {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		prefix := testenv.Name(t, form)
+		site := registerAs(t, reg, prefix+"-site", sr.TypeProtobuf, read("site.proto"))
+		value := registerAs(t, reg, prefix+"-value", sr.TypeProtobuf, read("envelope.proto"),
+			sr.SchemaReference{Name: "sinktest/site.proto", Subject: site.Subject, Version: site.Version})
+		r := rec("")
+		r.Value = pythonEnvelopeValue(t, value.ID)
+		got, err := pm.Map(r)
+		if err != nil {
+			t.Errorf("%s (schema id %d): %v", form, value.ID, err)
+			continue
+		}
+		if string(got.Packed) != string(want.Packed) || got.Key != want.Key {
+			t.Errorf("%s: protobuf row %+v\n    json row %+v", form, got, want)
+		}
+	}
+}
