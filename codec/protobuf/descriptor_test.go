@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/bufbuild/protocompile"
 	"google.golang.org/protobuf/proto"
@@ -13,8 +14,10 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/bucketsink/sink/codec"
+	"github.com/bucketsink/sink/packed"
 )
 
 // The files under testdata/python are what Confluent's Python serializer registers for a protoc-generated
@@ -277,4 +280,57 @@ func TestKnownImportsCompile(t *testing.T) {
 	if amount.FullName() != "confluent.type.Decimal" || amount.Fields().ByNumber(3).Name() != "scale" {
 		t.Errorf("amount is %s", amount.FullName())
 	}
+}
+
+// An editions file's descriptor, as Python registers it, keeps the presence its features give: a field of
+// implicit presence not on the wire reads as its default, one of explicit presence stays missing, and is set
+// when written, even to 0.
+func TestEditionDescriptorKeepsItsPresence(t *testing.T) {
+	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+		ImportPaths: []string{filepath.Join("testdata", "python")}})}
+	files, err := c.Compile(context.Background(), "sinktest/edition.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := files[0].Messages().ByName("Reading")
+	fields := []codec.Field{
+		schemaFieldOf("device_id", "text"), schemaFieldOf("temperature", "double"), schemaFieldOf("floor", "int"),
+		schemaFieldOf("kind", "text"), schemaFieldOf("codes", "list<int>"), {Path: []string{"ts"}, Type: packed.Scalar(packed.KTimestamp)},
+	}
+	p := compile(t, &codec.Schema{ID: 140, Type: "PROTOBUF", Text: testdataText(t, "edition.b64")}, fields)
+	for _, floorSet := range []bool{false, true} {
+		m := dynamicpb.NewMessage(md)
+		m.Set(md.Fields().ByName("ts"), protoreflect.ValueOfMessage(timestamppb.New(sensorTS).ProtoReflect()))
+		m.Mutable(md.Fields().ByName("codes")).List().Append(protoreflect.ValueOfInt32(7))
+		if floorSet {
+			m.Set(md.Fields().ByName("floor"), protoreflect.ValueOfInt32(0))
+		}
+		raw, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]codec.Value, len(fields))
+		if _, err := p.Decode(framed([]int{0}, raw), out, nil); err != nil {
+			t.Fatal(err)
+		}
+		if out[0].State != codec.Set || len(out[0].B) != 0 || out[1].State != codec.Set || out[1].F != 0 ||
+			string(out[3].B) != "KIND_UNSPECIFIED" || !out[5].T.Equal(sensorTS) {
+			t.Errorf("implicit fields: %+v", out)
+		}
+		if want := map[bool]codec.State{false: codec.Absent, true: codec.Set}[floorSet]; out[2].State != want || out[2].N != 0 {
+			t.Errorf("floor written %v: %+v, want state %v", floorSet, out[2], want)
+		}
+		wantCodes, _ := packed.AppendValue(nil, fields[4].Type, []any{int32(7)})
+		if string(out[4].B) != string(wantCodes) {
+			t.Errorf("codes %x, want %x", out[4].B, wantCodes)
+		}
+	}
+}
+
+func schemaFieldOf(name, typ string) codec.Field {
+	tp, err := packed.ParseType(typ)
+	if err != nil {
+		panic(err)
+	}
+	return codec.Field{Path: []string{name}, Column: name, Type: tp, Unit: time.Millisecond}
 }

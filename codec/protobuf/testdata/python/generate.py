@@ -5,7 +5,8 @@ _pb2 module, and the same for each import it registers as a reference (with skip
 well-known ones too). Run from this folder, in a throwaway virtual environment:
 
     python -m venv VENV && VENV/bin/pip install grpcio-tools protobuf
-    VENV/bin/python -m grpc_tools.protoc -I. --python_out=OUT sinktest/site.proto sinktest/envelope.proto
+    VENV/bin/python -m grpc_tools.protoc -I. --python_out=OUT sinktest/site.proto sinktest/envelope.proto \
+        sinktest/edition.proto
     PYTHONPATH=OUT VENV/bin/python generate.py
 
 It rewrites the *.b64 files beside it.
@@ -14,9 +15,10 @@ It rewrites the *.b64 files beside it.
 import base64
 
 from google.protobuf import timestamp_pb2, wrappers_pb2
-from sinktest import envelope_pb2, site_pb2
+from sinktest import edition_pb2, envelope_pb2, site_pb2
 
 for name, module in [
+    ("edition.b64", edition_pb2),
     ("envelope.b64", envelope_pb2),
     ("site.b64", site_pb2),
     ("timestamp.b64", timestamp_pb2),
