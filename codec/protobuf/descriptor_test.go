@@ -3,12 +3,14 @@ package protobuf
 import (
 	"context"
 	"encoding/base64"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/bufbuild/protocompile"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -333,4 +335,31 @@ func schemaFieldOf(name, typ string) codec.Field {
 		panic(err)
 	}
 	return codec.Field{Path: []string{name}, Column: name, Type: tp, Unit: time.Millisecond}
+}
+
+// A Python descriptor importing confluent/meta.proto, confluent/type/decimal.proto and google/type/date.proto,
+// registered without references (the serializer skips them), with Confluent's annotations as options,
+// compiles against the known files and decodes.
+func TestDescriptorImportingKnownFilesWithoutReferences(t *testing.T) {
+	fields := []codec.Field{schemaFieldOf("id", "text"), schemaFieldOf("value", "double")}
+	p := compile(t, &codec.Schema{ID: 150, Type: "PROTOBUF", Text: testdataText(t, "payment.b64")}, fields)
+	md := p.(*plan).file.Messages().ByName("Payment")
+	if md == nil || md.Fields().ByName("amount").Message().FullName() != "confluent.type.Decimal" ||
+		md.Fields().ByName("day").Message().FullName() != "google.type.Date" {
+		t.Fatalf("Payment: %v", md)
+	}
+	var msg []byte
+	msg = protowire.AppendTag(msg, 1, protowire.BytesType)
+	msg = protowire.AppendString(msg, "pay-1")
+	msg = protowire.AppendTag(msg, 2, protowire.BytesType) // amount, skipped
+	msg = protowire.AppendBytes(msg, protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0x30, 0x39}))
+	msg = protowire.AppendTag(msg, 4, protowire.Fixed64Type)
+	msg = protowire.AppendFixed64(msg, math.Float64bits(12.5))
+	out := make([]codec.Value, len(fields))
+	if _, err := p.Decode(framed([]int{0}, msg), out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if string(out[0].B) != "pay-1" || out[1].F != 12.5 {
+		t.Errorf("%+v", out)
+	}
 }
