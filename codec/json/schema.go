@@ -45,7 +45,7 @@ const (
 // checkWriterSchema returns the *codec.SchemaError of the first field s cannot feed, nil when it can
 // feed them all.
 func checkWriterSchema(s *codec.Schema, fields []codec.Field) error {
-	c := &schemaChecker{id: s.ID, docs: map[string]*schemaDoc{}, steps: maxSchemaSteps}
+	c := &schemaChecker{docs: map[string]*schemaDoc{}, steps: maxSchemaSteps}
 	main, err := parseSchemaDoc(s.Text)
 	if err != nil {
 		return &codec.SchemaError{SchemaID: s.ID, Err: fmt.Errorf("the writer schema is not JSON: %w", err)}
@@ -78,7 +78,6 @@ type schemaNode struct {
 }
 
 type schemaChecker struct {
-	id    int
 	docs  map[string]*schemaDoc // the schema's references, by name
 	steps int                   // places left to visit
 }
