@@ -2,6 +2,8 @@ package mapper
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,6 +119,87 @@ func TestIntegrationProtobufAsPythonRegistersIt(t *testing.T) {
 		}
 		if string(got.Packed) != string(want.Packed) || got.Key != want.Key || !got.EventTime().Equal(want.EventTime()) {
 			t.Errorf("%s: protobuf row %+v\n    json row %+v", name, got, want)
+		}
+	}
+}
+
+// TestIntegrationJSONSchemaVersionWithoutAConfiguredFieldIsSchema: two versions of a subject's JSON Schema
+// registered through the real registry, the second without humidity (a configured column, not required):
+// records of the first version map as plain JSON does; every record of the second is refused with reason
+// schema, naming the schema id and the field, where its rows were written with the column unset.
+func TestIntegrationJSONSchemaVersionWithoutAConfiguredFieldIsSchema(t *testing.T) {
+	reg := realRegistry(t)
+	subject := testenv.Name(t, "jsonschema") + "-value"
+	v1 := registerAs(t, reg, subject, sr.TypeJSON, sensorJSONSchema)
+	dropped := strings.Replace(sensorJSONSchema, `"humidity": {"type": "number"}, `, ``, 1)
+	if dropped == sensorJSONSchema {
+		t.Fatal("the schema has no humidity property to drop")
+	}
+	v2 := registerAs(t, reg, subject, sr.TypeJSON, dropped)
+	if v1.ID == v2.ID {
+		t.Fatalf("both versions have id %d", v1.ID)
+	}
+	m := newAvroMapper(t, reg, func(tp *config.Topic) { tp.Codec = config.CodecJSONSchema })
+	want, err := newMapper(t, nil).Map(rec(sensorJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rec("")
+	r.Value = append(codec.AppendFrame(nil, v1.ID, nil), sensorJSON...)
+	got, err := m.Map(r)
+	if err != nil {
+		t.Fatalf("version 1 (id %d): %v", v1.ID, err)
+	}
+	if string(got.Packed) != string(want.Packed) {
+		t.Errorf("version 1: row %+v, want %+v", got, want)
+	}
+	withoutHumidity := strings.Replace(sensorJSON, `"humidity":40.2,`, ``, 1)
+	for i, body := range []string{withoutHumidity, withoutHumidity, sensorJSON} {
+		r := rec("")
+		r.Offset += int64(i)
+		r.Value = append(codec.AppendFrame(nil, v2.ID, nil), body...)
+		_, err := m.Map(r)
+		var re *RecordError
+		if !errors.As(err, &re) || re.Reason != ReasonSchema || !strings.Contains(err.Error(), "humidity") ||
+			!strings.Contains(err.Error(), fmt.Sprintf("schema id %d", v2.ID)) {
+			t.Errorf("version 2 (id %d), record %d: %v, want reason schema naming humidity and the schema id", v2.ID, i, err)
+		}
+	}
+}
+
+// TestIntegrationProtobufTextFormsThroughTheRegistry: the envelope file as the Go serializer prints it, and
+// in the Java serializer's normalized layout (leading-dot names, option literals, Confluent's and Google's
+// known imports without references), registered through the real registry with the site file as a
+// reference, map a record to the JSON codec's row of the same event.
+func TestIntegrationProtobufTextFormsThroughTheRegistry(t *testing.T) {
+	reg := realRegistry(t)
+	want, err := newMapper(t, nil).Map(rec(sensorJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := newProtobufMapper(t, reg)
+	for _, form := range []string{"goserializer", "javanormalized"} {
+		dir := filepath.Join(pythonProtoDir, "..", form)
+		read := func(name string) string {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		prefix := testenv.Name(t, form)
+		site := registerAs(t, reg, prefix+"-site", sr.TypeProtobuf, read("site.proto"))
+		value := registerAs(t, reg, prefix+"-value", sr.TypeProtobuf, read("envelope.proto"),
+			sr.SchemaReference{Name: "sinktest/site.proto", Subject: site.Subject, Version: site.Version})
+		r := rec("")
+		r.Value = pythonEnvelopeValue(t, value.ID)
+		got, err := pm.Map(r)
+		if err != nil {
+			t.Errorf("%s (schema id %d): %v", form, value.ID, err)
+			continue
+		}
+		if string(got.Packed) != string(want.Packed) || got.Key != want.Key {
+			t.Errorf("%s: protobuf row %+v\n    json row %+v", form, got, want)
 		}
 	}
 }
