@@ -312,7 +312,6 @@ func TestIntegrationConfluentPythonSerializersRowsEqualTheJSONRows(t *testing.T)
 		}
 		c.SchemaRegistry = config.SchemaRegistry{URLs: []string{url}}
 	})
-	s.keepRecords(append(slices.Collect(maps.Values(topics)), s.dlq)...)
 	evs := pyEvents(0, 36)
 	dropped := pyEvents(36, 6)
 	for i := range dropped {
@@ -436,25 +435,6 @@ func minus(a, b []string) []string {
 		}
 	}
 	return out
-}
-
-// keepRecords turns time-based retention off for topics. Their records carry Kafka timestamps of 1970 and 2024,
-// far past the broker's default retention of seven days, and its retention check (every five minutes) would
-// otherwise delete them under the running test.
-func (s *stack) keepRecords(topics ...string) {
-	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	forever := "-1"
-	resps, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &forever}}, topics...)
-	if err != nil {
-		s.t.Fatalf("turning retention off for %v: %v", topics, err)
-	}
-	for _, r := range resps {
-		if r.Err != nil {
-			s.t.Fatalf("turning retention off for %s: %v", r.Name, r.Err)
-		}
-	}
 }
 
 // caughtUp reports whether the group has committed the end offset of every partition of topics.
