@@ -45,7 +45,7 @@ run:
 # environment of the tests that produce through Confluent's Python serializers) runs beside the stack's start, so a
 # cold install (about a minute) costs no wall time; the tests run it again, which waits for it and is a no-op then.
 PYCLIENTS := scripts/pyclients
-RING_TESTS := ^(TestEveryBatchIsCoordinatedByAReplicaOfItsPartition|TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo)$$
+RING_TESTS := ^(TestEveryBatchIsCoordinatedByAReplicaOfItsPartition|TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo|TestReadinessFollowsWhetherWritesCanSucceedAtQuorum)$$
 RING_PKGS := ./cassandra ./internal/secured
 
 test:
