@@ -297,8 +297,10 @@ func (s *scan) fetch(st *stream, stmt string, args []any, fetch int) {
 // gives (a null is its type's zero value), but through one set of typed destinations for the page
 // (Iter.RowData) where MapScan makes new ones, a slice of them and an interface cell per column, for every
 // row: on a dense partition those allocations and the garbage they left were most of the reader's CPU.
-// Reusing the destinations shares nothing between rows: the driver unmarshals every string, slice, map,
-// blob and pointer into new memory.
+// Reusing the destinations shares nothing between rows: the driver unmarshals every string, list, set,
+// map, inet, varint and decimal into new memory, but a blob into the slice its destination already holds
+// (it appends to it from length 0), so a blob destination is given an empty slice of no capacity before
+// each row: its value then lands in memory of its own, and an empty blob stays apart from a null (nil).
 //
 // The columns named in constant (the partition key: one request reads one partition) hold the same value
 // in every row, so they are decoded from the first row only and that value is put in the others; but
@@ -311,7 +313,19 @@ func scanRows(iter *gocql.Iter, constant []string) []map[string]any {
 	}
 	rows := make([]map[string]any, 0, iter.NumRows())
 	var kept []int // the destinations of constant columns, nil after the first row
-	for iter.Scan(dst.Values...) {
+	var blobs []*[]byte
+	for _, v := range dst.Values {
+		if b, ok := v.(*[]byte); ok {
+			blobs = append(blobs, b)
+		}
+	}
+	for {
+		for _, b := range blobs {
+			*b = []byte{} // no capacity: the driver's append allocates the row's own
+		}
+		if !iter.Scan(dst.Values...) {
+			break
+		}
 		m := make(map[string]any, len(dst.Columns))
 		if len(rows) > 0 {
 			for _, i := range kept {
