@@ -408,8 +408,28 @@ func deref(p any) any {
 		return *v
 	case *[]byte:
 		return *v
+	case *[][]byte:
+		emptyBlobs(*v)
+		return *v
+	case *map[string][]byte:
+		for k, b := range *v {
+			if b == nil {
+				(*v)[k] = []byte{}
+			}
+		}
+		return *v
 	}
 	return reflect.ValueOf(p).Elem().Interface()
+}
+
+// emptyBlobs makes the nil blobs of a collection empty ones: a collection holds no null, and the driver
+// unmarshals an empty element into a nil slice, which would print as a null.
+func emptyBlobs(bs [][]byte) {
+	for i, b := range bs {
+		if b == nil {
+			bs[i] = []byte{}
+		}
+	}
 }
 
 // head is the stream's next row, waiting for its page if needed; nil when the stream is done.
