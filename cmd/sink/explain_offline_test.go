@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/hex"
+	"math"
 	"math/big"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/linkedin/goavro/v2"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/internal/testenv"
@@ -158,6 +160,64 @@ func TestIntegrationExplainFromKafkaSaysWhatIsMissing(t *testing.T) {
 		code, out, errOut := runCmd(t, runExplain, "--config", path, "--from-kafka", tc.coords)
 		if took := time.Since(start); code != exitFailure || !strings.Contains(errOut, tc.want) || took > 15*time.Second {
 			t.Errorf("%s: exit %d after %s\n%s%s\nwant exit 1 within 15 s saying %q", tc.coords, code, took.Round(time.Millisecond), out, errOut, tc.want)
+		}
+	}
+}
+
+// TestExplainTakesAProtobufSchemaAndItsImportFromFiles: a Protobuf record is explained offline from its
+// `.proto` file and the file it imports, given under its import path.
+func TestExplainTakesAProtobufSchemaAndItsImportFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"reading.proto": `syntax = "proto3";
+package sensors;
+import "common/site.proto";
+message Reading {
+  string device_id = 1;
+  int64 ts_ms = 2;
+  double temperature = 3;
+  common.Site site = 4;
+}
+`,
+		"site.proto": "syntax = \"proto3\";\npackage common;\nmessage Site { string id = 1; }\n",
+		"sink.yaml": `kafka: {brokers: ["127.0.0.1:9"]}
+cassandra: {hosts: ["127.0.0.1"], keyspace: telemetry}
+schema_registry: {urls: ["http://` + closedAddr(t) + `"]}
+topics:
+  readings:
+    topic: readings-proto
+    codec: protobuf
+    id: [device_id]
+    time: {source: field, field: ts_ms, format: unix_ms}
+    bucket: {width: 1d}
+    table: readings
+    columns:
+      - {name: device_id, type: text, field: device_id}
+      - {name: reading_time, type: timestamp, source: event_time}
+      - {name: temperature, type: double, field: temperature}
+      - {name: site_id, type: text, field: site.id}
+    clustering: [{column: reading_time, order: desc}]
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	site := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "plant-1")
+	body := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "dev-0042")
+	body = protowire.AppendVarint(protowire.AppendTag(body, 2, protowire.VarintType), uint64(time.Date(2024, 1, 15, 14, 37, 22, 123e6, time.UTC).UnixMilli()))
+	body = protowire.AppendFixed64(protowire.AppendTag(body, 3, protowire.Fixed64Type), math.Float64bits(21.5))
+	body = protowire.AppendBytes(protowire.AppendTag(body, 4, protowire.BytesType), site)
+	value := append(codec.AppendFrame(nil, 12, []int{0}), body...)
+	code, out, errOut := runCmd(t, runExplain, "--config", filepath.Join(dir, "sink.yaml"), "--topic", "readings", "--record-hex", hex.EncodeToString(value),
+		"--schema-file", filepath.Join(dir, "reading.proto"), "--reference", "common/site.proto="+filepath.Join(dir, "site.proto"))
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, w := range []string{"'dev-0042'", "'2024-01-15T14:37:22.123Z'", "21.5", "'plant-1'"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the explanation does not show %s\n%s", w, out)
 		}
 	}
 }
