@@ -42,7 +42,7 @@ run:
 # else, never beside other tests. staticcheck runs beside the first pass (it needs no stack, and its first, uncached
 # run then adds no wall time); its findings are printed after that pass. The exit status fails if go test (either
 # pass) or staticcheck fails, also when STACK_DOWN=1 stops the stack afterwards.
-RING_TESTS := ^(TestEveryBatchIsCoordinatedByAReplicaOfItsPartition|TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo)$$
+RING_TESTS := ^(TestEveryBatchIsCoordinatedByAReplicaOfItsPartition|TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo|TestReadinessFollowsWhetherWritesCanSucceedAtQuorum)$$
 RING_PKGS := ./cassandra ./internal/secured
 
 test:
