@@ -180,6 +180,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sink explain: --topic %q is neither a configured topic nor the Kafka topic of one; topics: %v\n", *topic, cfg.TopicNames())
 		return exitUsage
 	}
+	// One look at one record: the registry's 404 is the answer to show, not a follower's lag to wait out.
+	cfg.SchemaRegistry.UnknownSchemaRetry = 0
 	m, code := explainMapper(cfg, schemaFiles, entries, stderr)
 	if m == nil {
 		return code
@@ -470,8 +472,8 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 			ex.WriteTimestamp, rec.Timestamp.UTC().Format(rfc3339Milli), rec.Offset)
 	case "event_time":
 		if ex.Latest {
-			line("write timestamp\t%d µs (the event time's millisecond in µs + %d, the tie-break hashed from the row's values: of two events of one millisecond the same one always wins)",
-				ex.WriteTimestamp, ex.WriteTimestamp-ex.EventTime.UnixMilli()*1000)
+			line("write timestamp\t%d µs (the event time's millisecond in µs + offset %d mod 1000, the tie-break: of two events of one millisecond in one Kafka partition the later offset wins, unless a multiple of 1000 lies between them)",
+				ex.WriteTimestamp, rec.Offset)
 			break
 		}
 		line("write timestamp\t%d µs (event_time)", ex.WriteTimestamp)
@@ -515,8 +517,8 @@ func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 	for _, v := range ex.PartitionKey {
 		line("  %s\t= %s", v.Column, v.Literal())
 	}
-	line("write timestamp\t%d µs (the tombstone's Kafka timestamp %s in µs + 999: upserts with an event time up to that millisecond stay deleted, even replayed later; later ones are kept)",
-		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli))
+	line("write timestamp\t%d µs (the tombstone's Kafka timestamp %s in µs + offset %d mod 1000: upserts with an earlier event time stay deleted, even replayed later, and so do those of its millisecond at earlier offsets of its partition; later ones are kept)",
+		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli), ex.Row.Offset)
 	tw.Flush()
 	printBound(w, ex)
 }
