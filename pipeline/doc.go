@@ -8,10 +8,12 @@
 //   - consumer: the Kafka clients' options, the start-up broker check, the fetch and hand-off pools.
 //   - metrics: every exported metric, and the largest open partitions.
 //   - health: /healthz, /readyz, sink_ready and the Cassandra readiness ping.
+//   - split: hot-entity split routing, through the split.Worker a partition implements, and the
+//     group session's lease under which a split entry's batches are written.
 //
 // What stays here: Run and the poll loop (pipeline.go), the rebalance callbacks (group.go), the
-// per-partition worker and its completion (partition.go), the dead-letter sender (dlsender.go) and the
-// hot-entity split routing (split.go): these share the partition's lock and lifecycle.
+// per-partition worker and its completion (partition.go) and the dead-letter sender (dlsender.go):
+// these share the partition's lock and lifecycle.
 //
 // Concurrency: one poll-loop goroutine (Run) queues records and never blocks on a worker; franz-go runs
 // the rebalance callbacks between polls. Each assigned partition has one worker goroutine and one

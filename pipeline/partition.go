@@ -20,6 +20,7 @@ import (
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/offsets"
+	"github.com/bucketsink/sink/pipeline/split"
 	"github.com/bucketsink/sink/pipeline/writestage"
 )
 
@@ -72,8 +73,8 @@ type partition struct {
 	// unchargedEntries counts the records with rows taken since the last hand-off, whose tracker entries
 	// handOff charges with their rows, in one charge (the worker's alone).
 	unchargedEntries int64
-	// split is the hot-entity split state of each entry with split on (split.go), by entry name.
-	split map[string]*splitState
+	// split is the hot-entity split state of each entry with split on (package split), by entry name.
+	split map[string]*split.State
 	// mapped is the worker's scratch for what the entries made of a record (MapAll).
 	mapped []mapper.Mapped
 }
@@ -104,9 +105,9 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 	for _, e := range topic.entries {
 		if e.split != nil {
 			if p.split == nil {
-				p.split = make(map[string]*splitState)
+				p.split = make(map[string]*split.State)
 			}
-			p.split[e.name] = newSplitState(e.split, p)
+			p.split[e.name] = split.NewState(e.split, p, tp.Partition, p.log)
 		}
 	}
 	return p
@@ -123,7 +124,7 @@ func (p *partition) work() {
 	defer close(p.workerDone)
 	defer func() {
 		for _, s := range p.split {
-			s.release()
+			s.Release()
 		}
 	}()
 	rows := consumer.GetHandOff()
@@ -405,7 +406,7 @@ func (e *mapPanic) Error() string {
 }
 
 // mapRecord maps one record for every entry of its topic (MapAll), then routes the rows of entries
-// with split on (split.go), mapping an entry's row again (MapEntry) when its routing changes. A panic
+// with split on (package split), mapping an entry's row again (MapEntry) when its routing changes. A panic
 // in the mapper is contained to the record: logged at ERROR with its stack, and returned as an error, so
 // that the record is dead-lettered with reason panic (or stops the partition when the topic has no
 // dead-letter topic) like any record that cannot be mapped, instead of crashing the daemon again on
@@ -448,7 +449,7 @@ func (p *partition) mapAllWaiting(rec mapper.Record, first error) (ms []mapper.M
 	return ms, err
 }
 
-// routeSplits routes the rows of the entries with split on (split.go); an entry whose row the routing
+// routeSplits routes the rows of the entries with split on (package split); an entry whose row the routing
 // changes is mapped again alone (MapEntry), and its refusal, if it now refuses, replaces its row. It
 // returns errStopped when the partition stopped meanwhile.
 func (p *partition) routeSplits(rec mapper.Record, ms []mapper.Mapped) error {
@@ -466,7 +467,7 @@ func (p *partition) routeSplits(rec mapper.Record, ms []mapper.Mapped) error {
 			})
 			return row, err
 		}
-		row, err := s.route(m.Row, remap)
+		row, err := s.Route(m.Row, remap)
 		if errors.Is(err, errStopped) {
 			return err
 		}
@@ -485,7 +486,7 @@ func (p *partition) waitRegistry(offset int64, first error, op func(ctx context.
 	// The schema registry does not answer: the record waits, and the partition with it.
 	p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
 	var last error
-	if werr := p.retry(offset, "fetching the writer schema from the schema registry", func(ctx context.Context) error {
+	if werr := p.Retry(offset, "fetching the writer schema from the schema registry", func(ctx context.Context) error {
 		last = op(ctx)
 		if unavailable(last) {
 			p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
@@ -507,13 +508,13 @@ var errStopped = errors.New("partition stopped while a record waited")
 // a shutdown never waits for it.
 const dependencyCallTimeout = 30 * time.Second
 
-// retry runs op until it succeeds, with the pipeline's backoff, or until the partition stops
+// Retry runs op until it succeeds, with the pipeline's backoff, or until the partition stops
 // (errStopped). A dependency being unreachable (the routing table, the schema registry) is never the
 // record's fault. While it fails, the partition is stuck at offset (the record waiting for it): paused in the client and
 // counted in sink_stuck_partitions, like a write being retried, so that its fetched records do not
 // fill the byte budget that every other partition shares. The failure is logged at once and then at
 // most every stuckLogEvery.
-func (p *partition) retry(offset int64, what string, op func(ctx context.Context) error) error {
+func (p *partition) Retry(offset int64, what string, op func(ctx context.Context) error) error {
 	var logged time.Time
 	for n := 0; ; n++ {
 		ctx, cancel := context.WithTimeout(p.workCtx, dependencyCallTimeout)
@@ -551,6 +552,35 @@ func (p *partition) retry(offset int64, what string, op func(ctx context.Context
 		}
 	}
 }
+
+// The split state of an entry routes through its partition's worker (package split).
+var _ split.Worker = (*partition)(nil)
+
+// Sleep waits d, or returns errStopped as soon as the partition stops.
+func (p *partition) Sleep(d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-p.quit:
+		return errStopped
+	case <-p.workCtx.Done():
+		return errStopped
+	case <-timer.C:
+		return nil
+	}
+}
+
+// HighWatermark is the partition's high watermark as the fetch that brought the current record
+// reported it; false until a fetch has (the fetch reports it just after it queues the records).
+func (p *partition) HighWatermark() (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hwm, p.hwm >= 0
+}
+
+// WorkContext is the worker's calls' context: canceled when the partition stops (stop), so a call the
+// worker is in returns at once.
+func (p *partition) WorkContext() context.Context { return p.workCtx }
 
 // SchemaIDHeaders reports whether r carries its value's and its key's writer schema id in headers (the
 // newer Confluent clients' form, mapper.HeaderValueSchemaID and HeaderKeySchemaID), which the mapper

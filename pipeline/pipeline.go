@@ -25,6 +25,7 @@ import (
 	"github.com/bucketsink/sink/pipeline/health"
 	"github.com/bucketsink/sink/pipeline/metrics"
 	"github.com/bucketsink/sink/pipeline/offsets"
+	"github.com/bucketsink/sink/pipeline/split"
 	"github.com/bucketsink/sink/pipeline/writestage"
 )
 
@@ -61,8 +62,8 @@ type Config struct {
 	// Slices creates a missing slice table for topics with bucket.missing_slice: create
 	// (*cassandra.SliceMaker). Nil: such rows wait, retried with backoff, until the table exists.
 	Slices SliceMaker
-	// Splits is the routing table of hot-entity splits; required when a topic has split on.
-	Splits SplitStore
+	// Splits is the routing table of hot-entity splits (split.StoreOf); required when a topic has split on.
+	Splits split.Store
 }
 
 // BatchWriter writes one single-partition batch (*cassandra.Writer, or a test double); see
@@ -89,7 +90,7 @@ type entryInfo struct {
 	// stage is what the write stage knows of the entry: its name, whether it is sliced, and
 	// bucket.missing_slice.
 	stage writestage.Topic
-	split *splitTopic // nil unless split is on (split.go)
+	split *split.Topic // nil unless split is on (package split)
 }
 
 // maxPollRecords bounds one poll. The poll loop only queues records, so this is about fairness between
@@ -118,7 +119,7 @@ type Pipeline struct {
 	commitClock *offsets.CommitClock
 	mapped      prometheus.Observer
 	writes      *writestage.Stage
-	lease       *sessionLease // the group session's lease for split topics' writes; nil without split topics
+	lease       *split.Lease // the group session's lease for split topics' writes; nil without split topics
 
 	// dlqLimits caches the max.message.bytes of the dead-letter topics.
 	dlqLimits dlqLimits
@@ -201,12 +202,13 @@ func New(cfg Config) (*Pipeline, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: %w", err)
 		}
-		split, err := newSplitTopic(cfg, name, t, policy)
+		sm, _ := cfg.Mapper.(split.Mapper) // the real mapper has routes; a split topic needs them
+		sp, err := split.NewTopic(cfg.Sink, name, policy, sm, cfg.Splits, cfg.Metrics)
 		if err != nil {
 			return nil, err
 		}
 		_, sliced := policy.Sliced()
-		e := &entryInfo{name: name, table: t.Keyspace + "." + t.Table, policy: policy, split: split,
+		e := &entryInfo{name: name, table: t.Keyspace + "." + t.Table, policy: policy, split: sp,
 			stage: writestage.Topic{Name: name, Sliced: sliced, MissingSlice: t.Bucket.MissingSlice}}
 		pl.entries[name] = e
 		ti := pl.topics[kt]
@@ -311,9 +313,9 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	var fence func(context.Context, *batcher.Batch, []writestage.Owner) (context.Context, error)
 	for _, e := range pl.entries {
 		if e.split != nil {
-			// A split entry's batches are sent only while the group session is known to be alive (lease.go).
+			// A split entry's batches are sent only while the group session is known to be alive (split.Lease).
 			k := pl.sink.Kafka
-			pl.lease = newSessionLease(cl, k.Group, k.SessionTimeout.Std(), k.RebalanceTimeout.Std(), pl.backoff, pl.log)
+			pl.lease = split.NewLease(cl, k.Group, k.SessionTimeout.Std(), k.RebalanceTimeout.Std(), pl.backoff, pl.log)
 			fence = pl.fence
 			break
 		}
@@ -396,6 +398,15 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	}
 	pl.log.Info("stopped", slog.Duration("took", time.Since(pl.stopStart())))
 	return runErr
+}
+
+// fence is the write stage's Fence: a batch with a row of an entry with split on is sent only under
+// the session lease; any other batch as the stage would.
+func (pl *Pipeline) fence(ctx context.Context, b *batcher.Batch, owners []writestage.Owner) (context.Context, error) {
+	if e := pl.entries[b.Target.Entry]; e != nil && e.split != nil { // a batch is of one Target
+		return pl.lease.Hold(ctx, owners)
+	}
+	return ctx, nil
 }
 
 // leaveGroup leaves the consumer group, which runs the final revoke (drain and commit), and sends
