@@ -10,10 +10,11 @@
 //   - health: /healthz, /readyz, sink_ready and the Cassandra readiness ping.
 //   - split: hot-entity split routing, through the split.Worker a partition implements, and the
 //     group session's lease under which a split entry's batches are written.
+//   - dlsend: the per-partition dead-letter sender goroutine, which tells its partition
+//     (dlsend.Partition) what became of each dead letter.
 //
-// What stays here: Run and the poll loop (pipeline.go), the rebalance callbacks (group.go), the
-// per-partition worker and its completion (partition.go) and the dead-letter sender (dlsender.go):
-// these share the partition's lock and lifecycle.
+// What stays here: Run and the poll loop (pipeline.go), the rebalance callbacks (group.go) and the
+// per-partition worker and its completion (partition.go), which own the partition's lock and lifecycle.
 //
 // Concurrency: one poll-loop goroutine (Run) queues records and never blocks on a worker; franz-go runs
 // the rebalance callbacks between polls. Each assigned partition has one worker goroutine and one

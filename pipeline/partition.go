@@ -19,6 +19,7 @@ import (
 	"github.com/bucketsink/sink/pipeline/budget"
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/dlsend"
 	"github.com/bucketsink/sink/pipeline/offsets"
 	"github.com/bucketsink/sink/pipeline/split"
 	"github.com/bucketsink/sink/pipeline/writestage"
@@ -38,7 +39,7 @@ type partition struct {
 	lag   prometheus.Gauge
 
 	queue recordQueue
-	dl    *deadLetterSender
+	dl    *dlsend.Sender
 
 	quit       chan struct{} // closed to stop the worker
 	workerDone chan struct{}
@@ -101,7 +102,7 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 	}
 	p.workCtx, p.stopWork = context.WithCancel(ctx)
 	p.queue.init()
-	p.dl = newDeadLetterSender(p)
+	p.dl = dlsend.New(&pl.deadLetters, p, tp.Topic, tp.Partition, topic.deadLetterTopic, ctx, p.quit, p.log)
 	for _, e := range topic.entries {
 		if e.split != nil {
 			if p.split == nil {
@@ -115,7 +116,7 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 
 func (p *partition) start() {
 	go p.work()
-	go p.dl.run()
+	go p.dl.Run()
 }
 
 // work takes records in offset order and turns each into its rows for the write stage (one per entry
@@ -293,7 +294,7 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 		p.halt(r.Offset, refusals[0].Reason, refusals[0].Err)
 		return rows, false, false
 	}
-	p.dl.add(deadLetter{offset: r.Offset, rec: consumer.CloneRecord(r), refusals: refusals})
+	p.dl.Add(dlsend.Letter{Offset: r.Offset, Rec: consumer.CloneRecord(r), Refusals: refusals})
 	return rows, true, true
 }
 
@@ -650,7 +651,7 @@ func (p *partition) DeadLetterWrite(offset int64, reason, table string, row *bat
 			slog.String("table", table), slog.String("entry", row.Target.Entry), slog.Any("error", err))
 	}
 	rf := deadletter.Refusal{Entry: row.Target.Entry, Table: row.Target.Keyspace + "." + row.Target.Table, Reason: reason, Err: err}
-	p.dl.add(deadLetter{offset: offset, refusals: []deadletter.Refusal{rf}, row: row})
+	p.dl.Add(dlsend.Letter{Offset: offset, Refusals: []deadletter.Refusal{rf}, Row: row})
 }
 
 // halt stops the partition at a bad record that has nowhere to go: the topic has no dead_letter_topic.
@@ -838,11 +839,11 @@ func (p *partition) pending(offset int64) bool {
 	return !p.revoked && p.tr.IsPending(offset)
 }
 
-// unreadable stops the partition at a row Cassandra refused whose source record the partition's log no
+// Unreadable stops the partition at a row Cassandra refused whose source record the partition's log no
 // longer holds (deadletter/reread.go) and whose dead letter came without the row to send instead (the write stage
 // always hands the row over, so this is a safeguard). Skipping it would lose it without a trace, so the
 // partition stops advancing before it, loudly; an operator decides.
-func (p *partition) unreadable(offset int64, reason string, cause error) {
+func (p *partition) Unreadable(offset int64, reason string, cause error) {
 	p.log.Error("row refused by Cassandra and its record can no longer be read from Kafka to dead-letter it; partition stopped",
 		slog.Int64("offset", offset), slog.String("reason", reason), slog.Any("refused", cause),
 		slog.Any("error", deadletter.ErrRecordGone))
@@ -851,6 +852,27 @@ func (p *partition) unreadable(offset int64, reason string, cause error) {
 	p.block(offset)
 	p.mu.Unlock()
 	p.setStuck(offset, true)
+	p.checkDrained()
+}
+
+// The dead-letter sender tells its partition what became of each dead letter (package dlsend).
+var _ dlsend.Partition = (*partition)(nil)
+
+// DeadLetterFailing marks the partition stuck on the record at offset while its dead letter fails to be
+// produced, and no longer once it is produced.
+func (p *partition) DeadLetterFailing(offset int64, failing bool) {
+	p.setStuckBy(offset, stuckDeadLetter, failing)
+}
+
+// DeadLettersAbandoned takes the dead letters at offsets, given up at a stop while failing, as blockers:
+// they cannot finish in this assignment, so the revoke must not wait for them, and they stay not done,
+// so nothing is committed past them.
+func (p *partition) DeadLettersAbandoned(offsets []int64) {
+	p.mu.Lock()
+	for _, o := range offsets {
+		p.block(o)
+	}
+	p.mu.Unlock()
 	p.checkDrained()
 }
 
@@ -959,7 +981,7 @@ func (p *partition) giveUp() {
 	p.revoked = true
 	p.mu.Unlock()
 	p.cancel()
-	<-p.dl.done
+	<-p.dl.Done()
 }
 
 // undone reports the records still not done and the first of them, for logging an abandoned revoke.

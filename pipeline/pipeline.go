@@ -22,6 +22,7 @@ import (
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/budget"
 	"github.com/bucketsink/sink/pipeline/consumer"
+	"github.com/bucketsink/sink/pipeline/dlsend"
 	"github.com/bucketsink/sink/pipeline/health"
 	"github.com/bucketsink/sink/pipeline/metrics"
 	"github.com/bucketsink/sink/pipeline/offsets"
@@ -121,8 +122,10 @@ type Pipeline struct {
 	writes      *writestage.Stage
 	lease       *split.Lease // the group session's lease for split topics' writes; nil without split topics
 
-	// dlqLimits caches the max.message.bytes of the dead-letter topics.
-	dlqLimits dlqLimits
+	// dlqLimits caches the max.message.bytes of the dead-letter topics; deadLetters is what every
+	// partition's dead-letter sender shares, set in Run once the producer exists.
+	dlqLimits   dlsend.Limits
+	deadLetters dlsend.Config
 
 	backoff         backoff.Policy // writer.retry_initial .. writer.retry_max
 	shutdownTimeout time.Duration
@@ -295,6 +298,14 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 	if err := consumer.CheckBrokers(ctx, pl.producer, pl.sink.Kafka, pl.log); err != nil {
 		pl.producer.Close()
 		return err
+	}
+	pl.deadLetters = dlsend.Config{
+		Producer: pl.producer, Limits: &pl.dlqLimits, Backoff: pl.backoff, Metrics: pl.metrics,
+		ErrorAttr: pl.badRecordError,
+		RereadOptions: func() ([]kgo.Opt, error) {
+			_, opts, err := pl.kafkaOptions()
+			return opts, err
+		},
 	}
 	cl, err := kgo.NewClient(consumerOpts...)
 	if err != nil {
