@@ -6,7 +6,8 @@
 //   - budget: what buffered records and rows cost, and the byte budget that stops polling.
 //   - consumer: the Kafka clients' options, the start-up broker check, the fetch and hand-off pools, and
 //     the queue of each partition's fetched records.
-//   - writestage: the batcher goroutine, the writers, and the retries of batches given back.
+//   - writestage: the batcher goroutine, its slot policy, the writers, and the retries of batches
+//     given back.
 //   - deadletter: building, sizing and checking dead letters, and re-reading refused rows' records.
 //   - dlsend: the per-partition dead-letter sender goroutine, which tells its partition
 //     (dlsend.Partition) what became of each dead letter.
@@ -162,7 +163,7 @@ type Pipeline struct {
 	// budgetFreed wakes the poll loop when a release brings the bytes held back under the budget.
 	budgetFreed chan struct{}
 	// budgetFull mirrors budget.Budget.Over for the write stage, which picks batches by efficiency while it
-	// is set (writestage.Stage.Run).
+	// is set (writestage's slot policy).
 	budgetFull atomic.Bool
 	stuck      map[offsets.TopicPartition]bool
 
