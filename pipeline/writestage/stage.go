@@ -122,7 +122,7 @@ type Stage struct {
 	done  chan struct{}   // closed when run returns
 
 	gatesMu sync.Mutex
-	gates   map[string]*tableGate // by keyspace.table, while batches of the table are retried
+	gates   map[string]*gateEntry // by keyspace.table, while batches of the table are retried
 
 	batched, acknowledged prometheus.Observer // sink_stage_seconds of the stages the stage sees
 	// counters holds the written-rows counters (*entryCounters) of each Target's entry, by Target (a
@@ -162,7 +162,7 @@ func New(ctx context.Context, cfg Config) *Stage {
 		freed: make(chan struct{}, 1),
 		ctx:   ctx,
 		done:  make(chan struct{}),
-		gates: make(map[string]*tableGate),
+		gates: make(map[string]*gateEntry),
 
 		batched:      cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageBatched),
 		acknowledged: cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageAcknowledged),
