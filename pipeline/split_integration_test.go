@@ -849,15 +849,7 @@ func TestIntegrationHotEntityStartsEveryLaterBucketSplit(t *testing.T) {
 	s.streamThroughSink(recs)
 	rows := s.splitRows()
 	s.checkOncePerRecord(recs, rows)
-	perPartition := map[string]int{}
-	buckets := map[string]bool{}
-	for _, r := range rows {
-		perPartition[fmt.Sprintf("%s/%s/%d", r.device, r.bucket, r.eb)]++
-		if r.device == "hot" {
-			buckets[r.bucket] = true
-		}
-	}
-	order := slices.Sorted(maps.Keys(buckets))
+	perPartition, order := partitionCounts(rows)
 	if len(order) != 3 {
 		t.Fatalf("the hot entity is in buckets %v; want 3", order)
 	}
@@ -905,6 +897,20 @@ func (s *stack) replayRows(rows []splitRow) {
 	if after := s.splitRows(); fmt.Sprint(after) != fmt.Sprint(rows) {
 		t.Errorf("the replay changed the rows: %d before, %d after", len(rows), len(after))
 	}
+}
+
+// partitionCounts counts the rows of each partition (device/bucket/event bucket) and lists the
+// buckets the hot entity has rows in, in order.
+func partitionCounts(rows []splitRow) (map[string]int, []string) {
+	perPartition := map[string]int{}
+	buckets := map[string]bool{}
+	for _, r := range rows {
+		perPartition[fmt.Sprintf("%s/%s/%d", r.device, r.bucket, r.eb)]++
+		if r.device == "hot" {
+			buckets[r.bucket] = true
+		}
+	}
+	return perPartition, slices.Sorted(maps.Keys(buckets))
 }
 
 // hotOverPartitions spreads the hot entity's records round-robin over n Kafka partitions.

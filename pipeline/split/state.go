@@ -74,6 +74,7 @@ type entityStat struct {
 	wholeFrom time.Time
 	sampledAt int64
 	wholeTo   time.Time // the newest row Cassandra held when sampled, if read (else this worker's last)
+	sources   int       // the Kafka partitions known to write the entity (sourcesOf), as of the last look
 }
 
 // NewState returns the split state of the worker w of Kafka partition partition, for its
@@ -160,6 +161,7 @@ func (s *State) Route(row batcher.Row, remap func() (batcher.Row, error)) (batch
 		// A new generation: its rate window starts here.
 		st.gens, st.sentRows, st.sentBytes, st.first, st.last = len(gens), 0, 0, row.EventTime(), row.EventTime()
 		st.wholeRows, st.sampledAt, st.wholeTo = 0, 0, time.Time{}
+		st.sources = s.sourcesOf(idx, entity)
 	}
 	st.rows[eb]++
 	st.bytes[eb] += int64(row.Size)
@@ -176,6 +178,7 @@ func (s *State) Route(row batcher.Row, remap func() (batcher.Row, error)) (batch
 	if next == 0 && !st.tooLate && s.warm(st) && st.sentRows >= st.sampledAt+st.sampledAt/4 {
 		// The entity may be written through other Kafka partitions as well, each worker seeing a
 		// share of its rate: project from what Cassandra holds of it too.
+		st.sources = s.sourcesOf(idx, entity)
 		if err := s.sample(row, st, idx, gens, first, kNow); err != nil {
 			return row, err
 		}
@@ -206,6 +209,7 @@ func (s *State) Route(row batcher.Row, remap func() (batcher.Row, error)) (batch
 		if err != nil {
 			return row, err
 		}
+		st.sources = s.sourcesOf(idx, entity)
 		if err := s.sample(row, st, idx, gens, first, kNow); err != nil {
 			return row, err
 		}
@@ -315,7 +319,9 @@ func (s *State) project(st *entityStat, idx int64, first, k int) (int, bool) {
 	if !s.warm(st) {
 		return 0, over
 	}
-	rows, total := st.sentRows, st.sentBytes
+	// This worker's rows stand for every Kafka partition known to write the entity (st.sources):
+	// records not keyed by the entity spread it about evenly over them.
+	rows, total := st.sentRows*int64(max(st.sources, 1)), st.sentBytes*int64(max(st.sources, 1))
 	elapsed := st.last.Sub(st.first)
 	to := st.last
 	if st.wholeTo.After(to) {
@@ -491,7 +497,8 @@ func (s *State) rateBefore(row batcher.Row, idx int64, entity string, gens []rou
 	t := s.t
 	var rate routing.Rate
 	if st := s.tally[tallyKey{idx, entity}]; st != nil {
-		rate = routing.RateOf(st.sentRows, st.sentBytes, st.last.Sub(st.first))
+		n := int64(s.sourcesOf(idx, entity))
+		rate = routing.RateOf(st.sentRows*n, st.sentBytes*n, st.last.Sub(st.first))
 		if st.wholeRows > 0 {
 			rate = rate.Max(routing.RateOf(st.wholeRows, st.wholeRows*(st.sentBytes/max(st.sentRows, 1)), st.last.Sub(st.wholeFrom)))
 		}
@@ -712,6 +719,20 @@ func (s *State) publish(idx int64, recs []routing.Record, adopted routing.Index)
 		n++
 	})
 	return n
+}
+
+// sourcesOf counts the Kafka partitions known to write the entity: this worker's, and those that
+// adopted one of its generations of bucket idx or of the bucket before.
+func (s *State) sourcesOf(idx int64, entity string) int {
+	seen := map[int32]bool{s.partition: true}
+	for _, b := range []int64{idx - 1, idx} {
+		for _, g := range s.t.routes.Lookup(b, entity) {
+			for p := range g.Adopted {
+				seen[p] = true
+			}
+		}
+	}
+	return len(seen)
 }
 
 // keyParts splits a row's routing key into the entity (its id components) and its event bucket.

@@ -469,3 +469,26 @@ func (hwmWorker) Sleep(time.Duration) error { return nil }
 func (h hwmWorker) HighWatermark() (int64, bool) { return int64(h), true }
 
 func (hwmWorker) WorkContext() context.Context { return context.Background() }
+
+// TestSplitProjectsForEveryKafkaPartitionKnownToWriteTheEntity: a worker that sees a third of an
+// entity (three Kafka partitions adopted its generations) projects the whole of it, not its share:
+// 100 rows in its first 10 minutes stand for 300, 1,500 more to come, 3 event buckets at half the
+// budget, where its share alone would have fitted.
+func TestSplitProjectsForEveryKafkaPartitionKnownToWriteTheEntity(t *testing.T) {
+	s := projector(t, 64)
+	st := stat(1, 100, 10*time.Minute)
+	if next, _ := s.project(st, idx0, 0, 1); next != 0 {
+		t.Fatalf("its share alone: split to %d; want none (500 rows projected)", next)
+	}
+	st.sources = 3
+	if next, _ := s.project(st, idx0, 0, 1); next != 3 {
+		t.Errorf("three sources: split to %d; want 3", next)
+	}
+	routes := &routing.Routes{}
+	routes.Set(idx0-1, hotEntity, []routing.Generation{{N: 1, From: hour0.Add(-time.Hour), First: 1, Buckets: 2, Adopted: map[int32]int64{0: 1, 4: 1}}})
+	routes.Set(idx0, hotEntity, []routing.Generation{{N: 1, From: hour0, First: 1, Buckets: 2, Adopted: map[int32]int64{4: 1, 5: 1}}})
+	s.t.routes, s.partition = routes, 2
+	if n := s.sourcesOf(idx0, hotEntity); n != 4 {
+		t.Errorf("sources %d; want 4 (this worker's 2, and 0, 4, 5 that adopted generations of the bucket or the one before)", n)
+	}
+}
