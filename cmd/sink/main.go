@@ -49,6 +49,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"version":  {"print the version and exit", runVersion},
 		"run":      {"run the sink daemon: consume Kafka, write Cassandra, at least once", runRun},
+		"init":     {"draft a topic's config from its registry schema or a sample of its records", runInit},
 		"validate": {"check a config file and print every problem", runValidate},
 		"schema":   {"print (and --apply) the CQL tables each topic's policy needs", runSchema},
 		"explain":  {"show the partition, table and INSERT one record maps to", runExplain},
