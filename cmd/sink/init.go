@@ -452,15 +452,16 @@ func sampleTopic(ctx context.Context, k config.Kafka, topic string, n int) ([]*k
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		got := 0
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				recs, got = nil, -1
+		var failed error
+		fetches.EachError(func(_ string, _ int32, err error) {
+			if failed == nil && !errors.Is(err, context.DeadlineExceeded) {
+				failed = err
 			}
 		})
-		if got < 0 {
-			return nil, fetches.Err()
+		if failed != nil {
+			return nil, failed
 		}
+		got := 0
 		fetches.EachRecord(func(r *kgo.Record) {
 			if r.Value != nil {
 				recs = append(recs, r)
