@@ -240,7 +240,11 @@ func readSchema(ctx context.Context, file, typ, subject, topic string, reg confi
 		}
 		s := &codec.Schema{Type: t, Text: string(text)}
 		if t == "PROTOBUF" {
-			if s.References, err = protoImports(filepath.Dir(file), s.Text, 0); err != nil {
+			dir, err := filepath.Abs(filepath.Dir(file))
+			if err == nil {
+				s.References, err = protoImports(dir, s.Text, 0)
+			}
+			if err != nil {
 				fmt.Fprintf(stderr, "sink init: --schema-file: %v\n", err)
 				return nil, "", exitUsage
 			}
@@ -269,7 +273,22 @@ func readSchema(ctx context.Context, file, typ, subject, topic string, reg confi
 
 var protoImport = regexp.MustCompile(`(?m)^\s*import\s+(?:public\s+|weak\s+)?"([^"]+)"\s*;`)
 
-// protoImports are the files a .proto text imports that lie beside it, as the references a registry would
+// findImport reads the file a .proto in dir imports as path: beside it, or under one of dir's parents (an
+// import path such as "it/pyclients/kind.proto" is relative to the root of the tree the file is in). It
+// returns the directory the path was found under.
+func findImport(dir, path string) ([]byte, string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		b, err := os.ReadFile(filepath.Join(d, filepath.FromSlash(path)))
+		if !errors.Is(err, os.ErrNotExist) {
+			return b, d, err
+		}
+		if filepath.Dir(d) == d {
+			return nil, "", err
+		}
+	}
+}
+
+// protoImports are the files a .proto text imports that findImport finds, as the references a registry would
 // give it (the well-known and Confluent files need none).
 func protoImports(dir, text string, depth int) ([]codec.Reference, error) {
 	if depth > 32 {
@@ -277,14 +296,14 @@ func protoImports(dir, text string, depth int) ([]codec.Reference, error) {
 	}
 	var refs []codec.Reference
 	for _, m := range protoImport.FindAllStringSubmatch(text, -1) {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(m[1])))
+		b, root, err := findImport(dir, m[1])
 		if errors.Is(err, os.ErrNotExist) {
 			continue // google/protobuf/..., confluent/...: the codec knows them
 		}
 		if err != nil {
 			return nil, err
 		}
-		sub, err := protoImports(dir, string(b), depth+1)
+		sub, err := protoImports(root, string(b), depth+1)
 		if err != nil {
 			return nil, err
 		}

@@ -109,18 +109,14 @@ func TestInitDraftsMatchTheirGoldenFiles(t *testing.T) {
 	}
 }
 
-// Every draft passes `sink validate` as written, and `sink schema` prints its table.
+// Every golden draft passes `sink validate` as written, and `sink schema` prints its table.
 func TestInitDraftsValidateAndHaveTheirTable(t *testing.T) {
-	for _, c := range initGoldens {
-		t.Run(c.golden, func(t *testing.T) {
-			code, out, errOut := runInitCase(t, c.args)
-			if code != exitOK {
-				t.Fatalf("exit %d, stderr:\n%s", code, errOut)
-			}
-			path := filepath.Join(t.TempDir(), "sink.yaml")
-			if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-				t.Fatal(err)
-			}
+	goldens, err := filepath.Glob(filepath.Join(initDir, "*.golden.yaml"))
+	if err != nil || len(goldens) != len(initGoldens) {
+		t.Fatalf("%d golden files, %d drafts (%v)", len(goldens), len(initGoldens), err)
+	}
+	for _, path := range goldens {
+		t.Run(filepath.Base(path), func(t *testing.T) {
 			if code, vout, verr := runCmd(t, runValidate, "--config", path); code != exitOK || !strings.HasPrefix(vout, "config OK: 1 topic") {
 				t.Fatalf("validate: exit %d, stdout %q, stderr %q", code, vout, verr)
 			}
@@ -129,6 +125,17 @@ func TestInitDraftsValidateAndHaveTheirTable(t *testing.T) {
 				t.Fatalf("schema: exit %d, stdout:\n%s\nstderr %q", code, ddl, serr)
 			}
 		})
+	}
+}
+
+// A .proto's import path may be relative to a parent of its directory (the root its tree is compiled from),
+// as the Python client tests' reading.proto imports it/pyclients/kind.proto.
+func TestInitReadsProtoImportsFromTheRootOfTheirTree(t *testing.T) {
+	code, out, errOut := runCmd(t, runInit, "--topic", "t", "--id", "device_id", "--time", "ts", "--rate", "1", "--schema-type", "protobuf",
+		"--schema-file", "../../pipeline/testdata/pyclients/proto/it/pyclients/reading.proto")
+	if code != exitOK || !strings.Contains(out, "message it.pyclients.Reading.") ||
+		!strings.Contains(out, "- {name: kind, type: text, field: kind}  # enum") {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, errOut, out)
 	}
 }
 
