@@ -56,7 +56,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		topic      = fs.String("topic", "", "the Kafka topic (required)")
 		subject    = fs.String("subject", "", "registry subject of the topic's values (default <topic>-value)")
 		timeField  = fs.String("time", "", "dot path of the event-time field (required)")
-		rateText   = fs.String("rate", "", "rows per second per entity, as `sink plan --rate` takes it: 10, 600/m, 2/h")
+		rateText   = fs.String("rate", "", "rows per second per entity, as sink plan --rate takes it: 10, 600/m, 2/h")
 		rowText    = fs.String("row-bytes", "", "average bytes per row for the plan (default: estimated from the columns, or the sample's record size)")
 		sample     = fs.Int("sample", 0, "sample this many records of a plain JSON topic instead of reading a schema")
 		schemaFile = fs.String("schema-file", "", "read the writer schema from this file instead of the registry")
