@@ -71,36 +71,70 @@ func (n *node) describe() string {
 // parser parses one writer schema and the schemas it references into nodes.
 type parser struct {
 	names map[string]*node // full name -> named type
+	// refs is the state of each referenced schema, by its text: refParsing while its own references
+	// are walked, refParsed once it is parsed. A schema referenced along many paths (a diamond: two
+	// references that both reference a third) is parsed once, not once per path, which would be
+	// exponential in the depth of the graph.
+	refs   map[string]refState
+	parsed int // texts parsed, for tests
 }
+
+type refState uint8
+
+const (
+	refParsing refState = iota + 1
+	refParsed
+)
+
+// maxRefDepth bounds how deep references nest.
+const maxRefDepth = 32
 
 // parseSchema parses s, after the schemas it references (which define named types it may use).
 func parseSchema(s *codec.Schema) (*node, error) {
-	p := &parser{names: map[string]*node{}}
+	return newParser().schema(s)
+}
+
+func newParser() *parser {
+	return &parser{names: map[string]*node{}, refs: map[string]refState{}}
+}
+
+// schema parses s after its references.
+func (p *parser) schema(s *codec.Schema) (*node, error) {
 	if err := p.references(s, 0); err != nil {
 		return nil, err
 	}
 	return p.parseText(s.Text)
 }
 
+// references parses the schemas s references, each after its own references, each once.
 func (p *parser) references(s *codec.Schema, depth int) error {
-	if depth > 32 {
-		return fmt.Errorf("references nest deeper than 32")
+	if depth > maxRefDepth {
+		return fmt.Errorf("references nest deeper than %d", maxRefDepth)
 	}
 	for _, r := range s.References {
 		if r.Schema == nil {
 			return fmt.Errorf("reference %q has no schema", r.Name)
 		}
+		switch p.refs[r.Schema.Text] {
+		case refParsed:
+			continue
+		case refParsing:
+			return fmt.Errorf("reference %q refers back to a schema that references it", r.Name)
+		}
+		p.refs[r.Schema.Text] = refParsing
 		if err := p.references(r.Schema, depth+1); err != nil {
 			return err
 		}
 		if _, err := p.parseText(r.Schema.Text); err != nil {
 			return fmt.Errorf("reference %q: %w", r.Name, err)
 		}
+		p.refs[r.Schema.Text] = refParsed
 	}
 	return nil
 }
 
 func (p *parser) parseText(text string) (*node, error) {
+	p.parsed++
 	var v any
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
 		return nil, fmt.Errorf("not an Avro schema (JSON): %w", err)
