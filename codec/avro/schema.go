@@ -49,7 +49,18 @@ type node struct {
 	symbols  [][]byte // enum symbols, as the bytes a text column takes
 	items    *node    // array items, map values
 	branches []*node  // union
+	width    width    // whether a value takes any bytes (markWidths)
 }
+
+// width says whether a value of a type takes bytes of the body.
+type width uint8
+
+const (
+	widthUnknown width = iota
+	widthMarking       // markWidths is inside it (a record that holds itself)
+	widthZero          // null, a fixed of size 0, a record of only such fields: nothing to read
+	widthSome
+)
 
 type field struct {
 	name string
@@ -103,7 +114,50 @@ func (p *parser) schema(s *codec.Schema) (*node, error) {
 	if err := p.references(s, 0); err != nil {
 		return nil, err
 	}
-	return p.parseText(s.Text)
+	root, err := p.parseText(s.Text)
+	if err != nil {
+		return nil, err
+	}
+	markWidths(root)
+	return root, nil
+}
+
+// markWidths sets the width of n and of every type under it, each named type once. A record that
+// holds itself other than through an array, a map or a union has no finite value; it is taken as
+// taking bytes, so that skipping it still recurses (and meets maxDepth).
+func markWidths(n *node) width {
+	switch n.width {
+	case widthUnknown:
+	case widthMarking:
+		return widthSome
+	default:
+		return n.width
+	}
+	n.width = widthMarking
+	w := widthSome
+	switch n.kind {
+	case tNull:
+		w = widthZero
+	case tFixed:
+		if n.size == 0 {
+			w = widthZero
+		}
+	case tRecord:
+		w = widthZero
+		for _, f := range n.fields {
+			if markWidths(f.typ) != widthZero {
+				w = widthSome
+			}
+		}
+	case tArray, tMap:
+		markWidths(n.items)
+	case tUnion:
+		for _, b := range n.branches {
+			markWidths(b)
+		}
+	}
+	n.width = w
+	return w
 }
 
 // references parses the schemas s references, each after its own references, each once.
