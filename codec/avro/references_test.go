@@ -9,29 +9,47 @@ import (
 	"github.com/bucketsink/sink/codec"
 )
 
-// diamond is a writer schema over a reference graph depth levels deep: each level has two records,
-// each referencing (and holding a field of) both records of the level below, so the graph has
-// 2·depth+1 schemas and 2^depth paths from the top to the bottom.
-func diamond(depth int) *codec.Schema {
-	ref := func(name string, s *codec.Schema) codec.Reference {
-		return codec.Reference{Name: name, Subject: name, Version: 1, Schema: s}
-	}
-	var below []codec.Reference
+// diamondType is one record type of a diamond reference graph: its full name and schema text.
+type diamondType struct{ name, text string }
+
+// diamondLevels are the levels of a reference graph depth levels deep, the bottom one first: each level
+// has two records, each holding a field of both records of the level below (and referencing them), so
+// with diamondTop above them the graph has 2·depth+1 schemas and 2^depth paths from the top down.
+func diamondLevels(depth int) [][2]diamondType {
+	var levels [][2]diamondType
 	for level := depth; level >= 1; level-- {
-		var here []codec.Reference
-		for _, side := range []string{"L", "R"} {
+		var here [2]diamondType
+		for i, side := range []string{"L", "R"} {
 			name := fmt.Sprintf("d.%s%d", side, level)
 			fields := `{"name": "x", "type": "long"}`
-			if len(below) > 0 {
-				fields = fmt.Sprintf(`{"name": "l", "type": %q}, {"name": "r", "type": %q}`, below[0].Name, below[1].Name)
+			if len(levels) > 0 {
+				below := levels[len(levels)-1]
+				fields = fmt.Sprintf(`{"name": "l", "type": %q}, {"name": "r", "type": %q}`, below[0].name, below[1].name)
 			}
-			text := fmt.Sprintf(`{"type": "record", "name": %q, "fields": [%s]}`, name, fields)
-			here = append(here, ref(name, &codec.Schema{Type: "AVRO", Text: text, References: below}))
+			here[i] = diamondType{name, fmt.Sprintf(`{"type": "record", "name": %q, "fields": [%s]}`, name, fields)}
+		}
+		levels = append(levels, here)
+	}
+	return levels
+}
+
+// diamondTop is the writer schema over diamondLevels: v, then a field of each record of the top level.
+const diamondTop = `{"type": "record", "name": "d.Top", "fields": [
+	{"name": "v", "type": "long"}, {"name": "l", "type": "d.L1"}, {"name": "r", "type": "d.R1"}]}`
+
+// diamond is diamondTop with its references as the registry client gives them: one *codec.Schema per
+// referenced schema, shared by the references to it.
+func diamond(depth int) *codec.Schema {
+	var below []codec.Reference
+	for _, level := range diamondLevels(depth) {
+		var here []codec.Reference
+		for _, ty := range level {
+			s := &codec.Schema{Type: "AVRO", Text: ty.text, References: below}
+			here = append(here, codec.Reference{Name: ty.name, Subject: ty.name, Version: 1, Schema: s})
 		}
 		below = here
 	}
-	return &codec.Schema{ID: 3, Type: "AVRO", References: below, Text: `{"type": "record", "name": "d.Top", "fields": [
-		{"name": "v", "type": "long"}, {"name": "l", "type": "d.L1"}, {"name": "r", "type": "d.R1"}]}`}
+	return &codec.Schema{ID: 3, Type: "AVRO", References: below, Text: diamondTop}
 }
 
 // TestAReferenceGraphIsParsedOncePerSchema guards against parsing a referenced schema once per path
