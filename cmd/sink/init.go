@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/codec"
@@ -450,7 +451,12 @@ func values(recs []*kgo.Record) [][]byte {
 	return out
 }
 
-// sampleTopic reads the first n records of topic (fewer when it holds fewer), from every partition's start.
+// sampleWait bounds how long a sample waits for the records Kafka says the topic holds.
+const sampleWait = 30 * time.Second
+
+// sampleTopic reads the first n records of topic from every partition's start, or all of them when it holds
+// fewer: Kafka's start and end offsets say how many there are, so a slow first fetch is never taken for an
+// empty topic. Tombstones are not kept.
 func sampleTopic(ctx context.Context, k config.Kafka, topic string, n int) ([]*kgo.Record, error) {
 	opts, err := consumer.ClientOptions(k, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -461,38 +467,58 @@ func sampleTopic(ctx context.Context, k config.Kafka, topic string, n int) ([]*k
 		return nil, err
 	}
 	defer cl.Close()
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, sampleWait)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing the offsets of %s: %w", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing the offsets of %s: %w", topic, err)
+	}
+	left := map[int32]int64{} // partition → the end offset still to reach
+	ends.Each(func(o kadm.ListedOffset) {
+		if st, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Offset > st.Offset {
+			left[o.Partition] = o.Offset
+		}
+	})
+	if len(left) == 0 {
+		return nil, fmt.Errorf("topic %s holds no record", topic)
+	}
 	var recs []*kgo.Record
-	// A topic with fewer records than asked for ends the sample once a poll waits this long for more.
-	idle := 5 * time.Second
-	for len(recs) < n {
-		pctx, cancel := context.WithTimeout(ctx, idle)
-		fetches := cl.PollRecords(pctx, n-len(recs))
-		cancel()
+	for len(recs) < n && len(left) > 0 {
+		fetches := cl.PollRecords(ctx, n-len(recs))
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var failed error
-		fetches.EachError(func(_ string, _ int32, err error) {
-			if failed == nil && !errors.Is(err, context.DeadlineExceeded) {
-				failed = err
+			// A partition whose last offsets are transaction markers never delivers its end: what was read
+			// in sampleWait is the sample.
+			if parent.Err() == nil && len(recs) > 0 {
+				break
 			}
-		})
-		if failed != nil {
-			return nil, failed
+			return nil, fmt.Errorf("read %d records of %s in %s: %w", len(recs), topic, sampleWait, ctx.Err())
 		}
-		got := 0
+		if err := fetches.Err(); err != nil {
+			return nil, err
+		}
 		fetches.EachRecord(func(r *kgo.Record) {
-			if r.Value != nil {
+			if r.Value != nil && len(recs) < n {
 				recs = append(recs, r)
-				got++
+			}
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
 			}
 		})
-		if got == 0 {
-			break
-		}
 	}
 	if len(recs) == 0 {
-		return nil, fmt.Errorf("no record with a value within %s (is the topic empty?)", idle)
+		return nil, fmt.Errorf("topic %s holds only tombstones", topic)
 	}
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Timestamp.Before(recs[j].Timestamp) })
 	return recs, nil
