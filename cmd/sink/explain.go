@@ -163,7 +163,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 
-	cfg, code := loadConfig(*path, stderr)
+	cfg, code := loadConfig(ctx, *path, stderr)
 	if cfg == nil {
 		return code
 	}

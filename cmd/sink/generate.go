@@ -120,7 +120,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		reg := config.SchemaRegistry{URLs: splitGenerateList(*registry)}
 		if *cfgPath != "" {
-			c, code := loadConfig(*cfgPath, stderr)
+			c, code := loadConfig(ctx, *cfgPath, stderr)
 			if c == nil {
 				return code
 			}

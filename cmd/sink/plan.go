@@ -20,7 +20,7 @@ import (
 // runPlan tabulates partition sizes per bucket granularity for a write rate and row size,
 // recommends a granularity (and event buckets when none fits), and optionally judges a
 // configured topic's policy.
-func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -79,7 +79,7 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	gd := sizing.Default
 	var judged *topicJudgement
 	if *cfgPath != "" {
-		cfg, code := loadConfig(*cfgPath, stderr)
+		cfg, code := loadConfig(ctx, *cfgPath, stderr)
 		if cfg == nil {
 			return code
 		}

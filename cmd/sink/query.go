@@ -113,7 +113,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 
-	cfg, code := loadConfig(*path, stderr)
+	cfg, code := loadConfig(ctx, *path, stderr)
 	if cfg == nil {
 		return code
 	}

@@ -92,7 +92,7 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		os.Exit(exitFailure)
 	}()
 
-	cfg, code := loadConfig(*path, stderr)
+	cfg, code := loadConfig(ctx, *path, stderr)
 	if cfg == nil {
 		return code
 	}

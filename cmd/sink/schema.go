@@ -54,7 +54,7 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		now = t
 	}
-	cfg, code := loadConfig(*path, stderr)
+	cfg, code := loadConfig(ctx, *path, stderr)
 	if cfg == nil {
 		return code
 	}
