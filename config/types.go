@@ -114,13 +114,14 @@ type Writer struct {
 	MaxInFlight int `koanf:"max_in_flight"`
 	// MaxBufferedBytes bounds the memory held by fetched records and their decoded rows (queued,
 	// batched or in flight), estimated per record as what it really pins (docs/PIPELINE.md); over
-	// it, fetching pauses. Default 32 MiB.
+	// it, fetching pauses. Default 48 MiB (DefaultMaxBufferedBytes).
 	MaxBufferedBytes Bytes `koanf:"max_buffered_bytes"`
 	// MemoryLimit is the Go runtime's soft memory limit for `sink run` (debug.SetMemoryLimit): the
 	// collector runs more often as the heap nears it instead of letting garbage double the live
 	// heap. 0 leaves the runtime alone; the GOMEMLIMIT environment variable, when set, wins.
-	// Default 192 MiB, or MemoryLimitFloor of the buffers when that is larger; at least 64 MiB and
-	// above writer.max_buffered_bytes plus the fetch memory.
+	// Default: the larger of DefaultMemoryLimit (192 MiB) and MemoryLimitFloor of the buffers, which
+	// is 208 MiB with the shipped sizes; at least 64 MiB and above writer.max_buffered_bytes plus the
+	// fetch memory.
 	MemoryLimit Bytes `koanf:"memory_limit"`
 	// Retry: capped exponential backoff with full jitter, for retryable errors only.
 	RetryInitial Duration `koanf:"retry_initial"` // default 100ms
