@@ -96,7 +96,14 @@ func (d *decoder) decode(path string, v any, dst reflect.Value) {
 			if f, short := dst.Addr().Interface().(scalarForm); short {
 				if !f.fromScalar(s) {
 					d.fail(path, "expected a mapping of keys or %s, got %s", f.scalarForms(), describe(v))
+					return
 				}
+				// The keys the short form stands for were given, as if spelt out.
+				walkKeys(path, dst, false, func(p string, v reflect.Value) {
+					if !v.IsZero() {
+						d.set[p] = true
+					}
+				})
 				return
 			}
 		}

@@ -275,6 +275,7 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	dur("schema_registry.timeout", &c.SchemaRegistry.Timeout, DefaultRegistryTimeout)
 
 	str("metrics.address", &c.Metrics.Address, DefaultMetricsAddress)
+	setDefault(unset, "metrics.debug", &c.Metrics.Debug, true)
 	setDefault(unset, "metrics.debug_partitions", &c.Metrics.DebugPartitions, true)
 	str("log.level", &c.Log.Level, DefaultLogLevel)
 	c.Log.Level = strings.ToLower(c.Log.Level)

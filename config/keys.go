@@ -47,7 +47,7 @@ func Keys() []Key {
 	c.ApplyDefaults()
 	var out []Key
 	index := map[string]int{}
-	walkKeys("", reflect.ValueOf(c), func(path string, v reflect.Value) {
+	walkKeys("", reflect.ValueOf(c), false, func(path string, v reflect.Value) {
 		k := Key{Path: path, Kind: kindOf(v.Type())}
 		if v.IsValid() && !v.IsZero() {
 			k.Default = formatValue(v)
@@ -68,9 +68,10 @@ func Keys() []Key {
 	return keys
 }
 
-// walkKeys calls leaf for every key below path in v, a value of a Config type. The elements of a
-// list of mappings are walked as one, path[], by the first of them or a zero one.
-func walkKeys(path string, v reflect.Value, leaf func(path string, v reflect.Value)) {
+// walkKeys calls leaf for every key below path in v, a value of a Config type. With each, every
+// element of a list of mappings is walked with its index (columns[0].name); without, the elements
+// are walked as one, path[], by the first of them or a zero one.
+func walkKeys(path string, v reflect.Value, each bool, leaf func(path string, v reflect.Value)) {
 	t := v.Type()
 	switch {
 	case isLeaf(t):
@@ -78,23 +79,27 @@ func walkKeys(path string, v reflect.Value, leaf func(path string, v reflect.Val
 	case t.Kind() == reflect.Struct:
 		for i := range t.NumField() {
 			name := tagName(t.Field(i))
-			if name == "" {
+			if name == "" || !t.Field(i).IsExported() {
 				continue
 			}
-			walkKeys(joinPath(path, name), v.Field(i), leaf)
+			walkKeys(joinPath(path, name), v.Field(i), each, leaf)
 		}
 	case t.Kind() == reflect.Map: // topics
 		keys := v.MapKeys()
 		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 		for _, k := range keys {
-			walkKeys(joinPath(path, k.String()), v.MapIndex(k), leaf)
+			walkKeys(joinPath(path, k.String()), v.MapIndex(k), each, leaf)
 		}
-	case t.Kind() == reflect.Slice: // a list of mappings: columns, clustering
+	case t.Kind() == reflect.Slice && each: // a list of mappings: columns, clustering
+		for i := range v.Len() {
+			walkKeys(fmt.Sprintf("%s[%d]", path, i), v.Index(i), each, leaf)
+		}
+	case t.Kind() == reflect.Slice:
 		elem := reflect.Zero(t.Elem())
 		if v.Len() > 0 {
 			elem = v.Index(0)
 		}
-		walkKeys(path+"[]", elem, leaf)
+		walkKeys(path+"[]", elem, each, leaf)
 	}
 }
 

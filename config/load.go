@@ -138,6 +138,7 @@ func load(ctx context.Context, path string, environ []string) (*loaded, error) {
 		d.bad = append(d.bad, strings.TrimSuffix(e.Path, "_file"), e.Path)
 	}
 	c.applyDefaults(func(path string, zero bool) bool { return !d.set[path] })
+	c.sources = &sources{env: origin, given: d.set}
 	return &loaded{cfg: &c, origin: origin, set: d.set, problems: d.problems, bad: d.bad}, nil
 }
 

@@ -367,3 +367,56 @@ func TestCheckNamesTheVariableOfEveryProblem(t *testing.T) {
 		t.Errorf("%d problems, want 4:\n%s", n, got)
 	}
 }
+
+// TestSettingsSayWhereEachValueCameFrom: every key of a loaded config is listed with its value
+// after defaults and overrides, and its source: the file, a variable (named), or the default.
+func TestSettingsSayWhereEachValueCameFrom(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := loadValid(t, "../examples/local.yaml", []string{
+		"SINK_WRITER__LINGER=20ms",
+		"SINK_CASSANDRA__AUTH__USERNAME=sink",
+		"SINK_CASSANDRA__AUTH__PASSWORD_FILE=" + pw,
+		"SINK_SCHEMA_REGISTRY__AUTH__USERNAME=sink",
+		"SINK_SCHEMA_REGISTRY__AUTH__PASSWORD=hunter2",
+	})
+	got := map[string]Setting{}
+	for _, s := range c.Settings() {
+		got[s.Key] = s
+	}
+	for _, want := range []Setting{
+		{Key: "kafka.group", Value: "sink-demo", Source: FromFile},
+		{Key: "kafka.client_id", Value: "sink", Source: FromDefault},
+		{Key: "kafka.brokers", Value: "[127.0.0.1:9092]", Source: FromFile},
+		{Key: "writer.linger", Value: "20ms", Source: FromEnvironment, Env: "SINK_WRITER__LINGER"},
+		{Key: "writer.max_buffered_bytes", Value: "48MiB", Source: FromDefault},
+		{Key: "cassandra.auth.password", Value: "[redacted]", Source: FromEnvironment, Env: "SINK_CASSANDRA__AUTH__PASSWORD_FILE"},
+		{Key: "schema_registry.auth.password", Value: "[redacted]", Source: FromEnvironment, Env: "SINK_SCHEMA_REGISTRY__AUTH__PASSWORD"},
+		{Key: "kafka.sasl.password", Value: "", Source: FromDefault},
+		{Key: "cassandra.replication", Value: "{class: SimpleStrategy, replication_factor: 1}", Source: FromFile},
+		{Key: "topics.readings.ttl", Value: "7d", Source: FromFile},
+		{Key: "topics.readings.keyspace", Value: "sink_demo", Source: FromDefault},
+		{Key: "topics.readings.columns[2].field", Value: "site.id", Source: FromFile},
+		{Key: "topics.readings.clustering[0].order", Value: "desc", Source: FromFile},
+		{Key: "topics.readings.bucket.slice", Value: "", Source: FromDefault},
+	} {
+		if got[want.Key] != want {
+			t.Errorf("%s: %+v, want %+v", want.Key, got[want.Key], want)
+		}
+	}
+	for _, s := range c.Settings() {
+		if strings.Contains(s.Value, "s3cret") || strings.Contains(s.Value, "hunter2") {
+			t.Errorf("%s shows a secret: %q", s.Key, s.Value)
+		}
+	}
+	// Every key of Keys appears, the topic's under its name.
+	for _, k := range Keys() {
+		path := strings.Replace(k.Path, TopicPlaceholder, "readings", 1)
+		path = strings.Replace(path, "[]", "[0]", 1)
+		if _, ok := got[path]; !ok {
+			t.Errorf("%s is not in Settings", path)
+		}
+	}
+}

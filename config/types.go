@@ -14,6 +14,9 @@ type Config struct {
 	// json_schema codecs read writer schemas from.
 	SchemaRegistry SchemaRegistry   `koanf:"schema_registry"`
 	Topics         map[string]Topic `koanf:"topics"` // key: a short name used in metrics, logs and `--topic`
+
+	// sources says where each key's value came from, for Settings; nil for a Config built in Go.
+	sources *sources
 }
 
 // Kafka holds the consumer-group settings.
@@ -141,6 +144,10 @@ type Writer struct {
 // Metrics is the HTTP endpoint for /metrics, /healthz and /readyz.
 type Metrics struct {
 	Address string `koanf:"address"` // default ":9464"; "" disables
+	// Debug serves the debug endpoints on the metrics address: /debug/pprof/ (profiles) and
+	// /debug/config (the effective configuration, secrets redacted). False turns them off, and
+	// /debug/partitions with them. Default true.
+	Debug bool `koanf:"debug"`
 	// DebugPartitions serves /debug/partitions on the metrics address: the partition keys (entity ids)
 	// of the largest open partitions. That port has no authentication; false turns it off. Default true.
 	DebugPartitions bool `koanf:"debug_partitions"`

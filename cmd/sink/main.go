@@ -50,6 +50,7 @@ func commands() map[string]command {
 		"version":  {"print the version and exit", runVersion},
 		"run":      {"run the sink daemon: consume Kafka, write Cassandra, at least once", runRun},
 		"validate": {"check a config file and print every problem", runValidate},
+		"config":   {"print the effective configuration: every key, its value and where it came from", runConfig},
 		"schema":   {"print (and --apply) the CQL tables each topic's policy needs", runSchema},
 		"explain":  {"show the partition, table and INSERT one record maps to", runExplain},
 		"plan":     {"size partitions per bucket width for a write rate; judge a topic's policy", runPlan},

@@ -64,7 +64,8 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Usage: sink run --config FILE")
 		fmt.Fprintln(stderr, "\nRuns the sink: consumes the configured topics as a member of kafka.group and writes")
 		fmt.Fprintln(stderr, "every record to its Cassandra partition, at least once. Serves /metrics, /healthz,")
-		fmt.Fprintln(stderr, "/readyz and /debug/partitions on metrics.address. SIGINT or SIGTERM stops it")
+		fmt.Fprintln(stderr, "/readyz and the debug endpoints (/debug/pprof/, /debug/config, /debug/partitions;")
+		fmt.Fprintln(stderr, "metrics.debug turns them off) on metrics.address. SIGINT or SIGTERM stops it")
 		fmt.Fprintln(stderr, "gracefully (flush, commit, leave the group); a second signal exits at once.")
 		fmt.Fprintln(stderr, "Exit codes: 0 stopped cleanly, 1 runtime failure, 2 usage, 3 invalid config, 6 a server")
 		fmt.Fprintln(stderr, "refused the connection at start (login, certificate, TLS at one end only).")
@@ -232,13 +233,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	var srv *http.Server
 	srvDone := make(chan error, 1)
 	if addr := cfg.Metrics.Address; addr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		// Profiles on the metrics port, as Prometheus serves them: `make bench` takes the sink's CPU
-		// profile here, and an operator can do the same on a live daemon.
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.Handle("/", pl.Handler())
+		mux := metricsMux(cfg, reg, pl.Handler())
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("metrics.address %q: %w", addr, err)
@@ -264,6 +259,25 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 	}
 	return runErr
+}
+
+// metricsMux routes the metrics port: /metrics from reg, the debug endpoints, and the rest
+// (/healthz, /readyz, /debug/partitions) to the pipeline's handler. metrics.debug false answers 404
+// for every /debug/ path, the pipeline's /debug/partitions too.
+func metricsMux(cfg *config.Config, reg *prometheus.Registry, pipeline http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/", pipeline)
+	if !cfg.Metrics.Debug {
+		mux.Handle("/debug/", http.NotFoundHandler())
+		return mux
+	}
+	// Profiles on the metrics port, as Prometheus serves them: `make bench` takes the sink's CPU
+	// profile here, and an operator can do the same on a live daemon.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.Handle("/debug/config", configHandler(cfg))
+	return mux
 }
 
 // readableDuration writes a duration attribute (retry_in, timeout, took) as Go writes a duration,
