@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,31 +11,27 @@ import (
 	"github.com/bucketsink/sink/config"
 )
 
+// configUsage is the help of `sink config` above its flags.
+const configUsage = "Usage: sink config --config FILE [--format text|json]\n" +
+	"\n" +
+	"Prints the configuration `sink run --config FILE` would run with: every key, its value after\n" +
+	"the defaults and the SINK_ overrides, and where it came from (default, file, or environment with\n" +
+	"the variable). Secrets show as [redacted]. A config that does not validate prints its problems\n" +
+	"as `sink validate` does and exits 3. The same JSON is served at /debug/config on metrics.address.\n"
+
 // runConfig prints the effective configuration: every key, its value and where it came from.
 func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("config", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: sink config --config FILE [--format text|json]")
-		fmt.Fprintln(stderr, "\nPrints the configuration `sink run --config FILE` would run with: every key, its value after")
-		fmt.Fprintln(stderr, "the defaults and the SINK_ overrides, and where it came from (default, file, or environment with")
-		fmt.Fprintln(stderr, "the variable). Secrets show as [redacted]. A config that does not validate prints its problems")
-		fmt.Fprintln(stderr, "as `sink validate` does and exits 3. The same JSON is served at /debug/config on metrics.address.")
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
-	path := fs.String("config", "", "the YAML config file (required)")
-	format := fs.String("format", "text", "text, or json for machines")
-	if code, ok := parseFlags(fs, args); !ok {
+	fs := newFlags("config", configUsage, stdout, stderr)
+	path := fs.configFlag("the YAML config file (required)")
+	format := fs.formatFlag()
+	if code, ok := fs.parse(args); !ok {
 		return code
 	}
-	if fs.NArg() > 0 || *path == "" {
-		fmt.Fprintln(stderr, "sink config: --config FILE is required and takes no arguments")
-		return exitUsage
+	if code, ok := fs.require(requiredFlag{"config", *path}); !ok {
+		return code
 	}
-	if *format != "text" && *format != "json" {
-		fmt.Fprintf(stderr, "sink config: --format %q: use text or json\n", *format)
-		return exitUsage
+	if code, ok := fs.oneOf("format", *format, "text", "json"); !ok {
+		return code
 	}
 	cfg, code := loadConfig(ctx, *path, stderr)
 	if cfg == nil {

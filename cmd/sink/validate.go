@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,41 +11,32 @@ import (
 	"github.com/bucketsink/sink/config"
 )
 
+// validateUsage is the help of `sink validate` above its flags.
+const validateUsage = "Usage: sink validate --config FILE [--format text|json]\n" +
+	"\n" +
+	"Loads FILE with the SINK_ environment overrides applied and checks it. Prints\n" +
+	"\"config OK\" and exits 0, or prints every problem, one per line as key.path: problem,\n" +
+	"on stderr and exits 3. Exits 2 on a usage error. A valid config may still print\n" +
+	"warnings after \"config OK\" (\"warning: key.path: ...\"; credentials in clear, certificates\n" +
+	"not verified, a key that lets rows overwrite each other); they do not change the exit code.\n" +
+	"With --format json it prints one JSON object on stdout instead, valid or not (see docs/CONFIG.md).\n"
+
 // runValidate loads and validates a config file and reports every problem at once.
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: sink validate --config FILE [--format text|json]")
-		fmt.Fprintln(stderr, "\nLoads FILE with the SINK_ environment overrides applied and checks it. Prints")
-		fmt.Fprintln(stderr, "\"config OK\" and exits 0, or prints every problem, one per line as key.path: problem,")
-		fmt.Fprintln(stderr, "on stderr and exits 3. Exits 2 on a usage error. A valid config may still print")
-		fmt.Fprintln(stderr, "warnings after \"config OK\" (\"warning: key.path: ...\"; credentials in clear, certificates")
-		fmt.Fprintln(stderr, "not verified, a key that lets rows overwrite each other); they do not change the exit code.")
-		fmt.Fprintln(stderr, "With --format json it prints one JSON object on stdout instead, valid or not (see docs/CONFIG.md).")
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
-	path := fs.String("config", "", "the YAML config file (required)")
-	format := fs.String("format", "text", "text, or json for machines")
-	if code, ok := parseFlags(fs, args); !ok {
+	fs := newFlags("validate", validateUsage, stdout, stderr)
+	path := fs.configFlag("the YAML config file (required)")
+	format := fs.formatFlag()
+	if code, ok := fs.parse(args); !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sink validate: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := fs.require(requiredFlag{"config", *path}); !ok {
+		return code
 	}
-	if *path == "" {
-		fmt.Fprintln(stderr, "sink validate: --config is required")
-		return exitUsage
+	if code, ok := fs.oneOf("format", *format, "text", "json"); !ok {
+		return code
 	}
-	switch *format {
-	case "text":
-	case "json":
+	if *format == "json" {
 		return validateJSON(ctx, *path, stdout)
-	default:
-		fmt.Fprintf(stderr, "sink validate: --format %q: use text or json\n", *format)
-		return exitUsage
 	}
 	cfg, code := loadConfig(ctx, *path, stderr)
 	if cfg == nil {
