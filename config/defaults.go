@@ -132,6 +132,12 @@ const (
 	DefaultClusteringOrder = "desc"
 )
 
+// DefaultUnknownSchemaRetry (schema_registry.unknown_schema_retry): the followers of a registry cluster learn
+// a new schema from its leader within a second or so; 5 s covers that with room, and bounds how long a
+// record naming an id that never existed (a record of another registry, random bytes after the magic
+// byte) holds up its partition before it is dead-lettered.
+const DefaultUnknownSchemaRetry = Duration(5 * time.Second)
+
 // Defaults of the storage layer that are not plain constants. The cassandra package applies none
 // of its own: it takes these for the zero fields of a config built in Go (tests, tools).
 
@@ -273,6 +279,7 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	num("writer.top_partitions", &w.TopPartitions, DefaultTopPartitions)
 
 	dur("schema_registry.timeout", &c.SchemaRegistry.Timeout, DefaultRegistryTimeout)
+	dur("schema_registry.unknown_schema_retry", &c.SchemaRegistry.UnknownSchemaRetry, DefaultUnknownSchemaRetry)
 
 	str("metrics.address", &c.Metrics.Address, DefaultMetricsAddress)
 	setDefault(unset, "metrics.debug", &c.Metrics.Debug, true)

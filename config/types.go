@@ -94,6 +94,10 @@ type SchemaRegistry struct {
 	Auth    Auth     `koanf:"auth"`    // HTTP basic auth: username with password or password_file
 	TLS     TLS      `koanf:"tls"`     // for https URLs
 	Timeout Duration `koanf:"timeout"` // per request; default 10s
+	// UnknownSchemaRetry is how long after its first 404 an id is asked for again before a record
+	// naming it is bad input: a registry's followers can answer 404 for an id their leader has just
+	// given a producer. The record's partition waits meanwhile. Default 5s; 0 takes a 404 as final.
+	UnknownSchemaRetry Duration `koanf:"unknown_schema_retry"`
 }
 
 // Writer holds the batching, concurrency and memory limits of the write path.

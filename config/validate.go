@@ -230,12 +230,22 @@ func (c *Config) validateSchemaRegistry(v *validator) {
 		switch {
 		case err != nil:
 			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q is not a URL: %v", u, err)
+		case pu.User != nil:
+			// Refused rather than redacted: a URL is printed with every registry failure, by this
+			// sink and by the HTTP client's errors, and the auth keys keep the password a Secret.
+			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q holds credentials (user:password@), which would be logged with every "+
+				"registry failure; remove them from the URL and set schema_registry.auth.username and password (or password_file, "+
+				"or SINK_SCHEMA_REGISTRY__AUTH__PASSWORD)", pu.Redacted())
 		case pu.Scheme != "http" && pu.Scheme != "https" || pu.Host == "":
 			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q is not an http:// or https:// URL with a host", u)
 		}
 	}
 	validateTLS(v, "schema_registry.tls", r.TLS)
 	v.positive("schema_registry.timeout", int64(r.Timeout), r.Timeout.String())
+	if d := r.UnknownSchemaRetry; d < 0 || d > MaxUnknownSchemaRetry {
+		v.add("schema_registry.unknown_schema_retry", "%s: must be from 0 (a 404 is final at once) to %s; the partition of a record "+
+			"whose schema id the registry does not have waits this long before the record is dead-lettered", d, MaxUnknownSchemaRetry)
+	}
 	a := r.Auth
 	if a.Username != "" && !a.Password.IsSet() {
 		v.add("schema_registry.auth.password", "empty while schema_registry.auth.username is set; set password, password_file or SINK_SCHEMA_REGISTRY__AUTH__PASSWORD")
@@ -244,6 +254,10 @@ func (c *Config) validateSchemaRegistry(v *validator) {
 		v.add("schema_registry.auth.username", "empty while a password is set; set the username")
 	}
 }
+
+// MaxUnknownSchemaRetry bounds schema_registry.unknown_schema_retry: a record naming an id that never
+// existed holds its partition that long.
+const MaxUnknownSchemaRetry = Duration(10 * time.Minute)
 
 // validHost accepts host or host:port; the port, when present, must be a number.
 func validHost(h string) bool {

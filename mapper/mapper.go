@@ -553,12 +553,9 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 	t := out.eventTime
 	w := &s.w
 
-	var tie int64
 	components := len(p.ids)
 	var b *bucketEntry
-	if p.latest {
-		tie = tieBreak(w.Values()) // of the columns' values alone, before the TTL and the timestamp
-	} else {
+	if !p.latest {
 		b = p.bucket(p.policy.Index(t))
 		out.bucket = b
 		w.Encoded(packed.Scalar(p.bucketKind), b.ser)
@@ -622,7 +619,7 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 	case wtsEventTime:
 		out.writeTS = t.UnixMicro()
 		if p.latest {
-			out.writeTS = t.UnixMilli()*1000 + tie
+			out.writeTS = latestWriteTS(t, rec.Offset)
 		}
 	case wtsOffset:
 		// Strictly increasing along a partition, the same on every replay, and independent of

@@ -49,9 +49,10 @@ type Config struct {
 	Group   func([]*batcher.Batch) []*batcher.Batch
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
-	// Ping checks that Cassandra answers, for /readyz; it is called every PingInterval unless a write
-	// was acknowledged within the last three intervals, with a timeout of at most 2 s. Nil means always
-	// reachable (tests with an in-memory writer).
+	// Ping asks whether Cassandra could take a write at the configured consistency, for /readyz
+	// (cassandra.Session.Probe); it is called every PingInterval unless a write was acknowledged within
+	// the last three intervals or writes are failing, with cassandra.timeout as its timeout. Nil means
+	// always (tests with an in-memory writer).
 	Ping         func(context.Context) error
 	PingInterval time.Duration // default 5s
 	// KafkaOptions are appended to the consumer's and the dead-letter producer's options (tests).
@@ -237,6 +238,7 @@ func New(cfg Config) (*Pipeline, error) {
 		WedgedAfter:  cfg.Sink.Kafka.RebalanceTimeout.Std() + pl.shutdownTimeout + commitTimeout + 30*time.Second,
 		Ping:         cfg.Ping,
 		PingInterval: cfg.PingInterval,
+		PingTimeout:  cfg.Sink.Cassandra.Timeout.Std(),
 		Now:          cfg.Now,
 		Log:          cfg.Logger,
 		Ready:        cfg.Metrics.Ready,
@@ -337,6 +339,7 @@ func (pl *Pipeline) Run(ctx context.Context) error {
 		Stopping:    pl.Stopping,
 		BudgetFull:  pl.budgetFull.Load,
 		Written:     pl.observeWritten,
+		WriteFailed: pl.health.WriteFailed,
 		Fence:       fence,
 	})
 	go pl.writes.Run()

@@ -51,7 +51,8 @@ const explainUsage = "Usage: sink explain --config FILE --topic NAME --record JS
 	"explains a record with a null value: what the topic's on_tombstone makes of it (a DELETE of the\n" +
 	"entity --key names, with its write timestamp; a skip; or a dead letter). --key-hex takes the key's\n" +
 	"raw bytes, for a key in the wire format (key_codec avro, protobuf or json_schema), whose writer\n" +
-	"schema is fetched from the registry.\n" +
+	"schema is fetched from the registry. --schema-file (with --reference for what it references) gives\n" +
+	"that writer schema from files instead, for every schema id the record names: no registry is asked.\n" +
 	"\n" +
 	"Exit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be\n" +
 	"read; 2 usage error; 3 invalid configuration.\n"
@@ -72,6 +73,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	partition := fs.Int("partition", 0, "the Kafka partition")
 	offset := fs.Int64("offset", 0, "the Kafka offset")
 	offline := fs.Bool("offline", false, "do not read the routing records of a split topic from Cassandra")
+	schemaFiles := addSchemaFileFlags(fs.FlagSet)
 	if code, ok := fs.parse(args); !ok {
 		return code
 	}
@@ -171,10 +173,11 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "sink explain: --topic %q is neither a configured topic nor the Kafka topic of one; topics: %v\n", *topic, cfg.TopicNames())
 		return exitUsage
 	}
-	m, err := mapper.New(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "sink explain: %v\n", err)
-		return exitConfig
+	// One look at one record: the registry's 404 is the answer to show, not a follower's lag to wait out.
+	cfg.SchemaRegistry.UnknownSchemaRetry = 0
+	m, code := explainMapper(cfg, schemaFiles, entries, stderr)
+	if m == nil {
+		return code
 	}
 	rec := mapper.Record{Topic: kafkaTopic, Partition: int32(*partition), Offset: *offset, Key: keyBytes, Value: value, Timestamp: ts}
 	if *fromKafka != "" {
@@ -182,7 +185,10 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "sink explain: --from-kafka reads %s, but --topic %s reads %s\n", from.topic, *topic, kafkaTopic)
 			return exitUsage
 		}
-		if rec, err = fetchRecord(ctx, cfg, from); err != nil {
+		if err = probeRecord(ctx, cfg, from); err == nil {
+			rec, err = fetchRecord(ctx, cfg, from)
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "sink explain: --from-kafka: %v\n", err)
 			return exitFailure
 		}
@@ -459,8 +465,8 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 			ex.WriteTimestamp, rec.Timestamp.UTC().Format(rfc3339Milli), rec.Offset)
 	case "event_time":
 		if ex.Latest {
-			line("write timestamp\t%d µs (the event time's millisecond in µs + %d, the tie-break hashed from the row's values: of two events of one millisecond the same one always wins)",
-				ex.WriteTimestamp, ex.WriteTimestamp-ex.EventTime.UnixMilli()*1000)
+			line("write timestamp\t%d µs (the event time's millisecond in µs + offset %d mod 1000, the tie-break: of two events of one millisecond in one Kafka partition the later offset wins, unless a multiple of 1000 lies between them)",
+				ex.WriteTimestamp, rec.Offset)
 			break
 		}
 		line("write timestamp\t%d µs (event_time)", ex.WriteTimestamp)
@@ -504,8 +510,8 @@ func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 	for _, v := range ex.PartitionKey {
 		line("  %s\t= %s", v.Column, v.Literal())
 	}
-	line("write timestamp\t%d µs (the tombstone's Kafka timestamp %s in µs + 999: upserts with an event time up to that millisecond stay deleted, even replayed later; later ones are kept)",
-		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli))
+	line("write timestamp\t%d µs (the tombstone's Kafka timestamp %s in µs + offset %d mod 1000: upserts with an earlier event time stay deleted, even replayed later, and so do those of its millisecond at earlier offsets of its partition; later ones are kept)",
+		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli), ex.Row.Offset)
 	tw.Flush()
 	printBound(w, ex)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/bucketsink/sink/pipeline"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/schema"
 )
 
 // Bounds of the shutdown steps after the pipeline's (pipeline.StopBound); see stopBound.
@@ -209,6 +210,12 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Group:          cassandra.GroupConfig{MaxPartitions: w.GroupMaxPartitions, MaxBytes: int(w.GroupMaxBytes)},
 	}, metrics)
 
+	// Readiness reads one partition of a table per keyspace and write consistency, at that consistency.
+	tables, err := schema.Describe(cfg)
+	if err != nil {
+		return err
+	}
+	probes := cassandra.ProbeTargets(tables, func(topic string) string { return cfg.Topics[topic].Consistency })
 	pl, err := pipeline.New(pipeline.Config{
 		Sink:    cfg,
 		Mapper:  m,
@@ -218,9 +225,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Logger:  log,
 		Slices:  cassandra.NewSliceMaker(session, cfg),
 		Splits:  pipeline.SplitsOf(cassandra.NewSplitStores(session, cfg.Cassandra)),
-		Ping: func(ctx context.Context) error {
-			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
-		},
+		Ping:    func(ctx context.Context) error { return session.Probe(ctx, probes) },
 	})
 	if err != nil {
 		return err

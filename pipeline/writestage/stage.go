@@ -88,6 +88,9 @@ type Config struct {
 	// Written is called with every batch Cassandra acknowledged (readiness, event-time lag, largest
 	// partitions).
 	Written func(*batcher.Batch)
+	// WriteFailed, when set, is called with every batch given back after its retries ran out on errors of
+	// the cluster (cassandra.FailExhausted: timeouts, unavailable replicas, overload), for readiness.
+	WriteFailed func(error)
 	// Fence, when set, is asked before every send of a batch for the context to send it under (ctx is
 	// the stage's). It may wait (the pipeline holds a split topic's batch until the member's group
 	// session is confirmed), and the context it returns may end before ctx does: a write it ends is
@@ -635,6 +638,9 @@ func (s *Stage) failed(rb readyBatch, attempt int, err error) bool {
 		return false
 	}
 	s.cfg.Metrics.WriteStageRetries.WithLabelValues(b.Target.Topic, reason).Inc()
+	if reason == cassandra.FailExhausted && s.cfg.WriteFailed != nil {
+		s.cfg.WriteFailed(err)
+	}
 	eachOwner(b, owners, nil, func(p Owner, offsets []int64) {
 		p.WriteRetrying(offsets, b.Target.Entry, reason, attempt, err)
 	})
