@@ -58,17 +58,21 @@ func Check(ctx context.Context, path string, environ []string) (*Config, error) 
 		return nil, err
 	}
 	problems := l.problems
-	for _, p := range Problems(l.cfg.Validate()) {
-		fe := parseProblem(p)
-		if fe == nil {
-			problems = append(problems, errors.New(p))
+	var found []error
+	if j, ok := l.cfg.Validate().(interface{ Unwrap() []error }); ok {
+		found = j.Unwrap()
+	}
+	for _, e := range found {
+		fe, ok := e.(*FieldError)
+		if !ok {
+			problems = append(problems, e)
 			continue
 		}
 		if l.coveredByLoadProblem(fe.Path) {
 			continue
 		}
 		if env := l.envOf(fe.Path); env != "" {
-			fe.Path += " (from " + env + ")"
+			fe = &FieldError{Path: fe.Path + " (from " + env + ")", Problem: fe.Problem}
 		}
 		problems = append(problems, fe)
 	}
@@ -76,15 +80,6 @@ func Check(ctx context.Context, path string, environ []string) (*Config, error) 
 		return nil, errors.Join(problems...)
 	}
 	return l.cfg, nil
-}
-
-// parseProblem turns one line of Validate back into its key path and problem.
-func parseProblem(line string) *FieldError {
-	path, problem, ok := strings.Cut(line, ": ")
-	if !ok || strings.ContainsAny(path, " ") {
-		return nil
-	}
-	return &FieldError{Path: path, Problem: problem}
 }
 
 // loaded is a config as read, with what is known of where each key came from.
