@@ -275,7 +275,8 @@ func (c *schemaChecker) lookup(vw schemaView, name string, hops int) ([]schemaNo
 		}
 		if a, ok := m["additionalProperties"]; ok {
 			declares = true
-			if _, isMap := a.(map[string]any); isMap {
+			// A schema: an object, or true (which is {}); false declares no other name.
+			if _, isMap := a.(map[string]any); isMap || a == true {
 				additional = append(additional, schemaNode{v: a, doc: p.doc})
 			}
 		}

@@ -84,6 +84,8 @@ func TestWriterSchemaDecidesWhatItCanFeed(t *testing.T) {
 			[]codec.Field{schemaField("temp", "temp", "double")}, "temp", `does not declare "temp"`},
 		{"additionalProperties schema declares every name", `{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "number"}}`,
 			[]codec.Field{schemaField("temp", "temp", "double")}, "", ""},
+		{"additionalProperties true declares every name, as {} does", `{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true}`,
+			[]codec.Field{schemaField("temp", "temp", "double")}, "", ""},
 		{"additionalProperties schema of the wrong type", `{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "boolean"}}`,
 			[]codec.Field{schemaField("temp", "temp", "double")}, "temp", "boolean"},
 		{"patternProperties", `{"type": "object", "properties": {}, "patternProperties": {"^te": {"type": "number"}}}`,
