@@ -167,6 +167,18 @@ func TestWriterSchemaIfThenElse(t *testing.T) {
 			t.Errorf("%s: %v, want refused %v", c.field.Name(), err, c.bad)
 		}
 	}
+	// An object that declares properties only in then, with no else: a record the if does not match is
+	// a free-form object, so a field named nowhere is left to the records, not refused.
+	onlyThen := `{"type": "object", "if": {"properties": {"kind": {"const": "t"}}}, "then": {"properties": {"temp": {"type": "number"}}}}`
+	if _, err := (Codec{}).Compile(&codec.Schema{ID: 45, Type: "JSON", Text: onlyThen}, []codec.Field{schemaField("gone", "gone", "text")}); err != nil {
+		t.Errorf("a field named nowhere, properties declared only in then without else: %v, want it left to the records", err)
+	}
+	// With an else that declares properties too, every record meets one of them: a field named in
+	// neither is refused, as for anyOf.
+	both := strings.Replace(onlyThen, `}}}}`, `}}}, "else": {"properties": {"other": {"type": "number"}}}}`, 1)
+	if _, err := (Codec{}).Compile(&codec.Schema{ID: 45, Type: "JSON", Text: both}, []codec.Field{schemaField("gone", "gone", "text")}); err == nil {
+		t.Errorf("a field named in neither then nor else (%s): compiled, want refused", both)
+	}
 }
 
 // FuzzWriterSchema: any schema text compiles or fails with a *codec.SchemaError, never a panic or a hang.
