@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,25 +28,22 @@ import (
 	"github.com/bucketsink/sink/sizing"
 )
 
+const initUsage = "Usage: sink init --topic T --id FIELD [--id FIELD...] --time FIELD (--rate R | --sample N)\n" +
+	"       [--subject S | --schema-file F --schema-type avro|protobuf|json] [--config FILE] [--out FILE]\n" +
+	"\n" +
+	"Drafts the config of topic T: reads the latest schema of subject S (default T-value) from the\n" +
+	"registry (or F), or samples N records of a plain JSON topic from Kafka, and writes one column per\n" +
+	"leaf field with the CQL type it feeds, the id and event time, the bucket policy `sink plan`\n" +
+	"recommends for R rows/s per entity (or the rate measured from the sample's Kafka timestamps),\n" +
+	"and the dead-letter topic, TTL and tombstone choices as comments. The output is a whole config,\n" +
+	"checked as `sink validate` checks it; with --config, that file with the topic added.\n" +
+	"Exit codes: 0 drafted; 1 the registry or Kafka failed; 2 usage error, or a field, subject or\n" +
+	"schema that cannot be drafted from; 3 --config is invalid.\n"
+
 // runInit drafts a topic's config from its writer schema (or a sample of a plain JSON topic): the columns,
 // the id and event time, the bucket policy `sink plan` recommends, and the choices left open.
 func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("init", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: sink init --topic T --id FIELD [--id FIELD...] --time FIELD (--rate R | --sample N)")
-		fmt.Fprintln(stderr, "       [--subject S | --schema-file F --schema-type avro|protobuf|json] [--config FILE] [--out FILE]")
-		fmt.Fprintln(stderr, "\nDrafts the config of topic T: reads the latest schema of subject S (default T-value) from the")
-		fmt.Fprintln(stderr, "registry (or F), or samples N records of a plain JSON topic from Kafka, and writes one column per")
-		fmt.Fprintln(stderr, "leaf field with the CQL type it feeds, the id and event time, the bucket policy `sink plan`")
-		fmt.Fprintln(stderr, "recommends for R rows/s per entity (or the rate measured from the sample's Kafka timestamps),")
-		fmt.Fprintln(stderr, "and the dead-letter topic, TTL and tombstone choices as comments. The output is a whole config,")
-		fmt.Fprintln(stderr, "checked as `sink validate` checks it; with --config, that file with the topic added.")
-		fmt.Fprintln(stderr, "Exit codes: 0 drafted; 1 the registry or Kafka failed; 2 usage error, or a field, subject or")
-		fmt.Fprintln(stderr, "schema that cannot be drafted from; 3 --config is invalid.")
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
+	fs := newFlags("init", initUsage, stdout, stderr)
 	var ids []string
 	fs.Func("id", "dot path of an id field; repeat it (or separate by commas) for several", func(s string) error {
 		ids = append(ids, splitGenerateList(s)...)
@@ -62,7 +58,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		sample     = fs.Int("sample", 0, "sample this many records of a plain JSON topic instead of reading a schema")
 		schemaFile = fs.String("schema-file", "", "read the writer schema from this file instead of the registry")
 		schemaType = fs.String("schema-type", "avro", "the --schema-file's type: avro, protobuf or json")
-		cfgPath    = fs.String("config", "", "merge the topic into this config (its kafka, cassandra and schema_registry are used)")
+		cfgPath    = fs.configFlag("merge the topic into this config (its kafka, cassandra and schema_registry are used)")
 		out        = fs.String("out", "", "write the config here instead of standard output")
 		brokers    = fs.String("brokers", "127.0.0.1:9092", "Kafka brokers, comma separated (without --config)")
 		registryTo = fs.String("registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry URL(s), comma separated (without --config)")
@@ -70,18 +66,13 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		keyspace   = fs.String("keyspace", "sink", "Cassandra keyspace for the drafted config (without --config)")
 		table      = fs.String("table", "", "table name (default: the topic in lower snake case)")
 	)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := fs.parse(args); !ok {
 		return code
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "sink init: "+format+"\n", a...)
-		return exitUsage
-	}
+	usageErr := fs.usageError
 	switch {
-	case fs.NArg() > 0:
-		return usageErr("unexpected argument %q", fs.Arg(0))
 	case *topic == "" || len(ids) == 0 || *timeField == "":
-		return usageErr("--topic, --id and --time are required (see sink init -h)")
+		return usageErr("--topic, --id and --time are required (see sink help init)")
 	case *rateText == "" && *sample == 0:
 		return usageErr("give --rate (rows/s per entity) or --sample N (a plain JSON topic, its rate measured)")
 	case *sample < 0:
@@ -94,7 +85,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	kafkaCfg := config.Kafka{Brokers: splitGenerateList(*brokers)}
 	regCfg := config.SchemaRegistry{URLs: splitGenerateList(*registryTo), Timeout: config.Duration(10 * time.Second)}
 	if *cfgPath != "" {
-		b, code := loadConfig(*cfgPath, stderr)
+		b, code := loadConfig(ctx, *cfgPath, stderr)
 		if b == nil {
 			return code
 		}
@@ -128,7 +119,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageErr("%v", err)
 		}
 	}
-	return writeDraft(in, sampled, initOutput{base: base, baseText: baseText, cfgPath: *cfgPath,
+	return writeDraft(ctx, in, sampled, initOutput{base: base, baseText: baseText, cfgPath: *cfgPath,
 		server: draft.Base{Brokers: kafkaCfg.Brokers, Hosts: splitGenerateList(*hosts), Keyspace: *keyspace, Registry: regCfg.URLs},
 		rate:   *rateText, rowBytes: *rowText, out: *out}, stdout, stderr)
 }
@@ -143,7 +134,7 @@ type initOutput struct {
 }
 
 // writeDraft drafts in, sizes its bucket policy, and writes the config it makes, once it validates.
-func writeDraft(in draft.Input, sampled *sampleStats, o initOutput, stdout, stderr io.Writer) int {
+func writeDraft(ctx context.Context, in draft.Input, sampled *sampleStats, o initOutput, stdout, stderr io.Writer) int {
 	if o.base != nil {
 		in.Name = uniqueName(o.base, draft.TopicName(in.Topic))
 		if in.Table == "" {
@@ -172,7 +163,7 @@ func writeDraft(in draft.Input, sampled *sampleStats, o initOutput, stdout, stde
 	} else {
 		text = d.Config(o.server)
 	}
-	if code := checkDrafted(text, stderr); code != exitOK {
+	if code := checkDrafted(ctx, text, stderr); code != exitOK {
 		return code
 	}
 	if o.out == "" {
@@ -356,7 +347,7 @@ func initPolicy(d *draft.Draft, rateText, rowText string, sampled *sampleStats, 
 
 // checkDrafted loads the drafted config as `sink validate` does; a draft that does not pass is a bug,
 // reported as such rather than written.
-func checkDrafted(text string, stderr io.Writer) int {
+func checkDrafted(ctx context.Context, text string, stderr io.Writer) int {
 	dir, err := os.MkdirTemp("", "sink-init-")
 	if err != nil {
 		fmt.Fprintf(stderr, "sink init: %v\n", err)
@@ -368,7 +359,7 @@ func checkDrafted(text string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sink init: %v\n", err)
 		return exitFailure
 	}
-	if cfg, code := loadConfig(path, stderr); cfg == nil {
+	if cfg, code := loadConfig(ctx, path, stderr); cfg == nil {
 		fmt.Fprintln(stderr, "sink init: the drafted config does not pass validation (above)")
 		return code
 	}

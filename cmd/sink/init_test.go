@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -73,7 +74,7 @@ func draftSample(t *testing.T, o initOutput) (int, string, string) {
 	if o.server.Brokers == nil {
 		o.server = draft.Base{Brokers: []string{"127.0.0.1:9092"}, Hosts: []string{"127.0.0.1:9042"}, Keyspace: "sink"}
 	}
-	code := writeDraft(in, sampled, o, &out, &errOut)
+	code := writeDraft(context.Background(), in, sampled, o, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
