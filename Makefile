@@ -23,8 +23,8 @@ help:
 	@echo "                  the stack stays up for the next run (STACK_DOWN=1 make test stops it afterwards)"
 	@echo "make test-clean   make test, then stop the stack"
 	@echo "make test-ring    only the ring tests (also part of make test), starting the ring if needed"
-	@echo "make test-chaos   the churn tests (build tag chaos; about five minutes): sink run killed every 3 to 15 s"
-	@echo "                  beside a member joining and leaving; CI runs it after make test"
+	@echo "make test-chaos   only the churn tests (build tag chaos; about three minutes, also part of make test): sink run"
+	@echo "                  killed every 3 to 15 s beside a member joining and leaving"
 	@echo "make lint         staticcheck ($(STATICCHECK)) over the module (also part of make test)"
 	@echo "make stack-up / stack-down / stack-status"
 	@echo "make bench        end-to-end benchmark on the local stack: sink vs the raw Cassandra ceiling, 1,000,000 events;"
@@ -71,6 +71,8 @@ test:
 	(cd deploy/checks && GOFLAGS="$$GOFLAGS -mod=mod" go test -count=1 -timeout 15m ./...) || status=$$?; \
 	echo "--- ring tests (three-node Cassandra)"; \
 	go test $(GO_TEST_FLAGS) -run '$(RING_TESTS)' $(RING_PKGS) || status=$$?; \
+	echo "--- churn tests (sink run killed every 3 to 15 s)"; \
+	go test -count=1 -timeout 20m -tags chaos -run '$(CHAOS_TESTS)' ./pipeline || status=$$?; \
 	if [[ "$(STACK_DOWN)" == 1 ]]; then $(STACK) down; fi; \
 	exit $$status
 
@@ -80,8 +82,8 @@ test-ring:
 	export $$($(STACK) env); \
 	go test $(GO_TEST_FLAGS) -run '$(RING_TESTS)' $(RING_PKGS)
 
-# The churn tests (build tag chaos), kept out of `make test` for their length (about five minutes of kills and
-# restarts on the real stack). Like `make test`, they use the SINK_TEST_* servers when set, else the stack.
+# Only the churn tests (build tag chaos; also the last pass of `make test`, alone, as they kill and restart the
+# sink for minutes). Like `make test`, they use the SINK_TEST_* servers when set, else the stack.
 CHAOS_TESTS := ^TestChaos
 test-chaos:
 	@if [[ -z "$$SINK_TEST_KAFKA" || -z "$$SINK_TEST_CASSANDRA" ]]; then \
