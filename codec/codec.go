@@ -173,3 +173,32 @@ type UnavailableError struct{ Err error }
 
 func (e *UnavailableError) Error() string { return "schema registry unavailable: " + e.Err.Error() }
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// ValueError is a value of a record that does not fit its column, said two ways: Plain, its Error, says
+// what is wrong without the value or a map key (logs are kept longer and read by more people than the
+// data); Quoted says it with them, for the dead letter (which carries the record anyway) and for logs
+// when log.quote_values asks. The two forms differ only where the value is shown, so that the message of
+// an error wrapping one is turned into its quoted form by replacing Plain with Quoted (the function
+// Quoted).
+type ValueError struct{ Plain, Quoted string }
+
+func (e *ValueError) Error() string { return e.Plain }
+
+// BadValue is the ValueError "the value is <reason>", quoted "<shown> is <reason>".
+func BadValue(shown, reason string) *ValueError {
+	return &ValueError{Plain: "the value is " + reason, Quoted: shown + " is " + reason}
+}
+
+// Quoted returns err's message with the bad value shown, where err wraps a *ValueError; for any other
+// error, its message.
+func Quoted(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	var ve *ValueError
+	if errors.As(err, &ve) {
+		return strings.Replace(msg, ve.Plain, ve.Quoted, 1)
+	}
+	return msg
+}

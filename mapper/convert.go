@@ -37,17 +37,17 @@ type problem struct {
 
 func (p problem) ok() bool { return p.msg == "" }
 
-// err is the valueError of the problem of the value at subject (`column c: field "f"`).
-func (p problem) err(subject string, s *scratch) *valueError {
+// err is the codec.ValueError of the problem of the value at subject (`column c: field "f"`).
+func (p problem) err(subject string, s *scratch) *codec.ValueError {
 	plain := subject + prefixed(" ", p.elem)
 	quoted := plain
 	if p.key != nil {
 		quoted = subject + " key " + strconv.Quote(string(p.key))
 	}
 	if p.val == nil { // a value whose bytes are not text is described, not shown
-		return &valueError{plain: plain + " " + p.msg, quoted: quoted + " " + p.msg}
+		return &codec.ValueError{Plain: plain + " " + p.msg, Quoted: quoted + " " + p.msg}
 	}
-	return &valueError{plain: plain + " is " + p.msg, quoted: quoted + " is " + show(p.val, s) + ", " + p.msg}
+	return &codec.ValueError{Plain: plain + " is " + p.msg, Quoted: quoted + " is " + show(p.val, s) + ", " + p.msg}
 }
 
 func fail(v *fastjson.Value, msg string) problem { return problem{msg: msg, val: v} }

@@ -481,8 +481,8 @@ func parseJSON(rec *Record, s *scratch) (*fastjson.Value, error) {
 	}
 	if bad, path := lenientNumber(root, s); bad != nil {
 		const why = "a number outside JSON's grammar (NaN, Infinity, +1, 1-2 and the like), refused in any field"
-		return nil, &valueError{plain: "decoding JSON: the value holds " + why,
-			quoted: fmt.Sprintf("decoding JSON: field %q is %s, %s", path, show(bad, s), why)}
+		return nil, &codec.ValueError{Plain: "decoding JSON: the value holds " + why,
+			Quoted: fmt.Sprintf("decoding JSON: field %q is %s, %s", path, show(bad, s), why)}
 	}
 	return root, nil
 }
@@ -970,17 +970,11 @@ func (s *scratch) canonical(c *column, x *cell) {
 // maxShown bounds how much of a bad value a quoted error message repeats.
 const maxShown = 64
 
-// valueError is a problem with a value of the record. Its message (Error) names the column, the field
-// and, in a collection, the element or the entry by its position, and says what is wrong; never the
-// value, nor a map key (both are the record's data, and logs are kept longer and read by more people
-// than the data). quoted is the same message with the value and the key shown, which Quoted returns.
-type valueError struct{ plain, quoted string }
-
-func (e *valueError) Error() string { return e.plain }
-
-// badValue is the valueError "<subject> is <reason>", quoted "<subject> is <shown>, <reason>".
-func badValue(subject, shown, reason string) *valueError {
-	return &valueError{plain: subject + " is " + reason, quoted: subject + " is " + shown + ", " + reason}
+// badValue is the codec.ValueError "<subject> is <reason>", quoted "<subject> is <shown>, <reason>". Its
+// message (Error) names the column, the field and, in a collection, the element or the entry by its
+// position, and says what is wrong; never the value, nor a map key.
+func badValue(subject, shown, reason string) *codec.ValueError {
+	return &codec.ValueError{Plain: subject + " is " + reason, Quoted: subject + " is " + shown + ", " + reason}
 }
 
 // lenientNumber finds a number fastjson takes but JSON does not have (fastjson's number token is any run
@@ -1028,28 +1022,18 @@ func dotted(rest string) string {
 
 // notJSON is the decode error of a value fastjson cannot parse. fastjson's messages quote the document
 // (the unexpected value, the unparsed tail); the plain message keeps what is wrong and not the text.
-func notJSON(err error) *valueError {
+func notJSON(err error) *codec.ValueError {
 	quoted := "decoding JSON: " + err.Error()
 	plain, _, _ := strings.Cut(quoted, "; unparsed tail: ")
 	plain, _, _ = strings.Cut(plain, `: "`)
-	return &valueError{plain: plain, quoted: quoted}
+	return &codec.ValueError{Plain: plain, Quoted: quoted}
 }
 
 // Quoted returns err's message with the bad value shown, where err is about a value of the record (a
-// field that does not convert, an event time that does not parse, a value that is not JSON); for any
-// other error, its message. Dead letters carry it in sink.error (they carry the record anyway); logs
-// carry it only when log.quote_values is set, Error otherwise.
-func Quoted(err error) string {
-	if err == nil {
-		return ""
-	}
-	msg := err.Error()
-	var ve *valueError
-	if errors.As(err, &ve) {
-		return strings.Replace(msg, ve.plain, ve.quoted, 1)
-	}
-	return msg
-}
+// field that does not convert, an event time that does not parse, a value that is not JSON), whichever
+// the codec; for any other error, its message. Dead letters carry it in sink.error (they carry the
+// record anyway); logs carry it only when log.quote_values is set, Error otherwise.
+func Quoted(err error) string { return codec.Quoted(err) }
 
 // show renders a JSON value for an error message: its JSON text, shortened when long.
 func show(v *fastjson.Value, s *scratch) string {
