@@ -10,7 +10,6 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/codec"
-	"github.com/bucketsink/sink/codec/registry"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/schema"
@@ -22,15 +21,16 @@ import (
 // Option configures New.
 type Option func(*Mapper)
 
-// WithRegistry makes the mapper fetch writer schemas from r instead of the client New builds from
-// cfg.SchemaRegistry.
+// WithRegistry makes the mapper fetch writer schemas from r (registry.ForConfig builds the client of
+// a configuration's schema_registry block). The mapper builds no network client of its own: a topic
+// whose codec (or key_codec) reads writer schemas needs one. A nil r gives none.
 func WithRegistry(r codec.Registry) Option { return func(m *Mapper) { m.registry = r } }
 
 // New validates cfg (see config.Validate), takes each topic's table from package schema (columns,
 // keys, the INSERT statement) and compiles every topic: column plans, field paths, the bucket
 // policy, the codec. cfg must have its defaults applied (config.Load does; a Config built in Go
-// calls ApplyDefaults). When a topic's codec reads a schema registry, New builds the registry
-// client of cfg.SchemaRegistry (without connecting) unless WithRegistry gives one.
+// calls ApplyDefaults). A topic whose codec or key_codec reads a schema registry needs the registry
+// client WithRegistry gives; without one, New refuses it.
 func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 	tables, err := schema.Describe(cfg)
 	if err != nil {
@@ -40,13 +40,6 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 	for _, o := range opts {
 		o(m)
 	}
-	if m.registry == nil && len(cfg.SchemaRegistry.URLs) > 0 {
-		reg, err := registry.New(cfg.SchemaRegistry)
-		if err != nil {
-			return nil, err
-		}
-		m.registry = reg
-	}
 	m.pool.New = func() any {
 		return &scratch{buf: make([]byte, 0, 256), key: make([]byte, 0, 128)}
 	}
@@ -55,6 +48,14 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 		p, err := compile(name, cfg.Topics[name], tables[name])
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if m.registry == nil && (p.framed || p.key != nil) {
+			what := "codec " + p.codecName
+			if !p.framed {
+				what = "key_codec " + p.keyCodec
+			}
+			errs = append(errs, fmt.Errorf("topics.%s: %s reads writer schemas from a schema registry, and the mapper was given no registry client (mapper.WithRegistry)", name, what))
 			continue
 		}
 		p.registry = m.registry
