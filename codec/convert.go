@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/inf.v0"
 
@@ -288,4 +289,22 @@ func SortedMap(buf []byte, start int, es []MapEntry) []byte {
 	}
 	m := copy(buf[start:], buf[mid:])
 	return buf[:start+m]
+}
+
+// UTF8Problem says where b stops being UTF-8, or "" when it is valid. CQL text must be UTF-8: Cassandra
+// refuses anything else with "String didn't validate.", which names neither the column nor the byte, so
+// the sink checks first.
+func UTF8Problem(b []byte) string {
+	if utf8.Valid(b) {
+		return ""
+	}
+	at := 0
+	for at < len(b) {
+		r, n := utf8.DecodeRune(b[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	return fmt.Sprintf("is not valid UTF-8 for CQL text: byte 0x%02x at offset %d of %d", b[at], at, len(b))
 }

@@ -24,42 +24,29 @@ type decoder struct {
 	codecName string
 	codec     codec.Codec
 	framed    bool // the value is in the Confluent wire format (every codec but json)
-	// reference: json and json_schema, whose plans map only what they are sure of; fastjson
-	// (mapParsed) maps every other record, and gives every error.
-	reference bool
-	// scan is plain JSON's plan (no writer schema); nil for the other codecs, and when a field is
-	// one the JSON plan does not convert (the reference maps all the records).
+	// json: json and json_schema, whose errors are whole messages ("decoding JSON: ..."), and whose
+	// values that do not fit are Values of State Bad (codec/json).
+	json bool
+	// scan is plain JSON's plan (no writer schema); nil for the other codecs.
 	scan     codec.Plan
 	registry codec.Registry // the mapper's; nil when no topic reads a registry
 	fields   []codec.Field  // what codec decodes: an entry's field columns', then its event time
 	schemas  sync.Map       // schema id (int) → *writerPlan
 }
 
-// setCodec makes d decode the format of codec name (a topics.<name>.codec, or a registry key_codec);
-// false when this build has no such codec.
-func (d *decoder) setCodec(name string) bool {
+// setCodec makes d decode the format of codec name (a topics.<name>.codec, or a registry key_codec:
+// key); false when this build has no such codec.
+func (d *decoder) setCodec(name string, key bool) bool {
 	d.codecName = name
 	switch name {
 	case config.CodecJSON, config.CodecJSONSchema:
-		d.codec, d.reference = jsonc.Codec{}, true
+		d.codec, d.json = jsonc.Codec{Key: key}, true
 		d.framed = name == config.CodecJSONSchema
 		return true
 	}
 	c, ok := codecs[name]
 	d.codec, d.framed = c, ok
 	return ok
-}
-
-// scannable reports whether the JSON plan converts every field; when it does not (a collection,
-// blob, inet, decimal or varint column), there is no plain-JSON plan and the reference maps every
-// record, sparing each a scan that cannot map it.
-func (d *decoder) scannable() bool {
-	for i := range d.fields {
-		if !jsonc.Scannable(d.fields[i].Type) {
-			return false
-		}
-	}
-	return true
 }
 
 // writerPlan is the compiled plan of one writer schema id of a topic, or the *codec.SchemaError
@@ -145,11 +132,10 @@ func (d *decoder) frame(rec *Record) (int, []byte, error) {
 }
 
 // mapValues maps a record whose body wp decodes: the values of its fields, then the columns and
-// the rest of the row, the same for every codec. A reference codec's (JSON's) errors come back
-// as its plan gave them: the caller maps such a record again with the reference.
+// the rest of the row, the same for every codec.
 func (p *plan) mapValues(wp codec.Plan, rec *Record, body []byte, s *scratch) (outcome, string, error) {
 	var out outcome
-	vals, reason, err := decodeValues(wp, p.codecName, p.reference, len(p.fields), body, s)
+	vals, reason, err := decodeValues(wp, p.codecName, p.json, len(p.fields), body, s)
 	if err == nil {
 		reason, err = p.mapDecoded(&out, vals, p.colSlot, p.timeSlot, rec, s)
 	}
@@ -157,25 +143,30 @@ func (p *plan) mapValues(wp codec.Plan, rec *Record, body []byte, s *scratch) (o
 }
 
 // decodeValues decodes body by wp into n values in s.vals (their bytes in s.buf), which it returns.
-// A reference codec's (JSON's) errors come back as its plan gave them.
-func decodeValues(wp codec.Plan, codecName string, reference bool, n int, body []byte, s *scratch) ([]codec.Value, string, error) {
-	if cap(s.vals) < n {
-		s.vals = make([]codec.Value, n)
-	}
-	vals := s.vals[:n]
+// JSON's errors (whole: json) are its messages as they are; another codec's say the codec first.
+func decodeValues(wp codec.Plan, codecName string, whole bool, n int, body []byte, s *scratch) ([]codec.Value, string, error) {
+	vals := s.values(n)
 	var err error
 	if s.buf, err = wp.Decode(body, vals, s.buf[:0]); err != nil {
-		if reference {
-			return nil, ReasonDecode, err
-		}
 		reason := ReasonDecode
 		var ce *codec.Error
 		if errors.As(err, &ce) {
 			reason = ce.Reason
 		}
-		return nil, reason, fmt.Errorf("decoding %s: %w", codecName, err)
+		if !whole {
+			err = fmt.Errorf("decoding %s: %w", codecName, err)
+		}
+		return nil, reason, err
 	}
 	return vals, "", nil
+}
+
+// values is s.vals, n of them.
+func (s *scratch) values(n int) []codec.Value {
+	if cap(s.vals) < n {
+		s.vals = make([]codec.Value, n)
+	}
+	return s.vals[:n]
 }
 
 // mapDecoded maps a record from its decoded values into out: colSlot says which value feeds each
@@ -201,7 +192,7 @@ func (p *plan) mapColumns(out *outcome, vals []codec.Value, colSlot []int, rec *
 		if slot := colSlot[i]; slot >= 0 {
 			err = p.decodedValue(c, &vals[slot], s)
 		} else {
-			err = p.value(c, nil, rec, t, s) // not a field: value reads the record
+			err = p.sourceValue(c, rec, t, s) // not a field: the record's coordinates, key or time
 		}
 		if err != nil {
 			return ReasonMap, err
@@ -214,13 +205,15 @@ func (p *plan) mapColumns(out *outcome, vals []codec.Value, colSlot []int, rec *
 // decodedTime is the event time of a decoded record, value timeSlot of vals.
 func (p *plan) decodedTime(vals []codec.Value, timeSlot int, rec *Record, s *scratch) (time.Time, error) {
 	if p.timeFromKafka {
-		return p.eventTime(nil, rec, s)
+		return kafkaEventTime(rec)
 	}
 	switch v := &vals[timeSlot]; v.State {
 	case codec.Absent:
 		return time.Time{}, fmt.Errorf("event time: field %q is missing", p.timeField)
 	case codec.Null:
 		return time.Time{}, fmt.Errorf("event time: field %q is null", p.timeField)
+	case codec.Bad:
+		return time.Time{}, v.Err.At(fmt.Sprintf("event time: field %q", p.timeField))
 	default:
 		return v.T, nil
 	}
@@ -230,6 +223,9 @@ func (p *plan) decodedTime(vals []codec.Value, timeSlot int, rec *Record, s *scr
 // the column unset (never a null, which would be a tombstone, unless the column has write_null), or
 // is an error when the column needs a value.
 func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
+	if v.State == codec.Bad {
+		return v.Err.At(fmt.Sprintf("column %s: field %q", c.name, c.field))
+	}
 	if v.State != codec.Set {
 		state := "missing"
 		if v.State == codec.Null {

@@ -15,12 +15,10 @@ import (
 	"unsafe"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/valyala/fastjson"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/codec"
-	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/routing"
@@ -133,12 +131,10 @@ type Mapper struct {
 	registry codec.Registry
 }
 
-// scratch is the per-call working memory: a fastjson parser (not safe for concurrent use, so
-// pooled) and byte buffers reused across records.
+// scratch is the per-call working memory, pooled: byte buffers reused across records.
 type scratch struct {
-	parser fastjson.Parser
-	buf    []byte
-	key    []byte
+	buf []byte // the decoded values' bytes (codec.Plan.Decode's buf)
+	key []byte
 	// w collects the row's values in their packed form while they are converted, and spans says
 	// where each column's bytes are in it. Once the row is complete, its values and key are copied
 	// into the one allocation the row owns (packed.Writer.Finish).
@@ -148,14 +144,8 @@ type scratch struct {
 	// from the typed values before encoding; canon says where each one is (see column.hash).
 	canonText []byte
 	canon     []span
-	// coll and entries are where a value that is not encoded through a cell is converted (a
-	// collection, boolean, blob, inet, decimal or varint: appendConverted).
-	coll    []byte
-	entries []mapEntry
-	// vals are a schema-registry codec's decoded fields (decoded.go).
+	// vals are the codec's decoded fields (decoded.go).
 	vals []codec.Value
-	// arena builds the value a tombstone's key stands for (keyRoot).
-	arena fastjson.Arena
 	// joint is set while the entries of a Kafka topic map one record from their shared values
 	// (fanout.go): complete then appends each row's packed values and key to rows, where they are
 	// at rowSpans, and the record's rows get one allocation between them (jointRows).
@@ -204,9 +194,8 @@ type column struct {
 	absent any
 	hash   int // its index in scratch.canon when the event bucket hashes it; -1 otherwise
 	// direct: the value converts to a cell and is written by store (text, ascii, the integers,
-	// float, double, timestamp, date, uuid, timeuuid); the other kinds (boolean, blob, inet,
-	// decimal, varint, collections) are appended as wire bytes straight from the JSON
-	// (appendConverted, then putWire).
+	// float, double, timestamp, date, uuid, timeuuid); the codec hands the other kinds (boolean,
+	// blob, inet, decimal, varint, collections) over as wire bytes (codec.Wire), written by putWire.
 	direct bool
 }
 
@@ -277,6 +266,10 @@ type plan struct {
 	keyCodec string
 	key      *decoder
 	keySlot  []int
+	// keyIDs are the id fields a tombstone's key holds (keySlot indexes them), and keyText the plan
+	// that reads them from a text key holding several (a JSON object; textKey).
+	keyIDs  []codec.Field
+	keyText codec.Plan
 
 	// decoder is the value's format and the fields the entry's columns and event time need from it
 	// (decoded.go).
@@ -379,9 +372,6 @@ func (m *Mapper) release(s *scratch) {
 	if cap(s.rows) > maxScratch {
 		s.rows = nil
 	}
-	if cap(s.coll) > maxScratch {
-		s.coll = nil
-	}
 	m.pool.Put(s)
 }
 
@@ -411,20 +401,13 @@ type outcome struct {
 // mapRecord maps one record by its topic's codec, the same way for every codec: a registry
 // codec's framing and writer schema first (decoded.go), then the plan's values into the row
 // (mapValues). Plain JSON is a codec with no writer schema; json_schema is the framing and the
-// JSON codec. A JSON plan maps only what it is sure of (package codec/json): every other JSON
-// record, and every error, is mapped again by fastjson (mapParsed), the reference for JSON's rows
-// and error messages.
+// JSON codec.
 func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
 	if rec.Value == nil && p.onTombstone != config.OnTombstoneDeadLetter {
 		return p.tombstone(ctx, rec, s)
 	}
 	if !p.framed {
-		if p.scan != nil {
-			if out, ok := p.mapScanned(rec, s); ok {
-				return out, "", nil
-			}
-		}
-		return p.mapParsed(rec, s)
+		return p.mapValues(p.scan, rec, rec.Value, s)
 	}
 	id, body, err := p.frame(rec)
 	if err != nil {
@@ -434,77 +417,13 @@ func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome,
 	if err != nil {
 		return outcome{}, reason, err
 	}
-	if !p.reference {
-		return p.mapValues(wp, rec, body, s)
+	if p.json {
+		// json_schema: from here on the record's value is its JSON body (a raw column writes the body).
+		inner := *rec
+		inner.Value = body
+		rec = &inner
 	}
-	// json_schema: from here on the record's value is its JSON body (a raw column writes the body).
-	inner := *rec
-	inner.Value = body
-	if out, _, err := p.mapValues(wp, &inner, body, s); err == nil {
-		return out, "", nil
-	}
-	return p.mapParsed(&inner, s)
-}
-
-// mapScanned maps a plain JSON record through the topic's plan; false when the plan, or any step
-// after it, does not map the record, which the reference must then map.
-func (p *plan) mapScanned(rec *Record, s *scratch) (outcome, bool) {
-	out, _, err := p.mapValues(p.scan, rec, rec.Value, s)
-	return out, err == nil
-}
-
-// mapParsed maps one record from fastjson's value tree.
-func (p *plan) mapParsed(rec *Record, s *scratch) (outcome, string, error) {
-	root, err := parseJSON(rec, s)
-	if err != nil {
-		return outcome{}, ReasonDecode, err
-	}
-	return p.mapRoot(root, rec, s)
-}
-
-// parseJSON parses the record's value with fastjson, the reference: the root object, or the decode
-// error of the whole value (whose reason is ReasonDecode). The root lives until s.parser parses again.
-func parseJSON(rec *Record, s *scratch) (*fastjson.Value, error) {
-	if rec.Value == nil {
-		// Kafka's null value: a tombstone, which compacted topics use to delete a key.
-		return nil, errors.New("decoding JSON: the record value is null (a tombstone), not a JSON object")
-	}
-	if len(rec.Value) == 0 {
-		return nil, errors.New("decoding JSON: the record value is empty (0 bytes), not a JSON object")
-	}
-	root, err := s.parser.ParseBytes(rec.Value)
-	if err != nil {
-		return nil, notJSON(err)
-	}
-	if root.Type() != fastjson.TypeObject {
-		return nil, fmt.Errorf("decoding JSON: the value is a JSON %s, not an object", root.Type())
-	}
-	if bad, path := lenientNumber(root, s); bad != nil {
-		const why = "a number outside JSON's grammar (NaN, Infinity, +1, 1-2 and the like), refused in any field"
-		return nil, &codec.ValueError{Plain: "decoding JSON: the value holds " + why,
-			Quoted: fmt.Sprintf("decoding JSON: field %q is %s, %s", path, show(bad, s), why)}
-	}
-	return root, nil
-}
-
-// mapRoot maps one record from the root of its fastjson tree.
-func (p *plan) mapRoot(root *fastjson.Value, rec *Record, s *scratch) (outcome, string, error) {
-	var out outcome
-	t, err := p.eventTime(root, rec, s)
-	if reason, err := p.admit(t, err, rec); err != nil {
-		return out, reason, err
-	}
-	out.eventTime = t
-
-	s.begin(p)
-	for i := range p.cols {
-		if err := p.value(&p.cols[i], root, rec, t, s); err != nil {
-			return out, ReasonMap, err
-		}
-		s.spans[i] = s.w.Last()
-	}
-	reason, err := p.completeRow(&out, rec, s)
-	return out, reason, err
+	return p.mapValues(wp, rec, body, s)
 }
 
 // completeRow is complete, with the reason of its error.
@@ -707,49 +626,16 @@ const maxKeyComponent = 65535
 // (16 bytes plus length), value count.
 const rowOverhead = 24
 
-// eventTime finds the record's event time per the topic's time settings.
-func (p *plan) eventTime(root *fastjson.Value, rec *Record, s *scratch) (time.Time, error) {
-	if p.timeFromKafka {
-		kt, ok := kafkaTime(rec)
-		if !ok {
-			return time.Time{}, errors.New("event time: the record has no Kafka timestamp (-1), and time.source kafka takes the event time from it")
-		}
-		if !inTimeRange(kt) {
-			return time.Time{}, fmt.Errorf("event time: the Kafka timestamp %s is out of range (years 0000 to 9999)", kt.Format(time.RFC3339Nano))
-		}
-		return kt, nil
-	}
-	v := root.Get(p.timePath...)
-	if v == nil {
-		return time.Time{}, fmt.Errorf("event time: field %q is missing", p.timeField)
-	}
-	if v.Type() == fastjson.TypeNull {
-		return time.Time{}, fmt.Errorf("event time: field %q is null", p.timeField)
-	}
-	if p.timeUnit == 0 {
-		if v.Type() == fastjson.TypeString {
-			b, _ := v.StringBytes()
-			if t, err := jsonc.ParseRFC3339(bstr(b)); err == nil {
-				if !inTimeRange(t) {
-					return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "out of range (years 0000 to 9999)")
-				}
-				return t, nil
-			} else if err == jsonc.ErrRFC3339Offset {
-				return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), jsonc.OffsetProblem)
-			}
-		}
-		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)")
-	}
-	text, ok := numberText(v, s.buf)
-	s.buf = text
+// kafkaEventTime is the event time of a topic whose time.source is kafka: the record's Kafka timestamp.
+func kafkaEventTime(rec *Record) (time.Time, error) {
+	kt, ok := kafkaTime(rec)
 	if !ok {
-		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "not a "+p.timeFormat+" number")
+		return time.Time{}, errors.New("event time: the record has no Kafka timestamp (-1), and time.source kafka takes the event time from it")
 	}
-	t, ok := jsonc.ParseUnix(bstr(text), time.Duration(p.timeUnit))
-	if !ok {
-		return time.Time{}, badValue(fmt.Sprintf("event time: field %q", p.timeField), show(v, s), "out of range for "+p.timeFormat+" (years 0000 to 9999)")
+	if !inTimeRange(kt) {
+		return time.Time{}, fmt.Errorf("event time: the Kafka timestamp %s is out of range (years 0000 to 9999)", kt.Format(time.RFC3339Nano))
 	}
-	return t, nil
+	return kt, nil
 }
 
 // admit is the reason and error of a record whose event time is t, or could not be found (err):
@@ -793,52 +679,11 @@ func distance(d time.Duration) string {
 	return config.Duration(d.Round(time.Second)).String()
 }
 
-// value converts the value of one column and writes it to s.w: through a cell (store) for the
-// kinds the mapper encodes directly, else as wire bytes appended straight from the JSON
-// (appendConverted, putWire).
-func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, s *scratch) error {
+// sourceValue writes the value of column c, whose source is not a field of the record (the codec
+// decodes those: decodedValue), to s.w.
+func (p *plan) sourceValue(c *column, rec *Record, t time.Time, s *scratch) error {
 	var x cell
 	switch c.source {
-	case srcField:
-		v := root.Get(c.path...)
-		if v == nil || v.Type() == fastjson.TypeNull {
-			state := "missing"
-			if v != nil {
-				state = "null"
-			}
-			if c.need != "" {
-				return fmt.Errorf("column %s: field %q is %s, and %s", c.name, c.field, state, c.need)
-			}
-			// Unset, not null (unless the column asks for null): a null would write a tombstone cell
-			// that every read must skip, while an unset column costs nothing and reads back as null
-			// all the same.
-			s.w.Absent(c.absent)
-			return nil
-		}
-		// The direct kinds convert into x, to be encoded by store; the others to their Go value.
-		var pr problem
-		switch k := c.typ.kind; {
-		case !c.direct:
-			if s.coll, pr = appendConverted(s.coll[:0], c.typ, v, &s.buf, &s.entries); pr.ok() {
-				s.putWire(c, s.coll)
-				return nil
-			}
-		case k == kText || k == kASCII:
-			x.b, pr = textOf(k, v, &s.buf)
-		case k == kDouble || k == kFloat:
-			x.f, pr = floatOf(k, v, &s.buf)
-		case k == kTimestamp:
-			x.t, pr = timestampOf(v, &s.buf)
-		case k == kDate:
-			x.t, pr = dateOf(v)
-		case k == kUUID || k == kTimeUUID:
-			x.u, pr = uuidOf(k, v)
-		default: // tinyint to bigint: layoutColumns makes no other kind direct
-			x.n, pr = intOf(k, v, &s.buf)
-		}
-		if !pr.ok() {
-			return pr.err(fmt.Sprintf("column %s: field %q", c.name, c.field), s)
-		}
 	case srcEventTime:
 		x.t = t
 	case srcKafkaTimestamp:
@@ -873,7 +718,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 					return fmt.Errorf("column %s: the %s is not ASCII for CQL ascii", c.name, what)
 				}
 			}
-		} else if msg := utf8Problem(b); msg != "" {
+		} else if msg := codec.UTF8Problem(b); msg != "" {
 			return fmt.Errorf("column %s: the %s %s", c.name, what, msg)
 		}
 		x.b = b
@@ -967,79 +812,8 @@ func (s *scratch) canonical(c *column, x *cell) {
 	s.canon[c.hash] = span{off, len(b) - off}
 }
 
-// maxShown bounds how much of a bad value a quoted error message repeats.
-const maxShown = 64
-
-// badValue is the codec.ValueError "<subject> is <reason>", quoted "<subject> is <shown>, <reason>". Its
-// message (Error) names the column, the field and, in a collection, the element or the entry by its
-// position, and says what is wrong; never the value, nor a map key.
-func badValue(subject, shown, reason string) *codec.ValueError {
-	return &codec.ValueError{Plain: subject + " is " + reason, Quoted: subject + " is " + shown + ", " + reason}
-}
-
-// lenientNumber finds a number fastjson takes but JSON does not have (fastjson's number token is any run
-// of digits, signs, dots and e, or inf and nan: NaN, Infinity, +1, 1-2) anywhere in the document, read
-// by a column or not. The scan refuses such a document wherever the number is, so this path does too: a
-// record is JSON or it is not, whichever fields a topic reads. It returns the number and its path
-// (a.b[2].c; in quoted messages only, as keys can be data), or nil.
-func lenientNumber(v *fastjson.Value, s *scratch) (*fastjson.Value, string) {
-	switch v.Type() {
-	case fastjson.TypeNumber:
-		s.buf = v.MarshalTo(s.buf[:0])
-		if !jsonc.IsNumber(bstr(s.buf)) {
-			return v, ""
-		}
-	case fastjson.TypeArray:
-		a, _ := v.Array()
-		for i, e := range a {
-			if bad, path := lenientNumber(e, s); bad != nil {
-				return bad, "[" + strconv.Itoa(i) + "]" + dotted(path)
-			}
-		}
-	case fastjson.TypeObject:
-		o, _ := v.Object()
-		var bad *fastjson.Value
-		var path string
-		o.Visit(func(key []byte, e *fastjson.Value) {
-			if bad == nil {
-				if bad, path = lenientNumber(e, s); bad != nil {
-					path = string(key) + dotted(path)
-				}
-			}
-		})
-		return bad, path
-	}
-	return nil, ""
-}
-
-// dotted joins the rest of a path to its key: "" stays "", "[2]" is an index, anything else a key.
-func dotted(rest string) string {
-	if rest == "" || rest[0] == '[' {
-		return rest
-	}
-	return "." + rest
-}
-
-// notJSON is the decode error of a value fastjson cannot parse. fastjson's messages quote the document
-// (the unexpected value, the unparsed tail); the plain message keeps what is wrong and not the text.
-func notJSON(err error) *codec.ValueError {
-	quoted := "decoding JSON: " + err.Error()
-	plain, _, _ := strings.Cut(quoted, "; unparsed tail: ")
-	plain, _, _ = strings.Cut(plain, `: "`)
-	return &codec.ValueError{Plain: plain, Quoted: quoted}
-}
-
 // Quoted returns err's message with the bad value shown, where err is about a value of the record (a
 // field that does not convert, an event time that does not parse, a value that is not JSON), whichever
 // the codec; for any other error, its message. Dead letters carry it in sink.error (they carry the
 // record anyway); logs carry it only when log.quote_values is set, Error otherwise.
 func Quoted(err error) string { return codec.Quoted(err) }
-
-// show renders a JSON value for an error message: its JSON text, shortened when long.
-func show(v *fastjson.Value, s *scratch) string {
-	b := v.MarshalTo(s.key[:0])
-	if len(b) > maxShown {
-		return string(b[:maxShown]) + "..."
-	}
-	return string(b)
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/schema"
@@ -233,19 +234,25 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		}
 	}
 	p.layoutColumns()
-	if !p.decoder.setCodec(t.Codec) {
+	if !p.decoder.setCodec(t.Codec, false) {
 		return nil, fmt.Errorf("%s.codec: %s has no decoder in this build", kp, t.Codec)
 	}
 	p.decodeFields()
 	p.keyCodec = t.KeyCodec
-	if p.onTombstone == config.OnTombstoneDelete && config.NeedsRegistry(t.KeyCodec) && p.keyFields > 0 {
-		p.key = &decoder{}
-		if !p.key.setCodec(t.KeyCodec) {
-			return nil, fmt.Errorf("%s.key_codec: %s has no decoder in this build", kp, t.KeyCodec)
-		}
+	if p.onTombstone == config.OnTombstoneDelete {
 		p.keyDecodeFields()
+		switch {
+		case p.keyFields == 0: // the key's bytes name the entity as they are: nothing to decode
+		case config.NeedsRegistry(t.KeyCodec):
+			p.key = &decoder{fields: p.keyIDs}
+			if !p.key.setCodec(t.KeyCodec, true) {
+				return nil, fmt.Errorf("%s.key_codec: %s has no decoder in this build", kp, t.KeyCodec)
+			}
+		case p.keyFields > 1: // a text key holding several id fields is a JSON object (textKey)
+			p.keyText, _ = jsonc.Codec{Key: true}.Compile(nil, p.keyIDs)
+		}
 	}
-	if !p.framed && p.scannable() {
+	if !p.framed {
 		// Plain JSON has no writer schema: one plan for the topic's life. (A plan of a nil schema
 		// is never an error.)
 		p.scan, _ = p.codec.Compile(nil, p.fields)
