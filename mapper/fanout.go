@@ -29,18 +29,8 @@ type Mapped struct {
 	Err   error       // a *RecordError (its Entry set) when this entry refuses the record, or skips it
 }
 
-// feed is one Kafka topic as the mapper reads it: its entries and, when it has several, the
-// decoding they share.
-type feed struct {
-	entries []*plan  // in entry-name order
-	names   []string // the entries' names, in the same order
-	// decoder decodes the union of the entries' fields (each field, type and unit once); unused
-	// with one entry, which decodes by its own plan as it always has.
-	decoder
-}
-
-// compile builds the shared decoding of a topic with several entries; reg is the mapper's registry.
-func (f *feed) compile(reg codec.Registry) {
+// share builds the shared decoding of a topic with several entries; reg is the mapper's registry.
+func (f *feed) share(reg codec.Registry) {
 	if len(f.entries) == 1 {
 		return
 	}
@@ -124,24 +114,6 @@ func (m *Mapper) MapEntry(ctx context.Context, entry string, rec Record) (batche
 			Entry: entry, Err: fmt.Errorf("no entry topics.%s reads this Kafka topic", entry)}
 	}
 	return m.mapEntry(ctx, p, &rec)
-}
-
-// mapEntry maps rec for entry p alone.
-func (m *Mapper) mapEntry(ctx context.Context, p *plan, rec *Record) (batcher.Row, error) {
-	s := m.pool.Get().(*scratch)
-	out, reason, err := p.mapRecord(ctx, rec, s)
-	m.release(s)
-	if err != nil {
-		return batcher.Row{}, p.recordError(rec, reason, err)
-	}
-	return out.row, nil
-}
-
-// isRecordError reports whether err is an entry's verdict on a record, not a failure of no entry's
-// making (the registry does not answer).
-func isRecordError(err error) bool {
-	re := (*RecordError)(nil)
-	return errors.As(err, &re)
 }
 
 // mapShared maps rec for every entry of f into res (one per entry, in order), setting each res[i]

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/bucketsink/sink/batcher"
-	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/codec"
 	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
@@ -32,12 +31,8 @@ import (
 // are ordered by the tie, not by their time.
 //
 // Tombstones (a record whose value is null) become what the entry's on_tombstone says: a refusal
-// (dead_letter, the default: mapParsed's or the framing's decode error), a skip (ReasonTombstone), or a
+// (dead_letter, the default: the codec's decode error, or the framing's), a skip (ReasonTombstone), or a
 // delete row (delete, latest-value entries only; see tombstone).
-
-// tieBreak is the write timestamp's microseconds below the event time's millisecond: FNV-1a 64 of the
-// row's packed values, mod 1000 (the event-bucket hash, bucketer.EventBucket).
-func tieBreak(values []byte) int64 { return int64(bucketer.EventBucket(values, 1000)) }
 
 // deleteTie is the microseconds a delete adds to its millisecond: the most any upsert of that
 // millisecond can have, so that the delete wins against all of them (and Cassandra lets a deletion win
@@ -154,26 +149,6 @@ func (p *plan) textKey(key []byte, s *scratch) ([]codec.Value, error) {
 // notAnObject is the error of a key that must name several id fields and is not a JSON object.
 func (p *plan) notAnObject() error {
 	return fmt.Errorf("delete: the Kafka key is not a JSON object, which names an entity of %d id fields (%s)", p.keyFields, p.keyFieldList())
-}
-
-// keyDecodeFields lists what is decoded from a tombstone's key (p.keyIDs): each id column read from a
-// field, at its path. A lone one is the whole key when the key is not a record or object (an Avro
-// "string" or "long", a JSON scalar, a text key: codec.Field.Whole).
-func (p *plan) keyDecodeFields() {
-	p.keySlot = make([]int, len(p.cols))
-	for i := range p.keySlot {
-		p.keySlot[i] = -1
-	}
-	for _, ci := range p.ids {
-		c := &p.cols[ci]
-		if c.source != srcField {
-			continue
-		}
-		p.keySlot[ci] = len(p.keyIDs)
-		f := c.codecField()
-		f.Whole = p.keyFields == 1
-		p.keyIDs = append(p.keyIDs, f)
-	}
 }
 
 // decodeKey decodes a tombstone's key by the entry's registry key codec, the way a value of that codec

@@ -17,7 +17,7 @@ import (
 )
 
 // The plan compiler: New compiles each configured topic once into a plan, which the per-record
-// path (mapper.go) then follows for every record of the topic.
+// path (path.go, row.go) then follows for every record of the topic.
 
 // Option configures New.
 type Option func(*Mapper)
@@ -89,7 +89,7 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 		return nil, errors.Join(errs...)
 	}
 	for _, f := range m.byKafka {
-		f.compile(m.registry)
+		f.share(m.registry)
 	}
 	return m, nil
 }
@@ -283,16 +283,51 @@ func (p *plan) layoutColumns() {
 	}
 }
 
-// newTarget builds the target of one table (the topic's, or one slice's): its INSERT is the
-// table description's (schema.Table.Insert).
-func (p *plan) newTarget(name string) *batcher.Target {
-	return &batcher.Target{
-		Topic:       p.kafkaTopic,
-		Keyspace:    p.keyspace,
-		Table:       name,
-		Insert:      p.desc.Insert(name),
-		Columns:     p.insertCols,
-		Consistency: p.consistency,
-		Entry:       p.name,
+// decodeFields lists what the topic's codec must decode: each field column's value, then the
+// event time field. colSlot (per column) and timeSlot say where each is in the list.
+func (p *plan) decodeFields() {
+	p.colSlot = make([]int, len(p.cols))
+	p.fields = p.fields[:0]
+	for i := range p.cols {
+		c := &p.cols[i]
+		p.colSlot[i] = -1
+		if c.source != srcField {
+			continue
+		}
+		p.colSlot[i] = len(p.fields)
+		p.fields = append(p.fields, c.codecField())
+	}
+	p.timeSlot = -1
+	if !p.timeFromKafka {
+		p.timeSlot = len(p.fields)
+		// time.format rfc3339 reads text; the unix_* formats count their unit (timeuuid.go's unit is
+		// nanoseconds per unit).
+		p.fields = append(p.fields, codec.Field{Path: p.timePath, Type: packed.Scalar(kTimestamp), Unit: time.Duration(p.timeUnit)})
+	}
+}
+
+// codecField is what a codec decodes for field column c: its path, for its type; an integer that
+// feeds a timestamp counts milliseconds, as JSON's epoch milliseconds do.
+func (c *column) codecField() codec.Field {
+	return codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Unit: time.Millisecond}
+}
+
+// keyDecodeFields lists what is decoded from a tombstone's key (p.keyIDs): each id column read from a
+// field, at its path. A lone one is the whole key when the key is not a record or object (an Avro
+// "string" or "long", a JSON scalar, a text key: codec.Field.Whole).
+func (p *plan) keyDecodeFields() {
+	p.keySlot = make([]int, len(p.cols))
+	for i := range p.keySlot {
+		p.keySlot[i] = -1
+	}
+	for _, ci := range p.ids {
+		c := &p.cols[ci]
+		if c.source != srcField {
+			continue
+		}
+		p.keySlot[ci] = len(p.keyIDs)
+		f := c.codecField()
+		f.Whole = p.keyFields == 1
+		p.keyIDs = append(p.keyIDs, f)
 	}
 }
