@@ -22,8 +22,8 @@ import (
 // boolean; a topic with a field of another type (collections, blob, inet, decimal, varint) is read
 // through the tree alone (Scannable says which).
 //
-// TestScanMatchesTheTree and FuzzScanMatchesTheTree map inputs through both and require the same
-// values whenever the scan maps a record.
+// TestScanMatchesParse and FuzzScanMatchesParse (package mapper) map inputs through a plan and through
+// the tree alone (Tree) and require the same row, or the same reason and message.
 type Codec struct {
 	// Key: the plan reads a Kafka key, not a record's value: a JSON scalar is the value of the lone
 	// field when that field is Whole (a scalar that must name several fields is ErrNotObject), an empty
