@@ -448,14 +448,14 @@ func (p *plan) decodedTime(vals []codec.Value, timeSlot int, rec *Record, s *scr
 		return kafkaEventTime(rec)
 	}
 	switch v := &vals[timeSlot]; v.State {
+	case codec.Set:
+		return v.T, nil
 	case codec.Absent:
 		return time.Time{}, fmt.Errorf("event time: field %q is missing", p.timeField)
 	case codec.Null:
 		return time.Time{}, fmt.Errorf("event time: field %q is null", p.timeField)
-	case codec.Bad:
+	default: // codec.Bad
 		return time.Time{}, v.Err.At(fmt.Sprintf("event time: field %q", p.timeField))
-	default:
-		return v.T, nil
 	}
 }
 
@@ -463,10 +463,10 @@ func (p *plan) decodedTime(vals []codec.Value, timeSlot int, rec *Record, s *scr
 // the column unset (never a null, which would be a tombstone, unless the column has write_null), or
 // is an error when the column needs a value.
 func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
-	if v.State == codec.Bad {
-		return v.Err.At(fmt.Sprintf("column %s: field %q", c.name, c.field))
-	}
 	if v.State != codec.Set {
+		if v.State == codec.Bad {
+			return v.Err.At(fmt.Sprintf("column %s: field %q", c.name, c.field))
+		}
 		state := "missing"
 		if v.State == codec.Null {
 			state = "null"
