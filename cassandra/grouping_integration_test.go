@@ -8,6 +8,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/internal/testenv"
 	"github.com/bucketsink/sink/packed"
 )
 
@@ -25,7 +26,7 @@ func (f *fixture) wide(t *testing.T) *batcher.Target {
 // wideBatch is partition id's rows 0..n-1 of the wide table, each with its Size computed as the mapper
 // does (values with their 4-byte lengths, plus the per-row overhead).
 func wideBatch(tgt *batcher.Target, id string, n int) *batcher.Batch {
-	b := &batcher.Batch{Target: tgt, Key: string(AppendRoutingKey(nil, []byte(id), []byte("2024-01-15"))), Partitions: 1}
+	b := &batcher.Batch{Target: tgt, Key: string(testenv.AppendRoutingKey(nil, []byte(id), []byte("2024-01-15"))), Partitions: 1}
 	for i := range n {
 		ts := base.Add(time.Duration(i) * time.Second)
 		p := packed.MustPack([]string{"text", "text", "timestamp", "text", "text", "text", "double", "bigint", "bigint"},

@@ -159,7 +159,7 @@ func TestEveryBatchIsCoordinatedByAReplicaOfItsPartition(t *testing.T) {
 		for _, e := range o.entries {
 			id, bucket := e[0].(string), e[1].(string)
 			parts[id] = true
-			token := Token(AppendRoutingKey(nil, []byte(id), []byte(bucket)))
+			token := testenv.Token(testenv.AppendRoutingKey(nil, []byte(id), []byte(bucket)))
 			if owner := ringOwner(t, ringHosts, token); !owner.Equal(o.host) {
 				t.Errorf("partition (%s, %s), token %d, in a request of %d rows: coordinated by %s, but only %s holds it",
 					id, bucket, token, len(o.entries), o.host, owner)

@@ -117,7 +117,7 @@ var base = time.Date(2024, 1, 15, 14, 0, 0, 0, time.UTC)
 func readingRow(t *batcher.Target, id, bucket string, i int) batcher.Row {
 	return batcher.Row{
 		Target: t,
-		Key:    string(AppendRoutingKey(nil, []byte(id), []byte(bucket))),
+		Key:    string(testenv.AppendRoutingKey(nil, []byte(id), []byte(bucket))),
 		Packed: packed.MustPack(readingTypes, readingValues(id, bucket, i)...),
 		Size:   40,
 		Offset: int64(i),
@@ -269,7 +269,7 @@ func TestIntegrationTokenMatchesCassandra(t *testing.T) {
 			k[n-1] |= 0x80 // the last tail byte always has its high bit set
 			f.exec(t, fmt.Sprintf("INSERT INTO %s.blobs (k) VALUES (?)", f.ks), k)
 			want := serverToken(fmt.Sprintf("SELECT token(k) FROM %s.blobs WHERE k = ?", f.ks), k)
-			if got := Token(k); got != want {
+			if got := testenv.Token(k); got != want {
 				t.Fatalf("Token(%x) = %d, Cassandra says %d", k, got, want)
 			}
 		}
@@ -278,8 +278,8 @@ func TestIntegrationTokenMatchesCassandra(t *testing.T) {
 		b := int32(i*1_000_003 - 7)
 		f.exec(t, fmt.Sprintf("INSERT INTO %s.pairs (a, b, c) VALUES (?, ?, 1)", f.ks), a, b)
 		want := serverToken(fmt.Sprintf("SELECT token(a, b) FROM %s.pairs WHERE a = ? AND b = ?", f.ks), a, b)
-		key := AppendRoutingKey(nil, []byte(a), binary.BigEndian.AppendUint32(nil, uint32(b)))
-		if got := Token(key); got != want {
+		key := testenv.AppendRoutingKey(nil, []byte(a), binary.BigEndian.AppendUint32(nil, uint32(b)))
+		if got := testenv.Token(key); got != want {
 			t.Fatalf("Token(%q, %d) = %d, Cassandra says %d", a, b, got, want)
 		}
 	}

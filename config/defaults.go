@@ -13,9 +13,9 @@ const (
 	DefaultClientID = "sink"
 	// DefaultFetchMaxBytes bounds one fetch response. 512 KiB of lz4-compressed JSON is some
 	// 16,000 small records per round trip, a few round trips a second at full speed; buffered, the
-	// records and their rows take up to FetchExpansion times that (16 MiB), so the two fetches the
-	// client may hold stay within writer.max_buffered_bytes, which they can overshoot before the
-	// budget sees them. 16 MiB fetches expanded to 25 times the whole default budget.
+	// records and their rows take up to FetchExpansion times that (16 MiB), so the three fetches the
+	// client may hold with the default budget (MaxConcurrentFetches) take 48 MiB, no more than
+	// writer.max_buffered_bytes, which they can overshoot before the budget sees them. 16 MiB fetches expanded to 25 times the whole default budget.
 	DefaultFetchMaxBytes = Bytes(512 << 10)
 	// DefaultFetchMaxPartitionBytes: 128 KiB per partition lets one fetch carry at least four
 	// partitions at full size, so one busy partition cannot starve the rest.
@@ -131,6 +131,12 @@ const (
 	DefaultPartitionBudget = Bytes(100_000_000)
 	DefaultClusteringOrder = "desc"
 )
+
+// DefaultUnknownSchemaRetry (schema_registry.unknown_schema_retry): the followers of a registry cluster learn
+// a new schema from its leader within a second or so; 5 s covers that with room, and bounds how long a
+// record naming an id that never existed (a record of another registry, random bytes after the magic
+// byte) holds up its partition before it is dead-lettered.
+const DefaultUnknownSchemaRetry = Duration(5 * time.Second)
 
 // Defaults of the storage layer that are not plain constants. The cassandra package applies none
 // of its own: it takes these for the zero fields of a config built in Go (tests, tools).
@@ -273,8 +279,10 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	num("writer.top_partitions", &w.TopPartitions, DefaultTopPartitions)
 
 	dur("schema_registry.timeout", &c.SchemaRegistry.Timeout, DefaultRegistryTimeout)
+	dur("schema_registry.unknown_schema_retry", &c.SchemaRegistry.UnknownSchemaRetry, DefaultUnknownSchemaRetry)
 
 	str("metrics.address", &c.Metrics.Address, DefaultMetricsAddress)
+	setDefault(unset, "metrics.debug", &c.Metrics.Debug, true)
 	setDefault(unset, "metrics.debug_partitions", &c.Metrics.DebugPartitions, true)
 	str("log.level", &c.Log.Level, DefaultLogLevel)
 	c.Log.Level = strings.ToLower(c.Log.Level)

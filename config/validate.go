@@ -230,12 +230,22 @@ func (c *Config) validateSchemaRegistry(v *validator) {
 		switch {
 		case err != nil:
 			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q is not a URL: %v", u, err)
+		case pu.User != nil:
+			// Refused rather than redacted: a URL is printed with every registry failure, by this
+			// sink and by the HTTP client's errors, and the auth keys keep the password a Secret.
+			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q holds credentials (user:password@), which would be logged with every "+
+				"registry failure; remove them from the URL and set schema_registry.auth.username and password (or password_file, "+
+				"or SINK_SCHEMA_REGISTRY__AUTH__PASSWORD)", pu.Redacted())
 		case pu.Scheme != "http" && pu.Scheme != "https" || pu.Host == "":
 			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q is not an http:// or https:// URL with a host", u)
 		}
 	}
 	validateTLS(v, "schema_registry.tls", r.TLS)
 	v.positive("schema_registry.timeout", int64(r.Timeout), r.Timeout.String())
+	if d := r.UnknownSchemaRetry; d < 0 || d > MaxUnknownSchemaRetry {
+		v.add("schema_registry.unknown_schema_retry", "%s: must be from 0 (a 404 is final at once) to %s; the partition of a record "+
+			"whose schema id the registry does not have waits this long before the record is dead-lettered", d, MaxUnknownSchemaRetry)
+	}
 	a := r.Auth
 	if a.Username != "" && !a.Password.IsSet() {
 		v.add("schema_registry.auth.password", "empty while schema_registry.auth.username is set; set password, password_file or SINK_SCHEMA_REGISTRY__AUTH__PASSWORD")
@@ -244,6 +254,10 @@ func (c *Config) validateSchemaRegistry(v *validator) {
 		v.add("schema_registry.auth.username", "empty while a password is set; set the username")
 	}
 }
+
+// MaxUnknownSchemaRetry bounds schema_registry.unknown_schema_retry: a record naming an id that never
+// existed holds its partition that long.
+const MaxUnknownSchemaRetry = Duration(10 * time.Minute)
 
 // validHost accepts host or host:port; the port, when present, must be a number.
 func validHost(h string) bool {
@@ -658,6 +672,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		v.add(p+".ttl", "%s exceeds Cassandra's maximum TTL of 20 years; lower it", t.TTL)
 	} else if t.TTL > 0 && t.TTL.Seconds() == 0 {
 		v.add(p+".ttl", "%s is under a second; CQL TTLs are whole seconds", t.TTL)
+	} else if time.Duration(t.TTL)%time.Second != 0 {
+		v.add(p+".ttl", "%s is not whole seconds; CQL TTLs are, and it would be cut to %s: write that, or %s", t.TTL, t.TTL.Truncate(), t.TTL.Truncate()+Duration(time.Second))
 	}
 	v.enum(p+".ttl_from", t.TTLFrom, TTLFromWrite, TTLFromEventTime)
 	if t.TTLFrom == TTLFromEventTime && t.TTL == 0 {
@@ -665,6 +681,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	}
 	if t.GCGrace < 0 {
 		v.add(p+".gc_grace", "negative (%s); use e.g. 1d", t.GCGrace)
+	} else if time.Duration(t.GCGrace)%time.Second != 0 {
+		v.add(p+".gc_grace", "%s is not whole seconds; gc_grace_seconds is, and it would be cut to %s: write that, or %s", t.GCGrace, t.GCGrace.Truncate(), t.GCGrace.Truncate()+Duration(time.Second))
 	}
 	if t.Consistency != "ANY" || c.Cassandra.Consistency != "ANY" { // an inherited ANY is reported once, on cassandra.consistency
 		v.consistency(p+".consistency", t.Consistency)

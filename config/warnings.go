@@ -2,11 +2,14 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 )
 
 // Warnings lists what a valid config allows but an operator should see: credentials that travel in
-// clear, certificates that are not verified, grouped requests larger than Cassandra accepts by default, a
+// clear (to Kafka, Cassandra or the schema registry), certificates that are not verified, a registry
+// topic that deletes by a key read as text, grouped requests larger than Cassandra accepts by default, a
 // clustering key that lets rows of different Kafka partitions overwrite each other. Each names its key path and says what and why, in a stable order.
 // `sink validate` prints them after "config OK" and `sink run` logs each at WARN when it starts: they
 // are legitimate on a trusted network, on servers configured for them or for a topic with one partition,
@@ -31,6 +34,20 @@ func (c *Config) Warnings() []FieldError {
 	if cs.TLS.Enabled && cs.TLS.InsecureSkipVerify {
 		warn("cassandra.tls.insecure_skip_verify", "the nodes' certificates are not verified: anyone on the network path can pose as a node "+
 			"(and, with cassandra.auth, take the password); set cassandra.tls.ca_file to the CA that signed them instead")
+	}
+	r := c.SchemaRegistry
+	if r.Auth.Username != "" || r.Auth.Password.IsSet() || r.Auth.PasswordFile != "" {
+		for i, u := range r.URLs {
+			if pu, err := url.Parse(u); err == nil && strings.EqualFold(pu.Scheme, "http") {
+				warn(fmt.Sprintf("schema_registry.urls[%d]", i), "http:// with schema_registry.auth sends the password in clear to the registry "+
+					"with every request (HTTP basic auth); use an https:// URL")
+			}
+		}
+	}
+	if r.TLS.Enabled && r.TLS.InsecureSkipVerify {
+		warn("schema_registry.tls.insecure_skip_verify", "the registry's certificate is not verified: anyone on the network path can pose as "+
+			"the registry, serve the writer schemas the records are decoded by (and, with schema_registry.auth, take the password); "+
+			"set schema_registry.tls.ca_file to the CA that signed it instead")
 	}
 	if c.Writer.GroupMaxBytes > groupBytesFailAt {
 		warn("writer.group_max_bytes", "%s lets a request of several partitions reach Cassandra's default batch_size_fail_threshold "+
@@ -67,6 +84,13 @@ func (t Topic) warnings(path string) []FieldError {
 			"the same offset (and the same other key values) overwrite each other's row; add a kafka_partition column to the "+
 			"clustering key before %s (or ignore this for a topic with one partition)", offsetCol, offsetCol)})
 	}
+	if t.OnTombstone == OnTombstoneDelete && t.KeyCodec == KeyCodecText && NeedsRegistry(t.Codec) && t.keyFieldIDs() {
+		out = append(out, FieldError{Path: path + ".key_codec", Problem: fmt.Sprintf("text (the default) with codec %s and on_tombstone delete: "+
+			"the id is read from the Kafka key as plain text, but producers that write their values through the schema registry "+
+			"usually write their keys through it too (magic byte 0, a schema id, the body); such a key is dead-lettered with "+
+			"reason key, and none of the deletes happens. Set key_codec to the keys' format (avro, protobuf or json_schema), "+
+			"or ignore this if the keys are plain text", t.Codec)})
+	}
 	if t.OnTombstone == OnTombstoneDelete && t.GCGrace < deleteGCGrace {
 		out = append(out, FieldError{Path: path + ".gc_grace", Problem: fmt.Sprintf("%s with on_tombstone delete: Cassandra purges a "+
 			"delete's tombstone gc_grace after it, and then a replica that missed the delete (not repaired within gc_grace), or "+
@@ -74,6 +98,17 @@ func (t Topic) warnings(path string) []FieldError {
 			"default is %s)", t.GCGrace, deleteGCGrace)})
 	}
 	return out
+}
+
+// keyFieldIDs reports whether an id column is read from a field, which a deleting entry reads from the
+// tombstone's key (the other id sources take the key's bytes, or the tombstone's own coordinates).
+func (t Topic) keyFieldIDs() bool {
+	for _, id := range t.ID {
+		if col, ok := t.column(id); ok && col.Source == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // deleteGCGrace is Cassandra's own default gc_grace_seconds (10 days), which assumes a repair at least

@@ -6,8 +6,8 @@ import (
 )
 
 // TestWarningsNameCredentialsInClearAndUnverifiedCertificates guards the start-up warnings of a valid
-// config: SASL PLAIN without TLS, a Cassandra password without TLS and insecure_skip_verify used to
-// pass `sink validate` and start `sink run` without a word.
+// config: SASL PLAIN without TLS, a Cassandra or schema registry password without TLS and
+// insecure_skip_verify used to pass `sink validate` and start `sink run` without a word.
 func TestWarningsNameCredentialsInClearAndUnverifiedCertificates(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -36,6 +36,21 @@ func TestWarningsNameCredentialsInClearAndUnverifiedCertificates(t *testing.T) {
 			c.Kafka.TLS = TLS{Enabled: true, InsecureSkipVerify: true}
 			c.Cassandra.TLS = TLS{Enabled: true, InsecureSkipVerify: true}
 		}, []string{"kafka.tls.insecure_skip_verify", "cassandra.tls.insecure_skip_verify"}},
+		{"registry password over http", func(c *Config) {
+			c.SchemaRegistry.URLs = []string{"https://registry-1:8081", "http://registry-2:8081"}
+			c.SchemaRegistry.Auth = Auth{Username: "u", Password: "p"}
+		}, []string{"schema_registry.urls[1]"}},
+		{"registry password over https", func(c *Config) {
+			c.SchemaRegistry.URLs = []string{"https://registry:8081"}
+			c.SchemaRegistry.Auth = Auth{Username: "u", Password: "p"}
+		}, nil},
+		{"registry over http without a password", func(c *Config) {
+			c.SchemaRegistry.URLs = []string{"http://registry:8081"}
+		}, nil},
+		{"registry insecure_skip_verify", func(c *Config) {
+			c.SchemaRegistry.URLs = []string{"https://registry:8081"}
+			c.SchemaRegistry.TLS = TLS{Enabled: true, InsecureSkipVerify: true}
+		}, []string{"schema_registry.tls.insecure_skip_verify"}},
 	} {
 		c := loadValid(t, "testdata/good/minimal.yaml", nil)
 		tc.change(c)
@@ -100,6 +115,47 @@ func TestWarningForGroupMaxBytesPastTheServersFailThreshold(t *testing.T) {
 		ws := c.Warnings()
 		if got := len(ws) == 1 && ws[0].Path == "writer.group_max_bytes"; got != tc.want {
 			t.Errorf("group_max_bytes %s: warnings %v, want one on writer.group_max_bytes: %v", tc.bytes, ws, tc.want)
+		}
+	}
+}
+
+// TestWarningForARegistryTopicThatDeletesByATextKey guards against deletes that silently miss: an Avro,
+// Protobuf or JSON Schema topic that deletes with key_codec left at text reads a key its producers most
+// likely framed for the registry, and validate said nothing.
+func TestWarningForARegistryTopicThatDeletesByATextKey(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*Topic)
+		warn   bool
+	}{
+		{"avro, key text", func(*Topic) {}, true},
+		{"protobuf, key text", func(tp *Topic) { tp.Codec = CodecProtobuf }, true},
+		{"json_schema, key text", func(tp *Topic) { tp.Codec = CodecJSONSchema }, true},
+		{"avro, key avro", func(tp *Topic) { tp.KeyCodec = CodecAvro }, false},
+		{"json, key text", func(tp *Topic) { tp.Codec = CodecJSON }, false},
+		{"avro, skip", func(tp *Topic) { tp.OnTombstone, tp.KeyCodec = OnTombstoneSkip, KeyCodecText }, false},
+		{"avro, id from the key's bytes", func(tp *Topic) {
+			tp.Columns[0] = Column{Name: "device_id", Type: "text", Source: SourceKafkaKey}
+		}, false},
+	} {
+		c := loadValid(t, "testdata/good/minimal.yaml", nil)
+		c.SchemaRegistry.URLs = []string{"https://registry:8081"}
+		name := c.TopicNames()[0]
+		tp := c.Topics[name]
+		tp.Codec, tp.Bucket, tp.Clustering = CodecAvro, Bucket{Width: BucketNone}, nil
+		tp.OnTombstone, tp.KeyCodec, tp.GCGrace = OnTombstoneDelete, KeyCodecText, deleteGCGrace
+		tp.WriteTimestamp = WriteTimestampEventTime
+		tc.change(&tp)
+		c.Topics[name] = tp
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var got []string
+		for _, w := range c.Warnings() {
+			got = append(got, w.Path)
+		}
+		if want := []string{"topics." + name + ".key_codec"}; tc.warn != slices.Equal(got, want) {
+			t.Errorf("%s: warnings %v, want %v: %v", tc.name, got, tc.warn, c.Warnings())
 		}
 	}
 }

@@ -42,8 +42,8 @@
 //     event time in microseconds; "offset" is the record's offset itself, so along one partition
 //     the later record always wins; "server" binds none and lets Cassandra stamp the write, which
 //     a replay then re-stamps. A latest-value entry (bucket width none) is always written at
-//     unix_ms(event time) × 1000 + (FNV-1a 64 of its packed column values mod 1000), and its
-//     tombstones, under on_tombstone delete, at unix_ms(Kafka timestamp) × 1000 + 999 (latest.go).
+//     unix_ms(event time) × 1000 + offset mod 1000, and its tombstones, under on_tombstone
+//     delete, at unix_ms(Kafka timestamp) × 1000 + offset mod 1000 (latest.go).
 //
 // # Values
 //

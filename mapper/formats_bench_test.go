@@ -8,7 +8,10 @@ import (
 )
 
 // sensorJSONSchema is a JSON Schema of sensorJSON, for the json_schema codec.
-const sensorJSONSchema = `{"type": "object", "properties": {"device_id": {"type": "string"}}}`
+const sensorJSONSchema = `{"type": "object", "properties": {"device_id": {"type": "string"},
+	"ts": {"type": "string", "format": "date-time"}, "temperature": {"type": "number"},
+	"humidity": {"type": "number"}, "battery": {"type": "number"},
+	"site": {"type": "object", "properties": {"id": {"type": "string"}}}}}`
 
 // formatRecords are sensorJSON's event as each codec's topic reads it, with the mapper of that topic.
 // A codec's entry is one case here.

@@ -107,7 +107,7 @@ func TestRowsOnCassandra(t *testing.T) {
 		if err != nil {
 			t.Fatalf("offset %d: reading the row back: %v", offset, err)
 		}
-		if want := cassandra.Token([]byte(row.Key)); token != want {
+		if want := testenv.Token([]byte(row.Key)); token != want {
 			t.Errorf("token(pk) = %d, Token(Row.Key) = %d: Row.Key is not the routing key", token, want)
 		}
 		if want := kafkaTS.UnixMicro() + offset%1000; wt != want {

@@ -2,8 +2,10 @@ package mapper
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/codec"
@@ -16,28 +18,39 @@ import (
 //
 // Write timestamps. A latest-value row is an upsert written at its event time, so Cassandra keeps, cell
 // by cell, the value of the newest event, whatever order the records arrive or are replayed in. The
-// write timestamp is the event time's millisecond, in microseconds, plus a tie-break below it:
+// write timestamp is the event time's millisecond, in microseconds, plus a tie below it taken from the
+// record's offset:
 //
-//	timestamp = unix_ms(event time) × 1000 + tie,  tie = FNV-1a-64(the row's packed column values) mod 1000
+//	timestamp = unix_ms(event time) × 1000 + offset mod 1000
 //
-// The tie is a function of the row's content alone, so of two events of an entity in the same
-// millisecond the same one wins on every run, in every arrival order, and a replay writes each row at
-// the timestamp of its first write. A row never mixes two events' columns: every column is written with
-// each event (one the event lacks as null: New sets absent to nil for a latest-value entry), and the
-// winner's cells all carry the higher timestamp; except when two different rows of one entity in one millisecond draw the
-// same tie (one chance in 1000): Cassandra then keeps the larger value of each cell, as it does for any
-// two writes at one timestamp. Digits of the event time below the millisecond (RFC 3339 with µs or ns,
-// unix_us, unix_ns) take no part in the ordering: events of one entity less than a millisecond apart
-// are ordered by the tie, not by their time.
+// Of two events of an entity in one millisecond, from one Kafka partition, the later offset wins, on
+// every replay (a replay binds the same offset), unless a multiple of 1000 lies between their offsets
+// (offset 2000 loses to 1999). That exception cannot be designed away: the writes of one millisecond
+// have 1000 timestamps between the millisecond's own and the next one's, so any rule that gives each
+// record one of them from its offset meets, somewhere in every 1000 consecutive offsets, a later offset
+// with a lower tie. A wider sub-millisecond part would only make that rarer, at the price of every
+// timestamp already written (a table written under the old scale would lose to every new write, its
+// deletes included) and of every CQL statement stamped by the server's clock, which would then lose to
+// the sink's rows; the tie keeps the scale of microseconds instead. Events of one millisecond from
+// different Kafka partitions have no order: their offsets' last three digits decide, the same on every
+// replay. A row never mixes two events' columns: every column is written with each event (one the event
+// lacks as null: New sets absent to nil for a latest-value entry), and the winner's cells all carry the
+// higher timestamp; except when two rows of one entity in one millisecond get the same tie (offsets of
+// two partitions with the same last three digits, or 1000 apart in one): Cassandra then keeps the larger
+// value of each cell, as it does for any two writes at one timestamp. Digits of the event time below the
+// millisecond (RFC 3339 with µs or ns, unix_us, unix_ns) take no part in the ordering: events of one
+// entity less than a millisecond apart are ordered by their offsets, not by their time.
 //
 // Tombstones (a record whose value is null) become what the entry's on_tombstone says: a refusal
 // (dead_letter, the default: the codec's decode error, or the framing's), a skip (ReasonTombstone), or a
 // delete row (delete, latest-value entries only; see tombstone).
 
-// deleteTie is the microseconds a delete adds to its millisecond: the most any upsert of that
-// millisecond can have, so that the delete wins against all of them (and Cassandra lets a deletion win
-// a tie of timestamps anyway).
-const deleteTie = 999
+// latestWriteTS is the write timestamp of a latest-value entry's row, an upsert at its event time or a
+// delete at its tombstone's Kafka timestamp: at's millisecond in microseconds, plus the record's offset
+// mod 1000.
+func latestWriteTS(at time.Time, offset int64) int64 {
+	return at.UnixMilli()*1000 + (offset%1000+1000)%1000 // Kafka offsets are not negative; explain's may be anything
+}
 
 // errTombstoneSkipped is wrapped by the error of a tombstone an entry skips (on_tombstone skip).
 var errTombstoneSkipped = errors.New("the record value is null (a tombstone), and on_tombstone is skip")
@@ -46,9 +59,13 @@ var errTombstoneSkipped = errors.New("the record value is null (a tombstone), an
 // leaves dead_letter to the codec's own error).
 //
 // A delete deletes the entity's partition (every row of its clustering) at the write timestamp
-// unix_ms(the tombstone's Kafka timestamp) × 1000 + 999: it erases every upsert whose event time is at
-// or before the tombstone's Kafka timestamp (to the millisecond), whenever that upsert is written,
-// before the delete or replayed after it, and spares every upsert whose event time is later. The
+// unix_ms(the tombstone's Kafka timestamp) × 1000 + offset mod 1000, the upserts' rule: it erases every
+// upsert whose event time is before the tombstone's Kafka timestamp's millisecond, whenever that upsert
+// is written, before the delete or replayed after it, and spares every upsert whose event time is
+// later. Of the upserts of its own millisecond, from its Kafka partition, it erases those at earlier
+// offsets and spares those at later ones (a re-create produced right after the tombstone), with the
+// exception of the upserts' rule (a multiple of 1000 between the offsets); Cassandra lets a deletion
+// win a tie of timestamps. The
 // Kafka timestamp is the deletion's time: producers set it (CreateTime) to when the entity was deleted,
 // on the clock of the event times. The Kafka key names the entity. With key_codec text (the default):
 //
@@ -84,7 +101,7 @@ func (p *plan) tombstone(ctx context.Context, rec *Record, s *scratch) (outcome,
 	var err error
 	if p.key != nil {
 		vals, out.keySchema, err = p.decodeKey(ctx, rec, s)
-	} else {
+	} else if err = p.framedTextKey(rec.Key); err == nil {
 		vals, err = p.textKey(rec.Key, s)
 	}
 	if err != nil {
@@ -92,7 +109,7 @@ func (p *plan) tombstone(ctx context.Context, rec *Record, s *scratch) (outcome,
 	}
 	s.begin(p)
 	w := &s.w
-	out.writeTS = kt.UnixMilli()*1000 + deleteTie
+	out.writeTS = latestWriteTS(kt, rec.Offset)
 	w.Integer(kBigint, out.writeTS)
 	key := s.key[:0]
 	for _, ci := range p.ids {
@@ -124,6 +141,25 @@ func (p *plan) tombstone(ctx context.Context, rec *Record, s *scratch) (outcome,
 	}
 	out.row.Packed, out.row.Key = w.Finish(key)
 	return out, "", nil
+}
+
+// framedTextKey refuses a key that key_codec text would read as an entity's text while it is in the
+// Confluent wire format: its first byte is 0, the format's magic byte. Read as text, such a key names an
+// entity that does not exist ("\x00\x00\x00\x00\x07dev-0042" is valid UTF-8), and every delete of the
+// topic would silently delete nothing. No identifier a producer writes as text starts with a NUL
+// character, so the rule refuses nothing real. Entries with no id column read from a field take the key's
+// bytes as they are, as their upserts do, and are not checked.
+func (p *plan) framedTextKey(key []byte) error {
+	if p.keyFields == 0 || len(key) == 0 || key[0] != 0 {
+		return nil
+	}
+	const fix = "set key_codec to the key's format (avro, protobuf or json_schema), or have the producer write the key as plain text"
+	if len(key) >= 5 {
+		return fmt.Errorf("delete: the Kafka key is in the schema registry's wire format (magic byte 0, schema id %d), "+
+			"which key_codec %s would read as the entity's text and so delete nothing; %s", binary.BigEndian.Uint32(key[1:5]), config.KeyCodecText, fix)
+	}
+	return fmt.Errorf("delete: the Kafka key starts with byte 0, the magic byte of the schema registry's wire format, "+
+		"which no text id starts with (key_codec %s); %s", config.KeyCodecText, fix)
 }
 
 // textKey decodes a tombstone's key read as text (key_codec text) into the values of its id fields

@@ -64,40 +64,57 @@ func TestLatestValueRowHasNoBucketAndIsWrittenAtItsEventTime(t *testing.T) {
 	}
 }
 
-// TestLatestValueTieRuleIsDecidedByTheRowAlone guards the tie rule: two events of one entity in one
-// millisecond (whatever their µs) get different timestamps inside that millisecond, each the same on
-// every mapping and from any Kafka coordinates, so the same event wins in any arrival order; and an
-// event a millisecond later beats every event of the millisecond before.
-func TestLatestValueTieRuleIsDecidedByTheRowAlone(t *testing.T) {
+// TestLatestValueLaterOffsetWinsWithinAMillisecond guards the tie rule: of two events of one entity in
+// one millisecond from one Kafka partition, the later offset wins, whatever their content and their µs
+// (the tie was a hash of the row: the older of two updates won about half the time, and with
+// LogAppendTime a whole produce batch shares one millisecond); the same record replayed binds the same
+// timestamp from any partition and Kafka timestamp; an event a millisecond later beats every event of
+// the millisecond before, at any offsets. The one documented exception: a multiple of 1000 between the
+// two offsets (999 then 1000).
+func TestLatestValueLaterOffsetWinsWithinAMillisecond(t *testing.T) {
 	m := latestMapper(t, "", nil)
-	a := rec(reading("2024-01-15T14:37:22.123456Z", "21.5"))
-	b := rec(reading("2024-01-15T14:37:22.123001Z", "19"))
-	tsA, tsB := writeTSOf(t, m, a), writeTSOf(t, m, b)
-	if tsA/1000 != tsB/1000 {
-		t.Fatalf("timestamps %d and %d are not in one millisecond", tsA, tsB)
+	at := func(offset int64, ts, temperature string) Record {
+		r := rec(reading(ts, temperature))
+		r.Offset = offset
+		return r
 	}
-	if tsA == tsB {
-		t.Fatalf("two different rows of one millisecond tie at %d; pick other test values", tsA)
-	}
-	// The same row from other coordinates (a replay, a re-production) gets the same timestamp.
-	moved := a
-	moved.Partition, moved.Offset, moved.Timestamp = 0, 9, kafkaTS.Add(time.Hour)
-	if got := writeTSOf(t, m, moved); got != tsA {
-		t.Errorf("the same event from other Kafka coordinates: %d, first %d", got, tsA)
-	}
-	// The µs are not the order: the row decides, so the .123001 event may win over .123456.
-	for _, temp := range []string{"1", "2", "3", "4", "5", "6", "7", "8"} {
-		later := writeTSOf(t, m, rec(reading("2024-01-15T14:37:22.124Z", temp)))
-		if later <= max(tsA, tsB) {
-			t.Errorf("an event a millisecond later (temperature %s) has %d, not above %d", temp, later, max(tsA, tsB))
+	for _, pair := range [][2]int64{{0, 1}, {1, 999}, {998, 999}, {1000, 1001}, {1206, 1207}, {123_456_000, 123_456_999}} {
+		// The earlier record has the later µs and the content a hash might prefer: only the offset counts.
+		for _, temps := range [][2]string{{"21.5", "19"}, {"19", "21.5"}} {
+			older := writeTSOf(t, m, at(pair[0], "2024-01-15T14:37:22.123999Z", temps[0]))
+			newer := writeTSOf(t, m, at(pair[1], "2024-01-15T14:37:22.123001Z", temps[1]))
+			if older/1000 != newer/1000 {
+				t.Fatalf("timestamps %d and %d are not in one millisecond", older, newer)
+			}
+			if newer <= older {
+				t.Errorf("offsets %d then %d in one millisecond: %d does not beat %d", pair[0], pair[1], newer, older)
+			}
 		}
+	}
+	// A replay, or the same record seen from other coordinates, binds the same timestamp.
+	r := at(1207, "2024-01-15T14:37:22.123456Z", "21.5")
+	first := writeTSOf(t, m, r)
+	moved := r
+	moved.Partition, moved.Timestamp = 0, kafkaTS.Add(time.Hour)
+	if got := writeTSOf(t, m, moved); got != first {
+		t.Errorf("the same record from another partition and Kafka timestamp: %d, first %d", got, first)
+	}
+	// A millisecond later wins at any offsets.
+	if later := writeTSOf(t, m, at(1000, "2024-01-15T14:37:22.124Z", "1")); later <= writeTSOf(t, m, at(999, "2024-01-15T14:37:22.123999Z", "1")) {
+		t.Errorf("an event a millisecond later at offset 1000 has %d, not above the millisecond before at 999", later)
+	}
+	// The documented exception: the tie is the offset mod 1000, so 1000 loses to 999 in one millisecond.
+	if a, b := writeTSOf(t, m, at(999, "2024-01-15T14:37:22.123Z", "1")), writeTSOf(t, m, at(1000, "2024-01-15T14:37:22.123Z", "2")); b >= a {
+		t.Errorf("offsets 999 and 1000 in one millisecond: %d and %d; the docs say 1000 loses (update them)", a, b)
 	}
 }
 
 // TestTombstoneDeletesTheEntityAtItsKafkaTimestamp: under on_tombstone delete, a tombstone is a DELETE row
 // of the entry's delete target, in the same partition (routing key) as the entity's upserts, at the
-// Kafka timestamp's millisecond plus 999 µs: it shadows every upsert whose event time is at or before
-// that millisecond, and none after.
+// Kafka timestamp's millisecond plus its offset mod 1000, the upserts' rule: it shadows every upsert of
+// an earlier millisecond and those of its own millisecond at earlier offsets of its partition, and
+// spares a re-create produced after it in the same millisecond (the delete was at +999, which erased
+// every such re-create) and every upsert of a later millisecond.
 func TestTombstoneDeletesTheEntityAtItsKafkaTimestamp(t *testing.T) {
 	m := latestMapper(t, config.OnTombstoneDelete, nil)
 	tomb := Record{Topic: "sensor-readings", Partition: 3, Offset: 1300, Key: []byte("dev-0042"), Timestamp: kafkaTS}
@@ -108,7 +125,7 @@ func TestTombstoneDeletesTheEntityAtItsKafkaTimestamp(t *testing.T) {
 	if want := "DELETE FROM telemetry.sensor_readings USING TIMESTAMP ? WHERE device_id = ?"; ex.CQL != want {
 		t.Errorf("CQL %q, want %q", ex.CQL, want)
 	}
-	del := kafkaTS.UnixMilli()*1000 + 999
+	del := kafkaTS.UnixMilli()*1000 + 300
 	if ex.WriteTimestamp != del {
 		t.Errorf("delete timestamp %d, want %d", ex.WriteTimestamp, del)
 	}
@@ -116,15 +133,29 @@ func TestTombstoneDeletesTheEntityAtItsKafkaTimestamp(t *testing.T) {
 	if len(vals) != 2 || packed.GoValue(vals[0]) != del || packed.GoValue(vals[1]) != "dev-0042" {
 		t.Errorf("bound %v, want the timestamp then the id", ex.Bound)
 	}
-	up := explainOK(t, m, rec(reading(kafkaTS.Format(time.RFC3339Nano), "1")))
-	if up.Row.Key != ex.Row.Key {
+	upsert := func(at time.Time, offset int64) Explanation {
+		r := rec(reading(at.Format(time.RFC3339Nano), "1"))
+		r.Offset = offset
+		return explainOK(t, m, r)
+	}
+	if up := upsert(kafkaTS, 1299); up.Row.Key != ex.Row.Key {
 		t.Errorf("the delete's routing key %q is not its upserts' %q", ex.Row.Key, up.Row.Key)
 	}
-	if up.WriteTimestamp >= del {
-		t.Errorf("an upsert at the tombstone's millisecond (%d) is not shadowed by the delete (%d)", up.WriteTimestamp, del)
-	}
-	if next := writeTSOf(t, m, rec(reading(kafkaTS.Add(time.Millisecond).Format(time.RFC3339Nano), "1"))); next <= del {
-		t.Errorf("an upsert a millisecond after the tombstone (%d) is erased by the delete (%d)", next, del)
+	for _, tc := range []struct {
+		what   string
+		at     time.Time
+		offset int64
+		erased bool
+	}{
+		{"an upsert of the tombstone's millisecond before it", kafkaTS, 1299, true},
+		{"an upsert of the tombstone's millisecond long before it", kafkaTS, 1000, true},
+		{"a re-create of the tombstone's millisecond after it", kafkaTS, 1301, false},
+		{"an upsert a millisecond before, at any offset", kafkaTS.Add(-time.Millisecond), 1999, true},
+		{"an upsert a millisecond after, at any offset", kafkaTS.Add(time.Millisecond), 1000, false},
+	} {
+		if up := upsert(tc.at, tc.offset); (up.WriteTimestamp <= del) != tc.erased {
+			t.Errorf("%s (offset %d): %d against the delete's %d, erased %v", tc.what, tc.offset, up.WriteTimestamp, del, !tc.erased)
+		}
 	}
 }
 
@@ -214,29 +245,42 @@ func TestTombstoneSkipIsASkipReason(t *testing.T) {
 	}
 }
 
-// TestLatestValueWriteTimestampProperties checks the write timestamp rule over many rows: it lies in the
-// event time's millisecond whatever the digits below it, it is the same for the same row from any Kafka
-// coordinates, and the rows of one millisecond spread over its microseconds (no constant tie).
+// TestLatestValueWriteTimestampProperties checks the write timestamp rule over many records: it lies in
+// the event time's millisecond whatever the digits below it; it is the same for the same record from
+// any partition and Kafka timestamp and whatever its content; of two records of one millisecond the
+// later offset (less than 1000 later) has the higher timestamp unless a multiple of 1000 lies between
+// them; and a delete
+// follows the same rule at its Kafka timestamp.
 func TestLatestValueWriteTimestampProperties(t *testing.T) {
-	m := latestMapper(t, "", nil)
+	m := latestMapper(t, config.OnTombstoneDelete, nil)
 	rng := rand.New(rand.NewPCG(26, 3))
 	ms := time.Date(2024, 1, 15, 14, 37, 22, 123e6, time.UTC)
-	ties := map[int64]bool{}
-	for i := range 300 {
+	upsert := func(offset int64) (Record, int64) {
 		at := ms.Add(time.Duration(rng.IntN(1000)) * time.Microsecond)
 		r := rec(reading(at.Format(time.RFC3339Nano), strconv.FormatFloat(rng.Float64()*100, 'f', 3, 64)))
+		r.Offset = offset
 		ts := writeTSOf(t, m, r)
 		if ts/1000 != ms.UnixMilli() {
-			t.Fatalf("row %d at %s: write timestamp %d, not in its millisecond", i, at.Format(time.RFC3339Nano), ts)
+			t.Fatalf("offset %d at %s: write timestamp %d, not in its millisecond", offset, at.Format(time.RFC3339Nano), ts)
 		}
-		r.Partition, r.Offset = int32(rng.IntN(12)), rng.Int64N(1<<40)
-		if again := writeTSOf(t, m, r); again != ts {
-			t.Fatalf("row %d: %d from other coordinates, %d first", i, again, ts)
-		}
-		ties[ts%1000] = true
+		return r, ts
 	}
-	if len(ties) < 200 {
-		t.Errorf("300 rows drew only %d different ties of 1000", len(ties))
+	for i := range 300 {
+		o1 := rng.Int64N(1 << 40)
+		o2 := o1 + 1 + rng.Int64N(999) // less than 1000 apart: at most one multiple of 1000 between
+		r, ts1 := upsert(o1)
+		_, ts2 := upsert(o2)
+		if wraps := o2/1000 != o1/1000; (ts2 > ts1) == wraps {
+			t.Fatalf("pair %d: offsets %d and %d (a multiple of 1000 between: %v): timestamps %d and %d", i, o1, o2, wraps, ts1, ts2)
+		}
+		r.Partition, r.Timestamp = int32(rng.IntN(12)), kafkaTS.Add(time.Duration(rng.IntN(1000))*time.Second)
+		if again := writeTSOf(t, m, r); again != ts1 {
+			t.Fatalf("pair %d: %d from other coordinates, %d first", i, again, ts1)
+		}
+		tomb := Record{Topic: "sensor-readings", Partition: 3, Offset: o2, Key: []byte("dev-0042"), Timestamp: ms}
+		if del := writeTSOf(t, m, tomb); del != ts2-ts2%1000+o2%1000 {
+			t.Fatalf("pair %d: a tombstone at offset %d of the same millisecond: %d, want the upsert rule's %d", i, o2, del, ts2)
+		}
 	}
 }
 
@@ -323,5 +367,48 @@ func TestLatestValueRowClearsWhatTheNewestEventLacks(t *testing.T) {
 		if v := vals[at]; v != nil {
 			t.Errorf("column %s bound %v, want null", col, v)
 		}
+	}
+}
+
+// TestTextKeyInTheWireFormatIsRefusedNotADeleteOfNothing guards against deletes that silently miss: a key
+// framed by a registry serializer (magic byte 0, a schema id, the body), read under the default
+// key_codec text, would name the entity "\x00\x00\x00\x00\x07dev-0042" and delete nothing. It is bad
+// input with reason key, saying to set key_codec, on a JSON topic as on an Avro one; a key that is only
+// named by its bytes (source kafka_key) is deleted as its upserts wrote it.
+func TestTextKeyInTheWireFormatIsRefusedNotADeleteOfNothing(t *testing.T) {
+	framed := append([]byte{0, 0, 0, 0, 7}, "dev-0042"...)
+	avroValues := keyedMapper(t, config.KeyCodecText, keyRegistry(), func(tp *config.Topic) { tp.Codec = config.CodecAvro })
+	for _, tc := range []struct {
+		name string
+		m    *Mapper
+		key  []byte
+		want string
+	}{
+		{"json topic", latestMapper(t, config.OnTombstoneDelete, nil), framed, "schema id 7"},
+		{"avro topic", avroValues, framed, "schema id 7"},
+		{"short", avroValues, []byte{0, 'd'}, "starts with byte 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tomb := Record{Topic: "sensor-readings", Partition: 3, Offset: 1300, Key: tc.key, Timestamp: kafkaTS}
+			_, err := tc.m.Map(tomb)
+			var re *RecordError
+			if !errors.As(err, &re) || re.Reason != ReasonKey {
+				t.Fatalf("got %v, want a refusal with reason key", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.want) || !strings.Contains(msg, "set key_codec") {
+				t.Errorf("message %q: want it to say %q and to set key_codec", msg, tc.want)
+			}
+		})
+	}
+	fromKey := keyedMapper(t, config.KeyCodecText, keyRegistry(), func(tp *config.Topic) {
+		tp.Codec = config.CodecAvro
+		tp.Columns[0] = config.Column{Name: "device_id", Type: "blob", Source: config.SourceKafkaKey}
+	})
+	ex, err := fromKey.Explain(Record{Topic: "sensor-readings", Partition: 3, Offset: 1300, Key: framed, Timestamp: kafkaTS})
+	if err != nil {
+		t.Fatalf("a framed key of a kafka_key id column: %v, want a delete by its bytes", err)
+	}
+	if !ex.Delete || ex.Row.Key != string(framed) {
+		t.Errorf("delete %v of routing key %q, want the key's bytes %q", ex.Delete, ex.Row.Key, framed)
 	}
 }

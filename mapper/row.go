@@ -69,12 +69,9 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 	t := out.eventTime
 	w := &s.w
 
-	var tie int64
 	components := len(p.ids)
 	var b *bucketEntry
-	if p.latest {
-		tie = tieBreak(w.Values()) // of the columns' values alone, before the TTL and the timestamp
-	} else {
+	if !p.latest {
 		b = p.bucket(p.policy.Index(t))
 		out.bucket = b
 		w.Encoded(packed.Scalar(p.bucketKind), b.ser)
@@ -138,7 +135,7 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 	case wtsEventTime:
 		out.writeTS = t.UnixMicro()
 		if p.latest {
-			out.writeTS = t.UnixMilli()*1000 + tie
+			out.writeTS = latestWriteTS(t, rec.Offset)
 		}
 	case wtsOffset:
 		// Strictly increasing along a partition, the same on every replay, and independent of
@@ -497,7 +494,3 @@ func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 	store(c, &x, s)
 	return nil
 }
-
-// tieBreak is the write timestamp's microseconds below the event time's millisecond: FNV-1a 64 of the
-// row's packed values, mod 1000 (the event-bucket hash, bucketer.EventBucket).
-func tieBreak(packedValues []byte) int64 { return int64(bucketer.EventBucket(packedValues, 1000)) }

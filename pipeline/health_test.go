@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -148,4 +149,93 @@ func TestReadinessFalseAfterTheGroupIsLostUntilRejoined(t *testing.T) {
 	})
 	holdJoins.Store(false)
 	f.waitFor(30*time.Second, "ready again after rejoining", ready)
+}
+
+// TestReadinessWaitsOutASlowButAnsweringProbe: an idle daemon whose Cassandra answers the probe, however slowly
+// within cassandra.timeout, stays ready; readiness is about whether a write could succeed, not how fast a ping
+// comes back.
+func TestReadinessWaitsOutASlowButAnsweringProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var probes atomic.Int64
+		slow := func(ctx context.Context) error {
+			probes.Add(1)
+			select {
+			case <-time.After(3 * time.Second): // a node answering every request 3 s late
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		pl := healthPipeline(t, slow)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { pl.health.PingLoop(ctx) })
+		for range 24 {
+			time.Sleep(5 * time.Second)
+			synctest.Wait()
+			if err := pl.Ready(); err != nil {
+				t.Fatalf("an idle daemon whose probe answers in 3 s is not ready: %v", err)
+			}
+		}
+		cancel()
+		wg.Wait()
+		if probes.Load() < 10 {
+			t.Errorf("%d probes in two idle minutes, want one about every interval", probes.Load())
+		}
+	})
+}
+
+// TestReadinessAsksTheProbeWhileWritesFail: writes of one table keep being acknowledged while batches of the
+// others come back with their retries run out (a quorum lost for some replicas, say). Recent acknowledgements
+// then prove nothing: the probe at the write consistency decides, and a failing one makes the daemon not ready
+// within an interval. Once no batch has failed for three intervals, acknowledged writes prove it ready again.
+func TestReadinessAsksTheProbeWhileWritesFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var probes atomic.Int64
+		unavailable := func(context.Context) error {
+			probes.Add(1)
+			return errors.New("Cannot achieve consistency level QUORUM")
+		}
+		pl := healthPipeline(t, unavailable)
+		ctx, cancel := context.WithCancel(context.Background())
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { writeEvery(pl, time.Second, stop) })
+		wg.Go(func() { pl.health.PingLoop(ctx) })
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if err := pl.Ready(); err != nil || probes.Load() != 1 {
+			t.Fatalf("with writes acknowledged every second: Ready() = %v after %d probes, want ready after only the first", err, probes.Load())
+		}
+		failing := make(chan struct{})
+		wg.Go(func() {
+			for {
+				pl.health.WriteFailed(errors.New("write timeout"))
+				select {
+				case <-failing:
+					return
+				case <-time.After(700 * time.Millisecond):
+				}
+			}
+		})
+		time.Sleep(6 * time.Second)
+		synctest.Wait()
+		err := pl.Ready()
+		if err == nil || !strings.Contains(err.Error(), "QUORUM") {
+			t.Errorf("Ready() = %v while batches fail and the probe cannot reach QUORUM, want not ready naming the probe's error", err)
+		}
+		if got := testutil.ToFloat64(pl.metrics.Ready); got != 0 {
+			t.Errorf("sink_ready %v while writes fail, want 0", got)
+		}
+		close(failing)
+		time.Sleep(21 * time.Second) // the failures' shadow (three intervals), then a turn
+
+		synctest.Wait()
+		if err := pl.Ready(); err != nil {
+			t.Errorf("Ready() = %v once the failures stopped and writes are acknowledged, want ready", err)
+		}
+		close(stop)
+		cancel()
+		wg.Wait()
+	})
 }

@@ -24,10 +24,12 @@ import (
 
 // TestIntegrationLatestValueOrderAndTombstones runs a latest-value entry with on_tombstone delete on the
 // real stack. The events of one device arrive newest first, then older, then replayed: the row holds the
-// newest event. A tombstone after them deletes the row; the same upserts replayed after it, and one at
-// the tombstone's own millisecond, do not bring it back; a newer upsert does. A tombstone whose key does
-// not fit the id is dead-lettered with reason key, and another entry's on_tombstone skip skips and
-// counts its tombstone, committed.
+// newest event. A tombstone after them deletes the row; the same upserts replayed after it do not bring
+// it back; a newer upsert does. Within one millisecond the later offset wins: of two updates, and of an
+// upsert, a tombstone and a re-create (the re-create stays), and of an upsert and a tombstone (the row is
+// deleted). A tombstone whose key does not fit the id is
+// dead-lettered with reason key, and another entry's on_tombstone skip skips and counts its tombstone,
+// committed.
 func TestIntegrationLatestValueOrderAndTombstones(t *testing.T) {
 	var skipTopic string
 	s := newStackWith(t, 1, nil, func(c *config.Config) {
@@ -47,6 +49,11 @@ func TestIntegrationLatestValueOrderAndTombstones(t *testing.T) {
 	// upsert is an event of device at base+sec with the given value, its Kafka timestamp its event time.
 	upsert := func(device string, sec int) *kgo.Record {
 		v := fmt.Sprintf(`{"device_id":%q,"ts":%q,"value":%d}`, device, at(sec).Format(time.RFC3339Nano), sec)
+		return &kgo.Record{Topic: s.topic, Key: []byte(device), Value: []byte(v), Timestamp: at(sec)}
+	}
+	// upsertValue is upsert with a value of its own.
+	upsertValue := func(device string, sec, value int) *kgo.Record {
+		v := fmt.Sprintf(`{"device_id":%q,"ts":%q,"value":%d}`, device, at(sec).Format(time.RFC3339Nano), value)
 		return &kgo.Record{Topic: s.topic, Key: []byte(device), Value: []byte(v), Timestamp: at(sec)}
 	}
 	tombstone := func(key []byte, sec int) *kgo.Record {
@@ -75,6 +82,13 @@ func TestIntegrationLatestValueOrderAndTombstones(t *testing.T) {
 			t.Errorf("%s: %s holds value %v at %s (row %v), want the event of %s", step, device, v, ts, ok, at(sec))
 		}
 	}
+	wantValue := func(step, device string, sec, value int) {
+		t.Helper()
+		v, ts, ok := latest(device)
+		if !ok || v != float64(value) || !ts.Equal(at(sec)) {
+			t.Errorf("%s: %s holds value %v at %s (row %v), want value %d at %s", step, device, v, ts, ok, value, at(sec))
+		}
+	}
 
 	m := s.start(nil)
 	// Newest first, then older ones, then a replay of all three.
@@ -89,11 +103,35 @@ func TestIntegrationLatestValueOrderAndTombstones(t *testing.T) {
 	want("after the tombstone", "d1", -1)
 	want("another device after the tombstone", "d2", 1)
 
-	// Replayed upserts, and one of the tombstone's own millisecond, stay deleted; a newer one is written.
-	produce(upsert("d1", 1), upsert("d1", 3), upsert("d1", 2), upsert("d1", 10))
+	// Replayed upserts stay deleted; a newer one is written.
+	produce(upsert("d1", 1), upsert("d1", 3), upsert("d1", 2))
 	want("replayed after the tombstone", "d1", -1)
 	produce(upsert("d1", 20))
 	want("a newer upsert", "d1", 20)
+
+	// One millisecond, one produce batch (as LogAppendTime stamps it): the later offset wins. Two
+	// updates of each of eight devices (the tie was a hash of the row: the older won about half the
+	// time), and for each an upsert, a tombstone and a re-create: the upsert before the tombstone is
+	// deleted, the re-create after it stays (a delete at +999 erased it). Then an upsert and a tombstone
+	// of one millisecond: deleted.
+	var batch []*kgo.Record
+	for i := range 8 {
+		device := fmt.Sprintf("m%d", i)
+		batch = append(batch, upsertValue(device, 30, 1), upsertValue(device, 30, 2))
+		gone := "g" + device
+		batch = append(batch, upsertValue(gone, 40, 1), tombstone([]byte(gone), 40), upsertValue(gone, 40, 3))
+	}
+	batch = append(batch, upsertValue("deleted", 50, 1), tombstone([]byte("deleted"), 50))
+	if first := s.produced[0]; first/1000 != (first+int64(len(batch))-1)/1000 {
+		t.Fatalf("offsets %d to %d straddle a multiple of 1000, where the tie wraps; produce fewer records before", first, first+int64(len(batch))-1)
+	}
+	produce(batch...)
+	for i := range 8 {
+		device := fmt.Sprintf("m%d", i)
+		wantValue("two updates in one millisecond", device, 30, 2)
+		wantValue("a re-create after a tombstone in its millisecond", "g"+device, 40, 3)
+	}
+	want("an upsert before a tombstone of its millisecond", "deleted", -1)
 
 	// on_tombstone skip on the other entry: skipped, counted, committed.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

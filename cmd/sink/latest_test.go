@@ -45,18 +45,19 @@ func TestPlanShowsALatestValuePartitionAsOneRow(t *testing.T) {
 
 // TestExplainShowsATombstonesEffect: `sink explain --tombstone` shows what on_tombstone makes of a record
 // with a null value: the DELETE of the entity the key names with its timestamp (exit 0), a skip (exit
-// 0), or the dead letter (exit 4); and a latest-value upsert shows its write timestamp's tie.
+// 0), or the dead letter (exit 4); and a latest-value upsert shows its write timestamp's tie, the
+// offset's last three digits, as the delete does.
 func TestExplainShowsATombstonesEffect(t *testing.T) {
 	const example = "../../examples/device-latest.yaml"
-	base := []string{"--config", example, "--topic", "latest", "--key", "dev-0042", "--timestamp", "2024-01-15T14:40:00Z"}
+	base := []string{"--config", example, "--topic", "latest", "--key", "dev-0042", "--timestamp", "2024-01-15T14:40:00Z", "--offset", "1300"}
 	code, out, errOut := runCmd(t, runExplain, append(base, "--tombstone")...)
 	if code != exitOK || !strings.Contains(out, "DELETE FROM telemetry.device_latest USING TIMESTAMP ? WHERE device_id = ?") ||
-		!strings.Contains(out, "1705329600000999") || !strings.Contains(out, "'dev-0042'") ||
+		!strings.Contains(out, "1705329600000300 µs") || !strings.Contains(out, "+ offset 1300 mod 1000") || !strings.Contains(out, "'dev-0042'") ||
 		!strings.Contains(out, "(device_id), from the Kafka key (key_codec text)") {
 		t.Errorf("delete: exit %d\n%s%s", code, out, errOut)
 	}
 	// The key's raw bytes (for a key in the wire format) explain the same delete.
-	asHex := append([]string{"--config", example, "--topic", "latest", "--timestamp", "2024-01-15T14:40:00Z", "--tombstone"}, "--key-hex", hex.EncodeToString([]byte("dev-0042")))
+	asHex := append([]string{"--config", example, "--topic", "latest", "--timestamp", "2024-01-15T14:40:00Z", "--offset", "1300", "--tombstone"}, "--key-hex", hex.EncodeToString([]byte("dev-0042")))
 	if code, hexOut, errOut := runCmd(t, runExplain, asHex...); code != exitOK || hexOut != out {
 		t.Errorf("--key-hex: exit %d\n%s%s\nwant the output of --key:\n%s", code, hexOut, errOut, out)
 	}
@@ -64,7 +65,7 @@ func TestExplainShowsATombstonesEffect(t *testing.T) {
 		t.Errorf("--key and --key-hex: exit %d, stderr %q; want a usage error", code, errOut)
 	}
 	code, out, errOut = runCmd(t, runExplain, append(base, "--record", `{"device_id":"dev-0042","ts":"2024-01-15T14:37:22.123Z","temperature":21.5}`)...)
-	if code != exitOK || !strings.Contains(out, "write timestamp  1705329442123") || !strings.Contains(out, "tie-break") {
+	if code != exitOK || !strings.Contains(out, "write timestamp  1705329442123300 µs") || !strings.Contains(out, "tie-break") {
 		t.Errorf("upsert: exit %d\n%s%s", code, out, errOut)
 	}
 

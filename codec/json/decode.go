@@ -47,10 +47,17 @@ func Scannable(t packed.Type) bool {
 }
 
 // Compile builds the plan of fields. s is nil for plain JSON; for json_schema it is the writer
-// schema, which must be a JSON Schema (the body is not validated against it).
+// schema, which must be a JSON Schema that can feed every field (schema.go says what is checked:
+// the fields' declarations and types, never a record's body against the schema); a
+// *codec.SchemaError says which field it cannot feed.
 func (c Codec) Compile(s *codec.Schema, fields []codec.Field) (codec.Plan, error) {
 	if s != nil && s.Type != "JSON" {
 		return nil, &codec.SchemaError{SchemaID: s.ID, Err: fmt.Errorf("a %s schema, not a JSON Schema (is the topic's codec right?)", s.Type)}
+	}
+	if s != nil {
+		if err := checkWriterSchema(s, fields); err != nil {
+			return nil, err
+		}
 	}
 	p := &plan{fields: fields, slots: make([]int, len(fields)), key: c.Key}
 	if c.Key || c.Tree {

@@ -495,7 +495,8 @@ func (d *decoder) element(lf *leaf, f field, depth int, ev *codec.Value) error {
 	return nil
 }
 
-// mapEntry reads one map entry (a message: key 1, value 2; either may be missing and is then its default)
+// mapEntry reads one map entry (a message: key 1, value 2; either may be missing and is then its default, for
+// a message value the empty message)
 // and appends its framed value to d.buf.
 func (d *decoder) mapEntry(lf *leaf, f field, depth int, ev *codec.Value) (codec.MapEntry, error) {
 	var e codec.MapEntry
@@ -530,6 +531,11 @@ func (d *decoder) mapEntry(lf *leaf, f field, depth int, ev *codec.Value) (codec
 		}
 	}
 	e.At = len(d.buf)
+	if !hasVal && (lf.src == sTimestamp || lf.src == sDuration || lf.src == sWrapper) {
+		// The default of a message value is the empty message: a Timestamp of 1970-01-01T00:00:00Z, a
+		// Duration or wrapped value of 0, as every Protobuf library reads the entry.
+		val, hasVal = field{typ: protowire.BytesType}, true
+	}
 	if !hasVal {
 		*ev = codec.Value{}
 		if err := d.set(lf, ev, lf.kind, &scalar{signed: true}); err != nil {

@@ -2,8 +2,13 @@
 // message-index array) whose writer schema is a Protobuf file in the schema registry.
 //
 // A writer schema is either `.proto` text, compiled in process with protocompile (no protoc on the machine), or
-// the base64 of a serialized FileDescriptorProto, which Confluent's Python serializer registers. Its imports are
-// the schema's references (each again text or a descriptor), plus the well-known types.
+// the base64 of a serialized FileDescriptorProto, which Confluent's Python serializer registers (from a
+// protoc-generated module, whose fields carry no json_name: a missing one is taken as the default, as protoc
+// does). Its imports are the schema's references (each again text or a descriptor), else the files every
+// Confluent serializer imports without registering them: google/protobuf/*.proto, google/type/*.proto,
+// confluent/meta.proto and confluent/type/decimal.proto (a reference of the same name wins). `.proto` text
+// comes as each client prints it: the Go serializer's printer, the Java serializer's normalized form (fully
+// qualified names with a leading dot, option literals), or the source itself.
 //
 // The message a record holds is named by its message indexes (the first message of the file is [0], the second
 // [1], a message nested in it [1, 0]); the plan of each (schema id, message indexes) is compiled on the first

@@ -43,6 +43,9 @@ func parseFile(s *codec.Schema) (protoreflect.FileDescriptor, error) {
 			if r, ok := src[path]; ok {
 				return r, nil
 			}
+			if r, ok := knownImport(path); ok {
+				return r, nil
+			}
 			return protocompile.SearchResult{}, fmt.Errorf("import %q: %w (not among the schema's references)", path, fs.ErrNotExist)
 		})),
 	}
@@ -79,6 +82,7 @@ func (src files) references(s *codec.Schema, depth int) error {
 // that), else `.proto` text.
 func (src files) add(name, text string) error {
 	if fd, ok := descriptor(text); ok {
+		defaultJSONNames(fd)
 		if fd.GetName() == "" || !strings.HasPrefix(name, "sink-registry-schema-") {
 			// A referenced descriptor is imported by its reference name.
 			fd.Name = proto.String(name)
@@ -106,4 +110,49 @@ func descriptor(text string) (*descriptorpb.FileDescriptorProto, bool) {
 		return nil, false
 	}
 	return fd, true
+}
+
+// defaultJSONNames gives every field of fd that has no json_name the default one. protoc leaves json_name out
+// of the descriptors it embeds in generated code (Python's `serialized_pb`, which Confluent's Python serializer
+// registers), and protocompile reads a missing json_name as a custom empty one, so any message with two fields
+// would fail to link on a name conflict that does not exist. The codec never reads JSON names; this only keeps
+// such descriptors compiling, as protoc itself would compile their source.
+func defaultJSONNames(fd *descriptorpb.FileDescriptorProto) {
+	fields := func(fs []*descriptorpb.FieldDescriptorProto) {
+		for _, f := range fs {
+			if f.JsonName == nil {
+				f.JsonName = proto.String(jsonCamelCase(f.GetName()))
+			}
+		}
+	}
+	var walk func(ms []*descriptorpb.DescriptorProto)
+	walk = func(ms []*descriptorpb.DescriptorProto) {
+		for _, m := range ms {
+			fields(m.GetField())
+			fields(m.GetExtension())
+			walk(m.GetNestedType())
+		}
+	}
+	fields(fd.GetExtension())
+	walk(fd.GetMessageType())
+}
+
+// jsonCamelCase is Protobuf's default JSON name of a field: underscores dropped, the lower-case letter after
+// one upper-cased (`device_id` → `deviceId`), as protoc and protobuf-go derive it.
+func jsonCamelCase(name string) string {
+	b := make([]byte, 0, len(name))
+	under := false
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c == '_' {
+			under = true
+			continue
+		}
+		if under && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		b = append(b, c)
+		under = false
+	}
+	return string(b)
 }

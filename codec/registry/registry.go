@@ -8,9 +8,15 @@
 // credentials) is a *codec.UnavailableError, which is not the record's fault: the pipeline waits and
 // retries.
 //
-// An id the registry does not have (or whose references it lacks) is remembered for UnknownTTL, so a
-// flood of records naming it costs one request per UnknownTTL rather than one per record, and is asked
-// again after it: a schema registered later is found without a restart.
+// A 404 is not final at once: the followers of a registry cluster learn a registration from its leader
+// a moment later, so a producer can write a record naming an id that a follower does not know yet. For
+// schema_registry.unknown_schema_retry after the first 404 for an id, its lookups are a
+// *codec.UnavailableError (the record waits, asked again with the pipeline's backoff); the first 404
+// after that is final.
+//
+// An id the registry does not have (or whose references it lacks), once final, is remembered for
+// UnknownTTL, so a flood of records naming it costs one request per UnknownTTL rather than one per
+// record, and is asked again after it: a schema registered later is found without a restart.
 //
 // Concurrent lookups of an id not yet answered share one request: when a producer rolls out a new
 // schema, every partition worker meets its id at once, and the registry is asked once, not once per
@@ -35,6 +41,9 @@ import (
 type Client struct {
 	cl  *sr.Client
 	now func() time.Time // time.Now; tests move it past UnknownTTL
+	// unknownRetry is schema_registry.unknown_schema_retry: how long after an id's first 404 a 404
+	// for it is still taken as a follower that lags, not as final.
+	unknownRetry time.Duration
 
 	mu      sync.Mutex
 	byID    map[int]*codec.Schema
@@ -51,11 +60,14 @@ type lookup struct {
 	s          *codec.Schema
 	err        error
 	callerGone bool
+	first      time.Time // when the registry first answered 404 for the id; zero unless it did
 }
 
-// unknownID is the answer kept for an id the registry did not have: the error (wrapping
-// codec.ErrUnknownSchema) and until when it stands.
+// unknownID is what is kept of an id the registry answered 404 for: when it first did, and once the
+// answer is final (first is unknownRetry old), the error (wrapping codec.ErrUnknownSchema) and until
+// when it stands without asking again. Before that until is zero: every lookup asks.
 type unknownID struct {
+	first time.Time
 	err   error
 	until time.Time
 }
@@ -134,7 +146,7 @@ func newClient(c config.SchemaRegistry, wrap func(http.RoundTripper) http.RoundT
 	if err != nil {
 		return nil, fmt.Errorf("schema_registry: %w", err)
 	}
-	return &Client{cl: cl, now: time.Now, byID: map[int]*codec.Schema{}, byRef: map[refKey]*codec.Schema{},
+	return &Client{cl: cl, now: time.Now, unknownRetry: time.Duration(c.UnknownSchemaRetry), byID: map[int]*codec.Schema{}, byRef: map[refKey]*codec.Schema{},
 		unknown: map[int]unknownID{}, asking: map[int]*lookup{}}, nil
 }
 
@@ -193,15 +205,39 @@ func (c *Client) ask(ctx context.Context, id int, l *lookup, now time.Time) (*co
 			c.byID[id] = l.s
 			delete(c.unknown, id)
 		case errors.Is(l.err, codec.ErrUnknownSchema):
-			c.rememberUnknown(id, unknownID{err: l.err, until: now.Add(UnknownTTL)}, now)
+			c.rememberUnknown(id, unknownID{first: l.first, err: l.err, until: now.Add(UnknownTTL)}, now)
+		case !l.first.IsZero(): // a 404 within unknownRetry of the first
+			c.rememberUnknown(id, unknownID{first: l.first}, now)
 		}
 		delete(c.asking, id)
 		c.mu.Unlock()
 		close(l.done)
 	}()
 	l.s, l.err = c.fetch(ctx, id)
+	if errors.Is(l.err, codec.ErrUnknownSchema) {
+		l.err = c.notFoundYet(id, l, now)
+	}
 	l.callerGone = l.err != nil && ctx.Err() != nil && !errors.Is(l.err, codec.ErrUnknownSchema)
 	return l.s, l.err
+}
+
+// notFoundYet takes the 404 of l (l.err) for id at now: final (l.err as it is) once unknownRetry has
+// passed since the first 404 for id, else a *codec.UnavailableError that makes the record wait. It
+// sets l.first, the first 404's time, which ask keeps.
+func (c *Client) notFoundYet(id int, l *lookup, now time.Time) error {
+	c.mu.Lock()
+	l.first = now
+	if u, ok := c.unknown[id]; ok && !u.first.IsZero() {
+		l.first = u.first
+	}
+	c.mu.Unlock()
+	if now.Sub(l.first) >= c.unknownRetry {
+		return l.err
+	}
+	// Not wrapped: the error must not match codec.ErrUnknownSchema, which makes the record bad input.
+	return &codec.UnavailableError{Err: fmt.Errorf("%v (HTTP 404), asked again until %s after the first such answer "+
+		"(schema_registry.unknown_schema_retry): a registry's followers may not know yet an id their leader has just given a producer",
+		l.err, c.unknownRetry)}
 }
 
 // fetch asks the registry for the schema of id and its references.
@@ -279,6 +315,9 @@ func classify(err error, what string, notFound error) error {
 			return fmt.Errorf("%s: %w", what, notFound)
 		}
 		return fmt.Errorf("%s: %w (%w)", what, notFound, codec.ErrUnknownSchema)
+	}
+	if re != nil {
+		err = responseError{re}
 	}
 	return &codec.UnavailableError{Err: fmt.Errorf("%s: %w", what, err)}
 }

@@ -56,26 +56,13 @@ func (f *ringFixture) waitFor(want int, limit time.Duration) {
 	}
 }
 
-// TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo runs one `sink run` at LOCAL_QUORUM on a
-// three-node ring with replication factor 3 while replicas go down:
-//   - all up: every record written and committed;
-//   - one node stopped mid-stream: writing and committing go on, nothing is lost;
-//   - a second node stopped: no quorum, so no write succeeds, and the committed offsets stay where they were
-//     (no committed offset passes an unwritten row);
-//   - both nodes started again: the same sink process resumes by itself and every row arrives, once.
-//
-// The nodes are stopped with SIGTERM, which drains them. A SIGKILL would be harsher but not more telling here:
-// the stack's nodes run with cassandra.unsafesystem and a periodic commit log, so a killed node can come back
-// without the test's keyspace and, until it pulls the schema again, answer "keyspace does not exist".
-func TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo(t *testing.T) {
+// newRingFixture makes a topic of three partitions, a consistency-QUORUM session on the ring and a keyspace with
+// replication factor 3 for one ring test, and returns it with the ring's contact points.
+func newRingFixture(t *testing.T, name string) (*ringFixture, []string) {
+	t.Helper()
 	ring := testenv.Ring(t)
 	brokers := testenv.Kafka(t)
-	// Whatever happens below, the ring is whole again for the next test.
-	t.Cleanup(func() {
-		testenv.RingNode(t, "start", 2)
-		testenv.RingNode(t, "start", 3)
-	})
-	f := &ringFixture{t: t, broker: brokers[0], topic: testenv.Name(t, "ring"), group: testenv.Name(t, "group"),
+	f := &ringFixture{t: t, broker: brokers[0], topic: testenv.Name(t, name), group: testenv.Name(t, "group"),
 		keyspace: testenv.Name(t, "ks")}
 	testenv.CreateTopic(t, brokers, f.topic, 3)
 
@@ -95,6 +82,27 @@ func TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo(t *testing.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.session.Query("DROP KEYSPACE IF EXISTS " + f.keyspace).Exec() })
+	return f, ring
+}
+
+// TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo runs one `sink run` at LOCAL_QUORUM on a
+// three-node ring with replication factor 3 while replicas go down:
+//   - all up: every record written and committed;
+//   - one node stopped mid-stream: writing and committing go on, nothing is lost;
+//   - a second node stopped: no quorum, so no write succeeds, and the committed offsets stay where they were
+//     (no committed offset passes an unwritten row);
+//   - both nodes started again: the same sink process resumes by itself and every row arrives, once.
+//
+// The nodes are stopped with SIGTERM, which drains them. A SIGKILL would be harsher but not more telling here:
+// the stack's nodes run with cassandra.unsafesystem and a periodic commit log, so a killed node can come back
+// without the test's keyspace and, until it pulls the schema again, answer "keyspace does not exist".
+func TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo(t *testing.T) {
+	f, ring := newRingFixture(t, "ring")
+	// Whatever happens below, the ring is whole again for the next test.
+	t.Cleanup(func() {
+		testenv.RingNode(t, "start", 2)
+		testenv.RingNode(t, "start", 3)
+	})
 
 	// Short backoffs, so a test of minutes sees the retries resume quickly.
 	writer := "writer:\n  retry_initial: 200ms\n  retry_max: 2s\n"

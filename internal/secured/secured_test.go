@@ -111,12 +111,16 @@ func writeConfig(t *testing.T, name string, k kafkaSide, c cassSide, keyspace, t
 	if c.user != "" {
 		fmt.Fprintf(&b, "  auth:\n    username: %q\n    password_file: %q\n", c.user, c.passFile)
 	}
+	metrics := "metrics:\n  address: \"\"\n"
 	for _, e := range extra {
+		if strings.HasPrefix(e, "metrics:") { // the test's own metrics block replaces the default
+			metrics = e
+			continue
+		}
 		b.WriteString(e)
 	}
-	fmt.Fprintf(&b, `metrics:
-  address: ""
-log:
+	b.WriteString(metrics)
+	fmt.Fprintf(&b, `log:
   level: debug
   format: json
 topics:

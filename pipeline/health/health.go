@@ -18,10 +18,12 @@ type Config struct {
 	// legitimately wait for a rebalance callback (a revoke flushing for up to shutdown_timeout, then
 	// committing), so the limit is generous: a restart is only the remedy for a loop that is truly stuck.
 	WedgedAfter time.Duration
-	// Ping checks that Cassandra answers; nil means always reachable. PingInterval is how often PingLoop
-	// decides.
+	// Ping asks Cassandra whether a write could succeed now at the consistency the sink writes with (a
+	// read at that consistency: cassandra.Session.Probe); nil means always. PingInterval is how often
+	// PingLoop decides; PingTimeout bounds one ping (cassandra.timeout: a slow answer is still an answer).
 	Ping         func(context.Context) error
 	PingInterval time.Duration
+	PingTimeout  time.Duration
 	Now          func() time.Time
 	Log          *slog.Logger
 	Ready        prometheus.Gauge // sink_ready
@@ -42,6 +44,11 @@ type State struct {
 	// lastWritten is when Cassandra last acknowledged a batch (unix nanos, cfg.Now): proof of
 	// reachability that needs no ping (PingLoop).
 	lastWritten atomic.Int64
+	// lastFailed is when a batch last came back unwritten after its retries ran out (unix nanos): within
+	// writeProof intervals of it, acknowledged writes prove nothing and the probe decides.
+	lastFailed atomic.Int64
+	// probeErr is the last failed probe's error, for Ready's message.
+	probeErr atomic.Pointer[string]
 }
 
 // New returns the state of a pipeline that has not joined its group yet, whose poll loop turned now.
@@ -57,6 +64,13 @@ func (s *State) Turned() { s.lastAlive.Store(s.cfg.Now().UnixNano()) }
 
 // Written records that Cassandra acknowledged a batch just now.
 func (s *State) Written() { s.lastWritten.Store(s.cfg.Now().UnixNano()) }
+
+// WriteFailed records that a batch came back unwritten after its retries ran out on errors of the cluster
+// (timeouts, unavailable replicas, overload). For writeProof intervals after it, acknowledged writes prove
+// nothing: every PingLoop turn asks the probe at the write consistency, which tells a cluster that cannot
+// take writes (not ready) from one partition's trouble (still ready: a stuck partition is an alert). A
+// table's own trouble (missing, refusing a row) is not reported here.
+func (s *State) WriteFailed(error) { s.lastFailed.Store(s.cfg.Now().UnixNano()) }
 
 // Joined reports whether the member is in its consumer group.
 func (s *State) Joined() bool { return s.joined.Load() }
@@ -106,8 +120,9 @@ func (s *State) Alive() error {
 	return nil
 }
 
-// Ready reports whether the daemon can do work: group joined, Cassandra reachable, not shutting down.
-// An error names the first reason it is not. A stuck partition does not make it unready: it heals by
+// Ready reports whether the daemon can do work: group joined, not shutting down, and its partitions able to
+// make progress at the configured consistency: the writes are acknowledged, or, while none was lately, the
+// probe at that consistency answers. An error names the first reason it is not. A stuck partition does not make it unready: it heals by
 // itself or waits for an operator, and neither is helped by Kubernetes holding a rollout or a drain on
 // this pod; sink_stuck_partitions and its alert report it (deploy/helm/sink/README.md).
 func (s *State) Ready() error {
@@ -117,7 +132,11 @@ func (s *State) Ready() error {
 	case !s.joined.Load():
 		return fmt.Errorf("not a member of the consumer group (joining, or rejoining after the group session was lost)")
 	case !s.cassOK.Load():
-		return fmt.Errorf("cassandra does not answer")
+		msg := ""
+		if p := s.probeErr.Load(); p != nil {
+			msg = ": " + *p
+		}
+		return fmt.Errorf("cassandra cannot take a write at the configured consistency (the readiness probe fails%s)", msg)
 	}
 	return nil
 }
@@ -156,41 +175,50 @@ func (s *State) debugPartitions(w http.ResponseWriter, _ *http.Request) {
 	_ = enc.Encode(s.cfg.Largest())
 }
 
-// pingTimeout bounds one readiness ping. The ping runs only when no write was acknowledged recently, so
-// nothing of ours is queued ahead of it on the connection; a cluster that cannot answer a one-row local
-// read in this time is not fit to write to either.
-const pingTimeout = 2 * time.Second
+// defaultPingTimeout bounds one readiness ping when Config.PingTimeout is not set. The ping runs only when
+// no write was acknowledged recently, so nothing of ours is queued ahead of it on the connection.
+const defaultPingTimeout = 12 * time.Second
 
 // writeProof is how long an acknowledged write counts as proof that Cassandra answers, in ping intervals.
 // A slow but progressing cluster acknowledges batches well within it, so readiness never depends on a ping
 // that would queue behind the batches in flight on the same connections.
 const writeProof = 3
 
-// PingLoop decides every PingInterval whether Cassandra answers, for readiness, logging transitions
-// only. A write acknowledged within writeProof intervals answers the question; otherwise a ping with its
-// own pingTimeout does. The ping goes to the session directly: it never waits for a writer's in-flight
-// slot.
+// PingLoop decides every PingInterval whether Cassandra could take a write, for readiness, logging
+// transitions only. A write acknowledged within writeProof intervals, with no batch failed since, answers the
+// question; otherwise (idle, or writes failing) a ping at the write consistency bounded by PingTimeout does,
+// however slowly it is answered within that time. The ping goes to the session directly: it never waits for
+// a writer's in-flight slot.
 func (s *State) PingLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.PingInterval)
 	defer t.Stop()
 	first := true
 	for {
 		var err error
-		if last := s.lastWritten.Load(); last == 0 ||
-			s.cfg.Now().Sub(time.Unix(0, last)) >= writeProof*s.cfg.PingInterval {
-			pctx, cancel := context.WithTimeout(ctx, min(pingTimeout, s.cfg.PingInterval))
+		now, proof := s.cfg.Now(), writeProof*s.cfg.PingInterval
+		if last, failed := s.lastWritten.Load(), s.lastFailed.Load(); last == 0 || now.Sub(time.Unix(0, last)) >= proof ||
+			failed != 0 && now.Sub(time.Unix(0, failed)) < proof {
+			timeout := s.cfg.PingTimeout
+			if timeout <= 0 {
+				timeout = defaultPingTimeout
+			}
+			pctx, cancel := context.WithTimeout(ctx, timeout)
 			err = s.cfg.Ping(pctx)
 			cancel()
 		}
 		if ctx.Err() != nil {
 			return
 		}
+		if err != nil {
+			msg := err.Error()
+			s.probeErr.Store(&msg)
+		}
 		was := s.cassOK.Swap(err == nil)
 		switch {
 		case err != nil && (was || first):
-			s.cfg.Log.Error("cassandra does not answer; not ready", slog.Any("error", err))
+			s.cfg.Log.Error("the readiness probe at the write consistency fails; not ready", slog.Any("error", err))
 		case err == nil && !was && !first:
-			s.cfg.Log.Info("cassandra answers again")
+			s.cfg.Log.Info("the readiness probe at the write consistency answers again")
 		}
 		first = false
 		s.Update()
