@@ -75,7 +75,7 @@ func (d *decoder) writerPlan(ctx context.Context, id int) (codec.Plan, string, e
 	if err != nil {
 		return nil, "", err
 	}
-	wp, err := d.compile(ctx, id, s)
+	wp, err := d.awaitCompile(ctx, id, s)
 	if err != nil {
 		return nil, "", err
 	}
@@ -89,12 +89,12 @@ func (wp *writerPlan) result() (codec.Plan, string, error) {
 	return wp.compiled, "", nil
 }
 
-// compile returns the plan of schema s (id), compiling it once: when a producer rolls out a new
+// awaitCompile returns the plan of schema s (id), compiling it once: when a producer rolls out a new
 // schema, every partition worker meets its id at once, and those that come while it is compiled wait
 // for that compile instead of each compiling the schema again. A caller whose context ends while it
 // waits gets a *codec.UnavailableError (the record is not at fault); when the compile panics (the
 // panic is the compiling record's), the waiters compile it themselves.
-func (d *decoder) compile(ctx context.Context, id int, s *codec.Schema) (*writerPlan, error) {
+func (d *decoder) awaitCompile(ctx context.Context, id int, s *codec.Schema) (*writerPlan, error) {
 	for {
 		d.mu.Lock()
 		if v, ok := d.schemas.Load(id); ok {

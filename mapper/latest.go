@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/codec"
@@ -44,13 +43,6 @@ import (
 // Tombstones (a record whose value is null) become what the entry's on_tombstone says: a refusal
 // (dead_letter, the default: the codec's decode error, or the framing's), a skip (ReasonTombstone), or a
 // delete row (delete, latest-value entries only; see tombstone).
-
-// latestWriteTS is the write timestamp of a latest-value entry's row, an upsert at its event time or a
-// delete at its tombstone's Kafka timestamp: at's millisecond in microseconds, plus the record's offset
-// mod 1000.
-func latestWriteTS(at time.Time, offset int64) int64 {
-	return at.UnixMilli()*1000 + (offset%1000+1000)%1000 // Kafka offsets are not negative; explain's may be anything
-}
 
 // errTombstoneSkipped is wrapped by the error of a tombstone an entry skips (on_tombstone skip).
 var errTombstoneSkipped = errors.New("the record value is null (a tombstone), and on_tombstone is skip")

@@ -494,3 +494,10 @@ func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 	store(c, &x, s)
 	return nil
 }
+
+// latestWriteTS is the write timestamp of a latest-value entry's row, an upsert at its event time or a
+// delete at its tombstone's Kafka timestamp: at's millisecond in microseconds, plus the record's offset
+// mod 1000.
+func latestWriteTS(at time.Time, offset int64) int64 {
+	return at.UnixMilli()*1000 + (offset%1000+1000)%1000 // Kafka offsets are not negative; explain's may be anything
+}
