@@ -65,7 +65,8 @@ type Options struct {
 	// SettleMax bounds the wait for a quiet machine before each measured write phase (see settle);
 	// default 30s (10s with Quick). Negative measures each phase right after the one before.
 	SettleMax time.Duration
-	// ProfileDir, when set, receives a CPU profile of the sink (sink.pprof) taken over its run.
+	// ProfileDir, when set, receives a CPU profile of the sink (sink.pprof) taken over its run, and
+	// one of the steady phase's produce window (steady-<rate>.pprof).
 	ProfileDir string
 	// WorkDir holds configs and daemon logs; default a fresh temporary directory, removed after a
 	// successful run and kept after a failed one.
@@ -1063,6 +1064,15 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	if err != nil {
 		return err
 	}
+	// The profile covers the produce window only: what a row costs at this rate, not the drain after.
+	var prof chan error
+	profPath := ""
+	if o.ProfileDir != "" {
+		profPath = filepath.Join(o.ProfileDir, fmt.Sprintf("steady-%.0f.pprof", rate))
+		prof = make(chan error, 1)
+		secs := max(1, int(o.LatencyFor.Seconds()))
+		go func() { prof <- fetchProfile(ctx, d.metrics, profPath, secs) }()
+	}
 
 	log := newProduceLog()
 	var seen []commitSeen
@@ -1144,6 +1154,13 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		return err
 	}
 	l.setNet(idle, l.CassandraCPUMicrosPerRow, produced.Load(), cassWindow, l.ProbeReads)
+	if prof != nil {
+		if err := <-prof; err != nil {
+			h.p.logf("steady: no CPU profile: %v", err)
+		} else {
+			l.Profile = profPath
+		}
+	}
 	if err := d.stop(time.Minute); err != nil {
 		return err
 	}

@@ -227,6 +227,8 @@ type Latency struct {
 	Freshness
 	// Stages: sink_stage_seconds over the phase (absent for a binary without it).
 	Stages []StageLatency `json:"stages,omitempty"`
+	// Profile is the CPU profile of the sink over the produce window (Options.ProfileDir).
+	Profile string `json:"cpu_profile,omitempty"`
 }
 
 // Freshness is produce → row readable through the reader, for about 20 sampled events a second.
