@@ -25,6 +25,9 @@ type Result struct {
 	Sink      Process   `json:"sink"`
 	Pipeline  Process   `json:"pipeline"`
 	Latency   Latency   `json:"latency"`
+	// Curve is the steady phase at each rate of Options.Curve, in the order run; the plot of it is
+	// written beside the result (WriteJSON).
+	Curve []Latency `json:"curve,omitempty"`
 	// BatchClient is the steady phase's second ceiling (batchclient.go); nil when skipped.
 	BatchClient *BatchClient `json:"batch_client,omitempty"`
 	// Codec is the run of the same events in another format (Options.Codec); nil without one.
@@ -133,9 +136,11 @@ type Params struct {
 	SteadyOnly     bool     `json:"steady_only,omitempty"` // the steady-rate phase alone (Options.SteadyOnly)
 	NoProbes       bool     `json:"no_probes,omitempty"`   // no freshness probes (Options.NoProbes)
 	ReadOnly       bool     `json:"read_only,omitempty"`   // the read phase alone (Options.ReadOnly)
-	ReadRows       int      `json:"read_rows,omitempty"`   // rows of the read phase's device; 0 when skipped
-	ReadRounds     int      `json:"read_rounds,omitempty"` // rounds of the read phase
-	SinkBinary     string   `json:"sink_binary,omitempty"` // the executable measured, when not the harness's own
+	// Curve are the rates of a curve run (Options.Curve).
+	Curve      []float64 `json:"curve,omitempty"`
+	ReadRows   int       `json:"read_rows,omitempty"`   // rows of the read phase's device; 0 when skipped
+	ReadRounds int       `json:"read_rounds,omitempty"` // rounds of the read phase
+	SinkBinary string    `json:"sink_binary,omitempty"` // the executable measured, when not the harness's own
 }
 
 // Produce is phase 1: loading the backlog.
@@ -402,6 +407,8 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 	}
 	kind := "full"
 	switch {
+	case len(r.Curve) > 0:
+		kind = "curve"
 	case r.Params.SteadyOnly:
 		kind = "steady"
 	case r.Params.ReadOnly:
@@ -415,6 +422,11 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 		events = r.Latency.Events
 	case r.Params.ReadOnly:
 		events = r.Params.ReadRows
+	case len(r.Curve) > 0:
+		events = 0
+		for _, p := range r.Curve {
+			events += p.Events
+		}
 	}
 	name := fmt.Sprintf("%s-%s-%d.json", r.Date.UTC().Format("20060102T150405Z"), kind, events)
 	path := filepath.Join(dir, name)
@@ -424,6 +436,16 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 	}
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return "", fmt.Errorf("writing result %s: %w", path, err)
+	}
+	if len(r.Curve) > 0 {
+		name := "this build"
+		if r.Params.SinkBinary != "" {
+			name = r.Params.SinkBinary
+		}
+		title := fmt.Sprintf("steady rates, %s (%s)", name, r.Date.UTC().Format("2006-01-02 15:04 UTC"))
+		if err := writeSVGFile(svgPath(path), title, []CurveSeries{{Name: name, Points: r.Curve}}); err != nil {
+			return "", err
+		}
 	}
 	return path, nil
 }
@@ -453,6 +475,7 @@ func (r *Result) PrintTable(w io.Writer) {
 		r.printBacklog(tw)
 	}
 	r.printSteady(tw)
+	r.printCurve(tw)
 	r.printRead(tw)
 	if len(r.Settles) > 0 {
 		var waits []string
@@ -556,6 +579,18 @@ func (r *Result) printSteady(tw io.Writer) {
 		if c.CassandraNetCPURatio != 0 {
 			fmt.Fprintf(tw, "sink ÷ 50-row client, net of idle	Cassandra CPU per row %s	each side less its own idle window\n", ratio(c.CassandraNetCPURatio))
 		}
+	}
+}
+
+// printCurve writes a line per point of a curve run.
+func (r *Result) printCurve(tw io.Writer) {
+	for _, l := range r.Curve {
+		fresh := "readable not measured (--no-probes)"
+		if l.FreshSamples > 0 {
+			fresh = fmt.Sprintf("readable p50 %.0f ms, p99 %.0f ms", l.FreshP50Millis, l.FreshP99Millis)
+		}
+		fmt.Fprintf(tw, "curve %s events/s	%.1f rows per request	%s produced; CPU per row: sink %.1f µs, Cassandra %.1f µs (net of idle %.1f); %s; committed p99 %.0f ms\n",
+			num(l.Rate), l.RowsPerRequest, num(l.AchievedRate), l.SinkCPUMicrosPerRow, l.CassandraCPUMicrosPerRow, l.CassandraNetCPUMicrosPerRow, fresh, l.P99Millis)
 	}
 }
 
