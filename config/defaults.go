@@ -20,6 +20,10 @@ const (
 	// DefaultFetchMaxPartitionBytes: 128 KiB per partition lets one fetch carry at least four
 	// partitions at full size, so one busy partition cannot starve the rest.
 	DefaultFetchMaxPartitionBytes = Bytes(128 << 10)
+	// DefaultFetchMinBytes and DefaultFetchMaxWait: a fetch returns once the broker holds
+	// DefaultFetchMinBytes for it or DefaultFetchMaxWait has passed. FETCHTODO
+	DefaultFetchMinBytes = Bytes(1)
+	DefaultFetchMaxWait  = Duration(time.Second)
 	// DefaultSessionTimeout is the Kafka client default of recent brokers (45s): long enough to
 	// ride out a GC pause or a slow Cassandra write, short enough to fail over within a minute.
 	DefaultSessionTimeout = Duration(45 * time.Second)
@@ -243,6 +247,8 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	str("kafka.client_id", &k.ClientID, DefaultClientID)
 	size("kafka.fetch_max_bytes", &k.FetchMaxBytes, DefaultFetchMaxBytes)
 	size("kafka.fetch_max_partition_bytes", &k.FetchMaxPartitionBytes, DefaultFetchMaxPartitionBytes)
+	size("kafka.fetch_min_bytes", &k.FetchMinBytes, DefaultFetchMinBytes)
+	dur("kafka.fetch_max_wait", &k.FetchMaxWait, DefaultFetchMaxWait)
 	dur("kafka.session_timeout", &k.SessionTimeout, DefaultSessionTimeout)
 	dur("kafka.rebalance_timeout", &k.RebalanceTimeout, DefaultRebalanceTimeout)
 	str("kafka.start_offset", &k.StartOffset, DefaultStartOffset)
