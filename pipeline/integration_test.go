@@ -33,6 +33,7 @@ import (
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/split"
 )
 
 // The integration tests run the pipeline against the real Kafka and Cassandra of internal/testenv
@@ -476,7 +477,7 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Group: cw.Group, Metrics: metrics, PingInterval: time.Second,
 		Slices:       cassandra.NewSliceMaker(session, s.cfg),
 		KafkaOptions: s.kafkaOpts,
-		Splits:       SplitsOf(cassandra.NewSplitStores(session, s.cfg.Cassandra)),
+		Splits:       split.StoreOf(cassandra.NewSplitStores(session, s.cfg.Cassandra)),
 		Ping: func(ctx context.Context) error {
 			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
 		},
