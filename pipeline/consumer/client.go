@@ -88,7 +88,7 @@ func GroupOptions(k config.Kafka, w config.Writer, topics []string, cb Rebalance
 			w.MaxBufferedBytes, config.Bytes(fetchMax))),
 		// A fetch waits in the broker for FetchMinBytes or FetchMaxWait, whichever comes first: at a
 		// steady rate that is what sets how often the client and every stage after it wake up.
-		kgo.FetchMinBytes(int32(k.FetchMinBytes)),
+		kgo.FetchMinBytes(int32(max(1, min(k.FetchMinBytes, k.FetchMaxBytes)))),
 		kgo.FetchMaxWait(k.FetchMaxWait.Std()),
 	}
 }
