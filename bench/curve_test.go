@@ -199,3 +199,28 @@ func TestCurveResultWritesSVG(t *testing.T) {
 		t.Error("a missing file was plotted")
 	}
 }
+
+// TestCurveOptionsAreChecked: a curve of unusable rates, or one mixed with a phase run alone, is refused
+// before anything runs.
+func TestCurveOptionsAreChecked(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"zero rate", Options{Curve: []float64{5000, 0}}, "curve: rate 0"},
+		{"with steady-only", Options{Curve: []float64{5000}, SteadyOnly: true, LatencyRate: 5000}, "leave out --steady-only"},
+		{"no length", Options{Curve: []float64{5000}, LatencyFor: -time.Second}, "needs a length"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.o.defaults()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("defaults() = %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	ok := Options{Curve: []float64{2000, 5000}}
+	if err := ok.defaults(); err != nil {
+		t.Fatalf("a curve of two rates is refused: %v", err)
+	}
+}
