@@ -1166,6 +1166,9 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		return err
 	}
 	l.CassandraPID = meter.cassPID
+	if l.PeakRSSBytes, err = readPeakRSS(d.pid()); err != nil {
+		return err
+	}
 	metricsAfter, err := d.scrape(ctx)
 	if err != nil {
 		return err

@@ -234,6 +234,8 @@ type Latency struct {
 	Stages []StageLatency `json:"stages,omitempty"`
 	// Profile is the CPU profile of the sink over the produce window (Options.ProfileDir).
 	Profile string `json:"cpu_profile,omitempty"`
+	// PeakRSSBytes is the sink's VmHWM once every row is committed: start-up and the phase.
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 }
 
 // Freshness is produce → row readable through the reader, for about 20 sampled events a second.
@@ -551,8 +553,8 @@ func (r *Result) printSteady(tw io.Writer) {
 		if l.CassandraCPUNote != "" {
 			cass = "not measured (" + l.CassandraCPUNote + ")"
 		}
-		fmt.Fprintf(tw, "steady: cost\t%.1f rows per request\t%.2f partitions per request; CPU per row: sink %.1f µs, Cassandra %s\n",
-			l.RowsPerRequest, l.PartitionsPerRequest, l.SinkCPUMicrosPerRow, cass)
+		fmt.Fprintf(tw, "steady: cost\t%.1f rows per request\t%.2f partitions per request; CPU per row: sink %.1f µs, Cassandra %s; the sink's peak RSS %.0f MiB\n",
+			l.RowsPerRequest, l.PartitionsPerRequest, l.SinkCPUMicrosPerRow, cass, float64(l.PeakRSSBytes)/(1<<20))
 		l.printNet(tw, "steady", l.FreshSamples+l.FreshMissing, l.Seconds)
 		for _, st := range l.Stages {
 			fmt.Fprintf(tw, "steady: stage %s\tp50 %.1f ms, p99 %.1f ms\t%d observations\n", st.Stage, st.P50Millis, st.P99Millis, st.Count)
