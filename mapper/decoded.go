@@ -33,6 +33,9 @@ type decoder struct {
 	registry codec.Registry // the mapper's; nil when no topic reads a registry
 	fields   []codec.Field  // what codec decodes: an entry's field columns', then its event time
 	schemas  sync.Map       // schema id (int) → *writerPlan
+
+	mu        sync.Mutex
+	compiling map[int]chan struct{} // ids whose plan is being compiled; closed once it is in schemas
 }
 
 // setCodec makes d decode the format of codec name (a topics.<name>.codec, or a registry key_codec);
@@ -104,11 +107,7 @@ func (c *column) codecField() codec.Field {
 // does not ask once per record); a registry that does not answer is a *codec.UnavailableError, reason "".
 func (d *decoder) writerPlan(ctx context.Context, id int) (codec.Plan, string, error) {
 	if v, ok := d.schemas.Load(id); ok {
-		wp := v.(*writerPlan)
-		if wp.err != nil {
-			return nil, ReasonSchema, wp.err
-		}
-		return wp.plan, "", nil
+		return v.(*writerPlan).result()
 	}
 	if d.registry == nil {
 		return nil, ReasonSchema, fmt.Errorf("codec %s: no schema_registry is configured", d.codecName)
@@ -120,14 +119,65 @@ func (d *decoder) writerPlan(ctx context.Context, id int) (codec.Plan, string, e
 	if err != nil {
 		return nil, "", err
 	}
-	wp := &writerPlan{}
-	wp.plan, wp.err = d.codec.Compile(s, d.fields)
-	v, _ := d.schemas.LoadOrStore(id, wp)
-	wp = v.(*writerPlan)
+	wp, err := d.compile(ctx, id, s)
+	if err != nil {
+		return nil, "", err
+	}
+	return wp.result()
+}
+
+func (wp *writerPlan) result() (codec.Plan, string, error) {
 	if wp.err != nil {
 		return nil, ReasonSchema, wp.err
 	}
 	return wp.plan, "", nil
+}
+
+// compile returns the plan of schema s (id), compiling it once: when a producer rolls out a new
+// schema, every partition worker meets its id at once, and those that come while it is compiled wait
+// for that compile instead of each compiling the schema again. A caller whose context ends while it
+// waits gets a *codec.UnavailableError (the record is not at fault); when the compile panics (the
+// panic is the compiling record's), the waiters compile it themselves.
+func (d *decoder) compile(ctx context.Context, id int, s *codec.Schema) (*writerPlan, error) {
+	for {
+		d.mu.Lock()
+		if v, ok := d.schemas.Load(id); ok {
+			d.mu.Unlock()
+			return v.(*writerPlan), nil
+		}
+		done, waiting := d.compiling[id]
+		if !waiting {
+			done = make(chan struct{})
+			if d.compiling == nil {
+				d.compiling = map[int]chan struct{}{}
+			}
+			d.compiling[id] = done
+		}
+		d.mu.Unlock()
+		if !waiting {
+			return d.compileOnce(id, s, done), nil
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, &codec.UnavailableError{Err: fmt.Errorf("schema id %d: waiting for its plan: %w", id, ctx.Err())}
+		}
+	}
+}
+
+// compileOnce compiles the plan of s and keeps it for id, then releases those waiting for it (done),
+// also when Compile panics.
+func (d *decoder) compileOnce(id int, s *codec.Schema, done chan struct{}) *writerPlan {
+	defer func() {
+		d.mu.Lock()
+		delete(d.compiling, id)
+		d.mu.Unlock()
+		close(done)
+	}()
+	wp := &writerPlan{}
+	wp.plan, wp.err = d.codec.Compile(s, d.fields)
+	d.schemas.Store(id, wp)
+	return wp
 }
 
 // frame is codec.Frame for rec, whose errors are ReasonDecode; a record that carries its schema id in

@@ -20,18 +20,28 @@ type decoder struct {
 	buf   []byte
 	depth int
 	id    int
+	items int64 // how many more array and map items the body may hold (maxItems)
 }
 
 // maxDepth bounds how deep a body may nest (a recursive record, arrays of arrays): each level
 // costs a little stack, and a real record is never this deep.
 const maxDepth = 256
 
+// maxItems is how many items a body of n bytes may hold in all its arrays and maps together, at
+// every depth. An item of any type takes at least one byte of its own but the zero-width ones (null,
+// a fixed of size 0, a record of only such fields), which a writer encodes as a block count alone:
+// without a bound, a few kilobytes of block headers claim billions of them, each costing a step (and
+// a kept one 4 bytes of memory), so that one record would stall its partition. Every item is charged
+// against the bound, so the work of a body, and what a kept collection appends, is linear in its
+// size; the slack and the factor of two leave room for zero-width items beside real ones.
+func maxItems(n int) int64 { return 2*int64(n) + 1024 }
+
 // Decode walks body in writer order and sets out's values.
 func (p *plan) Decode(body []byte, out []codec.Value, buf []byte) ([]byte, error) {
 	for i := range out {
 		out[i].State = codec.Absent
 	}
-	d := decoder{b: body, out: out, buf: buf, id: p.id}
+	d := decoder{b: body, out: out, buf: buf, id: p.id, items: maxItems(len(body))}
 	pos, err := d.steps(p.root, 0)
 	if err != nil {
 		return d.buf, err
@@ -159,6 +169,9 @@ func (d *decoder) fixed(name string, pos, n int) ([]byte, int, error) {
 
 // skip steps over a value of n.
 func (d *decoder) skip(n *node, name string, pos int) (int, error) {
+	if n.width == widthZero {
+		return pos, nil // nothing to read, nothing to check
+	}
 	var err error
 	switch n.kind {
 	case tNull:
@@ -202,8 +215,11 @@ func (d *decoder) skip(n *node, name string, pos int) (int, error) {
 		}
 		for {
 			var count int64
-			if count, pos, err = d.block(n, name, pos); err != nil || count == 0 {
+			if count, pos, err = d.block(name, pos); err != nil || count == 0 {
 				break
+			}
+			if n.kind == tArray && n.items.width == widthZero {
+				continue // the block's items are its count, charged by block
 			}
 			for range count {
 				if n.kind == tMap {
@@ -222,7 +238,9 @@ func (d *decoder) skip(n *node, name string, pos int) (int, error) {
 }
 
 // block reads the header of the next block of an array or map: its item count, 0 after the last.
-func (d *decoder) block(n *node, name string, pos int) (int64, int, error) {
+// The count is charged against the body's item bound (maxItems) before any item is read, so a
+// count no body of this size can hold is refused at once.
+func (d *decoder) block(name string, pos int) (int64, int, error) {
 	count, pos, err := d.long(name, pos)
 	if err != nil || count == 0 {
 		return 0, pos, err
@@ -233,18 +251,22 @@ func (d *decoder) block(n *node, name string, pos int) (int64, int, error) {
 			return 0, pos, d.malformed(name, "a block count out of range")
 		}
 		count = -count
-		if _, pos, err = d.long(name, pos); err != nil {
+		var size int64
+		if size, pos, err = d.long(name, pos); err != nil {
 			return 0, pos, err
 		}
+		if size < 0 {
+			return 0, pos, d.malformed(name, "a negative block size %d", size)
+		}
+		if size > int64(len(d.b)-pos) {
+			return 0, pos, d.short(name)
+		}
 	}
-	// Every item takes at least a byte but null's; a count beyond the bytes left is a lie
-	// that would loop for ever over nothing.
-	if count > int64(len(d.b)-pos) && n.items.kind != tNull {
-		return 0, pos, d.short(name)
+	if count > d.items {
+		return 0, pos, d.malformed(name, "a block of %d items, more than a %d-byte body may hold (%d items in all its arrays and maps)",
+			count, len(d.b), maxItems(len(d.b)))
 	}
-	if count > int64(len(d.b)) {
-		return 0, pos, d.malformed(name, "%d items of null in a %d-byte body", count, len(d.b))
-	}
+	d.items -= count
 	return count, pos, nil
 }
 
@@ -498,7 +520,7 @@ func (d *decoder) collection(n *node, name string, t *target, k packed.Kind, pos
 		return pos, d.malformed(name, "nested deeper than %d", maxDepth)
 	}
 	for {
-		count, p, err := d.block(n, name, pos)
+		count, p, err := d.block(name, pos)
 		if pos = p; err != nil {
 			return pos, err
 		}
