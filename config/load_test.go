@@ -431,3 +431,30 @@ func cpuTime(t *testing.T) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestLoadTakesAnEmptyDocumentAfterTheConfig guards against refusing a file that ends in a "---"
+// line (as templating tools and concatenated manifests leave it), or a "---" followed only by
+// comments or a null: such a second document holds no key the parser could drop, and the loader
+// before the one-document rule took these files. A second document with keys stays refused.
+func TestLoadTakesAnEmptyDocumentAfterTheConfig(t *testing.T) {
+	b, err := os.ReadFile("../examples/local.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tail := range []string{"\n---\n", "\n---\n# nothing here\n", "\n---\n...\n", "\n---\n~\n", "\n---\n---\n"} {
+		path := filepath.Join(t.TempDir(), "sink.yaml")
+		if err := os.WriteFile(path, append(append([]byte(nil), b...), tail...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if c := loadValid(t, path, nil); c.Kafka.Group != "sink-demo" {
+			t.Errorf("ending in %q: group %q, not the file's", tail, c.Kafka.Group)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "sink.yaml")
+	if err := os.WriteFile(path, append(append([]byte(nil), b...), "\n---\n---\nkafka: {group: other}\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "a second YAML document") {
+		t.Errorf("a document with keys after an empty one: got %v, want it refused", err)
+	}
+}

@@ -78,12 +78,20 @@ func parseYAML(ctx context.Context, b []byte) (map[string]any, []error, error) {
 		}
 		return nil, nil, err
 	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		return nil, nil, err
-	default:
+	for {
+		// A document holding nothing (a trailing "---", as templating tools leave one, or only
+		// comments or a null) has no key to drop: only one with something in it is refused.
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if emptyDocument(&next) {
+			continue
+		}
 		line := next.Line
 		if len(next.Content) > 0 {
 			line = next.Content[0].Line
@@ -110,6 +118,17 @@ func parseYAML(ctx context.Context, b []byte) (map[string]any, []error, error) {
 		return nil, nil, fmt.Errorf("the document is %s, not a mapping of keys (kafka:, cassandra:, topics:, ...)", describe(v))
 	}
 	return m, w.dups, nil
+}
+
+// emptyDocument reports whether n, a decoded document, holds nothing but a null.
+func emptyDocument(n *yaml.Node) bool {
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return true
+		}
+		n = n.Content[0]
+	}
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
 type yamlWalk struct {

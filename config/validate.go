@@ -237,6 +237,10 @@ func (c *Config) validateSchemaRegistry(v *validator) {
 	for i, u := range r.URLs {
 		pu, err := url.Parse(u)
 		switch {
+		case err != nil && strings.Contains(u, "@"):
+			// The parse error quotes the whole URL, and with it a password that failed to parse.
+			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q is not a URL, and seems to hold credentials (user:password@); "+
+				"remove them from the URL and set schema_registry.auth.username and password (or password_file)", hideUserinfo(u))
 		case err != nil:
 			v.add(fmt.Sprintf("schema_registry.urls[%d]", i), "%q is not a URL: %v", u, err)
 		case pu.User != nil:
@@ -781,4 +785,18 @@ func (c *Config) validateBucketColumns(v *validator, p string, t Topic, mapped f
 	if b.EventBuckets < 0 {
 		v.add(p+".bucket.event_buckets", "negative (%d); use 1 (no split) or more", b.EventBuckets)
 	}
+}
+
+// hideUserinfo replaces what lies between a URL's scheme and its last "@" (a user and password) with
+// [redacted], for a URL that does not parse and so cannot be redacted by net/url.
+func hideUserinfo(u string) string {
+	start := 0
+	if i := strings.Index(u, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	at := strings.LastIndex(u, "@")
+	if at < start {
+		return u
+	}
+	return u[:start] + redacted + u[at:]
 }

@@ -275,3 +275,25 @@ func TestFetchMinBytesDefaultFitsAFetch(t *testing.T) {
 	wantProblems(t, validConfig(t, func(c *Config) { c.Kafka.FetchMinBytes = 0 }),
 		map[string]string{"kafka.fetch_min_bytes": ""})
 }
+
+// TestRegistryURLProblemsNeverPrintItsPassword guards against a registry URL's password reaching the
+// problems Validate reports (which sink validate, sink config and the daemon's start-up print): a URL
+// with credentials is refused with its password redacted, and so must be one that does not even parse
+// (a password with a stray % or a space), whose parse error quotes the whole URL.
+func TestRegistryURLProblemsNeverPrintItsPassword(t *testing.T) {
+	for _, u := range []string{
+		"https://svc:hunter2@registry.example:8081",
+		"https://svc:hunter2%zz@registry.example:8081",
+		"https://svc:hunter2 x@registry.example:8081",
+	} {
+		c := validConfig(t, func(c *Config) { c.SchemaRegistry.URLs = []string{u} })
+		err := c.Validate()
+		if err == nil {
+			t.Errorf("%s: taken", u)
+			continue
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the problem prints the password: %v", u, err)
+		}
+	}
+}

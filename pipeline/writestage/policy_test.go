@@ -205,6 +205,30 @@ func TestSlotPolicyPicksTheRequestForEachSlot(t *testing.T) {
 			h.next(testLinger+starve+time.Millisecond, 1, false, "g")
 			h.next(testLinger+starve+time.Millisecond, 1, false, "b")
 		}},
+		{"a flush sends the held requests too, ahead of what the batcher held", policyOf{maxRows: 2, maxInFlight: 4, group: joinBy(1), joinMax: 10}, func(h *policyHarness) {
+			h.add(0, 0, "a", "b")
+			h.next(testLinger, 1, false, "a")
+			h.check(0, 1, 0)
+			h.add(testLinger, 1, "c")
+			h.p.flushAll(t0.Add(testLinger))
+			h.check(2, 0, 0)
+			h.next(testLinger, 1, false, "b")
+			h.next(testLinger, 1, false, "c")
+		}},
+		{"held requests past the starve bound go one at a time", policyOf{maxRows: 2, maxInFlight: 4, group: joinBy(1), joinMax: 10}, func(h *policyHarness) {
+			h.add(0, 0, "a", "b", "c")
+			h.next(testLinger, 1, false, "a")
+			h.check(0, 2, 0)
+			h.add(starve, 1, "f", "f", "g", "g", "k", "k")
+			at := testLinger + starve + time.Millisecond
+			h.next(at, 1, false, "f")
+			h.check(3, 1, 0) // g, k, then b marked starved; c stays held
+			h.next(at, 1, false, "g")
+			h.check(2, 1, 0) // b still waits: c is not taken behind it
+			h.next(at, 1, false, "k")
+			h.next(at, 1, false, "b")
+			h.next(at, 1, false, "c")
+		}},
 		{"without a Group each due batch is a request, oldest first", policyOf{maxRows: 10, maxInFlight: 4}, func(h *policyHarness) {
 			h.add(0, 0, "a")
 			h.add(time.Millisecond, 0, "b")
