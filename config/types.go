@@ -207,6 +207,8 @@ type Topic struct {
 	// (default: the key's UTF-8 text, or a JSON object for several id fields), or "avro", "protobuf",
 	// "json_schema" in the Confluent wire format, its writer schema from schema_registry (latest.go).
 	KeyCodec string `koanf:"key_codec"`
+	// Where filters the records this entry maps (where.go); nil maps every record.
+	Where *Where `koanf:"where"`
 }
 
 // EventTime says where the event time of a record comes from.

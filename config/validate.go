@@ -694,6 +694,9 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		}
 	}
 	t.validateOnTombstone(v, p)
+	if t.Where != nil {
+		validateWhere(v, p+".where", t, t.Where, 0)
+	}
 	if t.Latest() {
 		t.validateAccept(v, p)
 		return // validateLatest has judged the bucket and split keys

@@ -42,6 +42,8 @@ type Record struct {
 	// KeySchemaIDHeader: the record has a __key_schema_id header, the same form for the key, which a
 	// registry key codec does not read either (latest.go says so in the dead letter).
 	KeySchemaIDHeader bool
+	// Headers are the record's headers, which filters read (where.go); the mapper does not keep them.
+	Headers []Header
 }
 
 // HeaderValueSchemaID and HeaderKeySchemaID are the record headers in which the newer Confluent
@@ -83,10 +85,12 @@ const (
 	ReasonKey = "key"
 )
 
-// Skipped reports whether reason is a skip reason (ReasonExpired, ReasonTombstone): the record is not
+// Skipped reports whether reason is a skip reason (ReasonExpired, ReasonTombstone, ReasonFiltered): the record is not
 // bad input, and its entry makes no row of it; the pipeline commits it and counts it in
 // sink_records_skipped_total{reason}. Every other reason is a refusal.
-func Skipped(reason string) bool { return reason == ReasonExpired || reason == ReasonTombstone }
+func Skipped(reason string) bool {
+	return reason == ReasonExpired || reason == ReasonTombstone || reason == ReasonFiltered
+}
 
 // RecordError is why one entry cannot make a row of one record, or skips it (a skip reason: ReasonExpired,
 // ReasonTombstone). The pipeline sends the record to its topic's dead-letter topic with these
@@ -162,6 +166,8 @@ type scratch struct {
 	joint    bool
 	rows     []byte
 	rowSpans []rowSpan
+	// where is what filters reuse (where.go); nil until a filter first runs.
+	where *whereScratch
 }
 
 // rowSpan is where one row lies in scratch.rows: from off to end, its values the first n bytes.
@@ -289,6 +295,9 @@ type plan struct {
 	shared     bool
 	sharedSlot []int
 	sharedTime int
+
+	// where is the entry's filter (where.go); nil when it maps every record.
+	where *where
 }
 
 // bucketEntry is everything derived from a bucket index alone. Records arrive roughly in time
@@ -415,6 +424,11 @@ type outcome struct {
 // record, and every error, is mapped again by fastjson (mapParsed), the reference for JSON's rows
 // and error messages.
 func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
+	if p.where != nil {
+		if err := p.takes(rec, s); err != nil {
+			return outcome{}, ReasonFiltered, err
+		}
+	}
 	if rec.Value == nil && p.onTombstone != config.OnTombstoneDeadLetter {
 		return p.tombstone(ctx, rec, s)
 	}

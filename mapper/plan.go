@@ -114,6 +114,9 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		latest:            desc.Latest,
 		onTombstone:       t.OnTombstone,
 	}
+	if t.Where != nil {
+		p.where = compileWhere(t.Where)
+	}
 	if policy != nil {
 		switch policy.CQLType() {
 		case "text":

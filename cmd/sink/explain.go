@@ -55,6 +55,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "raw bytes, for a key in the wire format (key_codec avro, protobuf or json_schema), whose writer")
 		fmt.Fprintln(stderr, "schema is fetched from the registry. --schema-file (with --reference for what it references) gives")
 		fmt.Fprintln(stderr, "that writer schema from files instead, for every schema id the record names: no registry is asked.")
+		fmt.Fprintln(stderr, "--header NAME=VALUE gives the record a header (repeat it for several), for an entry's filter")
+		fmt.Fprintln(stderr, "(where) that reads one; an entry whose filter does not take the record shows a skip naming the test.")
 		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be")
 		fmt.Fprintln(stderr, "read; 2 usage error; 3 invalid configuration.")
 		fmt.Fprintln(stderr, "\nFlags:")
@@ -72,6 +74,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 from 1970 on, or none for a record without one (default now)")
 	partition := fs.Int("partition", 0, "the Kafka partition")
 	offset := fs.Int64("offset", 0, "the Kafka offset")
+	var headers headerFlags
+	fs.Var(&headers, "header", "a record header NAME=VALUE, for a filter (where) that reads it; repeat for several")
 	offline := fs.Bool("offline", false, "do not read the routing records of a split topic from Cassandra")
 	schemaFiles := addSchemaFileFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -186,7 +190,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if m == nil {
 		return code
 	}
-	rec := mapper.Record{Topic: kafkaTopic, Partition: int32(*partition), Offset: *offset, Key: keyBytes, Value: value, Timestamp: ts}
+	rec := mapper.Record{Topic: kafkaTopic, Partition: int32(*partition), Offset: *offset, Key: keyBytes, Value: value, Timestamp: ts,
+		Headers: headers}
 	if *fromKafka != "" {
 		if from.topic != kafkaTopic {
 			fmt.Fprintf(stderr, "sink explain: --from-kafka reads %s, but --topic %s reads %s\n", from.topic, *topic, kafkaTopic)
@@ -391,6 +396,7 @@ func fetchRecord(ctx context.Context, cfg *config.Config, c kafkaCoords) (mapper
 	r := recs[0]
 	rec := mapper.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 	rec.SchemaIDHeader, rec.KeySchemaIDHeader = pipeline.SchemaIDHeaders(r)
+	rec.Headers = pipeline.Headers(r, nil)
 	return rec, nil
 }
 
@@ -521,4 +527,18 @@ func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli), ex.Row.Offset)
 	tw.Flush()
 	printBound(w, ex)
+}
+
+// headerFlags collects --header NAME=VALUE, in order (the first header of a name is the one a filter reads).
+type headerFlags []mapper.Header
+
+func (h *headerFlags) String() string { return "" }
+
+func (h *headerFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q is not NAME=VALUE", v)
+	}
+	*h = append(*h, mapper.Header{Key: name, Value: []byte(value)})
+	return nil
 }
