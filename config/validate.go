@@ -402,10 +402,11 @@ var sourceTypes = map[string][]string{
 	SourceKafkaOffset:    {"bigint"},
 	SourceTimeUUID:       {"timeuuid"},
 	SourceRaw:            {"text", "varchar", "blob"},
+	SourceHeader:         headerTypes,
 }
 
 var sourceNames = []string{SourceEventTime, SourceKafkaKey, SourceKafkaTimestamp, SourceKafkaTopic,
-	SourceKafkaPartition, SourceKafkaOffset, SourceTimeUUID, SourceRaw}
+	SourceKafkaPartition, SourceKafkaOffset, SourceTimeUUID, SourceRaw, SourceHeader}
 
 func (c *Config) validateTopics(v *validator) {
 	if len(c.Topics) == 0 {
@@ -578,6 +579,7 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 				v.add(cp+".type", "%q cannot hold source %s; use %s", col.Type, col.Source, oneOf(allowed))
 			}
 		}
+		validateColumnHeader(v, cp, col)
 	}
 	mapped := func(name string) (CQLType, bool) {
 		t, ok := cols[strings.ToLower(name)]

@@ -188,13 +188,14 @@ const (
 	srcKafkaOffset
 	srcTimeUUID
 	srcRaw
+	srcHeader // a record header (sources.go)
 )
 
 var sources = map[string]source{
 	"": srcField, config.SourceEventTime: srcEventTime, config.SourceKafkaKey: srcKafkaKey,
 	config.SourceKafkaTimestamp: srcKafkaTimestamp, config.SourceKafkaTopic: srcKafkaTopic,
 	config.SourceKafkaPartition: srcKafkaPartition, config.SourceKafkaOffset: srcKafkaOffset,
-	config.SourceTimeUUID: srcTimeUUID, config.SourceRaw: srcRaw,
+	config.SourceTimeUUID: srcTimeUUID, config.SourceRaw: srcRaw, config.SourceHeader: srcHeader,
 }
 
 // column is one compiled column mapping.
@@ -203,6 +204,7 @@ type column struct {
 	typ    cqlType
 	source source
 	field  string   // dot path as configured, for messages
+	header string   // the record header of source header
 	path   []string // field split at dots, once
 	need   string   // why a value is mandatory ("an id column", ...); "" when it may be absent
 	// absent is what a missing or null value binds: gocql.UnsetValue (no tombstone), or nil for a
@@ -810,15 +812,23 @@ func distance(d time.Duration) string {
 func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, s *scratch) error {
 	var x cell
 	switch c.source {
-	case srcField:
-		v := root.Get(c.path...)
+	case srcField, srcHeader:
+		var v *fastjson.Value
+		if c.source == srcField {
+			v = root.Get(c.path...)
+		} else {
+			var done bool
+			if v, done = headerValue(c, rec, s); done {
+				return nil
+			}
+		}
 		if v == nil || v.Type() == fastjson.TypeNull {
 			state := "missing"
 			if v != nil {
 				state = "null"
 			}
 			if c.need != "" {
-				return fmt.Errorf("column %s: field %q is %s, and %s", c.name, c.field, state, c.need)
+				return fmt.Errorf("column %s: %s is %s, and %s", c.name, c.subject(), state, c.need)
 			}
 			// Unset, not null (unless the column asks for null): a null would write a tombstone cell
 			// that every read must skip, while an unset column costs nothing and reads back as null
@@ -848,7 +858,7 @@ func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, 
 			x.n, pr = intOf(k, v, &s.buf)
 		}
 		if !pr.ok() {
-			return pr.err(fmt.Sprintf("column %s: field %q", c.name, c.field), s)
+			return pr.err("column "+c.name+": "+c.subject(), s)
 		}
 	case srcEventTime:
 		x.t = t

@@ -143,7 +143,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s.source: %q is not a source", cp, c.Source)
 		}
-		col := column{name: c.Name, typ: typ, source: src, field: c.Field}
+		col := column{name: c.Name, typ: typ, source: src, field: c.Field, header: c.Header}
 		if src == srcField {
 			col.path = strings.Split(c.Field, ".")
 		}

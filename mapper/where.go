@@ -170,12 +170,8 @@ func (w *where) eval(in *whereInput) bool {
 // read returns the text of the value a test reads, and false when it is absent or null.
 func (w *where) read(in *whereInput) ([]byte, bool) {
 	if w.from == fromHeader {
-		for i := range in.rec.Headers {
-			if h := &in.rec.Headers[i]; h.Key == w.header {
-				return h.Value, h.Value != nil
-			}
-		}
-		return nil, false
+		b := header(in.rec, w.header)
+		return b, b != nil
 	}
 	var root *fastjson.Value
 	if w.from == fromKey {

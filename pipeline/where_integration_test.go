@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 // entry takes, on the real stack, read by three entries whose filters each take one type: by a value
 // field (readings), a header (alerts) and a field of a JSON key (heartbeats). Every record lands in its
 // type's table and no other, none is dead-lettered, every offset is committed, and each entry's skip of
-// a record is counted in sink_records_skipped_total{reason="filtered"}.
+// a record is counted in sink_records_skipped_total{reason="filtered"}. The alerts table also takes two
+// columns from headers: a trace id as text and a severity as an int, read back from Cassandra.
 func TestIntegrationWhereFansOutEventTypes(t *testing.T) {
 	s := newStackWith(t, 1, nil, func(c *config.Config) {
 		r := c.Topics["readings"]
@@ -24,6 +26,9 @@ func TestIntegrationWhereFansOutEventTypes(t *testing.T) {
 		c.Topics["readings"] = r
 		alerts := r
 		alerts.Table, alerts.Where = "alerts", &config.Where{Header: "event-type", OneOf: []string{"alert", "alarm"}}
+		alerts.Columns = append(slices.Clip(r.Columns),
+			config.Column{Name: "trace", Type: "text", Source: config.SourceHeader, Header: "trace-id"},
+			config.Column{Name: "severity", Type: "int", Source: config.SourceHeader, Header: "severity"})
 		c.Topics["alerts"] = alerts
 		beats := r
 		beats.Table, beats.Where = "heartbeats", &config.Where{All: []config.Where{
@@ -41,7 +46,8 @@ func TestIntegrationWhereFansOutEventTypes(t *testing.T) {
 	for i := range perType {
 		recs = append(recs,
 			&kgo.Record{Topic: s.topic, Key: []byte("k"), Value: value(`"type":"reading",`, i)},
-			&kgo.Record{Topic: s.topic, Key: []byte("k"), Value: value("", i), Headers: []kgo.RecordHeader{{Key: "event-type", Value: []byte("alarm")}}},
+			&kgo.Record{Topic: s.topic, Key: []byte("k"), Value: value("", i), Headers: []kgo.RecordHeader{{Key: "event-type", Value: []byte("alarm")},
+				{Key: "trace-id", Value: fmt.Appendf(nil, "t-%d", i)}, {Key: "severity", Value: fmt.Appendf(nil, "%d", i)}}},
 			&kgo.Record{Topic: s.topic, Key: []byte(`{"kind":"heartbeat"}`), Value: value("", i)},
 		)
 	}
@@ -59,6 +65,19 @@ func TestIntegrationWhereFansOutEventTypes(t *testing.T) {
 		if n != perType {
 			t.Errorf("%s holds %d rows, want %d (one per record of its type)", table, n, perType)
 		}
+	}
+	iter := s.session.Driver().Query("SELECT value, trace, severity FROM " + s.ks + ".alerts").Iter()
+	var v float64
+	var trace string
+	var severity, rows int
+	for iter.Scan(&v, &trace, &severity) {
+		rows++
+		if trace != fmt.Sprintf("t-%d", int(v)) || severity != int(v) {
+			t.Errorf("alert of value %v: trace %q, severity %d; want the headers of its record", v, trace, severity)
+		}
+	}
+	if err := iter.Close(); err != nil || rows != perType {
+		t.Errorf("reading alerts: %d rows, %v", rows, err)
 	}
 	if err := m.stop(); err != nil {
 		t.Fatal(err)

@@ -451,7 +451,7 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 		case i == nk:
 			note = fmt.Sprintf("  event bucket %d of %d", ex.EventBucket, ex.EventBuckets)
 		}
-		line("  %s\t= %s%s", v.Column, v.Literal(), note)
+		line("  %s\t= %s%s%s", v.Column, v.Literal(), fromNote(v), note)
 	}
 	switch {
 	case ex.Latest:
@@ -465,7 +465,7 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 	}
 	line("clustering\t(%s)", strings.Join(order, ", "))
 	for _, v := range ex.Clustering {
-		line("  %s\t= %s", v.Column, v.Literal())
+		line("  %s\t= %s%s", v.Column, v.Literal(), fromNote(v))
 	}
 	if ex.TTL > 0 {
 		line("ttl\t%d s (%s)", int64(ex.TTL/time.Second), config.Duration(ex.TTL))
@@ -497,7 +497,7 @@ func printBound(w io.Writer, ex mapper.Explanation) {
 	fmt.Fprintf(w, "\n%s\n\nbound values:\n", ex.CQL)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, v := range ex.Bound {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal())
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal(), fromNote(v))
 	}
 	tw.Flush()
 }
@@ -541,4 +541,12 @@ func (h *headerFlags) Set(v string) error {
 	}
 	*h = append(*h, mapper.Header{Key: name, Value: []byte(value)})
 	return nil
+}
+
+// fromNote says where an explained value came from when it is not the record's value (a header).
+func fromNote(v mapper.Value) string {
+	if v.From == "" {
+		return ""
+	}
+	return "  (from " + v.From + ")"
 }
