@@ -13,9 +13,9 @@ const (
 	DefaultClientID = "sink"
 	// DefaultFetchMaxBytes bounds one fetch response. 512 KiB of lz4-compressed JSON is some
 	// 16,000 small records per round trip, a few round trips a second at full speed; buffered, the
-	// records and their rows take up to FetchExpansion times that (16 MiB), so the two fetches the
-	// client may hold stay within writer.max_buffered_bytes, which they can overshoot before the
-	// budget sees them. 16 MiB fetches expanded to 25 times the whole default budget.
+	// records and their rows take up to FetchExpansion times that (16 MiB), so the three fetches the
+	// client may hold with the default budget (MaxConcurrentFetches) take 48 MiB, no more than
+	// writer.max_buffered_bytes, which they can overshoot before the budget sees them. 16 MiB fetches expanded to 25 times the whole default budget.
 	DefaultFetchMaxBytes = Bytes(512 << 10)
 	// DefaultFetchMaxPartitionBytes: 128 KiB per partition lets one fetch carry at least four
 	// partitions at full size, so one busy partition cannot starve the rest.
@@ -282,6 +282,7 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	dur("schema_registry.unknown_schema_retry", &c.SchemaRegistry.UnknownSchemaRetry, DefaultUnknownSchemaRetry)
 
 	str("metrics.address", &c.Metrics.Address, DefaultMetricsAddress)
+	setDefault(unset, "metrics.debug", &c.Metrics.Debug, true)
 	setDefault(unset, "metrics.debug_partitions", &c.Metrics.DebugPartitions, true)
 	str("log.level", &c.Log.Level, DefaultLogLevel)
 	c.Log.Level = strings.ToLower(c.Log.Level)

@@ -674,6 +674,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		v.add(p+".ttl", "%s exceeds Cassandra's maximum TTL of 20 years; lower it", t.TTL)
 	} else if t.TTL > 0 && t.TTL.Seconds() == 0 {
 		v.add(p+".ttl", "%s is under a second; CQL TTLs are whole seconds", t.TTL)
+	} else if time.Duration(t.TTL)%time.Second != 0 {
+		v.add(p+".ttl", "%s is not whole seconds; CQL TTLs are, and it would be cut to %s: write that, or %s", t.TTL, t.TTL.Truncate(), t.TTL.Truncate()+Duration(time.Second))
 	}
 	v.enum(p+".ttl_from", t.TTLFrom, TTLFromWrite, TTLFromEventTime)
 	if t.TTLFrom == TTLFromEventTime && t.TTL == 0 {
@@ -681,6 +683,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	}
 	if t.GCGrace < 0 {
 		v.add(p+".gc_grace", "negative (%s); use e.g. 1d", t.GCGrace)
+	} else if time.Duration(t.GCGrace)%time.Second != 0 {
+		v.add(p+".gc_grace", "%s is not whole seconds; gc_grace_seconds is, and it would be cut to %s: write that, or %s", t.GCGrace, t.GCGrace.Truncate(), t.GCGrace.Truncate()+Duration(time.Second))
 	}
 	if t.Consistency != "ANY" || c.Cassandra.Consistency != "ANY" { // an inherited ANY is reported once, on cassandra.consistency
 		v.consistency(p+".consistency", t.Consistency)

@@ -313,3 +313,23 @@ func classify(err error, what string, notFound error) error {
 func typeName(t sr.SchemaType) string {
 	return t.String()
 }
+
+// Latest returns the latest version of subject's schema with its references, and that version. A
+// subject the registry does not have is an error wrapping ErrUnknownSubject.
+func (c *Client) Latest(ctx context.Context, subject string) (*codec.Schema, int, error) {
+	got, err := c.cl.SchemaByVersion(ctx, subject, -1)
+	if err != nil {
+		if err = classify(err, "subject "+subject, codec.ErrUnknownSchema); errors.Is(err, codec.ErrUnknownSchema) {
+			return nil, 0, fmt.Errorf("subject %q: %w", subject, ErrUnknownSubject)
+		}
+		return nil, 0, err
+	}
+	s := &codec.Schema{ID: got.ID, Type: typeName(got.Type), Text: got.Schema.Schema}
+	if s.References, err = c.references(ctx, got.References, 0); err != nil {
+		return nil, 0, fmt.Errorf("subject %q version %d: %w", subject, got.Version, err)
+	}
+	return s, got.Version, nil
+}
+
+// ErrUnknownSubject: the registry has no such subject (or it has no version).
+var ErrUnknownSubject = errors.New("the schema registry has no such subject")
