@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -115,4 +117,47 @@ func validateWhereList(v *validator, p string, t Topic, ws []Where, depth int) {
 	for i := range ws {
 		validateWhere(v, fmt.Sprintf("%s[%d]", p, i), t, &ws[i], depth+1)
 	}
+}
+
+var whereType = reflect.TypeFor[*Where]()
+
+// String spells w as a YAML flow mapping, as a file would: {field: type, equals: "click"}.
+func (w *Where) String() string {
+	var parts []string
+	add := func(key, value string) { parts = append(parts, key+": "+value) }
+	list := func(ws []Where) string {
+		items := make([]string, len(ws))
+		for i := range ws {
+			items[i] = ws[i].String()
+		}
+		return "[" + strings.Join(items, ", ") + "]"
+	}
+	for _, s := range []struct{ key, value string }{{"field", w.Field}, {"key", w.Key}, {"header", w.Header}} {
+		if s.value != "" {
+			add(s.key, strconv.Quote(s.value))
+		}
+	}
+	if w.Equals != nil {
+		add("equals", strconv.Quote(*w.Equals))
+	}
+	if w.OneOf != nil {
+		q := make([]string, len(w.OneOf))
+		for i, v := range w.OneOf {
+			q[i] = strconv.Quote(v)
+		}
+		add("one_of", "["+strings.Join(q, ", ")+"]")
+	}
+	if w.Exists != nil {
+		add("exists", strconv.FormatBool(*w.Exists))
+	}
+	if w.Not != nil {
+		add("not", w.Not.String())
+	}
+	if w.All != nil {
+		add("all", list(w.All))
+	}
+	if w.Any != nil {
+		add("any", list(w.Any))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -48,4 +48,18 @@ topics:
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("where = %+v\nwant %+v", got, want)
 	}
+	// sink config shows the filter as a file would spell it, given in the file.
+	const spelt = `{all: [{field: "meta.type", equals: "click"}, {header: "version", one_of: ["2", "3"]}, {field: "n", equals: "7"}, {not: {key: "test", exists: true}}, {any: [{header: "a", equals: ""}, {header: "b", exists: false}]}]}`
+	found := false
+	for _, s := range loadValid(t, path, nil).Settings() {
+		if s.Key == "topics.clicks.where" {
+			found = true
+			if s.Value != spelt || s.Source != FromFile {
+				t.Errorf("setting %s = %s (%s), want %s from the file", s.Key, s.Value, s.Source, spelt)
+			}
+		}
+	}
+	if !found {
+		t.Error("sink config lists no topics.clicks.where")
+	}
 }
