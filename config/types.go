@@ -270,10 +270,11 @@ type Column struct {
 	Field string `koanf:"field"` // dot path into the decoded record
 	// Source instead of Field: event_time, kafka_key, kafka_timestamp, kafka_topic, kafka_partition,
 	// kafka_offset, timeuuid (deterministic from event time and Kafka coordinates, so replays upsert
-	// the same row), raw (the whole record as text), header (the record header Header names; sources.go). Validate checks the type against the source:
+	// the same row), raw (the whole record as text), header (the record header Header names), key (the
+	// Kafka key's text, or with Field a field of the key as a JSON object; sources.go). Validate checks the type against the source:
 	// event_time and kafka_timestamp need timestamp; kafka_key text, varchar, ascii or blob;
 	// kafka_topic text, varchar or ascii; kafka_partition int or bigint; kafka_offset bigint;
-	// timeuuid timeuuid; raw text, varchar or blob; header any scalar type.
+	// timeuuid timeuuid; raw text, varchar or blob; header and key any scalar type.
 	Source string `koanf:"source"`
 	// Header is the record header a column of source header takes (sources.go).
 	Header   string `koanf:"header"`

@@ -402,11 +402,12 @@ var sourceTypes = map[string][]string{
 	SourceKafkaOffset:    {"bigint"},
 	SourceTimeUUID:       {"timeuuid"},
 	SourceRaw:            {"text", "varchar", "blob"},
-	SourceHeader:         headerTypes,
+	SourceHeader:         oneValueTypes,
+	SourceKey:            oneValueTypes,
 }
 
 var sourceNames = []string{SourceEventTime, SourceKafkaKey, SourceKafkaTimestamp, SourceKafkaTopic,
-	SourceKafkaPartition, SourceKafkaOffset, SourceTimeUUID, SourceRaw, SourceHeader}
+	SourceKafkaPartition, SourceKafkaOffset, SourceTimeUUID, SourceRaw, SourceHeader, SourceKey}
 
 func (c *Config) validateTopics(v *validator) {
 	if len(c.Topics) == 0 {
@@ -563,11 +564,11 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 			cols[strings.ToLower(col.Name)] = typ
 		}
 		switch {
-		case col.Field != "" && col.Source != "":
-			v.add(cp, "has both field and source; keep one")
+		case col.Field != "" && col.Source != "" && col.Source != SourceKey:
+			v.add(cp, "has both field and source; keep one (only source key takes a field: of the Kafka key)")
 		case col.Field == "" && col.Source == "":
 			v.add(cp, "has neither field nor source; set field to a JSON path (e.g. site.id) or source to one of %s", oneOf(sourceNames))
-		case col.Field != "":
+		case col.Field != "" && col.Source == "":
 			if !fieldPathRE.MatchString(col.Field) {
 				v.add(cp+".field", "%q is not a field path; use names separated by dots, e.g. site.id", col.Field)
 			}
@@ -580,6 +581,7 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 			}
 		}
 		validateColumnHeader(v, cp, col)
+		validateColumnKey(v, cp, t, col)
 	}
 	mapped := func(name string) (CQLType, bool) {
 		t, ok := cols[strings.ToLower(name)]

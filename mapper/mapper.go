@@ -189,6 +189,7 @@ const (
 	srcTimeUUID
 	srcRaw
 	srcHeader // a record header (sources.go)
+	srcKey    // the Kafka key read as text or a JSON object (sources.go)
 )
 
 var sources = map[string]source{
@@ -196,6 +197,7 @@ var sources = map[string]source{
 	config.SourceKafkaTimestamp: srcKafkaTimestamp, config.SourceKafkaTopic: srcKafkaTopic,
 	config.SourceKafkaPartition: srcKafkaPartition, config.SourceKafkaOffset: srcKafkaOffset,
 	config.SourceTimeUUID: srcTimeUUID, config.SourceRaw: srcRaw, config.SourceHeader: srcHeader,
+	config.SourceKey: srcKey,
 }
 
 // column is one compiled column mapping.
@@ -812,11 +814,14 @@ func distance(d time.Duration) string {
 func (p *plan) value(c *column, root *fastjson.Value, rec *Record, t time.Time, s *scratch) error {
 	var x cell
 	switch c.source {
-	case srcField, srcHeader:
+	case srcField, srcHeader, srcKey:
 		var v *fastjson.Value
-		if c.source == srcField {
+		switch c.source {
+		case srcField:
 			v = root.Get(c.path...)
-		} else {
+		case srcKey:
+			v = keyValue(c, rec, s)
+		default:
 			var done bool
 			if v, done = headerValue(c, rec, s); done {
 				return nil

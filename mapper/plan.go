@@ -144,7 +144,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 			return nil, fmt.Errorf("%s.source: %q is not a source", cp, c.Source)
 		}
 		col := column{name: c.Name, typ: typ, source: src, field: c.Field, header: c.Header}
-		if src == srcField {
+		if c.Field != "" { // a field of the value, or of the key (source key)
 			col.path = strings.Split(c.Field, ".")
 		}
 		if c.Required {

@@ -115,3 +115,76 @@ func TestExplainNamesTheHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyColumns maps columns from the Kafka key: its whole text converted to an int, and fields of a
+// JSON object key (text and a nested bigint), for a topic of one entry and for one read by several (the
+// shared decoding leaves key columns to each entry); an id column from a key field that is missing is
+// bad input naming the key field, and a key that is not a JSON object leaves a field column unset.
+func TestKeyColumns(t *testing.T) {
+	c := baseConfig()
+	tp := c.Topics["readings"]
+	tp.Columns = append(tp.Columns,
+		config.Column{Name: "tenant", Type: "text", Source: config.SourceKey, Field: "tenant"},
+		config.Column{Name: "shard", Type: "bigint", Source: config.SourceKey, Field: "route.shard"})
+	n := len(tp.Columns)
+	c.Topics["readings"] = tp
+	byTenant := tp
+	byTenant.ID, byTenant.Table = []string{"tenant"}, "by_tenant"
+	c.Topics["by-tenant"] = byTenant
+	whole := baseConfig().Topics["readings"]
+	whole.Topic, whole.Table = "numbered", "numbered"
+	whole.Columns = append(whole.Columns, config.Column{Name: "seq", Type: "int", Source: config.SourceKey})
+	c.Topics["numbered"] = whole
+	m := registryMapper(t, c, nil)
+
+	r := rec(`{"device_id":"dev-1","ts":"2024-01-15T10:00:00Z","temperature":21.5}`)
+	r.Key = []byte(`{"tenant":"acme","route":{"shard":9007199254740993}}`)
+	res, err := m.MapAll(context.Background(), r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range res {
+		if got.Err != nil {
+			t.Fatalf("%s: %v", got.Entry, got.Err)
+		}
+		vals := packed.Values(got.Row.Packed)
+		if a, b := packed.GoValue(vals[n-2]), packed.GoValue(vals[n-1]); a != "acme" || b != int64(9007199254740993) {
+			t.Errorf("%s: tenant %v, shard %v", got.Entry, a, b)
+		}
+	}
+
+	r.Key = []byte("plain-text")
+	res, err = m.MapAll(context.Background(), r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var re *RecordError
+	if !errors.As(res[0].Err, &re) || re.Reason != ReasonMap ||
+		!strings.Contains(re.Error(), `topics.by-tenant: column tenant: key field "tenant" is missing, and an id column needs a value`) {
+		t.Errorf("by-tenant, a key that is no JSON object: %v", res[0].Err)
+	}
+	if res[1].Err != nil || packed.GoValue(packed.Values(res[1].Row.Packed)[n-2]) != gocql.UnsetValue {
+		t.Errorf("readings, a key that is no JSON object: %v, want the column unset", res[1].Err)
+	}
+
+	w := rec(`{"device_id":"dev-1","ts":"2024-01-15T10:00:00Z","temperature":21.5}`)
+	w.Topic, w.Key = "numbered", []byte("42")
+	row, err := m.Map(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := packed.GoValue(packed.Values(row.Packed)[len(whole.Columns)-1]); got != int32(42) {
+		t.Errorf("seq = %v, want 42", got)
+	}
+	w.Key = []byte("x42")
+	if _, err := m.Map(w); err == nil || !strings.Contains(err.Error(), "column seq: the Kafka key") {
+		t.Errorf("a key that is no int: %v", err)
+	}
+	ex, err := m.ExplainEntry("numbered", Record{Topic: "numbered", Key: []byte("7"), Value: w.Value, Timestamp: w.Timestamp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := ex.Bound[len(whole.Columns)-1]; v.Column != "seq" || v.From != "the Kafka key" {
+		t.Errorf("explain: %+v", v)
+	}
+}

@@ -18,7 +18,8 @@ import (
 // field (readings), a header (alerts) and a field of a JSON key (heartbeats). Every record lands in its
 // type's table and no other, none is dead-lettered, every offset is committed, and each entry's skip of
 // a record is counted in sink_records_skipped_total{reason="filtered"}. The alerts table also takes two
-// columns from headers: a trace id as text and a severity as an int, read back from Cassandra.
+// columns from headers: a trace id as text and a severity as an int, and heartbeats a column from its
+// JSON key's field, all read back from Cassandra.
 func TestIntegrationWhereFansOutEventTypes(t *testing.T) {
 	s := newStackWith(t, 1, nil, func(c *config.Config) {
 		r := c.Topics["readings"]
@@ -31,6 +32,7 @@ func TestIntegrationWhereFansOutEventTypes(t *testing.T) {
 			config.Column{Name: "severity", Type: "int", Source: config.SourceHeader, Header: "severity"})
 		c.Topics["alerts"] = alerts
 		beats := r
+		beats.Columns = append(slices.Clip(r.Columns), config.Column{Name: "kind", Type: "text", Source: config.SourceKey, Field: "kind"})
 		beats.Table, beats.Where = "heartbeats", &config.Where{All: []config.Where{
 			{Key: "kind", Equals: ptrTo("heartbeat")},
 			{Not: &config.Where{Field: "type", Exists: ptrTo(true)}},
@@ -78,6 +80,14 @@ func TestIntegrationWhereFansOutEventTypes(t *testing.T) {
 	}
 	if err := iter.Close(); err != nil || rows != perType {
 		t.Errorf("reading alerts: %d rows, %v", rows, err)
+	}
+	var kinds []string
+	iter = s.session.Driver().Query("SELECT kind FROM " + s.ks + ".heartbeats").Iter()
+	for iter.Scan(&trace) {
+		kinds = append(kinds, trace)
+	}
+	if err := iter.Close(); err != nil || len(kinds) != perType || slices.ContainsFunc(kinds, func(k string) bool { return k != "heartbeat" }) {
+		t.Errorf("heartbeats' kind column, from the key: %q, %v", kinds, err)
 	}
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
