@@ -3,38 +3,66 @@ package mapper
 import (
 	"strconv"
 
-	"github.com/valyala/fastjson"
+	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 )
 
 // Column sources beyond the record's value: a record header (config.SourceHeader) and the Kafka key
 // (config.SourceKey).
 //
-// A header column's value is the first header of its name. Text, varchar and ascii take its bytes as
-// text, blob as they are, and every other type its text as a JSON string value of a field would be
-// (value's conversions: numeric strings for numbers, RFC 3339 or epoch milliseconds for a timestamp, and
-// so on), so a header and a field of one type convert alike and fail alike. A record without the header
-// leaves the column unset, or is bad input for a column that needs a value.
+// A header column's value is the first header of its name. Blob takes its bytes as they are, and every
+// other type its text as a JSON string value of a field would be (codec/json's DecodeString: text as
+// is, numeric strings for numbers, RFC 3339 or epoch milliseconds for a timestamp, and so on), so a
+// header and a field of one type convert alike and fail alike. A record without the header leaves the
+// column unset, or is bad input for a column that needs a value.
 //
-// A key column takes the key's whole text, converted as a JSON string value is, or with a field, that
-// field of the key read as a JSON object (key_codec text), converted as the same field of the value
-// would be. No key, a key that is not a JSON object, or a missing or null field is a missing value, with
-// the header's consequences. The key is parsed by a parser of its own, as the value's tree is live
-// while the columns convert.
+// A key column takes the key's whole text the same way, or with a field, that field of the key read as
+// a JSON object (key_codec text) by a JSON plan of its own (keyPlan), converted as the same field of
+// the value would be. No key, a key that is not a JSON object, or a missing or null field is a missing
+// value, with the header's consequences.
 
-// headerValue returns the header of column c (source header) as a JSON string for value's conversions,
-// in s.arena (reset: the previous header's value is converted already); nil when the record has no such
-// header. A blob takes the header's bytes as they are: headerValue writes them and says it is done.
-func headerValue(c *column, rec *Record, s *scratch) (v *fastjson.Value, done bool) {
-	b := header(rec, c.header)
-	switch {
-	case b == nil:
-		return nil, false
-	case c.typ.kind == kBlob:
-		s.putWire(c, b)
-		return nil, true
+// sourceScratch is what header and key columns convert into, reused record after record.
+type sourceScratch struct {
+	buf  []byte
+	vals [1]codec.Value
+}
+
+// compileKeyPlan gives a column of source key with a field the JSON plan that reads it from the key.
+func (c *column) compileKeyPlan() error {
+	if c.source != srcKey || c.path == nil {
+		return nil
 	}
-	s.arena.Reset()
-	return s.arena.NewStringBytes(b), false
+	var err error
+	c.keyPlan, err = jsonc.Codec{}.Compile(nil, []codec.Field{c.codecField()})
+	return err
+}
+
+// headerOrKeyValue writes the value of column c (source header or key) to s.w.
+func (p *plan) headerOrKeyValue(c *column, rec *Record, s *scratch) error {
+	if s.src == nil {
+		s.src = &sourceScratch{}
+	}
+	v := &s.src.vals[0]
+	*v = codec.Value{}
+	b := rec.Key
+	if c.source == srcHeader {
+		b = header(rec, c.header)
+	}
+	switch {
+	case b == nil: // absent
+	case c.source == srcHeader && c.typ.kind == kBlob:
+		s.putWire(c, b)
+		return nil
+	case c.keyPlan != nil:
+		var err error
+		if s.src.buf, err = c.keyPlan.Decode(b, s.src.vals[:], s.src.buf[:0]); err != nil {
+			*v = codec.Value{} // a key that is not a JSON object has no fields
+		}
+	default:
+		f := c.codecField()
+		s.src.buf = jsonc.DecodeString(&f, b, v, s.src.buf[:0])
+	}
+	return p.decodedValue(c, v, s)
 }
 
 // header is the value of the first header of rec named name; nil when there is none, or its value is
@@ -46,25 +74,6 @@ func header(rec *Record, name string) []byte {
 		}
 	}
 	return nil
-}
-
-// keyValue returns the value column c (source key) takes from the record's key; nil when it has none.
-func keyValue(c *column, rec *Record, s *scratch) *fastjson.Value {
-	if rec.Key == nil {
-		return nil
-	}
-	if c.path == nil {
-		s.arena.Reset()
-		return s.arena.NewStringBytes(rec.Key)
-	}
-	if s.where == nil {
-		s.where = &whereScratch{}
-	}
-	root, err := s.where.key.ParseBytes(rec.Key)
-	if err != nil || root.Type() != fastjson.TypeObject {
-		return nil
-	}
-	return root.Get(c.path...)
 }
 
 // subject names where column c's value comes from, for messages: field "a.b", header "NAME", key

@@ -129,7 +129,7 @@ func (p *plan) takes(rec *Record, s *scratch) error {
 	}
 	// The values read are shown only where bad values are (Quoted: the dead letter, explain, quote_values).
 	const head = "filtered out: the record does not pass where "
-	return &valueError{plain: head + p.where.describe(&in, false), quoted: head + p.where.describe(&in, true)}
+	return &codec.ValueError{Plain: head + p.where.describe(&in, false), Quoted: head + p.where.describe(&in, true)}
 }
 
 // eval judges w on in.

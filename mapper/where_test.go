@@ -49,7 +49,7 @@ func newEventsMapper(t *testing.T, mutate func(*config.Config)) *Mapper {
 	if mutate != nil {
 		mutate(c)
 	}
-	return registryMapper(t, c, nil) // no entry asks the registry
+	return registryMapper(t, c, &staticRegistry{}) // no record here asks it
 }
 
 // TestWhereFansOutOneTopic guards against a record of a topic of several event types landing in the

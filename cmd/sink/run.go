@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/codec/registry"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/memlimit"
 	"github.com/bucketsink/sink/internal/refusal"
@@ -147,7 +148,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	metrics := metrics.NewMetrics(reg)
 	metrics.SetBuildInfo(buildVersion())
 
-	m, err := mapper.New(cfg)
+	m, err := newMapper(cfg)
 	if err != nil {
 		return fmt.Errorf("compiling topics: %w", err)
 	}
@@ -309,4 +310,14 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// newMapper compiles cfg's topics into a mapper reading writer schemas from the client of cfg's
+// schema_registry block, when it names one (the mapper builds no network client of its own).
+func newMapper(cfg *config.Config) (*mapper.Mapper, error) {
+	reg, err := registry.ForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return mapper.New(cfg, mapper.WithRegistry(reg))
 }

@@ -2,9 +2,11 @@ package avro
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -294,7 +296,7 @@ func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kin
 		}
 		v.B = n.symbols[i]
 		if k == packed.KASCII && !codec.ASCII(v.B) {
-			return end, mapErr(name, "the symbol %q is not ASCII for CQL ascii", v.B)
+			return end, mapValueErr(name, &codec.ValueError{Plain: "the symbol is not ASCII for CQL ascii", Quoted: fmt.Sprintf("the symbol %q is not ASCII for CQL ascii", v.B)})
 		}
 		return end, nil
 	case cInt, cTimeOfDay, cTimestamp, cDate, cDecimalInt, cVarint:
@@ -327,7 +329,7 @@ func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kin
 			f, end = float64(x), e
 		}
 		if k == packed.KFloat && math.Abs(f) > math.MaxFloat32 && !math.IsInf(f, 0) {
-			return end, mapErr(name, "%g is out of range for CQL float", f)
+			return end, mapValueErr(name, codec.BadValue(strconv.FormatFloat(f, 'g', -1, 64), "out of range for CQL float"))
 		}
 		v.F = f
 		return end, nil
@@ -361,7 +363,7 @@ func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kin
 		case cUUIDFixed:
 			copy(v.U[:], b)
 			if k == packed.KTimeUUID && b[6]>>4 != 1 {
-				return end, mapErr(name, "not a version 1 UUID for CQL timeuuid")
+				return end, &codec.Error{Reason: codec.ReasonMap, Field: name, Err: errors.New("not a version 1 UUID for CQL timeuuid")}
 			}
 		case cBlob, cInetFixed:
 			v.B = b
@@ -390,37 +392,37 @@ func (d *decoder) text(name string, cv conv, k packed.Kind, s []byte, v *codec.V
 	switch cv {
 	case cText:
 		if k == packed.KASCII && !codec.ASCII(s) {
-			return mapErr(name, "%s is not ASCII for CQL ascii", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not ASCII for CQL ascii"))
 		}
 		v.B = s
 	case cTimestampText:
 		tm, err := time.Parse(time.RFC3339Nano, string(s))
 		if err != nil {
-			return mapErr(name, "%s is not RFC 3339 with an offset for CQL timestamp", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not RFC 3339 with an offset for CQL timestamp"))
 		}
 		if tm = tm.UTC(); !inRange(tm) {
-			return mapErr(name, "%s is out of range for CQL timestamp (years 0000 to 9999)", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "out of range for CQL timestamp (years 0000 to 9999)"))
 		}
 		v.T = tm
 	case cDateText:
 		tm, err := time.Parse(time.DateOnly, string(s))
 		if err != nil || len(s) != len(time.DateOnly) {
-			return mapErr(name, "%s is not a date (YYYY-MM-DD) for CQL date", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not a date (YYYY-MM-DD) for CQL date"))
 		}
 		v.T = tm
 	case cUUIDText:
 		u, ok := codec.ParseUUID(s)
 		if !ok {
-			return mapErr(name, "%s is not a UUID (8-4-4-4-12 hex digits) for CQL %s", codec.Shown(s), k)
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not a UUID (8-4-4-4-12 hex digits) for CQL "+k.String()))
 		}
 		if k == packed.KTimeUUID && u[6]>>4 != 1 {
-			return mapErr(name, "%s is not a version 1 UUID for CQL timeuuid", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not a version 1 UUID for CQL timeuuid"))
 		}
 		v.U = u
 	case cInetText:
 		a, err := netip.ParseAddr(string(s))
 		if err != nil || a.Zone() != "" {
-			return mapErr(name, "%s is not an IP address for CQL inet", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not an IP address for CQL inet"))
 		}
 		at := len(d.buf)
 		if a.Is4() {
@@ -446,7 +448,7 @@ func (d *decoder) integer(name string, n *node, t *target, cv conv, k packed.Kin
 	switch cv {
 	case cInt:
 		if b := intBounds[k]; x < b[0] || x > b[1] {
-			return mapErr(name, "%d is out of range for CQL %s", x, k)
+			return mapValueErr(name, codec.BadValue(strconv.FormatInt(x, 10), "out of range for CQL "+k.String()))
 		}
 		v.N = x
 	case cTimeOfDay:
@@ -455,19 +457,19 @@ func (d *decoder) integer(name string, n *node, t *target, cv conv, k packed.Kin
 			per = int64(time.Microsecond)
 		}
 		if x < 0 || x >= int64(24*time.Hour)/per {
-			return mapErr(name, "%d is not a time of day (%s)", x, n.logical)
+			return mapValueErr(name, codec.BadValue(strconv.FormatInt(x, 10), "not a time of day ("+n.logical+")"))
 		}
 		v.N = x * per
 	case cTimestamp:
 		tm, ok := unixTime(x, t.mul)
 		if !ok {
-			return mapErr(name, "%d is out of range for CQL timestamp (years 0000 to 9999)", x)
+			return mapValueErr(name, codec.BadValue(strconv.FormatInt(x, 10), "out of range for CQL timestamp (years 0000 to 9999)"))
 		}
 		v.T = tm
 	case cDate:
 		tm := time.Unix(x*86400, 0).UTC()
 		if x < -1e7 || x > 1e7 || !inRange(tm) {
-			return mapErr(name, "%d days is out of range for CQL date (years 0000 to 9999)", x)
+			return mapValueErr(name, codec.BadValue(strconv.FormatInt(x, 10)+" days", "out of range for CQL date (years 0000 to 9999)"))
 		}
 		v.T = tm
 	case cDecimalInt, cVarint:
@@ -587,7 +589,7 @@ func appendWire(dst []byte, k packed.Kind, v *codec.Value) []byte {
 	return append(dst, v.B...) // text, ascii and the kinds handed over as wire bytes
 }
 
-// mapErr is a value that does not fit its column: reason map. The mapper adds the column.
-func mapErr(name, format string, args ...any) error {
-	return &codec.Error{Reason: codec.ReasonMap, Field: name, Err: fmt.Errorf(format, args...)}
+// mapValueErr is a value that does not fit its column: reason map. The mapper adds the column.
+func mapValueErr(name string, err *codec.ValueError) error {
+	return &codec.Error{Reason: codec.ReasonMap, Field: name, Err: err}
 }

@@ -96,6 +96,20 @@ func New(c config.SchemaRegistry) (*Client, error) {
 	return newClient(c, nil)
 }
 
+// ForConfig is the registry client a configuration's mappers read writer schemas from (pass it to
+// mapper.WithRegistry): New of its schema_registry block, or nil when the block names no URL (then no
+// topic reads a registry codec: config.Validate). It does not connect.
+func ForConfig(cfg *config.Config) (codec.Registry, error) {
+	if len(cfg.SchemaRegistry.URLs) == 0 {
+		return nil, nil
+	}
+	c, err := New(cfg.SchemaRegistry)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // newClient is New with the HTTP transport wrapped by wrap when it is not nil (tests count requests).
 func newClient(c config.SchemaRegistry, wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
 	if len(c.URLs) == 0 {
