@@ -189,7 +189,7 @@ type plan struct {
 	sharedTime int
 
 	// where is the entry's filter (where.go); nil when it maps every record.
-	where *where
+	where *filter
 }
 
 // bucketEntry is everything derived from a bucket index alone. Records arrive roughly in time

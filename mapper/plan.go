@@ -117,7 +117,10 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		onTombstone:       t.OnTombstone,
 	}
 	if t.Where != nil {
-		p.where = compileWhere(t.Where)
+		var err error
+		if p.where, err = compileFilter(t.Where); err != nil {
+			return nil, fmt.Errorf("topics.%s.where: %w", name, err)
+		}
 	}
 	if policy != nil {
 		switch policy.CQLType() {

@@ -1,23 +1,24 @@
 package mapper
 
 import (
-	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/valyala/fastjson"
-
 	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/packed"
 )
 
 // Filters (topics.<name>.where): an entry maps only the records its filter takes. A record it does not
 // take is this entry's skip, reason ReasonFiltered: committed and counted, never dead-lettered. The
-// filter is judged before anything else of the record (mapRecord), from the record's JSON value, its
-// Kafka key read as a JSON object, and its headers; values are compared as text (config.Where).
+// filter is judged before anything else of the record (mapRecord), from the record's JSON value and its
+// Kafka key read as a JSON object (by JSON plans of the filter's own, each field read as text), and its
+// headers; values are compared as text (config.Where).
 //
-// A value the filter cannot read as JSON (or a json_schema value whose framing is bad) is no reason to
-// skip: the entry takes the record, and its own decoding refuses it as the bad input it is. A key that
+// A value the filter cannot read as a JSON object (or a json_schema value whose framing is bad) is no
+// reason to skip: the entry takes the record, and its own decoding refuses it as the bad input it is. A key that
 // is not a JSON object has no fields, as a tombstone's value has none.
 
 // ReasonFiltered: the entry's where does not take the record; the pipeline skips it (a skip reason).
@@ -57,6 +58,7 @@ type where struct {
 	header string
 	values []string // equals (one) or one_of
 	exists bool
+	slot   int      // a value or key field's index in the filter's decoded fields
 	subs   []*where // not (one), all, any
 }
 
@@ -97,39 +99,89 @@ func compileWhere(w *config.Where) *where {
 	return c
 }
 
-// whereScratch is what judging a filter reuses record after record: parsers of its own, so that the
-// trees of the value and the key live together and apart from the mapping's.
+// filter is an entry's compiled filter: its tests, and the JSON plans that read the value's and the
+// key's fields it tests (each field once, as text: a JSON string's text, any other value's JSON text).
+type filter struct {
+	root       *where
+	value, key codec.Plan // nil when no test reads the value (the key)
+	nvalue     int
+	nkey       int
+}
+
+// compileFilter compiles a validated filter (config.Where) with the plans of its fields.
+func compileFilter(w *config.Where) (*filter, error) {
+	f := &filter{root: compileWhere(w)}
+	var vfields, kfields []codec.Field
+	index := map[string]int{}
+	var walk func(w *where)
+	walk = func(w *where) {
+		for _, sub := range w.subs {
+			walk(sub)
+		}
+		if w.subs != nil || w.from == fromHeader {
+			return
+		}
+		list := &vfields
+		if w.from == fromKey {
+			list = &kfields
+		}
+		name := strconv.Itoa(int(w.from)) + "\x00" + strings.Join(w.path, ".")
+		i, ok := index[name]
+		if !ok {
+			i = len(*list)
+			index[name] = i
+			*list = append(*list, codec.Field{Path: w.path, Column: "where", Type: packed.Scalar(kText)})
+		}
+		w.slot = i
+	}
+	walk(f.root)
+	var err error
+	if len(vfields) > 0 {
+		if f.value, err = (jsonc.Codec{}).Compile(nil, vfields); err != nil {
+			return nil, err
+		}
+	}
+	if len(kfields) > 0 {
+		if f.key, err = (jsonc.Codec{}).Compile(nil, kfields); err != nil {
+			return nil, err
+		}
+	}
+	f.nvalue, f.nkey = len(vfields), len(kfields)
+	return f, nil
+}
+
+// whereScratch is what judging a filter reuses record after record: the decoded fields of the value
+// and of the key, apart from the mapping's.
 type whereScratch struct {
-	value, key fastjson.Parser
-	text       []byte
+	value, key       []codec.Value
+	valueBuf, keyBuf []byte
 }
 
-// whereInput is one record as a filter reads it; its value and key are parsed on first need.
+// whereInput is one record as a filter reads it; its value and key are decoded on first need.
 type whereInput struct {
-	rec        *Record
-	codecName  string
-	s          *whereScratch
-	value, key *fastjson.Value
-	valueDone  bool
-	keyDone    bool
-	bad        error // the value cannot be read as JSON: the entry takes the record and refuses it itself
+	rec       *Record
+	codecName string
+	f         *filter
+	s         *whereScratch
+	value     []codec.Value // nil until decoded, and when the key or value has no fields
+	key       []codec.Value
+	valueDone bool
+	keyDone   bool
+	bad       error // the value cannot be read as JSON: the entry takes the record and refuses it itself
 }
-
-// errWhereUndecidable stops a filter whose record's value is not JSON.
-var errWhereUndecidable = errors.New("the value is not JSON")
 
 // takes reports whether p's filter takes rec; when it does not, the error says why (ReasonFiltered).
 func (p *plan) takes(rec *Record, s *scratch) error {
 	if s.where == nil {
 		s.where = &whereScratch{}
 	}
-	in := whereInput{rec: rec, codecName: p.codecName, s: s.where}
-	if p.where.eval(&in) || in.bad != nil {
+	in := whereInput{rec: rec, codecName: p.codecName, f: p.where, s: s.where}
+	if p.where.root.eval(&in) || in.bad != nil {
 		return nil
 	}
 	// The values read are shown only where bad values are (Quoted: the dead letter, explain, quote_values).
 	const head = "filtered out: the record does not pass where "
-	return &codec.ValueError{Plain: head + p.where.describe(&in, false), Quoted: head + p.where.describe(&in, true)}
+	return &codec.ValueError{Plain: head + p.where.root.describe(&in, false), Quoted: head + p.where.root.describe(&in, true)}
 }
 
 // eval judges w on in.
@@ -169,33 +221,25 @@ func (w *where) eval(in *whereInput) bool {
 
 // read returns the text of the value a test reads, and false when it is absent or null.
 func (w *where) read(in *whereInput) ([]byte, bool) {
-	if w.from == fromHeader {
+	var vals []codec.Value
+	switch w.from {
+	case fromHeader:
 		b := header(in.rec, w.header)
 		return b, b != nil
+	case fromKey:
+		vals = in.keyValues()
+	default:
+		vals = in.valueValues()
 	}
-	var root *fastjson.Value
-	if w.from == fromKey {
-		root = in.keyRoot()
-	} else {
-		root = in.valueRoot()
-	}
-	if root == nil {
+	if vals == nil || vals[w.slot].State != codec.Set {
 		return nil, false
 	}
-	v := root.Get(w.path...)
-	if v == nil || v.Type() == fastjson.TypeNull {
-		return nil, false
-	}
-	if v.Type() == fastjson.TypeString {
-		return v.GetStringBytes(), true
-	}
-	in.s.text = v.MarshalTo(in.s.text[:0])
-	return in.s.text, true
+	return vals[w.slot].B, true
 }
 
-// valueRoot is the record's value as a JSON object; nil for a tombstone, a value that is no object, or
-// one that is not JSON at all (in.bad then).
-func (in *whereInput) valueRoot() *fastjson.Value {
+// valueValues are the value's fields the filter tests; nil for a tombstone, and for a value that is not
+// a JSON object (in.bad then).
+func (in *whereInput) valueValues() []codec.Value {
 	if in.valueDone {
 		return in.value
 	}
@@ -212,25 +256,29 @@ func (in *whereInput) valueRoot() *fastjson.Value {
 		}
 		body = b
 	}
-	v, err := in.s.value.ParseBytes(body)
-	if err != nil {
-		in.bad = errWhereUndecidable
+	in.s.value = slices.Grow(in.s.value[:0], in.f.nvalue)[:in.f.nvalue]
+	var err error
+	if in.s.valueBuf, err = in.f.value.Decode(body, in.s.value, in.s.valueBuf[:0]); err != nil {
+		in.bad = err
 		return nil
 	}
-	if v.Type() == fastjson.TypeObject {
-		in.value = v
-	}
+	in.value = in.s.value
 	return in.value
 }
 
-// keyRoot is the record's Kafka key as a JSON object; nil when it is none.
-func (in *whereInput) keyRoot() *fastjson.Value {
+// keyValues are the key's fields the filter tests; nil when the key is not a JSON object.
+func (in *whereInput) keyValues() []codec.Value {
 	if in.keyDone {
 		return in.key
 	}
 	in.keyDone = true
-	if v, err := in.s.key.ParseBytes(in.rec.Key); err == nil && v.Type() == fastjson.TypeObject {
-		in.key = v
+	if in.rec.Key == nil {
+		return nil
+	}
+	in.s.key = slices.Grow(in.s.key[:0], in.f.nkey)[:in.f.nkey]
+	var err error
+	if in.s.keyBuf, err = in.f.key.Decode(in.rec.Key, in.s.key, in.s.keyBuf[:0]); err == nil {
+		in.key = in.s.key
 	}
 	return in.key
 }

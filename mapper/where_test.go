@@ -155,8 +155,7 @@ func TestWhereJSONSchema(t *testing.T) {
 	body := []byte(`{"type":"view","user":"u","n":1}`)
 	framed := append([]byte{0, 0, 0, 0, 7}, body...)
 	rec := Record{Topic: "events", Value: framed, Timestamp: time.Now()}
-	in := whereInput{rec: &rec, codecName: config.CodecJSONSchema, s: &whereScratch{}}
-	if !compileWhere(&config.Where{Field: "type", Equals: ptr("view")}).eval(&in) {
+	if !judge(t, &config.Where{Field: "type", Equals: ptr("view")}, config.CodecJSONSchema, rec) {
 		t.Error("the filter does not read the framed body")
 	}
 	if _, err := m.MapEntry(context.Background(), "clicks", rec); err == nil || !strings.Contains(err.Error(), "filtered out") {
@@ -166,10 +165,10 @@ func TestWhereJSONSchema(t *testing.T) {
 
 // TestWhereAny covers any, exists false and one_of against absent values.
 func TestWhereAny(t *testing.T) {
-	w := compileWhere(&config.Where{Any: []config.Where{
+	w := &config.Where{Any: []config.Where{
 		{Header: "h", Exists: ptr(false)},
 		{Field: "a.b", OneOf: []string{"1", "true"}},
-	}})
+	}}
 	for _, tc := range []struct {
 		value   string
 		headers []Header
@@ -182,9 +181,19 @@ func TestWhereAny(t *testing.T) {
 		{`{"a":{"b":2}}`, []Header{{"h", []byte("")}}, false},
 	} {
 		rec := Record{Value: []byte(tc.value), Headers: tc.headers}
-		in := whereInput{rec: &rec, codecName: config.CodecJSON, s: &whereScratch{}}
-		if got := w.eval(&in); got != tc.want {
+		if got := judge(t, w, config.CodecJSON, rec); got != tc.want {
 			t.Errorf("%s %v: got %t, want %t", tc.value, tc.headers, got, tc.want)
 		}
 	}
+}
+
+// judge compiles w and judges rec of codec codecName by it.
+func judge(t *testing.T, w *config.Where, codecName string, rec Record) bool {
+	t.Helper()
+	f, err := compileFilter(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := whereInput{rec: &rec, codecName: codecName, f: f, s: &whereScratch{}}
+	return f.root.eval(&in)
 }
