@@ -20,6 +20,14 @@ const (
 	// DefaultFetchMaxPartitionBytes: 128 KiB per partition lets one fetch carry at least four
 	// partitions at full size, so one busy partition cannot starve the rest.
 	DefaultFetchMaxPartitionBytes = Bytes(128 << 10)
+	// DefaultFetchMinBytes and DefaultFetchMaxWait: a fetch returns once the broker holds 16 KiB for
+	// it or 50ms have passed. A fetch that returned at its first byte woke the client, the partition
+	// workers and the write stage for every produce request of a steady stream (hundreds a second at
+	// 5,000 events/s); 16 KiB of lz4-compressed JSON is a few hundred records, tens of milliseconds of
+	// a stream of a few thousand events/s. The price is freshness: a record waits in the broker up to
+	// 50ms more (less as the rate rises), and an idle consumer asks 20 times a second instead of once.
+	DefaultFetchMinBytes = Bytes(16 << 10)
+	DefaultFetchMaxWait  = Duration(50 * time.Millisecond)
 	// DefaultSessionTimeout is the Kafka client default of recent brokers (45s): long enough to
 	// ride out a GC pause or a slow Cassandra write, short enough to fail over within a minute.
 	DefaultSessionTimeout = Duration(45 * time.Second)
@@ -243,6 +251,9 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 	str("kafka.client_id", &k.ClientID, DefaultClientID)
 	size("kafka.fetch_max_bytes", &k.FetchMaxBytes, DefaultFetchMaxBytes)
 	size("kafka.fetch_max_partition_bytes", &k.FetchMaxPartitionBytes, DefaultFetchMaxPartitionBytes)
+	// Never more than one fetch may carry: a smaller kafka.fetch_max_bytes lowers it.
+	size("kafka.fetch_min_bytes", &k.FetchMinBytes, max(1, min(DefaultFetchMinBytes, k.FetchMaxBytes)))
+	dur("kafka.fetch_max_wait", &k.FetchMaxWait, DefaultFetchMaxWait)
 	dur("kafka.session_timeout", &k.SessionTimeout, DefaultSessionTimeout)
 	dur("kafka.rebalance_timeout", &k.RebalanceTimeout, DefaultRebalanceTimeout)
 	str("kafka.start_offset", &k.StartOffset, DefaultStartOffset)

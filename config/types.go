@@ -32,6 +32,12 @@ type Kafka struct {
 	FetchMaxBytes Bytes `koanf:"fetch_max_bytes"`
 	// FetchMaxPartitionBytes bounds one partition inside a fetch. Default 128 KiB.
 	FetchMaxPartitionBytes Bytes `koanf:"fetch_max_partition_bytes"`
+	// FetchMinBytes is how much a fetch waits for in the broker, up to FetchMaxWait, before it
+	// returns: at a steady rate, fewer and fuller fetches (fewer wake-ups of the client and of every
+	// stage after it) for up to FetchMaxWait of freshness. Defaults DefaultFetchMinBytes and
+	// DefaultFetchMaxWait.
+	FetchMinBytes Bytes    `koanf:"fetch_min_bytes"`
+	FetchMaxWait  Duration `koanf:"fetch_max_wait"`
 	// SessionTimeout and RebalanceTimeout are the group timeouts; RebalanceTimeout must exceed
 	// writer.shutdown_timeout so a revoke can flush before the coordinator gives up on us.
 	SessionTimeout   Duration `koanf:"session_timeout"`   // default 45s

@@ -116,6 +116,15 @@ func (c *Config) validateKafka(v *validator) {
 			v.add(f.key, "%s is more than %s; the Kafka protocol carries it as a 32-bit number, and fetches that large stall the pipeline anyway", f.v, maxFetchBytes)
 		}
 	}
+	v.positive("kafka.fetch_min_bytes", int64(k.FetchMinBytes), k.FetchMinBytes.String())
+	if k.FetchMinBytes > k.FetchMaxBytes && k.FetchMaxBytes > 0 {
+		v.add("kafka.fetch_min_bytes", "%s is larger than kafka.fetch_max_bytes (%s); make it at most that",
+			k.FetchMinBytes, k.FetchMaxBytes)
+	}
+	if k.FetchMaxWait < Duration(MinFetchMaxWait) || k.FetchMaxWait > Duration(MaxFetchMaxWait) {
+		v.add("kafka.fetch_max_wait", "%s is outside %s to %s: the client refuses less, and a fetch held longer delays every record by as much",
+			k.FetchMaxWait, Duration(MinFetchMaxWait), Duration(MaxFetchMaxWait))
+	}
 	if k.FetchMaxPartitionBytes > k.FetchMaxBytes && k.FetchMaxBytes > 0 {
 		v.add("kafka.fetch_max_partition_bytes", "%s is larger than kafka.fetch_max_bytes (%s); make it at most that",
 			k.FetchMaxPartitionBytes, k.FetchMaxBytes)
@@ -734,6 +743,13 @@ const MaxBatchRows = 65535
 const (
 	maxFetchBytes = Bytes(1 << 30)
 	maxBatchBytes = Bytes(8 << 20)
+)
+
+// MinFetchMaxWait and MaxFetchMaxWait bound kafka.fetch_max_wait: the Kafka client refuses a wait
+// under 10ms, and a fetch held longer than a few seconds only delays records.
+const (
+	MinFetchMaxWait = 10 * time.Millisecond
+	MaxFetchMaxWait = 5 * time.Second
 )
 
 // maxTTLSeconds is Cassandra's limit on a TTL (20 years).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +57,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		settleMax  = fs.Duration("settle-max", 0, "longest wait for a quiet machine before each measured phase (default 30s, 10s with --quick; negative: no wait)")
 		keepData   = fs.Bool("keep-data", false, "keep the run's tables and topics (default: each table is dropped once its phase is measured, the topics at the end)")
 		sinkBin    = fs.String("sink-binary", "", "sink executable to measure (default: this one)")
+		curve      = fs.String("curve", "", "steady phases alone at each of these rates (events/s, comma separated), --latency-for each: CPU per row of the sink and of Cassandra, rows per request and freshness, drawn as an SVG beside the JSON result")
+		plot       = fs.String("plot", "", "draw the curves of the --plot-results files (written by --curve runs) into this SVG, one line per file, and exit")
+		plotFiles  = fs.String("plot-results", "", "with --plot: the curve result files, comma separated")
+		plotNames  = fs.String("plot-names", "", "with --plot: the lines' names, comma separated, in the order of the files (default: the file names)")
 		steadyOnly = fs.Bool("steady-only", false, "run only the steady-rate phase, at --latency-rate for --latency-for: to compare binaries (--sink-binary) side by side")
 		noClient   = fs.Bool("no-batch-client", false, "skip the 50-row multi-partition client after the steady phase (it takes as long again)")
 		noProbes   = fs.Bool("no-probes", false, "send no freshness probes in the steady phase (no freshness reported): to measure what their reads cost Cassandra")
@@ -74,6 +79,24 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	)
 	if code, ok := fs.parse(args); !ok {
 		return code
+	}
+	if *plot != "" {
+		files := splitList(*plotFiles)
+		if len(files) == 0 {
+			fmt.Fprintln(stderr, "sink bench: --plot needs the curve result files (--plot-results A.json,B.json)")
+			return exitUsage
+		}
+		if err := bench.PlotCurves(*plot, files, splitList(*plotNames)); err != nil {
+			fmt.Fprintf(stderr, "sink bench: %v\n", err)
+			return exitFailure
+		}
+		fmt.Fprintf(stdout, "plot written to %s\n", *plot)
+		return exitOK
+	}
+	rates, err := parseRates(*curve)
+	if err != nil {
+		fmt.Fprintf(stderr, "sink bench: --curve: %v\n", err)
+		return exitUsage
 	}
 	if *client != "" {
 		if err := bench.RunBatchClient(ctx, *client, os.Stdin, stdout); err != nil {
@@ -99,7 +122,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Brokers: splitList(*brokers), Cassandra: splitList(*hosts), Keyspace: *keyspace,
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor, LatencyRate: *latRate,
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
-		KeepData: *keepData, SteadyOnly: *steadyOnly, CassandraPID: *cassPID, NoBatchClient: *noClient, NoProbes: *noProbes,
+		KeepData: *keepData, SteadyOnly: *steadyOnly, Curve: rates, CassandraPID: *cassPID, NoBatchClient: *noClient, NoProbes: *noProbes,
 		Codec: *codecName, Registry: *registry, Entries: *entries,
 		ReadOnly: *readOnly, ReadRows: *readRows, ReadRounds: *readRounds, ReadFormat: *readFormat,
 	})
@@ -118,6 +141,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "\nresult written to %s\n", path)
 	}
 	return exitOK
+}
+
+// parseRates reads --curve's comma-separated rates; none for an empty flag.
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for _, x := range splitList(s) {
+		v, err := strconv.ParseFloat(x, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a rate in events/s", x)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
