@@ -90,6 +90,12 @@ func (d *decoder) decode(path string, v any, dst reflect.Value) {
 		return
 	}
 	switch dst.Kind() {
+	case reflect.Pointer:
+		// An optional value (a filter's equals, exists, not): set only when the key is given.
+		if dst.IsNil() {
+			dst.Set(reflect.New(dst.Type().Elem()))
+		}
+		d.decode(path, v, dst.Elem())
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if s, isText := v.(string); isText && dst.CanAddr() {

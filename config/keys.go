@@ -25,7 +25,7 @@ type Key struct {
 	// "topics.<name>.columns[].name" for a key of each element of a list.
 	Path string
 	// Kind says what the key holds: string, integer, boolean, duration, size, secret, list (of
-	// strings) or mapping (of strings).
+	// strings), mapping (of strings) or filter (topics.<name>.where).
 	Kind string
 	// Default is the value a file without the key gets, spelt as a file would spell it; "" when
 	// the key has none (it is required, optional, or derived from another key that has none).
@@ -105,8 +105,8 @@ func walkKeys(path string, v reflect.Value, each bool, leaf func(path string, v 
 
 // isLeaf reports whether a value of t is one key's whole value rather than a mapping of keys.
 func isLeaf(t reflect.Type) bool {
-	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
-		return true
+	if reflect.PointerTo(t).Implements(textUnmarshalerType) || t == whereType {
+		return true // a filter is one key's value, however deep it nests
 	}
 	switch t.Kind() {
 	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -127,6 +127,8 @@ func kindOf(t reflect.Type) string {
 		return "size"
 	case secretType:
 		return "secret"
+	case whereType:
+		return "filter"
 	}
 	switch t.Kind() {
 	case reflect.Bool:
@@ -148,6 +150,11 @@ func formatValue(v reflect.Value) string {
 		return ""
 	}
 	switch x := v.Interface().(type) {
+	case *Where:
+		if x == nil {
+			return ""
+		}
+		return x.String()
 	case Secret:
 		if x.IsSet() {
 			return redacted

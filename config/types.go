@@ -221,6 +221,8 @@ type Topic struct {
 	// (default: the key's UTF-8 text, or a JSON object for several id fields), or "avro", "protobuf",
 	// "json_schema" in the Confluent wire format, its writer schema from schema_registry (latest.go).
 	KeyCodec string `koanf:"key_codec"`
+	// Where filters the records this entry maps (where.go); nil maps every record.
+	Where *Where `koanf:"where"`
 }
 
 // EventTime says where the event time of a record comes from.
@@ -274,11 +276,14 @@ type Column struct {
 	Field string `koanf:"field"` // dot path into the decoded record
 	// Source instead of Field: event_time, kafka_key, kafka_timestamp, kafka_topic, kafka_partition,
 	// kafka_offset, timeuuid (deterministic from event time and Kafka coordinates, so replays upsert
-	// the same row), raw (the whole record as text). Validate checks the type against the source:
+	// the same row), raw (the whole record as text), header (the record header Header names), key (the
+	// Kafka key's text, or with Field a field of the key as a JSON object; sources.go). Validate checks the type against the source:
 	// event_time and kafka_timestamp need timestamp; kafka_key text, varchar, ascii or blob;
 	// kafka_topic text, varchar or ascii; kafka_partition int or bigint; kafka_offset bigint;
-	// timeuuid timeuuid; raw text, varchar or blob.
-	Source   string `koanf:"source"`
+	// timeuuid timeuuid; raw text, varchar or blob; header and key any scalar type.
+	Source string `koanf:"source"`
+	// Header is the record header a column of source header takes (sources.go).
+	Header   string `koanf:"header"`
 	Required bool   `koanf:"required"` // a missing or null value is bad input (id and clustering columns always are)
 	// WriteNull binds a missing or null value as null (a tombstone cell) instead of leaving the column
 	// unset; for a column whose previous value a later record must be able to clear. Not for id,

@@ -415,10 +415,12 @@ var sourceTypes = map[string][]string{
 	SourceKafkaOffset:    {"bigint"},
 	SourceTimeUUID:       {"timeuuid"},
 	SourceRaw:            {"text", "varchar", "blob"},
+	SourceHeader:         oneValueTypes,
+	SourceKey:            oneValueTypes,
 }
 
 var sourceNames = []string{SourceEventTime, SourceKafkaKey, SourceKafkaTimestamp, SourceKafkaTopic,
-	SourceKafkaPartition, SourceKafkaOffset, SourceTimeUUID, SourceRaw}
+	SourceKafkaPartition, SourceKafkaOffset, SourceTimeUUID, SourceRaw, SourceHeader, SourceKey}
 
 func (c *Config) validateTopics(v *validator) {
 	if len(c.Topics) == 0 {
@@ -575,11 +577,11 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 			cols[strings.ToLower(col.Name)] = typ
 		}
 		switch {
-		case col.Field != "" && col.Source != "":
-			v.add(cp, "has both field and source; keep one")
+		case col.Field != "" && col.Source != "" && col.Source != SourceKey:
+			v.add(cp, "has both field and source; keep one (only source key takes a field: of the Kafka key)")
 		case col.Field == "" && col.Source == "":
 			v.add(cp, "has neither field nor source; set field to a JSON path (e.g. site.id) or source to one of %s", oneOf(sourceNames))
-		case col.Field != "":
+		case col.Field != "" && col.Source == "":
 			if !fieldPathRE.MatchString(col.Field) {
 				v.add(cp+".field", "%q is not a field path; use names separated by dots, e.g. site.id", col.Field)
 			}
@@ -591,6 +593,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 				v.add(cp+".type", "%q cannot hold source %s; use %s", col.Type, col.Source, oneOf(allowed))
 			}
 		}
+		validateColumnHeader(v, cp, col)
+		validateColumnKey(v, cp, t, col)
 	}
 	mapped := func(name string) (CQLType, bool) {
 		t, ok := cols[strings.ToLower(name)]
@@ -711,6 +715,9 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		}
 	}
 	t.validateOnTombstone(v, p)
+	if t.Where != nil {
+		validateWhere(v, p+".where", t, t.Where, 0)
+	}
 	if t.Latest() {
 		t.validateAccept(v, p)
 		return // validateLatest has judged the bucket and split keys

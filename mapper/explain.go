@@ -24,6 +24,9 @@ type Value struct {
 	Type   string // CQL type
 	Value  any    // the bound value as a Go value (packed.GoValue)
 	Order  string // clustering order (asc, desc); "" elsewhere
+	// From says where a column's value came from when it is not the record's value: header "NAME";
+	// "" for the other sources.
+	From string
 }
 
 // Literal renders the value as a CQL literal ('text', 42, 2024-01-15 dates quoted, ...);
@@ -133,7 +136,7 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		return ex, nil
 	}
 	for _, ci := range p.ids {
-		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci])})
+		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), From: p.cols[ci].from()})
 	}
 	if b := out.bucket; b != nil {
 		ex.Slice, ex.Bucket = b.suffix, b.idx
@@ -151,17 +154,17 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		if p.clusteringDesc[i] {
 			order = "desc"
 		}
-		ex.Clustering = append(ex.Clustering, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), Order: order})
+		ex.Clustering = append(ex.Clustering, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), Order: order, From: p.cols[ci].from()})
 	}
 	for i, name := range p.insertCols {
-		typ := "int"
+		typ, from := "int", ""
 		switch {
 		case i < len(p.cols):
-			typ = p.cols[i].typ.name
+			typ, from = p.cols[i].typ.name, p.cols[i].from()
 		case i == len(p.cols):
 			typ = p.policy.CQLType()
 		}
-		ex.Bound = append(ex.Bound, Value{Column: name, Type: typ, Value: packed.GoValue(vals[i])})
+		ex.Bound = append(ex.Bound, Value{Column: name, Type: typ, Value: packed.GoValue(vals[i]), From: from})
 	}
 	i := len(p.insertCols)
 	if p.ttlWire != nil {

@@ -31,7 +31,16 @@ type Mapped struct {
 
 // share builds the shared decoding of a topic with several entries; reg is the mapper's registry.
 func (f *feed) share(reg codec.Registry) {
+	for _, p := range f.entries {
+		f.filtered = f.filtered || p.where != nil
+	}
 	if len(f.entries) == 1 {
+		return
+	}
+	if f.filtered {
+		for _, p := range f.entries {
+			p.shared = true // its messages name it
+		}
 		return
 	}
 	first := f.entries[0] // the entries agree on the codec (config.Validate)
@@ -92,8 +101,10 @@ func (m *Mapper) MapAll(ctx context.Context, rec Record, out []Mapped) ([]Mapped
 	start := len(out)
 	out = slices.Grow(out, len(f.entries))[:start+len(f.entries)]
 	var err error
-	if len(f.entries) == 1 {
-		err = f.eachAlone(ctx, &rec, s, out[start:]) // one entry: its own path, as Map's
+	if len(f.entries) == 1 || f.filtered {
+		// One entry: its own path, as Map's. Entries with filters: each judges the record first, and
+		// maps it by its own path when it takes it (where.go).
+		err = f.eachAlone(ctx, &rec, s, out[start:])
 	} else {
 		err = f.mapShared(ctx, &rec, s, out[start:])
 	}

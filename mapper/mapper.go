@@ -47,6 +47,10 @@ type scratch struct {
 	joint    bool
 	rows     []byte
 	rowSpans []rowSpan
+	// where and src are what filters and header and key columns reuse (where.go, sources.go); nil
+	// until first needed.
+	where *whereScratch
+	src   *sourceScratch
 }
 
 // rowSpan is where one row lies in scratch.rows: from off to end, its values the first n bytes.
@@ -67,13 +71,16 @@ const (
 	srcKafkaOffset
 	srcTimeUUID
 	srcRaw
+	srcHeader // a record header (sources.go)
+	srcKey    // the Kafka key read as text or a JSON object (sources.go)
 )
 
 var sources = map[string]source{
 	"": srcField, config.SourceEventTime: srcEventTime, config.SourceKafkaKey: srcKafkaKey,
 	config.SourceKafkaTimestamp: srcKafkaTimestamp, config.SourceKafkaTopic: srcKafkaTopic,
 	config.SourceKafkaPartition: srcKafkaPartition, config.SourceKafkaOffset: srcKafkaOffset,
-	config.SourceTimeUUID: srcTimeUUID, config.SourceRaw: srcRaw,
+	config.SourceTimeUUID: srcTimeUUID, config.SourceRaw: srcRaw, config.SourceHeader: srcHeader,
+	config.SourceKey: srcKey,
 }
 
 // column is one compiled column mapping.
@@ -81,9 +88,12 @@ type column struct {
 	name   string
 	typ    cqlType
 	source source
-	field  string   // dot path as configured, for messages
-	path   []string // field split at dots, once
-	need   string   // why a value is mandatory ("an id column", ...); "" when it may be absent
+	field  string // dot path as configured, for messages
+	header string // the record header of source header
+	// keyPlan reads a column of source key with a field from the key as a JSON object (sources.go).
+	keyPlan codec.Plan
+	path    []string // field split at dots, once
+	need    string   // why a value is mandatory ("an id column", ...); "" when it may be absent
 	// absent is what a missing or null value binds: gocql.UnsetValue (no tombstone), or nil for a
 	// column with write_null, or on protocol 3, which has no unset values.
 	absent any
@@ -177,6 +187,9 @@ type plan struct {
 	shared     bool
 	sharedSlot []int
 	sharedTime int
+
+	// where is the entry's filter (where.go); nil when it maps every record.
+	where *filter
 }
 
 // bucketEntry is everything derived from a bucket index alone. Records arrive roughly in time
@@ -274,6 +287,8 @@ func (p *plan) newTarget(name string) *batcher.Target {
 type feed struct {
 	entries []*plan  // in entry-name order
 	names   []string // the entries' names, in the same order
+	// filtered: some entry has a filter (where), so each entry maps the records it takes on its own.
+	filtered bool
 	// decoder decodes the union of the entries' fields (each field, type and unit once); unused
 	// with one entry, which decodes by its own plan as it always has.
 	decoder

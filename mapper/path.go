@@ -58,6 +58,11 @@ func (p *plan) recordError(rec *Record, reason string, err error) error {
 // (mapValues). Plain JSON is a codec with no writer schema; json_schema is the framing and the
 // JSON codec.
 func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
+	if p.where != nil {
+		if err := p.takes(rec, s); err != nil {
+			return outcome{}, ReasonFiltered, err
+		}
+	}
 	if rec.Value == nil && p.onTombstone != config.OnTombstoneDeadLetter {
 		return p.tombstone(ctx, rec, s)
 	}

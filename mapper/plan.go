@@ -116,6 +116,12 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		latest:            desc.Latest,
 		onTombstone:       t.OnTombstone,
 	}
+	if t.Where != nil {
+		var err error
+		if p.where, err = compileFilter(t.Where); err != nil {
+			return nil, fmt.Errorf("topics.%s.where: %w", name, err)
+		}
+	}
 	if policy != nil {
 		switch policy.CQLType() {
 		case "text":
@@ -142,9 +148,12 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s.source: %q is not a source", cp, c.Source)
 		}
-		col := column{name: c.Name, typ: typ, source: src, field: c.Field}
-		if src == srcField {
+		col := column{name: c.Name, typ: typ, source: src, field: c.Field, header: c.Header}
+		if c.Field != "" { // a field of the value, or of the key (source key)
 			col.path = strings.Split(c.Field, ".")
+		}
+		if err := col.compileKeyPlan(); err != nil {
+			return nil, fmt.Errorf("%s: %w", cp, err)
 		}
 		if c.Required {
 			col.need = "the column is required"
@@ -267,7 +276,7 @@ func (p *plan) layoutColumns() {
 		c := &p.cols[i]
 		c.hash, c.direct = -1, false
 		switch c.source {
-		case srcField, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
+		case srcField, srcHeader, srcKey, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
 			c.direct = c.typ.kind == kText || c.typ.kind == kASCII || (packed.Width(c.typ.kind) > 0 && c.typ.kind != kBoolean)
 		case srcKafkaKey, srcRaw:
 			c.direct = c.typ.kind == kText || c.typ.kind == kASCII

@@ -26,6 +26,9 @@ type Record struct {
 	// KeySchemaIDHeader: the record has a __key_schema_id header, the same form for the key, which a
 	// registry key codec does not read either (latest.go says so in the dead letter).
 	KeySchemaIDHeader bool
+	// Headers are the record's headers, which filters and header columns read (where.go, sources.go);
+	// the mapper does not keep them.
+	Headers []Header
 }
 
 // HeaderValueSchemaID and HeaderKeySchemaID are the record headers in which the newer Confluent
@@ -70,7 +73,9 @@ const (
 // Skipped reports whether reason is a skip reason (ReasonExpired, ReasonTombstone): the record is not
 // bad input, and its entry makes no row of it; the pipeline commits it and counts it in
 // sink_records_skipped_total{reason}. Every other reason is a refusal.
-func Skipped(reason string) bool { return reason == ReasonExpired || reason == ReasonTombstone }
+func Skipped(reason string) bool {
+	return reason == ReasonExpired || reason == ReasonTombstone || reason == ReasonFiltered
+}
 
 // RecordError is why one entry cannot make a row of one record, or skips it (a skip reason: ReasonExpired,
 // ReasonTombstone). The pipeline sends the record to its topic's dead-letter topic with these

@@ -278,6 +278,8 @@ func distance(d time.Duration) string {
 func (p *plan) sourceValue(c *column, rec *Record, t time.Time, s *scratch) error {
 	var x cell
 	switch c.source {
+	case srcHeader, srcKey:
+		return p.headerOrKeyValue(c, rec, s)
 	case srcEventTime:
 		x.t = t
 	case srcKafkaTimestamp:
@@ -462,14 +464,14 @@ func (p *plan) decodedTime(vals []codec.Value, timeSlot int, rec *Record, s *scr
 func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 	if v.State != codec.Set {
 		if v.State == codec.Bad {
-			return v.Err.At(fmt.Sprintf("column %s: field %q", c.name, c.field))
+			return v.Err.At("column " + c.name + ": " + c.subject())
 		}
 		state := "missing"
 		if v.State == codec.Null {
 			state = "null"
 		}
 		if c.need != "" {
-			return fmt.Errorf("column %s: field %q is %s, and %s", c.name, c.field, state, c.need)
+			return fmt.Errorf("column %s: %s is %s, and %s", c.name, c.subject(), state, c.need)
 		}
 		s.w.Absent(c.absent)
 		return nil

@@ -84,6 +84,9 @@ type partition struct {
 	split map[string]*split.State
 	// mapped is the worker's scratch for what the entries made of a record (MapAll).
 	mapped []mapper.Mapped
+	// headers is the memory mapRecord hands the record's headers to the mapper in, reused record after
+	// record (it holds the last record's until the next one).
+	headers []mapper.Header
 }
 
 func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *partition {

@@ -336,6 +336,8 @@ func (p *partition) mapRecord(r *kgo.Record) (ms []mapper.Mapped, err error) {
 	}()
 	rec := mapper.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 	rec.SchemaIDHeader, rec.KeySchemaIDHeader = SchemaIDHeaders(r)
+	rec.Headers = Headers(r, p.headers[:0])
+	p.headers = rec.Headers[:0]
 	// The common path calls the mapper directly; the waits below take closures, kept off it.
 	ms, err = p.pl.mapper.MapAll(p.workCtx, rec, p.mapped[:0])
 	if err != nil && unavailable(err) {
@@ -506,6 +508,15 @@ func SchemaIDHeaders(r *kgo.Record) (value, key bool) {
 		key = key || h.Key == mapper.HeaderKeySchemaID
 	}
 	return value, key
+}
+
+// Headers appends r's headers, as the mapper reads them (filters), to buf, whose memory a worker reuses
+// record after record: the mapper does not keep them.
+func Headers(r *kgo.Record, buf []mapper.Header) []mapper.Header {
+	for _, h := range r.Headers {
+		buf = append(buf, mapper.Header{Key: h.Key, Value: h.Value})
+	}
+	return buf
 }
 
 // handOff sends rows to the write stage; it returns false if the partition was stopped first.

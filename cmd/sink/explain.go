@@ -53,6 +53,9 @@ const explainUsage = "Usage: sink explain --config FILE --topic NAME --record JS
 	"raw bytes, for a key in the wire format (key_codec avro, protobuf or json_schema), whose writer\n" +
 	"schema is fetched from the registry. --schema-file (with --reference for what it references) gives\n" +
 	"that writer schema from files instead, for every schema id the record names: no registry is asked.\n" +
+	"--header NAME=VALUE gives the record a header (repeat it for several), for an entry's filter\n" +
+	"(where) or a column of source header; an entry whose filter does not take the record shows a skip\n" +
+	"naming the test.\n" +
 	"\n" +
 	"Exit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be\n" +
 	"read; 2 usage error; 3 invalid configuration.\n"
@@ -72,6 +75,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	stamp := fs.String("timestamp", "", "the Kafka record timestamp, RFC 3339 from 1970 on, or none for a record without one (default now)")
 	partition := fs.Int("partition", 0, "the Kafka partition")
 	offset := fs.Int64("offset", 0, "the Kafka offset")
+	var headers headerFlags
+	fs.Var(&headers, "header", "a record header NAME=VALUE, for a filter (where) or a column of source header; repeat for several")
 	offline := fs.Bool("offline", false, "do not read the routing records of a split topic from Cassandra")
 	schemaFiles := addSchemaFileFlags(fs.FlagSet)
 	if code, ok := fs.parse(args); !ok {
@@ -179,7 +184,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if m == nil {
 		return code
 	}
-	rec := mapper.Record{Topic: kafkaTopic, Partition: int32(*partition), Offset: *offset, Key: keyBytes, Value: value, Timestamp: ts}
+	rec := mapper.Record{Topic: kafkaTopic, Partition: int32(*partition), Offset: *offset, Key: keyBytes, Value: value, Timestamp: ts,
+		Headers: headers}
 	if *fromKafka != "" {
 		if from.topic != kafkaTopic {
 			fmt.Fprintf(stderr, "sink explain: --from-kafka reads %s, but --topic %s reads %s\n", from.topic, *topic, kafkaTopic)
@@ -384,6 +390,7 @@ func fetchRecord(ctx context.Context, cfg *config.Config, c kafkaCoords) (mapper
 	r := recs[0]
 	rec := mapper.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 	rec.SchemaIDHeader, rec.KeySchemaIDHeader = pipeline.SchemaIDHeaders(r)
+	rec.Headers = pipeline.Headers(r, nil)
 	return rec, nil
 }
 
@@ -438,7 +445,7 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 		case i == nk:
 			note = fmt.Sprintf("  event bucket %d of %d", ex.EventBucket, ex.EventBuckets)
 		}
-		line("  %s\t= %s%s", v.Column, v.Literal(), note)
+		line("  %s\t= %s%s%s", v.Column, v.Literal(), fromNote(v), note)
 	}
 	switch {
 	case ex.Latest:
@@ -452,7 +459,7 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 	}
 	line("clustering\t(%s)", strings.Join(order, ", "))
 	for _, v := range ex.Clustering {
-		line("  %s\t= %s", v.Column, v.Literal())
+		line("  %s\t= %s%s", v.Column, v.Literal(), fromNote(v))
 	}
 	if ex.TTL > 0 {
 		line("ttl\t%d s (%s)", int64(ex.TTL/time.Second), config.Duration(ex.TTL))
@@ -484,7 +491,7 @@ func printBound(w io.Writer, ex mapper.Explanation) {
 	fmt.Fprintf(w, "\n%s\n\nbound values:\n", ex.CQL)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, v := range ex.Bound {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal())
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal(), fromNote(v))
 	}
 	tw.Flush()
 }
@@ -514,4 +521,26 @@ func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli), ex.Row.Offset)
 	tw.Flush()
 	printBound(w, ex)
+}
+
+// headerFlags collects --header NAME=VALUE, in order (the first header of a name is the one a filter reads).
+type headerFlags []mapper.Header
+
+func (h *headerFlags) String() string { return "" }
+
+func (h *headerFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q is not NAME=VALUE", v)
+	}
+	*h = append(*h, mapper.Header{Key: name, Value: []byte(value)})
+	return nil
+}
+
+// fromNote says where an explained value came from when it is not the record's value (a header).
+func fromNote(v mapper.Value) string {
+	if v.From == "" {
+		return ""
+	}
+	return "  (from " + v.From + ")"
 }

@@ -102,3 +102,30 @@ func TestToolsRefuseAKafkaTopicOfSeveralEntriesWhereOneTableIsMeant(t *testing.T
 		t.Errorf("schema --topic sensor-readings: exit %d, stderr %q, output:\n%s", code, errOut, out)
 	}
 }
+
+// TestExplainShowsWhichEntriesFilterARecordOut: on a topic of several event types (where), an entry
+// whose filter does not take the record shows a skip naming its test, never a dead letter; the entry
+// that takes it by a header given with --header shows its row.
+func TestExplainShowsWhichEntriesFilterARecordOut(t *testing.T) {
+	code, out, errOut := runCmd(t, runExplain, "--config", "../../examples/event-types.yaml", "--topic", "app-events",
+		"--timestamp", "2024-01-15T14:37:23.5Z", "--header", "event-type=view", "--header", "session-id=s-9",
+		"--record", `{"type":"view","user":"u-17","ts":"2024-01-15T14:37:23Z","page":"/home"}`)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q:\n%s", code, errOut, out)
+	}
+	for _, want := range []string{
+		"\n=== topics.clicks\nskipped (reason filtered): this entry writes no row, counted in sink_records_skipped_total: topic app-events partition 0 offset 0: topics.clicks: filtered out: the record does not pass where field \"type\" equals \"click\": present\n",
+		"\n=== topics.purchases\nskipped (reason filtered): this entry writes no row, counted in sink_records_skipped_total: topic app-events partition 0 offset 0: topics.purchases: filtered out: the record does not pass where (key field \"kind\" equals \"purchase\": absent and not header \"test\" exists: absent)\n",
+		"\n=== topics.views\ntopic            views (Kafka topic app-events, partition 0, offset 0)\n",
+		"table            app.views_by_user\n",
+		"  4  session_id   text       's-9'  (from header \"session-id\")\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errOut := runCmd(t, runExplain, "--config", "../../examples/event-types.yaml", "--topic", "views", "--header", "novalue",
+		"--record", `{}`); code != exitUsage || !strings.Contains(errOut, `"novalue" is not NAME=VALUE`) {
+		t.Errorf("--header without =: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -82,7 +82,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"topic", "reason"}),
 		RecordsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_skipped_total",
-			Help: "Good records an entry did not write and that were committed past, by reason (expired: under ttl_from event_time the row would be born expired; tombstone: on_tombstone skip), one per entry that skips the record.",
+			Help: "Good records an entry did not write and that were committed past, by reason (expired: under ttl_from event_time the row would be born expired; tombstone: on_tombstone skip; filtered: the entry's where does not take the record), one per entry that skips the record.",
 		}, []string{"topic", "reason"}),
 		RecordsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "records_failed_total",
