@@ -207,6 +207,9 @@ type Topic struct {
 	// (default: the key's UTF-8 text, or a JSON object for several id fields), or "avro", "protobuf",
 	// "json_schema" in the Confluent wire format, its writer schema from schema_registry (latest.go).
 	KeyCodec string `koanf:"key_codec"`
+	// Rollups are aggregate tables over windows of this entry's rows, computed by the sink from
+	// the raw rows it stored (rollup.go).
+	Rollups []Rollup `koanf:"rollups"`
 }
 
 // EventTime says where the event time of a record comes from.

@@ -440,6 +440,15 @@ func (c *Config) validateTopics(v *validator) {
 		c.validateTopic(v, name, c.Topics[name], sources)
 	}
 	c.validateSharedTables(v, names)
+	tables := map[string]string{} // keyspace.table → the key path of what writes it
+	for _, name := range names {
+		if t := c.Topics[name]; t.Keyspace != "" && t.Table != "" {
+			tables[strings.ToLower(t.Keyspace+"."+t.Table)] = "topics." + name
+		}
+	}
+	for _, name := range names {
+		validateRollups(v, "topics."+name, c.Topics[name], tables)
+	}
 }
 
 // MaxEntriesPerTopic is the most entries that may read one Kafka topic: the offset tracker counts a
