@@ -41,12 +41,17 @@ run:
 # SINK_TEST_RING*). The ring tests stop and start nodes, so they run in a second pass of their own after everything
 # else, never beside other tests. staticcheck runs beside the first pass (it needs no stack, and its first, uncached
 # run then adds no wall time); its findings are printed after that pass. The exit status fails if go test (either
-# pass) or staticcheck fails, also when STACK_DOWN=1 stops the stack afterwards.
+# pass) or staticcheck fails, also when STACK_DOWN=1 stops the stack afterwards. scripts/pyclients (the Python
+# environment of the tests that produce through Confluent's Python serializers) runs beside the stack's start, so a
+# cold install (about a minute) costs no wall time; the tests run it again, which waits for it and is a no-op then.
+PYCLIENTS := scripts/pyclients
 RING_TESTS := ^(TestEveryBatchIsCoordinatedByAReplicaOfItsPartition|TestLocalQuorumKeepsWritingWithOneReplicaDownAndResumesAfterTwo|TestReadinessFollowsWhetherWritesCanSucceedAtQuorum)$$
 RING_PKGS := ./cassandra ./internal/secured
 
 test:
-	@if [[ -n "$$SINK_TEST_KAFKA" && -n "$$SINK_TEST_CASSANDRA" && -n "$$SINK_TEST_REGISTRY" ]]; then \
+	@py_log=$$(mktemp); \
+	$(PYCLIENTS) >"$$py_log" 2>&1 & py_pid=$$!; \
+	if [[ -n "$$SINK_TEST_KAFKA" && -n "$$SINK_TEST_CASSANDRA" && -n "$$SINK_TEST_REGISTRY" ]]; then \
 		echo "make test: using SINK_TEST_KAFKA=$$SINK_TEST_KAFKA SINK_TEST_CASSANDRA=$$SINK_TEST_CASSANDRA SINK_TEST_REGISTRY=$$SINK_TEST_REGISTRY"; \
 	else \
 		$(STACK) up --secure --cassandra-nodes 3 || exit 1; \
@@ -56,6 +61,8 @@ test:
 	lint_log=$$(mktemp); \
 	go run $(STATICCHECK) ./... >"$$lint_log" 2>&1 & lint_pid=$$!; \
 	go test $(GO_TEST_FLAGS) -skip '$(RING_TESTS)' ./... || status=$$?; \
+	if ! wait $$py_pid; then echo "--- scripts/pyclients failed (the Python client tests say so too)"; cat "$$py_log"; fi; \
+	rm -f "$$py_log"; \
 	echo "--- staticcheck"; \
 	if wait $$lint_pid; then echo "staticcheck: no findings"; else cat "$$lint_log"; status=1; fi; \
 	rm -f "$$lint_log"; \

@@ -354,7 +354,7 @@ func (sp *Splits) Adopt(ctx context.Context, a routing.Adoption) (routing.Adopti
 }
 
 // SplitStores is the routing table of every keyspace over one session: what the pipeline reads
-// and writes (through pipeline.SplitsOf).
+// and writes (through split.StoreOf of package pipeline/split).
 type SplitStores struct {
 	s  *Session
 	c  config.Cassandra

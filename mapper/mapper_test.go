@@ -947,7 +947,7 @@ func mustUUID(s string) gocql.UUID {
 
 // TestRowOwnsItsMemory: once Map returns, the row refers to nothing of the record. The pipeline hands
 // the record's memory back to franz-go for the next fetch right after mapping (the worker in
-// pipeline/partition.go recycles it into pipeline/consumer/pools.go), so a value still pointing into
+// pipeline/worker.go recycles it into pipeline/consumer/pools.go), so a value still pointing into
 // it would be overwritten under the row. Every source that carries record
 // bytes is covered, on the single-pass scan and on the fastjson path (an escaped string sends the
 // record there).

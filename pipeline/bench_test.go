@@ -17,6 +17,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/split"
 	"github.com/bucketsink/sink/routing"
 )
 
@@ -44,14 +45,14 @@ func BenchmarkPipelineSlowWriter(b *testing.B) {
 
 // benchmarkPipeline runs b.N records through the whole pipeline with a fake mapper (no decode) writing
 // one row per record; with split, the topic has split on.
-func benchmarkPipeline(b *testing.B, w BatchWriter, split bool) {
+func benchmarkPipeline(b *testing.B, w BatchWriter, withSplit bool) {
 	cfg := &config.Config{
 		Writer: config.Writer{CommitInterval: config.Duration(100 * time.Millisecond), MaxInFlight: 8},
 		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
 	}
 	var mp Mapper = oneEntry{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Entry: "events"}}}
-	var splits SplitStore
-	if split {
+	var splits split.Store
+	if withSplit {
 		tc := cfg.Topics["events"]
 		tc.Split = config.Split{Enabled: true, MaxEventBuckets: 8, MaxRows: 1000}
 		cfg.Topics["events"] = tc
@@ -131,7 +132,7 @@ func sensorBenchConfig(entries int) *config.Config {
 // through the whole pipeline (poll, queue, map, batch, write, track, mark) to committed offsets. cfg's
 // brokers and group are set here and its defaults applied. kfake's own cost is included, so this is a
 // lower bound of the pipeline's throughput.
-func runPipelineBench(b *testing.B, cfg *config.Config, mp Mapper, splits SplitStore, w BatchWriter, value func(int) []byte) {
+func runPipelineBench(b *testing.B, cfg *config.Config, mp Mapper, splits split.Store, w BatchWriter, value func(int) []byte) {
 	b.ReportAllocs()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testParts, testTopic), kfake.SeedTopics(1, testDLQ))
 	if err != nil {

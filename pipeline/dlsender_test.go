@@ -3,19 +3,15 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
@@ -135,7 +131,7 @@ func TestDeadLetterRefusedAsTooLargeIsCutSmallerAndRetried(t *testing.T) {
 	f.setDLQMaxMessageBytes(2048)
 	w := newMemWriter()
 	m := f.start(f.config(nil), w)
-	m.pl.dlqLimits.set(testDLQ, 1<<20)
+	m.pl.dlqLimits.Set(testDLQ, 1<<20)
 	// Incompressible: the broker measures the batch as sent, compressed.
 	medium := "bad " + randomText(1500)
 	at := f.produceTo(1, medium, "bad "+randomText(1500), "bad "+randomText(20_000), "bad "+randomText(1500), `{"n":9}`)
@@ -245,50 +241,4 @@ func randomText(n int) string {
 		b[i] = 'a' + byte(rand.N(26))
 	}
 	return string(b)
-}
-
-// set records a topic's max.message.bytes as known, as if described.
-func (l *dlqLimits) set(topic string, n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.m == nil {
-		l.m = make(map[string]dlqLimit)
-	}
-	l.m[topic] = dlqLimit{bytes: n, known: true}
-}
-
-// TestUndescribableDeadLetterTopicIsNotDescribedForEveryDeadLetter: when the dead-letter topic's configs
-// cannot be described (here it does not exist; in production, often a missing DescribeConfigs ACL),
-// Kafka's default max.message.bytes is assumed and the describe is not repeated for every dead letter
-// until describeRetry has passed; a refusal as too large still describes again at once.
-func TestUndescribableDeadLetterTopicIsNotDescribedForEveryDeadLetter(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var describes atomic.Int32
-	c.ControlKey(kmsg.DescribeConfigs.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		describes.Add(1)
-		return nil, nil, false
-	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	pl := &Pipeline{producer: cl, log: slog.New(slog.DiscardHandler)}
-	for range 5 {
-		if got := pl.dlqLimits.get(t.Context(), pl, "missing.dlq", false); got != defaultMaxMessageBytes {
-			t.Fatalf("limit %d, want Kafka's default %d", got, defaultMaxMessageBytes)
-		}
-	}
-	if n := describes.Load(); n != 1 {
-		t.Errorf("%d describes for 5 dead letters, want 1", n)
-	}
-	pl.dlqLimits.get(t.Context(), pl, "missing.dlq", true)
-	if n := describes.Load(); n != 2 {
-		t.Errorf("%d describes after a refresh, want 2", n)
-	}
 }

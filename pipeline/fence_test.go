@@ -13,6 +13,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/pipeline/split"
 	"github.com/bucketsink/sink/routing"
 	"github.com/bucketsink/sink/schema"
 )
@@ -32,7 +33,7 @@ func (m splitFakeMapper) Table(string) (schema.Table, bool) {
 }
 
 // noSplits is a routing table without records or adoptions.
-type noSplits struct{ SplitStore }
+type noSplits struct{ split.Store }
 
 func (noSplits) Bucket(context.Context, string, string, time.Time) ([]routing.Record, error) {
 	return nil, nil

@@ -9,16 +9,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/offsets"
 )
-
-// commitTimeout bounds the synchronous commit of a revoke. The commit is one request to the group
-// coordinator; if it cannot finish in this time the records since the last commit are replayed, which
-// at-least-once allows. Validate requires kafka.rebalance_timeout to exceed it plus writer.shutdown_timeout.
-const commitTimeout = config.RevokeCommitTimeout
 
 // kafkaOptions builds the consumer's and the dead-letter producer's client options.
 func (pl *Pipeline) kafkaOptions() (consumerOpts, producerOpts []kgo.Opt, err error) {

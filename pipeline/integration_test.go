@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -32,6 +33,7 @@ import (
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/split"
 )
 
 // The integration tests run the pipeline against the real Kafka and Cassandra of internal/testenv
@@ -135,10 +137,16 @@ func newStackWith(t *testing.T, partitions int32, dlqConfigs map[string]*string,
 	s.adm = kadm.NewClient(s.cl)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := s.adm.CreateTopic(ctx, partitions, 1, nil, s.topic); err != nil {
+	// Time-based retention is off for every topic: tests produce records with Kafka timestamps of 1970 and 2024,
+	// far past the broker's default retention of seven days, and its retention check (every five minutes) would
+	// delete them under a running test. Only DeleteRecords removes records here.
+	keep := map[string]*string{"retention.ms": kadm.StringPtr("-1")}
+	dlqKeep := maps.Clone(keep)
+	maps.Copy(dlqKeep, dlqConfigs)
+	if _, err := s.adm.CreateTopic(ctx, partitions, 1, keep, s.topic); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.adm.CreateTopic(ctx, 1, 1, dlqConfigs, s.dlq); err != nil {
+	if _, err := s.adm.CreateTopic(ctx, 1, 1, dlqKeep, s.dlq); err != nil {
 		t.Fatal(err)
 	}
 	var others []string
@@ -148,7 +156,7 @@ func newStackWith(t *testing.T, partitions int32, dlqConfigs map[string]*string,
 		}
 	}
 	if len(others) > 0 {
-		if _, err := s.adm.CreateTopics(ctx, partitions, 1, nil, others...); err != nil {
+		if _, err := s.adm.CreateTopics(ctx, partitions, 1, keep, others...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -469,7 +477,7 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Group: cw.Group, Metrics: metrics, PingInterval: time.Second,
 		Slices:       cassandra.NewSliceMaker(session, s.cfg),
 		KafkaOptions: s.kafkaOpts,
-		Splits:       SplitsOf(cassandra.NewSplitStores(session, s.cfg.Cassandra)),
+		Splits:       split.StoreOf(cassandra.NewSplitStores(session, s.cfg.Cassandra)),
 		Ping: func(ctx context.Context) error {
 			return session.Driver().Query("SELECT release_version FROM system.local").ExecContext(ctx)
 		},

@@ -2,24 +2,21 @@ package pipeline
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/batcher"
-	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/budget"
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/dlsend"
 	"github.com/bucketsink/sink/pipeline/offsets"
+	"github.com/bucketsink/sink/pipeline/split"
 	"github.com/bucketsink/sink/pipeline/writestage"
 )
 
@@ -36,8 +33,8 @@ type partition struct {
 	log   *slog.Logger
 	lag   prometheus.Gauge
 
-	queue recordQueue
-	dl    *deadLetterSender
+	queue *consumer.Queue
+	dl    *dlsend.Sender
 
 	quit       chan struct{} // closed to stop the worker
 	workerDone chan struct{}
@@ -46,6 +43,17 @@ type partition struct {
 	workCtx    context.Context // the worker's calls (the routing table of splits); canceled by stop
 	stopWork   context.CancelFunc
 
+	// mu guards what follows, down to stuckLogged: the tracker, the marks, what the partition is
+	// stuck on and what blocks its records, its stop.
+	//
+	// The lock order of the whole pipeline: a partition's mu, then the Pipeline's mu (Complete releases
+	// bytes and setStuckBy pauses the partition under mu, so that a giveUp cannot come between), then
+	// the Kafka client's own (a mark, a pause). The partition's record queue (consumer.Queue) is taken
+	// under mu as a leaf (observeHighWatermark). Every other lock of the pipeline's rooms is a leaf held
+	// alone, never while one of these is, and never while taking one: the split topic's (split.Topic,
+	// when each bucket was read), the session lease's (split.Lease), the dead-letter sender's queue and
+	// the dead-letter topics' limits (dlsend), the write stage's retry gates. The split state and the
+	// dead-letter sender call back into the partition (split.Worker, dlsend.Partition) with none held.
 	mu      sync.Mutex
 	tr      *offsets.Tracker
 	revoked bool             // set once, under mu, before the revoke commit; no mark after it
@@ -72,8 +80,8 @@ type partition struct {
 	// unchargedEntries counts the records with rows taken since the last hand-off, whose tracker entries
 	// handOff charges with their rows, in one charge (the worker's alone).
 	unchargedEntries int64
-	// split is the hot-entity split state of each entry with split on (split.go), by entry name.
-	split map[string]*splitState
+	// split is the hot-entity split state of each entry with split on (package split), by entry name.
+	split map[string]*split.State
 	// mapped is the worker's scratch for what the entries made of a record (MapAll).
 	mapped []mapper.Mapped
 }
@@ -86,6 +94,7 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 		topic:       topic,
 		log:         pl.log.With(slog.String("topic", tp.Topic), slog.Int("partition", int(tp.Partition))),
 		lag:         pl.metrics.ConsumerLag.WithLabelValues(tp.Topic, strconv.Itoa(int(tp.Partition))),
+		queue:       consumer.NewQueue(),
 		quit:        make(chan struct{}),
 		workerDone:  make(chan struct{}),
 		ctx:         ctx,
@@ -99,494 +108,16 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 		hwm:         -1,
 	}
 	p.workCtx, p.stopWork = context.WithCancel(ctx)
-	p.queue.init()
-	p.dl = newDeadLetterSender(p)
+	p.dl = dlsend.New(&pl.deadLetters, p, tp.Topic, tp.Partition, topic.deadLetterTopic, ctx, p.quit, p.log)
 	for _, e := range topic.entries {
 		if e.split != nil {
 			if p.split == nil {
-				p.split = make(map[string]*splitState)
+				p.split = make(map[string]*split.State)
 			}
-			p.split[e.name] = newSplitState(e.split, p)
+			p.split[e.name] = split.NewState(e.split, p, tp.Partition, p.log)
 		}
 	}
 	return p
-}
-
-func (p *partition) start() {
-	go p.work()
-	go p.dl.run()
-}
-
-// work takes records in offset order and turns each into its rows for the write stage (one per entry
-// that maps it) and, when an entry refuses it, a dead letter.
-func (p *partition) work() {
-	defer close(p.workerDone)
-	defer func() {
-		for _, s := range p.split {
-			s.release()
-		}
-	}()
-	rows := consumer.GetHandOff()
-	for {
-		c, ok := p.queue.next(p.quit)
-		if !ok {
-			return
-		}
-		recs := c.recs
-		// What the chunk's records were charged when they were queued, returned once the worker lets go
-		// of the chunk: after mapping, nothing keeps a record but the dead-letter sender (a bad one, whose
-		// cost moves to its tracker entry). The records of a chunk share slabs and decompressed batches,
-		// which live until the last of them is mapped, so the release waits for the whole chunk.
-		var freed int64
-		// flush hands the rows mapped so far to the write stage; false if the partition was stopped first.
-		flush := func() bool {
-			sent := len(rows) > 0
-			if sent {
-				p.pl.mapped.Observe(max(p.pl.now().Sub(c.fetched), 0).Seconds())
-			}
-			ok := p.handOff(rows)
-			if sent {
-				rows = consumer.GetHandOff() // the write stage gives the sent slice back (consumer.PutHandOff)
-			}
-			return ok
-		}
-		// stop gives back the records not handled (so that their bytes are released when the partition is
-		// given up) and waits for the stop.
-		stop := func(rest []*kgo.Record) {
-			p.queue.pushFront(rest, c.fetched)
-			p.releaseMapped(freed)
-			<-p.quit
-		}
-		for i, r := range recs {
-			if p.rewound(r.Offset) {
-				// Everything mapped before r is handed on first: restarting waits for it to finish.
-				if !flush() || !p.restartTracking(r.Offset) {
-					stop(recs[i:])
-					return
-				}
-			}
-			// A record's rows go to the write stage in one message, which the pooled hand-off slice holds
-			// without growing.
-			if len(rows)+len(p.topic.entries) > cap(rows) && !flush() {
-				stop(recs[i:])
-				return
-			}
-			var cont, held bool
-			rows, cont, held = p.handle(r, rows)
-			if !held {
-				freed += budget.RecordCost(r)
-			}
-			// Nothing refers to the record any more (a dead letter holds a clone): franz-go may reuse its
-			// memory once every record of its batch is recycled (consumer/pools.go).
-			r.Recycle()
-			if (len(rows) == cap(rows) || i == len(recs)-1 || !cont) && !flush() {
-				cont = false
-			}
-			if !cont {
-				// Stopped, or halted on a record that cannot be dead-lettered.
-				stop(recs[i+1:])
-				return
-			}
-		}
-		p.releaseMapped(freed)
-	}
-}
-
-// releaseMapped returns the queued cost of records the worker has mapped and no longer holds.
-func (p *partition) releaseMapped(n int64) {
-	if n > 0 {
-		p.pl.release(p.tp, n)
-	}
-}
-
-// handle maps one record for every entry of its topic and registers it with its parts: one per row it
-// appends to rows (for the write stage), plus one for its dead letter when an entry refused it. The
-// record's offset is committed past once every part is done: each row acknowledged by Cassandra, the dead
-// letter by Kafka. A record every entry skips has no part and is skipped. It returns cont=false when
-// the worker must stop taking records, and held=true when the record stays referenced after it (a bad
-// record on its way to the dead-letter topic), so that its cost stays charged.
-//
-// A mapped record is not kept: its rows hold copies of what they need (the mapper copies every string
-// and the key into the row's own memory), and if Cassandra refuses a row the dead-letter sender reads
-// the record back from Kafka (deadletter/reread.go).
-func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row, cont, held bool) {
-	ms, err := p.mapRecord(r)
-	defer clear(ms) // kept as the next record's scratch: let go of the rows and errors
-	if errors.Is(err, errStopped) {
-		return rows, false, false // not registered: the next owner replays it
-	}
-	var refusals []deadletter.Refusal
-	if err != nil {
-		// Of the whole record (its mapping panicked): no entry made anything of it.
-		refusals = append(refusals, deadletter.Refusal{Reason: refusalReason(err), Err: err})
-		ms = nil
-	}
-	nrows := 0
-	// What the record holds until it is done; its tracker entry (budget.EntryCost, charged below) is
-	// returned by the tracker when the watermark passes it.
-	var bytes int64
-	for i := range ms {
-		m := &ms[i]
-		switch reason := skipReason(m.Err); {
-		case m.Err == nil:
-			nrows++
-			// Charged by handOff, before the row can complete and be released.
-			bytes += budget.RowCost(&m.Row)
-		case reason != "":
-			p.skip(r.Offset, m.Entry, reason, m.Err)
-		default:
-			rf := deadletter.Refusal{Entry: m.Entry, Reason: refusalReason(m.Err), Err: m.Err}
-			if e := p.pl.entries[m.Entry]; e != nil {
-				rf.Table = e.table
-			}
-			refusals = append(refusals, rf)
-		}
-	}
-	parts := nrows
-	switch {
-	case len(refusals) > 0 && p.topic.deadLetterTopic == "":
-		// Halted below: the record's one part never finishes, and its rows are not written.
-		parts, nrows, bytes = 1, 0, 0
-	case len(refusals) > 0:
-		parts++
-		// The dead-letter sender holds the record until it is produced: the cost charged when it was
-		// queued moves to its tracker entry instead of being released with its chunk.
-		bytes += budget.RecordCost(r)
-	case parts == 0:
-		parts = 1 // every entry skipped it: done at once, below
-	}
-	p.mu.Lock()
-	// Registered before it is handed on, so its acknowledgements always find it.
-	rerr := p.tr.Register(r.Offset, r.LeaderEpoch, bytes, parts)
-	p.mu.Unlock()
-	if rerr != nil {
-		// A lower offset than one already taken restarts tracking first (work, restartTracking), so this
-		// is an offset the tracker cannot hold at all (negative): stopping is the only choice that cannot
-		// commit past an unprocessed record.
-		p.log.Error("record offset refused; partition halted", slog.Int64("offset", r.Offset), slog.Any("error", rerr))
-		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
-		p.setStuck(r.Offset, true)
-		return rows, false, false
-	}
-	// The tracker entry's cost, returned when the watermark passes it: charged by handOff with the rows
-	// when the record has any (it cannot be retired before they are handed on and written), here at once
-	// when it has none. One charge per hand-off keeps the pipeline's lock off the per-record path.
-	if nrows > 0 {
-		p.unchargedEntries++
-	} else {
-		p.pl.charge(p.tp, budget.EntryCost)
-	}
-	if len(refusals) == 0 && nrows == 0 {
-		p.Complete([]int64{r.Offset})
-		return rows, true, false
-	}
-	for i := range ms {
-		if nrows > 0 && ms[i].Err == nil {
-			rows = append(rows, ms[i].Row)
-		}
-	}
-	if len(refusals) == 0 {
-		return rows, true, false
-	}
-	if p.topic.deadLetterTopic == "" {
-		p.halt(r.Offset, refusals[0].Reason, refusals[0].Err)
-		return rows, false, false
-	}
-	p.dl.add(deadLetter{offset: r.Offset, rec: consumer.CloneRecord(r), refusals: refusals})
-	return rows, true, true
-}
-
-// refusalReason is the dead-letter reason of a mapping error.
-func refusalReason(err error) string {
-	var re *mapper.RecordError
-	var pe *mapPanic
-	switch {
-	case errors.As(err, &re) && re.Reason != "":
-		return re.Reason
-	case errors.As(err, &pe):
-		return deadletter.ReasonPanic
-	}
-	return mapper.ReasonMap
-}
-
-// rewound reports whether offset is at or below a record this assignment already took: the client went
-// back in the partition's log. Kafka hands a partition's records in order, but its position can move
-// back: after a log truncation (an unclean leader election, or a reset to kafka.start_offset when the
-// position fell out of the log's range) or when the group's offset is reset under a live member.
-func (p *partition) rewound(offset int64) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	last, ok := p.tr.Last()
-	return ok && offset <= last
-}
-
-// restartTracking starts the partition's offset tracking again at offset, a rewound position: it waits
-// until every record taken so far is done (written or dead-lettered; rows held by a failing write are
-// retried meanwhile), then replaces the tracker, so the records from offset on are tracked afresh and
-// the watermark never counts one of them done for an old record at the same offset. Nothing is marked
-// while it waits, so no commit runs ahead of a row. The marks from offset on reach the commit as the
-// client takes them: a position after a truncation carries a newer leader epoch and is taken though its
-// offset is lower; at the same epoch the records below the last commit are the ones already written,
-// and the commit stays where it is until the replay passes it. It returns false if the partition is
-// stopped while it waits; a partition halted on a bad record without a dead-letter topic waits here
-// like anywhere else.
-func (p *partition) restartTracking(offset int64) bool {
-	p.mu.Lock()
-	last, _ := p.tr.Last()
-	n := p.tr.InFlight()
-	p.mu.Unlock()
-	p.log.Warn("partition went back to an offset already taken (log truncated or offsets reset); "+
-		"tracking starts again there once the records in flight are done",
-		slog.Int64("offset", offset), slog.Int64("last_taken", last), slog.Int("in_flight", n))
-	for {
-		p.mu.Lock()
-		if p.tr.InFlight() == 0 {
-			p.tr = offsets.NewTracker(budget.EntryCost)
-			p.settled = nil
-			p.mu.Unlock()
-			return true
-		}
-		if p.settled == nil {
-			p.settled = make(chan struct{})
-		}
-		settled := p.settled
-		p.mu.Unlock()
-		select {
-		case <-settled:
-		case <-p.quit:
-			return false
-		}
-	}
-}
-
-// skipReason returns the reason of an entry's error that says the entry skips a record (a skip reason
-// of the mapper), or "" for a refusal. A skipped record is good data the entry has no row for: its row
-// would be born expired (ttl_from event_time, an event older than the ttl; writing it would store a row
-// Cassandra drops at once), or it is a tombstone the entry skips (on_tombstone: skip). It is never
-// dead-lettered nor a reason to stop the partition.
-func skipReason(err error) string {
-	if err == nil {
-		return "" // before re: mapped rows cost no allocation here
-	}
-	var re *mapper.RecordError
-	if errors.As(err, &re) && mapper.Skipped(re.Reason) {
-		return re.Reason
-	}
-	return ""
-}
-
-// skip counts an entry's skip of a record in sink_records_skipped_total by reason. A consumer behind by
-// more than the ttl skips a record per offset, so the log says so at most once a skipLogEvery per
-// partition, with the last record's coordinates and how many were skipped since the previous line. The
-// record is committed past like a written one once its other parts (if any) are done.
-func (p *partition) skip(offset int64, entry, reason string, err error) {
-	p.pl.metrics.RecordsSkipped.WithLabelValues(p.tp.Topic, reason).Inc()
-	p.skipped++
-	if now := p.pl.now(); now.Sub(p.skipLogged) >= skipLogEvery {
-		p.log.Info("record skipped by an entry: no row in its table", slog.Int64("offset", offset),
-			slog.String("entry", entry), slog.String("reason", reason), slog.Int("skipped", p.skipped), slog.Any("error", err))
-		p.skipLogged, p.skipped = now, 0
-	}
-}
-
-// skipLogEvery rate-limits the log of skipped records per partition.
-const skipLogEvery = time.Minute
-
-// mapPanic is the error of a record whose mapping panicked.
-type mapPanic struct {
-	topic     string
-	partition int32
-	offset    int64
-	value     any
-}
-
-func (e *mapPanic) Error() string {
-	return fmt.Sprintf("topic %s partition %d offset %d: mapping the record panicked: %v", e.topic, e.partition, e.offset, e.value)
-}
-
-// mapRecord maps one record for every entry of its topic (MapAll), then routes the rows of entries
-// with split on (split.go), mapping an entry's row again (MapEntry) when its routing changes. A panic
-// in the mapper is contained to the record: logged at ERROR with its stack, and returned as an error, so
-// that the record is dead-lettered with reason panic (or stops the partition when the topic has no
-// dead-letter topic) like any record that cannot be mapped, instead of crashing the daemon again on
-// every replay. While the schema registry does not answer, the record waits (the partition with it).
-func (p *partition) mapRecord(r *kgo.Record) (ms []mapper.Mapped, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			p.log.Error("mapping a record panicked; treating it as a bad record",
-				slog.Int64("offset", r.Offset), slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-			ms, err = nil, &mapPanic{topic: r.Topic, partition: r.Partition, offset: r.Offset, value: v}
-		}
-	}()
-	rec := mapper.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
-	rec.SchemaIDHeader, rec.KeySchemaIDHeader = SchemaIDHeaders(r)
-	// The common path calls the mapper directly; the waits below take closures, kept off it.
-	ms, err = p.pl.mapper.MapAll(p.workCtx, rec, p.mapped[:0])
-	if err != nil && unavailable(err) {
-		ms, err = p.mapAllWaiting(rec, err)
-	}
-	p.mapped = ms[:0]
-	if err != nil || p.split == nil {
-		return ms, err
-	}
-	return ms, p.routeSplits(rec, ms)
-}
-
-// unavailable reports whether err says the schema registry did not answer.
-func unavailable(err error) bool {
-	ue := (*codec.UnavailableError)(nil)
-	return errors.As(err, &ue)
-}
-
-// mapAllWaiting maps rec for every entry again until the schema registry answers (waitRegistry); first
-// is the error of the attempt that found it unavailable.
-func (p *partition) mapAllWaiting(rec mapper.Record, first error) (ms []mapper.Mapped, err error) {
-	err = p.waitRegistry(rec.Offset, first, func(ctx context.Context) (err error) {
-		ms, err = p.pl.mapper.MapAll(ctx, rec, p.mapped[:0])
-		return err
-	})
-	return ms, err
-}
-
-// routeSplits routes the rows of the entries with split on (split.go); an entry whose row the routing
-// changes is mapped again alone (MapEntry), and its refusal, if it now refuses, replaces its row. It
-// returns errStopped when the partition stopped meanwhile.
-func (p *partition) routeSplits(rec mapper.Record, ms []mapper.Mapped) error {
-	for i := range ms {
-		m := &ms[i]
-		s := p.split[m.Entry]
-		if s == nil || m.Err != nil {
-			continue
-		}
-		remap := func() (row batcher.Row, err error) {
-			row, err = p.pl.mapper.MapEntry(p.workCtx, m.Entry, rec)
-			err = p.waitRegistry(rec.Offset, err, func(ctx context.Context) (err error) {
-				row, err = p.pl.mapper.MapEntry(ctx, m.Entry, rec)
-				return err
-			})
-			return row, err
-		}
-		row, err := s.route(m.Row, remap)
-		if errors.Is(err, errStopped) {
-			return err
-		}
-		m.Row, m.Err = row, err
-	}
-	return nil
-}
-
-// waitRegistry takes the error of a mapping, first, and while the error says the schema registry does
-// not answer, runs the mapping (op) again with backoff, the partition stuck at offset (retry), until the
-// registry answers or the partition stops (errStopped). Any other error is returned as it is.
-func (p *partition) waitRegistry(offset int64, first error, op func(ctx context.Context) error) error {
-	if first == nil || !unavailable(first) {
-		return first
-	}
-	// The schema registry does not answer: the record waits, and the partition with it.
-	p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
-	var last error
-	if werr := p.retry(offset, "fetching the writer schema from the schema registry", func(ctx context.Context) error {
-		last = op(ctx)
-		if unavailable(last) {
-			p.pl.metrics.RegistryRetries.WithLabelValues(p.tp.Topic).Inc()
-			return last
-		}
-		return nil
-	}); werr != nil {
-		return werr
-	}
-	return last
-}
-
-// errStopped: the partition stopped while a record waited for something unreachable (the routing
-// table, the schema registry). The record is not registered and will be replayed by the next owner.
-var errStopped = errors.New("partition stopped while a record waited")
-
-// dependencyCallTimeout bounds one call to a dependency (the routing table, the schema registry),
-// which retry then repeats. A stop of the partition cancels a call at once (workCtx), so a revoke or
-// a shutdown never waits for it.
-const dependencyCallTimeout = 30 * time.Second
-
-// retry runs op until it succeeds, with the pipeline's backoff, or until the partition stops
-// (errStopped). A dependency being unreachable (the routing table, the schema registry) is never the
-// record's fault. While it fails, the partition is stuck at offset (the record waiting for it): paused in the client and
-// counted in sink_stuck_partitions, like a write being retried, so that its fetched records do not
-// fill the byte budget that every other partition shares. The failure is logged at once and then at
-// most every stuckLogEvery.
-func (p *partition) retry(offset int64, what string, op func(ctx context.Context) error) error {
-	var logged time.Time
-	for n := 0; ; n++ {
-		ctx, cancel := context.WithTimeout(p.workCtx, dependencyCallTimeout)
-		err := op(ctx)
-		cancel()
-		if err == nil {
-			if n > 0 {
-				p.setStuck(offset, false)
-			}
-			return nil
-		}
-		if p.workCtx.Err() != nil { // the partition stops: the call was canceled, not failed
-			if n > 0 {
-				p.setStuck(offset, false)
-			}
-			return errStopped
-		}
-		if n == 0 {
-			p.setStuck(offset, true)
-		}
-		wait := p.pl.backoff.Delay(n)
-		if now := time.Now(); now.Sub(logged) >= stuckLogEvery {
-			logged = now
-			p.log.Warn(what+" failed; partition stuck before the record, retrying with backoff",
-				slog.Int64("offset", offset), slog.Int("attempt", n+1), slog.Any("error", err), slog.Duration("backoff", wait))
-		}
-		select {
-		case <-p.quit:
-			p.setStuck(offset, false)
-			return errStopped
-		case <-p.workCtx.Done():
-			p.setStuck(offset, false)
-			return errStopped
-		case <-time.After(wait):
-		}
-	}
-}
-
-// SchemaIDHeaders reports whether r carries its value's and its key's writer schema id in headers (the
-// newer Confluent clients' form, mapper.HeaderValueSchemaID and HeaderKeySchemaID), which the mapper
-// refuses with a message saying so.
-func SchemaIDHeaders(r *kgo.Record) (value, key bool) {
-	for _, h := range r.Headers {
-		value = value || h.Key == mapper.HeaderValueSchemaID
-		key = key || h.Key == mapper.HeaderKeySchemaID
-	}
-	return value, key
-}
-
-// handOff sends rows to the write stage; it returns false if the partition was stopped first.
-func (p *partition) handOff(rows []batcher.Row) bool {
-	if len(rows) == 0 {
-		return true
-	}
-	n := budget.EntryCost * p.unchargedEntries
-	p.unchargedEntries = 0
-	for i := range rows {
-		n += budget.RowCost(&rows[i])
-	}
-	p.pl.charge(p.tp, n)
-	select {
-	case p.pl.writes.In() <- writestage.Msg{Rows: rows, Owner: p}:
-		return true
-	case <-p.quit:
-		// Registered but never handed on: their records cannot finish in this assignment, so the revoke
-		// must not wait for them; they stay undone, so the watermark stops before the first of them.
-		p.mu.Lock()
-		for i := range rows {
-			p.block(rows[i].Offset)
-		}
-		p.mu.Unlock()
-		return false
-	}
 }
 
 // The write stage reports what became of a partition's rows through writestage.Owner.
@@ -620,7 +151,7 @@ func (p *partition) DeadLetterWrite(offset int64, reason, table string, row *bat
 			slog.String("table", table), slog.String("entry", row.Target.Entry), slog.Any("error", err))
 	}
 	rf := deadletter.Refusal{Entry: row.Target.Entry, Table: row.Target.Keyspace + "." + row.Target.Table, Reason: reason, Err: err}
-	p.dl.add(deadLetter{offset: offset, refusals: []deadletter.Refusal{rf}, row: row})
+	p.dl.Add(dlsend.Letter{Offset: offset, Refusals: []deadletter.Refusal{rf}, Row: row})
 }
 
 // halt stops the partition at a bad record that has nowhere to go: the topic has no dead_letter_topic.
@@ -808,11 +339,11 @@ func (p *partition) pending(offset int64) bool {
 	return !p.revoked && p.tr.IsPending(offset)
 }
 
-// unreadable stops the partition at a row Cassandra refused whose source record the partition's log no
+// Unreadable stops the partition at a row Cassandra refused whose source record the partition's log no
 // longer holds (deadletter/reread.go) and whose dead letter came without the row to send instead (the write stage
 // always hands the row over, so this is a safeguard). Skipping it would lose it without a trace, so the
 // partition stops advancing before it, loudly; an operator decides.
-func (p *partition) unreadable(offset int64, reason string, cause error) {
+func (p *partition) Unreadable(offset int64, reason string, cause error) {
 	p.log.Error("row refused by Cassandra and its record can no longer be read from Kafka to dead-letter it; partition stopped",
 		slog.Int64("offset", offset), slog.String("reason", reason), slog.Any("refused", cause),
 		slog.Any("error", deadletter.ErrRecordGone))
@@ -821,6 +352,27 @@ func (p *partition) unreadable(offset int64, reason string, cause error) {
 	p.block(offset)
 	p.mu.Unlock()
 	p.setStuck(offset, true)
+	p.checkDrained()
+}
+
+// The dead-letter sender tells its partition what became of each dead letter (package dlsend).
+var _ dlsend.Partition = (*partition)(nil)
+
+// DeadLetterFailing marks the partition stuck on the record at offset while its dead letter fails to be
+// produced, and no longer once it is produced.
+func (p *partition) DeadLetterFailing(offset int64, failing bool) {
+	p.setStuckBy(offset, stuckDeadLetter, failing)
+}
+
+// DeadLettersAbandoned takes the dead letters at offsets, given up at a stop while failing, as blockers:
+// they cannot finish in this assignment, so the revoke must not wait for them, and they stay not done,
+// so nothing is committed past them.
+func (p *partition) DeadLettersAbandoned(offsets []int64) {
+	p.mu.Lock()
+	for _, o := range offsets {
+		p.block(o)
+	}
+	p.mu.Unlock()
 	p.checkDrained()
 }
 
@@ -872,7 +424,7 @@ func (p *partition) observeHighWatermark(hwm int64) {
 	p.hwm = hwm
 	next, _, ok := p.tr.Watermark()
 	if !ok {
-		if first, _, qok := p.queue.firstOffset(); qok {
+		if first, _, qok := p.queue.FirstOffset(); qok {
 			next = first
 		} else {
 			return
@@ -891,7 +443,7 @@ func (p *partition) stop() {
 	}
 	p.stopWork() // a call the worker is in returns now, not at its timeout
 	<-p.workerDone
-	if n := p.queue.drain(); n > 0 {
+	if n := p.queue.Drain(budget.RecordCost); n > 0 {
 		p.pl.release(p.tp, n)
 	}
 	p.mu.Lock()
@@ -929,7 +481,7 @@ func (p *partition) giveUp() {
 	p.revoked = true
 	p.mu.Unlock()
 	p.cancel()
-	<-p.dl.done
+	<-p.dl.Done()
 }
 
 // undone reports the records still not done and the first of them, for logging an abandoned revoke.
@@ -938,92 +490,4 @@ func (p *partition) undone() (int, int64) {
 	defer p.mu.Unlock()
 	first, _ := p.tr.FirstUndone()
 	return p.tr.InFlight(), first
-}
-
-// recordQueue hands fetched records from the poll loop to the worker. Push never blocks: the poll loop
-// must reach AllowRebalance promptly whatever the worker is doing (DRIVER-NOTES R5.2-3). Its size is
-// bounded by the byte budget, at which the poll loop stops polling instead.
-type recordQueue struct {
-	mu     sync.Mutex
-	chunks []chunk
-	notify chan struct{}
-}
-
-// chunk is the records of one fetch of one partition, and when the poll loop handed them over.
-type chunk struct {
-	recs    []*kgo.Record
-	fetched time.Time
-}
-
-func (q *recordQueue) init() { q.notify = make(chan struct{}, 1) }
-
-func (q *recordQueue) push(recs []*kgo.Record, fetched time.Time) {
-	q.mu.Lock()
-	q.chunks = append(q.chunks, chunk{recs, fetched})
-	q.mu.Unlock()
-	select {
-	case q.notify <- struct{}{}:
-	default:
-	}
-}
-
-// pushFront returns records the worker took but did not handle.
-func (q *recordQueue) pushFront(recs []*kgo.Record, fetched time.Time) {
-	if len(recs) == 0 {
-		return
-	}
-	q.mu.Lock()
-	q.chunks = append([]chunk{{recs, fetched}}, q.chunks...)
-	q.mu.Unlock()
-}
-
-// next waits for records or for quit.
-func (q *recordQueue) next(quit <-chan struct{}) (chunk, bool) {
-	for {
-		select {
-		case <-quit:
-			return chunk{}, false
-		default:
-		}
-		q.mu.Lock()
-		if len(q.chunks) > 0 {
-			c := q.chunks[0]
-			q.chunks[0] = chunk{}
-			q.chunks = q.chunks[1:]
-			q.mu.Unlock()
-			return c, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-q.notify:
-		case <-quit:
-			return chunk{}, false
-		}
-	}
-}
-
-// firstOffset is the offset of the first queued record.
-func (q *recordQueue) firstOffset() (int64, int32, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for _, c := range q.chunks {
-		if len(c.recs) > 0 {
-			return c.recs[0].Offset, c.recs[0].LeaderEpoch, true
-		}
-	}
-	return 0, 0, false
-}
-
-// drain empties the queue and returns the bytes its records held.
-func (q *recordQueue) drain() int64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var n int64
-	for _, c := range q.chunks {
-		for _, r := range c.recs {
-			n += budget.RecordCost(r)
-		}
-	}
-	q.chunks = nil
-	return n
 }

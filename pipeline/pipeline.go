@@ -1,3 +1,35 @@
+// Package pipeline is `sink run`'s core: it runs the Kafka consumer group and moves every record to
+// Cassandra at least once. It owns the lifecycle of each assigned partition and wires the parts, each in
+// a package of its own:
+//
+//   - offsets: which offsets are done and what may be committed; commit.go is where offsets reach Kafka.
+//   - budget: what buffered records and rows cost, and the byte budget that stops polling.
+//   - consumer: the Kafka clients' options, the start-up broker check, the fetch and hand-off pools, and
+//     the queue of each partition's fetched records.
+//   - writestage: the batcher goroutine, its slot policy, the writers, and the retries of batches
+//     given back.
+//   - deadletter: building, sizing and checking dead letters, and re-reading refused rows' records.
+//   - dlsend: the per-partition dead-letter sender goroutine, which tells its partition
+//     (dlsend.Partition) what became of each dead letter.
+//   - split: hot-entity split routing, through the split.Worker a partition implements, and the
+//     group session's lease under which a split entry's batches are written.
+//   - metrics: every exported metric, and the largest open partitions.
+//   - health: /healthz, /readyz, sink_ready and the Cassandra readiness ping.
+//
+// What stays here: New and the budget wiring (pipeline.go), Run and the poll loop (run.go), the
+// rebalance callbacks (group.go, with offsetrestart.go and recreated.go), and one partition's
+// assignment (partition.go) with its worker (worker.go), which own the partition's lock and lifecycle.
+// No subpackage imports this one: they reach a partition through the interfaces it implements
+// (writestage.Owner, dlsend.Partition, split.Worker).
+//
+// Concurrency: one poll-loop goroutine (Run) queues records and never blocks on a worker; franz-go runs
+// the rebalance callbacks between polls. Each assigned partition has one worker goroutine and one
+// dead-letter sender goroutine, both owned by the callbacks, which stop and wait for them. The write
+// stage has one goroutine owning the batcher and writer goroutines up to writer.max_in_flight. A
+// partition's mutex guards its tracker and marks; the Pipeline's mutex guards the owned partitions and
+// the budget; the lock order (a partition's before the Pipeline's, every other lock a leaf) is written
+// where partition.mu is declared. Handler, Alive, Ready and Stopping are safe to call from any
+// goroutine; Run is called once.
 package pipeline
 
 import (
@@ -11,20 +43,19 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/backoff"
-	"github.com/bucketsink/sink/internal/bounded"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/budget"
-	"github.com/bucketsink/sink/pipeline/consumer"
+	"github.com/bucketsink/sink/pipeline/dlsend"
 	"github.com/bucketsink/sink/pipeline/health"
 	"github.com/bucketsink/sink/pipeline/metrics"
 	"github.com/bucketsink/sink/pipeline/offsets"
+	"github.com/bucketsink/sink/pipeline/split"
 	"github.com/bucketsink/sink/pipeline/writestage"
 )
 
@@ -62,8 +93,8 @@ type Config struct {
 	// Slices creates a missing slice table for topics with bucket.missing_slice: create
 	// (*cassandra.SliceMaker). Nil: such rows wait, retried with backoff, until the table exists.
 	Slices SliceMaker
-	// Splits is the routing table of hot-entity splits; required when a topic has split on.
-	Splits SplitStore
+	// Splits is the routing table of hot-entity splits (split.StoreOf); required when a topic has split on.
+	Splits split.Store
 }
 
 // BatchWriter writes one single-partition batch (*cassandra.Writer, or a test double); see
@@ -90,12 +121,8 @@ type entryInfo struct {
 	// stage is what the write stage knows of the entry: its name, whether it is sliced, and
 	// bucket.missing_slice.
 	stage writestage.Topic
-	split *splitTopic // nil unless split is on (split.go)
+	split *split.Topic // nil unless split is on (package split)
 }
-
-// maxPollRecords bounds one poll. The poll loop only queues records, so this is about fairness between
-// partitions and bookkeeping granularity, not processing time.
-const maxPollRecords = 10_000
 
 // Pipeline consumes the configured topics as one member of the consumer group and writes their rows to
 // Cassandra at least once. Create it with New, serve its Handler, and call Run once.
@@ -119,21 +146,25 @@ type Pipeline struct {
 	commitClock *offsets.CommitClock
 	mapped      prometheus.Observer
 	writes      *writestage.Stage
-	lease       *sessionLease // the group session's lease for split topics' writes; nil without split topics
+	lease       *split.Lease // the group session's lease for split topics' writes; nil without split topics
 
-	// dlqLimits caches the max.message.bytes of the dead-letter topics.
-	dlqLimits dlqLimits
+	// dlqLimits caches the max.message.bytes of the dead-letter topics; deadLetters is what every
+	// partition's dead-letter sender shares, set in Run once the producer exists.
+	dlqLimits   dlsend.Limits
+	deadLetters dlsend.Config
 
 	backoff         backoff.Policy // writer.retry_initial .. writer.retry_max
 	shutdownTimeout time.Duration
 
-	mu     sync.Mutex // guards parts and budget; lock order: a partition's mu before this one
+	// mu guards parts, budget and stuck. Lock order: a partition's mu before this one, the Kafka
+	// client's after it (pauses); see partition.mu for the whole order.
+	mu     sync.Mutex
 	parts  map[offsets.TopicPartition]*partition
 	budget *budget.Budget
 	// budgetFreed wakes the poll loop when a release brings the bytes held back under the budget.
 	budgetFreed chan struct{}
 	// budgetFull mirrors budget.Budget.Over for the write stage, which picks batches by efficiency while it
-	// is set (writestage.Stage.Run).
+	// is set (writestage's slot policy).
 	budgetFull atomic.Bool
 	stuck      map[offsets.TopicPartition]bool
 
@@ -202,12 +233,13 @@ func New(cfg Config) (*Pipeline, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: %w", err)
 		}
-		split, err := newSplitTopic(cfg, name, t, policy)
+		sm, _ := cfg.Mapper.(split.Mapper) // the real mapper has routes; a split topic needs them
+		sp, err := split.NewTopic(cfg.Sink, name, policy, sm, cfg.Splits, cfg.Metrics)
 		if err != nil {
 			return nil, err
 		}
 		_, sliced := policy.Sliced()
-		e := &entryInfo{name: name, table: t.Keyspace + "." + t.Table, policy: policy, split: split,
+		e := &entryInfo{name: name, table: t.Keyspace + "." + t.Table, policy: policy, split: sp,
 			stage: writestage.Topic{Name: name, Sliced: sliced, MissingSlice: t.Bucket.MissingSlice}}
 		pl.entries[name] = e
 		ti := pl.topics[kt]
@@ -251,6 +283,11 @@ func New(cfg Config) (*Pipeline, error) {
 // StopBound, which the chart's terminationGracePeriodSeconds covers with a margin (docs/PIPELINE.md,
 // "Shutdown"). None of them can extend another: a step that overruns is abandoned, not waited for.
 const (
+	// commitTimeout bounds the synchronous commit of a revoke. The commit is one request to the group
+	// coordinator; if it cannot finish in this time the records since the last commit are replayed,
+	// which at-least-once allows. Validate requires kafka.rebalance_timeout to exceed it plus
+	// writer.shutdown_timeout.
+	commitTimeout = config.RevokeCommitTimeout
 	// finalCommitTimeout bounds the commit of the last revoke. It is shorter than commitTimeout (a revoke
 	// during a rebalance) because the process is about to exit; one commit takes milliseconds when Kafka
 	// answers, and when it does not the records since the last periodic commit are replayed.
@@ -269,152 +306,6 @@ const (
 func StopBound(shutdownTimeout time.Duration) time.Duration {
 	return shutdownTimeout +
 		finalCommitTimeout + leaveTimeout + stageStopTimeout + clientCloseTimeout
-}
-
-// Run consumes until ctx is canceled, then shuts down gracefully within StopBound: it stops fetching,
-// flushes, waits for in-flight writes and dead letters (up to writer.shutdown_timeout from the cancel),
-// commits, leaves the group and closes its clients. It returns nil after a clean shutdown, or the fatal
-// error that stopped it (a group authorization failure, for example).
-func (pl *Pipeline) Run(ctx context.Context) error {
-	if !pl.running.CompareAndSwap(false, true) {
-		return errors.New("pipeline: Run called twice")
-	}
-	// writesCtx outlives ctx: in-flight writes must be able to finish during the graceful shutdown. It is
-	// canceled once the shutdown is over (or abandoned).
-	writesCtx, cancelWrites := context.WithCancel(context.Background())
-	defer cancelWrites()
-
-	consumerOpts, producerOpts, err := pl.kafkaOptions()
-	if err != nil {
-		return err
-	}
-	pl.producer, err = kgo.NewClient(producerOpts...)
-	if err != nil {
-		return fmt.Errorf("creating the dead-letter producer (kafka.brokers): %w", err)
-	}
-	if err := consumer.CheckBrokers(ctx, pl.producer, pl.sink.Kafka, pl.log); err != nil {
-		pl.producer.Close()
-		return err
-	}
-	cl, err := kgo.NewClient(consumerOpts...)
-	if err != nil {
-		pl.producer.Close()
-		return fmt.Errorf("creating the consumer (kafka.brokers, kafka.group): %w", err)
-	}
-	pl.mu.Lock()
-	pl.client = cl
-	pl.mu.Unlock()
-
-	w := pl.sink.Writer
-	stageTopics := make(map[string]writestage.Topic, len(pl.entries))
-	for name, e := range pl.entries {
-		stageTopics[name] = e.stage
-	}
-	var fence func(context.Context, *batcher.Batch, []writestage.Owner) (context.Context, error)
-	for _, e := range pl.entries {
-		if e.split != nil {
-			// A split entry's batches are sent only while the group session is known to be alive (lease.go).
-			k := pl.sink.Kafka
-			pl.lease = newSessionLease(cl, k.Group, k.SessionTimeout.Std(), k.RebalanceTimeout.Std(), pl.backoff, pl.log)
-			fence = pl.fence
-			break
-		}
-	}
-	pl.writes = writestage.New(writesCtx, writestage.Config{
-		Batcher: batcher.Config{
-			MaxRows:  w.BatchMaxRows,
-			MaxBytes: int(w.BatchMaxBytes),
-			Linger:   w.Linger.Std(),
-		},
-		MaxInFlight: w.MaxInFlight,
-		Writer:      pl.writer,
-		Group:       pl.cfg.Group,
-		JoinMax:     w.GroupMaxPartitions,
-		Slices:      pl.cfg.Slices,
-		Topics:      stageTopics,
-		Metrics:     pl.metrics,
-		Log:         pl.log,
-		Now:         pl.now,
-		Backoff:     pl.backoff,
-		Stopping:    pl.Stopping,
-		BudgetFull:  pl.budgetFull.Load,
-		Written:     pl.observeWritten,
-		WriteFailed: pl.health.WriteFailed,
-		Fence:       fence,
-	})
-	go pl.writes.Run()
-
-	pingCtx, stopPing := context.WithCancel(context.Background())
-	var pingDone sync.WaitGroup
-	if pl.cfg.Ping != nil {
-		pingDone.Go(func() { pl.health.PingLoop(pingCtx) })
-	}
-
-	pl.log.Info("consuming", slog.String("group", pl.sink.Kafka.Group),
-		slog.Any("topics", pl.kafkaTopics()))
-	runErr := pl.pollLoop(ctx)
-
-	// Shutdown, in order, each step bounded (StopBound). Readiness is already false (pollLoop set
-	// stopping and the time the drain counts from).
-	// 1. Leave the group: the leave runs OnPartitionsRevoked for every owned partition, which stops the
-	//    workers, flushes, waits for in-flight work until shutdown_timeout after the cancel, marks and
-	//    commits (finalCommitTimeout); then the LeaveGroup request (leaveTimeout).
-	revokeOver := pl.leaveGroup()
-	// 2. Anything still owned now (the leave could not run the revoke, e.g. the group was never joined)
-	//    is given up without a commit.
-	pl.mu.Lock()
-	rest := make(map[string][]int32)
-	for tp := range pl.parts {
-		rest[tp.Topic] = append(rest[tp.Topic], tp.Partition)
-	}
-	pl.mu.Unlock()
-	if len(rest) > 0 {
-		pl.lose(rest, "client closed")
-	}
-	// 3. Every partition is given up, so whatever the write stage still holds or writes changes nothing:
-	//    cancel it, then close it (no worker is left to send) and wait for its goroutines. A revoke that
-	//    overran its bound may still flush into the stage, so then the stage is only canceled.
-	cancelWrites()
-	stopPing()
-	if revokeOver {
-		pl.writes.Close()
-	}
-	if !bounded.Within(stageStopTimeout, func() {
-		if revokeOver {
-			pl.writes.Wait()
-		}
-		pingDone.Wait()
-	}) {
-		pl.log.Warn("canceled writes or the readiness ping did not return in time; abandoned",
-			slog.Duration("timeout", stageStopTimeout))
-	}
-	// 4. Close the consumer (its group is already left) and the dead-letter producer side by side.
-	if !bounded.Within(clientCloseTimeout, func() {
-		var wg sync.WaitGroup
-		wg.Go(pl.client.Close)
-		wg.Go(pl.producer.Close)
-		wg.Wait()
-	}) {
-		pl.log.Warn("closing the Kafka clients did not finish in time; abandoned", slog.Duration("timeout", clientCloseTimeout))
-	}
-	pl.log.Info("stopped", slog.Duration("took", time.Since(pl.stopStart())))
-	return runErr
-}
-
-// leaveGroup leaves the consumer group, which runs the final revoke (drain and commit), and sends
-// LeaveGroup; it gives up at the cancel + shutdown_timeout + finalCommitTimeout + leaveTimeout. It
-// reports whether the revoke is over (false only when it overran that deadline and still runs).
-func (pl *Pipeline) leaveGroup() (revokeOver bool) {
-	deadline := pl.stopStart().Add(pl.shutdownTimeout + finalCommitTimeout + leaveTimeout)
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	// The client lets the leave through only between polls; pollLoop allowed the rebalance before it
-	// returned.
-	if err := pl.client.LeaveGroupContext(ctx); err != nil {
-		pl.log.Warn("leaving the consumer group did not finish in time; the group notices after kafka.session_timeout",
-			slog.Any("error", err))
-	}
-	return pl.revoking.Load() == 0
 }
 
 // stopStart is when shutdown began (the cancel of Run's ctx); the drain is measured from it.
@@ -449,134 +340,6 @@ func (pl *Pipeline) kafkaTopics() []string {
 		ts = append(ts, t)
 	}
 	return ts
-}
-
-// pollLoop polls, queues each partition's records on its worker without blocking, and allows rebalances
-// after every poll, until ctx ends or a fatal error.
-func (pl *Pipeline) pollLoop(ctx context.Context) error {
-	defer func() {
-		pl.stoppedAt.Store(time.Now().UnixNano())
-		pl.health.Stop()
-	}()
-	for {
-		pl.health.Turned()
-		if !pl.waitForBudget(ctx, 2*time.Second) {
-			continue // still over: refresh the liveness timestamp and wait again
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		// A bounded wait keeps the liveness timestamp fresh on an idle topic.
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		fetches := pl.client.PollRecords(pctx, maxPollRecords)
-		cancel()
-		if ctx.Err() != nil {
-			pl.client.AllowRebalance()
-			return nil
-		}
-		var fatal error
-		fetches.EachError(func(topic string, partition int32, err error) {
-			var session *kgo.ErrGroupSession
-			switch {
-			case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-			case errors.Is(err, kgo.ErrClientClosed):
-				fatal = err
-			case isFatal(err):
-				pl.log.Error("fatal consumer error; stopping", slog.String("topic", topic),
-					slog.Int("partition", int(partition)), slog.Any("error", err))
-				fatal = err
-			case errors.As(err, &session) && pl.leftGroup("consumer group session lost; rejoining", err):
-				// The group session ended (the client lost its partitions first): not ready until the
-				// client joins again, which it keeps trying by itself.
-			default:
-				pl.log.Warn("fetch error; the client retries", slog.String("topic", topic),
-					slog.Int("partition", int(partition)), slog.Any("error", err))
-			}
-		})
-		fetches.EachPartition(pl.dispatch)
-		pl.client.AllowRebalance()
-		if gone := pl.unknownTopicIDs(fetches); gone != nil {
-			pl.followRecreated(ctx, gone)
-		}
-		if fatal != nil {
-			return fmt.Errorf("consuming (kafka.brokers %v, kafka.group %q): %w", pl.sink.Kafka.Brokers,
-				pl.sink.Kafka.Group, fatal)
-		}
-	}
-}
-
-// isFatal reports errors that retrying cannot fix: the group or topics are not authorized, the group id
-// is invalid, authentication failed. Anything else the client retries by itself.
-func isFatal(err error) bool {
-	for _, e := range []error{
-		kerr.GroupAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed,
-		kerr.InvalidGroupID, kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism,
-		kerr.IllegalSaslState, kerr.InconsistentGroupProtocol, kerr.GroupMaxSizeReached,
-	} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
-
-// dispatch queues one partition's fetched records on its worker and charges their bytes.
-func (pl *Pipeline) dispatch(f kgo.FetchTopicPartition) {
-	if len(f.Records) == 0 {
-		return
-	}
-	tp := offsets.TopicPartition{Topic: f.Topic, Partition: f.Partition}
-	pl.mu.Lock()
-	p := pl.parts[tp]
-	pl.mu.Unlock()
-	if p == nil {
-		// BlockRebalanceOnPoll gates assignment with polling, so this means a partition given up between
-		// the fetch and now. Its records are not ours to process; the next owner starts from the commit.
-		pl.log.Warn("records for a partition without a worker dropped; they will be consumed from the last commit",
-			slog.String("topic", f.Topic), slog.Int("partition", int(f.Partition)),
-			slog.Int64("offset", f.Records[0].Offset))
-		return
-	}
-	var n int64
-	for _, r := range f.Records {
-		n += budget.RecordCost(r)
-	}
-	pl.metrics.RecordsConsumed.WithLabelValues(f.Topic).Add(float64(len(f.Records)))
-	// Charged before the worker can see the records: it releases their cost once it has mapped them,
-	// and a release that came first would leave the partition's share of the budget off by n.
-	pl.charge(tp, n)
-	p.queue.push(f.Records, pl.now())
-	p.observeHighWatermark(f.HighWatermark)
-}
-
-// waitForBudget returns true at once while the bytes held are under writer.max_buffered_bytes; over it,
-// it waits until a release brings them back under, ctx ends (true: the caller checks ctx), or max passes
-// (false). Nothing is polled meanwhile, so no partition's fetched data is dropped (see budget), and the
-// client lets rebalances through: BlockRebalanceOnPoll only holds them between a poll and AllowRebalance.
-func (pl *Pipeline) waitForBudget(ctx context.Context, max time.Duration) bool {
-	pl.mu.Lock()
-	over := pl.budget.Over()
-	pl.mu.Unlock()
-	if !over {
-		return true
-	}
-	t := time.NewTimer(max)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return true
-		case <-pl.budgetFreed:
-		case <-t.C:
-			return false
-		}
-		pl.mu.Lock()
-		over = pl.budget.Over()
-		pl.mu.Unlock()
-		if !over {
-			return true
-		}
-	}
 }
 
 // charge adds bytes held for tp; at the budget, the poll loop stops polling until enough is released.

@@ -35,6 +35,7 @@ import (
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/metrics"
 	"github.com/bucketsink/sink/pipeline/offsets"
+	"github.com/bucketsink/sink/pipeline/split"
 )
 
 func TestMain(m *testing.M) {
@@ -189,7 +190,7 @@ type fixture struct {
 	bad     map[batcher.Source]bool
 	join    func([]*batcher.Batch) []*batcher.Batch // Config.Group of the members it starts
 	logs    io.Writer                               // when set, members log there too
-	splits  SplitStore                              // Config.Splits of the members it starts
+	splits  split.Store                             // Config.Splits of the members it starts
 }
 
 // newFixture starts a cluster with the topic (3 partitions) and its dead-letter topic and produces n

@@ -716,7 +716,7 @@ func TestIntegrationSIGTERMWhileARoutingTableCallHangsExitsWithinTheGracePeriod(
 // A batch the frozen member built before the freeze and would send after it resumes, before franz-go
 // reports the lost session, would put rows in the old layout that the new owner routes to the new one
 // (issue 23, item 3; it happened once in a suite run, 14 rows in two partitions): the write stage sends
-// a split topic's batch only under the session's lease (lease.go), so those batches wait and are dropped
+// a split topic's batch only under the session's lease (split.Lease), so those batches wait and are dropped
 // once the partition is reported lost. TestSplitBatchBuiltBeforeTheSessionEndedIsNeverWrittenAfterIt
 // reproduces that window deterministically.
 func TestIntegrationMemberFrozenPastItsSessionWritesEveryRowOnce(t *testing.T) {

@@ -95,11 +95,7 @@ func (r *Reader) latestOf(ctx context.Context, stmt string, id []any) ([]Row, er
 	}
 	iter := q.IterContext(ctx)
 	var rows []Row
-	for {
-		m := make(map[string]any, len(r.table.Columns))
-		if !iter.MapScan(m) {
-			break
-		}
+	for _, m := range scanRows(iter, r.table.PartitionKey) {
 		rows = append(rows, Row{Values: m, Partition: Partition{Table: r.table.Name}})
 	}
 	if err := iter.Close(); err != nil {

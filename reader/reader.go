@@ -99,7 +99,9 @@ type Query struct {
 }
 
 // Row is one row: the Go values of the table's columns (as gocql returns them: string, int,
-// int64, float64, time.Time, gocql.UUID, ...) and the partition it came from.
+// int64, float64, time.Time, gocql.UUID, []byte, ...; see ParseValue for the key types) and the
+// partition it came from. A null column is nil, never its type's zero value, so a null int is told
+// apart from 0 and an empty blob ([]byte{}) from a null.
 type Row struct {
 	Values    map[string]any
 	Partition Partition

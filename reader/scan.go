@@ -294,11 +294,16 @@ func (s *scan) fetch(st *stream, stmt string, args []any, fetch int) {
 }
 
 // scanRows reads the rows of iter's page as maps of their columns' Go values, the values Iter.MapScan
-// gives (a null is its type's zero value), but through one set of typed destinations for the page
+// gives but for a null, which is nil here (MapScan gives its type's zero value: a null int would read as
+// 0, a null timestamp as year 1). It scans through one set of typed destinations for the page
 // (Iter.RowData) where MapScan makes new ones, a slice of them and an interface cell per column, for every
 // row: on a dense partition those allocations and the garbage they left were most of the reader's CPU.
-// Reusing the destinations shares nothing between rows: the driver unmarshals every string, slice, map,
-// blob and pointer into new memory.
+// Each destination is wrapped in a nullable cell, made once per page, which sees the value's bytes before
+// the driver unmarshals them, so a null is told apart without a pointer per value.
+// Reusing the destinations shares nothing between rows: the driver unmarshals every string, list, set,
+// map, inet, varint and decimal into new memory, but a blob into the slice its destination already holds
+// (it appends to it from length 0), so a blob destination is given an empty slice of no capacity before
+// each row: its value then lands in memory of its own, and an empty blob stays apart from a null.
 //
 // The columns named in constant (the partition key: one request reads one partition) hold the same value
 // in every row, so they are decoded from the first row only and that value is put in the others; but
@@ -309,9 +314,25 @@ func scanRows(iter *gocql.Iter, constant []string) []map[string]any {
 	if err != nil {
 		return nil
 	}
+	cells := make([]nullable, len(dst.Values))
+	args := make([]any, len(dst.Values))
+	var blobs []*[]byte
+	for i, v := range dst.Values {
+		cells[i].dst = v
+		args[i] = &cells[i]
+		if b, ok := v.(*[]byte); ok {
+			blobs = append(blobs, b)
+		}
+	}
 	rows := make([]map[string]any, 0, iter.NumRows())
 	var kept []int // the destinations of constant columns, nil after the first row
-	for iter.Scan(dst.Values...) {
+	for {
+		for _, b := range blobs {
+			*b = []byte{} // no capacity: the driver's append allocates the row's own
+		}
+		if !iter.Scan(args...) {
+			break
+		}
 		m := make(map[string]any, len(dst.Columns))
 		if len(rows) > 0 {
 			for _, i := range kept {
@@ -319,7 +340,11 @@ func scanRows(iter *gocql.Iter, constant []string) []map[string]any {
 			}
 		}
 		for i, name := range dst.Columns {
-			if dst.Values[i] != nil {
+			switch {
+			case args[i] == nil:
+			case cells[i].null:
+				m[name] = nil
+			default:
 				m[name] = deref(dst.Values[i])
 			}
 		}
@@ -327,13 +352,24 @@ func scanRows(iter *gocql.Iter, constant []string) []map[string]any {
 			for i, name := range dst.Columns {
 				if slices.Contains(constant, name) && immutable(m[name]) {
 					kept = append(kept, i)
-					dst.Values[i] = nil // the driver skips a nil destination
+					args[i] = nil // the driver skips a nil destination
 				}
 			}
 		}
 		rows = append(rows, m)
 	}
 	return rows
+}
+
+// nullable is a scan destination that records whether the value is null and unmarshals it into dst.
+type nullable struct {
+	dst  any
+	null bool
+}
+
+func (c *nullable) UnmarshalCQL(info gocql.TypeInfo, data []byte) error {
+	c.null = data == nil
+	return gocql.Unmarshal(info, data, c.dst)
 }
 
 // immutable reports whether v can be shared by several rows: no caller can change it in place.
@@ -372,8 +408,28 @@ func deref(p any) any {
 		return *v
 	case *[]byte:
 		return *v
+	case *[][]byte:
+		emptyBlobs(*v)
+		return *v
+	case *map[string][]byte:
+		for k, b := range *v {
+			if b == nil {
+				(*v)[k] = []byte{}
+			}
+		}
+		return *v
 	}
 	return reflect.ValueOf(p).Elem().Interface()
+}
+
+// emptyBlobs makes the nil blobs of a collection empty ones: a collection holds no null, and the driver
+// unmarshals an empty element into a nil slice, which would print as a null.
+func emptyBlobs(bs [][]byte) {
+	for i, b := range bs {
+		if b == nil {
+			bs[i] = []byte{}
+		}
+	}
 }
 
 // head is the stream's next row, waiting for its page if needed; nil when the stream is done.

@@ -1,7 +1,9 @@
 package reader
 
 import (
+	"bytes"
 	"reflect"
+	"slices"
 	"testing"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -11,8 +13,8 @@ import (
 
 // TestIntegrationScanRowsGivesTheValuesOfMapScan: the reader scans a page through one set of typed
 // destinations instead of MapScan's new ones per row, and decodes the partition key once per page. Every
-// column type must come out as MapScan gives it, a null as its type's zero value, and no row may share a
-// slice, map or pointer with another.
+// column type must come out as MapScan gives it, but a null as nil where MapScan gives its type's zero
+// value, and no row may share a slice, map or pointer with another.
 func TestIntegrationScanRowsGivesTheValuesOfMapScan(t *testing.T) {
 	hosts := testenv.Cassandra(t)
 	ks := testenv.Keyspace(t, hosts)
@@ -53,6 +55,14 @@ func TestIntegrationScanRowsGivesTheValuesOfMapScan(t *testing.T) {
 	}
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// The rows' columns that were given; the others are null.
+	for r, given := range [][]string{{"id", "n"}, {"id", "n", "s", "l", "m", "bl", "de", "vi"}} {
+		for name := range want[r+1] {
+			if !slices.Contains(given, name) {
+				want[r+1][name] = nil
+			}
+		}
 	}
 	if len(want) != 3 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("scanRows gave\n%#v\nMapScan gives\n%#v", got, want)
@@ -112,4 +122,57 @@ func TestIntegrationDenseReadAllocatesLessThanMapScan(t *testing.T) {
 		t.Errorf("scanRows made %.0f allocations for %d rows, MapScan %.0f: want at most 3/4 of MapScan's", mine, rows, theirs)
 	}
 	t.Logf("allocations per row: scanRows %.1f, MapScan %.1f", mine/rows, theirs/rows)
+}
+
+// TestIntegrationScanRowsKeepsEachRowsBlob guards against a blob destination reused for a whole page: the
+// driver appends a blob into the slice its destination holds, so rows with blobs one after the other (no
+// null between them) read back as the last row's bytes cut to each length. Every row must keep its own
+// blob, an empty blob must stay apart from a null, and changing one row's blob must not change another's.
+func TestIntegrationScanRowsKeepsEachRowsBlob(t *testing.T) {
+	hosts := testenv.Cassandra(t)
+	ks := testenv.Keyspace(t, hosts)
+	s := testenv.Session(t, hosts, ks)
+	if err := s.Query(`CREATE TABLE blobs (id text, n int, bl blob, lb list<blob>, PRIMARY KEY (id, n))`).Exec(); err != nil {
+		t.Fatal(err)
+	}
+	long := make([]byte, 3000)
+	for i := range long {
+		long[i] = byte(i)
+	}
+	want := [][]byte{{0xca, 0xfe, 0x01}, {0xbe, 0xef}, {0x00, 0x11, 0x22}, {}, nil, long, {0x7f}}
+	for n, b := range want {
+		// A collection cannot hold a null: a null row's list holds an empty blob.
+		if err := s.Query(`INSERT INTO blobs (id, n, bl, lb) VALUES ('e', ?, ?, ?)`, n, b, [][]byte{append([]byte{}, b...), {byte(n)}}).Exec(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	iter := s.Query(`SELECT n, bl, lb FROM blobs WHERE id = 'e'`).PageSize(len(want)).Iter()
+	rows := scanRows(iter, []string{"id"})
+	if err := iter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(rows), len(want))
+	}
+	for n, row := range rows {
+		got, _ := row["bl"].([]byte)
+		if !bytes.Equal(got, want[n]) || (got == nil) != (want[n] == nil) {
+			t.Errorf("row %d: blob %.16x (nil %v), want %.16x (nil %v)", n, got, got == nil, want[n], want[n] == nil)
+		}
+		// An empty element is an empty blob, not a nil one (which the JSON format would print as null).
+		if lb, _ := row["lb"].([][]byte); len(lb) != 2 || lb[0] == nil || !bytes.Equal(lb[0], want[n]) || !bytes.Equal(lb[1], []byte{byte(n)}) {
+			t.Errorf("row %d: list<blob> %#v, want [%x %x]", n, lb, want[n], []byte{byte(n)})
+		}
+	}
+	// Writing into a row's blob, up to its capacity, changes no other row.
+	b := rows[1]["bl"].([]byte)
+	b = b[:cap(b)]
+	for i := range b {
+		b[i] = 0xff
+	}
+	for n, row := range rows {
+		if b, _ := row["bl"].([]byte); n != 1 && !bytes.Equal(b, want[n]) {
+			t.Errorf("row %d: blob %.16x after row 1's was written over, want %.16x", n, row["bl"], want[n])
+		}
+	}
 }

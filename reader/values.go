@@ -25,7 +25,7 @@ import (
 //	int, smallint, tinyint      int, int16, int8   decimal
 //	bigint                      int64       decimal
 //	varint                      *big.Int    decimal
-//	float, double               float32, float64   shortest decimal that round-trips
+//	float, double               float32, float64   shortest decimal that round-trips; NaN, Infinity, -Infinity
 //	decimal                     *inf.Dec    decimal
 //	boolean                     bool        true, false
 //	timestamp                   time.Time   RFC 3339 (milliseconds are what Cassandra keeps)
@@ -151,9 +151,9 @@ func FormatValue(typ string, v any) (string, error) {
 	case *big.Int:
 		return x.String(), nil
 	case float32:
-		return strconv.FormatFloat(float64(x), 'g', -1, 32), nil
+		return formatFloat(float64(x), 32), nil
 	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64), nil
+		return formatFloat(x, 64), nil
 	case *inf.Dec:
 		return x.String(), nil
 	case bool:
@@ -171,6 +171,18 @@ func FormatValue(typ string, v any) (string, error) {
 		return x.String(), nil
 	}
 	return "", fmt.Errorf("a %T value of type %s has no text form", v, typ)
+}
+
+// formatFloat is the shortest decimal that reads back as x, or NaN, Infinity, -Infinity: the names
+// JavaScript, Jackson and cqlsh's CQL literals use, which strconv.ParseFloat reads too.
+func formatFloat(x float64, bits int) string {
+	switch {
+	case math.IsInf(x, 1):
+		return "Infinity"
+	case math.IsInf(x, -1):
+		return "-Infinity"
+	}
+	return strconv.FormatFloat(x, 'g', -1, bits) // NaN as NaN
 }
 
 // normType folds the aliases of a CQL type name.

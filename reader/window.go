@@ -3,15 +3,13 @@ package reader
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
-// WindowRow is one row of a Window: its cells, with a null cell left out of Values (unlike Read,
-// whose rows hold a null scalar as its zero value), and the event bucket it was read from.
+// WindowRow is one row of a Window: its cells (a null cell nil) and the event bucket it was read from.
 type WindowRow struct {
 	Values      map[string]any
 	EventBucket int
@@ -46,7 +44,7 @@ func (r *Reader) Window(ctx context.Context, id []any, from, to time.Time) ([]Wi
 		for _, p := range b.Partitions {
 			parts++
 			stmt, args := r.statement(b, p, false, e, nil)
-			rows, err := r.readNullable(ctx, stmt, args)
+			rows, err := r.readAll(ctx, stmt, args)
 			if err != nil && !isMissingTable(err) {
 				return nil, parts, fmt.Errorf("reading %s.%s (event bucket %d): %w", r.table.Keyspace, p.Table, p.EventBucket, err)
 			}
@@ -64,9 +62,8 @@ func (r *Reader) Window(ctx context.Context, id []any, from, to time.Time) ([]Wi
 	return out, parts, nil
 }
 
-// readNullable runs a SELECT and scans each cell through a pointer to a pointer, so a null cell
-// stays nil and is left out of the row.
-func (r *Reader) readNullable(ctx context.Context, stmt string, args []any) ([]map[string]any, error) {
+// readAll runs a SELECT and returns all its rows, a null cell nil.
+func (r *Reader) readAll(ctx context.Context, stmt string, args []any) ([]map[string]any, error) {
 	q := r.gs.Query(stmt, args...).PageSize(r.cfg.FetchSize)
 	if r.cons != 0 {
 		q = q.Consistency(r.cons)
@@ -74,33 +71,12 @@ func (r *Reader) readNullable(ctx context.Context, stmt string, args []any) ([]m
 	if r.cfg.Observer != nil {
 		q = q.Observer(r.cfg.Observer)
 	}
-	return ScanNullable(q.IterContext(ctx))
+	return ScanAll(q.IterContext(ctx))
 }
 
-// ScanNullable scans every row of iter through a pointer to a pointer per cell, so a null cell stays
-// nil and is left out of the row's map (the driver's own scans give a null scalar as its zero
-// value), and closes iter.
-func ScanNullable(iter *gocql.Iter) ([]map[string]any, error) {
-	dst, err := iter.RowData()
-	if err != nil {
-		return nil, iter.Close()
-	}
-	ptrs := make([]reflect.Value, len(dst.Values))
-	scan := make([]any, len(dst.Values))
-	for i, v := range dst.Values {
-		ptrs[i] = reflect.New(reflect.TypeOf(v)) // **T for the driver's *T
-		scan[i] = ptrs[i].Interface()
-	}
-	var out []map[string]any
-	for iter.Scan(scan...) {
-		row := make(map[string]any, len(scan))
-		for i, name := range dst.Columns {
-			if p := ptrs[i].Elem(); !p.IsNil() {
-				row[name] = p.Elem().Interface()
-				p.Set(reflect.Zero(p.Type())) // a new value for the next row
-			}
-		}
-		out = append(out, row)
-	}
-	return out, iter.Close()
+// ScanAll returns every row of iter as the reader scans them (a null cell nil, never its type's zero
+// value) and closes iter.
+func ScanAll(iter *gocql.Iter) ([]map[string]any, error) {
+	rows := scanRows(iter, nil)
+	return rows, iter.Close()
 }

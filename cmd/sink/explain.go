@@ -53,7 +53,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "explains a record with a null value: what the topic's on_tombstone makes of it (a DELETE of the")
 		fmt.Fprintln(stderr, "entity --key names, with its write timestamp; a skip; or a dead letter). --key-hex takes the key's")
 		fmt.Fprintln(stderr, "raw bytes, for a key in the wire format (key_codec avro, protobuf or json_schema), whose writer")
-		fmt.Fprintln(stderr, "schema is fetched from the registry.")
+		fmt.Fprintln(stderr, "schema is fetched from the registry. --schema-file (with --reference for what it references) gives")
+		fmt.Fprintln(stderr, "that writer schema from files instead, for every schema id the record names: no registry is asked.")
 		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be")
 		fmt.Fprintln(stderr, "read; 2 usage error; 3 invalid configuration.")
 		fmt.Fprintln(stderr, "\nFlags:")
@@ -72,6 +73,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	partition := fs.Int("partition", 0, "the Kafka partition")
 	offset := fs.Int64("offset", 0, "the Kafka offset")
 	offline := fs.Bool("offline", false, "do not read the routing records of a split topic from Cassandra")
+	schemaFiles := addSchemaFileFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -180,10 +182,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	// One look at one record: the registry's 404 is the answer to show, not a follower's lag to wait out.
 	cfg.SchemaRegistry.UnknownSchemaRetry = 0
-	m, err := mapper.New(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "sink explain: %v\n", err)
-		return exitConfig
+	m, code := explainMapper(cfg, schemaFiles, entries, stderr)
+	if m == nil {
+		return code
 	}
 	rec := mapper.Record{Topic: kafkaTopic, Partition: int32(*partition), Offset: *offset, Key: keyBytes, Value: value, Timestamp: ts}
 	if *fromKafka != "" {
@@ -191,7 +192,10 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "sink explain: --from-kafka reads %s, but --topic %s reads %s\n", from.topic, *topic, kafkaTopic)
 			return exitUsage
 		}
-		if rec, err = fetchRecord(ctx, cfg, from); err != nil {
+		if err = probeRecord(ctx, cfg, from); err == nil {
+			rec, err = fetchRecord(ctx, cfg, from)
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "sink explain: --from-kafka: %v\n", err)
 			return exitFailure
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/bucketsink/sink/pipeline"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/split"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -233,7 +234,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Metrics: metrics,
 		Logger:  log,
 		Slices:  cassandra.NewSliceMaker(session, cfg),
-		Splits:  pipeline.SplitsOf(cassandra.NewSplitStores(session, cfg.Cassandra)),
+		Splits:  split.StoreOf(cassandra.NewSplitStores(session, cfg.Cassandra)),
 		Ping:    func(ctx context.Context) error { return session.Probe(ctx, probes) },
 	})
 	if err != nil {

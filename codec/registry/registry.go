@@ -302,6 +302,9 @@ func classify(err error, what string, notFound error) error {
 		}
 		return fmt.Errorf("%s: %w (%w)", what, notFound, codec.ErrUnknownSchema)
 	}
+	if re != nil {
+		err = responseError{re}
+	}
 	return &codec.UnavailableError{Err: fmt.Errorf("%s: %w", what, err)}
 }
 

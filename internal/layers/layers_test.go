@@ -216,3 +216,31 @@ func TestOnlyCommandsAndHarnessesImportThePipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineRoomsImportDownwards: inside the pipeline's tree every import runs down a fixed order of
+// floors, so none runs back up and no two rooms lean on each other. The root wires every room and is the
+// only one that reaches the routing table's storage (cassandra, routing, schema, packed) through
+// pipeline/split alone; a room that needs the partition reaches it through an interface the partition
+// implements (writestage.Owner, dlsend.Partition, split.Worker), never by importing the root.
+func TestPipelineRoomsImportDownwards(t *testing.T) {
+	// The pipeline packages each room may import; a room not listed imports none.
+	rooms := map[string][]string{
+		"pipeline/budget":     {"pipeline/offsets"},
+		"pipeline/deadletter": {"pipeline/consumer"},
+		"pipeline/writestage": {"pipeline/consumer", "pipeline/deadletter", "pipeline/metrics", "pipeline/offsets"},
+		"pipeline/dlsend":     {"pipeline/deadletter", "pipeline/metrics"},
+		"pipeline/split":      {"pipeline/metrics", "pipeline/writestage"},
+	}
+	g := graph(t)
+	for name := range g {
+		if name == "pipeline" || !within(name, "pipeline") {
+			continue
+		}
+		allowed := rooms[name]
+		importsOnly(t, name, func(imp string) bool { return !within(imp, "pipeline") || slices.Contains(allowed, imp) },
+			"inside pipeline/ a room imports only the rooms below it")
+	}
+	importsOnly(t, "pipeline", func(imp string) bool {
+		return imp != "cassandra" && imp != "routing" && imp != "schema" && imp != "packed"
+	}, "the pipeline root reaches the routing table only through pipeline/split")
+}

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,9 +129,7 @@ func (r *PrivateRegistry) Stop() error { return stackRegistry("stop", r.name) }
 func (r *PrivateRegistry) Start() error { return stackRegistry("start", r.name, strconv.Itoa(r.port)) }
 
 func stackRegistry(args ...string) error {
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "stack")
-	cmd := exec.Command(script, append([]string{"registry"}, args...)...)
+	cmd := exec.Command(repoScript("stack"), append([]string{"registry"}, args...)...)
 	cmd.Env = os.Environ()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("scripts/stack registry %s: %w\n%s", strings.Join(args, " "), err, out)

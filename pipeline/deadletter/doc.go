@@ -5,8 +5,8 @@
 // options (ProducerOptions), the start-up check that every dead-letter topic exists
 // (CheckDeadLetterTopics), and the re-read of refused rows' source records (Reread).
 //
-// Sending, with its retries and acknowledgements, is the partition's dead-letter sender in package
-// pipeline (dlsender.go).
+// Sending, with its retries and acknowledgements, is the partition's dead-letter sender, package
+// pipeline/dlsend.
 //
 // Concurrency: the builders are pure functions. CheckDeadLetterTopics and Reread make and close a
 // Kafka client of their own per call and may run from any goroutine.

@@ -71,7 +71,7 @@ type Config struct {
 	// partitions that share a coordinator; *cassandra.Writer.Group); nil sends each batch alone.
 	Group func([]*batcher.Batch) []*batcher.Batch
 	// JoinMax is the most partitions Group joins into one request (writer.group_max_partitions): with a
-	// Group, a slot taken for due batches tops the oldest of them up to that many (see Run).
+	// Group, a slot taken for due batches tops the oldest of them up to that many (see slotPolicy).
 	JoinMax int
 	// Slices creates a missing slice table for topics with bucket.missing_slice: create; nil: such rows
 	// wait, retried with backoff, until the table exists.
@@ -106,35 +106,26 @@ type Msg struct {
 	flush chan struct{} // non-nil: take every open batch out of the batcher, then close it
 }
 
-// Stage owns the batcher. One goroutine feeds it from a bounded channel and hands batches to writer
-// goroutines, at most maxInFlight at a time: full batches as soon as a slot is free, due ones (linger
-// passed, on a single reused timer) likewise. While every slot is taken, due batches stay in the batcher
+// Stage writes the workers' rows. One goroutine feeds its batcher (held by the slot policy) from a bounded
+// channel and hands batches to writer goroutines, at most maxInFlight at a time: full batches as soon as
+// a slot is free, due ones (linger passed, on a single reused timer) likewise. While every slot is taken, due batches stay in the batcher
 // and keep growing, so under load batches fill up instead of going out small: the batch size adapts to
 // what Cassandra absorbs. The stage keeps taking rows meanwhile; memory stays bounded by the byte budget,
 // at which the poll loop stops polling. Workers block only when the channel is full, never the poll loop.
 type Stage struct {
-	cfg    Config
-	in     chan Msg
-	b      *batcher.Batcher
-	owners map[offsets.TopicPartition]Owner // the assignment each buffered row belongs to; see take
-	ready  []readyBatch                     // out of the batcher, waiting for a slot, oldest first
-	// held are the requests of a due take beyond its first (Group made more than one of them): partial
-	// batches, so they wait for a slot on the terms due batches do, oldest first, ahead of later ones.
-	held     []readyBatch
-	starving bool // the last request of a starve take waits in ready
-	due      bool // the timer fired: due batches wait for a slot
-	slots    chan struct{}
-	// partial is how many writes may be in flight for a batch that is not full to be sent: above it,
-	// partial batches keep filling until a write finishes (freed) or they are overdue.
-	partial int
-	freed   chan struct{}   // a write finished and gave its slot back
-	jobs    chan readyBatch // batches for the writer goroutines, one per slot taken
-	wg      sync.WaitGroup  // writer goroutines
-	ctx     context.Context // canceled at hard stop: in-flight writes give up
-	done    chan struct{}   // closed when run returns
+	cfg Config
+	in  chan Msg
+	// pol owns the batcher and the requests waiting for a slot, and decides which goes next (Run's alone).
+	pol   *slotPolicy
+	slots chan struct{}
+	freed chan struct{}   // a write finished and gave its slot back
+	jobs  chan readyBatch // batches for the writer goroutines, one per slot taken
+	wg    sync.WaitGroup  // writer goroutines
+	ctx   context.Context // canceled at hard stop: in-flight writes give up
+	done  chan struct{}   // closed when run returns
 
 	gatesMu sync.Mutex
-	gates   map[string]*tableGate // by keyspace.table, while batches of the table are retried
+	gates   map[string]*gateEntry // by keyspace.table, while batches of the table are retried
 
 	batched, acknowledged prometheus.Observer // sink_stage_seconds of the stages the stage sees
 	// counters holds the written-rows counters (*entryCounters) of each Target's entry, by Target (a
@@ -162,51 +153,31 @@ func (s *Stage) countersOf(t *batcher.Target) *entryCounters {
 	return c.(*entryCounters)
 }
 
-// readyBatch is a batch with the assignment of each of its rows, resolved when it left the batcher.
-type readyBatch struct {
-	b      *batcher.Batch
-	owners []Owner
-	// retried: the batch was given back unwritten and waits on its table's gate; probe: it is the one
-	// batch of its table sent to find out whether the table works again (tableGate).
-	retried, probe bool
-	// starved: the last request of a starve take (see Run); the next such take waits until it is sent.
-	starved bool
-	taken   time.Time // when it left the batcher
-}
-
-// overdue is how long past its linger a batch may wait for a slot while full batches keep taking them.
-const overdue = 100 * time.Millisecond
-
-// starve bounds how long past its linger a row may be held while the byte budget is full: the oldest
-// batch then goes next, behind the full batches already waiting for a slot. Picking by rows × age makes
-// a sparse partition wait longer than arrival order would, and the commit watermark waits with it; every
-// record behind the watermark keeps its tracker entry charged to the budget, so a long hold also shrinks
-// what the batches can hold.
-const starve = 3 * time.Second
-
 // New returns a stage for cfg; start it with Run. ctx is canceled at hard stop: in-flight writes give up.
 func New(ctx context.Context, cfg Config) *Stage {
 	maxInFlight := cfg.MaxInFlight
-	return &Stage{
-		cfg:     cfg,
-		in:      make(chan Msg, 2*maxInFlight),
-		b:       batcher.New(cfg.Batcher),
-		owners:  make(map[offsets.TopicPartition]Owner),
-		slots:   make(chan struct{}, maxInFlight),
-		jobs:    make(chan readyBatch, maxInFlight),
-		partial: max(1, maxInFlight/2),
-		freed:   make(chan struct{}, 1),
-		ctx:     ctx,
-		done:    make(chan struct{}),
-		gates:   make(map[string]*tableGate),
+	s := &Stage{
+		cfg:   cfg,
+		in:    make(chan Msg, 2*maxInFlight),
+		pol:   newSlotPolicy(cfg.Batcher, maxInFlight, cfg.Group, cfg.JoinMax),
+		slots: make(chan struct{}, maxInFlight),
+		jobs:  make(chan readyBatch, maxInFlight),
+		freed: make(chan struct{}, 1),
+		ctx:   ctx,
+		done:  make(chan struct{}),
+		gates: make(map[string]*gateEntry),
 
 		batched:      cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageBatched),
 		acknowledged: cfg.Metrics.StageSeconds.WithLabelValues(metrics.StageAcknowledged),
 	}
+	s.pol.taken = func(waited time.Duration) { s.batched.Observe(waited.Seconds()) }
+	return s
 }
 
 // Run is the stage's goroutine. When in is closed it writes out what it holds and returns; when ctx ends
-// it returns at once, leaving what it holds unwritten (and unacknowledged).
+// it returns at once, leaving what it holds unwritten (and unacknowledged). It moves data only: rows into
+// the policy, batches the policy picks onto the slots it offers to take, and the timer to when the
+// policy says; every decision is the policy's (slotPolicy).
 func (s *Stage) Run() {
 	defer close(s.done)
 	// maxInFlight writer goroutines for the stage's life: a batch taken a slot for goes to one of them.
@@ -221,22 +192,15 @@ func (s *Stage) Run() {
 	timer.Stop()
 	var armed time.Time // the deadline the timer is set for; zero when stopped
 	in := s.in
+	pol := s.pol
 	for {
-		if in == nil && len(s.ready) == 0 && len(s.held) == 0 {
+		if in == nil && pol.empty() {
 			return // closed and everything handed to writers
 		}
-		// Offer to take a slot only with something to send: a full (or flushed) batch, or due batches
-		// when few writes are in flight or they have waited long enough.
 		var slot chan struct{}
-		holdPartial := false
-		if len(s.ready) > 0 {
+		take, holdPartial := pol.offer(s.cfg.Now(), len(s.slots))
+		if take {
 			slot = s.slots
-		} else if s.due || len(s.held) > 0 {
-			if now := s.cfg.Now(); len(s.slots) < s.partial || s.overdue(now) || s.heldOverdue(now) {
-				slot = s.slots
-			} else {
-				holdPartial = true
-			}
 		}
 		select {
 		case <-s.ctx.Done():
@@ -245,227 +209,36 @@ func (s *Stage) Run() {
 		case <-s.freed:
 			// A slot came back: look again at what may be sent.
 		case m, ok := <-in:
-			if !ok {
+			switch {
+			case !ok:
 				in = nil
-				s.flushAll()
-				break
-			}
-			if m.flush != nil {
-				s.flushAll()
+				pol.flushAll(s.cfg.Now())
+			case m.flush != nil:
+				pol.flushAll(s.cfg.Now())
 				close(m.flush)
-				break
+			default:
+				pol.add(m.Owner, m.Rows, s.cfg.Now())
+				consumer.PutHandOff(m.Rows)
 			}
-			s.add(m)
 		case <-timer.C:
 			armed = time.Time{}
-			s.due = true
+			pol.timerFired()
 		case slot <- struct{}{}:
-			now := s.cfg.Now()
-			if len(s.ready) == 0 && len(s.held) > 0 {
-				// The requests an earlier due take left are older than anything the batcher holds.
-				s.ready = append(s.ready, s.popHeld())
-			} else if len(s.held) > 0 && !s.starving && now.Sub(s.held[0].taken) > starve {
-				// A held request past the starve bound goes behind the full batches waiting, as a
-				// starved batch does: held requests are served only when no full batch waits, which a
-				// steady stream of them (a hot partition) never allows.
-				rb := s.popHeld()
-				rb.starved = true
-				s.ready = append(s.ready, rb)
-				s.starving = true
-			} else if next, ok := s.b.NextDue(); ok && !next.After(now) {
-				switch {
-				case now.Sub(next) > starve && !s.starving:
-					// The oldest batch goes next, before any other partial batch; full batches already
-					// waiting for a slot stay ahead of it (they are as old, and they carry the most rows).
-					// The next due batches go with it, joined, as for due batches below: what starves is
-					// mostly cold partitions of a row or two, and sent one request each they were a third
-					// of a backlog's requests for 3% of its rows (TestBacklogStarvedPartitionsShareRequests).
-					// One such request waits at a time: in a long backlog the oldest batch is past the
-					// bound all the time, and a take on every slot, full batches waiting or not, took
-					// batches out to wait in the queue instead of filling (TestStarvedRequestsWaitOneAtATime).
-					// Every request of the take goes behind the full batches, none held: held, the ones
-					// Group could not join into the first would wait until no full batch does.
-					s.take(s.joinDue([]*batcher.Batch{s.b.Oldest()}, now)...)
-					s.ready[len(s.ready)-1].starved = true // the take waits until its last request goes
-					s.starving = true
-				case len(s.ready) > 0:
-					// Full batches are the best use of a slot.
-				case len(s.slots) <= s.partial || !s.cfg.BudgetFull():
-					// The oldest due batches (those whose rows arrived together) and, while they are fewer
-					// than a request may join, the next due batches up to that many: one request's worth,
-					// joined into as few requests as their coordinators allow (a request of ten small
-					// partitions costs Cassandra far less than ten requests). The other due batches keep
-					// filling while this slot is busy, and wait for the next slot the rules above give.
-					// When Group makes several requests of them (their coordinators differ, or they exceed
-					// what one request may carry), this slot takes the first and the others are held:
-					// they are partial too, so they take slots only as due batches may, and at most half
-					// the slots carry partial batches whatever the ring.
-					s.takeFirstHoldRest(s.joinDue(s.b.Due(next), now))
-				default:
-					// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra
-					// slower than the input) and holds all it may. Send the batch that carries the most
-					// rows for the wait (see batcher.Pick); every request then does more, and the backlog
-					// drains sooner. Below the budget, arrival order keeps latency low.
-					if bt := s.b.Pick(now); bt != nil {
-						s.take(bt)
-					}
-				}
-			}
-			s.due = false
-			if len(s.ready) == 0 {
+			if rb, ok := pol.next(s.cfg.Now(), len(s.slots), s.cfg.BudgetFull()); ok {
+				s.start(rb)
+			} else {
 				<-s.slots // nothing to send after all
-				break
 			}
-			rb := s.ready[0]
-			s.ready[0] = readyBatch{}
-			s.ready = s.ready[1:]
-			if rb.starved {
-				s.starving = false
+		}
+		s.cfg.Metrics.OpenBatchRows.Set(float64(pol.b.Rows()))
+		if at, change := pol.wake(holdPartial, armed); change {
+			if at.IsZero() {
+				timer.Stop()
+			} else {
+				timer.Reset(max(at.Sub(s.cfg.Now()), 0))
 			}
-			s.start(rb)
+			armed = at
 		}
-		s.cfg.Metrics.OpenBatchRows.Set(float64(s.b.Rows()))
-		// Held requests wait for a slot while many writes are in flight: wake up when the oldest is
-		// overdue. Armed whenever one is held, also on the pass that held it (a slot was offered there),
-		// or nothing but a finished write or a new message would wake the stage for it.
-		var heldWake time.Time
-		if len(s.held) > 0 {
-			heldWake = s.held[0].taken.Add(overdue)
-		}
-		if s.due {
-			if holdPartial && armed.IsZero() {
-				// Held back while many writes are in flight: wake up when the oldest becomes overdue.
-				wake := heldWake
-				if next, ok := s.b.NextDue(); ok && (wake.IsZero() || next.Add(overdue).Before(wake)) {
-					wake = next.Add(overdue)
-				}
-				if !wake.IsZero() {
-					timer.Reset(max(wake.Sub(s.cfg.Now()), 0))
-					armed = wake
-				}
-			}
-			continue // otherwise the timer's work waits for a slot; no need to set it again
-		}
-		next, ok := s.b.NextDue()
-		if !heldWake.IsZero() && (!ok || heldWake.Before(next)) {
-			next, ok = heldWake, true
-		}
-		switch {
-		case !ok && !armed.IsZero():
-			timer.Stop()
-			armed = time.Time{}
-		case ok && !next.Equal(armed):
-			timer.Reset(max(next.Sub(s.cfg.Now()), 0))
-			armed = next
-		}
-	}
-}
-
-// overdue reports whether the oldest open batch has waited past its linger by overdue or more: the timer
-// set for that moment finds it overdue. With a strict comparison a timer that fired exactly then found it
-// not overdue, and was set again for that same moment, at once: the stage spun until the clock moved on
-// (under testing/synctest it never does).
-func (s *Stage) overdue(now time.Time) bool {
-	next, ok := s.b.NextDue()
-	return ok && now.Sub(next) >= overdue
-}
-
-// heldOverdue reports whether the oldest held request has waited for a slot overdue or more since it
-// left the batcher (it was due then), as overdue does for open batches.
-func (s *Stage) heldOverdue(now time.Time) bool {
-	return len(s.held) > 0 && now.Sub(s.held[0].taken) >= overdue
-}
-
-// joinDue returns the requests of due batches bs (the oldest open ones). With a Group, bs is topped up
-// with the next due batches to what one request may join (Config.JoinMax) and joined; without one,
-// each batch is a request of its own.
-func (s *Stage) joinDue(bs []*batcher.Batch, now time.Time) []*batcher.Batch {
-	if s.cfg.Group == nil {
-		return bs
-	}
-	if len(bs) < s.cfg.JoinMax {
-		bs = append(bs, s.b.DueN(now, s.cfg.JoinMax-len(bs))...)
-	}
-	return s.group(bs)
-}
-
-// takeFirstHoldRest takes the requests rs of a due take for the slot just taken: with a Group, the first
-// goes on this slot and the others are held (see Stage.held); without one, all are ready, as before
-// requests were joined.
-func (s *Stage) takeFirstHoldRest(rs []*batcher.Batch) {
-	if s.cfg.Group == nil || len(rs) <= 1 {
-		s.take(rs...)
-		return
-	}
-	s.take(rs[0])
-	n := len(s.ready)
-	s.take(rs[1:]...)
-	s.held = append(s.held, s.ready[n:]...)
-	clear(s.ready[n:])
-	s.ready = s.ready[:n]
-}
-
-// popHeld removes and returns the oldest held request.
-func (s *Stage) popHeld() readyBatch {
-	rb := s.held[0]
-	s.held[0] = readyBatch{}
-	s.held = s.held[1:]
-	return rb
-}
-
-// add puts a message's rows into the batcher; batches that fill up become ready.
-func (s *Stage) add(m Msg) {
-	// Rows are mapped back to their assignment by partition when a batch leaves the batcher, so the
-	// batcher must never hold rows of two assignments of one partition. A revoke flushes before the
-	// partition can be assigned again; a lost partition does not, so a new assignment's first rows flush
-	// out whatever the old one left.
-	if old, ok := s.owners[m.Owner.TopicPartition()]; ok && old != m.Owner {
-		s.flushAll()
-	}
-	s.owners[m.Owner.TopicPartition()] = m.Owner
-	now := s.cfg.Now()
-	for i := range m.Rows {
-		s.take(s.b.Add(&m.Rows[i], now)...)
-	}
-	consumer.PutHandOff(m.Rows)
-}
-
-// flushAll takes every open batch out of the batcher. The batcher is then empty, so no row needs an owner
-// resolved any more: forgetting them all keeps a revoked partition (its tracker, its queue) from staying
-// reachable from the stage until another assignment of the same partition replaces it.
-func (s *Stage) flushAll() {
-	s.ready = append(s.ready, s.held...) // a flush sends everything: held requests wait no more
-	clear(s.held)
-	s.held = s.held[:0]
-	s.take(s.group(s.b.Flush())...)
-	clear(s.owners)
-}
-
-// group joins batches taken out of the batcher together into fewer requests, when the stage has a Group.
-func (s *Stage) group(bs []*batcher.Batch) []*batcher.Batch {
-	if s.cfg.Group == nil {
-		return bs
-	}
-	return s.cfg.Group(bs)
-}
-
-// take moves batches out of the batcher into the ready queue, resolving the owner of every row now, while
-// the batcher holds only rows of current assignments.
-func (s *Stage) take(bs ...*batcher.Batch) {
-	for _, b := range bs {
-		owners := getOwners(len(b.Rows))
-		var last Owner
-		tp := offsets.TopicPartition{Topic: b.Target.Topic} // every row of a batch is of its Target's topic
-		for i := range b.Rows {
-			if p := b.Rows[i].Partition; last == nil || tp.Partition != p {
-				tp.Partition = p
-				last = s.owners[tp]
-			}
-			owners[i] = last
-		}
-		now := s.cfg.Now()
-		s.batched.Observe(max(now.Sub(b.First), 0).Seconds())
-		s.ready = append(s.ready, readyBatch{b: b, owners: owners, taken: now})
 	}
 }
 
@@ -756,4 +529,4 @@ func (s *Stage) RetryGates() int {
 }
 
 // Owners is the number of assignments the stage refers to; only meaningful once Done is closed.
-func (s *Stage) Owners() int { return len(s.owners) }
+func (s *Stage) Owners() int { return len(s.pol.owners) }

@@ -43,7 +43,8 @@ func goldenPages() map[string]reader.Page {
 
 // TestEveryFormatPrintsTheBytesOfTheWholePage: printed a row at a time, each golden page is the bytes
 // `sink query` printed when it formatted the whole page at once (testdata was written by that code, the
-// last before rows were streamed); the table's golden pages hold at most TableBlock rows..
+// last before rows were streamed; since then a collection prints as JSON in the table and CSV, and the
+// table quotes a cell with a line break); the table's golden pages hold at most TableBlock rows.
 func TestEveryFormatPrintsTheBytesOfTheWholePage(t *testing.T) {
 	for name, page := range goldenPages() {
 		for _, format := range Formats {

@@ -11,8 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
+	"reflect"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"gopkg.in/inf.v0"
 
@@ -110,7 +115,7 @@ func newTable(w io.Writer, cols []schema.Column) *table {
 }
 
 func (t *table) row(row reader.Row) error {
-	t.cell = appendCells(t.cell[:0], t.cols, row)
+	t.cell = appendCells(t.cell[:0], t.cols, row, true)
 	t.line = t.line[:0]
 	for i, c := range t.cell {
 		if i > 0 {
@@ -143,7 +148,7 @@ func (c *csvRows) row(row reader.Row) error {
 	if err := c.writeHeader(); err != nil {
 		return err
 	}
-	c.cell = appendCells(c.cell[:0], c.cols, row)
+	c.cell = appendCells(c.cell[:0], c.cols, row, false)
 	return c.w.Write(c.cell)
 }
 
@@ -195,10 +200,7 @@ type jsonRow struct {
 func (j *jsonDoc) row(row reader.Row) error {
 	vals := make(map[string]any, len(row.Values))
 	for k, v := range row.Values {
-		if d, ok := v.(*inf.Dec); ok {
-			v = json.Number(d.String())
-		}
-		vals[k] = v
+		vals[k] = jsonValue(v)
 	}
 	b, err := json.MarshalIndent(jsonRow{Values: vals,
 		Partition: jsonPartition{Table: row.Partition.Table, Bucket: row.Partition.Bucket, EventBucket: row.Partition.EventBucket}}, "    ", "  ")
@@ -239,19 +241,186 @@ func (j *jsonDoc) end(page reader.Page) error {
 // flush has nothing to do: the rows are written as they come, and the document stays unclosed.
 func (j *jsonDoc) flush() error { return nil }
 
-// appendCells appends the text forms of a row's values to out, in column order; null is empty.
-func appendCells(out []string, cols []schema.Column, row reader.Row) []string {
+// appendCells appends the text forms of a row's values to out, in column order: a scalar's as
+// reader.FormatValue gives it, a collection as JSON (see collectionText); null is empty. For the table
+// (quote set), a cell that would not read back from an aligned line is quoted (see tableCell).
+func appendCells(out []string, cols []schema.Column, row reader.Row, quote bool) []string {
 	for _, c := range cols {
 		v := row.Values[c.Name]
-		if v == nil {
+		if isNull(v) {
 			out = append(out, "")
 			continue
 		}
 		s, err := reader.FormatValue(c.Type, v)
 		if err != nil {
-			s = fmt.Sprint(v) // collections
+			s = collectionText(c.Type, v)
+		}
+		if quote {
+			s = tableCell(s)
 		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// isNull reports whether v is a null: nil, or a nil decimal or varint.
+func isNull(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case *inf.Dec:
+		return x == nil
+	case *big.Int:
+		return x == nil
+	}
+	return false
+}
+
+// tableCell is s as an aligned table shows it: as is, unless it holds a control character (a tab or a
+// line break would break the alignment), begins or ends with a space (the padding would hide it) or
+// begins with a double quote; then Go-quoted, as strconv.Quote writes it.
+func tableCell(s string) string {
+	if s == "" {
+		return s
+	}
+	if s[0] == ' ' || s[0] == '"' || s[len(s)-1] == ' ' || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// collectionText is a collection cell of the table and CSV formats: a list or set as a JSON array, a map
+// as a JSON object, each element in its text form (reader.FormatValue) as a JSON number or boolean for
+// the number types and boolean (NaN and the infinities as strings), a JSON string for the others.
+func collectionText(typ string, v any) string {
+	elem := elemType(typ)
+	conv := func(e reflect.Value) any {
+		x := e.Interface()
+		s, err := reader.FormatValue(elem, x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		switch f := x.(type) {
+		case float32:
+			if nonFinite(float64(f)) != "" {
+				return s
+			}
+			return json.Number(s)
+		case float64:
+			if nonFinite(f) != "" {
+				return s
+			}
+			return json.Number(s)
+		case int, int8, int16, int32, int64, *big.Int, *inf.Dec:
+			return json.Number(s)
+		case bool:
+			return f
+		}
+		return s
+	}
+	var doc any
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Array:
+		items := make([]any, rv.Len())
+		for i := range items {
+			items[i] = conv(rv.Index(i))
+		}
+		doc = items
+	case reflect.Map:
+		items := make(map[string]any, rv.Len())
+		for it := rv.MapRange(); it.Next(); {
+			items[fmt.Sprint(it.Key().Interface())] = conv(it.Value())
+		}
+		doc = items
+	default:
+		return fmt.Sprint(v)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// elemType is the type of the elements of a collection type: T of list<T> and set<T>, V of map<K, V>.
+func elemType(typ string) string {
+	_, inner, ok := strings.Cut(typ, "<")
+	if !ok {
+		return ""
+	}
+	inner = strings.TrimSuffix(strings.TrimSpace(inner), ">")
+	if _, v, ok := strings.Cut(inner, ","); ok {
+		return strings.TrimSpace(v)
+	}
+	return strings.TrimSpace(inner)
+}
+
+// jsonValue is v as the JSON format writes it: a decimal as a JSON number, a float's NaN and infinities
+// as the strings "NaN", "Infinity" and "-Infinity" (JSON has no such numbers; encoding/json refuses
+// them), inside collections too; the other values as encoding/json writes them.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case float64:
+		if s := nonFinite(x); s != "" {
+			return s
+		}
+		return x
+	case float32:
+		if s := nonFinite(float64(x)); s != "" {
+			return s
+		}
+		return x
+	case *inf.Dec:
+		if x == nil {
+			return nil
+		}
+		return json.Number(x.String())
+	case []float64:
+		return jsonSlice(x)
+	case []float32:
+		return jsonSlice(x)
+	case []*inf.Dec:
+		return jsonSlice(x)
+	case map[string]float64:
+		return jsonMap(x)
+	case map[string]float32:
+		return jsonMap(x)
+	case map[string]*inf.Dec:
+		return jsonMap(x)
+	}
+	return v
+}
+
+// nonFinite is the name of a NaN or an infinity; "" for a number JSON can hold.
+func nonFinite(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "NaN"
+	case math.IsInf(x, 1):
+		return "Infinity"
+	case math.IsInf(x, -1):
+		return "-Infinity"
+	}
+	return ""
+}
+
+func jsonSlice[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, e := range s {
+		out[i] = jsonValue(e)
+	}
+	return out
+}
+
+func jsonMap[T any](m map[string]T) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, e := range m {
+		out[k] = jsonValue(e)
 	}
 	return out
 }

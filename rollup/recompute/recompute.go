@@ -116,7 +116,7 @@ func (c *Recomputer) Recompute(ctx context.Context, name string, id []any, at ti
 }
 
 // finerRows reads the rows of rollup finer for the entity whose windows start in [start, end), in
-// ascending window order, with null cells left out; a window lies inside one bucket, so every finer
+// ascending window order (a null cell nil); a window lies inside one bucket, so every finer
 // window of the range is in one of the buckets the range enumerates.
 func (c *Recomputer) finerRows(ctx context.Context, finer schema.Rollup, id []any, start, end time.Time) ([]map[string]any, int, error) {
 	t := finer.Table
@@ -132,7 +132,7 @@ func (c *Recomputer) finerRows(ctx context.Context, finer schema.Rollup, id []an
 	var out []map[string]any
 	for _, p := range parts {
 		args := append(append([]any{}, id...), t.Policy.Value(p.Index), start, end)
-		rows, err := reader.ScanNullable(c.gs.Query(stmt, args...).Consistency(c.cons).IterContext(ctx))
+		rows, err := reader.ScanAll(c.gs.Query(stmt, args...).Consistency(c.cons).IterContext(ctx))
 		if err != nil {
 			return nil, len(parts), err
 		}

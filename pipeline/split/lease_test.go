@@ -1,4 +1,4 @@
-package pipeline
+package split
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 )
 
 // testLease is a session lease with the group timeouts given whose heartbeats answer as confirm does.
-func testLease(session, rebalance time.Duration, confirm func() (string, error)) *sessionLease {
-	return &sessionLease{
+func testLease(session, rebalance time.Duration, confirm func() (string, error)) *Lease {
+	return &Lease{
 		confirm: func(context.Context) (string, error) { return confirm() },
 		session: session, rebalance: rebalance,
 		retry: backoff.Policy{Initial: 100 * time.Millisecond, Max: time.Second},
@@ -43,13 +43,13 @@ func TestSessionLeaseConfirmsOncePerHalfLeaseAndHoldsBatchesWhenTheSessionIsGone
 			return "m1", nil
 		})
 		ownerCtx, lose := context.WithCancel(context.Background())
-		owners := []writestage.Owner{&partition{ctx: ownerCtx}}
+		owners := []writestage.Owner{owner{ctx: ownerCtx}}
 		holdAll := func(n int) {
 			t.Helper()
 			var wg sync.WaitGroup
 			for range n {
 				wg.Go(func() {
-					if _, err := l.hold(context.Background(), owners); err != nil {
+					if _, err := l.Hold(context.Background(), owners); err != nil {
 						t.Errorf("hold: %v", err)
 					}
 				})
@@ -82,7 +82,7 @@ func TestSessionLeaseConfirmsOncePerHalfLeaseAndHoldsBatchesWhenTheSessionIsGone
 		time.Sleep(5 * time.Second) // the lease has run out: a freeze, or heartbeats lost
 		done := make(chan error, 1)
 		go func() {
-			_, err := l.hold(context.Background(), owners)
+			_, err := l.Hold(context.Background(), owners)
 			done <- err
 		}()
 		time.Sleep(10 * time.Second)
@@ -97,8 +97,8 @@ func TestSessionLeaseConfirmsOncePerHalfLeaseAndHoldsBatchesWhenTheSessionIsGone
 		synctest.Wait()
 		select {
 		case err := <-done:
-			if !errors.Is(err, errPartitionsGone) {
-				t.Errorf("hold returned %v once the partition was lost, want errPartitionsGone", err)
+			if !errors.Is(err, ErrPartitionsGone) {
+				t.Errorf("hold returned %v once the partition was lost, want ErrPartitionsGone", err)
 			}
 		default:
 			t.Fatal("the batch still waits a second after its partition was lost")
@@ -119,8 +119,8 @@ func TestSessionLeaseOutlastsARebalanceUpToHalfItsTimeout(t *testing.T) {
 			}
 			return "m1", nil
 		})
-		owners := []writestage.Owner{&partition{ctx: context.Background()}}
-		if _, err := l.hold(context.Background(), owners); err != nil {
+		owners := []writestage.Owner{owner{ctx: context.Background()}}
+		if _, err := l.Hold(context.Background(), owners); err != nil {
 			t.Fatal(err)
 		}
 		rebalancing.Store(true)
@@ -128,7 +128,7 @@ func TestSessionLeaseOutlastsARebalanceUpToHalfItsTimeout(t *testing.T) {
 		var last time.Duration
 		for time.Since(start) < 10*time.Second {
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			_, err := l.hold(ctx, owners)
+			_, err := l.Hold(ctx, owners)
 			cancel()
 			if err != nil {
 				break
@@ -146,11 +146,20 @@ func TestSessionLeaseOutlastsARebalanceUpToHalfItsTimeout(t *testing.T) {
 // lease holds, so no heartbeat is sent.
 func BenchmarkSessionLeaseHold(b *testing.B) {
 	l := testLease(time.Hour, time.Hour, func() (string, error) { return "m1", nil })
-	owners := []writestage.Owner{&partition{ctx: context.Background()}}
+	owners := []writestage.Owner{owner{ctx: context.Background()}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := l.hold(context.Background(), owners); err != nil {
+		if _, err := l.Hold(context.Background(), owners); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
+
+// owner is an assignment of a Kafka partition that is ours while ctx is not done; the lease asks
+// nothing else of it.
+type owner struct {
+	writestage.Owner
+	ctx context.Context
+}
+
+func (o owner) Context() context.Context { return o.ctx }

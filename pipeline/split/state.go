@@ -1,169 +1,65 @@
-package pipeline
+package split
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/bucketsink/sink/batcher"
-	"github.com/bucketsink/sink/bucketer"
-	"github.com/bucketsink/sink/cassandra"
-	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/routing"
-	"github.com/bucketsink/sink/schema"
 )
 
-// SplitStore is the routing table of hot-entity splits (docs/DESIGN.md, "Hot entities split at
-// write time"); cassandra.SplitStores implements it over a session.
-type SplitStore interface {
-	Bucket(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]routing.Record, error)
-	Propose(ctx context.Context, keyspace string, rec routing.Record) (routing.Record, bool, error)
-	Newest(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int) (time.Time, error)
-	Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eb int, limit int64) (int64, error)
-	Adoptions(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]routing.Adoption, error)
-	Adopt(ctx context.Context, keyspace string, a routing.Adoption) (routing.Adoption, bool, error)
+// Worker is the partition worker a State routes for, the split room's one way into the pipeline: the
+// calls to the routing table are made through it, so that a failing one holds the partition (stuck,
+// retried with backoff) as any dependency of a record does, and every wait ends when the worker stops.
+type Worker interface {
+	// Retry runs op until it succeeds, with backoff, the partition stuck at offset meanwhile (what says
+	// what failed, in its log), or until the worker stops: it then returns the worker's stop error.
+	Retry(offset int64, what string, op func(ctx context.Context) error) error
+	// Sleep waits d, or returns the worker's stop error as soon as the worker stops.
+	Sleep(d time.Duration) error
+	// HighWatermark is the partition's high watermark as the last fetch reported it; false until one has.
+	HighWatermark() (int64, bool)
+	// WorkContext is canceled when the worker stops: a call made under it returns at once.
+	WorkContext() context.Context
 }
 
-// SplitsOf is the SplitStore of the routing tables of a session: it names the partitions of a
-// row's entity, which the cassandra package reads without knowing the mapper's rows.
-func SplitsOf(ss *cassandra.SplitStores) SplitStore { return cassandraSplits{ss} }
-
-type cassandraSplits struct{ *cassandra.SplitStores }
-
-func (c cassandraSplits) Newest(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int) (time.Time, error) {
-	e, err := routing.Partitions(t, row.Target.Table, row.Target.Columns, packed.Values(row.Packed))
-	if err != nil {
-		return time.Time{}, err
-	}
-	return c.SplitStores.Newest(ctx, keyspace, e, eventBuckets)
-}
-
-func (c cassandraSplits) Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eb int, limit int64) (int64, error) {
-	e, err := routing.Partitions(t, row.Target.Table, row.Target.Columns, packed.Values(row.Packed))
-	if err != nil {
-		return 0, err
-	}
-	return c.SplitStores.Count(ctx, keyspace, e, eb, limit)
-}
-
-// splitMapper is what a split topic needs of the mapper beyond Map: its routes and its table.
-type splitMapper interface {
-	Routes(name string) *routing.Routes
-	Table(name string) (schema.Table, bool)
-}
-
-// splitTopic is the immutable split policy of one topic, shared by its partitions' workers.
-type splitTopic struct {
-	label    string // the Kafka topic: the metrics' topic label, as everywhere
-	keyspace string
-	table    schema.Table
-	policy   *bucketer.Policy
-	routes   *routing.Routes
-	store    SplitStore
-	base     int   // the configured event buckets (generation 0)
-	max      int   // split.max_event_buckets
-	budget   int64 // partition_budget, bytes
-	maxRows  int64
-	ids      int           // id columns in the partition key
-	settle   time.Duration // no decision this soon after an assignment (cassandra.timeout)
-	refresh  time.Duration // split.refresh_interval
-	session  time.Duration // kafka.session_timeout
-
-	mu        sync.Mutex
-	refreshed map[int64]time.Time // when the routing records of a bucket were last read, by any worker
-}
-
-// newSplitTopic returns the split policy of topics.<name>, or nil when split is off.
-func newSplitTopic(cfg Config, name string, tc config.Topic, policy *bucketer.Policy) (*splitTopic, error) {
-	if !tc.Split.Enabled {
-		return nil, nil
-	}
-	sm, ok := cfg.Mapper.(splitMapper)
-	if !ok || cfg.Splits == nil {
-		return nil, fmt.Errorf("pipeline: topics.%s has split on; the pipeline needs a Splits store and the real mapper", name)
-	}
-	t, ok := sm.Table(name)
-	if !ok {
-		return nil, fmt.Errorf("pipeline: topics.%s: the mapper has no such topic", name)
-	}
-	// Both series exist from the start, so that a rate or an alert on them is never absent.
-	cfg.Metrics.Splits.WithLabelValues(tc.Topic)
-	cfg.Metrics.OverBudget.WithLabelValues(tc.Topic)
-	routes := sm.Routes(name)
-	routes.FollowAdoptions()
-	refresh := time.Duration(tc.Split.RefreshInterval)
-	if refresh <= 0 {
-		refresh = time.Duration(config.DefaultSplitRefreshInterval)
-	}
-	return &splitTopic{
-		label: tc.Topic, keyspace: tc.Keyspace, table: t, policy: policy, routes: routes, store: cfg.Splits,
-		base: max(tc.Bucket.EventBuckets, 1), max: tc.Split.MaxEventBuckets,
-		budget: int64(tc.PartitionBudget), maxRows: tc.Split.MaxRows,
-		ids:     len(t.PartitionKey) - 2,
-		settle:  time.Duration(cfg.Sink.Cassandra.Timeout),
-		refresh: refresh, refreshed: map[int64]time.Time{},
-		session: time.Duration(cfg.Sink.Kafka.SessionTimeout),
-	}, nil
-}
-
-// refreshDue reports whether the routing records of bucket idx are due to be read again, and if
-// so marks them read now, so that one worker of the process reads them per interval. It also reports
-// whether they were last read a session timeout ago or more: the process may then have been frozen
-// or cut off long enough for its group session to be lost and its partitions to have a new owner,
-// which may have split or adopted meanwhile, so the read must succeed before another row is routed.
-func (t *splitTopic) refreshDue(idx int64, now time.Time) (due, stale bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	last, ok := t.refreshed[idx]
-	if ok && now.Sub(last) < t.refresh {
-		return false, false
-	}
-	for b := range t.refreshed {
-		if b < idx-1 {
-			delete(t.refreshed, b)
-		}
-	}
-	t.refreshed[idx] = now
-	return true, ok && now.Sub(last) >= t.session
-}
-
-// splitState is one partition worker's view: which buckets' records it has loaded, and what it has
+// State is one partition worker's view: which buckets' records it has loaded, and what it has
 // sent per (entity, bucket). It lives as long as the assignment, so a new owner loads again.
-type splitState struct {
-	t       *splitTopic
-	p       *partition
-	started time.Time
-	loaded  map[int64]bool
-	tally   map[splitKey]*splitStat
-	newest  int64 // the newest bucket seen, for pruning
+type State struct {
+	t         *Topic
+	w         Worker
+	partition int32 // the Kafka partition of the assignment
+	log       *slog.Logger
+	started   time.Time
+	loaded    map[int64]bool
+	tally     map[tallyKey]*entityStat
+	newest    int64 // the newest bucket seen, for pruning
 	// floors holds, for each generation that already existed when this worker loaded its bucket and
 	// that its Kafka partition had not adopted, the partition's high watermark at that load: an
 	// earlier owner may have routed rows below it without the generation, so no adoption starts
 	// earlier.
-	floors map[splitGen]int64
+	floors map[genKey]int64
 }
 
-type splitGen struct {
+type genKey struct {
 	bucket int64
 	entity string
 	n      int
 }
 
-type splitKey struct {
+type tallyKey struct {
 	bucket int64
 	entity string
 }
 
-// splitStat is one (entity, bucket) as this worker knows it: rows and bytes per event bucket (what
+// entityStat is one (entity, bucket) as this worker knows it: rows and bytes per event bucket (what
 // it sent, raised to what Cassandra held when the entity first looked hot), and, for the rate, what
 // it sent itself since the current generation began (or since it first saw the entity), between
 // the first and newest event times of that window: a rate that rises is read from recent rows.
-type splitStat struct {
+type entityStat struct {
 	rows, bytes         []int64
 	sentRows, sentBytes int64
 	first, last         time.Time
@@ -179,18 +75,20 @@ type splitStat struct {
 	sampledAt int64
 }
 
-func newSplitState(t *splitTopic, p *partition) *splitState {
-	return &splitState{t: t, p: p, started: time.Now(), loaded: map[int64]bool{}, tally: map[splitKey]*splitStat{}, floors: map[splitGen]int64{}}
+// NewState returns the split state of the worker w of Kafka partition partition, for its
+// assignment; log is the worker's logger. Release it when the assignment ends.
+func NewState(t *Topic, w Worker, partition int32, log *slog.Logger) *State {
+	return &State{t: t, w: w, partition: partition, log: log, started: time.Now(), loaded: map[int64]bool{}, tally: map[tallyKey]*entityStat{}, floors: map[genKey]int64{}}
 }
 
-// route runs after a record is mapped: it makes sure the routing records of the row's bucket are
+// Route runs after a record is mapped: it makes sure the routing records of the row's bucket are
 // known (mapping again when they change the row), reads them again every split.refresh_interval,
 // makes the row's Kafka partition adopt the generation that would route it before the row may use
 // it, counts the row, and makes a split decision when the row's partition is projected to outgrow
 // its budget. The decision is synchronous, so nothing of this worker is sent under the old layout
 // while it is pending; its instant T is later than every row sent so far, this one included, so
 // this row stays where it was mapped.
-func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (batcher.Row, error) {
+func (s *State) Route(row batcher.Row, remap func() (batcher.Row, error)) (batcher.Row, error) {
 	t := s.t
 	idx := t.policy.Index(row.EventTime())
 	if !s.loaded[idx] {
@@ -234,11 +132,11 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 			return row, nil
 		}
 	}
-	k := splitKey{idx, entity}
+	k := tallyKey{idx, entity}
 	st := s.tally[k]
 	if st == nil {
 		s.prune(idx)
-		st = &splitStat{first: row.EventTime()}
+		st = &entityStat{first: row.EventTime()}
 		s.tally[k] = st
 	}
 	for len(st.rows) <= eb {
@@ -297,21 +195,12 @@ func (s *splitState) route(row batcher.Row, remap func() (batcher.Row, error)) (
 // them. It holds the row (and the partition's rows behind it) instead of letting them through
 // unsplit: a new owner in front of a backlog would otherwise write much of it to the old layout
 // within the window.
-func (s *splitState) settle() error {
+func (s *State) settle() error {
 	wait := time.Until(s.started.Add(s.t.settle))
 	if wait <= 0 {
 		return nil
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-s.p.quit:
-		return errStopped
-	case <-s.p.workCtx.Done():
-		return errStopped
-	case <-timer.C:
-		return nil
-	}
+	return s.w.Sleep(wait)
 }
 
 // count raises the tally of the current generation's event buckets first..first+k-1 to the rows
@@ -319,7 +208,7 @@ func (s *splitState) settle() error {
 // worker has seen: the partitions the projection reads. Earlier generations take no more rows and
 // are not counted. Each partition is its own call, retried alone, so one call reads a bounded number
 // of rows and a count that fails part way keeps what it counted.
-func (s *splitState) count(row batcher.Row, st *splitStat, first, k int) error {
+func (s *State) count(row batcher.Row, st *entityStat, first, k int) error {
 	perRow := st.sentBytes / max(st.sentRows, 1)
 	for len(st.rows) < first+k {
 		st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
@@ -340,10 +229,10 @@ func (s *splitState) count(row batcher.Row, st *splitStat, first, k int) error {
 
 // countOne counts the rows Cassandra holds in the entity's partition with event bucket eb, at most
 // the row budget plus one, retried until it succeeds or the partition stops.
-func (s *splitState) countOne(row batcher.Row, eb int) (int64, error) {
+func (s *State) countOne(row batcher.Row, eb int) (int64, error) {
 	t := s.t
 	var n int64
-	err := s.p.retry(row.Offset, "counting the rows of a partition", func(ctx context.Context) (err error) {
+	err := s.w.Retry(row.Offset, "counting the rows of a partition", func(ctx context.Context) (err error) {
 		n, err = t.store.Count(ctx, t.keyspace, t.table, row, eb, t.maxRows+1)
 		return err
 	})
@@ -352,7 +241,7 @@ func (s *splitState) countOne(row batcher.Row, eb int) (int64, error) {
 
 // warm reports whether the entity holds 1% of its budget in what this worker sent in the current
 // generation: below that, a rate means nothing and no projection is made.
-func (s *splitState) warm(st *splitStat) bool {
+func (s *State) warm(st *entityStat) bool {
 	return st.sentBytes >= s.t.budget/100 || st.sentRows >= s.t.maxRows/100
 }
 
@@ -362,7 +251,7 @@ func (s *splitState) warm(st *splitStat) bool {
 // projection then reads the entity's rate from the larger of that and this worker's own. A worker
 // samples again each time its own rows grew by a quarter, so a sample is a bounded read made a
 // logarithmic number of times per generation.
-func (s *splitState) sample(row batcher.Row, st *splitStat, idx int64, gens []routing.Generation, first, k int) error {
+func (s *State) sample(row batcher.Row, st *entityStat, idx int64, gens []routing.Generation, first, k int) error {
 	t := s.t
 	n, err := s.countOne(row, first)
 	if err != nil {
@@ -388,7 +277,7 @@ func (s *splitState) sample(row batcher.Row, st *splitStat, idx int64, gens []ro
 // holds, at its rate: sample); it waits until the entity holds 1% of the budget, so that a rate is
 // not read from a handful of rows. The next generation gets event buckets of its own, as many as keep each at half
 // the budget, within split.max_event_buckets in all.
-func (s *splitState) project(st *splitStat, idx int64, first, k int) (int, bool) {
+func (s *State) project(st *entityStat, idx int64, first, k int) (int, bool) {
 	t := s.t
 	for len(st.rows) < first+k {
 		st.rows, st.bytes = append(st.rows, 0), append(st.bytes, 0)
@@ -425,16 +314,15 @@ func (s *splitState) project(st *splitStat, idx int64, first, k int) (int, bool)
 	return next, over || !fits(0, 0, next)
 }
 
-func (s *splitState) setOver(st *splitStat, over bool) {
+func (s *State) setOver(st *entityStat, over bool) {
 	if over == st.over {
 		return
 	}
 	st.over = over
-	g := s.p.pl.metrics.OverBudget.WithLabelValues(s.t.label)
 	if over {
-		g.Inc()
+		s.t.overBudget.Inc()
 	} else {
-		g.Dec()
+		s.t.overBudget.Dec()
 	}
 }
 
@@ -442,10 +330,10 @@ func (s *splitState) setOver(st *splitStat, over bool) {
 // the first unused one), or adopts the one another instance wrote first, and publishes it to the
 // mapper. T is later than every row of the entity's bucket this worker has sent and every row
 // Cassandra holds in its partitions so far.
-func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []routing.Generation, end, next int, st *splitStat) error {
+func (s *State) decide(row batcher.Row, idx int64, entity string, gens []routing.Generation, end, next int, st *entityStat) error {
 	t := s.t
 	var newest time.Time
-	err := s.p.retry(row.Offset, "reading the newest row of a hot partition", func(ctx context.Context) (err error) {
+	err := s.w.Retry(row.Offset, "reading the newest row of a hot partition", func(ctx context.Context) (err error) {
 		newest, err = t.store.Newest(ctx, t.keyspace, t.table, row, end)
 		return err
 	})
@@ -466,14 +354,14 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ro
 	}
 	rec := routing.Record{
 		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: len(gens) + 1,
-		From: from, FirstEventBucket: end, EventBuckets: next, DecidedAt: time.Now(), DecidedBy: s.p.pl.sink.Kafka.ClientID,
+		From: from, FirstEventBucket: end, EventBuckets: next, DecidedAt: time.Now(), DecidedBy: t.clientID,
 		// The decider's partition adopts its decision in the same transaction, from the next record
 		// on: no row of it was routed past this one, and every row before it is earlier than T.
 		Topic: row.Target.Topic, Partition: row.Partition, FromOffset: row.Offset + 1,
 	}
 	var held routing.Record
 	var applied bool
-	err = s.p.retry(row.Offset, "writing a routing record", func(ctx context.Context) (err error) {
+	err = s.w.Retry(row.Offset, "writing a routing record", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Propose(ctx, t.keyspace, rec)
 		return err
 	})
@@ -486,9 +374,9 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ro
 	}
 	t.routes.Set(idx, entity, append(slices.Clone(gens), g))
 	if applied {
-		s.p.pl.metrics.Splits.WithLabelValues(t.label).Inc()
+		t.splits.Inc()
 	}
-	s.p.log.Info("hot partition split", slog.String("table", rec.Table), slog.Time("bucket", rec.BucketStart),
+	s.log.Info("hot partition split", slog.String("table", rec.Table), slog.Time("bucket", rec.BucketStart),
 		slog.Int("generation", held.Generation), slog.Time("from", held.From), slog.Int("first_event_bucket", held.FirstEventBucket), slog.Int("event_buckets", held.EventBuckets),
 		slog.Bool("decided_here", applied))
 	return nil
@@ -500,7 +388,7 @@ func (s *splitState) decide(row batcher.Row, idx int64, entity string, gens []ro
 // offsets below the adoption, which is what a replay finds too. When another owner of the partition
 // adopted first, its offset holds (a replay of this row routes as that offset says).
 // It reports whether it mapped the row again.
-func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func() (batcher.Row, error)) (batcher.Row, bool, error) {
+func (s *State) adopt(row batcher.Row, idx int64, entity string, remap func() (batcher.Row, error)) (batcher.Row, bool, error) {
 	t := s.t
 	g := routing.Applying(t.routes.Lookup(idx, entity), row.EventTime())
 	if g == nil {
@@ -509,7 +397,7 @@ func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func
 	if _, ok := g.Adopted[row.Partition]; ok {
 		return row, false, nil // the mapper routed the row by that adoption already
 	}
-	from := max(row.Offset, s.floors[splitGen{idx, entity, g.N}])
+	from := max(row.Offset, s.floors[genKey{idx, entity, g.N}])
 	if err := s.adoptFrom(row, idx, entity, g.N, from); err != nil {
 		return row, false, err
 	}
@@ -519,15 +407,15 @@ func (s *splitState) adopt(row batcher.Row, idx int64, entity string, remap func
 
 // adoptFrom writes the adoption of generation n by the row's Kafka partition from offset from on
 // (or takes the one written first) and publishes it to the mapper's routes.
-func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int, from int64) error {
+func (s *State) adoptFrom(row batcher.Row, idx int64, entity string, n int, from int64) error {
 	t := s.t
 	a := routing.Adoption{
 		Table: row.Target.Table, BucketStart: t.policy.Start(idx), Entity: []byte(entity), Generation: n,
-		Topic: row.Target.Topic, Partition: row.Partition, From: from, AdoptedAt: time.Now(), AdoptedBy: s.p.pl.sink.Kafka.ClientID,
+		Topic: row.Target.Topic, Partition: row.Partition, From: from, AdoptedAt: time.Now(), AdoptedBy: t.clientID,
 	}
 	var held routing.Adoption
 	var applied bool
-	err := s.p.retry(row.Offset, "writing a split adoption", func(ctx context.Context) (err error) {
+	err := s.w.Retry(row.Offset, "writing a split adoption", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Adopt(ctx, t.keyspace, a)
 		return err
 	})
@@ -535,7 +423,7 @@ func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int,
 		return err
 	}
 	t.routes.Adopt(idx, entity, n, row.Partition, held.From)
-	s.p.log.Info("split generation adopted", slog.String("table", a.Table), slog.Time("bucket", a.BucketStart),
+	s.log.Info("split generation adopted", slog.String("table", a.Table), slog.Time("bucket", a.BucketStart),
 		slog.Int("generation", n), slog.Int64("from_offset", held.From), slog.Bool("adopted_here", applied))
 	return nil
 }
@@ -544,10 +432,10 @@ func (s *splitState) adoptFrom(row batcher.Row, idx int64, entity string, n int,
 // returns how many entities have records. Adoptions are read first: an adoption is written after
 // its record, so every adoption read has its record in the second read. It is what a new owner does
 // before it routes a row of the bucket, so that it knows every adoption its partitions made.
-func (s *splitState) load(idx, offset int64) (int, error) {
+func (s *State) load(idx, offset int64) (int, error) {
 	var recs []routing.Record
 	var adoptions []routing.Adoption
-	err := s.p.retry(offset, "reading the routing records of a bucket", func(ctx context.Context) (err error) {
+	err := s.w.Retry(offset, "reading the routing records of a bucket", func(ctx context.Context) (err error) {
 		recs, adoptions, err = s.read(ctx, idx)
 		return err
 	})
@@ -564,8 +452,8 @@ func (s *splitState) load(idx, offset int64) (int, error) {
 		return 0, err
 	}
 	for _, r := range recs {
-		if _, ok := adopted[string(r.Entity)][r.Generation][s.p.tp.Partition]; !ok {
-			s.floors[splitGen{idx, string(r.Entity), r.Generation}] = hwm
+		if _, ok := adopted[string(r.Entity)][r.Generation][s.partition]; !ok {
+			s.floors[genKey{idx, string(r.Entity), r.Generation}] = hwm
 		}
 	}
 	return n, nil
@@ -573,7 +461,7 @@ func (s *splitState) load(idx, offset int64) (int, error) {
 
 // read reads the adoptions and then the routing records of a bucket. Adoptions are read first: an
 // adoption is written after its record, so every adoption read has its record in the second read.
-func (s *splitState) read(ctx context.Context, idx int64) ([]routing.Record, []routing.Adoption, error) {
+func (s *State) read(ctx context.Context, idx int64) ([]routing.Record, []routing.Adoption, error) {
 	t := s.t
 	table, start := s.tableOf(idx), t.policy.Start(idx)
 	adoptions, err := t.store.Adoptions(ctx, t.keyspace, table, start)
@@ -587,27 +475,20 @@ func (s *splitState) read(ctx context.Context, idx int64) ([]routing.Record, []r
 // adopted indexes the adoptions of this topic's Kafka partitions, those the records carry for their
 // deciders and those of the adoption table: entity → generation → partition → offset. A decider's
 // adoption, written with its record, comes first.
-func (s *splitState) adopted(recs []routing.Record, adoptions []routing.Adoption) routing.Index {
+func (s *State) adopted(recs []routing.Record, adoptions []routing.Adoption) routing.Index {
 	return routing.AdoptionIndex(recs, adoptions, s.t.label)
 }
 
 // highWatermark is the partition's high watermark as the fetch that brought the current record
 // reported it: past every offset an earlier owner can have routed. The fetch reports it just after
 // it queues the records, so the worker may have to wait for it an instant.
-func (s *splitState) highWatermark() (int64, error) {
+func (s *State) highWatermark() (int64, error) {
 	for {
-		s.p.mu.Lock()
-		hwm := s.p.hwm
-		s.p.mu.Unlock()
-		if hwm >= 0 {
+		if hwm, ok := s.w.HighWatermark(); ok {
 			return hwm, nil
 		}
-		select {
-		case <-s.p.quit:
-			return 0, errStopped
-		case <-s.p.workCtx.Done():
-			return 0, errStopped
-		case <-time.After(time.Millisecond):
+		if err := s.w.Sleep(time.Millisecond); err != nil {
+			return 0, err
 		}
 	}
 }
@@ -619,12 +500,12 @@ func (s *splitState) highWatermark() (int64, error) {
 // returns how many entities have records. Unless wait (the last read is a session timeout old), it
 // does not wait: a failure is logged and the next interval tries again (a worker that knows a
 // generation late only writes to the older layout longer).
-func (s *splitState) refresh(idx, offset int64, wait bool) (int, error) {
+func (s *State) refresh(idx, offset int64, wait bool) (int, error) {
 	var recs []routing.Record
 	var adoptions []routing.Adoption
 	var err error
 	if wait {
-		err = s.p.retry(offset, "reading the routing records of a bucket again", func(ctx context.Context) (err error) {
+		err = s.w.Retry(offset, "reading the routing records of a bucket again", func(ctx context.Context) (err error) {
 			recs, adoptions, err = s.read(ctx, idx)
 			return err
 		})
@@ -632,18 +513,18 @@ func (s *splitState) refresh(idx, offset int64, wait bool) (int, error) {
 			return 0, err
 		}
 	} else {
-		ctx, cancel := context.WithTimeout(s.p.workCtx, max(s.t.settle, time.Second))
+		ctx, cancel := context.WithTimeout(s.w.WorkContext(), max(s.t.settle, time.Second))
 		recs, adoptions, err = s.read(ctx, idx)
 		cancel()
 		if err != nil {
-			s.p.log.Warn("reading the routing records of a bucket again failed; trying again next interval", slog.Any("error", err))
+			s.log.Warn("reading the routing records of a bucket again failed; trying again next interval", slog.Any("error", err))
 			return 0, nil
 		}
 	}
 	return s.publish(idx, recs, s.adopted(recs, adoptions)), nil
 }
 
-func (s *splitState) tableOf(idx int64) string {
+func (s *State) tableOf(idx int64) string {
 	t := s.t
 	if _, sliced := t.policy.Sliced(); sliced {
 		return t.table.NameOfSlice(t.policy.SliceOfBucket(idx))
@@ -653,7 +534,7 @@ func (s *splitState) tableOf(idx int64) string {
 
 // publish hands the records of a bucket, ordered by entity then generation, with their adoptions
 // (s.adopted's index), to the mapper's routes; it returns how many entities have records.
-func (s *splitState) publish(idx int64, recs []routing.Record, adopted routing.Index) int {
+func (s *State) publish(idx int64, recs []routing.Record, adopted routing.Index) int {
 	n := 0
 	routing.Generations(recs, adopted, func(entity string, gens []routing.Generation) {
 		s.t.routes.Set(idx, entity, gens)
@@ -663,10 +544,10 @@ func (s *splitState) publish(idx int64, recs []routing.Record, adopted routing.I
 }
 
 // keyParts splits a row's routing key into the entity (its id components) and its event bucket.
-func (s *splitState) keyParts(key string) (string, int, bool) { return routing.KeyParts(key, s.t.ids) }
+func (s *State) keyParts(key string) (string, int, bool) { return routing.KeyParts(key, s.t.ids) }
 
 // prune forgets the tallies of buckets two or more before the newest this worker has seen.
-func (s *splitState) prune(idx int64) {
+func (s *State) prune(idx int64) {
 	if idx <= s.newest {
 		return
 	}
@@ -690,9 +571,9 @@ func (s *splitState) prune(idx int64) {
 	}
 }
 
-// release drops the worker's over-budget counts and its holds on the mapper's routes when its
+// Release drops the worker's over-budget counts and its holds on the mapper's routes when its
 // assignment ends.
-func (s *splitState) release() {
+func (s *State) Release() {
 	for _, st := range s.tally {
 		s.setOver(st, false)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package split
 
 import (
 	"context"
@@ -12,18 +12,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/internal/backoff"
 	"github.com/bucketsink/sink/pipeline/writestage"
 )
 
-// sessionLease says until when no other member can own a partition this member's workers hold: the
+// Lease says until when no other member can own a partition this member's workers hold: the
 // write stage sends a split topic's batch only under it (fence). A heartbeat of the member's current
 // session that the coordinator answers without error, sent at s, proves that the session was alive
 // and the group stable after s; the coordinator can end the session at the earliest
 // kafka.session_timeout after it last heard from the member, or kafka.rebalance_timeout after a
 // rebalance that began later, and only then give its partitions to another member, whose first split
-// decision or adoption waits cassandra.timeout more (splitState.settle). A lease therefore runs from s
+// decision or adoption waits cassandra.timeout more (State.settle). A lease therefore runs from s
 // for half the shorter of the two timeouts (the other half is the margin for the heartbeat's travel
 // and the machines' clocks), and a write attempt started within it lands (or fails) before the next
 // owner reads what its partitions hold (docs/DESIGN.md, "A member that lost its session"). During a
@@ -35,10 +34,10 @@ import (
 //
 // A process frozen (SIGSTOP, a long pause) wakes with its lease run out: its batches wait for a
 // heartbeat, which a coordinator that has ended the session refuses, until franz-go reports the
-// partitions lost and they are dropped (the next owner replays them). Concurrency: hold is called by
+// partitions lost and they are dropped (the next owner replays them). Concurrency: Hold is called by
 // the write stage's writer goroutines at once; one of them confirms at a time, the others use the
 // lease they have or wait for that confirmation.
-type sessionLease struct {
+type Lease struct {
 	// confirm sends one heartbeat of the current session; it returns the member it was sent for.
 	confirm            func(ctx context.Context) (member string, err error)
 	session, rebalance time.Duration  // kafka.session_timeout, kafka.rebalance_timeout
@@ -65,11 +64,11 @@ type lease struct {
 	renewAt time.Time // half way: the first batch sent after it confirms again
 }
 
-// errPartitionsGone: every partition of a batch's rows was given up (lost or revoked) while it waited.
-var errPartitionsGone = errors.New("the batch's partitions are no longer ours")
+// ErrPartitionsGone: every partition of a batch's rows was given up (lost or revoked) while it waited.
+var ErrPartitionsGone = errors.New("the batch's partitions are no longer ours")
 
-func newSessionLease(cl *kgo.Client, group string, sessionTimeout, rebalanceTimeout time.Duration, retry backoff.Policy, log *slog.Logger) *sessionLease {
-	return &sessionLease{
+func NewLease(cl *kgo.Client, group string, sessionTimeout, rebalanceTimeout time.Duration, retry backoff.Policy, log *slog.Logger) *Lease {
+	return &Lease{
 		confirm: func(ctx context.Context) (string, error) { return heartbeat(ctx, cl, group) },
 		session: sessionTimeout, rebalance: rebalanceTimeout,
 		retry: retry,
@@ -93,14 +92,14 @@ func heartbeat(ctx context.Context, cl *kgo.Client, group string) (string, error
 	return member, kerr.ErrorForCode(resp.ErrorCode)
 }
 
-// hold returns the context to write a batch under, once the lease covers now; owners are its rows'
-// assignments. It returns errPartitionsGone as soon as none of them is ours any more, and parent's
+// Hold returns the context to write a batch under, once the lease covers now; owners are its rows'
+// assignments. It returns ErrPartitionsGone as soon as none of them is ours any more, and parent's
 // error when parent ends first. In the normal case it is one atomic load and a clock reading; the
 // first caller past the lease's half way confirms the session for everyone.
-func (l *sessionLease) hold(parent context.Context, owners []writestage.Owner) (context.Context, error) {
+func (l *Lease) Hold(parent context.Context, owners []writestage.Owner) (context.Context, error) {
 	for {
 		if !writestage.AnyOwned(owners) {
-			return nil, errPartitionsGone
+			return nil, ErrPartitionsGone
 		}
 		if err := parent.Err(); err != nil {
 			return nil, err
@@ -144,7 +143,7 @@ func (l *sessionLease) hold(parent context.Context, owners []writestage.Owner) (
 // renew confirms the session once (after a failure, not before its backoff, at most a second so that
 // a waiting batch soon sees its partitions lost, and the writers waiting do not heartbeat in a loop),
 // publishes the new lease on success, and wakes the waiters.
-func (l *sessionLease) renew(parent context.Context) {
+func (l *Lease) renew(parent context.Context) {
 	var next time.Time
 	defer func() {
 		l.mu.Lock()
@@ -193,13 +192,4 @@ func (l *sessionLease) renew(parent context.Context) {
 	l.failures = 0
 	lctx, stop := context.WithDeadline(parent, until)
 	l.cur.Store(&lease{ctx: lctx, stop: stop, until: until, renewAt: sent.Add(until.Sub(sent) / 2)})
-}
-
-// fence is the write stage's Fence: a batch with a row of an entry with split on is sent only under
-// the session lease; any other batch as the stage would.
-func (pl *Pipeline) fence(ctx context.Context, b *batcher.Batch, owners []writestage.Owner) (context.Context, error) {
-	if e := pl.entries[b.Target.Entry]; e != nil && e.split != nil { // a batch is of one Target
-		return pl.lease.hold(ctx, owners)
-	}
-	return ctx, nil
 }

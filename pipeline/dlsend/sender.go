@@ -1,4 +1,4 @@
-package pipeline
+package dlsend
 
 import (
 	"context"
@@ -6,34 +6,66 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/internal/backoff"
 	"github.com/bucketsink/sink/pipeline/deadletter"
+	"github.com/bucketsink/sink/pipeline/metrics"
 )
 
-// deadLetter is one record on its way to the dead-letter topic.
-type deadLetter struct {
-	offset int64
-	// rec is the source record. A record that failed mapping comes with it (the worker still has it); a
+// Partition is the assignment of a Kafka partition whose dead letters a Sender produces: the sender
+// tells it what became of each. The pipeline's partition implements it; its methods are called from
+// the sender's goroutine.
+type Partition interface {
+	// Complete: the dead letters at offsets were produced (acknowledged by Kafka with acks=all).
+	Complete(offsets []int64)
+	// DeadLetterFailing: the dead letter at offset failed and is retried with backoff (failing), or was
+	// produced after failing (not failing): the partition is stuck before the record meanwhile.
+	DeadLetterFailing(offset int64, failing bool)
+	// Unreadable: the refused row at offset came without the row and its record is gone from Kafka, so
+	// no dead letter can be made of it (reason and err are its refusal's).
+	Unreadable(offset int64, reason string, err error)
+	// DeadLettersAbandoned: the dead letters at offsets were given up at a stop while failing; they
+	// cannot finish in this assignment and stay not done.
+	DeadLettersAbandoned(offsets []int64)
+}
+
+// Config is what the senders of every partition share, made once by the pipeline when it has its
+// dead-letter producer.
+type Config struct {
+	Producer *kgo.Client    // the dead-letter producer (acks=all, idempotent)
+	Limits   *Limits        // the dead-letter topics' size limits, described once for the process
+	Backoff  backoff.Policy // writer.retry_initial .. writer.retry_max, between failed attempts
+	Metrics  *metrics.Metrics
+	// ErrorAttr is the error attribute of the log line of a dead letter (log.quote_values decides
+	// whether it shows the value).
+	ErrorAttr func(error) slog.Attr
+	// RereadOptions are the client options of the consumer that reads refused rows' records back.
+	RereadOptions func() ([]kgo.Opt, error)
+}
+
+// Letter is one record on its way to the dead-letter topic.
+type Letter struct {
+	Offset int64
+	// Rec is the source record. A record that failed mapping comes with it (the worker still has it); a
 	// row Cassandra refused comes without, because nothing keeps a record once it is mapped, and the
 	// sender re-reads it from Kafka (deadletter/reread.go).
-	rec *kgo.Record
-	// row is the refused row, for a row Cassandra refused: should its record be gone from Kafka when the
+	Rec *kgo.Record
+	// Row is the refused row, for a row Cassandra refused: should its record be gone from Kafka when the
 	// sender reads it back, the dead letter carries the row instead (deadletter.FromRow).
-	row *batcher.Row
+	Row *batcher.Row
+	// Refusals say why: one per entry that refused the record at mapping (in entry-name order), the
+	// one entry whose row Cassandra refused, or one without an entry for an error of the whole record.
+	Refusals []deadletter.Refusal
+
 	// gone is set when the re-read found the record no longer in the partition's log.
 	gone bool
-	// refusals say why: one per entry that refused the record at mapping (in entry-name order), the
-	// one entry whose row Cassandra refused, or one without an entry for an error of the whole record.
-	refusals []deadletter.Refusal
 	// limit, when non-zero, caps this dead letter's size below the topic's: the broker refused it as
 	// too large at a size the topic's max.message.bytes should have accepted.
 	limit int
@@ -45,28 +77,28 @@ type deadLetter struct {
 }
 
 // record builds the record to produce, or nil while the source record is still to be read back.
-func (d *deadLetter) record(dlqTopic string) (r *kgo.Record, ours int) {
+func (d *Letter) record(dlqTopic string) (r *kgo.Record, ours int) {
 	switch {
-	case d.rec != nil:
-		r := deadletter.FromRecord(dlqTopic, d.rec, d.refusals...)
-		return r, len(r.Headers) - len(d.rec.Headers)
-	case d.gone && d.row != nil:
-		r := deadletter.FromRow(dlqTopic, d.row, d.refusals[0])
+	case d.Rec != nil:
+		r := deadletter.FromRecord(dlqTopic, d.Rec, d.Refusals...)
+		return r, len(r.Headers) - len(d.Rec.Headers)
+	case d.gone && d.Row != nil:
+		r := deadletter.FromRow(dlqTopic, d.Row, d.Refusals[0])
 		return r, len(r.Headers)
 	}
 	return nil, 0
 }
 
 // reason is the dead letter's reason: its first refusal's (the metric's reason label).
-func (d *deadLetter) reason() string { return d.refusals[0].Reason }
+func (d *Letter) reason() string { return d.Refusals[0].Reason }
 
 // err is the first refusal's error, for logs.
-func (d *deadLetter) err() error { return d.refusals[0].Err }
+func (d *Letter) err() error { return d.Refusals[0].Err }
 
 // entries names the refusing entries, for logs.
-func (d *deadLetter) entries() []string {
+func (d *Letter) entries() []string {
 	var out []string
-	for _, r := range d.refusals {
+	for _, r := range d.Refusals {
 		if r.Entry != "" {
 			out = append(out, r.Entry)
 		}
@@ -74,7 +106,7 @@ func (d *deadLetter) entries() []string {
 	return out
 }
 
-// deadLetterSender produces a partition's bad records to the topic's dead-letter topic, one goroutine per
+// Sender produces a partition's bad records to the topic's dead-letter topic, one goroutine per
 // partition. A record counts as done only once the produce is acknowledged (acks=all, idempotent
 // producer). Every dead letter is sized against what the topic accepts and truncated to fit (see
 // deadletter.Fit), so a record too large for it still gets there. A failed produce (the topic does not
@@ -84,10 +116,18 @@ func (d *deadLetter) entries() []string {
 // ERROR; it resumes by itself once a retry succeeds. When the partition is stopped (revoke, shutdown)
 // while its dead letters are failing, the sender gives up on them at once: they stay not done, the
 // commit stays below them, and the next owner replays them.
-type deadLetterSender struct {
-	p      *partition
-	mu     sync.Mutex
-	queue  []deadLetter
+type Sender struct {
+	cfg     *Config
+	p       Partition
+	topic   string // the Kafka topic of the partition
+	part    int32  // and its partition
+	dlq     string // its dead-letter topic
+	log     *slog.Logger
+	given   context.Context // canceled when the partition is given up
+	stopped <-chan struct{} // closed when the partition's worker is stopped (revoke or shutdown)
+
+	mu     sync.Mutex // a leaf: guards queue alone
+	queue  []Letter
 	notify chan struct{}
 	done   chan struct{}
 	// failing is set while some dead letter of this partition is waiting to be retried: a stop then
@@ -95,11 +135,16 @@ type deadLetterSender struct {
 	failing atomic.Bool
 }
 
-func newDeadLetterSender(p *partition) *deadLetterSender {
-	return &deadLetterSender{p: p, notify: make(chan struct{}, 1), done: make(chan struct{})}
+// New returns the sender of the dead letters of Kafka partition part of topic to the dead-letter
+// topic dlq; start it with Run. given ends when the partition is given up (Run then returns), stopped
+// is closed when its worker is stopped; log is the partition's logger.
+func New(cfg *Config, p Partition, topic string, part int32, dlq string, given context.Context, stopped <-chan struct{}, log *slog.Logger) *Sender {
+	return &Sender{cfg: cfg, p: p, topic: topic, part: part, dlq: dlq, log: log, given: given, stopped: stopped,
+		notify: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-func (s *deadLetterSender) add(d deadLetter) {
+// Add queues a dead letter; it never blocks.
+func (s *Sender) Add(d Letter) {
 	s.mu.Lock()
 	s.queue = append(s.queue, d)
 	s.mu.Unlock()
@@ -109,7 +154,10 @@ func (s *deadLetterSender) add(d deadLetter) {
 	}
 }
 
-func (s *deadLetterSender) take() []deadLetter {
+// Done is closed when Run has returned.
+func (s *Sender) Done() <-chan struct{} { return s.done }
+
+func (s *Sender) take() []Letter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queue
@@ -117,9 +165,10 @@ func (s *deadLetterSender) take() []deadLetter {
 	return q
 }
 
-func (s *deadLetterSender) run() {
+// Run is the sender's goroutine: it produces what is added until the partition is given up.
+func (s *Sender) Run() {
 	defer close(s.done)
-	ctx := s.p.ctx
+	ctx := s.given
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,10 +183,10 @@ func (s *deadLetterSender) run() {
 	}
 }
 
-// stopped reports whether the partition's worker was stopped (revoke or shutdown under way).
-func (s *deadLetterSender) stopped() bool {
+// isStopped reports whether the partition's worker was stopped (revoke or shutdown under way).
+func (s *Sender) isStopped() bool {
 	select {
-	case <-s.p.quit:
+	case <-s.stopped:
 		return true
 	default:
 		return false
@@ -148,11 +197,11 @@ func (s *deadLetterSender) stopped() bool {
 // it is stopped while its dead letters are failing, so that a revoke or shutdown does not wait for the
 // client's own retries of a produce that keeps failing (a missing topic takes it up to the delivery
 // timeout). A request already sent is not affected: the client fails only records it has not sent.
-func (s *deadLetterSender) attemptContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(s.p.ctx)
+func (s *Sender) attemptContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(s.given)
 	go func() {
 		select {
-		case <-s.p.quit:
+		case <-s.stopped:
 			if s.failing.Load() {
 				cancel()
 			}
@@ -165,21 +214,20 @@ func (s *deadLetterSender) attemptContext() (context.Context, context.CancelFunc
 // send produces batch until every record is acknowledged. It returns false when the partition was given
 // up meanwhile; the unacknowledged records then stay not done and are replayed by the next owner. When
 // the partition is stopped while records are failing, it abandons them (abandon) and returns true.
-func (s *deadLetterSender) send(batch []deadLetter) bool {
-	p := s.p
+func (s *Sender) send(batch []Letter) bool {
 	for attempt := 1; ; attempt++ {
-		backoff := p.pl.backoff.Delay(attempt) // the wait before the next attempt, should this one fail
+		backoff := s.cfg.Backoff.Delay(attempt) // the wait before the next attempt, should this one fail
 		ctx, cancel := s.attemptContext()
 		failed, again := s.attempt(ctx, batch, attempt, backoff)
 		cancel()
-		if p.ctx.Err() != nil {
+		if s.given.Err() != nil {
 			return false
 		}
 		if len(failed) == 0 {
 			s.failing.Store(false)
 			return true
 		}
-		if s.stopped() {
+		if s.isStopped() {
 			s.abandon(failed)
 			return true
 		}
@@ -190,10 +238,10 @@ func (s *deadLetterSender) send(batch []deadLetter) bool {
 		s.failing.Store(true)
 		t := time.NewTimer(backoff)
 		select {
-		case <-p.ctx.Done():
+		case <-s.given.Done():
 			t.Stop()
 			return false
-		case <-p.quit:
+		case <-s.stopped:
 			t.Stop()
 			s.abandon(failed)
 			return true
@@ -204,49 +252,46 @@ func (s *deadLetterSender) send(batch []deadLetter) bool {
 
 // abandon gives up on dead letters at a stop: they cannot finish in this assignment, so the revoke must
 // not wait for them, and they stay not done, so nothing is committed past them.
-func (s *deadLetterSender) abandon(failed []deadLetter) {
-	p := s.p
-	p.log.Warn("partition stopped while dead letters were failing; they are left to the next owner, uncommitted",
-		slog.Int64("offset", failed[0].offset), slog.Int("records", len(failed)))
-	p.mu.Lock()
-	for _, d := range failed {
-		p.block(d.offset)
+func (s *Sender) abandon(failed []Letter) {
+	s.log.Warn("partition stopped while dead letters were failing; they are left to the next owner, uncommitted",
+		slog.Int64("offset", failed[0].Offset), slog.Int("records", len(failed)))
+	offsets := make([]int64, len(failed))
+	for i, d := range failed {
+		offsets[i] = d.Offset
 	}
-	p.mu.Unlock()
-	p.checkDrained()
+	s.p.DeadLettersAbandoned(offsets)
 }
 
 // attempt makes one attempt at batch: re-read the records it lacks, fit each dead letter to the topic,
 // produce. It returns the dead letters to try again, and again=true when each of them can be retried at
 // once (it was refused as too large and is now cut smaller, or is to go alone).
-func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, attempt int, backoff time.Duration) (failed []deadLetter, again bool) {
-	p := s.p
-	dlq := p.topic.deadLetterTopic
+func (s *Sender) attempt(ctx context.Context, batch []Letter, attempt int, backoff time.Duration) (failed []Letter, again bool) {
+	dlq := s.dlq
 	batch, failed = s.reread(ctx, batch, attempt, backoff)
 	if ctx.Err() != nil {
 		return append(failed, batch...), false
 	}
 	again = len(failed) == 0
-	fail := func(d deadLetter, err error) {
+	fail := func(d Letter, err error) {
 		failed = append(failed, d)
 		again = false
 		if ctx.Err() != nil {
 			return // stopping: not the topic's failure
 		}
-		p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
-		p.log.Error("dead-lettering a record failed; partition stopped before it until the produce succeeds",
-			slog.Int64("offset", d.offset), slog.String("reason", d.reason()),
+		s.cfg.Metrics.RecordsFailed.WithLabelValues(s.topic).Inc()
+		s.log.Error("dead-lettering a record failed; partition stopped before it until the produce succeeds",
+			slog.Int64("offset", d.Offset), slog.String("reason", d.reason()),
 			slog.String("dead_letter_topic", dlq), slog.Int("attempt", attempt),
 			slog.Duration("retry_in", backoff), slog.Any("error", err))
-		p.setStuckBy(d.offset, stuckDeadLetter, true)
+		s.p.DeadLetterFailing(d.Offset, true)
 	}
 
 	// Fit every dead letter to the topic, and group them into requests that each fit the topic as one
 	// record batch: the client may put every record of a request for one partition into one batch,
 	// which the broker measures as a whole.
-	topicLimit := p.pl.dlqLimits.get(ctx, p.pl, dlq, slices.ContainsFunc(batch, func(d deadLetter) bool { return d.unfit }))
+	topicLimit := s.cfg.Limits.get(ctx, s.cfg.Producer, s.log, dlq, slices.ContainsFunc(batch, func(d Letter) bool { return d.unfit }))
 	var reqs [][]*kgo.Record
-	byRec := make(map[*kgo.Record]deadLetter, len(batch))
+	byRec := make(map[*kgo.Record]Letter, len(batch))
 	truncated := make(map[*kgo.Record]bool, len(batch))
 	reqBytes := 0
 	for _, d := range batch {
@@ -263,8 +308,8 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 			continue
 		}
 		if fitted != rec {
-			p.log.Warn("dead letter larger than the dead-letter topic accepts; sending it truncated",
-				slog.Int64("offset", d.offset), slog.String("dead_letter_topic", dlq),
+			s.log.Warn("dead letter larger than the dead-letter topic accepts; sending it truncated",
+				slog.Int64("offset", d.Offset), slog.String("dead_letter_topic", dlq),
 				slog.Int("value_bytes", len(rec.Value)), slog.Int("limit", limit),
 				slog.String("truncated", string(fitted.Headers[len(fitted.Headers)-2].Value))) // sink.truncated
 		}
@@ -292,25 +337,25 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 		}
 		var acked []int64
 		recreated := false
-		for _, res := range p.pl.producer.ProduceSync(ctx, recs...) {
+		for _, res := range s.cfg.Producer.ProduceSync(ctx, recs...) {
 			d := byRec[res.Record]
 			switch {
 			case res.Err == nil:
-				p.pl.metrics.RecordsDeadLettered.WithLabelValues(p.tp.Topic, d.reason()).Inc()
-				for _, rf := range d.refusals {
+				s.cfg.Metrics.RecordsDeadLettered.WithLabelValues(s.topic, d.reason()).Inc()
+				for _, rf := range d.Refusals {
 					if rf.Entry != "" {
-						p.pl.metrics.EntryDeadLetters.WithLabelValues(p.tp.Topic, rf.Entry, rf.Reason).Inc()
+						s.cfg.Metrics.EntryDeadLetters.WithLabelValues(s.topic, rf.Entry, rf.Reason).Inc()
 					}
 				}
 				if truncated[res.Record] {
-					p.pl.metrics.DLTruncated.WithLabelValues(p.tp.Topic).Inc()
+					s.cfg.Metrics.DLTruncated.WithLabelValues(s.topic).Inc()
 				}
-				p.log.Info("record dead-lettered", slog.Int64("offset", d.offset), slog.String("reason", d.reason()),
-					slog.String("dead_letter_topic", dlq), slog.Any("entries", d.entries()), p.pl.badRecordError(d.err()))
+				s.log.Info("record dead-lettered", slog.Int64("offset", d.Offset), slog.String("reason", d.reason()),
+					slog.String("dead_letter_topic", dlq), slog.Any("entries", d.entries()), s.cfg.ErrorAttr(d.err()))
 				if attempt > 1 {
-					p.setStuckBy(d.offset, stuckDeadLetter, false)
+					s.p.DeadLetterFailing(d.Offset, false)
 				}
-				acked = append(acked, d.offset)
+				acked = append(acked, d.Offset)
 			case errors.Is(res.Err, kerr.MessageTooLarge) && len(recs) > 1:
 				// Refused as part of a batch: the next try sends it alone.
 				d.alone = true
@@ -319,11 +364,11 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 				// Alone and still too large: the topic accepts less than we knew. Learn its limit again,
 				// and in any case cut this one to half the size refused, so that it gets smaller on every
 				// try and fits in the end (or is found not to fit at all).
-				topicLimit = p.pl.dlqLimits.get(ctx, p.pl, dlq, true)
+				topicLimit = s.cfg.Limits.get(ctx, s.cfg.Producer, s.log, dlq, true)
 				d.limit = min(topicLimit, (deadletter.WireBatchOverhead+deadletter.WireSize(res.Record))/2)
 				failed = append(failed, d)
-				p.log.Warn("the dead-letter topic refused a dead letter as too large; cutting it smaller",
-					slog.Int64("offset", d.offset), slog.String("dead_letter_topic", dlq),
+				s.log.Warn("the dead-letter topic refused a dead letter as too large; cutting it smaller",
+					slog.Int64("offset", d.Offset), slog.String("dead_letter_topic", dlq),
 					slog.Int("next_limit", d.limit), slog.Any("error", res.Err))
 			default:
 				recreated = recreated || errors.Is(res.Err, kerr.UnknownTopicID)
@@ -334,10 +379,10 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 			// The dead-letter topic was deleted and created again: the producer keeps the old topic ID
 			// and fails the topic until it is purged, after which the retry produces to the new one
 			// (docs/PIPELINE.md, "A topic deleted and created again").
-			p.pl.producer.PurgeTopicsFromClient(dlq)
+			s.cfg.Producer.PurgeTopicsFromClient(dlq)
 		}
 		if len(acked) > 0 {
-			p.Complete(acked)
+			s.p.Complete(acked)
 		}
 	}
 	return failed, again && len(failed) > 0
@@ -347,17 +392,16 @@ func (s *deadLetterSender) attempt(ctx context.Context, batch []deadLetter, atte
 // dead letters ready to produce and those whose record could not be read now (retried after backoff,
 // the partition stuck meanwhile). A refused row whose record the log no longer holds is ready too: it
 // is dead-lettered as the row (deadletter.FromRow), marked sink.source.missing.
-func (s *deadLetterSender) reread(ctx context.Context, batch []deadLetter, attempt int, backoff time.Duration) (ready, failed []deadLetter) {
+func (s *Sender) reread(ctx context.Context, batch []Letter, attempt int, backoff time.Duration) (ready, failed []Letter) {
 	var offsets []int64
 	for _, d := range batch {
-		if d.rec == nil && !d.gone {
-			offsets = append(offsets, d.offset)
+		if d.Rec == nil && !d.gone {
+			offsets = append(offsets, d.Offset)
 		}
 	}
 	if len(offsets) == 0 {
 		return batch, nil
 	}
-	p := s.p
 	// Refused rows are added as their batches finish, so offsets of different batches may come in any
 	// order (and one twice, should a row be refused again after a failed attempt: never, but cheap to
 	// tolerate).
@@ -365,123 +409,39 @@ func (s *deadLetterSender) reread(ctx context.Context, batch []deadLetter, attem
 	offsets = slices.Compact(offsets)
 	var recs []*kgo.Record
 	var gone []bool
-	_, opts, err := p.pl.kafkaOptions()
+	opts, err := s.cfg.RereadOptions()
 	if err == nil {
-		recs, gone, err = deadletter.Reread(ctx, opts, p.tp.Topic, p.tp.Partition, offsets, deadletter.RereadTimeout)
+		recs, gone, err = deadletter.Reread(ctx, opts, s.topic, s.part, offsets, deadletter.RereadTimeout)
 	}
 	ready = batch[:0:0]
 	for _, d := range batch {
-		if d.rec != nil || d.gone {
+		if d.Rec != nil || d.gone {
 			ready = append(ready, d)
 			continue
 		}
-		i, _ := slices.BinarySearch(offsets, d.offset)
+		i, _ := slices.BinarySearch(offsets, d.Offset)
 		switch {
 		case i < len(recs) && recs[i] != nil:
-			d.rec = recs[i]
+			d.Rec = recs[i]
 			ready = append(ready, d)
-		case i < len(gone) && gone[i] && d.row != nil:
+		case i < len(gone) && gone[i] && d.Row != nil:
 			d.gone = true
-			p.log.Warn("a refused row's record is no longer in Kafka (retention or compaction); dead-lettering the row instead",
-				slog.Int64("offset", d.offset), slog.String("reason", d.reason()), slog.Any("refused", d.err()))
+			s.log.Warn("a refused row's record is no longer in Kafka (retention or compaction); dead-lettering the row instead",
+				slog.Int64("offset", d.Offset), slog.String("reason", d.reason()), slog.Any("refused", d.err()))
 			ready = append(ready, d)
 		case i < len(gone) && gone[i]:
-			p.unreadable(d.offset, d.reason(), d.err())
+			s.p.Unreadable(d.Offset, d.reason(), d.err())
 		default:
 			failed = append(failed, d)
 			if ctx.Err() != nil {
 				continue // stopping: not a failure of Kafka's
 			}
-			p.pl.metrics.RecordsFailed.WithLabelValues(p.tp.Topic).Inc()
-			p.log.Error("re-reading a refused row's record from Kafka to dead-letter it failed; partition stopped before it until it succeeds",
-				slog.Int64("offset", d.offset), slog.Int("attempt", attempt), slog.Duration("retry_in", backoff),
+			s.cfg.Metrics.RecordsFailed.WithLabelValues(s.topic).Inc()
+			s.log.Error("re-reading a refused row's record from Kafka to dead-letter it failed; partition stopped before it until it succeeds",
+				slog.Int64("offset", d.Offset), slog.Int("attempt", attempt), slog.Duration("retry_in", backoff),
 				slog.Any("error", err))
-			p.setStuckBy(d.offset, stuckDeadLetter, true)
+			s.p.DeadLetterFailing(d.Offset, true)
 		}
 	}
 	return ready, failed
-}
-
-// Limits of the dead-letter producer. franz-go fails a record larger than its batch cap
-// (deadletter.ProducerBatchMaxBytes) before sending it; the broker refuses a batch larger than the
-// topic's max.message.bytes. Until a topic's value is known, Kafka's default is assumed.
-const (
-	producerMaxBatchBytes  = deadletter.ProducerBatchMaxBytes
-	defaultMaxMessageBytes = 1048588 // Kafka's message.max.bytes default
-	describeTimeout        = 10 * time.Second
-)
-
-// dlqLimits caches the effective max.message.bytes of each dead-letter topic, described once and again
-// when the broker refuses a dead letter as too large. A topic that cannot be described (it does not
-// exist yet, Kafka does not answer, or the sink may not describe its configs) is assumed to have Kafka's
-// default, and described again at most every describeRetry, so that a sink without the right to
-// describe configs does not ask (and warn) for every dead letter.
-type dlqLimits struct {
-	mu sync.Mutex
-	m  map[string]dlqLimit
-}
-
-type dlqLimit struct {
-	bytes int
-	known bool      // described; otherwise bytes is the default, assumed since at
-	at    time.Time // when the describe failed
-}
-
-// describeRetry is how long a failed describe stands before the topic is described again.
-const describeRetry = time.Minute
-
-// get returns how many bytes one record batch to topic may take; refresh describes the topic again.
-func (l *dlqLimits) get(ctx context.Context, pl *Pipeline, topic string, refresh bool) int {
-	l.mu.Lock()
-	c, ok := l.m[topic]
-	l.mu.Unlock()
-	if ok && !refresh && (c.known || time.Since(c.at) < describeRetry) {
-		return min(c.bytes, producerMaxBatchBytes)
-	}
-	n, err := describeMaxMessageBytes(ctx, kadm.NewClient(pl.producer), topic)
-	switch {
-	case err == nil:
-		c = dlqLimit{bytes: n, known: true}
-	case ctx.Err() != nil:
-		return min(defaultMaxMessageBytes, producerMaxBatchBytes) // stopping: nothing learned
-	default:
-		pl.log.Warn("describing the dead-letter topic's max.message.bytes failed; assuming Kafka's default",
-			slog.String("dead_letter_topic", topic), slog.Int("max_message_bytes", defaultMaxMessageBytes),
-			slog.Duration("described_again_in", describeRetry), slog.Any("error", err))
-		c = dlqLimit{bytes: defaultMaxMessageBytes, at: time.Now()}
-	}
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = make(map[string]dlqLimit)
-	}
-	l.m[topic] = c
-	l.mu.Unlock()
-	return min(c.bytes, producerMaxBatchBytes)
-}
-
-// describeMaxMessageBytes returns the topic's effective max.message.bytes.
-func describeMaxMessageBytes(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
-	defer cancel()
-	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		return 0, err
-	}
-	rc, err := rcs.On(topic, nil)
-	if err != nil {
-		return 0, err
-	}
-	if rc.Err != nil {
-		return 0, rc.Err
-	}
-	for _, c := range rc.Configs {
-		if c.Key == "max.message.bytes" && c.Value != nil {
-			n, err := strconv.Atoi(*c.Value)
-			if err != nil || n <= 0 {
-				return 0, fmt.Errorf("max.message.bytes of %s is %q", topic, *c.Value)
-			}
-			return n, nil
-		}
-	}
-	return 0, fmt.Errorf("the configs of %s have no max.message.bytes", topic)
 }
