@@ -30,7 +30,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: sink query --config FILE (--topic NAME | --table TABLE) --id V [--id V2 ...] (--from X --to Y | --last D | --cursor C)")
 		fmt.Fprintln(stderr, "                  [--where COLUMN=VALUE ...] [--limit N] [--page-size P] [--fetch-size F] [--format table|json|csv]")
-		fmt.Fprintln(stderr, "                  [--max-partitions M]")
+		fmt.Fprintln(stderr, "                  [--max-partitions M] [--rollup NAME]")
 		fmt.Fprintln(stderr, "\nReads one entity's rows back from the tables `sink run` writes, across every bucket, event bucket and")
 		fmt.Fprintln(stderr, "slice the range touches. --from before --to reads oldest first; --from after --to reads newest first;")
 		fmt.Fprintln(stderr, "--last 24h reads the newest rows of the last 24 hours. Times are RFC 3339 (2024-01-15T10:00:00Z).")
@@ -40,7 +40,8 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "would; table aligns its columns over blocks of %d rows, so a page of up to %d prints as one aligned\n", output.TableBlock, output.TableBlock)
 		fmt.Fprintln(stderr, "table and a longer one a block at a time. A read that fails midway leaves the rows printed before it.")
 		fmt.Fprintln(stderr, "--topic names an entry (a key under topics:) or the Kafka topic of exactly one; when several entries")
-		fmt.Fprintln(stderr, "read one Kafka topic, name the entry, or give the table it writes with --table.")
+		fmt.Fprintln(stderr, "read one Kafka topic, name the entry, or give the table it writes with --table. --rollup NAME reads the")
+		fmt.Fprintln(stderr, "entry's rollup NAME instead: one row per window, the range and cursor on the window's start.")
 		fmt.Fprintln(stderr, "\nA latest-value topic (bucket width none) takes no range: it prints the newest row of each entity")
 		fmt.Fprintln(stderr, "given, one request per entity. --id then lists the entities, each as many --id as the id has")
 		fmt.Fprintln(stderr, "columns (--id dev-1 --id dev-2: two devices; with a two-column id, --id s1 --id d1 --id s2 --id d2).")
@@ -53,6 +54,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	path := fs.String("config", "", "the YAML config file (required)")
 	topic := fs.String("topic", "", "the topic: a key under topics:, or the Kafka topic of one (this or --table)")
 	table := fs.String("table", "", "the table to read, TABLE or KEYSPACE.TABLE: the entry that writes it (this or --topic)")
+	rollupName := fs.String("rollup", "", "read this rollup of the entry (topics.<entry>.rollups) instead of its raw rows: one row per window, by the window's start")
 	fs.Var(&ids, "id", "an id value; repeat for a composite id, in the order of topics.<t>.id (required)")
 	fs.Var(&wheres, "where", "COLUMN=VALUE: only rows with this value in a clustering column after the time; repeatable")
 	fromS := fs.String("from", "", "start of the range, RFC 3339 (included)")
@@ -126,7 +128,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else if entry, err = cfg.Entry(*topic); err != nil {
 		return usageErr("--topic: %v", err)
 	}
-	rcfg := reader.Config{Sink: cfg, Topic: entry, MaxPartitions: *maxParts, FetchSize: *fetchSize}
+	rcfg := reader.Config{Sink: cfg, Topic: entry, Rollup: *rollupName, MaxPartitions: *maxParts, FetchSize: *fetchSize}
 	r, err := reader.New(rcfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sink query: %v\n", err)
