@@ -69,6 +69,9 @@ func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error
 	for _, ks := range routingTableKeyspaces(cfg, topics) {
 		out = append(out, routingTableDDL(ks)...)
 	}
+	for _, ks := range pendingKeyspaces(cfg, topics) {
+		out = append(out, pendingTableDDL(ks))
+	}
 	return append(out, tables...), nil
 }
 
@@ -324,6 +327,15 @@ func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 			} else if err := checkRoutingTable(ks, table, cols); err != nil {
 				return nil, err
 			}
+		}
+	}
+	for _, ks := range pendingKeyspaces(cfg, topics) {
+		cols, err := ReadSchemaColumns(ctx, s, ks, PendingTable)
+		if err != nil {
+			return nil, err
+		}
+		if len(cols) == 0 {
+			missing = append(missing, ks+"."+PendingTable)
 		}
 	}
 	for _, name := range topics {

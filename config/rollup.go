@@ -67,6 +67,10 @@ const (
 	AggLast  = "last"
 )
 
+// RollupIDTypes are the id column types of an entry with rollups: a pending window names its
+// entity by the id values' bytes, which the rollup worker turns back into these.
+var RollupIDTypes = []string{"text", "ascii", "varchar", "tinyint", "smallint", "int", "bigint", "uuid", "timeuuid", "boolean", "timestamp"}
+
 // AggregateFns lists every aggregate function, for messages.
 var AggregateFns = []string{AggCount, AggSum, AggMin, AggMax, AggAvg, AggFirst, AggLast}
 
@@ -177,6 +181,13 @@ func validateRollups(v *validator, p string, t Topic, tables map[string]string) 
 	}
 	if len(t.Clustering) == 0 || !clusteredByEventTime(t) {
 		v.add(p+".rollups", "a window's rows are read by event time, so the first clustering column must hold the event time (a timestamp with source event_time or the time field)")
+	}
+	for i, id := range t.ID {
+		if col, ok := t.column(id); ok {
+			if typ, err := ParseCQLType(col.Type); err == nil && !slices.Contains(RollupIDTypes, typ.String()) {
+				v.add(fmt.Sprintf("%s.id[%d]", p, i), "%q is a %s; an entry with rollups names its entities by ids of type %s", id, typ, strings.Join(RollupIDTypes, ", "))
+			}
+		}
 	}
 	raw, rawErr := bucketer.ParseWidth(t.Bucket.Width)
 	for i, r := range t.Rollups {

@@ -33,7 +33,9 @@ import (
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/rollup"
 	"github.com/bucketsink/sink/pipeline/split"
+	"github.com/bucketsink/sink/rollup/recompute"
 )
 
 // The integration tests run the pipeline against the real Kafka and Cassandra of internal/testenv
@@ -473,8 +475,16 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 	if wrap != nil {
 		w = wrap(w)
 	}
+	var rollups rollup.Store
+	if entries, err := rollup.Entries(s.cfg); err != nil {
+		s.t.Fatal(err)
+	} else if len(entries) > 0 {
+		if rollups, err = recompute.NewStore(session, s.cfg); err != nil {
+			s.t.Fatal(err)
+		}
+	}
 	// Requests are joined as `sink run` joins them, so every test here runs with grouped requests.
-	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Group: cw.Group, Metrics: metrics, PingInterval: time.Second,
+	pl, err := New(Config{Rollups: rollups, Sink: s.cfg, Mapper: m, Writer: w, Group: cw.Group, Metrics: metrics, PingInterval: time.Second,
 		Slices:       cassandra.NewSliceMaker(session, s.cfg),
 		KafkaOptions: s.kafkaOpts,
 		Splits:       split.StoreOf(cassandra.NewSplitStores(session, s.cfg.Cassandra)),

@@ -68,6 +68,19 @@ func DescribeRollups(cfg *config.Config, raw Tables) (Rollups, error) {
 	return out, nil
 }
 
+// DescribeWithRollups is Describe and DescribeRollups together: every entry's table and rollups.
+func DescribeWithRollups(cfg *config.Config) (Tables, Rollups, error) {
+	tables, err := Describe(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	rollups, err := DescribeRollups(cfg, tables)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tables, rollups, nil
+}
+
 // Get returns the rollup called name of entry, or an error naming the entry's rollups.
 func (rs Rollups) Get(entry, name string) (Rollup, error) {
 	var names []string

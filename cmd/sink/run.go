@@ -29,7 +29,9 @@ import (
 	"github.com/bucketsink/sink/pipeline"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/rollup"
 	"github.com/bucketsink/sink/pipeline/split"
+	"github.com/bucketsink/sink/rollup/recompute"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -97,12 +99,6 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	cfg, code := loadConfig(*path, stderr)
 	if cfg == nil {
 		return code
-	}
-	if entry := rollupEntry(cfg); entry != "" {
-		// `sink schema` creates rollup tables, but nothing fills them yet: running would leave them
-		// empty while the operator believes them kept.
-		fmt.Fprintf(stderr, "sink run: topics.%s.rollups: this sink does not compute rollups yet (their tables are created by sink schema, nothing writes them); remove the rollups to run\n", entry)
-		return exitConfig
 	}
 	log := newLogger(cfg.Log, stderr)
 	for _, w := range cfg.Warnings() {
@@ -226,6 +222,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return err
 	}
 	probes := cassandra.ProbeTargets(tables, func(topic string) string { return cfg.Topics[topic].Consistency })
+	var rollups rollup.Store
+	if rollupEntries, err := rollup.Entries(cfg); err != nil {
+		return err
+	} else if len(rollupEntries) > 0 {
+		if rollups, err = recompute.NewStore(session, cfg); err != nil {
+			return err
+		}
+	}
 	pl, err := pipeline.New(pipeline.Config{
 		Sink:    cfg,
 		Mapper:  m,
@@ -235,6 +239,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Logger:  log,
 		Slices:  cassandra.NewSliceMaker(session, cfg),
 		Splits:  split.StoreOf(cassandra.NewSplitStores(session, cfg.Cassandra)),
+		Rollups: rollups,
 		Ping:    func(ctx context.Context) error { return session.Probe(ctx, probes) },
 	})
 	if err != nil {
@@ -305,14 +310,4 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
-}
-
-// rollupEntry is the first entry (in name order) that declares rollups, or "".
-func rollupEntry(cfg *config.Config) string {
-	for _, name := range cfg.TopicNames() {
-		if len(cfg.Topics[name].Rollups) > 0 {
-			return name
-		}
-	}
-	return ""
 }

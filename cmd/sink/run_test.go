@@ -78,15 +78,3 @@ func TestLogDurationsAreReadable(t *testing.T) {
 		}
 	}
 }
-
-// Rollup tables are created by `sink schema` but no part of `sink run` fills them yet: a run must
-// refuse the config rather than leave them empty while they look kept.
-func TestRunRefusesRollupsItDoesNotCompute(t *testing.T) {
-	code, _, stderr := runCmd(t, runRun, "--config", "../../examples/sensor-rollups.yaml")
-	if code != exitConfig {
-		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitConfig, stderr)
-	}
-	if !strings.Contains(stderr, "topics.readings.rollups: this sink does not compute rollups yet") {
-		t.Errorf("stderr does not name the rollups:\n%s", stderr)
-	}
-}

@@ -7,12 +7,15 @@ package recompute
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/reader"
 	"github.com/bucketsink/sink/rollup"
@@ -35,11 +38,7 @@ func New(gs *gocql.Session, cfg *config.Config, entry string) (*Recomputer, erro
 	if err != nil {
 		return nil, err
 	}
-	tables, err := schema.Describe(cfg)
-	if err != nil {
-		return nil, err
-	}
-	all, err := schema.DescribeRollups(cfg, tables)
+	_, all, err := schema.DescribeWithRollups(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -169,4 +168,125 @@ func (c *Recomputer) write(ctx context.Context, r schema.Rollup, id []any, start
 		return fmt.Errorf("writing rollup %s to %s.%s: %w", r.Name, t.Keyspace, t.Name, err)
 	}
 	return nil
+}
+
+// RecomputeEntity is Recompute for the entity a pending marker names: the id components of the raw
+// rows' routing key (routing.KeyParts), each a component of the composite key (a 2-byte length, the
+// value's bytes, a 0 byte).
+func (c *Recomputer) RecomputeEntity(ctx context.Context, name string, entity []byte, at time.Time) (Outcome, error) {
+	id, err := c.decodeEntity(entity)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return c.Recompute(ctx, name, id, at)
+}
+
+// decodeEntity turns the id components of a routing key back into the id columns' values, through
+// their text form (reader.ParseID), for the id types config.RollupIDTypes allows.
+func (c *Recomputer) decodeEntity(b []byte) ([]any, error) {
+	t := c.raw.Table()
+	ids := t.IDColumns()
+	texts := make([]string, 0, len(ids))
+	for _, col := range ids {
+		if len(b) < 3 {
+			return nil, fmt.Errorf("rollup marker entity: too short for id column %s", col)
+		}
+		n := int(binary.BigEndian.Uint16(b))
+		if len(b) < 2+n+1 {
+			return nil, fmt.Errorf("rollup marker entity: component of %d bytes for id column %s, %d left", n, col, len(b)-3)
+		}
+		v := b[2 : 2+n]
+		b = b[2+n+1:]
+		text, err := idText(t.Columns[t.Index(col)].Type, v)
+		if err != nil {
+			return nil, fmt.Errorf("rollup marker entity, id column %s: %w", col, err)
+		}
+		texts = append(texts, text)
+	}
+	return c.raw.ParseID(texts)
+}
+
+// idText is the text form (reader.ParseValue's) of one serialized id value of CQL type typ.
+func idText(typ string, v []byte) (string, error) {
+	signed := func() (int64, error) {
+		switch len(v) {
+		case 1:
+			return int64(int8(v[0])), nil
+		case 2:
+			return int64(int16(binary.BigEndian.Uint16(v))), nil
+		case 4:
+			return int64(int32(binary.BigEndian.Uint32(v))), nil
+		case 8:
+			return int64(binary.BigEndian.Uint64(v)), nil
+		}
+		return 0, fmt.Errorf("%d bytes for a %s", len(v), typ)
+	}
+	switch typ {
+	case "text", "ascii":
+		return string(v), nil
+	case "tinyint", "smallint", "int", "bigint":
+		n, err := signed()
+		return strconv.FormatInt(n, 10), err
+	case "uuid", "timeuuid":
+		u, err := gocql.UUIDFromBytes(v)
+		return u.String(), err
+	case "boolean":
+		if len(v) != 1 {
+			return "", fmt.Errorf("%d bytes for a boolean", len(v))
+		}
+		return strconv.FormatBool(v[0] != 0), nil
+	case "timestamp":
+		n, err := signed()
+		return time.UnixMilli(n).UTC().Format(time.RFC3339Nano), err
+	}
+	return "", fmt.Errorf("a %s id cannot name a rollup's entity; config allows %v", typ, config.RollupIDTypes)
+}
+
+// Store is what the pipeline's rollup worker needs (pipeline/rollup's Store): each entry's pending
+// markers in its keyspace (cassandra.Pending) and its Recomputer.
+type Store struct {
+	pending   map[string]*cassandra.Pending
+	recompute map[string]*Recomputer
+}
+
+// NewStore is the Store of every entry of cfg with rollups, on session s.
+func NewStore(s *cassandra.Session, cfg *config.Config) (*Store, error) {
+	tables, all, err := schema.DescribeWithRollups(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := &Store{pending: map[string]*cassandra.Pending{}, recompute: map[string]*Recomputer{}}
+	for name := range all {
+		cons, err := gocql.ParseConsistencyWrapper(cfg.Topics[name].Consistency)
+		if err != nil {
+			return nil, fmt.Errorf("topics.%s.consistency: %w", name, err)
+		}
+		st.pending[name] = cassandra.NewPending(s, tables[name].Keyspace, cons)
+		if st.recompute[name], err = New(s.Driver(), cfg, name); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// Due lists up to limit markers of (entry, partition) due at or before upTo, oldest first.
+func (s *Store) Due(ctx context.Context, entry string, partition int32, upTo time.Time, limit int) ([]cassandra.Marker, error) {
+	return s.pending[entry].Due(ctx, entry, partition, upTo, limit)
+}
+
+// Done deletes marker m at the timestamp it was written with.
+func (s *Store) Done(ctx context.Context, entry string, partition int32, m cassandra.Marker) error {
+	return s.pending[entry].Done(ctx, entry, partition, m)
+}
+
+// Mark writes marker m at its Timestamp.
+func (s *Store) Mark(ctx context.Context, entry string, partition int32, m cassandra.Marker) error {
+	return s.pending[entry].Mark(ctx, entry, partition, m)
+}
+
+// Recompute computes and writes the row of rollup name for the marker's entity and the window
+// holding at, and returns how many partitions it read.
+func (s *Store) Recompute(ctx context.Context, entry, name string, entity []byte, at time.Time) (int, error) {
+	out, err := s.recompute[entry].RecomputeEntity(ctx, name, entity, at)
+	return out.Partitions, err
 }
