@@ -834,6 +834,27 @@ func entryYAML(name string, tp config.Topic) string {
 	if tp.DeadLetterTopic != "" {
 		fmt.Fprintf(&b, "    dead_letter_topic: %s\n", tp.DeadLetterTopic)
 	}
+	if len(tp.Rollups) > 0 {
+		b.WriteString("    rollups:\n")
+	}
+	for _, r := range tp.Rollups {
+		fmt.Fprintf(&b, "      - {name: %s, width: %s, table: %s, bucket: {width: %s}, grace: %s", r.Name, r.Width, r.Table, r.Bucket.Width, time.Duration(r.Grace))
+		if r.From != "" {
+			fmt.Fprintf(&b, ", from: %s", r.From)
+		}
+		b.WriteString(", aggregates: [")
+		for i, a := range r.Aggregates {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "{column: %s, fn: %s", a.Column, a.Fn)
+			if a.Of != "" {
+				fmt.Fprintf(&b, ", of: %s", a.Of)
+			}
+			b.WriteString("}")
+		}
+		b.WriteString("]}\n")
+	}
 	return b.String()
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
+	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -148,5 +151,94 @@ func TestIntegrationRollupsEqualTheRawRowsAndFollowLateEvents(t *testing.T) {
 	}
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIntegrationRollupsSurviveKillsASecondInstanceAndAReplay: the oracle test of rollups through the
+// real binary. A stream of devices spread over three Kafka partitions, with late events (every 25th
+// record belongs to the first ten minutes), is consumed by `sink run` killed with SIGKILL 20 times at
+// random moments, with a second instance joining and leaving on the way. Once everything is committed,
+// every rollup row of both resolutions equals the test's own computation from the raw rows, and no
+// window lacks its row. Then the group replays from offset 0: the same raw rows, and every rollup row
+// stays the raw rows' computation.
+func TestIntegrationRollupsSurviveKillsASecondInstanceAndAReplay(t *testing.T) {
+	s := newStackWith(t, 3, nil, withRollups)
+	recs := makeRecords(1500, 0, 3)
+	for i, r := range recs {
+		r.partition = int32(i % 3)
+		if i%25 == 24 {
+			r.ts = itBase.Add(time.Duration(i) * time.Millisecond) // late: into the first, long closed windows
+			r.value = fmt.Appendf(nil, `{"device_id":%q,"ts":%q,"value":%d.5}`, r.device, r.ts.Format(time.RFC3339Nano), i)
+		}
+	}
+	s.cfg.Metrics.Address = freeAddr(t)
+	cfgPath := s.writeConfig()
+	first := s.cfg.Metrics.Address
+	s.cfg.Metrics.Address = freeAddr(t)
+	secondPath := s.writeConfig()
+	s.cfg.Metrics.Address = first
+	done := make(chan struct{})
+	rng := rand.New(rand.NewPCG(36, uint64(time.Now().UnixNano())))
+	const kills = 20
+	var second *exec.Cmd
+	for i := range kills {
+		cmd, _ := runSink(t, cfgPath)
+		if i == 0 {
+			go func() {
+				defer close(done)
+				s.produceStream(recs, 10, 100*time.Millisecond)
+			}()
+		}
+		switch i {
+		case 5:
+			second, _ = runSink(t, secondPath) // joins
+		case 9:
+			if code, _ := stopSink(t, second); code != 0 { // leaves
+				t.Errorf("the second instance exited %d after SIGTERM, want 0", code)
+			}
+		}
+		s.waitFor(time.Minute, "sink run to be ready", s.sinkReady)
+		time.Sleep(time.Duration(200+rng.IntN(1500)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		s.removeMembers() // the killed member sent no LeaveGroup; the second instance, removed too, joins again
+
+	}
+	<-done
+	cmd, _ := runSink(t, cfgPath)
+	s.waitFor(time.Minute, "sink run to be ready after the kills", s.sinkReady)
+	s.waitFor(3*time.Minute, "committed offsets to reach the end after the kills", s.allCommitted)
+	s.waitFor(2*time.Minute, "the rollups to equal the raw rows after the kills", s.rollupsMatch)
+	tenmin, hourly := s.rawRollups()
+	if len(tenmin) < 37*5 || len(hourly) < 37 {
+		t.Fatalf("%d ten-minute and %d hourly windows: the stream covers 37 devices over 50 minutes", len(tenmin), len(hourly))
+	}
+	if code, _ := stopSink(t, cmd); code != 0 {
+		t.Errorf("sink run exited %d after SIGTERM, want 0", code)
+	}
+
+	// A full replay from offset 0 writes the same raw rows and leaves every rollup row as it is: equal to
+	// the raw rows' computation.
+	before := map[string]map[string]rollupRow{"readings_10m": s.rollupRows("readings_10m"), "readings_1h": s.rollupRows("readings_1h")}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.adm.DeleteGroup(ctx, s.group); err != nil {
+		t.Fatal(err)
+	}
+	cmd, _ = runSink(t, cfgPath)
+	s.waitFor(time.Minute, "sink run to be ready for the replay", s.sinkReady)
+	s.waitFor(3*time.Minute, "committed offsets to reach the end of the replay", s.allCommitted)
+	if code, _ := stopSink(t, cmd); code != 0 {
+		t.Errorf("sink run exited %d after SIGTERM, want 0", code)
+	}
+	if !s.rollupsMatch() {
+		t.Error("after the replay the rollups differ from the raw rows' computation")
+	}
+	for table, rows := range before {
+		if !maps.Equal(rows, s.rollupRows(table)) {
+			t.Errorf("the replay changed rows of %s", table)
+		}
 	}
 }
