@@ -139,7 +139,13 @@ func TestIntegrationRollupsEqualTheRawRowsAndFollowLateEvents(t *testing.T) {
 	s.waitFor(2*time.Minute, "committed offsets to reach the end", s.allCommitted)
 	start := time.Now()
 	s.waitFor(time.Minute, "the rollups to follow the late events", s.rollupsMatch)
-	t.Logf("late events reflected %v after their commit (scan interval %v)", time.Since(start).Round(time.Millisecond), rollup.ScanInterval)
+	took := time.Since(start)
+	t.Logf("late events reflected %v after their commit (scan interval %v)", took.Round(time.Millisecond), rollup.ScanInterval)
+	// The stated bound: a scan interval and a computation per level (two levels here), with slack for
+	// the test's polling and a loaded machine.
+	if bound := 2*rollup.ScanInterval + 5*time.Second; took > bound {
+		t.Errorf("late events took %v to reach both rollups, over the bound %v", took, bound)
+	}
 	if row := s.rollupRows("readings_10m")["dev-000|"+itBase.Format(time.RFC3339)]; row.maxV != 1000.25 {
 		t.Errorf("dev-000's first window: %+v, want its max to be the late 1000.25", row)
 	}
