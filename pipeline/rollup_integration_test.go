@@ -161,17 +161,28 @@ func TestIntegrationRollupsEqualTheRawRowsAndFollowLateEvents(t *testing.T) {
 }
 
 // TestIntegrationRollupsSurviveKillsASecondInstanceAndAReplay: the oracle test of rollups through the
-// real binary. A stream of devices spread over three Kafka partitions, with late events (every 25th
-// record belongs to the first ten minutes), is consumed by `sink run` killed with SIGKILL 20 times at
+// real binary. A stream of devices spread over three Kafka partitions, one of them hot enough to be
+// split, with late events (every 25th record belongs to the first ten minutes), is consumed by `sink run` killed with SIGKILL 20 times at
 // random moments, with a second instance joining and leaving on the way. Once everything is committed,
 // every rollup row of both resolutions equals the test's own computation from the raw rows, and no
 // window lacks its row. Then the group replays from offset 0: the same raw rows, and every rollup row
 // stays the raw rows' computation.
 func TestIntegrationRollupsSurviveKillsASecondInstanceAndAReplay(t *testing.T) {
-	s := newStackWith(t, 3, nil, withRollups)
+	s := newStackWith(t, 3, nil, func(c *config.Config) {
+		withRollups(c)
+		tc := c.Topics["readings"]
+		// dev-hot's hour passes 100 rows early: it is split over more event buckets, and its windows
+		// are read from every generation.
+		tc.Split = config.Split{Enabled: true, MaxEventBuckets: 8, MaxRows: 100}
+		c.Topics["readings"] = tc
+	})
 	recs := makeRecords(1500, 0, 3)
 	for i, r := range recs {
 		r.partition = int32(i % 3)
+		if i%3 == 1 {
+			r.device = "dev-hot"
+			r.value = fmt.Appendf(nil, `{"device_id":%q,"ts":%q,"value":%d.5}`, r.device, r.ts.Format(time.RFC3339Nano), i)
+		}
 		if i%25 == 24 {
 			r.ts = itBase.Add(time.Duration(i) * time.Millisecond) // late: into the first, long closed windows
 			r.value = fmt.Appendf(nil, `{"device_id":%q,"ts":%q,"value":%d.5}`, r.device, r.ts.Format(time.RFC3339Nano), i)
@@ -218,6 +229,13 @@ func TestIntegrationRollupsSurviveKillsASecondInstanceAndAReplay(t *testing.T) {
 	s.waitFor(3*time.Minute, "committed offsets to reach the end after the kills", s.allCommitted)
 	s.waitFor(2*time.Minute, "the rollups to equal the raw rows after the kills", s.rollupsMatch)
 	tenmin, hourly := s.rawRollups()
+	var generations int
+	if err := s.session.Driver().Query("SELECT COUNT(*) FROM "+s.ks+".sink_splits").ScanContext(context.Background(), &generations); err != nil {
+		t.Fatal(err)
+	}
+	if generations == 0 {
+		t.Error("dev-hot was never split: the test does not read a split entity's windows")
+	}
 	if len(tenmin) < 37*5 || len(hourly) < 37 {
 		t.Fatalf("%d ten-minute and %d hourly windows: the stream covers 37 devices over 50 minutes", len(tenmin), len(hourly))
 	}
