@@ -7,7 +7,7 @@ STACK := scripts/stack
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
 
-.PHONY: help build run test test-clean test-ring lint stack-up stack-down stack-status bench
+.PHONY: help build run test test-clean test-ring test-chaos lint stack-up stack-down stack-status bench
 
 # staticcheck, pinned: `go run` fetches this version through the Go module proxy and caches the build, so a
 # fresh machine needs nothing installed beforehand. Raise it deliberately (the newest that supports our Go).
@@ -23,6 +23,8 @@ help:
 	@echo "                  the stack stays up for the next run (STACK_DOWN=1 make test stops it afterwards)"
 	@echo "make test-clean   make test, then stop the stack"
 	@echo "make test-ring    only the ring tests (also part of make test), starting the ring if needed"
+	@echo "make test-chaos   only the churn tests (build tag chaos; about three minutes, also part of make test): sink run"
+	@echo "                  killed every 3 to 15 s beside a member joining and leaving"
 	@echo "make lint         staticcheck ($(STATICCHECK)) over the module (also part of make test)"
 	@echo "make stack-up / stack-down / stack-status"
 	@echo "make bench        end-to-end benchmark on the local stack: sink vs the raw Cassandra ceiling, 1,000,000 events;"
@@ -69,6 +71,8 @@ test:
 	(cd deploy/checks && GOFLAGS="$$GOFLAGS -mod=mod" go test -count=1 -timeout 15m ./...) || status=$$?; \
 	echo "--- ring tests (three-node Cassandra)"; \
 	go test $(GO_TEST_FLAGS) -run '$(RING_TESTS)' $(RING_PKGS) || status=$$?; \
+	echo "--- churn tests (sink run killed every 3 to 15 s)"; \
+	go test -count=1 -timeout 20m -tags chaos -run '$(CHAOS_TESTS)' ./pipeline || status=$$?; \
 	if [[ "$(STACK_DOWN)" == 1 ]]; then $(STACK) down; fi; \
 	exit $$status
 
@@ -77,6 +81,16 @@ test-ring:
 	@$(STACK) up --cassandra-nodes 3 || exit 1; \
 	export $$($(STACK) env); \
 	go test $(GO_TEST_FLAGS) -run '$(RING_TESTS)' $(RING_PKGS)
+
+# Only the churn tests (build tag chaos; also the last pass of `make test`, alone, as they kill and restart the
+# sink for minutes). Like `make test`, they use the SINK_TEST_* servers when set, else the stack.
+CHAOS_TESTS := ^TestChaos
+test-chaos:
+	@if [[ -z "$$SINK_TEST_KAFKA" || -z "$$SINK_TEST_CASSANDRA" ]]; then \
+		$(STACK) up || exit 1; \
+		export $$($(STACK) env); \
+	fi; \
+	go test -count=1 -timeout 20m -tags chaos -run '$(CHAOS_TESTS)' ./pipeline
 
 lint:
 	go run $(STATICCHECK) ./...

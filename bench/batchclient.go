@@ -129,7 +129,7 @@ func RunBatchClient(ctx context.Context, specPath string, stdin io.Reader, stdou
 	if err != nil {
 		return fmt.Errorf("topics.%s.consistency: %w", topicName, err)
 	}
-	m, err := mapper.New(cfg)
+	m, err := newMapper(cfg)
 	if err != nil {
 		return fmt.Errorf("compiling the mapper for the client: %w", err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/gen"
-	"github.com/bucketsink/sink/mapper"
 )
 
 func TestParseStatCPU(t *testing.T) {
@@ -359,7 +358,7 @@ func TestCeilingOfTwoEntriesWritesEachRecordsRowIntoEachTable(t *testing.T) {
 		if len(rows) != len(records)*len(c.tables) {
 			t.Fatalf("%d tables: %d rows of %d records, want %d", len(c.tables), len(rows), len(records), len(records)*len(c.tables))
 		}
-		m, err := mapper.New(cfg)
+		m, err := newMapper(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

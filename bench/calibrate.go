@@ -28,7 +28,7 @@ const (
 // calibrate maps the first records of the backlog with the sink's mapper, on one goroutine, and
 // returns the nanoseconds per record of the fastest round.
 func calibrate(cfg *config.Config, topic string, records []record) (float64, error) {
-	m, err := mapper.New(cfg)
+	m, err := newMapper(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("compiling the mapper for the calibration: %w", err)
 	}

@@ -75,7 +75,7 @@ func ceilingGrid(quick bool, sinkRows, sinkBytes, sinkInFlight, sinkConns int) [
 // table of the entries that read topic: the rows the sink would write, record by record, in entry-name
 // order within a record. A record any entry refuses is an error: every backlog record is valid.
 func ceilingRows(ctx context.Context, cfg *config.Config, topic string, records []record) ([]batcher.Row, error) {
-	m, err := mapper.New(cfg)
+	m, err := newMapper(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("compiling the mapper for the ceiling: %w", err)
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/memlimit"
-	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/pipeline"
 	"github.com/bucketsink/sink/pipeline/metrics"
@@ -129,7 +128,7 @@ func RunDiscardDaemon(ctx context.Context, path string, stderr io.Writer) error 
 	memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
 	reg := prometheus.NewRegistry()
 	metrics := metrics.NewMetrics(reg)
-	m, err := mapper.New(cfg)
+	m, err := newMapper(cfg)
 	if err != nil {
 		return fmt.Errorf("compiling topics: %w", err)
 	}

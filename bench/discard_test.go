@@ -26,7 +26,7 @@ func sensorBatch(tb testing.TB, n int) (*batcher.Batch, []gocql.TypeInfo) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m, err := mapper.New(cfg)
+	m, err := newMapper(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -65,7 +65,8 @@ type Options struct {
 	// SettleMax bounds the wait for a quiet machine before each measured write phase (see settle);
 	// default 30s (10s with Quick). Negative measures each phase right after the one before.
 	SettleMax time.Duration
-	// ProfileDir, when set, receives a CPU profile of the sink (sink.pprof) taken over its run.
+	// ProfileDir, when set, receives a CPU profile of the sink (sink.pprof) taken over its run, and
+	// one of the steady phase's produce window (steady-<rate>.pprof).
 	ProfileDir string
 	// WorkDir holds configs and daemon logs; default a fresh temporary directory, removed after a
 	// successful run and kept after a failed one.
@@ -80,6 +81,9 @@ type Options struct {
 	// SteadyOnly runs the steady-rate phase alone, at LatencyRate (required): to compare binaries
 	// (SinkBinary) side by side at one rate without the backlog phases.
 	SteadyOnly bool
+	// Curve runs the steady phase at each of these rates in turn (events/s, LatencyFor each), the
+	// backlog phases and the 50-row client left out: Result.Curve, drawn as an SVG beside the result.
+	Curve []float64
 	// NoBatchClient skips the 50-row client after the steady phase (batchclient.go), which takes
 	// about as long again as that phase.
 	NoBatchClient bool
@@ -197,6 +201,17 @@ func (o *Options) defaults() error {
 	if o.ReadRounds < 1 {
 		errs = append(errs, fmt.Errorf("read rounds: %d, want at least 1", o.ReadRounds))
 	}
+	for _, r := range o.Curve {
+		if !(r >= 1) || math.IsInf(r, 0) {
+			errs = append(errs, fmt.Errorf("curve: rate %v, want at least 1 event/s", r))
+		}
+	}
+	if len(o.Curve) > 0 && (o.ReadOnly || o.SteadyOnly) {
+		errs = append(errs, errors.New("the curve runs steady phases alone: leave out --steady-only and --read-only"))
+	}
+	if len(o.Curve) > 0 && o.LatencyFor <= 0 {
+		errs = append(errs, errors.New("the curve needs a length for each rate (--latency-for)"))
+	}
 	if o.ReadOnly && o.SteadyOnly {
 		errs = append(errs, errors.New("the read phase alone and the steady phase alone exclude each other"))
 	}
@@ -251,6 +266,8 @@ type harness struct {
 	consistency gocql.Consistency
 	// What the run created and has not dropped yet (see drop and cleanup).
 	tables, topics []string
+	// live ends the steady phase's topic, table and group names: one of its own per curve point.
+	live string
 }
 
 func (h *harness) run(ctx context.Context) (*Result, error) {
@@ -277,6 +294,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		Events: o.Events, Entities: o.Entities, Partitions: o.Partitions, Quick: o.Quick,
 		Compression: compressionName, CommitInterval: o.CommitInterval.String(), DaemonEnv: o.DaemonEnv,
 		SettleMax: o.SettleMax.String(), KeepData: o.KeepData, SteadyOnly: o.SteadyOnly, NoProbes: o.NoProbes, ReadOnly: o.ReadOnly,
+		Curve: o.Curve,
 	}
 	if o.ReadOnly || (o.ReadRows > 0 && !o.SteadyOnly) {
 		r.Params.ReadRows, r.Params.ReadRounds = o.ReadRows, o.ReadRounds
@@ -296,6 +314,12 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	h.p.logf("bench: %d events, %d entities, %d partitions; %d cores, %s, Kafka %s, Cassandra %s",
 		o.Events, o.Entities, o.Partitions, r.Machine.Cores, r.Machine.Go, r.Machine.Kafka, r.Machine.Cassandra)
 
+	if len(o.Curve) > 0 {
+		if err := h.curve(ctx); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
 	if o.SteadyOnly {
 		if o.LatencyRate <= 0 || o.LatencyFor <= 0 {
 			return nil, errors.New("the steady phase alone needs a rate (--latency-rate) and a length")
@@ -1014,8 +1038,8 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		return fmt.Errorf("latency phase: rate %v derived from the sink is not usable", rate)
 	}
 	st := setup{
-		Brokers: o.Brokers, Hosts: o.Cassandra, Keyspace: o.Keyspace, Topic: o.Prefix + "_live",
-		Table: o.Prefix + "_live", Group: o.Prefix + "_live", CommitInterval: o.CommitInterval,
+		Brokers: o.Brokers, Hosts: o.Cassandra, Keyspace: o.Keyspace, Topic: o.Prefix + "_live" + h.live,
+		Table: o.Prefix + "_live" + h.live, Group: o.Prefix + "_live" + h.live, CommitInterval: o.CommitInterval,
 	}
 	var err error
 	if st.Metrics, err = freeAddr(); err != nil {
@@ -1062,6 +1086,15 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 	probes, freshWait, err := h.startFreshness(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	// The profile covers the produce window only: what a row costs at this rate, not the drain after.
+	var prof chan error
+	profPath := ""
+	if o.ProfileDir != "" {
+		profPath = filepath.Join(o.ProfileDir, fmt.Sprintf("steady-%.0f.pprof", rate))
+		prof = make(chan error, 1)
+		secs := max(1, int(o.LatencyFor.Seconds()))
+		go func() { prof <- fetchProfile(ctx, d.metrics, profPath, secs) }()
 	}
 
 	log := newProduceLog()
@@ -1133,6 +1166,9 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		return err
 	}
 	l.CassandraPID = meter.cassPID
+	if l.PeakRSSBytes, err = readPeakRSS(d.pid()); err != nil {
+		return err
+	}
 	metricsAfter, err := d.scrape(ctx)
 	if err != nil {
 		return err
@@ -1144,6 +1180,13 @@ func (h *harness) latency(ctx context.Context, rate float64) error {
 		return err
 	}
 	l.setNet(idle, l.CassandraCPUMicrosPerRow, produced.Load(), cassWindow, l.ProbeReads)
+	if prof != nil {
+		if err := <-prof; err != nil {
+			h.p.logf("steady: no CPU profile: %v", err)
+		} else {
+			l.Profile = profPath
+		}
+	}
 	if err := d.stop(time.Minute); err != nil {
 		return err
 	}

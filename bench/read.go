@@ -320,7 +320,7 @@ func (h *harness) readPhase(ctx context.Context) error {
 func (h *harness) writeDense(ctx context.Context, cfg *config.Config, st setup, start time.Time) (rowDigest, error) {
 	o := h.o
 	values, times := denseEvents(readDevice, start, readDays, o.ReadRows)
-	m, err := mapper.New(cfg)
+	m, err := newMapper(cfg)
 	if err != nil {
 		return rowDigest{}, fmt.Errorf("compiling the mapper of the read phase: %w", err)
 	}

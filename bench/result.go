@@ -25,6 +25,9 @@ type Result struct {
 	Sink      Process   `json:"sink"`
 	Pipeline  Process   `json:"pipeline"`
 	Latency   Latency   `json:"latency"`
+	// Curve is the steady phase at each rate of Options.Curve, in the order run; the plot of it is
+	// written beside the result (WriteJSON).
+	Curve []Latency `json:"curve,omitempty"`
 	// BatchClient is the steady phase's second ceiling (batchclient.go); nil when skipped.
 	BatchClient *BatchClient `json:"batch_client,omitempty"`
 	// Codec is the run of the same events in another format (Options.Codec); nil without one.
@@ -133,9 +136,11 @@ type Params struct {
 	SteadyOnly     bool     `json:"steady_only,omitempty"` // the steady-rate phase alone (Options.SteadyOnly)
 	NoProbes       bool     `json:"no_probes,omitempty"`   // no freshness probes (Options.NoProbes)
 	ReadOnly       bool     `json:"read_only,omitempty"`   // the read phase alone (Options.ReadOnly)
-	ReadRows       int      `json:"read_rows,omitempty"`   // rows of the read phase's device; 0 when skipped
-	ReadRounds     int      `json:"read_rounds,omitempty"` // rounds of the read phase
-	SinkBinary     string   `json:"sink_binary,omitempty"` // the executable measured, when not the harness's own
+	// Curve are the rates of a curve run (Options.Curve).
+	Curve      []float64 `json:"curve,omitempty"`
+	ReadRows   int       `json:"read_rows,omitempty"`   // rows of the read phase's device; 0 when skipped
+	ReadRounds int       `json:"read_rounds,omitempty"` // rounds of the read phase
+	SinkBinary string    `json:"sink_binary,omitempty"` // the executable measured, when not the harness's own
 }
 
 // Produce is phase 1: loading the backlog.
@@ -227,6 +232,10 @@ type Latency struct {
 	Freshness
 	// Stages: sink_stage_seconds over the phase (absent for a binary without it).
 	Stages []StageLatency `json:"stages,omitempty"`
+	// Profile is the CPU profile of the sink over the produce window (Options.ProfileDir).
+	Profile string `json:"cpu_profile,omitempty"`
+	// PeakRSSBytes is the sink's VmHWM once every row is committed: start-up and the phase.
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
 }
 
 // Freshness is produce → row readable through the reader, for about 20 sampled events a second.
@@ -400,6 +409,8 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 	}
 	kind := "full"
 	switch {
+	case len(r.Curve) > 0:
+		kind = "curve"
 	case r.Params.SteadyOnly:
 		kind = "steady"
 	case r.Params.ReadOnly:
@@ -413,6 +424,11 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 		events = r.Latency.Events
 	case r.Params.ReadOnly:
 		events = r.Params.ReadRows
+	case len(r.Curve) > 0:
+		events = 0
+		for _, p := range r.Curve {
+			events += p.Events
+		}
 	}
 	name := fmt.Sprintf("%s-%s-%d.json", r.Date.UTC().Format("20060102T150405Z"), kind, events)
 	path := filepath.Join(dir, name)
@@ -422,6 +438,16 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 	}
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return "", fmt.Errorf("writing result %s: %w", path, err)
+	}
+	if len(r.Curve) > 0 {
+		name := "this build"
+		if r.Params.SinkBinary != "" {
+			name = r.Params.SinkBinary
+		}
+		title := fmt.Sprintf("steady rates, %s (%s)", name, r.Date.UTC().Format("2006-01-02 15:04 UTC"))
+		if err := writeSVGFile(svgPath(path), title, []CurveSeries{{Name: name, Points: r.Curve}}); err != nil {
+			return "", err
+		}
 	}
 	return path, nil
 }
@@ -451,6 +477,7 @@ func (r *Result) PrintTable(w io.Writer) {
 		r.printBacklog(tw)
 	}
 	r.printSteady(tw)
+	r.printCurve(tw)
 	r.printRead(tw)
 	if len(r.Settles) > 0 {
 		var waits []string
@@ -526,8 +553,8 @@ func (r *Result) printSteady(tw io.Writer) {
 		if l.CassandraCPUNote != "" {
 			cass = "not measured (" + l.CassandraCPUNote + ")"
 		}
-		fmt.Fprintf(tw, "steady: cost\t%.1f rows per request\t%.2f partitions per request; CPU per row: sink %.1f µs, Cassandra %s\n",
-			l.RowsPerRequest, l.PartitionsPerRequest, l.SinkCPUMicrosPerRow, cass)
+		fmt.Fprintf(tw, "steady: cost\t%.1f rows per request\t%.2f partitions per request; CPU per row: sink %.1f µs, Cassandra %s; the sink's peak RSS %.0f MiB\n",
+			l.RowsPerRequest, l.PartitionsPerRequest, l.SinkCPUMicrosPerRow, cass, float64(l.PeakRSSBytes)/(1<<20))
 		l.printNet(tw, "steady", l.FreshSamples+l.FreshMissing, l.Seconds)
 		for _, st := range l.Stages {
 			fmt.Fprintf(tw, "steady: stage %s\tp50 %.1f ms, p99 %.1f ms\t%d observations\n", st.Stage, st.P50Millis, st.P99Millis, st.Count)
@@ -554,6 +581,18 @@ func (r *Result) printSteady(tw io.Writer) {
 		if c.CassandraNetCPURatio != 0 {
 			fmt.Fprintf(tw, "sink ÷ 50-row client, net of idle	Cassandra CPU per row %s	each side less its own idle window\n", ratio(c.CassandraNetCPURatio))
 		}
+	}
+}
+
+// printCurve writes a line per point of a curve run.
+func (r *Result) printCurve(tw io.Writer) {
+	for _, l := range r.Curve {
+		fresh := "readable not measured (--no-probes)"
+		if l.FreshSamples > 0 {
+			fresh = fmt.Sprintf("readable p50 %.0f ms, p99 %.0f ms", l.FreshP50Millis, l.FreshP99Millis)
+		}
+		fmt.Fprintf(tw, "curve %s events/s	%.1f rows per request	%s produced; CPU per row: sink %.1f µs, Cassandra %.1f µs (net of idle %.1f); %s; committed p99 %.0f ms\n",
+			num(l.Rate), l.RowsPerRequest, num(l.AchievedRate), l.SinkCPUMicrosPerRow, l.CassandraCPUMicrosPerRow, l.CassandraNetCPUMicrosPerRow, fresh, l.P99Millis)
 	}
 }
 

@@ -57,7 +57,7 @@ func TestSmoke(t *testing.T) {
 	if res.Sink.PeakRSSBytes <= 0 || res.Pipeline.PeakRSSBytes <= 0 {
 		t.Errorf("peak RSS not measured: sink %d, pipeline %d", res.Sink.PeakRSSBytes, res.Pipeline.PeakRSSBytes)
 	}
-	if l := res.Latency; l.Covered != l.Events || l.Events == 0 || math.IsNaN(l.P99Millis) || l.P99Millis <= 0 {
+	if l := res.Latency; l.Covered != l.Events || l.Events == 0 || math.IsNaN(l.P99Millis) || l.P99Millis <= 0 || l.PeakRSSBytes <= 0 {
 		t.Errorf("latency phase incomplete: %+v", l)
 	}
 	if c := res.BatchClient; c == nil || c.Rows != res.Latency.Events || c.Requests == 0 || c.RowsPerRequest <= 1 ||

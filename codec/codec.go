@@ -64,6 +64,12 @@ const (
 	Null
 	// Set: the Value holds the field's value, converted for its Field.Type.
 	Set
+	// Bad: the record holds a value for the field that does not fit its column; Value.Err says why, in
+	// words that follow the field's subject (`column c: field "f"`, `event time: field "f"`; ValueError.At).
+	// The JSON codec reports a bad value this way, so that the mapper says first what it checks first
+	// (the event time, the accept window, then the columns in order); the other codecs return a bad value
+	// as Decode's *Error.
+	Bad
 )
 
 // Value is one decoded field, converted for the CQL type of its Field. Only the member of the
@@ -75,6 +81,8 @@ const (
 //   - timestamp, date: T, in UTC, years 0000 to 9999 (a date at midnight);
 //   - uuid, timeuuid: U;
 //   - every kind Wire reports: B, the value's CQL wire bytes for the Field.Type.
+//
+// Err is set with State Bad only.
 type Value struct {
 	State State
 	N     int64
@@ -82,6 +90,7 @@ type Value struct {
 	T     time.Time
 	U     [16]byte
 	B     []byte
+	Err   *ValueError
 }
 
 // Reasons of the errors of this package; they are also dead-letter reasons.
@@ -173,3 +182,38 @@ type UnavailableError struct{ Err error }
 
 func (e *UnavailableError) Error() string { return "schema registry unavailable: " + e.Err.Error() }
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// ValueError is a value of a record that does not fit its column, said two ways: Plain, its Error, says
+// what is wrong without the value or a map key (logs are kept longer and read by more people than the
+// data); Quoted says it with them, for the dead letter (which carries the record anyway) and for logs
+// when log.quote_values asks. The two forms differ only where the value is shown, so that the message of
+// an error wrapping one is turned into its quoted form by replacing Plain with Quoted (the function
+// Quoted).
+type ValueError struct{ Plain, Quoted string }
+
+func (e *ValueError) Error() string { return e.Plain }
+
+// At is e said of the value at subject: subject, then e's words (which begin with the space or the
+// word that joins them to it).
+func (e *ValueError) At(subject string) *ValueError {
+	return &ValueError{Plain: subject + e.Plain, Quoted: subject + e.Quoted}
+}
+
+// BadValue is the ValueError "the value is <reason>", quoted "<shown> is <reason>".
+func BadValue(shown, reason string) *ValueError {
+	return &ValueError{Plain: "the value is " + reason, Quoted: shown + " is " + reason}
+}
+
+// Quoted returns err's message with the bad value shown, where err wraps a *ValueError; for any other
+// error, its message.
+func Quoted(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	var ve *ValueError
+	if errors.As(err, &ve) {
+		return strings.Replace(msg, ve.Plain, ve.Quoted, 1)
+	}
+	return msg
+}

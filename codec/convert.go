@@ -8,7 +8,9 @@ import (
 	"math/big"
 	"net/netip"
 	"slices"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/inf.v0"
 
@@ -16,7 +18,8 @@ import (
 )
 
 // Conversions shared by the codecs: a decoded string, integer or float into the Value of a column kind, and a
-// Value into the wire bytes of a collection element. Their errors are plain: the codec wraps them with the field.
+// Value into the wire bytes of a collection element. Their errors are plain (the codec wraps them with the
+// field), and a value that does not fit is a *ValueError, which shows the value only in its quoted form.
 
 // SetText converts string s into v for kind k: text and ascii (checked), blob, and the kinds a string spells
 // (timestamp in RFC 3339, date as YYYY-MM-DD, uuid, timeuuid, inet, decimal, varint). v.B aliases s or buf. s
@@ -28,34 +31,34 @@ func SetText(v *Value, k packed.Kind, s, buf []byte) ([]byte, error) {
 		v.B = s
 	case packed.KASCII:
 		if !ASCII(s) {
-			return buf, fmt.Errorf("%s is not ASCII for CQL ascii", Shown(s))
+			return buf, BadValue(Shown(s), "not ASCII for CQL ascii")
 		}
 		v.B = s
 	case packed.KTimestamp:
 		t, err := time.Parse(time.RFC3339Nano, string(s))
 		if err != nil {
-			return buf, fmt.Errorf("%s is not RFC 3339 with an offset for CQL timestamp", Shown(s))
+			return buf, BadValue(Shown(s), "not RFC 3339 with an offset for CQL timestamp")
 		}
 		if t = t.UTC(); !InRange(t) {
-			return buf, fmt.Errorf("%s is out of range for CQL timestamp (years 0000 to 9999)", Shown(s))
+			return buf, BadValue(Shown(s), "out of range for CQL timestamp (years 0000 to 9999)")
 		}
 		v.T = t
 	case packed.KDate:
 		t, err := time.Parse(time.DateOnly, string(s))
 		if err != nil || len(s) != len(time.DateOnly) {
-			return buf, fmt.Errorf("%s is not a date (YYYY-MM-DD) for CQL date", Shown(s))
+			return buf, BadValue(Shown(s), "not a date (YYYY-MM-DD) for CQL date")
 		}
 		v.T = t
 	case packed.KUUID, packed.KTimeUUID:
 		u, ok := ParseUUID(s)
 		if !ok {
-			return buf, fmt.Errorf("%s is not a UUID (8-4-4-4-12 hex digits) for CQL %s", Shown(s), k)
+			return buf, BadValue(Shown(s), "not a UUID (8-4-4-4-12 hex digits) for CQL "+k.String())
 		}
 		return buf, SetUUID(v, k, u)
 	case packed.KInet:
 		a, err := netip.ParseAddr(string(s))
 		if err != nil || a.Zone() != "" {
-			return buf, fmt.Errorf("%s is not an IP address for CQL inet", Shown(s))
+			return buf, BadValue(Shown(s), "not an IP address for CQL inet")
 		}
 		at := len(buf)
 		buf = append(buf, a.AsSlice()...)
@@ -63,7 +66,7 @@ func SetText(v *Value, k packed.Kind, s, buf []byte) ([]byte, error) {
 	case packed.KDecimal:
 		d, ok := new(inf.Dec).SetString(string(s))
 		if !ok {
-			return buf, fmt.Errorf("%s is not a decimal number for CQL decimal", Shown(s))
+			return buf, BadValue(Shown(s), "not a decimal number for CQL decimal")
 		}
 		at := len(buf)
 		buf = packed.AppendDecimal(buf, d)
@@ -71,7 +74,7 @@ func SetText(v *Value, k packed.Kind, s, buf []byte) ([]byte, error) {
 	case packed.KVarint:
 		n, ok := new(big.Int).SetString(string(s), 10)
 		if !ok {
-			return buf, fmt.Errorf("%s is not an integer for CQL varint", Shown(s))
+			return buf, BadValue(Shown(s), "not an integer for CQL varint")
 		}
 		at := len(buf)
 		buf = packed.AppendVarint(buf, n)
@@ -105,7 +108,7 @@ func SetInteger(v *Value, k packed.Kind, x int64, signed bool, unit time.Duratio
 	switch k {
 	case packed.KTinyint, packed.KSmallint, packed.KInt, packed.KBigint:
 		if b := intBounds[k]; big64 || x < b[0] || x > b[1] {
-			return buf, fmt.Errorf("%s is out of range for CQL %s", showInt(x, signed), k)
+			return buf, BadValue(showInt(x, signed), "out of range for CQL "+k.String())
 		}
 		v.N = x
 	case packed.KFloat, packed.KDouble:
@@ -129,7 +132,7 @@ func SetInteger(v *Value, k packed.Kind, x int64, signed bool, unit time.Duratio
 	case packed.KTimestamp:
 		t, ok := UnixTime(x, unit)
 		if big64 || !ok {
-			return buf, fmt.Errorf("%s is out of range for CQL timestamp (years 0000 to 9999)", showInt(x, signed))
+			return buf, BadValue(showInt(x, signed), "out of range for CQL timestamp (years 0000 to 9999)")
 		}
 		v.T = t
 	default:
@@ -148,7 +151,7 @@ func showInt(x int64, signed bool) string {
 // SetFloat converts f into v for float or double, refusing a finite value beyond float's range.
 func SetFloat(v *Value, k packed.Kind, f float64) error {
 	if k == packed.KFloat && math.Abs(f) > math.MaxFloat32 && !math.IsInf(f, 0) {
-		return fmt.Errorf("%g is out of range for CQL float", f)
+		return BadValue(strconv.FormatFloat(f, 'g', -1, 64), "out of range for CQL float")
 	}
 	v.F = f
 	return nil
@@ -286,4 +289,22 @@ func SortedMap(buf []byte, start int, es []MapEntry) []byte {
 	}
 	m := copy(buf[start:], buf[mid:])
 	return buf[:start+m]
+}
+
+// UTF8Problem says where b stops being UTF-8, or "" when it is valid. CQL text must be UTF-8: Cassandra
+// refuses anything else with "String didn't validate.", which names neither the column nor the byte, so
+// the sink checks first.
+func UTF8Problem(b []byte) string {
+	if utf8.Valid(b) {
+		return ""
+	}
+	at := 0
+	for at < len(b) {
+		r, n := utf8.DecodeRune(b[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	return fmt.Sprintf("is not valid UTF-8 for CQL text: byte 0x%02x at offset %d of %d", b[at], at, len(b))
 }

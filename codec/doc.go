@@ -19,4 +19,9 @@
 // shorter than its schema). *Error with ReasonMap: one value does not fit its column (a long out
 // of an int column's range). ErrUnknownSchema: the registry has no such id (reason schema).
 // *UnavailableError: the registry did not answer; not the record's fault, the caller retries.
+//
+// A message about a value of the record is a *ValueError in two forms: plain, without the value
+// (what logs carry), and quoted, with it (Quoted: dead letters, and logs when log.quote_values
+// asks). The JSON codec hands a value that does not fit its column over as a Value of State Bad
+// carrying one, so that the mapper reports it when it reaches that column.
 package codec

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -13,10 +14,7 @@ var update = flag.Bool("update", false, "rewrite the .err golden files of testda
 // problemsOf loads and validates path the way `sink validate` does and returns each problem.
 func problemsOf(t *testing.T, path string) []string {
 	t.Helper()
-	c, err := Load(path, nil)
-	if err == nil {
-		err = c.Validate()
-	}
+	_, err := Check(context.Background(), path, nil)
 	return Problems(err)
 }
 

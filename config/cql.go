@@ -31,6 +31,9 @@ var reservedWords = toSet(
 	"truncate", "unlogged", "unset", "update", "use", "using", "view", "where", "with",
 )
 
+// Reserved reports whether name is a CQL word a column, table or keyspace cannot be named unquoted.
+func Reserved(name string) bool { return reservedWords[strings.ToLower(name)] }
+
 func toSet(words ...string) map[string]bool {
 	m := make(map[string]bool, len(words))
 	for _, w := range words {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"encoding"
 	"fmt"
 	"math"
@@ -15,7 +16,11 @@ import (
 // every unknown key and every value of the wrong shape becomes an error naming its full key
 // path, and all of them are reported together instead of the first one alone.
 type decoder struct {
+	ctx      context.Context // checked now and then: a large config is interruptible
+	steps    int
+	stopped  bool
 	problems []error
+	bad      []string // the key paths of problems, without the variable
 	// origin maps a key path set from the environment to the variable that set it, so an error
 	// about that key points at the variable rather than at a YAML line that does not exist.
 	origin map[string]string
@@ -39,6 +44,7 @@ type scalarForm interface {
 }
 
 func (d *decoder) fail(path, format string, args ...any) {
+	d.bad = append(d.bad, path)
 	if env := d.originOf(path); env != "" {
 		path += " (from " + env + ")"
 	}
@@ -71,6 +77,13 @@ func (d *decoder) decode(path string, v any, dst reflect.Value) {
 	if v == nil {
 		return // `key:` with no value: treat as absent so the default applies
 	}
+	if d.stopped {
+		return
+	}
+	if d.steps++; d.steps%4096 == 0 && d.ctx != nil && d.ctx.Err() != nil {
+		d.stopped = true // load reports the interruption
+		return
+	}
 	d.set[path] = true
 	if dst.CanAddr() && dst.Addr().Type().Implements(textUnmarshalerType) {
 		d.decodeText(path, v, dst)
@@ -83,7 +96,14 @@ func (d *decoder) decode(path string, v any, dst reflect.Value) {
 			if f, short := dst.Addr().Interface().(scalarForm); short {
 				if !f.fromScalar(s) {
 					d.fail(path, "expected a mapping of keys or %s, got %s", f.scalarForms(), describe(v))
+					return
 				}
+				// The keys the short form stands for were given, as if spelt out.
+				walkKeys(path, dst, false, func(p string, v reflect.Value) {
+					if !v.IsZero() {
+						d.set[p] = true
+					}
+				})
 				return
 			}
 		}
@@ -95,7 +115,12 @@ func (d *decoder) decode(path string, v any, dst reflect.Value) {
 		for _, k := range sortedKeys(m) {
 			idx, ok := fields[k]
 			if !ok {
-				d.fail(joinPath(path, k), "unknown key%s", suggestKey(k, dst.Type()))
+				meant, hint := suggestKey(k, dst.Type())
+				d.fail(joinPath(path, k), "unknown key%s", hint)
+				if meant != "" {
+					// The key meant is missing for the same reason: its own problems would repeat this one.
+					d.bad = append(d.bad, joinPath(path, meant))
+				}
 				continue
 			}
 			d.decode(joinPath(path, k), m[k], dst.Field(idx))
@@ -308,7 +333,7 @@ func tagName(f reflect.StructField) string {
 
 // suggestKey proposes the key the operator most likely meant: a close spelling at the same
 // level, or the same key one level down ("width" under a topic is "bucket.width").
-func suggestKey(key string, t reflect.Type) string {
+func suggestKey(key string, t reflect.Type) (meant, hint string) {
 	var names []string
 	var nested []string
 	for i := range t.NumField() {
@@ -326,18 +351,19 @@ func suggestKey(key string, t reflect.Type) string {
 			}
 		}
 	}
-	if best := closest(key, names); best != "" {
-		return fmt.Sprintf("; did you mean %q?", best)
+	if best := Closest(key, names); best != "" {
+		return best, fmt.Sprintf("; did you mean %q?", best)
 	}
 	if len(nested) > 0 {
-		return fmt.Sprintf("; did you mean %q?", nested[0])
+		return nested[0], fmt.Sprintf("; did you mean %q?", nested[0])
 	}
-	return "; valid keys here: " + strings.Join(names, ", ")
+	return "", "; valid keys here: " + strings.Join(names, ", ")
 }
 
-// closest returns the candidate within a small edit distance of s, or "". The allowance grows
-// with length so short keys ("ttl") do not match unrelated short keys.
-func closest(s string, candidates []string) string {
+// Closest returns the candidate within a small edit distance of s, or "". The allowance grows
+// with length so short keys ("ttl") do not match unrelated short keys. Config keys and the
+// command line's flags both suggest the one meant with it.
+func Closest(s string, candidates []string) string {
 	best, bestDist := "", math.MaxInt
 	ls := strings.ToLower(s)
 	for _, c := range candidates {

@@ -3,12 +3,13 @@
 //
 // # Loading
 //
-// Load reads the file with koanf, merges the environment over it, and decodes strictly: an
-// unknown key anywhere (including inside topics.<name>) is an error naming its full key path
-// and, when a known key is close, the one probably meant. Every such problem is reported at
-// once. Load then reads password files and fills defaults for keys left out; defaults live in
-// Go (defaults.go) with the reasoning beside each. Validate checks values and their relations
-// and also reports every problem at once, each as "key.path: what is wrong; the fix".
+// Load reads the file once (so a pipe works), at most MaxFileBytes of it, as one YAML document,
+// merges the environment over it, and decodes strictly: an unknown key anywhere (including inside
+// topics.<name>) is an error naming its full key path and, when a known key is close, the one
+// probably meant. Load then reads password files and fills defaults for keys left out; defaults
+// live in Go (defaults.go) with the reasoning beside each. Validate checks values and their
+// relations, each problem as "key.path: what is wrong; the fix". Check does both and reports every
+// problem of both in one error; LoadContext and Check stop when their context ends.
 //
 // # Environment
 //

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/knadh/koanf/parsers/yaml"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 )
 
@@ -29,43 +28,142 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Path + ": " + e.Problem }
 
 // Load reads the YAML file at path, applies the SINK_ overrides found in environ (normally
-// os.Environ()), reads password files and fills defaults. It reports every unknown key and
-// every value of the wrong type at once, joined. It does not check the values against each
-// other: call Validate for that.
+// os.Environ()), reads password files and fills defaults. It reports every unknown key, every value
+// of the wrong type, every key given twice and every unreadable password file at once, joined. It
+// does not check the values against each other: call Validate for that, or Check for both.
 func Load(path string, environ []string) (*Config, error) {
-	if b, err := os.ReadFile(path); err == nil {
-		if dups := duplicateKeys(b); len(dups) > 0 {
-			return nil, errors.Join(dups...)
-		}
+	return LoadContext(context.Background(), path, environ)
+}
+
+// LoadContext is Load that ctx interrupts: a read waiting on a pipe, or the parse of a large file.
+func LoadContext(ctx context.Context, path string, environ []string) (*Config, error) {
+	l, err := load(ctx, path, environ)
+	if err != nil {
+		return nil, err
 	}
-	k := koanf.New(".")
-	if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+	if len(l.problems) > 0 {
+		return nil, errors.Join(l.problems...)
+	}
+	return l.cfg, nil
+}
+
+// Check loads the config at path as LoadContext does and validates it, reporting every problem of
+// both in one error: a key of the wrong type, an unknown key or a missing password file does not
+// hide the problems of the other keys. A problem about a key set from the environment names the
+// variable. Validate's findings about a key that could not be loaded are left out: they would only
+// repeat, less clearly, that its value is missing.
+func Check(ctx context.Context, path string, environ []string) (*Config, error) {
+	l, err := load(ctx, path, environ)
+	if err != nil {
+		return nil, err
+	}
+	problems := l.problems
+	var found []error
+	if j, ok := l.cfg.Validate().(interface{ Unwrap() []error }); ok {
+		found = j.Unwrap()
+	}
+	for _, e := range found {
+		fe, ok := e.(*FieldError)
+		if !ok {
+			problems = append(problems, e)
+			continue
+		}
+		if l.coveredByLoadProblem(fe.Path) {
+			continue
+		}
+		if env := l.envOf(fe.Path); env != "" {
+			fe = &FieldError{Path: fe.Path + " (from " + env + ")", Problem: fe.Problem}
+		}
+		problems = append(problems, fe)
+	}
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
+	}
+	return l.cfg, nil
+}
+
+// loaded is a config as read, with what is known of where each key came from.
+type loaded struct {
+	cfg *Config
+	// origin maps a key path set from the environment to the variable that set it.
+	origin map[string]string
+	// set holds every key path given a value in the file or the environment.
+	set map[string]bool
+	// problems are those found while loading; bad are their key paths.
+	problems []error
+	bad      []string
+}
+
+// load reads, decodes and defaults the config, collecting every problem of a key instead of
+// stopping at the first. Its error is for a config that cannot be read at all: an unreadable or
+// oversized file, a document that is not YAML, an interruption.
+func load(ctx context.Context, path string, environ []string) (*loaded, error) {
+	b, err := readFile(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	raw, dups, err := parseYAML(ctx, b)
+	if err != nil {
 		return nil, fmt.Errorf("reading config %s: %w", path, err)
 	}
-	overrides, origin, problems := envOverrides(environ, k.Raw())
+	k := koanf.New(".")
+	if err := k.Load(mapProvider(raw), nil); err != nil {
+		return nil, fmt.Errorf("reading config %s: %w", path, err)
+	}
+	overrides, origin, problems := envOverrides(environ, raw)
 	if len(overrides) > 0 {
 		if err := k.Load(mapProvider(overrides), nil); err != nil {
 			return nil, fmt.Errorf("applying environment overrides: %w", err)
 		}
 	}
-	d := &decoder{origin: origin, set: make(map[string]bool)}
-	d.problems = problems
+	d := &decoder{ctx: ctx, origin: origin, set: make(map[string]bool)}
+	d.problems = append(dups, problems...)
+	for _, e := range dups {
+		if fe, ok := e.(*FieldError); ok {
+			d.bad = append(d.bad, fe.Path)
+		}
+	}
 	var c Config
 	d.decode("", k.Raw(), reflect.ValueOf(&c).Elem())
-	if len(d.problems) > 0 {
-		return nil, errors.Join(d.problems...)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("reading config %s: %w", path, context.Cause(ctx))
 	}
-	if err := c.readPasswordFiles(); err != nil {
-		return nil, err
+	for _, e := range c.readPasswordFiles() {
+		d.problems = append(d.problems, e)
+		d.bad = append(d.bad, strings.TrimSuffix(e.Path, "_file"), e.Path)
 	}
 	c.applyDefaults(func(path string, zero bool) bool { return !d.set[path] })
-	return &c, nil
+	c.sources = &sources{env: origin, given: d.set}
+	return &loaded{cfg: &c, origin: origin, set: d.set, problems: d.problems, bad: d.bad}, nil
+}
+
+// coveredByLoadProblem reports whether path is, or lies above or below, a key whose loading
+// failed.
+func (l *loaded) coveredByLoadProblem(path string) bool {
+	for _, b := range l.bad {
+		if path == b || strings.HasPrefix(path, b+".") || strings.HasPrefix(path, b+"[") ||
+			strings.HasPrefix(b, path+".") || strings.HasPrefix(b, path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// envOf names the variable that set path, or the list path is an element of.
+func (l *loaded) envOf(path string) string {
+	if env, ok := l.origin[path]; ok {
+		return env
+	}
+	if i := strings.LastIndexByte(path, '['); i > 0 && strings.HasSuffix(path, "]") {
+		return l.origin[path[:i]]
+	}
+	return ""
 }
 
 // readPasswordFiles replaces each password with the content of its password_file, so secrets
 // can live in a mounted file rather than in the YAML or the process environment.
-func (c *Config) readPasswordFiles() error {
-	var errs []error
+func (c *Config) readPasswordFiles() []*FieldError {
+	var errs []*FieldError
 	read := func(path, file string, dst *Secret) {
 		if file == "" {
 			return
@@ -87,7 +185,7 @@ func (c *Config) readPasswordFiles() error {
 	read("kafka.sasl.password_file", c.Kafka.SASL.PasswordFile, &c.Kafka.SASL.Password)
 	read("cassandra.auth.password_file", c.Cassandra.Auth.PasswordFile, &c.Cassandra.Auth.Password)
 	read("schema_registry.auth.password_file", c.SchemaRegistry.Auth.PasswordFile, &c.SchemaRegistry.Auth.Password)
-	return errors.Join(errs...)
+	return errs
 }
 
 // mapProvider hands an already nested map to koanf.

@@ -1,11 +1,14 @@
 package config
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -216,4 +219,238 @@ func TestSchemaRegistryPasswordFromFileOrEnvironment(t *testing.T) {
 	if c.SchemaRegistry.Timeout != DefaultRegistryTimeout {
 		t.Errorf("timeout %v, want the default %v", c.SchemaRegistry.Timeout, DefaultRegistryTimeout)
 	}
+}
+
+// TestLoadReadsAPipeOnce guards against a config read from a pipe (`--config /dev/stdin`,
+// `--config <(envsubst < tmpl)`) being read twice, the second time empty: it loaded as a config
+// with no brokers, no hosts and no topics.
+func TestLoadReadsAPipeOnce(t *testing.T) {
+	b, err := os.ReadFile("../examples/local.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a shell's <(...) hands over: /dev/fd/N of a pipe, whose writer closes when done.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fifo := fmt.Sprintf("/proc/self/fd/%d", r.Fd())
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := w.Write(b)
+		w.Close()
+		wrote <- err
+	}()
+	c := loadValid(t, fifo, nil)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if got := c.TopicNames(); len(got) != 1 || got[0] != "readings" || c.Kafka.Group != "sink-demo" {
+		t.Errorf("topics %v, group %q: the pipe's config was not the one loaded", got, c.Kafka.Group)
+	}
+}
+
+// TestLoadRefusesAnOversizedFile guards against a huge file (a log given by mistake, or a generated
+// config gone wrong) being parsed for minutes: past MaxFileBytes it is refused before parsing.
+func TestLoadRefusesAnOversizedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.yaml")
+	line := "# " + strings.Repeat("x", 1021) + "\n"
+	if err := os.WriteFile(path, []byte(strings.Repeat(line, 5<<10)), 0o600); err != nil { // 5 MiB of comments
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := Load(path, nil)
+	if err == nil || !strings.Contains(err.Error(), "larger than 4MiB") {
+		t.Fatalf("a 5 MiB file: %v; want it refused as larger than 4MiB", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusing it took %s", d)
+	}
+}
+
+// TestLoadManyKeysInOneMappingIsLinear guards against the YAML parser's decoding into maps, which
+// compares each key of a mapping with every key before it: 40,000 keys took 17 s. 60,000 data
+// centres in cassandra.replication (1 MiB, under the size cap) now load in well under a second of CPU.
+func TestLoadManyKeysInOneMappingIsLinear(t *testing.T) {
+	b, err := os.ReadFile("../examples/local.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	sb.WriteString("\n    class: NetworkTopologyStrategy\n")
+	for i := range 60_000 {
+		fmt.Fprintf(&sb, "    dc%d: 3\n", i)
+	}
+	text := strings.Replace(string(b), ` {class: SimpleStrategy, replication_factor: "1"}`, sb.String(), 1)
+	path := filepath.Join(t.TempDir(), "wide.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// CPU time, not wall time: the machine may be busy with other work. The quadratic decoding took
+	// about 100 s of it here; the linear walk half a second, ten times that under the race detector.
+	before := cpuTime(t)
+	c := loadValid(t, path, nil)
+	if d := cpuTime(t) - before; d > 20*time.Second {
+		t.Errorf("loading 60,000 keys of one mapping took %s of CPU", d)
+	}
+	if len(c.Cassandra.Replication) != 60_001 {
+		t.Errorf("%d replication keys, want 60001", len(c.Cassandra.Replication))
+	}
+}
+
+// TestLoadIsInterruptible guards against a load deaf to Ctrl-C: one waiting on a pipe nobody writes
+// returns when its context ends, and so does one whose context has ended before the parse.
+func TestLoadIsInterruptible(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "config.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A writer that opens the pipe and then writes nothing until the test ends.
+	opened := make(chan *os.File, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			opened <- nil
+			return
+		}
+		opened <- f
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := LoadContext(ctx, fifo, nil)
+		errc <- err
+	}()
+	w := <-opened
+	if w == nil {
+		t.Fatal("opening the pipe for writing failed")
+	}
+	defer w.Close()
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("interrupted load: %v; want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the load did not return after its context was cancelled")
+	}
+
+	done, cancelAll := context.WithCancel(context.Background())
+	cancelAll()
+	if _, err := LoadContext(done, "../examples/local.yaml", nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("load with an ended context: %v; want context.Canceled", err)
+	}
+}
+
+// TestCheckNamesTheVariableOfEveryProblem: problems of keys set from the environment, found while
+// loading and while validating, come in one run, each naming its variable.
+func TestCheckNamesTheVariableOfEveryProblem(t *testing.T) {
+	_, err := Check(context.Background(), "../examples/local.yaml", []string{
+		"SINK_WRITER__MAX_IN_FLIGHT=many",
+		"SINK_KAFKA__START_OFFSET=newest",
+		"SINK_TOPICS__READINGS__TTL=1500ms",
+		"SINK_KAFKA__BROKERS=a:9092,nope",
+	})
+	got := strings.Join(Problems(err), "\n")
+	for _, want := range []string{
+		"writer.max_in_flight (from SINK_WRITER__MAX_IN_FLIGHT): expected an integer",
+		"kafka.start_offset (from SINK_KAFKA__START_OFFSET): \"newest\" is not valid",
+		"topics.readings.ttl (from SINK_TOPICS__READINGS__TTL): 1s500ms is not whole seconds",
+		"kafka.brokers[1] (from SINK_KAFKA__BROKERS): \"nope\" is not host:port",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	if n := len(Problems(err)); n != 4 {
+		t.Errorf("%d problems, want 4:\n%s", n, got)
+	}
+}
+
+// TestSettingsSayWhereEachValueCameFrom: every key of a loaded config is listed with its value
+// after defaults and overrides, and its source: the file, a variable (named), or the default.
+func TestSettingsSayWhereEachValueCameFrom(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := loadValid(t, "../examples/local.yaml", []string{
+		"SINK_WRITER__LINGER=20ms",
+		"SINK_CASSANDRA__AUTH__USERNAME=sink",
+		"SINK_CASSANDRA__AUTH__PASSWORD_FILE=" + pw,
+		"SINK_SCHEMA_REGISTRY__AUTH__USERNAME=sink",
+		"SINK_SCHEMA_REGISTRY__AUTH__PASSWORD=hunter2",
+	})
+	got := map[string]Setting{}
+	for _, s := range c.Settings() {
+		got[s.Key] = s
+	}
+	for _, want := range []Setting{
+		{Key: "kafka.group", Value: "sink-demo", Source: FromFile},
+		{Key: "kafka.client_id", Value: "sink", Source: FromDefault},
+		{Key: "kafka.brokers", Value: "[127.0.0.1:9092]", Source: FromFile},
+		{Key: "writer.linger", Value: "20ms", Source: FromEnvironment, Env: "SINK_WRITER__LINGER"},
+		{Key: "writer.max_buffered_bytes", Value: "48MiB", Source: FromDefault},
+		{Key: "cassandra.auth.password", Value: "[redacted]", Source: FromEnvironment, Env: "SINK_CASSANDRA__AUTH__PASSWORD_FILE"},
+		{Key: "schema_registry.auth.password", Value: "[redacted]", Source: FromEnvironment, Env: "SINK_SCHEMA_REGISTRY__AUTH__PASSWORD"},
+		{Key: "kafka.sasl.password", Value: "", Source: FromDefault},
+		{Key: "cassandra.replication", Value: "{class: SimpleStrategy, replication_factor: 1}", Source: FromFile},
+		{Key: "topics.readings.ttl", Value: "7d", Source: FromFile},
+		{Key: "topics.readings.keyspace", Value: "sink_demo", Source: FromDefault},
+		{Key: "topics.readings.columns[2].field", Value: "site.id", Source: FromFile},
+		{Key: "topics.readings.clustering[0].order", Value: "desc", Source: FromFile},
+		{Key: "topics.readings.bucket.slice", Value: "", Source: FromDefault},
+	} {
+		if got[want.Key] != want {
+			t.Errorf("%s: %+v, want %+v", want.Key, got[want.Key], want)
+		}
+	}
+	for _, s := range c.Settings() {
+		if strings.Contains(s.Value, "s3cret") || strings.Contains(s.Value, "hunter2") {
+			t.Errorf("%s shows a secret: %q", s.Key, s.Value)
+		}
+	}
+	// Every key of Keys appears, the topic's under its name.
+	for _, k := range Keys() {
+		path := strings.Replace(k.Path, TopicPlaceholder, "readings", 1)
+		path = strings.Replace(path, "[]", "[0]", 1)
+		if strings.Contains(path, ".rollups[0].") {
+			continue // the example has no rollups: checked below on one that has
+		}
+		if _, ok := got[path]; !ok {
+			t.Errorf("%s is not in Settings", path)
+		}
+	}
+	rc, err := Load("../examples/sensor-rollups.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rolled := map[string]Setting{}
+	for _, s := range rc.Settings() {
+		rolled[s.Key] = s
+	}
+	for _, k := range Keys() {
+		if !strings.Contains(k.Path, ".rollups[].") {
+			continue
+		}
+		path := strings.Replace(strings.Replace(k.Path, TopicPlaceholder, "readings", 1), "[]", "[0]", -1)
+		if _, ok := rolled[path]; !ok {
+			t.Errorf("%s is not in Settings", path)
+		}
+	}
+	if s := rolled["topics.readings.rollups[0].grace"]; s.Value != "2m" || s.Source != FromFile {
+		t.Errorf("topics.readings.rollups[0].grace: %+v, want 2m from the file", s)
+	}
+}
+
+// cpuTime is the CPU time the test process has used so far.
+func cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -14,6 +14,9 @@ type Config struct {
 	// json_schema codecs read writer schemas from.
 	SchemaRegistry SchemaRegistry   `koanf:"schema_registry"`
 	Topics         map[string]Topic `koanf:"topics"` // key: a short name used in metrics, logs and `--topic`
+
+	// sources says where each key's value came from, for Settings; nil for a Config built in Go.
+	sources *sources
 }
 
 // Kafka holds the consumer-group settings.
@@ -29,6 +32,12 @@ type Kafka struct {
 	FetchMaxBytes Bytes `koanf:"fetch_max_bytes"`
 	// FetchMaxPartitionBytes bounds one partition inside a fetch. Default 128 KiB.
 	FetchMaxPartitionBytes Bytes `koanf:"fetch_max_partition_bytes"`
+	// FetchMinBytes is how much a fetch waits for in the broker, up to FetchMaxWait, before it
+	// returns: at a steady rate, fewer and fuller fetches (fewer wake-ups of the client and of every
+	// stage after it) for up to FetchMaxWait of freshness. Defaults DefaultFetchMinBytes and
+	// DefaultFetchMaxWait.
+	FetchMinBytes Bytes    `koanf:"fetch_min_bytes"`
+	FetchMaxWait  Duration `koanf:"fetch_max_wait"`
 	// SessionTimeout and RebalanceTimeout are the group timeouts; RebalanceTimeout must exceed
 	// writer.shutdown_timeout so a revoke can flush before the coordinator gives up on us.
 	SessionTimeout   Duration `koanf:"session_timeout"`   // default 45s
@@ -118,13 +127,14 @@ type Writer struct {
 	MaxInFlight int `koanf:"max_in_flight"`
 	// MaxBufferedBytes bounds the memory held by fetched records and their decoded rows (queued,
 	// batched or in flight), estimated per record as what it really pins (docs/PIPELINE.md); over
-	// it, fetching pauses. Default 32 MiB.
+	// it, fetching pauses. Default 48 MiB (DefaultMaxBufferedBytes).
 	MaxBufferedBytes Bytes `koanf:"max_buffered_bytes"`
 	// MemoryLimit is the Go runtime's soft memory limit for `sink run` (debug.SetMemoryLimit): the
 	// collector runs more often as the heap nears it instead of letting garbage double the live
 	// heap. 0 leaves the runtime alone; the GOMEMLIMIT environment variable, when set, wins.
-	// Default 192 MiB, or MemoryLimitFloor of the buffers when that is larger; at least 64 MiB and
-	// above writer.max_buffered_bytes plus the fetch memory.
+	// Default: the larger of DefaultMemoryLimit (192 MiB) and MemoryLimitFloor of the buffers, which
+	// is 208 MiB with the shipped sizes; at least 64 MiB and above writer.max_buffered_bytes plus the
+	// fetch memory.
 	MemoryLimit Bytes `koanf:"memory_limit"`
 	// Retry: capped exponential backoff with full jitter, for retryable errors only.
 	RetryInitial Duration `koanf:"retry_initial"` // default 100ms
@@ -144,6 +154,10 @@ type Writer struct {
 // Metrics is the HTTP endpoint for /metrics, /healthz and /readyz.
 type Metrics struct {
 	Address string `koanf:"address"` // default ":9464"; "" disables
+	// Debug serves the debug endpoints on the metrics address: /debug/pprof/ (profiles) and
+	// /debug/config (the effective configuration, secrets redacted). False turns them off, and
+	// /debug/partitions with them. Default true.
+	Debug bool `koanf:"debug"`
 	// DebugPartitions serves /debug/partitions on the metrics address: the partition keys (entity ids)
 	// of the largest open partitions. That port has no authentication; false turns it off. Default true.
 	DebugPartitions bool `koanf:"debug_partitions"`

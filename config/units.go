@@ -119,6 +119,9 @@ func ParseDuration(s string) (Duration, error) {
 	return Duration(d), nil
 }
 
+// Truncate drops the part of d below a second (CQL counts TTLs and gc_grace_seconds in seconds).
+func (d Duration) Truncate() Duration { return Duration(time.Duration(d).Truncate(time.Second)) }
+
 // Std returns the value as a time.Duration.
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 

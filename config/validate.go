@@ -116,6 +116,15 @@ func (c *Config) validateKafka(v *validator) {
 			v.add(f.key, "%s is more than %s; the Kafka protocol carries it as a 32-bit number, and fetches that large stall the pipeline anyway", f.v, maxFetchBytes)
 		}
 	}
+	v.positive("kafka.fetch_min_bytes", int64(k.FetchMinBytes), k.FetchMinBytes.String())
+	if k.FetchMinBytes > k.FetchMaxBytes && k.FetchMaxBytes > 0 {
+		v.add("kafka.fetch_min_bytes", "%s is larger than kafka.fetch_max_bytes (%s); make it at most that",
+			k.FetchMinBytes, k.FetchMaxBytes)
+	}
+	if k.FetchMaxWait < Duration(MinFetchMaxWait) || k.FetchMaxWait > Duration(MaxFetchMaxWait) {
+		v.add("kafka.fetch_max_wait", "%s is outside %s to %s: the client refuses less, and a fetch held longer delays every record by as much",
+			k.FetchMaxWait, Duration(MinFetchMaxWait), Duration(MaxFetchMaxWait))
+	}
 	if k.FetchMaxPartitionBytes > k.FetchMaxBytes && k.FetchMaxBytes > 0 {
 		v.add("kafka.fetch_max_partition_bytes", "%s is larger than kafka.fetch_max_bytes (%s); make it at most that",
 			k.FetchMaxPartitionBytes, k.FetchMaxBytes)
@@ -706,6 +715,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		v.add(p+".ttl", "%s exceeds Cassandra's maximum TTL of 20 years; lower it", t.TTL)
 	} else if t.TTL > 0 && t.TTL.Seconds() == 0 {
 		v.add(p+".ttl", "%s is under a second; CQL TTLs are whole seconds", t.TTL)
+	} else if time.Duration(t.TTL)%time.Second != 0 {
+		v.add(p+".ttl", "%s is not whole seconds; CQL TTLs are, and it would be cut to %s: write that, or %s", t.TTL, t.TTL.Truncate(), t.TTL.Truncate()+Duration(time.Second))
 	}
 	v.enum(p+".ttl_from", t.TTLFrom, TTLFromWrite, TTLFromEventTime)
 	if t.TTLFrom == TTLFromEventTime && t.TTL == 0 {
@@ -713,6 +724,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 	}
 	if t.GCGrace < 0 {
 		v.add(p+".gc_grace", "negative (%s); use e.g. 1d", t.GCGrace)
+	} else if time.Duration(t.GCGrace)%time.Second != 0 {
+		v.add(p+".gc_grace", "%s is not whole seconds; gc_grace_seconds is, and it would be cut to %s: write that, or %s", t.GCGrace, t.GCGrace.Truncate(), t.GCGrace.Truncate()+Duration(time.Second))
 	}
 	if t.Consistency != "ANY" || c.Cassandra.Consistency != "ANY" { // an inherited ANY is reported once, on cassandra.consistency
 		v.consistency(p+".consistency", t.Consistency)
@@ -757,6 +770,13 @@ const MaxBatchRows = 65535
 const (
 	maxFetchBytes = Bytes(1 << 30)
 	maxBatchBytes = Bytes(8 << 20)
+)
+
+// MinFetchMaxWait and MaxFetchMaxWait bound kafka.fetch_max_wait: the Kafka client refuses a wait
+// under 10ms, and a fetch held longer than a few seconds only delays records.
+const (
+	MinFetchMaxWait = 10 * time.Millisecond
+	MaxFetchMaxWait = 5 * time.Second
 )
 
 // maxTTLSeconds is Cassandra's limit on a TTL (20 years).

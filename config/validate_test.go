@@ -257,3 +257,21 @@ func TestValidateRefusesMoreEntriesOnOneKafkaTopicThanARecordCanTrack(t *testing
 	wantProblems(t, withEntries(MaxEntriesPerTopic-1), nil) // with readings: MaxEntriesPerTopic entries
 	wantProblems(t, withEntries(MaxEntriesPerTopic), map[string]string{"topics.readings.topic": "read by more than 255 entries"})
 }
+
+// TestFetchMinBytesDefaultFitsAFetch: the default fetch_min_bytes waits for 16 KiB, but never for more
+// than kafka.fetch_max_bytes lets one fetch carry, so a small fetch_max_bytes alone stays valid.
+func TestFetchMinBytesDefaultFitsAFetch(t *testing.T) {
+	c := validConfig(t, nil)
+	if c.Kafka.FetchMinBytes != DefaultFetchMinBytes || c.Kafka.FetchMaxWait != DefaultFetchMaxWait {
+		t.Errorf("defaults: fetch_min_bytes %s, fetch_max_wait %s", c.Kafka.FetchMinBytes, c.Kafka.FetchMaxWait)
+	}
+	small := &Config{Kafka: Kafka{Brokers: []string{"127.0.0.1:9092"}, FetchMaxBytes: 8 << 10, FetchMaxPartitionBytes: 4 << 10}}
+	small.ApplyDefaults()
+	if small.Kafka.FetchMinBytes != 8<<10 {
+		t.Errorf("fetch_min_bytes %s with fetch_max_bytes 8KiB, want 8KiB", small.Kafka.FetchMinBytes)
+	}
+	wantProblems(t, validConfig(t, func(c *Config) { c.Kafka.FetchMaxWait = Duration(5 * time.Millisecond) }),
+		map[string]string{"kafka.fetch_max_wait": "outside 10ms to 5s"})
+	wantProblems(t, validConfig(t, func(c *Config) { c.Kafka.FetchMinBytes = 0 }),
+		map[string]string{"kafka.fetch_min_bytes": ""})
+}

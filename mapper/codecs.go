@@ -8,8 +8,8 @@ import (
 )
 
 // codecs are the decoders of the schema-registry codecs (topics.<name>.codec) that compile a plan
-// per writer schema. json and json_schema are read by the JSON codec (codec/json), with fastjson
-// (mapParsed) as the reference for every record that codec leaves to it; a new format is one package
+// per writer schema. json and json_schema are read by the JSON codec (codec/json, decoder.setCodec);
+// a new format is one package
 // under codec and one entry here.
 var codecs = map[string]codec.Codec{
 	config.CodecAvro:     avro.Codec{},

@@ -3,6 +3,7 @@ package mapper
 import (
 	"testing"
 
+	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
 )
 
@@ -16,7 +17,7 @@ func TestUUIDWithStrayHyphen(t *testing.T) {
 		"00000000-0000-0000-0000--00000000000",
 		"00000000-0000-0000-00000000-0000000-",
 	} {
-		if u, ok := parseCanonicalUUID([]byte(s)); ok {
+		if u, ok := codec.ParseUUID([]byte(s)); ok {
 			t.Errorf("%s parsed as %v", s, u)
 		}
 	}
@@ -28,7 +29,7 @@ func TestUUIDWithStrayHyphen(t *testing.T) {
 	if err == nil || Quoted(err) != want {
 		t.Errorf("error %v, want %s", Quoted(err), want)
 	}
-	if _, ok := parseCanonicalUUID([]byte("0B6A1F6E-3F0C-4A53-9B8F-1F2A3B4C5D6E")); !ok {
+	if _, ok := codec.ParseUUID([]byte("0B6A1F6E-3F0C-4A53-9B8F-1F2A3B4C5D6E")); !ok {
 		t.Error("the canonical form no longer parses")
 	}
 }

@@ -9,9 +9,9 @@
 //
 // Every codec goes through the same per-record path: its plan (package codec) decodes the fields
 // the topic needs into typed values, which the columns encode into the row. JSON's plan (package
-// codec/json: one pass over the bytes reads just those fields) maps most records; anything unusual
-// about a record, and every error, goes to the JSON reference path, a pooled fastjson parser,
-// which produces the row or the error message.
+// codec/json) reads most records in one pass over the bytes and the others through a parsed tree; a
+// value that does not fit its column comes back as a value of State Bad, which the mapper reports
+// when it reaches that column, so every codec's record takes this one path.
 //
 // Several entries (topics.<name>) may read one Kafka topic: MapAll decodes a record of it once, by
 // one plan of the union of the fields its entries need, and each entry maps its own row from the

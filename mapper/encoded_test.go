@@ -245,7 +245,8 @@ func FuzzEncodedMatchesGocql(f *testing.F) {
 				x.b = append(x.b, c&0x7f)
 			}
 		case kBigint, kInt, kSmallint, kTinyint:
-			lo, hi := intBounds[k][0], intBounds[k][1]
+			bits := 8 * packed.Width(k)
+			lo, hi := int64(-1)<<(bits-1), int64(1)<<(bits-1)-1
 			if n < lo || n > hi {
 				n = lo + int64(uint64(n)%uint64(hi-lo+1)) // fold into range; only bigint spans all of int64
 			}

@@ -15,11 +15,12 @@ import (
 
 // The fan-out: several entries (topics.<name>) may read one Kafka topic. A record of such a topic is
 // decoded once, by the topic's plan of the union of the fields its entries need, and each entry maps
-// its row from the shared decoded values. Whenever the shared plan does not map a record (a value
-// the JSON scan leaves to the reference, a writer schema or a value that some entry's field cannot
-// take), the record goes the way a one-entry topic's record goes: JSON is parsed once by the
-// reference for every entry still to map, a registry codec's record is decoded by each entry on its
-// own. The shared plan only ever spares work: MapAll's outcome for an entry is MapEntry's.
+// its row from the shared decoded values. Whenever the shared plan does not map a record (a writer
+// schema or a value that some entry's field cannot take), the record goes the way a one-entry topic's
+// record goes: it is decoded by each entry on its own. JSON's plan always gives values (a value that
+// does not fit is one of State Bad, which only the entries that read it refuse), and a document that is
+// not a JSON object is refused by every entry alike. The shared plan only ever spares work: MapAll's
+// outcome for an entry is MapEntry's.
 
 // Mapped is what one entry made of a record.
 type Mapped struct {
@@ -28,23 +29,13 @@ type Mapped struct {
 	Err   error       // a *RecordError (its Entry set) when this entry refuses the record, or skips it
 }
 
-// feed is one Kafka topic as the mapper reads it: its entries and, when it has several, the
-// decoding they share.
-type feed struct {
-	entries []*plan  // in entry-name order
-	names   []string // the entries' names, in the same order
-	// decoder decodes the union of the entries' fields (each field, type and unit once); unused
-	// with one entry, which decodes by its own plan as it always has.
-	decoder
-}
-
-// compile builds the shared decoding of a topic with several entries; reg is the mapper's registry.
-func (f *feed) compile(reg codec.Registry) {
+// share builds the shared decoding of a topic with several entries; reg is the mapper's registry.
+func (f *feed) share(reg codec.Registry) {
 	if len(f.entries) == 1 {
 		return
 	}
 	first := f.entries[0] // the entries agree on the codec (config.Validate)
-	f.codecName, f.codec, f.framed, f.reference, f.registry = first.codecName, first.codec, first.framed, first.reference, reg
+	f.codecName, f.codec, f.framed, f.json, f.registry = first.codecName, first.codec, first.framed, first.json, reg
 	index := map[string]int{}
 	slot := func(fd codec.Field) int {
 		// The event time (a field of no column) is decoded by rules of its own (codec/json: a time
@@ -72,7 +63,7 @@ func (f *feed) compile(reg codec.Registry) {
 			p.sharedTime = slot(p.fields[p.timeSlot])
 		}
 	}
-	if !f.framed && f.scannable() {
+	if !f.framed {
 		f.scan, _ = f.codec.Compile(nil, f.fields) // a plan of a nil schema is never an error
 	}
 }
@@ -125,27 +116,6 @@ func (m *Mapper) MapEntry(ctx context.Context, entry string, rec Record) (batche
 	return m.mapEntry(ctx, p, &rec)
 }
 
-// mapEntry maps rec for entry p alone.
-func (m *Mapper) mapEntry(ctx context.Context, p *plan, rec *Record) (batcher.Row, error) {
-	s := m.pool.Get().(*scratch)
-	out, reason, err := p.mapRecord(ctx, rec, s)
-	m.release(s)
-	if err != nil {
-		return batcher.Row{}, p.recordError(rec, reason, err)
-	}
-	return out.row, nil
-}
-
-// isRecordError reports whether err is an entry's verdict on a record, not a failure of no entry's
-// making (the registry does not answer).
-func isRecordError(err error) bool {
-	re := (*RecordError)(nil)
-	return errors.As(err, &re)
-}
-
-// errPending marks, inside mapShared, an entry that the reference must still map.
-var errPending = errors.New("mapper: left to the reference")
-
 // mapShared maps rec for every entry of f into res (one per entry, in order), setting each res[i]
 // whole; the error is one that is no entry's fault.
 func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Mapped) error {
@@ -175,7 +145,7 @@ func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Map
 			return nil
 		}
 		wp, body = p, b
-		if f.reference {
+		if f.json {
 			inner := *rec
 			inner.Value = body
 			mrec = &inner
@@ -183,17 +153,15 @@ func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Map
 	} else {
 		wp = f.scan
 	}
-	if wp == nil {
-		f.pendAll(res)
-	} else if vals, _, err := decodeValues(wp, f.codecName, f.reference, len(f.fields), body, s); err != nil {
-		if !f.reference {
-			return f.eachAlone(ctx, rec, s, res)
-		}
-		f.pendAll(res)
-	} else {
+	vals, reason, err := decodeValues(wp, f.codecName, f.json, len(f.fields), body, s)
+	switch {
+	case err == nil:
 		f.mapEach(vals, mrec, rec, s, res)
+	case f.json: // a document that is not a JSON object: no entry can read it
+		f.refuseAll(rec, res, reason, err)
+	default:
+		return f.eachAlone(ctx, rec, s, res)
 	}
-	f.mapPending(mrec, s, res)
 	return nil
 }
 
@@ -201,8 +169,6 @@ func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Map
 const noTime = -2
 
 // mapEach maps rec (mrec as the entries see it) for every entry of f from its decoded values vals.
-// Every entry maps from vals before the reference runs (mapPending): its parse reuses s.buf, which
-// vals' bytes alias.
 //
 // What only depends on the record is done once: an event time read from the same value as an
 // entry's before it is that entry's time, and admitted as it was (the entries of a topic share its
@@ -227,12 +193,9 @@ func (f *feed) mapEach(vals []codec.Value, mrec, rec *Record, s *scratch, res []
 		if err == nil {
 			reason, err = p.mapColumns(&out, vals, p.sharedSlot, mrec, s)
 		}
-		switch {
-		case err == nil:
+		if err == nil {
 			res[i] = Mapped{Entry: p.name, Row: out.row}
-		case f.reference:
-			res[i] = Mapped{Entry: p.name, Err: errPending} // JSON's plan maps only what it is sure of; the reference gives every error
-		default:
+		} else {
 			res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, reason, err)}
 		}
 	}
@@ -258,39 +221,6 @@ func jointRows(res []Mapped, s *scratch) {
 		r := s.rowSpans[k]
 		k++
 		res[i].Row.Packed, res[i].Row.Key = packed.Split(own[r.off:r.end:r.end], r.n)
-	}
-}
-
-// mapPending maps the entries res marks pending from one fastjson parse of rec.
-func (f *feed) mapPending(rec *Record, s *scratch, res []Mapped) {
-	pending := false
-	for i := range res {
-		pending = pending || res[i].Err == errPending
-	}
-	if !pending {
-		return
-	}
-	root, perr := parseJSON(rec, s)
-	for i, p := range f.entries {
-		if res[i].Err != errPending {
-			continue
-		}
-		if perr != nil {
-			res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, ReasonDecode, perr)}
-			continue
-		}
-		if out, reason, err := p.mapRoot(root, rec, s); err != nil {
-			res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, reason, err)}
-		} else {
-			res[i] = Mapped{Entry: p.name, Row: out.row}
-		}
-	}
-}
-
-// pendAll leaves every entry to the reference.
-func (f *feed) pendAll(res []Mapped) {
-	for i, name := range f.names {
-		res[i] = Mapped{Entry: name, Err: errPending}
 	}
 }
 

@@ -4,14 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/valyala/fastjson"
-
 	jsonc "github.com/bucketsink/sink/codec/json"
 )
 
 // BenchmarkScanSensor is the single-pass scan of a sensor record alone (codec/json's Scanner of
 // the topic's field paths), the part of BenchmarkMapSensor that replaced fastjson's parse and
-// lookups (BenchmarkParseSensor).
+// lookups (codec/json BenchmarkTreeSensor).
 func BenchmarkScanSensor(b *testing.B) {
 	p := newMapper(b, nil).byName["readings"]
 	sc := jsonc.NewScanner()
@@ -29,31 +27,8 @@ func BenchmarkScanSensor(b *testing.B) {
 	}
 }
 
-// BenchmarkParseSensor is fastjson's parse of a sensor record and the lookups of its fields.
-func BenchmarkParseSensor(b *testing.B) {
-	p := newMapper(b, nil).byName["readings"]
-	var parser fastjson.Parser
-	v := []byte(sensorJSON)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(v)))
-	for b.Loop() {
-		root, err := parser.ParseBytes(v)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if root.Get(p.timePath...) == nil {
-			b.Fatal("no time")
-		}
-		for i := range p.cols {
-			if p.cols[i].source == srcField && root.Get(p.cols[i].path...) == nil {
-				b.Fatal("missing field")
-			}
-		}
-	}
-}
-
-// BenchmarkMapSensorFallback maps a sensor record the scan leaves to fastjson (its device_id has
-// an escape): the cost of a record on the reference path, scan attempt included.
+// BenchmarkMapSensorFallback maps a sensor record the scan leaves to the parsed tree (its device_id
+// has an escape): the cost of a record on the tree's path, scan attempt included.
 func BenchmarkMapSensorFallback(b *testing.B) {
 	m := newMapper(b, nil)
 	r := rec(strings.Replace(sensorJSON, `"dev-0042"`, `"dev-\u0030042"`, 1))

@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 )
 
 // The JSON codec's plan (package codec/json, through the mapper's mapValues) must map every record
-// it handles exactly as the fastjson path does, and hand every other record to it. These tests map each input through both and compare.
+// exactly as its parsed tree alone does: the scan only spares work. These tests map each input through
+// both and compare the rows, or the reasons and the messages.
 
 // diffTopics are the topic shapes the differential tests map every input with: the sensor topic,
 // and variants that reach every type the scan converts, nested and shared paths, the other event
@@ -107,29 +109,32 @@ func diffMappers(t testing.TB) []*Mapper {
 		if err != nil {
 			t.Fatalf("%s: New: %v", d.name, err)
 		}
-		if m.byName["readings"].scan == nil {
-			t.Fatalf("%s: no scan plan", d.name)
-		}
 		ms = append(ms, m)
 	}
 	return ms
 }
 
-// checkScan maps r through the scan and through fastjson, fails t when they differ, and reports
-// whether the scan handled r. It also checks that Map returns the reference's row or error.
+// checkScan maps r through the JSON plan (the scan, with the parsed tree for what the scan does not map)
+// and through the tree alone, fails t when they differ (row, or reason and error), and reports whether
+// the scan read r (every field's path found by one Scan).
 func checkScan(t testing.TB, m *Mapper, r Record) bool {
 	t.Helper()
 	p := m.byKafka[r.Topic].entries[0]
+	tree, _ := jsonc.Codec{Tree: true}.Compile(nil, p.fields)
 	s := m.pool.Get().(*scratch)
 	defer m.release(s)
-	got, handled := p.mapScanned(&r, s)
-	want, reason, err := p.mapParsed(&r, s)
-	if handled {
-		if err != nil {
-			t.Fatalf("%q: the scan mapped a record fastjson refuses ([%s] %v)", r.Value, reason, err)
+	got, greason, gerr := p.mapValues(p.scan, &r, r.Value, s)
+	want, reason, err := p.mapValues(tree, &r, r.Value, s)
+	switch {
+	case err != nil:
+		if gerr == nil || greason != reason || gerr.Error() != err.Error() || Quoted(gerr) != Quoted(err) {
+			t.Fatalf("%q: the plan gives [%s] %v, the tree [%s] %v", r.Value, greason, gerr, reason, err)
 		}
+	case gerr != nil:
+		t.Fatalf("%q: the plan refuses a record the tree maps: [%s] %v", r.Value, greason, gerr)
+	default:
 		if d := diffOutcome(got, want); d != "" {
-			t.Fatalf("%q: the scan's row differs from fastjson's: %s", r.Value, d)
+			t.Fatalf("%q: the plan's row differs from the tree's: %s", r.Value, d)
 		}
 	}
 	row, mapErr := m.Map(r)
@@ -140,14 +145,20 @@ func checkScan(t testing.TB, m *Mapper, r Record) bool {
 			t.Fatalf("%q: Map returned %v, want [%s] %v", r.Value, mapErr, reason, err)
 		}
 	case mapErr != nil:
-		t.Fatalf("%q: Map failed with %v, fastjson maps it", r.Value, mapErr)
+		t.Fatalf("%q: Map failed with %v, the tree maps it", r.Value, mapErr)
 	default:
-		// Map's event time is seen in its row (to the microsecond), which diffOutcome compares.
 		if d := diffOutcome(outcome{row: row, eventTime: want.eventTime}, outcome{row: want.row, eventTime: want.eventTime}); d != "" {
-			t.Fatalf("%q: Map's row differs from fastjson's: %s", r.Value, d)
+			t.Fatalf("%q: Map's row differs from the tree's: %s", r.Value, d)
 		}
 	}
-	return handled
+	sc := jsonc.NewScanner()
+	for i := range p.fields {
+		if !jsonc.Scannable(p.fields[i].Type) {
+			return false
+		}
+		sc.Add(p.fields[i].Path)
+	}
+	return sc.Scan(r.Value, make([]jsonc.Raw, sc.Slots())) && gerr == nil
 }
 
 // diffOutcome describes how two mappings differ; "" when they do not.
@@ -355,45 +366,6 @@ func TestScanMatchesParse(t *testing.T) {
 		if h < least {
 			t.Errorf("topic %q: the scan handled %d inputs, so the test compares next to nothing", diffTopics()[k].name, h)
 		}
-	}
-}
-
-// TestScanHandles pins which records the scan maps itself: the common shapes must not fall back
-// to fastjson (that would only cost time, so no other test notices), the unusual ones must.
-func TestScanHandles(t *testing.T) {
-	const tail = `"ts":"2024-01-15T14:37:22.123Z","temperature":21.5`
-	cases := []struct {
-		value   string
-		handled bool
-	}{
-		{sensorJSON, true},
-		{" \n{ \"device_id\" : \"d\" , " + tail + " }\t", true},
-		{`{"device_id":"d",` + tail + `,"skipped":{"a\"b":["\\",1.5e-3,true,null,{}]}}`, true},
-		{`{"device_id":"a","device_id":"b",` + tail + `}`, true},
-		{`{"device_id":"a","site":"x","site":{"id":"y"},` + tail + `}`, true},
-		{`{"device_id":"dév",` + tail + `,"humidity":null}`, true},
-		{`{"device_id":42,` + tail + `,"humidity":"40.5"}`, true},
-		{`{"device_id":"d\"",` + tail + `}`, false},                   // escape in a needed string
-		{`{"device\u005fid":"d",` + tail + `}`, false},                // escape in a key of a level read
-		{`{"device_id":{"a":1},` + tail + `}`, false},                 // an object as text
-		{`{"device_id":"d","site":[{"id":"x"}],` + tail + `}`, false}, // an array on a path
-		{`{"device_id":"d",` + tail + `,"x":NaN}`, false},             // not strict JSON
-		{`{"device_id":"d",` + tail + `,"humidity":"abc"}`, false},    // a conversion error
-		{`{"ts":"2024-01-15T14:37:22Z","temperature":1}`, false},      // a required value missing
-		{`[1]`, false},
-	}
-	m := newMapper(t, nil)
-	for _, tc := range cases {
-		if got := checkScan(t, m, rec(tc.value)); got != tc.handled {
-			t.Errorf("%s: handled by the scan %v, want %v", tc.value, got, tc.handled)
-		}
-	}
-	// A topic with a field column the scan does not convert has no scan plan at all.
-	m = newMapper(t, func(tp *config.Topic) {
-		tp.Columns = append(tp.Columns, config.Column{Name: "tags", Type: "set<text>", Field: "tags"})
-	})
-	if m.byName["readings"].scan != nil {
-		t.Error("a topic with a set<text> field column got a scan plan")
 	}
 }
 

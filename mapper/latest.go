@@ -5,12 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/valyala/fastjson"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 )
@@ -43,15 +41,8 @@ import (
 // entity less than a millisecond apart are ordered by their offsets, not by their time.
 //
 // Tombstones (a record whose value is null) become what the entry's on_tombstone says: a refusal
-// (dead_letter, the default: mapParsed's or the framing's decode error), a skip (ReasonTombstone), or a
+// (dead_letter, the default: the codec's decode error, or the framing's), a skip (ReasonTombstone), or a
 // delete row (delete, latest-value entries only; see tombstone).
-
-// latestWriteTS is the write timestamp of a latest-value entry's row, an upsert at its event time or a
-// delete at its tombstone's Kafka timestamp: at's millisecond in microseconds, plus the record's offset
-// mod 1000.
-func latestWriteTS(at time.Time, offset int64) int64 {
-	return at.UnixMilli()*1000 + (offset%1000+1000)%1000 // Kafka offsets are not negative; explain's may be anything
-}
 
 // errTombstoneSkipped is wrapped by the error of a tombstone an entry skips (on_tombstone skip).
 var errTombstoneSkipped = errors.New("the record value is null (a tombstone), and on_tombstone is skip")
@@ -98,13 +89,12 @@ func (p *plan) tombstone(ctx context.Context, rec *Record, s *scratch) (outcome,
 	if rec.Key == nil {
 		return out, ReasonKey, errors.New("delete: the tombstone has no Kafka key, and on_tombstone delete needs it to name the entity")
 	}
-	var vals []codec.Value // the id fields a registry key codec decoded; nil for a key read as JSON
-	var root *fastjson.Value
+	var vals []codec.Value // the id fields' values, by keySlot
 	var err error
 	if p.key != nil {
-		vals, root, out.keySchema, err = p.decodeKey(ctx, rec, s)
+		vals, out.keySchema, err = p.decodeKey(ctx, rec, s)
 	} else if err = p.framedTextKey(rec.Key); err == nil {
-		root, err = p.keyRoot(rec.Key, false, s)
+		vals, err = p.textKey(rec.Key, s)
 	}
 	if err != nil {
 		return out, ReasonKey, err // ReasonKey is not used while the registry does not answer (recordError)
@@ -116,10 +106,10 @@ func (p *plan) tombstone(ctx context.Context, rec *Record, s *scratch) (outcome,
 	key := s.key[:0]
 	for _, ci := range p.ids {
 		c := &p.cols[ci]
-		if vals != nil && p.keySlot[ci] >= 0 {
+		if p.keySlot[ci] >= 0 {
 			err = p.decodedValue(c, &vals[p.keySlot[ci]], s)
 		} else {
-			err = p.value(c, root, rec, kt, s)
+			err = p.sourceValue(c, rec, kt, s)
 		}
 		if err != nil {
 			return out, ReasonKey, fmt.Errorf("delete: the Kafka key does not name an entity: %w", err)
@@ -164,100 +154,66 @@ func (p *plan) framedTextKey(key []byte) error {
 		"which no text id starts with (key_codec %s); %s", config.KeyCodecText, fix)
 }
 
-// keyRoot is a tombstone's key as the value tree its id columns read their fields from (see
-// tombstone); nil when no id column reads a field. key is the key's text (key_codec text), or the JSON
-// body of a json_schema key (json): a JSON object then holds the fields at their paths, and a scalar
-// is the value of a lone id field.
-func (p *plan) keyRoot(key []byte, json bool, s *scratch) (*fastjson.Value, error) {
+// textKey decodes a tombstone's key read as text (key_codec text) into the values of its id fields
+// (indexed by keySlot): one id field is the key's text, as if the record held it as a JSON string; several
+// are read from the key as a JSON object holding them at their paths (keyText). nil when no id column
+// reads a field.
+func (p *plan) textKey(key []byte, s *scratch) ([]codec.Value, error) {
 	if p.keyFields == 0 {
 		return nil, nil
 	}
-	var v *fastjson.Value
-	if json || p.keyFields > 1 {
-		root, err := s.parser.ParseBytes(key)
-		switch {
-		case err == nil && root.Type() == fastjson.TypeObject:
-			return root, nil
-		case err != nil && json:
-			return nil, fmt.Errorf("delete: the Kafka key's body is not JSON (key_codec %s): %w", config.CodecJSONSchema, notJSON(err))
-		case p.keyFields > 1:
-			return nil, fmt.Errorf("delete: the Kafka key is not a JSON object, which names an entity of %d id fields (%s)", p.keyFields, p.keyFieldList())
-		}
-		v = root // a JSON scalar: the lone id field's value
+	vals := s.values(len(p.keyIDs))
+	if p.keyFields == 1 {
+		s.buf = jsonc.DecodeString(&p.keyIDs[0], key, &vals[0], s.buf[:0])
+		return vals, nil
 	}
-	var path []string
-	for _, ci := range p.ids {
-		if c := &p.cols[ci]; c.source == srcField {
-			path = c.path
-		}
+	var err error
+	if s.buf, err = p.keyText.Decode(key, vals, s.buf[:0]); err != nil {
+		return nil, p.notAnObject()
 	}
-	s.arena.Reset()
-	if v == nil {
-		v = s.arena.NewStringBytes(key)
-	}
-	for i := len(path) - 1; i >= 0; i-- {
-		o := s.arena.NewObject()
-		o.Set(path[i], v)
-		v = o
-	}
-	return v, nil
+	return vals, nil
 }
 
-// keyDecodeFields lists what a registry key codec decodes from a tombstone's key (p.key.fields): each
-// id column read from a field, at its path. A lone one is the whole key when the key's writer schema is
-// not a record (an Avro "string" or "long": codec.Field.Whole).
-func (p *plan) keyDecodeFields() {
-	p.keySlot = make([]int, len(p.cols))
-	for i := range p.keySlot {
-		p.keySlot[i] = -1
-	}
-	for _, ci := range p.ids {
-		c := &p.cols[ci]
-		if c.source != srcField {
-			continue
-		}
-		p.keySlot[ci] = len(p.key.fields)
-		f := c.codecField()
-		f.Whole = p.keyFields == 1
-		p.key.fields = append(p.key.fields, f)
-	}
+// notAnObject is the error of a key that must name several id fields and is not a JSON object.
+func (p *plan) notAnObject() error {
+	return fmt.Errorf("delete: the Kafka key is not a JSON object, which names an entity of %d id fields (%s)", p.keyFields, p.keyFieldList())
 }
 
 // decodeKey decodes a tombstone's key by the entry's registry key codec, the way a value of that codec
 // is decoded: the framing, the writer schema by id (fetched from the registry once, its plan cached per
-// id), the plan's values. It returns the id fields' values (in s.vals, indexed by keySlot), or for a
-// json_schema key that the JSON plan leaves to the reference, the key's JSON tree (keyRoot); and the key's
+// id), the plan's values. It returns the id fields' values (in s.vals, indexed by keySlot) and the key's
 // writer schema id. Every error
 // is the key's (ReasonKey), but for a registry that does not answer: that *codec.UnavailableError comes
 // back as it is, and the record waits.
-func (p *plan) decodeKey(ctx context.Context, rec *Record, s *scratch) ([]codec.Value, *fastjson.Value, int, error) {
+func (p *plan) decodeKey(ctx context.Context, rec *Record, s *scratch) ([]codec.Value, int, error) {
 	k := p.key
 	if rec.KeySchemaIDHeader {
-		return nil, nil, 0, fmt.Errorf("delete: the tombstone carries its key's writer schema id in the %s header (the newer Confluent clients' header form), which this sink does not read; have the producer write the id into the key (the wire format's 5-byte prefix, the clients' default)", HeaderKeySchemaID)
+		return nil, 0, fmt.Errorf("delete: the tombstone carries its key's writer schema id in the %s header (the newer Confluent clients' header form), which this sink does not read; have the producer write the id into the key (the wire format's 5-byte prefix, the clients' default)", HeaderKeySchemaID)
 	}
 	if len(rec.Key) == 0 {
-		return nil, nil, 0, fmt.Errorf("delete: the Kafka key is empty (0 bytes), and key_codec %s reads the wire format: magic byte 0, a 4-byte schema id, the body", k.codecName)
+		return nil, 0, fmt.Errorf("delete: the Kafka key is empty (0 bytes), and key_codec %s reads the wire format: magic byte 0, a 4-byte schema id, the body", k.codecName)
 	}
 	id, body, err := codec.Frame(rec.Key)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("delete: decoding the Kafka key (key_codec %s): %w", k.codecName, err)
+		return nil, 0, fmt.Errorf("delete: decoding the Kafka key (key_codec %s): %w", k.codecName, err)
 	}
 	wp, reason, err := k.writerPlan(ctx, id)
 	if err != nil {
 		if reason == "" {
-			return nil, nil, id, err
+			return nil, id, err
 		}
-		return nil, nil, id, fmt.Errorf("delete: the Kafka key (key_codec %s): %w", k.codecName, err)
+		return nil, id, fmt.Errorf("delete: the Kafka key (key_codec %s): %w", k.codecName, err)
 	}
-	vals, _, err := decodeValues(wp, k.codecName, k.reference, len(k.fields), body, s)
+	vals, _, err := decodeValues(wp, k.codecName, k.json, len(k.fields), body, s)
 	switch {
 	case err == nil:
-		return vals, nil, id, nil
-	case k.reference: // json_schema: the JSON plan maps only what it is sure of; the reference reads the rest
-		root, err := p.keyRoot(body, true, s)
-		return nil, root, id, err
+		return vals, id, nil
+	case errors.Is(err, jsonc.ErrNotObject):
+		return nil, id, p.notAnObject()
+	case k.json:
+		return nil, id, fmt.Errorf("delete: the Kafka key's body is not JSON (key_codec %s): %w", k.codecName, err)
 	}
-	return nil, nil, id, fmt.Errorf("delete: the Kafka key: %w", err)
+	return nil, id, fmt.Errorf("delete: the Kafka key: %w", err)
 }
 
 // keyFieldList names the fields a tombstone's key must hold.

@@ -129,7 +129,7 @@ func TestRegistryKeyNamesTheEntity(t *testing.T) {
 			ex, err := tc.m.Explain(tombstoneOf(tc.key))
 			if tc.want == nil {
 				var re *RecordError
-				if !errors.As(err, &re) || re.Reason != ReasonKey || !strings.Contains(err.Error(), tc.says) {
+				if !errors.As(err, &re) || re.Reason != ReasonKey || !strings.Contains(Quoted(err), tc.says) {
 					t.Fatalf("got %v, want a refusal with reason key saying %q", err, tc.says)
 				}
 				return

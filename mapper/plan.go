@@ -10,27 +10,28 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/codec"
-	"github.com/bucketsink/sink/codec/registry"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/schema"
 )
 
 // The plan compiler: New compiles each configured topic once into a plan, which the per-record
-// path (mapper.go) then follows for every record of the topic.
+// path (path.go, row.go) then follows for every record of the topic.
 
 // Option configures New.
 type Option func(*Mapper)
 
-// WithRegistry makes the mapper fetch writer schemas from r instead of the client New builds from
-// cfg.SchemaRegistry.
+// WithRegistry makes the mapper fetch writer schemas from r (registry.ForConfig builds the client of
+// a configuration's schema_registry block). The mapper builds no network client of its own: a topic
+// whose codec (or key_codec) reads writer schemas needs one. A nil r gives none.
 func WithRegistry(r codec.Registry) Option { return func(m *Mapper) { m.registry = r } }
 
 // New validates cfg (see config.Validate), takes each topic's table from package schema (columns,
 // keys, the INSERT statement) and compiles every topic: column plans, field paths, the bucket
 // policy, the codec. cfg must have its defaults applied (config.Load does; a Config built in Go
-// calls ApplyDefaults). When a topic's codec reads a schema registry, New builds the registry
-// client of cfg.SchemaRegistry (without connecting) unless WithRegistry gives one.
+// calls ApplyDefaults). A topic whose codec or key_codec reads a schema registry needs the registry
+// client WithRegistry gives; without one, New refuses it.
 func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 	tables, err := schema.Describe(cfg)
 	if err != nil {
@@ -40,13 +41,6 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 	for _, o := range opts {
 		o(m)
 	}
-	if m.registry == nil && len(cfg.SchemaRegistry.URLs) > 0 {
-		reg, err := registry.New(cfg.SchemaRegistry)
-		if err != nil {
-			return nil, err
-		}
-		m.registry = reg
-	}
 	m.pool.New = func() any {
 		return &scratch{buf: make([]byte, 0, 256), key: make([]byte, 0, 128)}
 	}
@@ -55,6 +49,14 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 		p, err := compile(name, cfg.Topics[name], tables[name])
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if m.registry == nil && (p.framed || p.key != nil) {
+			what := "codec " + p.codecName
+			if !p.framed {
+				what = "key_codec " + p.keyCodec
+			}
+			errs = append(errs, fmt.Errorf("topics.%s: %s reads writer schemas from a schema registry, and the mapper was given no registry client (mapper.WithRegistry)", name, what))
 			continue
 		}
 		p.registry = m.registry
@@ -87,7 +89,7 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 		return nil, errors.Join(errs...)
 	}
 	for _, f := range m.byKafka {
-		f.compile(m.registry)
+		f.share(m.registry)
 	}
 	return m, nil
 }
@@ -232,19 +234,25 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		}
 	}
 	p.layoutColumns()
-	if !p.decoder.setCodec(t.Codec) {
+	if !p.decoder.setCodec(t.Codec, false) {
 		return nil, fmt.Errorf("%s.codec: %s has no decoder in this build", kp, t.Codec)
 	}
 	p.decodeFields()
 	p.keyCodec = t.KeyCodec
-	if p.onTombstone == config.OnTombstoneDelete && config.NeedsRegistry(t.KeyCodec) && p.keyFields > 0 {
-		p.key = &decoder{}
-		if !p.key.setCodec(t.KeyCodec) {
-			return nil, fmt.Errorf("%s.key_codec: %s has no decoder in this build", kp, t.KeyCodec)
-		}
+	if p.onTombstone == config.OnTombstoneDelete {
 		p.keyDecodeFields()
+		switch {
+		case p.keyFields == 0: // the key's bytes name the entity as they are: nothing to decode
+		case config.NeedsRegistry(t.KeyCodec):
+			p.key = &decoder{fields: p.keyIDs}
+			if !p.key.setCodec(t.KeyCodec, true) {
+				return nil, fmt.Errorf("%s.key_codec: %s has no decoder in this build", kp, t.KeyCodec)
+			}
+		case p.keyFields > 1: // a text key holding several id fields is a JSON object (textKey)
+			p.keyText, _ = jsonc.Codec{Key: true}.Compile(nil, p.keyIDs)
+		}
 	}
-	if !p.framed && p.scannable() {
+	if !p.framed {
 		// Plain JSON has no writer schema: one plan for the topic's life. (A plan of a nil schema
 		// is never an error.)
 		p.scan, _ = p.codec.Compile(nil, p.fields)
@@ -275,16 +283,51 @@ func (p *plan) layoutColumns() {
 	}
 }
 
-// newTarget builds the target of one table (the topic's, or one slice's): its INSERT is the
-// table description's (schema.Table.Insert).
-func (p *plan) newTarget(name string) *batcher.Target {
-	return &batcher.Target{
-		Topic:       p.kafkaTopic,
-		Keyspace:    p.keyspace,
-		Table:       name,
-		Insert:      p.desc.Insert(name),
-		Columns:     p.insertCols,
-		Consistency: p.consistency,
-		Entry:       p.name,
+// decodeFields lists what the topic's codec must decode: each field column's value, then the
+// event time field. colSlot (per column) and timeSlot say where each is in the list.
+func (p *plan) decodeFields() {
+	p.colSlot = make([]int, len(p.cols))
+	p.fields = p.fields[:0]
+	for i := range p.cols {
+		c := &p.cols[i]
+		p.colSlot[i] = -1
+		if c.source != srcField {
+			continue
+		}
+		p.colSlot[i] = len(p.fields)
+		p.fields = append(p.fields, c.codecField())
+	}
+	p.timeSlot = -1
+	if !p.timeFromKafka {
+		p.timeSlot = len(p.fields)
+		// time.format rfc3339 reads text; the unix_* formats count their unit (timeuuid.go's unit is
+		// nanoseconds per unit).
+		p.fields = append(p.fields, codec.Field{Path: p.timePath, Type: packed.Scalar(kTimestamp), Unit: time.Duration(p.timeUnit)})
+	}
+}
+
+// codecField is what a codec decodes for field column c: its path, for its type; an integer that
+// feeds a timestamp counts milliseconds, as JSON's epoch milliseconds do.
+func (c *column) codecField() codec.Field {
+	return codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Unit: time.Millisecond}
+}
+
+// keyDecodeFields lists what is decoded from a tombstone's key (p.keyIDs): each id column read from a
+// field, at its path. A lone one is the whole key when the key is not a record or object (an Avro
+// "string" or "long", a JSON scalar, a text key: codec.Field.Whole).
+func (p *plan) keyDecodeFields() {
+	p.keySlot = make([]int, len(p.cols))
+	for i := range p.keySlot {
+		p.keySlot[i] = -1
+	}
+	for _, ci := range p.ids {
+		c := &p.cols[ci]
+		if c.source != srcField {
+			continue
+		}
+		p.keySlot[ci] = len(p.keyIDs)
+		f := c.codecField()
+		f.Whole = p.keyFields == 1
+		p.keyIDs = append(p.keyIDs, f)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/codec/registry"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/testenv"
 	"github.com/bucketsink/sink/mapper"
@@ -453,6 +454,21 @@ type itMember struct {
 	err     error
 }
 
+// testMapper is the mapper of cfg, reading writer schemas from the client of its schema_registry
+// block when it names one, as sink run's is.
+func testMapper(t testing.TB, cfg *config.Config) *mapper.Mapper {
+	t.Helper()
+	reg, err := registry.ForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := mapper.New(cfg, mapper.WithRegistry(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // start runs an in-process pipeline with the real mapper and Cassandra writer; wrap may decorate the writer.
 func (s *stack) start(wrap func(BatchWriter) BatchWriter) *itMember {
 	return s.startWith(s.session, wrap)
@@ -461,10 +477,7 @@ func (s *stack) start(wrap func(BatchWriter) BatchWriter) *itMember {
 // startWith is start with a Cassandra session of the caller's.
 func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) BatchWriter) *itMember {
 	s.t.Helper()
-	m, err := mapper.New(s.cfg)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	m := testMapper(s.t, s.cfg)
 	metrics := metrics.NewMetrics(prometheus.NewRegistry())
 	cw := cassandra.NewWriter(session, cassandra.WriterConfig{
 		MaxInFlight: s.cfg.Writer.MaxInFlight, RetryInitial: s.cfg.Writer.RetryInitial.Std(),
@@ -1098,10 +1111,7 @@ func TestIntegrationThreePolicies(t *testing.T) {
 	t.Logf("%d events through three topics in %s (%.0f records/s, including the group join)",
 		3*perTopic, took.Round(time.Millisecond), float64(3*perTopic)/took.Seconds())
 
-	mp, err := mapper.New(s.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mp := testMapper(t, s.cfg)
 	for _, c := range cases {
 		policy, err := s.cfg.Policy(c.name)
 		if err != nil {

@@ -809,14 +809,7 @@ func TestIntegrationBacklogOfAHotEntityIsSplitWithinBudget(t *testing.T) {
 func TestIntegrationEntityOnThreeKafkaPartitionsSplitsWithinBudget(t *testing.T) {
 	s := splitStack(t, 3, rowBudget(64, 1000))
 	tp := s.cfg.Topics["readings"]
-	recs := zipfRecords(6000, 20, 3, false)
-	hot := 0
-	for _, r := range recs {
-		if r.device == "hot" {
-			r.partition = int32(hot % 3)
-			hot++
-		}
-	}
+	recs := hotOverPartitions(zipfRecords(6000, 20, 3, false), 3)
 	s.streamThroughSink(recs)
 	rows := s.splitRows()
 	s.checkOncePerRecord(recs, rows)
@@ -838,6 +831,63 @@ func TestIntegrationEntityOnThreeKafkaPartitionsSplitsWithinBudget(t *testing.T)
 	}
 	t.Logf("the hot entity is in %d partitions; the largest, %s, holds %d rows", hotParts, largest, perPartition[largest])
 
+	s.replayRows(rows)
+}
+
+// TestIntegrationHotEntityStartsEveryLaterBucketSplit: one hot entity written round-robin over 3
+// Kafka partitions for an hour of 20-minute buckets (3,000 rows a bucket against split.max_rows
+// 1,000), through one `sink run`. The entity splits in its first bucket; every bucket after it
+// starts split: its routing records begin with a generation from the bucket's start, and the
+// entity has no row in generation 0's event bucket. No partition of any bucket is over the budget,
+// every row is there once, and a group reset and a full replay leave exactly the same rows in the
+// same partitions and the same routing records. Before, each new bucket started unsplit and its
+// generation 0 partition took the entity's rows until that bucket's first decision.
+func TestIntegrationHotEntityStartsEveryLaterBucketSplit(t *testing.T) {
+	s := splitStack(t, 3, rowBudget(64, 1000), func(tp *config.Topic) { tp.Bucket.Width = "20m" })
+	tp := s.cfg.Topics["readings"]
+	recs := hotOverPartitions(zipfRecords(9000, 20, 3, false), 3)
+	s.streamThroughSink(recs)
+	rows := s.splitRows()
+	s.checkOncePerRecord(recs, rows)
+	perPartition, order := partitionCounts(rows)
+	if len(order) != 3 {
+		t.Fatalf("the hot entity is in buckets %v; want 3", order)
+	}
+	for p, n := range perPartition {
+		if n > int(tp.Split.MaxRows) {
+			t.Errorf("partition %s holds %d rows, over split.max_rows %d", p, n, tp.Split.MaxRows)
+		}
+	}
+	for _, b := range order[1:] {
+		if n := perPartition["hot/"+b+"/0"]; n > 0 {
+			t.Errorf("bucket %s: generation 0 holds %d rows of the hot entity; the bucket should have started split", b, n)
+		}
+	}
+	records := s.routingRecords(order)
+	for i, b := range order[1:] {
+		recs := records[i+1]
+		if len(recs) == 0 || recs[0].Generation != 1 || !recs[0].From.Equal(recs[0].BucketStart) {
+			t.Errorf("bucket %s: routing records %+v; want generation 1 from the bucket's start", b, recs)
+		}
+	}
+	for i, b := range order {
+		t.Logf("bucket %s: %d routing records", b, len(records[i]))
+		for _, r := range records[i] {
+			t.Logf("  generation %d from %s: event buckets %d..%d", r.Generation, r.From.Format(time.RFC3339), r.FirstEventBucket, r.FirstEventBucket+r.EventBuckets-1)
+		}
+	}
+
+	s.replayRows(rows)
+	if after := s.routingRecords(order); fmt.Sprint(after) != fmt.Sprint(records) {
+		t.Errorf("the replay changed the routing records:\n%v\nbefore\n%v", after, records)
+	}
+}
+
+// replayRows resets the group and runs `sink run` through the whole topic again: Cassandra must
+// then hold exactly rows.
+func (s *stack) replayRows(rows []splitRow) {
+	t := s.t
+	t.Helper()
 	s.resetGroup()
 	cmd, _ := runSink(t, s.writeConfig())
 	s.waitFor(2*time.Minute, "the replay to be committed", s.allCommitted)
@@ -847,4 +897,61 @@ func TestIntegrationEntityOnThreeKafkaPartitionsSplitsWithinBudget(t *testing.T)
 	if after := s.splitRows(); fmt.Sprint(after) != fmt.Sprint(rows) {
 		t.Errorf("the replay changed the rows: %d before, %d after", len(rows), len(after))
 	}
+}
+
+// partitionCounts counts the rows of each partition (device/bucket/event bucket) and lists the
+// buckets the hot entity has rows in, in order.
+func partitionCounts(rows []splitRow) (map[string]int, []string) {
+	perPartition := map[string]int{}
+	buckets := map[string]bool{}
+	for _, r := range rows {
+		perPartition[fmt.Sprintf("%s/%s/%d", r.device, r.bucket, r.eb)]++
+		if r.device == "hot" {
+			buckets[r.bucket] = true
+		}
+	}
+	return perPartition, slices.Sorted(maps.Keys(buckets))
+}
+
+// hotOverPartitions spreads the hot entity's records round-robin over n Kafka partitions.
+func hotOverPartitions(recs []*itRecord, n int32) []*itRecord {
+	var hot int32
+	for _, r := range recs {
+		if r.device == "hot" {
+			r.partition = hot % n
+			hot++
+		}
+	}
+	return recs
+}
+
+// routingRecords reads the routing records of split_readings for each of the buckets (their text
+// keys, as splitRows gives them), in that order.
+func (s *stack) routingRecords(buckets []string) [][]routing.Record {
+	s.t.Helper()
+	policy, err := s.cfg.Policy("readings")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sp := cassandra.NewSplits(s.session, s.ks, s.cfg.Cassandra)
+	var out [][]routing.Record
+	for _, b := range buckets {
+		var start time.Time
+		for i := policy.Index(itBase); i < policy.Index(itBase.Add(2*time.Hour)); i++ {
+			if policy.Text(i) == b {
+				start = policy.Start(i)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		recs, err := sp.Bucket(ctx, "split_readings", start)
+		cancel()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for i := range recs {
+			recs[i].DecidedAt, recs[i].DecidedBy = time.Time{}, "" // for people; a replay may differ there only
+		}
+		out = append(out, recs)
+	}
+	return out
 }

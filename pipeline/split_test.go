@@ -82,8 +82,10 @@ func TestSplitRoutingIsPerEntry(t *testing.T) {
 	if err := p.routeSplits(mapper.Record{Offset: 1}, ms); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(mp.entries, []string{"a"}) || loads != 1 {
-		t.Errorf("entries mapped again %v after %d bucket loads; want [a] after 1", mp.entries, loads)
+	// The first row of a bucket loads its records and the bucket before's (which entities start it
+	// split).
+	if !slices.Equal(mp.entries, []string{"a"}) || loads != 2 {
+		t.Errorf("entries mapped again %v after %d bucket loads; want [a] after 2", mp.entries, loads)
 	}
 	if ms[0].Row.Size != 99 || ms[1].Row.Size != 0 {
 		t.Errorf("rows after routing: a's size %d, b's %d; want a's mapped again (99), b's as it was (0)", ms[0].Row.Size, ms[1].Row.Size)

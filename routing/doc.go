@@ -11,6 +11,10 @@
 //     the generations Routes follows.
 //   - Routes is the snapshot the mapper reads on every row: which generation routes a row, given its
 //     event time and, for a writer, its Kafka partition and offset (Routes.Route).
+//   - Size, Carry and AdoptFrom are the sizing rules: how many event buckets a generation needs to
+//     hold the entity's rows until its bucket ends (no later decision is guaranteed), the
+//     generation that starts the next bucket of an entity already split, and the offset from which
+//     a Kafka partition follows a generation it found recorded.
 //   - EntityPartitions names an entity's partitions of one time bucket in plain values, and KeyParts
 //     reads the entity and event bucket back from a row's routing key.
 //

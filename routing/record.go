@@ -109,3 +109,21 @@ func Generations(recs []Record, index Index, f func(entity string, gens []Genera
 		i = j
 	}
 }
+
+// AdoptFrom is the offset from which a Kafka partition adopts a generation that was already
+// recorded, and not adopted by it, when its worker loaded the bucket: at the partition's first row
+// the generation would route (offset). An earlier owner of the partition, or the first pass that a
+// replay repeats, may have routed rows below the partition's high watermark at that load (floor)
+// without the generation, so the adoption starts at floor at the earliest, unless the entity's
+// older partitions hold no row at or after the generation's from (newest is the newest event time
+// they hold, read after the settle time, so an earlier owner's last writes have landed or failed):
+// then no earlier owner routed a row of this partition that the generation would route, and the
+// partition follows it from this row. That is the common case of a generation that starts a
+// bucket (Carry): its older layout, generation 0, stays empty, and a restarted owner behind a
+// backlog follows the split at once instead of writing the backlog unsplit.
+func AdoptFrom(offset, floor int64, newest, from time.Time) int64 {
+	if newest.Before(from) {
+		return offset
+	}
+	return max(offset, floor)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,44 +25,45 @@ import (
 	"github.com/bucketsink/sink/schema"
 )
 
+// explainUsage is the help of `sink explain` above its flags.
+const explainUsage = "Usage: sink explain --config FILE --topic NAME --record JSON [--key K] [--timestamp RFC3339]\n" +
+	"                    [--partition P] [--offset O]\n" +
+	"       sink explain --config FILE --topic NAME (--record-hex HEX | --record-file FILE) [...]\n" +
+	"       sink explain --config FILE --topic NAME --tombstone (--key K | --key-hex HEX) [...]\n" +
+	"       sink explain --config FILE --from-kafka TOPIC/PARTITION/OFFSET\n" +
+	"\n" +
+	"Maps one record exactly as `sink run` would and prints the table, the full partition key\n" +
+	"(id values, time bucket with its UTC start and end, event bucket, slice), the clustering\n" +
+	"values, the TTL, the write timestamp, and the INSERT with its bound values. A record that\n" +
+	"would go to the dead-letter topic prints the exact error instead. For a topic with split on\n" +
+	"it reads the entity's routing records of the record's time bucket from Cassandra and shows the\n" +
+	"one that applies, whether the record's Kafka partition adopted it and from which offset, and\n" +
+	"the partition it picks (--offline skips that: generation 0 is shown). For an entry with rollups it\n" +
+	"shows each rollup's window the row feeds: its table, partition and window start, and when it is due.\n" +
+	"\n" +
+	"--topic names an entry (a key under topics:), or a Kafka topic: then every entry that reads it\n" +
+	"explains the record in turn, each with its outcome (its row, a skip, or its refusal), as sink run\n" +
+	"maps it once per entry; the exit code is 4 when any entry refuses it.\n" +
+	"\n" +
+	"--record takes the JSON value itself, @FILE to read it from a file, or - for stdin.\n" +
+	"--record-hex and --record-file take the value's raw bytes, in any format (an Avro record in\n" +
+	"the wire format, say). --from-kafka fetches one record from Kafka (its key, value, timestamp,\n" +
+	"partition and offset) and explains it; its Kafka topic names the configured topics. A topic\n" +
+	"whose codec reads a schema registry fetches the record's writer schema from it. --tombstone\n" +
+	"explains a record with a null value: what the topic's on_tombstone makes of it (a DELETE of the\n" +
+	"entity --key names, with its write timestamp; a skip; or a dead letter). --key-hex takes the key's\n" +
+	"raw bytes, for a key in the wire format (key_codec avro, protobuf or json_schema), whose writer\n" +
+	"schema is fetched from the registry. --schema-file (with --reference for what it references) gives\n" +
+	"that writer schema from files instead, for every schema id the record names: no registry is asked.\n" +
+	"\n" +
+	"Exit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be\n" +
+	"read; 2 usage error; 3 invalid configuration.\n"
+
 // runExplain shows where one record would land, or why it would be dead-lettered.
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: sink explain --config FILE --topic NAME --record JSON [--key K] [--timestamp RFC3339]")
-		fmt.Fprintln(stderr, "                    [--partition P] [--offset O]")
-		fmt.Fprintln(stderr, "       sink explain --config FILE --topic NAME (--record-hex HEX | --record-file FILE) [...]")
-		fmt.Fprintln(stderr, "       sink explain --config FILE --topic NAME --tombstone (--key K | --key-hex HEX) [...]")
-		fmt.Fprintln(stderr, "       sink explain --config FILE --from-kafka TOPIC/PARTITION/OFFSET")
-		fmt.Fprintln(stderr, "\nMaps one record exactly as `sink run` would and prints the table, the full partition key")
-		fmt.Fprintln(stderr, "(id values, time bucket with its UTC start and end, event bucket, slice), the clustering")
-		fmt.Fprintln(stderr, "values, the TTL, the write timestamp, and the INSERT with its bound values. A record that")
-		fmt.Fprintln(stderr, "would go to the dead-letter topic prints the exact error instead. For a topic with split on")
-		fmt.Fprintln(stderr, "it reads the entity's routing records of the record's time bucket from Cassandra and shows the")
-		fmt.Fprintln(stderr, "one that applies, whether the record's Kafka partition adopted it and from which offset, and")
-		fmt.Fprintln(stderr, "the partition it picks (--offline skips that: generation 0 is shown). For an entry with rollups it")
-		fmt.Fprintln(stderr, "shows each rollup's window the row feeds: its table, partition and window start, and when it is due.")
-		fmt.Fprintln(stderr, "\n--topic names an entry (a key under topics:), or a Kafka topic: then every entry that reads it")
-		fmt.Fprintln(stderr, "explains the record in turn, each with its outcome (its row, a skip, or its refusal), as sink run")
-		fmt.Fprintln(stderr, "maps it once per entry; the exit code is 4 when any entry refuses it.")
-		fmt.Fprintln(stderr, "\n--record takes the JSON value itself, @FILE to read it from a file, or - for stdin.")
-		fmt.Fprintln(stderr, "--record-hex and --record-file take the value's raw bytes, in any format (an Avro record in")
-		fmt.Fprintln(stderr, "the wire format, say). --from-kafka fetches one record from Kafka (its key, value, timestamp,")
-		fmt.Fprintln(stderr, "partition and offset) and explains it; its Kafka topic names the configured topics. A topic")
-		fmt.Fprintln(stderr, "whose codec reads a schema registry fetches the record's writer schema from it. --tombstone")
-		fmt.Fprintln(stderr, "explains a record with a null value: what the topic's on_tombstone makes of it (a DELETE of the")
-		fmt.Fprintln(stderr, "entity --key names, with its write timestamp; a skip; or a dead letter). --key-hex takes the key's")
-		fmt.Fprintln(stderr, "raw bytes, for a key in the wire format (key_codec avro, protobuf or json_schema), whose writer")
-		fmt.Fprintln(stderr, "schema is fetched from the registry. --schema-file (with --reference for what it references) gives")
-		fmt.Fprintln(stderr, "that writer schema from files instead, for every schema id the record names: no registry is asked.")
-		fmt.Fprintln(stderr, "\nExit codes: 0 the record maps; 4 it would be dead-lettered; 1 the routing table cannot be")
-		fmt.Fprintln(stderr, "read; 2 usage error; 3 invalid configuration.")
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
-	path := fs.String("config", "", "the YAML config file (required)")
-	topic := fs.String("topic", "", "the topic: a key under topics:, or a Kafka topic (every entry that reads it) (required)")
+	fs := newFlags("explain", explainUsage, stdout, stderr)
+	path := fs.configFlag("the YAML config file (required)")
+	topic := fs.String("topic", "", "the topic: a key under topics:, or a Kafka topic (every entry that reads it); required but with --from-kafka, whose Kafka topic it defaults to")
 	record := fs.String("record", "", "the record value: JSON, @FILE or -")
 	recordHex := fs.String("record-hex", "", "the record value's raw bytes, in hex")
 	recordFile := fs.String("record-file", "", "a file holding the record value's raw bytes")
@@ -75,13 +75,9 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	partition := fs.Int("partition", 0, "the Kafka partition")
 	offset := fs.Int64("offset", 0, "the Kafka offset")
 	offline := fs.Bool("offline", false, "do not read the routing records of a split topic from Cassandra")
-	schemaFiles := addSchemaFileFlags(fs)
-	if code, ok := parseFlags(fs, args); !ok {
+	schemaFiles := addSchemaFileFlags(fs.FlagSet)
+	if code, ok := fs.parse(args); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sink explain: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
 	}
 	given := 0
 	for _, v := range []string{*record, *recordHex, *recordFile, *fromKafka} {
@@ -107,11 +103,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			*topic = from.topic
 		}
 	}
-	for _, req := range []struct{ name, val string }{{"config", *path}, {"topic", *topic}} {
-		if req.val == "" {
-			fmt.Fprintf(stderr, "sink explain: --%s is required\n", req.name)
-			return exitUsage
-		}
+	if code, ok := fs.require(requiredFlag{"config", *path}, requiredFlag{"topic", *topic}); !ok {
+		return code
 	}
 	if *key != "" && *keyHex != "" {
 		fmt.Fprintln(stderr, "sink explain: give at most one of --key and --key-hex")
@@ -167,7 +160,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}
 
-	cfg, code := loadConfig(*path, stderr)
+	cfg, code := loadConfig(ctx, *path, stderr)
 	if cfg == nil {
 		return code
 	}

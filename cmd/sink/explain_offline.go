@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/codec"
+	"github.com/bucketsink/sink/codec/registry"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/consumer"
@@ -45,11 +46,13 @@ func explainMapper(cfg *config.Config, files *schemaFileFlags, entries []string,
 		fmt.Fprintf(stderr, "sink explain: %v\n", err)
 		return nil, exitUsage
 	}
-	var opts []mapper.Option
-	if reg != nil {
-		opts = append(opts, mapper.WithRegistry(reg))
+	if reg == nil { // no schema file: the writer schemas come from cfg's registry, if it names one
+		if reg, err = registry.ForConfig(cfg); err != nil {
+			fmt.Fprintf(stderr, "sink explain: %v\n", err)
+			return nil, exitConfig
+		}
 	}
-	m, err := mapper.New(cfg, opts...)
+	m, err := mapper.New(cfg, mapper.WithRegistry(reg))
 	if err != nil {
 		fmt.Fprintf(stderr, "sink explain: %v\n", err)
 		return nil, exitConfig

@@ -14,22 +14,23 @@ import (
 	"github.com/bucketsink/sink/gen"
 )
 
+// generateUsage is the help of `sink generate` above its flags.
+const generateUsage = "Usage: sink generate (--count N | --rate R/s [--count N | --duration D]) [--brokers HOST:PORT] [--topic NAME] [flags]\n" +
+	"       sink gen ...   (the same)\n" +
+	"\n" +
+	"Produces sample sensor readings keyed by device_id to --topic (default sensor-readings) on --brokers\n" +
+	"(default 127.0.0.1:9092), acks=all and idempotent, creating the topic if it is missing. With --rate it\n" +
+	"paces the records and, without --count or --duration, runs until interrupted; without --rate it sends\n" +
+	"--count records as fast as they are acknowledged, their event times ending now. Exits 0 once every\n" +
+	"record is acknowledged. --bad-fraction mixes in records the sink must dead-letter.\n" +
+	"With --codec avro, protobuf or json_schema the events are written in the Confluent wire format,\n" +
+	"their sample schema registered first under --subject (default <topic>-value) at --registry.\n" +
+	"With --config the registry is the config's schema_registry (urls, auth, tls, timeout), as\n" +
+	"`sink run` reaches it; --registry, when given, replaces its urls.\n"
+
 // runGenerate produces sample sensor events to Kafka for demos and benchmarks.
 func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: sink generate --brokers HOST:PORT --topic NAME [--count N | --rate R/s --duration D] [flags]")
-		fmt.Fprintln(stderr, "\nProduces sample sensor readings keyed by device_id (acks=all, idempotent). With neither")
-		fmt.Fprintln(stderr, "--count nor --duration it runs until interrupted. Exits 0 once every record is acknowledged.")
-		fmt.Fprintln(stderr, "Records are stamped with their event time; an unpaced --count run ends its event times now.")
-		fmt.Fprintln(stderr, "With --codec avro, protobuf or json_schema the events are written in the Confluent wire format,")
-		fmt.Fprintln(stderr, "their sample schema registered first under --subject (default <topic>-value) at --registry.")
-		fmt.Fprintln(stderr, "With --config the registry is the config's schema_registry (urls, auth, tls, timeout), as")
-		fmt.Fprintln(stderr, "`sink run` reaches it; --registry, when given, replaces its urls.")
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
+	fs := newFlags("generate", generateUsage, stdout, stderr)
 	var (
 		brokers    = fs.String("brokers", "127.0.0.1:9092", "Kafka bootstrap brokers, comma separated")
 		topic      = fs.String("topic", "sensor-readings", "topic to produce to")
@@ -51,16 +52,10 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	)
 	fs.Var(&rate, "rate", "records per second of wall time, e.g. 200/s or 5000 (0: as fast as acknowledged)")
 	fs.Var(&eventRate, "event-rate", "events per second of event time (default: --rate, or 100/s without one)")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := fs.parse(args); !ok {
 		return code
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "sink generate: "+format+"\n", a...)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
+	usageErr := fs.usageError
 	if *count < 0 || *duration < 0 || *partitions < 0 {
 		return usageErr("--count, --duration and --partitions must not be negative")
 	}
@@ -120,7 +115,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		reg := config.SchemaRegistry{URLs: splitGenerateList(*registry)}
 		if *cfgPath != "" {
-			c, code := loadConfig(*cfgPath, stderr)
+			c, code := loadConfig(ctx, *cfgPath, stderr)
 			if c == nil {
 				return code
 			}

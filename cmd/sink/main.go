@@ -6,14 +6,16 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
+	"strings"
 	"syscall"
 
+	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/refusal"
 )
 
@@ -49,12 +51,14 @@ func commands() map[string]command {
 	return map[string]command{
 		"version":  {"print the version and exit", runVersion},
 		"run":      {"run the sink daemon: consume Kafka, write Cassandra, at least once", runRun},
+		"init":     {"draft a topic's config from its registry schema or a sample of its records", runInit},
 		"validate": {"check a config file and print every problem", runValidate},
+		"config":   {"print the effective configuration: every key, its value and where it came from", runConfig},
 		"schema":   {"print (and --apply) the CQL tables each topic's policy needs", runSchema},
 		"explain":  {"show the partition, table and INSERT one record maps to", runExplain},
 		"plan":     {"size partitions per bucket width for a write rate; judge a topic's policy", runPlan},
 		"generate": {"produce sample sensor events to Kafka (demos, benchmarks)", runGenerate},
-		"gen":      {"short for generate", runGenerate},
+		"gen":      {"short for generate: produce sample sensor events to Kafka", runGenerate},
 		"bench":    {"measure the sink end to end against the raw Cassandra ceiling", runBench},
 		"query":    {"read one entity's rows back across buckets, a page at a time", runQuery},
 	}
@@ -66,49 +70,55 @@ func main() {
 
 func dispatch(args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout, cmds)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	c, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "sink: unknown command %q\n\n", args[0])
+	if len(args) == 0 {
 		usage(stderr, cmds)
 		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(rest) == 0 {
+			usage(stdout, cmds)
+			return exitOK
+		}
+		// `sink help CMD` is `sink CMD --help`.
+		name, rest = rest[0], []string{"--help"}
+	case "-version", "--version":
+		name = "version"
+	}
+	c, ok := cmds[name]
+	if !ok {
+		return unknownCommand(name, cmds, stderr)
 	}
 	// The first SIGINT/SIGTERM cancels ctx; commands that need a second-signal hard stop (run)
 	// install their own handling on top.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return c.run(ctx, args[1:], stdout, stderr)
+	return c.run(ctx, rest, stdout, stderr)
+}
+
+// unknownCommand reports a name that is no command, with the one probably meant.
+func unknownCommand(name string, cmds map[string]command, stderr io.Writer) int {
+	if strings.HasPrefix(name, "-") {
+		fmt.Fprintf(stderr, "sink: unknown flag %s; a command comes first, its flags after it: sink <command> [flags]\n", name)
+	} else {
+		names := slices.Sorted(maps.Keys(cmds))
+		hint := ""
+		if meant := config.Closest(name, names); meant != "" {
+			hint = fmt.Sprintf("; did you mean %q?", meant)
+		}
+		fmt.Fprintf(stderr, "sink: unknown command %q%s\n", name, hint)
+	}
+	fmt.Fprintln(stderr, "Run `sink help` for the list of commands.")
+	return exitUsage
 }
 
 func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "sink streams Kafka topics into time-bucketed Cassandra tables.")
 	fmt.Fprintln(w, "\nUsage: sink <command> [flags]\n\nCommands:")
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(cmds)) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun `sink <command> -h` for a command's flags.")
-}
-
-// parseFlags parses args into fs. ok is false when the command must return code at once: exitOK
-// after -h (the usage was printed), exitUsage for a bad flag (the flag package printed why).
-func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	err := fs.Parse(args)
-	switch {
-	case err == nil:
-		return exitOK, true
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK, false
-	}
-	return exitUsage, false
+	fmt.Fprintln(w, "\nRun `sink help <command>` (or `sink <command> --help`) for a command's flags; `sink --version`")
+	fmt.Fprintln(w, "prints the version.")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -19,25 +18,23 @@ import (
 	"github.com/bucketsink/sink/sizing"
 )
 
+// planUsage is the help of `sink plan` above its flags.
+const planUsage = "Usage: sink plan --rate R --row-bytes B [--entities E] [--config FILE [--topic T]] [--json]\n" +
+	"\n" +
+	"Sizes one Cassandra partition per bucket granularity (1m, 10m, 1h, 1d, week, month) and\n" +
+	"judges it: aim for 10-100 MB, never over 100 MB or 100,000 rows, not under 1 MB (decimal MB).\n" +
+	"R is the write rate of ONE entity (one partition key without its bucket: one device, one\n" +
+	"tenant) in rows per second: 10, 10/s, 600/m, 2/h or 5/d. B is the average row size:\n" +
+	"100, 1KB (1000 bytes), 1KiB (1024 bytes).\n" +
+	"With --config and --topic it judges that topic's bucket width and event buckets against\n" +
+	"its partition_budget. Exit codes: 0 a fitting policy exists (or the topic's fits); 5 none\n" +
+	"fits without event buckets (or the topic's policy is over budget); 3 invalid config; 2 usage.\n"
+
 // runPlan tabulates partition sizes per bucket granularity for a write rate and row size,
 // recommends a granularity (and event buckets when none fits), and optionally judges a
 // configured topic's policy.
-func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: sink plan --rate R --row-bytes B [--entities E] [--config FILE [--topic T]] [--json]")
-		fmt.Fprintln(stderr, "\nSizes one Cassandra partition per bucket granularity (1m, 10m, 1h, 1d, week, month) and")
-		fmt.Fprintln(stderr, "judges it: aim for 10-100 MB, never over 100 MB or 100,000 rows, not under 1 MB (decimal MB).")
-		fmt.Fprintln(stderr, "R is the write rate of ONE entity (one partition key without its bucket: one device, one")
-		fmt.Fprintln(stderr, "tenant) in rows per second: 10, 10/s, 600/m, 2/h or 5/d. B is the average row size:")
-		fmt.Fprintln(stderr, "100, 1KB (1000 bytes), 1KiB (1024 bytes).")
-		fmt.Fprintln(stderr, "With --config and --topic it judges that topic's bucket width and event buckets against")
-		fmt.Fprintln(stderr, "its partition_budget. Exit codes: 0 a fitting policy exists (or the topic's fits); 5 none")
-		fmt.Fprintln(stderr, "fits without event buckets (or the topic's policy is over budget); 3 invalid config; 2 usage.")
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
+func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("plan", planUsage, stdout, stderr)
 	var (
 		rateText  = fs.String("rate", "", "rows per second per entity, e.g. 10, 10/s, 600/m (required)")
 		rowText   = fs.String("row-bytes", "", "average bytes per row, e.g. 100, 1KB (required)")
@@ -46,18 +43,12 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		topicName = fs.String("topic", "", "topic of --config to judge: a key under topics:, or the Kafka topic of one (default: the only one)")
 		asJSON    = fs.Bool("json", false, "print JSON instead of a table")
 	)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := fs.parse(args); !ok {
 		return code
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "sink plan: "+format+"\n", a...)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
+	usageErr := fs.usageError
 	if *rateText == "" || *rowText == "" {
-		return usageErr("--rate and --row-bytes are required (see sink plan -h)")
+		return usageErr("--rate and --row-bytes are required")
 	}
 	rate, err := parseRate(*rateText)
 	if err != nil {
@@ -81,7 +72,7 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	gd := sizing.Default
 	var judged *topicJudgement
 	if *cfgPath != "" {
-		cfg, code := loadConfig(*cfgPath, stderr)
+		cfg, code := loadConfig(ctx, *cfgPath, stderr)
 		if cfg == nil {
 			return code
 		}

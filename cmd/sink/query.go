@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -23,35 +22,35 @@ type idFlags []string
 func (f *idFlags) String() string     { return strings.Join(*f, ",") }
 func (f *idFlags) Set(v string) error { *f = append(*f, v); return nil }
 
+// queryUsage is the help of `sink query` above its flags.
+var queryUsage = fmt.Sprintf("Usage: sink query --config FILE (--topic NAME | --table TABLE) --id V [--id V2 ...] (--from X --to Y | --last D | --cursor C)\n"+
+	"                  [--where COLUMN=VALUE ...] [--limit N] [--page-size P] [--fetch-size F] [--format table|json|csv]\n"+
+	"                  [--max-partitions M] [--rollup NAME]\n"+
+	"\n"+
+	"Reads one entity's rows back from the tables `sink run` writes, across every bucket, event bucket and\n"+
+	"slice the range touches. --from before --to reads oldest first; --from after --to reads newest first;\n"+
+	"--last 24h reads the newest rows of the last 24 hours. Times are RFC 3339 (2024-01-15T10:00:00Z).\n"+
+	"It prints one page, then the cursor of the next page: on stderr (table, csv) or in the JSON envelope.\n"+
+	"Pass it to --cursor, with the same --config, --topic and --id, to read the next page.\n"+
+	"Rows are printed as they are read, never held as a whole page: json and csv print what a whole page\n"+
+	"would; table aligns its columns over blocks of %[1]d rows, so a page of up to %[1]d prints as one aligned\n"+
+	"table and a longer one a block at a time. A read that fails midway leaves the rows printed before it.\n"+
+	"--topic names an entry (a key under topics:) or the Kafka topic of exactly one; when several entries\n"+
+	"read one Kafka topic, name the entry, or give the table it writes with --table. --rollup NAME reads the\n"+
+	"entry's rollup NAME instead: one row per window, the range and cursor on the window's start.\n"+
+	"\n"+
+	"A latest-value topic (bucket width none) takes no range: it prints the newest row of each entity\n"+
+	"given, one request per entity. --id then lists the entities, each as many --id as the id has\n"+
+	"columns (--id dev-1 --id dev-2: two devices; with a two-column id, --id s1 --id d1 --id s2 --id d2).\n"+
+	"\n"+
+	"Exit codes: 0 ok; 1 Cassandra unreachable or a read failed; 2 usage error (bad flags, an id that does\n"+
+	"not fit its column, a range over --max-partitions, an invalid cursor); 3 invalid configuration.\n", output.TableBlock)
+
 // runQuery reads one entity's rows back across buckets with package reader and prints one page.
 func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("query", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: sink query --config FILE (--topic NAME | --table TABLE) --id V [--id V2 ...] (--from X --to Y | --last D | --cursor C)")
-		fmt.Fprintln(stderr, "                  [--where COLUMN=VALUE ...] [--limit N] [--page-size P] [--fetch-size F] [--format table|json|csv]")
-		fmt.Fprintln(stderr, "                  [--max-partitions M] [--rollup NAME]")
-		fmt.Fprintln(stderr, "\nReads one entity's rows back from the tables `sink run` writes, across every bucket, event bucket and")
-		fmt.Fprintln(stderr, "slice the range touches. --from before --to reads oldest first; --from after --to reads newest first;")
-		fmt.Fprintln(stderr, "--last 24h reads the newest rows of the last 24 hours. Times are RFC 3339 (2024-01-15T10:00:00Z).")
-		fmt.Fprintln(stderr, "It prints one page, then the cursor of the next page: on stderr (table, csv) or in the JSON envelope.")
-		fmt.Fprintln(stderr, "Pass it to --cursor, with the same --config, --topic and --id, to read the next page.")
-		fmt.Fprintf(stderr, "Rows are printed as they are read, never held as a whole page: json and csv print what a whole page\n")
-		fmt.Fprintf(stderr, "would; table aligns its columns over blocks of %d rows, so a page of up to %d prints as one aligned\n", output.TableBlock, output.TableBlock)
-		fmt.Fprintln(stderr, "table and a longer one a block at a time. A read that fails midway leaves the rows printed before it.")
-		fmt.Fprintln(stderr, "--topic names an entry (a key under topics:) or the Kafka topic of exactly one; when several entries")
-		fmt.Fprintln(stderr, "read one Kafka topic, name the entry, or give the table it writes with --table. --rollup NAME reads the")
-		fmt.Fprintln(stderr, "entry's rollup NAME instead: one row per window, the range and cursor on the window's start.")
-		fmt.Fprintln(stderr, "\nA latest-value topic (bucket width none) takes no range: it prints the newest row of each entity")
-		fmt.Fprintln(stderr, "given, one request per entity. --id then lists the entities, each as many --id as the id has")
-		fmt.Fprintln(stderr, "columns (--id dev-1 --id dev-2: two devices; with a two-column id, --id s1 --id d1 --id s2 --id d2).")
-		fmt.Fprintln(stderr, "\nExit codes: 0 ok; 1 Cassandra unreachable or a read failed; 2 usage error (bad flags, an id that does")
-		fmt.Fprintln(stderr, "not fit its column, a range over --max-partitions, an invalid cursor); 3 invalid configuration.")
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
+	fs := newFlags("query", queryUsage, stdout, stderr)
 	var ids, wheres idFlags
-	path := fs.String("config", "", "the YAML config file (required)")
+	path := fs.configFlag("the YAML config file (required)")
 	topic := fs.String("topic", "", "the topic: a key under topics:, or the Kafka topic of one (this or --table)")
 	table := fs.String("table", "", "the table to read, TABLE or KEYSPACE.TABLE: the entry that writes it (this or --topic)")
 	rollupName := fs.String("rollup", "", "read this rollup of the entry (topics.<entry>.rollups) instead of its raw rows: one row per window, by the window's start")
@@ -66,16 +65,11 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cur := fs.String("cursor", "", "resume after the page that printed this cursor (the range and limit come from it)")
 	format := fs.String("format", output.Formats[0], "output: "+strings.Join(output.Formats, ", ")+"; rows are printed as they are read (see above)")
 	maxParts := fs.Int("max-partitions", reader.DefaultMaxPartitions, "refuse a range that spans more partitions than this")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := fs.parse(args); !ok {
 		return code
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "sink query: "+format+"\n", a...)
-		return exitUsage
-	}
+	usageErr := fs.usageError
 	switch {
-	case fs.NArg() > 0:
-		return usageErr("unexpected argument %q", fs.Arg(0))
 	case *path == "" || (*topic == "") == (*table == "") || len(ids) == 0:
 		return usageErr("--config, --topic (or --table, not both) and --id are required")
 	case !slices.Contains(output.Formats, *format):
@@ -115,7 +109,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 
-	cfg, code := loadConfig(*path, stderr)
+	cfg, code := loadConfig(ctx, *path, stderr)
 	if cfg == nil {
 		return code
 	}

@@ -30,3 +30,23 @@ func TestReadmeShowsExplainGoldens(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeShowsTheInitGolden keeps the README's quick start for an existing Avro topic identical to what
+// `sink init` drafts for the schema of examples/avro-sensors.yaml (the avro-sensors golden file).
+func TestReadmeShowsTheInitGolden(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.ReadFile(filepath.Join(initDir, "avro-sensors.golden.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := strings.Index(string(g), "    bucket: "), strings.Index(string(g), "    clustering:")
+	if from < 0 || to < from {
+		t.Fatalf("the golden has no bucket: and clustering: lines")
+	}
+	if !strings.Contains(string(readme), "```yaml\n"+string(g[from:to])+"```") {
+		t.Errorf("README.md does not show the columns of %s; paste them into the section \"Quick start: an existing Avro topic\"", "avro-sensors.golden.yaml")
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bucketsink/sink/cassandra"
+	"github.com/bucketsink/sink/codec/registry"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/internal/memlimit"
 	"github.com/bucketsink/sink/internal/refusal"
@@ -54,6 +54,18 @@ func stopBound(shutdownTimeout time.Duration) time.Duration {
 	return pipeline.StopBound(shutdownTimeout) + max(sessionCloseTimeout, httpCloseTimeout)
 }
 
+// runUsage is the help of `sink run` above its flags.
+const runUsage = "Usage: sink run --config FILE\n" +
+	"\n" +
+	"Runs the sink: consumes the configured topics as a member of kafka.group and writes\n" +
+	"every record to its Cassandra partition, at least once. Serves /metrics, /healthz,\n" +
+	"/readyz and the debug endpoints (/debug/pprof/, /debug/config, /debug/partitions;\n" +
+	"metrics.debug turns them off) on metrics.address. SIGINT or SIGTERM stops it\n" +
+	"gracefully (flush, commit, leave the group); a second signal exits at once.\n" +
+	"Exit codes: 0 stopped cleanly, 1 runtime failure, 2 usage, 3 invalid config, 6 a server\n" +
+	"refused the connection at start (login, certificate, TLS at one end only).\n" +
+	"A dead_letter_topic that does not exist in Kafka at start-up is invalid config (3).\n"
+
 // runRun is the daemon: consume the configured topics and write them to Cassandra until a signal.
 //
 // Stop order: the first SIGINT/SIGTERM cancels ctx (main's NotifyContext); readiness turns false at once,
@@ -61,28 +73,14 @@ func stopBound(shutdownTimeout time.Duration) time.Duration {
 // the group and closes its Kafka clients; then the Cassandra session and the HTTP server close. Every step
 // has its own bound (stopBound); a watchdog exits with 1 if the whole stop overruns their sum anyway. A
 // signal during start-up (still connecting) is a clean stop: exit 0. A second signal exits at once with 1.
-func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: sink run --config FILE")
-		fmt.Fprintln(stderr, "\nRuns the sink: consumes the configured topics as a member of kafka.group and writes")
-		fmt.Fprintln(stderr, "every record to its Cassandra partition, at least once. Serves /metrics, /healthz,")
-		fmt.Fprintln(stderr, "/readyz and /debug/partitions on metrics.address. SIGINT or SIGTERM stops it")
-		fmt.Fprintln(stderr, "gracefully (flush, commit, leave the group); a second signal exits at once.")
-		fmt.Fprintln(stderr, "Exit codes: 0 stopped cleanly, 1 runtime failure, 2 usage, 3 invalid config, 6 a server")
-		fmt.Fprintln(stderr, "refused the connection at start (login, certificate, TLS at one end only).")
-		fmt.Fprintln(stderr, "A dead_letter_topic that does not exist in Kafka at start-up is invalid config (3).")
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
-	path := fs.String("config", "", "the YAML config file (required)")
-	if code, ok := parseFlags(fs, args); !ok {
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("run", runUsage, stdout, stderr)
+	path := fs.configFlag("the YAML config file (required)")
+	if code, ok := fs.parse(args); !ok {
 		return code
 	}
-	if fs.NArg() > 0 || *path == "" {
-		fmt.Fprintln(stderr, "sink run: --config FILE is required and takes no arguments")
-		return exitUsage
+	if code, ok := fs.require(requiredFlag{"config", *path}); !ok {
+		return code
 	}
 
 	// Count signals ourselves for the second-signal hard exit; main's NotifyContext handles the first.
@@ -96,7 +94,7 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		os.Exit(exitFailure)
 	}()
 
-	cfg, code := loadConfig(*path, stderr)
+	cfg, code := loadConfig(ctx, *path, stderr)
 	if cfg == nil {
 		return code
 	}
@@ -152,7 +150,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	metrics := metrics.NewMetrics(reg)
 	metrics.SetBuildInfo(buildVersion())
 
-	m, err := mapper.New(cfg)
+	m, err := newMapper(cfg)
 	if err != nil {
 		return fmt.Errorf("compiling topics: %w", err)
 	}
@@ -249,13 +247,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	var srv *http.Server
 	srvDone := make(chan error, 1)
 	if addr := cfg.Metrics.Address; addr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		// Profiles on the metrics port, as Prometheus serves them: `make bench` takes the sink's CPU
-		// profile here, and an operator can do the same on a live daemon.
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.Handle("/", pl.Handler())
+		mux := metricsMux(cfg, reg, pl.Handler())
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("metrics.address %q: %w", addr, err)
@@ -281,6 +273,25 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 	}
 	return runErr
+}
+
+// metricsMux routes the metrics port: /metrics from reg, the debug endpoints, and the rest
+// (/healthz, /readyz, /debug/partitions) to the pipeline's handler. metrics.debug false answers 404
+// for every /debug/ path, the pipeline's /debug/partitions too.
+func metricsMux(cfg *config.Config, reg *prometheus.Registry, pipeline http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/", pipeline)
+	if !cfg.Metrics.Debug {
+		mux.Handle("/debug/", http.NotFoundHandler())
+		return mux
+	}
+	// Profiles on the metrics port, as Prometheus serves them: `make bench` takes the sink's CPU
+	// profile here, and an operator can do the same on a live daemon.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.Handle("/debug/config", configHandler(cfg))
+	return mux
 }
 
 // readableDuration writes a duration attribute (retry_in, timeout, took) as Go writes a duration,
@@ -310,4 +321,14 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// newMapper compiles cfg's topics into a mapper reading writer schemas from the client of cfg's
+// schema_registry block, when it names one (the mapper builds no network client of its own).
+func newMapper(cfg *config.Config) (*mapper.Mapper, error) {
+	reg, err := registry.ForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return mapper.New(cfg, mapper.WithRegistry(reg))
 }

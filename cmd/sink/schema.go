@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -10,36 +9,32 @@ import (
 	"github.com/bucketsink/sink/cassandra"
 )
 
+// schemaUsage is the help of `sink schema` above its flags.
+const schemaUsage = "Usage: sink schema --config FILE [--topic NAME] [--at RFC3339] [--apply]\n" +
+	"\n" +
+	"Prints the CREATE KEYSPACE and CREATE TABLE statements that match each topic's policy:\n" +
+	"partition key (id columns, bucket column, event bucket column), clustering order, TTL,\n" +
+	"TimeWindowCompactionStrategy with the bucket width as window, gc_grace_seconds. A sliced\n" +
+	"topic gets the tables of the slice holding --at and of the next slice; run it on a schedule\n" +
+	"(e.g. daily with --apply) so each slice's table exists before its first record.\n" +
+	"\n" +
+	"With --apply the statements run against cassandra.hosts (IF NOT EXISTS: nothing is altered\n" +
+	"or dropped), then every table is checked against the policy in system_schema; a table created\n" +
+	"earlier with another key fails the command.\n" +
+	"\n" +
+	"Exit codes: 0 ok; 1 cannot reach Cassandra, a statement failed or a table does not match;\n" +
+	"2 usage error; 3 invalid configuration; 6 Cassandra refused the connection (login, certificate,\n" +
+	"TLS at one end only).\n"
+
 // runSchema prints the CQL DDL every topic's policy needs and, with --apply, creates it.
 func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("schema", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: sink schema --config FILE [--topic NAME] [--at RFC3339] [--apply]")
-		fmt.Fprintln(stderr, "\nPrints the CREATE KEYSPACE and CREATE TABLE statements that match each topic's policy:")
-		fmt.Fprintln(stderr, "partition key (id columns, bucket column, event bucket column), clustering order, TTL,")
-		fmt.Fprintln(stderr, "TimeWindowCompactionStrategy with the bucket width as window, gc_grace_seconds. A sliced")
-		fmt.Fprintln(stderr, "topic gets the tables of the slice holding --at and of the next slice; run it on a schedule")
-		fmt.Fprintln(stderr, "(e.g. daily with --apply) so each slice's table exists before its first record.")
-		fmt.Fprintln(stderr, "\nWith --apply the statements run against cassandra.hosts (IF NOT EXISTS: nothing is altered")
-		fmt.Fprintln(stderr, "or dropped), then every table is checked against the policy in system_schema; a table created")
-		fmt.Fprintln(stderr, "earlier with another key fails the command.")
-		fmt.Fprintln(stderr, "\nExit codes: 0 ok; 1 cannot reach Cassandra, a statement failed or a table does not match;")
-		fmt.Fprintln(stderr, "2 usage error; 3 invalid configuration; 6 Cassandra refused the connection (login, certificate,")
-		fmt.Fprintln(stderr, "TLS at one end only).")
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
-	path := fs.String("config", "", "the YAML config file (required)")
+	fs := newFlags("schema", schemaUsage, stdout, stderr)
+	path := fs.configFlag("the YAML config file (required)")
 	topic := fs.String("topic", "", "only this topic (a key under topics:), or every entry that reads this Kafka topic; default all")
 	at := fs.String("at", "", "the time whose slice tables to create, RFC 3339 (default now)")
 	apply := fs.Bool("apply", false, "run the statements against the cluster and check the tables")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := fs.parse(args); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sink schema: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
 	}
 	if *path == "" {
 		fmt.Fprintln(stderr, "sink schema: --config is required")
@@ -54,7 +49,7 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		now = t
 	}
-	cfg, code := loadConfig(*path, stderr)
+	cfg, code := loadConfig(ctx, *path, stderr)
 	if cfg == nil {
 		return code
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,5 +63,47 @@ func TestValidatePrintsWarningsOfAValidConfig(t *testing.T) {
 	if code != exitOK || errOut != "" || len(lines) != 2 || lines[0] != "config OK: 1 topic (readings)" ||
 		!strings.HasPrefix(lines[1], "warning: kafka.sasl.mechanism: PLAIN without kafka.tls sends the password in clear") {
 		t.Errorf("exit %d, stdout:\n%s\nstderr %q; want exit 0, config OK and one warning", code, out, errOut)
+	}
+}
+
+// TestValidateFormatJSON: --format json prints one object for machines, valid or not, each problem
+// split into its key, the variable that set it and what is wrong, and keeps the exit codes.
+func TestValidateFormatJSON(t *testing.T) {
+	code, out, errOut := runCmd(t, runValidate, "--config", "../../examples/local.yaml", "--format", "json")
+	var ok validateReport
+	if err := json.Unmarshal([]byte(out), &ok); err != nil || code != exitOK || errOut != "" {
+		t.Fatalf("valid config: exit %d, %v, stdout %s, stderr %q", code, err, out, errOut)
+	}
+	if !ok.Valid || len(ok.Topics) != 1 || ok.Topics[0] != "readings" || len(ok.Problems) != 0 {
+		t.Errorf("valid config: %+v", ok)
+	}
+
+	t.Setenv("SINK_WRITER__LINGER", "5")
+	code, out, errOut = runCmd(t, runValidate, "--config", "../../config/testdata/bad/every-problem-at-once.yaml", "--format", "json")
+	var bad validateReport
+	if err := json.Unmarshal([]byte(out), &bad); err != nil || code != exitConfig || errOut != "" {
+		t.Fatalf("bad config: exit %d, %v, stdout %s, stderr %q", code, err, out, errOut)
+	}
+	keys := map[string]reportProblem{}
+	for _, p := range bad.Problems {
+		keys[p.Key] = p
+	}
+	if bad.Valid || len(bad.Problems) != 7 {
+		t.Errorf("bad config: valid %v, %d problems, want 7: %+v", bad.Valid, len(bad.Problems), bad.Problems)
+	}
+	for _, k := range []string{"writer.lingr", "writer.max_in_flight", "writer.commit_interval", "cassandra.auth.password_file",
+		"kafka.start_offset", "topics.readings.consistency", "writer.linger"} {
+		if _, found := keys[k]; !found {
+			t.Errorf("no problem with key %q in %+v", k, bad.Problems)
+		}
+	}
+	if p := keys["writer.linger"]; p.Env != "SINK_WRITER__LINGER" || !strings.Contains(p.Problem, "without a unit") {
+		t.Errorf("writer.linger: %+v; want it from SINK_WRITER__LINGER", p)
+	}
+
+	code, out, _ = runCmd(t, runValidate, "--config", "does-not-exist.yaml", "--format", "json")
+	var missing validateReport
+	if err := json.Unmarshal([]byte(out), &missing); err != nil || code != exitConfig || len(missing.Problems) != 1 || missing.Problems[0].Key != "" {
+		t.Errorf("missing file: exit %d, %v, %+v", code, err, missing)
 	}
 }

@@ -21,7 +21,14 @@ func buildVersion() string {
 	return version
 }
 
-func runVersion(_ context.Context, _ []string, stdout, _ io.Writer) int {
+// versionUsage is the help of `sink version` above its flags.
+const versionUsage = "Usage: sink version (or sink --version)\n\nPrints the version of this binary and of the Go it was built with."
+
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("version", versionUsage, stdout, stderr)
+	if code, ok := fs.parse(args); !ok {
+		return code
+	}
 	fmt.Fprintf(stdout, "sink %s (%s)\n", buildVersion(), runtime.Version())
 	return exitOK
 }

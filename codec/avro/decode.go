@@ -2,9 +2,11 @@ package avro
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -20,18 +22,28 @@ type decoder struct {
 	buf   []byte
 	depth int
 	id    int
+	items int64 // how many more array and map items the body may hold (maxItems)
 }
 
 // maxDepth bounds how deep a body may nest (a recursive record, arrays of arrays): each level
 // costs a little stack, and a real record is never this deep.
 const maxDepth = 256
 
+// maxItems is how many items a body of n bytes may hold in all its arrays and maps together, at
+// every depth. An item of any type takes at least one byte of its own but the zero-width ones (null,
+// a fixed of size 0, a record of only such fields), which a writer encodes as a block count alone:
+// without a bound, a few kilobytes of block headers claim billions of them, each costing a step (and
+// a kept one 4 bytes of memory), so that one record would stall its partition. Every item is charged
+// against the bound, so the work of a body, and what a kept collection appends, is linear in its
+// size; the slack and the factor of two leave room for zero-width items beside real ones.
+func maxItems(n int) int64 { return 2*int64(n) + 1024 }
+
 // Decode walks body in writer order and sets out's values.
 func (p *plan) Decode(body []byte, out []codec.Value, buf []byte) ([]byte, error) {
 	for i := range out {
 		out[i].State = codec.Absent
 	}
-	d := decoder{b: body, out: out, buf: buf, id: p.id}
+	d := decoder{b: body, out: out, buf: buf, id: p.id, items: maxItems(len(body))}
 	pos, err := d.steps(p.root, 0)
 	if err != nil {
 		return d.buf, err
@@ -159,6 +171,9 @@ func (d *decoder) fixed(name string, pos, n int) ([]byte, int, error) {
 
 // skip steps over a value of n.
 func (d *decoder) skip(n *node, name string, pos int) (int, error) {
+	if n.width == widthZero {
+		return pos, nil // nothing to read, nothing to check
+	}
 	var err error
 	switch n.kind {
 	case tNull:
@@ -202,8 +217,11 @@ func (d *decoder) skip(n *node, name string, pos int) (int, error) {
 		}
 		for {
 			var count int64
-			if count, pos, err = d.block(n, name, pos); err != nil || count == 0 {
+			if count, pos, err = d.block(name, pos); err != nil || count == 0 {
 				break
+			}
+			if n.kind == tArray && n.items.width == widthZero {
+				continue // the block's items are its count, charged by block
 			}
 			for range count {
 				if n.kind == tMap {
@@ -222,7 +240,9 @@ func (d *decoder) skip(n *node, name string, pos int) (int, error) {
 }
 
 // block reads the header of the next block of an array or map: its item count, 0 after the last.
-func (d *decoder) block(n *node, name string, pos int) (int64, int, error) {
+// The count is charged against the body's item bound (maxItems) before any item is read, so a
+// count no body of this size can hold is refused at once.
+func (d *decoder) block(name string, pos int) (int64, int, error) {
 	count, pos, err := d.long(name, pos)
 	if err != nil || count == 0 {
 		return 0, pos, err
@@ -233,18 +253,22 @@ func (d *decoder) block(n *node, name string, pos int) (int64, int, error) {
 			return 0, pos, d.malformed(name, "a block count out of range")
 		}
 		count = -count
-		if _, pos, err = d.long(name, pos); err != nil {
+		var size int64
+		if size, pos, err = d.long(name, pos); err != nil {
 			return 0, pos, err
 		}
+		if size < 0 {
+			return 0, pos, d.malformed(name, "a negative block size %d", size)
+		}
+		if size > int64(len(d.b)-pos) {
+			return 0, pos, d.short(name)
+		}
 	}
-	// Every item takes at least a byte but null's; a count beyond the bytes left is a lie
-	// that would loop for ever over nothing.
-	if count > int64(len(d.b)-pos) && n.items.kind != tNull {
-		return 0, pos, d.short(name)
+	if count > d.items {
+		return 0, pos, d.malformed(name, "a block of %d items, more than a %d-byte body may hold (%d items in all its arrays and maps)",
+			count, len(d.b), maxItems(len(d.b)))
 	}
-	if count > int64(len(d.b)) {
-		return 0, pos, d.malformed(name, "%d items of null in a %d-byte body", count, len(d.b))
-	}
+	d.items -= count
 	return count, pos, nil
 }
 
@@ -272,7 +296,7 @@ func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kin
 		}
 		v.B = n.symbols[i]
 		if k == packed.KASCII && !codec.ASCII(v.B) {
-			return end, mapErr(name, "the symbol %q is not ASCII for CQL ascii", v.B)
+			return end, mapValueErr(name, &codec.ValueError{Plain: "the symbol is not ASCII for CQL ascii", Quoted: fmt.Sprintf("the symbol %q is not ASCII for CQL ascii", v.B)})
 		}
 		return end, nil
 	case cInt, cTimeOfDay, cTimestamp, cDate, cDecimalInt, cVarint:
@@ -305,7 +329,7 @@ func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kin
 			f, end = float64(x), e
 		}
 		if k == packed.KFloat && math.Abs(f) > math.MaxFloat32 && !math.IsInf(f, 0) {
-			return end, mapErr(name, "%g is out of range for CQL float", f)
+			return end, mapValueErr(name, codec.BadValue(strconv.FormatFloat(f, 'g', -1, 64), "out of range for CQL float"))
 		}
 		v.F = f
 		return end, nil
@@ -339,7 +363,7 @@ func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kin
 		case cUUIDFixed:
 			copy(v.U[:], b)
 			if k == packed.KTimeUUID && b[6]>>4 != 1 {
-				return end, mapErr(name, "not a version 1 UUID for CQL timeuuid")
+				return end, &codec.Error{Reason: codec.ReasonMap, Field: name, Err: errors.New("not a version 1 UUID for CQL timeuuid")}
 			}
 		case cBlob, cInetFixed:
 			v.B = b
@@ -368,37 +392,37 @@ func (d *decoder) text(name string, cv conv, k packed.Kind, s []byte, v *codec.V
 	switch cv {
 	case cText:
 		if k == packed.KASCII && !codec.ASCII(s) {
-			return mapErr(name, "%s is not ASCII for CQL ascii", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not ASCII for CQL ascii"))
 		}
 		v.B = s
 	case cTimestampText:
 		tm, err := time.Parse(time.RFC3339Nano, string(s))
 		if err != nil {
-			return mapErr(name, "%s is not RFC 3339 with an offset for CQL timestamp", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not RFC 3339 with an offset for CQL timestamp"))
 		}
 		if tm = tm.UTC(); !inRange(tm) {
-			return mapErr(name, "%s is out of range for CQL timestamp (years 0000 to 9999)", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "out of range for CQL timestamp (years 0000 to 9999)"))
 		}
 		v.T = tm
 	case cDateText:
 		tm, err := time.Parse(time.DateOnly, string(s))
 		if err != nil || len(s) != len(time.DateOnly) {
-			return mapErr(name, "%s is not a date (YYYY-MM-DD) for CQL date", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not a date (YYYY-MM-DD) for CQL date"))
 		}
 		v.T = tm
 	case cUUIDText:
 		u, ok := codec.ParseUUID(s)
 		if !ok {
-			return mapErr(name, "%s is not a UUID (8-4-4-4-12 hex digits) for CQL %s", codec.Shown(s), k)
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not a UUID (8-4-4-4-12 hex digits) for CQL "+k.String()))
 		}
 		if k == packed.KTimeUUID && u[6]>>4 != 1 {
-			return mapErr(name, "%s is not a version 1 UUID for CQL timeuuid", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not a version 1 UUID for CQL timeuuid"))
 		}
 		v.U = u
 	case cInetText:
 		a, err := netip.ParseAddr(string(s))
 		if err != nil || a.Zone() != "" {
-			return mapErr(name, "%s is not an IP address for CQL inet", codec.Shown(s))
+			return mapValueErr(name, codec.BadValue(codec.Shown(s), "not an IP address for CQL inet"))
 		}
 		at := len(d.buf)
 		if a.Is4() {
@@ -424,7 +448,7 @@ func (d *decoder) integer(name string, n *node, t *target, cv conv, k packed.Kin
 	switch cv {
 	case cInt:
 		if b := intBounds[k]; x < b[0] || x > b[1] {
-			return mapErr(name, "%d is out of range for CQL %s", x, k)
+			return mapValueErr(name, codec.BadValue(strconv.FormatInt(x, 10), "out of range for CQL "+k.String()))
 		}
 		v.N = x
 	case cTimeOfDay:
@@ -433,19 +457,19 @@ func (d *decoder) integer(name string, n *node, t *target, cv conv, k packed.Kin
 			per = int64(time.Microsecond)
 		}
 		if x < 0 || x >= int64(24*time.Hour)/per {
-			return mapErr(name, "%d is not a time of day (%s)", x, n.logical)
+			return mapValueErr(name, codec.BadValue(strconv.FormatInt(x, 10), "not a time of day ("+n.logical+")"))
 		}
 		v.N = x * per
 	case cTimestamp:
 		tm, ok := unixTime(x, t.mul)
 		if !ok {
-			return mapErr(name, "%d is out of range for CQL timestamp (years 0000 to 9999)", x)
+			return mapValueErr(name, codec.BadValue(strconv.FormatInt(x, 10), "out of range for CQL timestamp (years 0000 to 9999)"))
 		}
 		v.T = tm
 	case cDate:
 		tm := time.Unix(x*86400, 0).UTC()
 		if x < -1e7 || x > 1e7 || !inRange(tm) {
-			return mapErr(name, "%d days is out of range for CQL date (years 0000 to 9999)", x)
+			return mapValueErr(name, codec.BadValue(strconv.FormatInt(x, 10)+" days", "out of range for CQL date (years 0000 to 9999)"))
 		}
 		v.T = tm
 	case cDecimalInt, cVarint:
@@ -498,7 +522,7 @@ func (d *decoder) collection(n *node, name string, t *target, k packed.Kind, pos
 		return pos, d.malformed(name, "nested deeper than %d", maxDepth)
 	}
 	for {
-		count, p, err := d.block(n, name, pos)
+		count, p, err := d.block(name, pos)
 		if pos = p; err != nil {
 			return pos, err
 		}
@@ -565,7 +589,7 @@ func appendWire(dst []byte, k packed.Kind, v *codec.Value) []byte {
 	return append(dst, v.B...) // text, ascii and the kinds handed over as wire bytes
 }
 
-// mapErr is a value that does not fit its column: reason map. The mapper adds the column.
-func mapErr(name, format string, args ...any) error {
-	return &codec.Error{Reason: codec.ReasonMap, Field: name, Err: fmt.Errorf(format, args...)}
+// mapValueErr is a value that does not fit its column: reason map. The mapper adds the column.
+func mapValueErr(name string, err *codec.ValueError) error {
+	return &codec.Error{Reason: codec.ReasonMap, Field: name, Err: err}
 }

@@ -48,3 +48,60 @@ func FuzzDecodeAllTypes(f *testing.F) {
 		}
 	})
 }
+
+// recursiveZeroWidth nests a record in arrays of itself, beside a union with zero-width branches and
+// a map of arrays of fixed(0).
+const recursiveZeroWidth = `{"type": "record", "name": "T", "fields": [
+	{"name": "kids", "type": {"type": "array", "items": "T"}},
+	{"name": "u", "type": ["null", {"type": "record", "name": "E", "fields": []}, {"type": "fixed", "name": "Z", "size": 0}, "long"]},
+	{"name": "m", "type": {"type": "map", "values": {"type": "array", "items": "Z"}}},
+	{"name": "s", "type": "string"}
+]}`
+
+// FuzzAvroDecodeZeroWidth decodes arbitrary bodies against writer schemas whose arrays and maps hold
+// items that take no bytes (zeroWidth, recursiveZeroWidth), skipped and kept: the plan never panics,
+// fails only with a *codec.Error, and what it appends to its buffer stays linear in the body's size
+// (a body that claims many zero-width items is refused, not decoded item by item).
+func FuzzAvroDecodeZeroWidth(f *testing.F) {
+	type plan struct {
+		p      codec.Plan
+		fields []codec.Field
+	}
+	kept := []codec.Field{fieldOf("v", "v", "bigint"), fieldOf("fixed0", "blobs", "list<blob>"),
+		fieldOf("zmap", "m", "map<text, blob>"), fieldOf("longs", "l", "list<bigint>")}
+	plans := []plan{
+		{compile(f, zeroWidth, kept), kept},
+		{compile(f, zeroWidth, kept[:1]), kept[:1]},
+		{compile(f, recursiveZeroWidth, []codec.Field{fieldOf("s", "s", "text")}), []codec.Field{fieldOf("s", "s", "text")}},
+	}
+	ten := zz(zz(nil, 10), 0)
+	for _, shape := range zeroWidthFields {
+		f.Add(uint8(0), zeroWidthBody(shape, ten))
+		f.Add(uint8(1), zeroWidthBody(shape, manyBlocks(64, true)))
+	}
+	f.Add(uint8(0), zeroWidthBody("zmap", []byte{4, 2, 'a', 2, 'b', 0}))
+	f.Add(uint8(0), zeroWidthBody("deep", manyInner(64, false)))
+	f.Add(uint8(1), zeroWidthBody("bymap", manyInner(64, true)))
+	// T{kids: [T{kids: [], u: E, m: {}, s: ""}], u: Z, m: {"k": [Z, Z]}, s: "x"}
+	f.Add(uint8(2), []byte{2, 0, 2, 0, 0, 0, 4, 2, 2, 'k', 4, 0, 0, 2, 'x'})
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		pl := plans[int(which)%len(plans)]
+		out := make([]codec.Value, len(pl.fields))
+		buf, err := pl.p.Decode(body, out, nil)
+		if limit := 64 * maxItems(len(body)); int64(len(buf)) > limit {
+			t.Fatalf("a %d-byte body appended %d bytes, beyond %d", len(body), len(buf), limit)
+		}
+		if err != nil {
+			var ce *codec.Error
+			if !errors.As(err, &ce) || (ce.Reason != codec.ReasonDecode && ce.Reason != codec.ReasonMap) {
+				t.Fatalf("%T %v, want a *codec.Error", err, err)
+			}
+			return
+		}
+		for i, fd := range pl.fields {
+			if v := &out[i]; v.State == codec.Set && codec.Wire(fd.Type) {
+				packed.GoValue(&packed.Value{Type: fd.Type, Wire: v.B})
+			}
+		}
+	})
+}

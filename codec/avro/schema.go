@@ -49,7 +49,18 @@ type node struct {
 	symbols  [][]byte // enum symbols, as the bytes a text column takes
 	items    *node    // array items, map values
 	branches []*node  // union
+	width    width    // whether a value takes any bytes (markWidths)
 }
+
+// width says whether a value of a type takes bytes of the body.
+type width uint8
+
+const (
+	widthUnknown width = iota
+	widthMarking       // markWidths is inside it (a record that holds itself)
+	widthZero          // null, a fixed of size 0, a record of only such fields: nothing to read
+	widthSome
+)
 
 type field struct {
 	name string
@@ -71,36 +82,113 @@ func (n *node) describe() string {
 // parser parses one writer schema and the schemas it references into nodes.
 type parser struct {
 	names map[string]*node // full name -> named type
+	// refs is the state of each referenced schema, by its text: refParsing while its own references
+	// are walked, refParsed once it is parsed. A schema referenced along many paths (a diamond: two
+	// references that both reference a third) is parsed once, not once per path, which would be
+	// exponential in the depth of the graph.
+	refs   map[string]refState
+	parsed int // texts parsed, for tests
 }
+
+type refState uint8
+
+const (
+	refParsing refState = iota + 1
+	refParsed
+)
+
+// maxRefDepth bounds how deep references nest.
+const maxRefDepth = 32
 
 // parseSchema parses s, after the schemas it references (which define named types it may use).
 func parseSchema(s *codec.Schema) (*node, error) {
-	p := &parser{names: map[string]*node{}}
+	return newParser().schema(s)
+}
+
+func newParser() *parser {
+	return &parser{names: map[string]*node{}, refs: map[string]refState{}}
+}
+
+// schema parses s after its references.
+func (p *parser) schema(s *codec.Schema) (*node, error) {
 	if err := p.references(s, 0); err != nil {
 		return nil, err
 	}
-	return p.parseText(s.Text)
+	root, err := p.parseText(s.Text)
+	if err != nil {
+		return nil, err
+	}
+	markWidths(root)
+	return root, nil
 }
 
+// markWidths sets the width of n and of every type under it, each named type once. A record that
+// holds itself other than through an array, a map or a union has no finite value; it is taken as
+// taking bytes, so that skipping it still recurses (and meets maxDepth).
+func markWidths(n *node) width {
+	switch n.width {
+	case widthUnknown:
+	case widthMarking:
+		return widthSome
+	default:
+		return n.width
+	}
+	n.width = widthMarking
+	w := widthSome
+	switch n.kind {
+	case tNull:
+		w = widthZero
+	case tFixed:
+		if n.size == 0 {
+			w = widthZero
+		}
+	case tRecord:
+		w = widthZero
+		for _, f := range n.fields {
+			if markWidths(f.typ) != widthZero {
+				w = widthSome
+			}
+		}
+	case tArray, tMap:
+		markWidths(n.items)
+	case tUnion:
+		for _, b := range n.branches {
+			markWidths(b)
+		}
+	}
+	n.width = w
+	return w
+}
+
+// references parses the schemas s references, each after its own references, each once.
 func (p *parser) references(s *codec.Schema, depth int) error {
-	if depth > 32 {
-		return fmt.Errorf("references nest deeper than 32")
+	if depth > maxRefDepth {
+		return fmt.Errorf("references nest deeper than %d", maxRefDepth)
 	}
 	for _, r := range s.References {
 		if r.Schema == nil {
 			return fmt.Errorf("reference %q has no schema", r.Name)
 		}
+		switch p.refs[r.Schema.Text] {
+		case refParsed:
+			continue
+		case refParsing:
+			return fmt.Errorf("reference %q refers back to a schema that references it", r.Name)
+		}
+		p.refs[r.Schema.Text] = refParsing
 		if err := p.references(r.Schema, depth+1); err != nil {
 			return err
 		}
 		if _, err := p.parseText(r.Schema.Text); err != nil {
 			return fmt.Errorf("reference %q: %w", r.Name, err)
 		}
+		p.refs[r.Schema.Text] = refParsed
 	}
 	return nil
 }
 
 func (p *parser) parseText(text string) (*node, error) {
+	p.parsed++
 	var v any
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
 		return nil, fmt.Errorf("not an Avro schema (JSON): %w", err)

@@ -1,7 +1,6 @@
 package json
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -13,24 +12,28 @@ import (
 )
 
 // Codec is the JSON codec behind the seam: a plan reads a record with one Scan and converts each
-// field's value for its column, as the mapper's fastjson reference path converts it. A plan maps
-// only what it is sure of: it says ErrNotHandled for every record the scan does not handle and for
-// every value it does not convert, and its caller then reads the record with the reference, which
-// gives the row, or the error message (same text, same reason), it always gave. It never reports
-// a value as bad itself: one JSON error text, the reference's.
+// field's value for its column; a record the scan does not map (an escape in a value read, a value it
+// does not convert, one that does not fit, a document that is not strict JSON or not an object) is
+// parsed into a tree by fastjson and read from it (tree.go), which gives every JSON row and error
+// message. So a plan maps every record of every column type itself, and a value that does not fit its
+// column is a Value of State Bad.
 //
-// A plan converts what the scan can: text, ascii, the integers, float, double, timestamp, date,
-// uuid, timeuuid and boolean. A topic with a field of another type (collections, blob, inet,
-// decimal, varint) gets a plan that handles nothing (Scannable says which).
+// The scan converts text, ascii, the integers, float, double, timestamp, date, uuid, timeuuid and
+// boolean; a topic with a field of another type (collections, blob, inet, decimal, varint) is read
+// through the tree alone (Scannable says which).
 //
-// TestScanMatchesParse and FuzzScanMatchesParse (package mapper) map inputs through both and
-// require the same row (values, key, size, target, event time) whenever the plan maps one.
-type Codec struct{}
-
-// ErrNotHandled is every error of a JSON plan: the record is not one the plan maps; read it with
-// the reference parser. It is one value, so that saying it costs no allocation.
-var ErrNotHandled = &codec.Error{Reason: codec.ReasonDecode,
-	Err: errors.New("the JSON scan does not map this record; the reference parser reads it")}
+// TestScanMatchesParse and FuzzScanMatchesParse (package mapper) map inputs through a plan and through
+// the tree alone (Tree) and require the same row, or the same reason and message.
+type Codec struct {
+	// Key: the plan reads a Kafka key, not a record's value: a JSON scalar is the value of the lone
+	// field when that field is Whole (a scalar that must name several fields is ErrNotObject), an empty
+	// or null key is a parse error like any other text that is not JSON, and numbers outside JSON's
+	// grammar are not looked for.
+	Key bool
+	// Tree: the plan reads every record through the parsed tree, never the scan: the reference the
+	// scan is tested against.
+	Tree bool
+}
 
 // Scannable reports whether a plan converts a value for a field of type t.
 func Scannable(t packed.Type) bool {
@@ -47,7 +50,7 @@ func Scannable(t packed.Type) bool {
 // schema, which must be a JSON Schema that can feed every field (schema.go says what is checked:
 // the fields' declarations and types, never a record's body against the schema); a
 // *codec.SchemaError says which field it cannot feed.
-func (Codec) Compile(s *codec.Schema, fields []codec.Field) (codec.Plan, error) {
+func (c Codec) Compile(s *codec.Schema, fields []codec.Field) (codec.Plan, error) {
 	if s != nil && s.Type != "JSON" {
 		return nil, &codec.SchemaError{SchemaID: s.ID, Err: fmt.Errorf("a %s schema, not a JSON Schema (is the topic's codec right?)", s.Type)}
 	}
@@ -56,7 +59,10 @@ func (Codec) Compile(s *codec.Schema, fields []codec.Field) (codec.Plan, error) 
 			return nil, err
 		}
 	}
-	p := &plan{fields: fields, slots: make([]int, len(fields))}
+	p := &plan{fields: fields, slots: make([]int, len(fields)), key: c.Key}
+	if c.Key || c.Tree {
+		return p, nil // keys are read through the tree: they are rare, and may be scalars
+	}
 	sc := NewScanner()
 	for i := range fields {
 		var ok bool
@@ -71,22 +77,29 @@ func (Codec) Compile(s *codec.Schema, fields []codec.Field) (codec.Plan, error) 
 	return p, nil
 }
 
-// plan is a JSON plan; sc is nil when it handles no record.
+// plan is a JSON plan; sc is nil when no record can be scanned (the tree reads them all).
 type plan struct {
 	sc     *Scanner
 	fields []codec.Field
 	slots  []int // per field: its slot in the scan
+	key    bool  // Codec.Key
 }
 
 // maxStackSlots is how many scan slots a Decode keeps on its stack; a plan with more (a topic
 // reading more than that many keys) allocates its slots per record.
 const maxStackSlots = 16
 
-// Decode scans body and converts every field; ErrNotHandled for anything it does not map.
+// Decode scans body and converts every field; a record the scan does not map is read through the
+// parsed tree (decodeTree), whose errors are about the whole document.
 func (p *plan) Decode(body []byte, out []codec.Value, buf []byte) ([]byte, error) {
-	if p.sc == nil {
-		return buf, ErrNotHandled
+	if p.sc != nil && p.scan(body, out) {
+		return buf, nil
 	}
+	return p.decodeTree(body, out, buf)
+}
+
+// scan maps body by the single-pass scan; false when it does not map it.
+func (p *plan) scan(body []byte, out []codec.Value) bool {
 	var stack [maxStackSlots]Raw
 	var raw []Raw
 	if n := p.sc.Slots(); n <= maxStackSlots {
@@ -95,7 +108,7 @@ func (p *plan) Decode(body []byte, out []codec.Value, buf []byte) ([]byte, error
 		raw = make([]Raw, n)
 	}
 	if !p.sc.Scan(body, raw) {
-		return buf, ErrNotHandled
+		return false
 	}
 	for i := range p.fields {
 		v, r := &out[i], raw[p.slots[i]]
@@ -109,10 +122,10 @@ func (p *plan) Decode(body []byte, out []codec.Value, buf []byte) ([]byte, error
 		}
 		v.State = codec.Set
 		if !convert(&p.fields[i], r, body, v) {
-			return buf, ErrNotHandled
+			return false
 		}
 	}
-	return buf, nil
+	return true
 }
 
 // The wire bytes of a boolean, shared: the mapper copies a value's bytes into its row.
@@ -121,9 +134,8 @@ var (
 	wireTrue  = packed.AppendBoolean(nil, true)
 )
 
-// convert converts the scanned value r of field f into v, as the reference converts it; false
-// for every value the reference refuses, and for some it takes (it then maps them itself). Text
-// bytes alias b.
+// convert converts the scanned value r of field f into v, as the tree converts it; false for every
+// value the tree refuses, and for some it takes (it then maps them itself). Text bytes alias b.
 func convert(f *codec.Field, r Raw, b []byte, v *codec.Value) bool {
 	raw := b[r.Off:r.End]
 	text := bstr(raw)

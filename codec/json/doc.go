@@ -3,10 +3,12 @@
 // of keys) and converts each value for its column into a codec.Value, as every codec does. Plain
 // JSON is this codec with no writer schema; json_schema is the Confluent framing and this codec.
 //
-// The mapper's fastjson path is the reference for JSON: a plan maps only the records it is sure
-// of and says ErrNotHandled for every other one (and for every value that does not convert), which
-// the reference then maps, so every JSON row and error message is the reference's. The parsers of
-// the texts JSON carries (IsNumber, ParseFloat, ParseIntegral, ParseUnix, ParseRFC3339) serve both.
+// A record the scan does not map (anything unusual, and every value that does not fit) is parsed
+// by fastjson into a tree and read from it (tree.go, convert.go), the reference for JSON: every JSON
+// row and error message is the tree's, and the scan maps a record only when it gives the same row. A
+// value that does not fit its column is a codec.Value of State Bad whose codec.ValueError says why,
+// without the value and with it (Quoted). The parsers of the texts JSON carries (IsNumber,
+// ParseFloat, ParseIntegral, ParseUnix, ParseRFC3339) serve both paths.
 //
 // Like every package of the codec room, it knows no column plan, table or pipeline.
 package json

@@ -16,9 +16,9 @@ import (
 // the first too; the first duplicate key wins), and everything else is skipped, but checked as it
 // is skipped, so that the scan never accepts a document fastjson rejects.
 //
-// fastjson stays the reference (the mapper's JSON path). The scan handles the shapes records have
-// in practice and says "not handled" for anything else, and its caller then reads the record with
-// the reference, which gives the row, or the error message, it always gave. Not handled:
+// fastjson stays the reference (the parsed tree, tree.go). The scan handles the shapes records have
+// in practice and says "not handled" for anything else, and the plan then reads the record through
+// the tree, which gives the row, or the error message, it always gave. Not handled:
 //
 //   - a value that is not an object, or a document outside the strict JSON this scan reads
 //     (fastjson accepts more: numbers such as 1-2, +1, NaN or Infinity), or one nested deeper than

@@ -275,7 +275,8 @@ func (c *schemaChecker) lookup(vw schemaView, name string, hops int) ([]schemaNo
 		}
 		if a, ok := m["additionalProperties"]; ok {
 			declares = true
-			if _, isMap := a.(map[string]any); isMap {
+			// A schema: an object, or true (which is {}); false declares no other name.
+			if _, isMap := a.(map[string]any); isMap || a == true {
 				additional = append(additional, schemaNode{v: a, doc: p.doc})
 			}
 		}
@@ -295,10 +296,22 @@ func (c *schemaChecker) lookup(vw schemaView, name string, hops int) ([]schemaNo
 		return nil, propOpen
 	case len(additional) > 0:
 		return additional, propFound
-	case !declares && len(vw.alts) == 0:
-		return nil, propOpen // an object that declares no property says nothing of them
+	case !declares && !wholeGroup(vw.alts):
+		// An object that declares no property says nothing of them; nor does a group of which
+		// no branch may apply (an if with no else), whose branches alone declare some.
+		return nil, propOpen
 	}
 	return nil, propMissing
+}
+
+// wholeGroup reports whether one of groups is not partial: one of its branches applies to every value.
+func wholeGroup(groups []altGroup) bool {
+	for _, g := range groups {
+		if !g.partial {
+			return true
+		}
+	}
+	return false
 }
 
 // field says why the schema at n cannot feed f from f.Path[depth:], "" when it can or does not say.

@@ -84,6 +84,8 @@ func TestWriterSchemaDecidesWhatItCanFeed(t *testing.T) {
 			[]codec.Field{schemaField("temp", "temp", "double")}, "temp", `does not declare "temp"`},
 		{"additionalProperties schema declares every name", `{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "number"}}`,
 			[]codec.Field{schemaField("temp", "temp", "double")}, "", ""},
+		{"additionalProperties true declares every name, as {} does", `{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true}`,
+			[]codec.Field{schemaField("temp", "temp", "double")}, "", ""},
 		{"additionalProperties schema of the wrong type", `{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "boolean"}}`,
 			[]codec.Field{schemaField("temp", "temp", "double")}, "temp", "boolean"},
 		{"patternProperties", `{"type": "object", "properties": {}, "patternProperties": {"^te": {"type": "number"}}}`,
@@ -164,6 +166,18 @@ func TestWriterSchemaIfThenElse(t *testing.T) {
 		if (err != nil) != c.bad {
 			t.Errorf("%s: %v, want refused %v", c.field.Name(), err, c.bad)
 		}
+	}
+	// An object that declares properties only in then, with no else: a record the if does not match is
+	// a free-form object, so a field named nowhere is left to the records, not refused.
+	onlyThen := `{"type": "object", "if": {"properties": {"kind": {"const": "t"}}}, "then": {"properties": {"temp": {"type": "number"}}}}`
+	if _, err := (Codec{}).Compile(&codec.Schema{ID: 45, Type: "JSON", Text: onlyThen}, []codec.Field{schemaField("gone", "gone", "text")}); err != nil {
+		t.Errorf("a field named nowhere, properties declared only in then without else: %v, want it left to the records", err)
+	}
+	// With an else that declares properties too, every record meets one of them: a field named in
+	// neither is refused, as for anyOf.
+	both := strings.Replace(onlyThen, `}}}}`, `}}}, "else": {"properties": {"other": {"type": "number"}}}}`, 1)
+	if _, err := (Codec{}).Compile(&codec.Schema{ID: 45, Type: "JSON", Text: both}, []codec.Field{schemaField("gone", "gone", "text")}); err == nil {
+		t.Errorf("a field named in neither then nor else (%s): compiled, want refused", both)
 	}
 }
 

@@ -389,7 +389,7 @@ func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error 
 	case sTimestamp:
 		if k == packed.KDate {
 			if !s.t.Equal(s.t.Truncate(24 * time.Hour)) {
-				return d.mapErr(lf, fmt.Errorf("%s is not at midnight UTC for CQL date", s.t.Format(time.RFC3339Nano)))
+				return d.mapErr(lf, codec.BadValue(s.t.Format(time.RFC3339Nano), "not at midnight UTC for CQL date"))
 			}
 		}
 		v.T = s.t
@@ -397,7 +397,7 @@ func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error 
 		if k == packed.KText || k == packed.KASCII {
 			name, ok := lf.enum[int32(s.n)]
 			if !ok {
-				return d.mapErr(lf, fmt.Errorf("enum value %d has no name in the writer schema", s.n))
+				return d.mapErr(lf, &codec.ValueError{Plain: "the enum value has no name in the writer schema", Quoted: fmt.Sprintf("enum value %d has no name in the writer schema", s.n)})
 			}
 			v.B = name
 			return nil

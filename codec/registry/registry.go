@@ -96,6 +96,20 @@ func New(c config.SchemaRegistry) (*Client, error) {
 	return newClient(c, nil)
 }
 
+// ForConfig is the registry client a configuration's mappers read writer schemas from (pass it to
+// mapper.WithRegistry): New of its schema_registry block, or nil when the block names no URL (then no
+// topic reads a registry codec: config.Validate). It does not connect.
+func ForConfig(cfg *config.Config) (codec.Registry, error) {
+	if len(cfg.SchemaRegistry.URLs) == 0 {
+		return nil, nil
+	}
+	c, err := New(cfg.SchemaRegistry)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // newClient is New with the HTTP transport wrapped by wrap when it is not nil (tests count requests).
 func newClient(c config.SchemaRegistry, wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
 	if len(c.URLs) == 0 {
@@ -313,3 +327,23 @@ func classify(err error, what string, notFound error) error {
 func typeName(t sr.SchemaType) string {
 	return t.String()
 }
+
+// Latest returns the latest version of subject's schema with its references, and that version. A
+// subject the registry does not have is an error wrapping ErrUnknownSubject.
+func (c *Client) Latest(ctx context.Context, subject string) (*codec.Schema, int, error) {
+	got, err := c.cl.SchemaByVersion(ctx, subject, -1)
+	if err != nil {
+		if err = classify(err, "subject "+subject, codec.ErrUnknownSchema); errors.Is(err, codec.ErrUnknownSchema) {
+			return nil, 0, fmt.Errorf("subject %q: %w", subject, ErrUnknownSubject)
+		}
+		return nil, 0, err
+	}
+	s := &codec.Schema{ID: got.ID, Type: typeName(got.Type), Text: got.Schema.Schema}
+	if s.References, err = c.references(ctx, got.References, 0); err != nil {
+		return nil, 0, fmt.Errorf("subject %q version %d: %w", subject, got.Version, err)
+	}
+	return s, got.Version, nil
+}
+
+// ErrUnknownSubject: the registry has no such subject (or it has no version).
+var ErrUnknownSubject = errors.New("the schema registry has no such subject")

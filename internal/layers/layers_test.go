@@ -138,8 +138,9 @@ func TestCodecsKnowOnlyTheRowFormat(t *testing.T) {
 	}
 	for name, imports := range g {
 		for _, imp := range imports {
+			// draft (sink init's drafting) reads the seam's Leaf and Field, never a codec itself.
 			if within(imp, "codec") && !within(name, "codec") && !within(name, "mapper") && !within(name, "cmd") &&
-				!within(name, "pipeline") && name != "bench" {
+				!within(name, "pipeline") && name != "bench" && !(name == "draft" && imp == "codec") {
 				t.Errorf("%s imports %s: the codecs serve the mapper (and the pipeline, the commands and the harnesses that wire it)", name, imp)
 			}
 		}

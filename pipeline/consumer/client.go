@@ -86,7 +86,10 @@ func GroupOptions(k config.Kafka, w config.Writer, topics []string, cb Rebalance
 		kgo.FetchMaxPartitionBytes(int32(k.FetchMaxPartitionBytes)),
 		kgo.MaxConcurrentFetches(config.MaxConcurrentFetches(
 			w.MaxBufferedBytes, config.Bytes(fetchMax))),
-		kgo.FetchMaxWait(time.Second),
+		// A fetch waits in the broker for FetchMinBytes or FetchMaxWait, whichever comes first: at a
+		// steady rate that is what sets how often the client and every stage after it wake up.
+		kgo.FetchMinBytes(int32(max(1, min(k.FetchMinBytes, k.FetchMaxBytes)))),
+		kgo.FetchMaxWait(k.FetchMaxWait.Std()),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,5 +38,29 @@ func TestKafkaRefusalNamesCause(t *testing.T) {
 				t.Fatalf("kafkaRefusal = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestGroupOptionsFetchWait: the group's fetches wait in the broker for kafka.fetch_min_bytes, up to
+// kafka.fetch_max_wait, as configured; before these keys every fetch returned at its first byte, so a
+// steady stream woke the client and every stage after it for each few records.
+func TestGroupOptionsFetchWait(t *testing.T) {
+	c := config.Config{Kafka: config.Kafka{Brokers: []string{"127.0.0.1:1"}, Group: "g", ClientID: "c"}}
+	c.ApplyDefaults()
+	if c.Kafka.FetchMinBytes <= 1 {
+		t.Fatalf("default kafka.fetch_min_bytes is %s: fetches return at their first byte", c.Kafka.FetchMinBytes)
+	}
+	c.Kafka.FetchMinBytes, c.Kafka.FetchMaxWait = 12345, config.Duration(70*time.Millisecond)
+	opts := append([]kgo.Opt{kgo.SeedBrokers(c.Kafka.Brokers...)}, GroupOptions(c.Kafka, c.Writer, []string{"t"}, Rebalance{})...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if got := cl.OptValue(kgo.FetchMinBytes); got != int32(12345) {
+		t.Errorf("FetchMinBytes = %v, want 12345", got)
+	}
+	if got := cl.OptValue(kgo.FetchMaxWait); got != 70*time.Millisecond {
+		t.Errorf("FetchMaxWait = %v, want 70ms", got)
 	}
 }

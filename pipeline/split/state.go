@@ -3,11 +3,11 @@ package split
 import (
 	"context"
 	"log/slog"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/routing"
 )
 
@@ -73,6 +73,8 @@ type entityStat struct {
 	wholeRows int64
 	wholeFrom time.Time
 	sampledAt int64
+	wholeTo   time.Time // the newest row Cassandra held when sampled, if read (else this worker's last)
+	sources   int       // the Kafka partitions known to write the entity (sourcesOf), as of the last look
 }
 
 // NewState returns the split state of the worker w of Kafka partition partition, for its
@@ -92,15 +94,16 @@ func (s *State) Route(row batcher.Row, remap func() (batcher.Row, error)) (batch
 	t := s.t
 	idx := t.policy.Index(row.EventTime())
 	if !s.loaded[idx] {
-		// Held before the load, so that no other worker's release forgets what this one loads.
-		t.routes.Hold(idx)
-		n, err := s.load(idx, row.Offset)
+		if idx >= s.newest && !s.loaded[idx-1] {
+			// The bucket before says which entities start this one split (carry).
+			if _, err := s.hold(idx-1, row.Offset); err != nil {
+				return row, err
+			}
+		}
+		n, err := s.hold(idx, row.Offset)
 		if err != nil {
-			t.routes.Release(idx)
 			return row, err
 		}
-		s.loaded[idx] = true
-		_, _ = t.refreshDue(idx, time.Now()) // just read
 		if n > 0 {
 			if row, err = remap(); err != nil {
 				return row, err
@@ -135,6 +138,17 @@ func (s *State) Route(row batcher.Row, remap func() (batcher.Row, error)) (batch
 	k := tallyKey{idx, entity}
 	st := s.tally[k]
 	if st == nil {
+		// The worker's first row of the entity's bucket: if the entity split in the bucket before,
+		// this one starts split, before any row of it is routed here.
+		row, remapped, err = s.carry(row, idx, entity, remap)
+		if err != nil {
+			return row, err
+		}
+		if remapped {
+			if _, eb, ok = s.keyParts(row.Key); !ok {
+				return row, nil
+			}
+		}
 		s.prune(idx)
 		st = &entityStat{first: row.EventTime()}
 		s.tally[k] = st
@@ -146,7 +160,8 @@ func (s *State) Route(row batcher.Row, remap func() (batcher.Row, error)) (batch
 	if len(gens) != st.gens {
 		// A new generation: its rate window starts here.
 		st.gens, st.sentRows, st.sentBytes, st.first, st.last = len(gens), 0, 0, row.EventTime(), row.EventTime()
-		st.wholeRows, st.sampledAt = 0, 0
+		st.wholeRows, st.sampledAt, st.wholeTo = 0, 0, time.Time{}
+		st.sources = s.sourcesOf(idx, entity)
 	}
 	st.rows[eb]++
 	st.bytes[eb] += int64(row.Size)
@@ -163,6 +178,7 @@ func (s *State) Route(row batcher.Row, remap func() (batcher.Row, error)) (batch
 	if next == 0 && !st.tooLate && s.warm(st) && st.sentRows >= st.sampledAt+st.sampledAt/4 {
 		// The entity may be written through other Kafka partitions as well, each worker seeing a
 		// share of its rate: project from what Cassandra holds of it too.
+		st.sources = s.sourcesOf(idx, entity)
 		if err := s.sample(row, st, idx, gens, first, kNow); err != nil {
 			return row, err
 		}
@@ -181,6 +197,23 @@ func (s *State) Route(row batcher.Row, remap func() (batcher.Row, error)) (batch
 		if err := s.count(row, st, first, kNow); err != nil {
 			return row, err
 		}
+		next, over = s.project(st, idx, first, kNow)
+		s.setOver(st, over)
+	}
+	if next > 0 && st.sampledAt != max(st.sentRows, 1) {
+		// Sized from the whole of the entity's rate, not this worker's share of it: nothing
+		// guarantees that another decision follows this one before the bucket ends. The sample's
+		// time range ends at the newest row Cassandra holds, since the other workers of the
+		// entity may be ahead of this one.
+		newest, err := s.newestRow(row, first+kNow)
+		if err != nil {
+			return row, err
+		}
+		st.sources = s.sourcesOf(idx, entity)
+		if err := s.sample(row, st, idx, gens, first, kNow); err != nil {
+			return row, err
+		}
+		st.wholeTo = newest
 		next, over = s.project(st, idx, first, kNow)
 		s.setOver(st, over)
 	}
@@ -257,7 +290,7 @@ func (s *State) sample(row batcher.Row, st *entityStat, idx int64, gens []routin
 	if err != nil {
 		return err
 	}
-	st.sampledAt = max(st.sentRows, 1)
+	st.sampledAt, st.wholeTo = max(st.sentRows, 1), time.Time{}
 	st.wholeRows, st.wholeFrom = n*int64(k), t.policy.Start(idx)
 	if len(gens) > 0 {
 		st.wholeFrom = gens[len(gens)-1].From
@@ -286,32 +319,38 @@ func (s *State) project(st *entityStat, idx int64, first, k int) (int, bool) {
 	if !s.warm(st) {
 		return 0, over
 	}
-	rows, total := st.sentRows, st.sentBytes
+	// This worker's rows stand for every Kafka partition known to write the entity (st.sources):
+	// records not keyed by the entity spread it about evenly over them.
+	rows, total := st.sentRows*int64(max(st.sources, 1)), st.sentBytes*int64(max(st.sources, 1))
 	elapsed := st.last.Sub(st.first)
-	if w := st.last.Sub(st.wholeFrom); st.wholeRows > 0 && w >= time.Second && float64(st.wholeRows)*float64(elapsed) > float64(rows)*float64(w) {
+	to := st.last
+	if st.wholeTo.After(to) {
+		to = st.wholeTo // other workers of the entity are ahead of this one
+	}
+	if w := to.Sub(st.wholeFrom); st.wholeRows > 0 && w >= time.Second && float64(st.wholeRows)*float64(elapsed) > float64(rows)*float64(w) {
 		// Cassandra holds the entity at a higher rate than this worker sends it: other Kafka
 		// partitions write it too.
 		rows, total, elapsed = st.wholeRows, st.wholeRows*(st.sentBytes/max(st.sentRows, 1)), w
 	}
-	remaining := t.policy.End(idx).Sub(st.last)
+	end := t.policy.End(idx)
+	remaining := end.Sub(st.last)
 	if elapsed < time.Second || remaining <= 0 {
 		return 0, over
 	}
+	rate := routing.RateOf(rows, total, elapsed)
 	f := float64(remaining) / float64(elapsed)
 	extraBytes, extraRows := float64(total)*f, float64(rows)*f
 	curBytes, curRows := float64(slices.Max(st.bytes[first:first+k])), float64(slices.Max(st.rows[first:first+k]))
-	fits := func(haveBytes, haveRows float64, k int) bool {
-		return haveBytes+extraBytes/float64(k) <= float64(t.budget) && haveRows+extraRows/float64(k) <= float64(t.maxRows)
-	}
-	if fits(curBytes, curRows, k) {
+	if curBytes+extraBytes/float64(k) <= float64(t.budget) && curRows+extraRows/float64(k) <= float64(t.maxRows) {
 		return 0, over
 	}
-	next := max(2, int(math.Ceil(2*extraBytes/float64(t.budget))), int(math.Ceil(2*extraRows/float64(t.maxRows))))
-	next = min(next, t.max-(first+k))
-	if next < 2 {
+	// The next generation holds the rest of the bucket (routing.Size): no later decision is
+	// guaranteed, since a restarted or newly assigned owner makes none before its settle time.
+	next, nextOver := routing.Size(rate, st.last, end, t.sizing(), t.max-(first+k))
+	if next == 0 {
 		return 0, true // split.max_event_buckets is used up
 	}
-	return next, over || !fits(0, 0, next)
+	return next, over || nextOver
 }
 
 func (s *State) setOver(st *entityStat, over bool) {
@@ -332,11 +371,7 @@ func (s *State) setOver(st *entityStat, over bool) {
 // Cassandra holds in its partitions so far.
 func (s *State) decide(row batcher.Row, idx int64, entity string, gens []routing.Generation, end, next int, st *entityStat) error {
 	t := s.t
-	var newest time.Time
-	err := s.w.Retry(row.Offset, "reading the newest row of a hot partition", func(ctx context.Context) (err error) {
-		newest, err = t.store.Newest(ctx, t.keyspace, t.table, row, end)
-		return err
-	})
+	newest, err := s.newestRow(row, end)
 	if err != nil {
 		return err
 	}
@@ -359,9 +394,16 @@ func (s *State) decide(row batcher.Row, idx int64, entity string, gens []routing
 		// on: no row of it was routed past this one, and every row before it is earlier than T.
 		Topic: row.Target.Topic, Partition: row.Partition, FromOffset: row.Offset + 1,
 	}
+	return s.propose(row, idx, entity, gens, rec)
+}
+
+// propose writes the routing record rec, the generation after gens, or takes the one written
+// first, and publishes it to the mapper's routes.
+func (s *State) propose(row batcher.Row, idx int64, entity string, gens []routing.Generation, rec routing.Record) error {
+	t := s.t
 	var held routing.Record
 	var applied bool
-	err = s.w.Retry(row.Offset, "writing a routing record", func(ctx context.Context) (err error) {
+	err := s.w.Retry(row.Offset, "writing a routing record", func(ctx context.Context) (err error) {
 		held, applied, err = t.store.Propose(ctx, t.keyspace, rec)
 		return err
 	})
@@ -378,8 +420,116 @@ func (s *State) decide(row batcher.Row, idx int64, entity string, gens []routing
 	}
 	s.log.Info("hot partition split", slog.String("table", rec.Table), slog.Time("bucket", rec.BucketStart),
 		slog.Int("generation", held.Generation), slog.Time("from", held.From), slog.Int("first_event_bucket", held.FirstEventBucket), slog.Int("event_buckets", held.EventBuckets),
-		slog.Bool("decided_here", applied))
+		slog.Bool("decided_here", applied), slog.Bool("carried", rec.From.Equal(rec.BucketStart)))
 	return nil
+}
+
+// newestRow reads the newest event time Cassandra holds in the event buckets 0..end-1 of the row's
+// entity and bucket (the zero time when they hold none), retried until it succeeds or the worker
+// stops.
+func (s *State) newestRow(row batcher.Row, end int) (time.Time, error) {
+	t := s.t
+	var newest time.Time
+	err := s.w.Retry(row.Offset, "reading the newest row of a hot partition", func(ctx context.Context) (err error) {
+		newest, err = t.store.Newest(ctx, t.keyspace, t.table, row, end)
+		return err
+	})
+	return newest, err
+}
+
+// carry starts the entity's time bucket idx split when it split in the bucket before (routing.Carry):
+// before the worker routes its first row of the entity's bucket, it writes generation 1 of the
+// bucket, from the bucket's start, sized for the whole bucket at the rate the entity wrote the bucket
+// before, with its own Kafka partition's adoption from this row on, and maps the row again. It does
+// so only when generation 0's partitions of the bucket hold no row (read after the settle time, so
+// an earlier owner's last writes are in): then no row of the bucket was routed by the generation 0
+// that the record would take over from, here or by an earlier owner. Otherwise, or when the
+// transaction finds a generation 1 already written, the entity follows the records as they are
+// (another worker's carry is adopted below, like any generation). It reports whether it mapped the
+// row again.
+func (s *State) carry(row batcher.Row, idx int64, entity string, remap func() (batcher.Row, error)) (batcher.Row, bool, error) {
+	t := s.t
+	prev := t.routes.Lookup(idx-1, entity)
+	if len(prev) == 0 || len(t.routes.Lookup(idx, entity)) > 0 {
+		return row, false, nil
+	}
+	rate, err := s.rateBefore(row, idx-1, entity, prev)
+	if err != nil {
+		return row, false, err
+	}
+	start, end := t.policy.Start(idx), t.policy.End(idx)
+	g, ok := routing.Carry(rate, start, end, t.sizing(), t.base, t.max)
+	if !ok {
+		return row, false, nil
+	}
+	if err := s.settle(); err != nil {
+		return row, false, err
+	}
+	newest, err := s.newestRow(row, t.base)
+	if err != nil {
+		return row, false, err
+	}
+	if !newest.Before(start) {
+		return row, false, nil // generation 0 holds rows of the bucket: a decision follows as usual
+	}
+	rec := routing.Record{
+		Table: row.Target.Table, BucketStart: start, Entity: []byte(entity), Generation: 1,
+		From: start, FirstEventBucket: g.First, EventBuckets: g.Buckets, DecidedAt: time.Now(), DecidedBy: t.clientID,
+		// From this row on: no row of the entity's bucket was routed before it (see above).
+		Topic: row.Target.Topic, Partition: row.Partition, FromOffset: row.Offset,
+	}
+	if err := s.propose(row, idx, entity, nil, rec); err != nil {
+		return row, false, err
+	}
+	if row, err = remap(); err != nil {
+		return row, true, err
+	}
+	row, _, err = s.adopt(row, idx, entity, remap) // another worker's carry won: adopt it
+	return row, true, err
+}
+
+// rateBefore is the entity's rate in bucket idx (the one before the bucket being carried into): the
+// larger of this worker's own view of it (its tally, and what it last sampled) and what Cassandra
+// holds of the last of its generations (gens) that lasted a tenth of the bucket, or of generation 0
+// when none did: the rows of that generation's first partition (counted to at most the row budget
+// plus one) times its event buckets, over its time range.
+func (s *State) rateBefore(row batcher.Row, idx int64, entity string, gens []routing.Generation) (routing.Rate, error) {
+	t := s.t
+	var rate routing.Rate
+	if st := s.tally[tallyKey{idx, entity}]; st != nil {
+		n := int64(s.sourcesOf(idx, entity))
+		rate = routing.RateOf(st.sentRows*n, st.sentBytes*n, st.last.Sub(st.first))
+		if st.wholeRows > 0 {
+			rate = rate.Max(routing.RateOf(st.wholeRows, st.wholeRows*(st.sentBytes/max(st.sentRows, 1)), st.last.Sub(st.wholeFrom)))
+		}
+	}
+	start, end := t.policy.Start(idx), t.policy.End(idx)
+	first, k, from, until := 0, t.base, start, gens[0].From
+	for i := len(gens) - 1; i >= 0; i-- {
+		u := end
+		if i+1 < len(gens) {
+			u = gens[i+1].From
+		}
+		if u.Sub(gens[i].From) >= (end.Sub(start))/10 {
+			first, k, from, until = gens[i].First, gens[i].Buckets, gens[i].From, u
+			break
+		}
+	}
+	e, err := routing.Partitions(t.table, s.tableOf(idx), row.Target.Columns, packed.Values(row.Packed))
+	if err != nil {
+		return rate, nil // not an entity the routing table can count; the worker's own view it is
+	}
+	e.Values[len(e.Values)-1] = t.policy.Value(idx) // the time bucket column, last of the key before the event bucket
+	var n int64
+	err = s.w.Retry(row.Offset, "counting the rows of a partition of the bucket before", func(ctx context.Context) (err error) {
+		n, err = t.store.CountIn(ctx, t.keyspace, e, first, t.maxRows+1)
+		return err
+	})
+	if err != nil {
+		return rate, err
+	}
+	rows := n * int64(k)
+	return rate.Max(routing.RateOf(rows, rows*int64(row.Size), until.Sub(from))), nil
 }
 
 // adopt makes the row's Kafka partition adopt, at the row's offset, the newest generation whose
@@ -397,7 +547,20 @@ func (s *State) adopt(row batcher.Row, idx int64, entity string, remap func() (b
 	if _, ok := g.Adopted[row.Partition]; ok {
 		return row, false, nil // the mapper routed the row by that adoption already
 	}
-	from := max(row.Offset, s.floors[genKey{idx, entity, g.N}])
+	from := row.Offset
+	if floor, ok := s.floors[genKey{idx, entity, g.N}]; ok && floor > from {
+		// Found recorded at the load: an earlier owner may have routed rows below the floor
+		// without it, unless the older layout holds none that it would route (routing.AdoptFrom),
+		// which is read once the earlier owner's writes have landed or failed.
+		if err := s.settle(); err != nil {
+			return row, false, err
+		}
+		newest, err := s.newestRow(row, g.First)
+		if err != nil {
+			return row, false, err
+		}
+		from = routing.AdoptFrom(row.Offset, floor, newest, g.From)
+	}
 	if err := s.adoptFrom(row, idx, entity, g.N, from); err != nil {
 		return row, false, err
 	}
@@ -456,6 +619,21 @@ func (s *State) load(idx, offset int64) (int, error) {
 			s.floors[genKey{idx, string(r.Entity), r.Generation}] = hwm
 		}
 	}
+	return n, nil
+}
+
+// hold loads the routing records of bucket idx (load) and holds the bucket in the mapper's routes
+// until the worker moves past it or its assignment ends.
+func (s *State) hold(idx, offset int64) (int, error) {
+	// Held before the load, so that no other worker's release forgets what this one loads.
+	s.t.routes.Hold(idx)
+	n, err := s.load(idx, offset)
+	if err != nil {
+		s.t.routes.Release(idx)
+		return 0, err
+	}
+	s.loaded[idx] = true
+	_, _ = s.t.refreshDue(idx, time.Now()) // just read
 	return n, nil
 }
 
@@ -541,6 +719,20 @@ func (s *State) publish(idx int64, recs []routing.Record, adopted routing.Index)
 		n++
 	})
 	return n
+}
+
+// sourcesOf counts the Kafka partitions known to write the entity: this worker's, and those that
+// adopted one of its generations of bucket idx or of the bucket before.
+func (s *State) sourcesOf(idx int64, entity string) int {
+	seen := map[int32]bool{s.partition: true}
+	for _, b := range []int64{idx - 1, idx} {
+		for _, g := range s.t.routes.Lookup(b, entity) {
+			for p := range g.Adopted {
+				seen[p] = true
+			}
+		}
+	}
+	return len(seen)
 }
 
 // keyParts splits a row's routing key into the entity (its id components) and its event bucket.

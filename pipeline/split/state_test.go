@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/routing"
@@ -327,3 +329,166 @@ func (testWorker) Sleep(time.Duration) error { return nil }
 func (testWorker) HighWatermark() (int64, bool) { return 0, true }
 
 func (testWorker) WorkContext() context.Context { return context.Background() }
+
+// carryStore is a Store of the routing records by bucket start, which Propose and Adopt add to as
+// the transactions would (the first record of a generation holds), and whose entity partitions'
+// newest row is at newest.
+type carryStore struct {
+	Store
+	recs      map[time.Time][]routing.Record
+	adoptions *[]routing.Adoption
+	newest    time.Time
+}
+
+func (c carryStore) Bucket(_ context.Context, _, _ string, start time.Time) ([]routing.Record, error) {
+	return slices.Clone(c.recs[start]), nil
+}
+
+func (carryStore) Adoptions(context.Context, string, string, time.Time) ([]routing.Adoption, error) {
+	return nil, nil
+}
+
+func (c carryStore) Newest(context.Context, string, schema.Table, batcher.Row, int) (time.Time, error) {
+	return c.newest, nil
+}
+
+func (c carryStore) Propose(_ context.Context, _ string, rec routing.Record) (routing.Record, bool, error) {
+	for _, r := range c.recs[rec.BucketStart] {
+		if r.Generation == rec.Generation && string(r.Entity) == string(rec.Entity) {
+			return r, false, nil
+		}
+	}
+	c.recs[rec.BucketStart] = append(c.recs[rec.BucketStart], rec)
+	return rec, true, nil
+}
+
+func (c carryStore) Adopt(_ context.Context, _ string, a routing.Adoption) (routing.Adoption, bool, error) {
+	*c.adoptions = append(*c.adoptions, a)
+	return a, true, nil
+}
+
+// carryWorker is a State over a carryStore whose bucket idx0 holds generation 1 of the hot entity
+// (event buckets 1..4 from 10 minutes in), and which has seen the entity write 4,800 rows in that
+// hour; rows are keyed like the mapper's.
+func carryWorker(t *testing.T, newest time.Time, hwm int64) (*State, carryStore, *routing.Routes) {
+	s := projector(t, 64)
+	routes := &routing.Routes{}
+	routes.FollowAdoptions()
+	st := carryStore{recs: map[time.Time][]routing.Record{hour0: {{Table: "t", BucketStart: hour0, Entity: []byte(hotEntity),
+		Generation: 1, From: hour0.Add(10 * time.Minute), FirstEventBucket: 1, EventBuckets: 4, Topic: "in", Partition: 0, FromOffset: 1}}},
+		adoptions: new([]routing.Adoption), newest: newest}
+	s.t.routes, s.t.store, s.t.ids, s.t.settle, s.t.refresh, s.t.session, s.t.label = routes, st, 1, time.Hour, time.Hour, time.Hour, "in"
+	s.t.refreshed = map[int64]time.Time{}
+	s.t.splits, s.t.overBudget = prometheus.NewCounter(prometheus.CounterOpts{Name: "s"}), prometheus.NewGauge(prometheus.GaugeOpts{Name: "o"})
+	w := NewState(s.t, hwmWorker(hwm), 0, slog.New(slog.DiscardHandler))
+	w.tally[tallyKey{idx0, hotEntity}] = &entityStat{sentRows: 4800, sentBytes: 4800 * 100, first: hour0, last: hour0.Add(time.Hour - time.Millisecond)}
+	return w, st, routes
+}
+
+func hotRow(at time.Time, offset int64) batcher.Row {
+	key := hotEntity + "\x00\x0d2024-03-01-01\x00" + "\x00\x04\x00\x00\x00\x00\x00"
+	return batcher.Row{Target: &batcher.Target{Topic: "in", Table: "t"}, Key: key, EventMicros: at.UnixMicro(), Partition: 0, Offset: offset, Size: 100}
+}
+
+// TestSplitCarriesIntoTheNextBucket: an entity that split in an hour starts the next one split: at
+// the worker's first row of the new hour, before it is routed, generation 1 of the new hour is
+// written from the hour's start, sized for the whole hour at the rate of the hour before (4,800
+// rows against a budget of 1,000 at half: 10 event buckets after generation 0's), with the
+// worker's own partition adopting it from that row, which is mapped again and routed by it. When
+// generation 0 of the new hour already holds a row, nothing is carried (a decision follows as
+// usual), so no row routed before moves.
+func TestSplitCarriesIntoTheNextBucket(t *testing.T) {
+	next := hour0.Add(time.Hour)
+	w, st, routes := carryWorker(t, time.Time{}, 0)
+	row := hotRow(next.Add(time.Second), 50)
+	remaps := 0
+	if _, err := w.Route(row, func() (batcher.Row, error) { remaps++; return row, nil }); err != nil {
+		t.Fatal(err)
+	}
+	recs := st.recs[next]
+	if len(recs) != 1 {
+		t.Fatalf("routing records of the next hour: %+v; want the carried generation", recs)
+	}
+	r := recs[0]
+	if r.Generation != 1 || !r.From.Equal(next) || r.FirstEventBucket != 1 || r.EventBuckets != 10 || r.Partition != 0 || r.FromOffset != 50 {
+		t.Errorf("carried record %+v; want generation 1 from the hour's start, event buckets 1..10, adopted from offset 50", r)
+	}
+	if remaps == 0 {
+		t.Error("the row was not mapped again after the carry")
+	}
+	if g := routes.Route(idx0+1, hotEntity, row.EventTime(), 0, 50); g == nil || g.N != 1 {
+		t.Errorf("the row routes by %v; want the carried generation", g)
+	}
+
+	w, st, _ = carryWorker(t, next.Add(time.Millisecond), 0)
+	if _, err := w.Route(row, func() (batcher.Row, error) { return row, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.recs[next]) != 0 {
+		t.Errorf("generation 0 of the next hour holds a row, yet a carry was written: %+v", st.recs[next])
+	}
+}
+
+// TestSplitAdoptsAGenerationFoundAtLoadFromTheRowWhenTheOlderLayoutHoldsNothingOfIt: a new owner
+// that finds a generation recorded, not adopted by its partition, follows it from its high
+// watermark at the load (an earlier owner may have routed the rows below it without it) unless the
+// older partitions hold no row at or after the generation's start: then from its first row of it.
+func TestSplitAdoptsAGenerationFoundAtLoadFromTheRowWhenTheOlderLayoutHoldsNothingOfIt(t *testing.T) {
+	from := hour0.Add(10 * time.Minute)
+	for _, c := range []struct {
+		name   string
+		newest time.Time
+		want   int64
+	}{
+		{"older layout ends before the generation", from.Add(-time.Second), 20},
+		{"older layout holds a row of it", from.Add(time.Second), 1000},
+	} {
+		w, st, _ := carryWorker(t, c.newest, 1000)
+		st.recs[hour0][0].Partition = 3 // decided through another Kafka partition
+		delete(w.tally, tallyKey{idx0, hotEntity})
+		row := hotRow(from.Add(time.Minute), 20)
+		row.Key = hotEntity + "\x00\x0d2024-03-01-00\x00" + "\x00\x04\x00\x00\x00\x00\x00"
+		if _, err := w.Route(row, func() (batcher.Row, error) { return row, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if a := *st.adoptions; len(a) != 1 || a[0].From != c.want {
+			t.Errorf("%s: adoptions %+v; want one from offset %d", c.name, a, c.want)
+		}
+	}
+}
+
+// hwmWorker is a testWorker whose partition's high watermark is the given offset.
+type hwmWorker int64
+
+func (hwmWorker) Retry(_ int64, _ string, op func(ctx context.Context) error) error {
+	return op(context.Background())
+}
+
+func (hwmWorker) Sleep(time.Duration) error { return nil }
+
+func (h hwmWorker) HighWatermark() (int64, bool) { return int64(h), true }
+
+func (hwmWorker) WorkContext() context.Context { return context.Background() }
+
+// TestSplitProjectsForEveryKafkaPartitionKnownToWriteTheEntity: a worker that sees a third of an
+// entity (three Kafka partitions adopted its generations) projects the whole of it, not its share:
+// 100 rows in its first 10 minutes stand for 300, 1,500 more to come, 3 event buckets at half the
+// budget, where its share alone would have fitted.
+func TestSplitProjectsForEveryKafkaPartitionKnownToWriteTheEntity(t *testing.T) {
+	s := projector(t, 64)
+	st := stat(1, 100, 10*time.Minute)
+	if next, _ := s.project(st, idx0, 0, 1); next != 0 {
+		t.Fatalf("its share alone: split to %d; want none (500 rows projected)", next)
+	}
+	st.sources = 3
+	if next, _ := s.project(st, idx0, 0, 1); next != 3 {
+		t.Errorf("three sources: split to %d; want 3", next)
+	}
+	routes := &routing.Routes{}
+	routes.Set(idx0-1, hotEntity, []routing.Generation{{N: 1, From: hour0.Add(-time.Hour), First: 1, Buckets: 2, Adopted: map[int32]int64{0: 1, 4: 1}}})
+	routes.Set(idx0, hotEntity, []routing.Generation{{N: 1, From: hour0, First: 1, Buckets: 2, Adopted: map[int32]int64{4: 1, 5: 1}}})
+	s.t.routes, s.partition = routes, 2
+	if n := s.sourcesOf(idx0, hotEntity); n != 4 {
+		t.Errorf("sources %d; want 4 (this worker's 2, and 0, 4, 5 that adopted generations of the bucket or the one before)", n)
+	}
+}

@@ -25,6 +25,8 @@ type Store interface {
 	Propose(ctx context.Context, keyspace string, rec routing.Record) (routing.Record, bool, error)
 	Newest(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eventBuckets int) (time.Time, error)
 	Count(ctx context.Context, keyspace string, t schema.Table, row batcher.Row, eb int, limit int64) (int64, error)
+	// CountIn is Count of the partitions e names: those of another time bucket than a row's.
+	CountIn(ctx context.Context, keyspace string, e routing.EntityPartitions, eb int, limit int64) (int64, error)
 	Adoptions(ctx context.Context, keyspace, table string, bucketStart time.Time) ([]routing.Adoption, error)
 	Adopt(ctx context.Context, keyspace string, a routing.Adoption) (routing.Adoption, bool, error)
 }
@@ -48,6 +50,10 @@ func (c cassandraSplits) Count(ctx context.Context, keyspace string, t schema.Ta
 	if err != nil {
 		return 0, err
 	}
+	return c.SplitStores.Count(ctx, keyspace, e, eb, limit)
+}
+
+func (c cassandraSplits) CountIn(ctx context.Context, keyspace string, e routing.EntityPartitions, eb int, limit int64) (int64, error) {
 	return c.SplitStores.Count(ctx, keyspace, e, eb, limit)
 }
 
@@ -120,6 +126,9 @@ func NewTopic(sink *config.Config, name string, policy *bucketer.Policy, m Mappe
 		splits:   splits, overBudget: overBudget,
 	}, nil
 }
+
+// sizing is the budget of one partition, as routing sizes generations by it.
+func (t *Topic) sizing() routing.Budget { return routing.Budget{Rows: t.maxRows, Bytes: t.budget} }
 
 // refreshDue reports whether the routing records of bucket idx are due to be read again, and if
 // so marks them read now, so that one worker of the process reads them per interval. It also reports

@@ -1,33 +1,28 @@
-package mapper
+package json
 
 import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
-	"fmt"
 	"math"
 	"math/big"
-	"net"
 	"net/netip"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
-	"unsafe"
 
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/valyala/fastjson"
-	"gopkg.in/inf.v0"
 
-	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/codec"
-	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/packed"
 )
 
+// The conversions of the parsed tree (tree.go): one JSON value into a column's value, every column
+// type, each with the words that say why a value does not fit. They are the reference the scan's
+// conversions (decode.go) follow.
+
 // problem says why a JSON value does not fit a column type. The zero value means no problem.
-// The caller adds the column and the field; elem names the offending element of a collection.
+// elem names the offending element of a collection.
 type problem struct {
 	msg  string
 	elem string // where in a collection: "element 3", "entry 2" (a map's entries in the object's order)
@@ -37,28 +32,40 @@ type problem struct {
 
 func (p problem) ok() bool { return p.msg == "" }
 
-// err is the valueError of the problem of the value at subject (`column c: field "f"`).
-func (p problem) err(subject string, s *scratch) *valueError {
-	plain := subject + prefixed(" ", p.elem)
+// valueError is the problem in words that follow the field's subject (codec.ValueError.At): the
+// element or entry by its position and what is wrong; quoted, the value and a map entry's key too.
+func (p problem) valueError() *codec.ValueError {
+	plain := prefixed(" ", p.elem)
 	quoted := plain
 	if p.key != nil {
-		quoted = subject + " key " + strconv.Quote(string(p.key))
+		quoted = " key " + strconv.Quote(string(p.key))
 	}
 	if p.val == nil { // a value whose bytes are not text is described, not shown
-		return &valueError{plain: plain + " " + p.msg, quoted: quoted + " " + p.msg}
+		return &codec.ValueError{Plain: plain + " " + p.msg, Quoted: quoted + " " + p.msg}
 	}
-	return &valueError{plain: plain + " is " + p.msg, quoted: quoted + " is " + show(p.val, s) + ", " + p.msg}
+	return &codec.ValueError{Plain: plain + " is " + p.msg, Quoted: quoted + " is " + show(p.val) + ", " + p.msg}
 }
 
 func fail(v *fastjson.Value, msg string) problem { return problem{msg: msg, val: v} }
 
-// bstr views b as a string without copying; only for calls that do not keep the string
-// (strconv and time parsers copy what they keep, including into their errors).
-func bstr(b []byte) string {
-	if len(b) == 0 {
+// prefixed returns sep+s, or "" for an empty s.
+func prefixed(sep, s string) string {
+	if s == "" {
 		return ""
 	}
-	return unsafe.String(&b[0], len(b))
+	return sep + s
+}
+
+// maxShown bounds how much of a bad value a quoted error message repeats.
+const maxShown = 64
+
+// show renders a JSON value for an error message: its JSON text, shortened when long.
+func show(v *fastjson.Value) string {
+	b := v.MarshalTo(nil)
+	if len(b) > maxShown {
+		return string(b[:maxShown]) + "..."
+	}
+	return string(b)
 }
 
 // numberText returns the text of a JSON number, or of a string holding one, appended to buf.
@@ -72,77 +79,57 @@ func numberText(v *fastjson.Value, buf []byte) ([]byte, bool) {
 	default:
 		return buf, false
 	}
-	return buf, jsonc.IsNumber(bstr(buf))
+	return buf, IsNumber(bstr(buf))
 }
 
-var intBounds = map[kind][2]int64{
-	kTinyint:  {math.MinInt8, math.MaxInt8},
-	kSmallint: {math.MinInt16, math.MaxInt16},
-	kInt:      {math.MinInt32, math.MaxInt32},
-	kBigint:   {math.MinInt64, math.MaxInt64},
+var rangeMsgs = [...]string{
+	packed.KTinyint:  "out of range for CQL tinyint (-128 to 127)",
+	packed.KSmallint: "out of range for CQL smallint (-32768 to 32767)",
+	packed.KInt:      "out of range for CQL int (-2147483648 to 2147483647)",
+	packed.KBigint:   "out of range for CQL bigint (-9223372036854775808 to 9223372036854775807)",
 }
 
-var rangeMsgs = map[kind]string{
-	kTinyint:  "out of range for CQL tinyint (-128 to 127)",
-	kSmallint: "out of range for CQL smallint (-32768 to 32767)",
-	kInt:      "out of range for CQL int (-2147483648 to 2147483647)",
-	kBigint:   "out of range for CQL bigint (-9223372036854775808 to 9223372036854775807)",
-}
-
-// minTime and maxTime bound every time the mapper accepts, both included: four-digit years, the
-// range RFC 3339 can spell and the bucket keys are defined for (bucketer.MinTime, MaxTime).
-var (
-	minTime = bucketer.MinTime
-	maxTime = bucketer.MaxTime
-)
-
-// inTimeRange reports whether t is one the mapper writes. The zero time.Time
-// (0001-01-01T00:00:00Z) is an instant like any other here: the packed row format encodes times
-// itself, as the instant, where gocql would send the zero time as an empty value.
-func inTimeRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) }
-
-// appendScalar appends the wire bytes of one JSON value converted for CQL type k to dst.
-// buf is scratch space. Collections use it for their elements, and value for the columns it does
-// not encode through a cell; the typed helpers below (textOf, intOf, ...) are the one definition of
-// each conversion, shared with value and the scan.
-func appendScalar(dst []byte, k kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
+// appendScalar appends the wire bytes of one JSON value converted for CQL kind k to dst. buf is
+// scratch space. Collections use it for their elements, and the tree for the kinds handed over as
+// wire bytes; the typed helpers below (textOf, intOf, ...) are the one definition of each conversion.
+func appendScalar(dst []byte, k packed.Kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
 	var pr problem
 	switch k {
-	case kText, kASCII:
+	case packed.KText, packed.KASCII:
 		var b []byte
 		if b, pr = textOf(k, v, buf); pr.ok() {
 			return append(dst, b...), pr
 		}
-	case kInt, kBigint, kSmallint, kTinyint:
+	case packed.KInt, packed.KBigint, packed.KSmallint, packed.KTinyint:
 		var n int64
 		if n, pr = intOf(k, v, buf); pr.ok() {
 			return appendInteger(dst, k, n), pr
 		}
-	case kFloat, kDouble:
+	case packed.KFloat, packed.KDouble:
 		var f float64
 		if f, pr = floatOf(k, v, buf); pr.ok() {
-			if k == kFloat {
+			if k == packed.KFloat {
 				return packed.AppendFloat(dst, float32(f)), pr
 			}
 			return packed.AppendDouble(dst, f), pr
 		}
-	case kTimestamp:
+	case packed.KTimestamp:
 		var t time.Time
 		if t, pr = timestampOf(v, buf); pr.ok() {
 			return packed.AppendTimestamp(dst, t), pr
 		}
-	case kDate:
+	case packed.KDate:
 		var t time.Time
 		if t, pr = dateOf(v); pr.ok() {
 			return packed.AppendDate(dst, t), pr
 		}
-	case kUUID, kTimeUUID:
-		var u gocql.UUID
+	case packed.KUUID, packed.KTimeUUID:
+		var u [16]byte
 		if u, pr = uuidOf(k, v); pr.ok() {
-			return packed.AppendUUID(dst, u), pr
+			return append(dst, u[:]...), pr
 		}
 
-	case kBoolean:
+	case packed.KBoolean:
 		switch v.Type() {
 		case fastjson.TypeTrue:
 			return packed.AppendBoolean(dst, true), pr
@@ -159,7 +146,7 @@ func appendScalar(dst []byte, k kind, v *fastjson.Value, buf *[]byte) ([]byte, p
 		}
 		return dst, fail(v, "not true or false for CQL boolean")
 
-	case kBlob:
+	case packed.KBlob:
 		if v.Type() == fastjson.TypeString {
 			b, _ := v.StringBytes()
 			enc := base64.StdEncoding
@@ -172,7 +159,7 @@ func appendScalar(dst []byte, k kind, v *fastjson.Value, buf *[]byte) ([]byte, p
 		}
 		return dst, fail(v, "not base64 for CQL blob")
 
-	case kInet:
+	case packed.KInet:
 		if v.Type() == fastjson.TypeString {
 			b, _ := v.StringBytes()
 			if a, err := netip.ParseAddr(bstr(b)); err == nil && a.Zone() == "" {
@@ -186,17 +173,17 @@ func appendScalar(dst []byte, k kind, v *fastjson.Value, buf *[]byte) ([]byte, p
 		}
 		return dst, fail(v, "not an IP address for CQL inet")
 
-	case kDecimal, kVarint:
+	case packed.KDecimal, packed.KVarint:
 		text, ok := numberText(v, *buf)
 		*buf = text
 		if !ok {
-			return dst, fail(v, "not a number for CQL "+kindNames[k])
+			return dst, fail(v, "not a number for CQL "+k.String())
 		}
 		unscaled, scale, ok := parseDecimal(bstr(text))
 		if !ok {
-			return dst, fail(v, "out of range for CQL "+kindNames[k]+" (exponent too large)")
+			return dst, fail(v, "out of range for CQL "+k.String()+" (exponent too large)")
 		}
-		if k == kDecimal {
+		if k == packed.KDecimal {
 			dst = packed.AppendInt(dst, scale)
 			return packed.AppendVarint(dst, unscaled), pr
 		}
@@ -212,13 +199,13 @@ func appendScalar(dst []byte, k kind, v *fastjson.Value, buf *[]byte) ([]byte, p
 }
 
 // appendInteger appends n as a value of integer kind k; n is in the kind's range.
-func appendInteger(dst []byte, k kind, n int64) []byte {
+func appendInteger(dst []byte, k packed.Kind, n int64) []byte {
 	switch k {
-	case kTinyint:
+	case packed.KTinyint:
 		return packed.AppendTinyint(dst, int8(n))
-	case kSmallint:
+	case packed.KSmallint:
 		return packed.AppendSmallint(dst, int16(n))
-	case kInt:
+	case packed.KInt:
 		return packed.AppendInt(dst, int32(n))
 	}
 	return packed.AppendBigint(dst, n)
@@ -226,7 +213,7 @@ func appendInteger(dst []byte, k kind, n int64) []byte {
 
 // textOf is the text of a text or ascii column: a JSON string as is, any other JSON value as
 // its JSON text. The bytes alias the parser's memory or *buf: copy them before the next record.
-func textOf(k kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
+func textOf(k packed.Kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
 	var b []byte
 	if v.Type() == fastjson.TypeString {
 		b, _ = v.StringBytes()
@@ -240,71 +227,43 @@ func textOf(k kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
 		*buf = v.MarshalTo((*buf)[:0])
 		b = *buf
 	}
-	if k == kASCII {
-		for i := 0; i < len(b); i++ {
-			if b[i] >= 0x80 {
-				return nil, fail(v, "not ASCII for CQL ascii")
-			}
+	if k == packed.KASCII {
+		if !codec.ASCII(b) {
+			return nil, fail(v, "not ASCII for CQL ascii")
 		}
-	} else if msg := utf8Problem(b); msg != "" {
+	} else if msg := codec.UTF8Problem(b); msg != "" {
 		return nil, problem{msg: msg} // no val: the bytes are not shown
 	}
 	return b, problem{}
 }
 
-// utf8Problem says where b stops being UTF-8, or "" when it is valid. CQL text must be UTF-8:
-// Cassandra refuses anything else with "String didn't validate.", which names neither the
-// column nor the byte, so the mapper checks first.
-func utf8Problem(b []byte) string {
-	if utf8.Valid(b) {
-		return ""
-	}
-	at := 0
-	for at < len(b) {
-		r, n := utf8.DecodeRune(b[at:])
-		if r == utf8.RuneError && n <= 1 {
-			break
-		}
-		at += n
-	}
-	return fmt.Sprintf("is not valid UTF-8 for CQL text: byte 0x%02x at offset %d of %d", b[at], at, len(b))
-}
-
-// prefixed returns sep+s, or "" for an empty s.
-func prefixed(sep, s string) string {
-	if s == "" {
-		return ""
-	}
-	return sep + s
-}
-
 // intOf is the value of an int, bigint, smallint or tinyint column, range-checked for k.
-func intOf(k kind, v *fastjson.Value, buf *[]byte) (int64, problem) {
+func intOf(k packed.Kind, v *fastjson.Value, buf *[]byte) (int64, problem) {
 	text, ok := numberText(v, *buf)
 	*buf = text
 	if !ok {
-		return 0, fail(v, "not a number for CQL "+kindNames[k])
+		return 0, fail(v, "not a number for CQL "+k.String())
 	}
-	n, st := jsonc.ParseIntegral(bstr(text))
+	n, st := ParseIntegral(bstr(text))
 	switch {
-	case st == jsonc.IntFraction:
-		return 0, fail(v, "not a whole number for CQL "+kindNames[k])
-	case st == jsonc.IntRange, n < intBounds[k][0], n > intBounds[k][1]:
+	case st == IntFraction:
+		return 0, fail(v, "not a whole number for CQL "+k.String())
+	case st == IntRange, n < intBounds[k][0], n > intBounds[k][1]:
 		return 0, fail(v, rangeMsgs[k])
 	}
 	return n, problem{}
 }
 
 // floatOf is the value of a float or double column, range-checked for k.
-func floatOf(k kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
+func floatOf(k packed.Kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
 	text, ok := numberText(v, *buf)
 	*buf = text
 	if !ok {
-		return 0, fail(v, "not a number for CQL "+kindNames[k])
+		return 0, fail(v, "not a number for CQL "+k.String())
 	}
-	f, err := jsonc.ParseFloat(bstr(text))
-	if err != nil || (k == kFloat && math.Abs(f) > math.MaxFloat32) {
-		return 0, fail(v, "out of range for CQL "+kindNames[k])
+	f, err := ParseFloat(bstr(text))
+	if err != nil || (k == packed.KFloat && math.Abs(f) > math.MaxFloat32) {
+		return 0, fail(v, "out of range for CQL "+k.String())
 	}
 	return f, problem{}
 }
@@ -313,15 +272,15 @@ func floatOf(k kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
 func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
-		if !jsonc.IsNumber(bstr(b)) {
-			t, err := jsonc.ParseRFC3339(bstr(b))
-			if err == jsonc.ErrRFC3339Offset {
-				return time.Time{}, fail(v, jsonc.OffsetProblem+" for CQL timestamp")
+		if !IsNumber(bstr(b)) {
+			t, err := ParseRFC3339(bstr(b))
+			if err == ErrRFC3339Offset {
+				return time.Time{}, fail(v, OffsetProblem+" for CQL timestamp")
 			}
 			if err != nil {
 				return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
 			}
-			if !inTimeRange(t) {
+			if !codec.InRange(t) {
 				return time.Time{}, fail(v, "out of range for CQL timestamp (years 0000 to 9999)")
 			}
 			return t, problem{}
@@ -332,9 +291,44 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 	if !ok {
 		return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
 	}
-	t, ok := jsonc.ParseUnix(bstr(text), time.Millisecond)
+	t, ok := ParseUnix(bstr(text), time.Millisecond)
 	if !ok {
 		return time.Time{}, fail(v, "out of range for CQL timestamp (years 0000 to 9999)")
+	}
+	return t, problem{}
+}
+
+// unitNames are the time.format names of the event time's units, for messages.
+var unitNames = map[time.Duration]string{
+	time.Second: "unix_s", time.Millisecond: "unix_ms", time.Microsecond: "unix_us", time.Nanosecond: "unix_ns",
+}
+
+// eventTimeOf is the value of the event time (a field of no column): RFC 3339 with an offset when unit
+// is 0 (time.format rfc3339), else a number of units since the epoch. Its words are the event time's,
+// which differ from a timestamp column's.
+func eventTimeOf(v *fastjson.Value, unit time.Duration, buf *[]byte) (time.Time, problem) {
+	if unit == 0 {
+		if v.Type() == fastjson.TypeString {
+			b, _ := v.StringBytes()
+			if t, err := ParseRFC3339(bstr(b)); err == nil {
+				if !codec.InRange(t) {
+					return time.Time{}, fail(v, "out of range (years 0000 to 9999)")
+				}
+				return t, problem{}
+			} else if err == ErrRFC3339Offset {
+				return time.Time{}, fail(v, OffsetProblem)
+			}
+		}
+		return time.Time{}, fail(v, "not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)")
+	}
+	text, ok := numberText(v, *buf)
+	*buf = text
+	if !ok {
+		return time.Time{}, fail(v, "not a "+unitNames[unit]+" number")
+	}
+	t, ok := ParseUnix(bstr(text), unit)
+	if !ok {
+		return time.Time{}, fail(v, "out of range for "+unitNames[unit]+" (years 0000 to 9999)")
 	}
 	return t, problem{}
 }
@@ -344,7 +338,7 @@ func dateOf(v *fastjson.Value) (time.Time, problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
 		if len(b) == len(time.DateOnly) {
-			if t, err := time.Parse(time.DateOnly, bstr(b)); err == nil && inTimeRange(t) {
+			if t, err := time.Parse(time.DateOnly, bstr(b)); err == nil && codec.InRange(t) {
 				return t, problem{}
 			}
 		}
@@ -353,21 +347,21 @@ func dateOf(v *fastjson.Value) (time.Time, problem) {
 }
 
 // uuidOf is the value of a uuid or timeuuid column.
-func uuidOf(k kind, v *fastjson.Value) (gocql.UUID, problem) {
+func uuidOf(k packed.Kind, v *fastjson.Value) ([16]byte, problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
-		if u, ok := parseCanonicalUUID(b); ok {
-			if k == kTimeUUID && u.Version() != 1 {
+		if u, ok := codec.ParseUUID(b); ok {
+			if k == packed.KTimeUUID && u[6]>>4 != 1 {
 				return u, fail(v, "not a version 1 UUID for CQL timeuuid")
 			}
 			return u, problem{}
 		}
 	}
-	return gocql.UUID{}, fail(v, "not a UUID (8-4-4-4-12 hex digits) for CQL "+kindNames[k])
+	return [16]byte{}, fail(v, "not a UUID (8-4-4-4-12 hex digits) for CQL "+k.String())
 }
 
 // maxExponent bounds the decimal exponent a record may carry: "1e999999999" must not make the
-// mapper build a billion-digit integer.
+// codec build a billion-digit integer.
 const maxExponent = 1000
 
 // parseDecimal splits a JSON number into an exact unscaled integer and a scale (value =
@@ -416,10 +410,6 @@ func integralBig(unscaled *big.Int, scale int32) (*big.Int, bool) {
 	return q, r.Sign() == 0
 }
 
-// parseCanonicalUUID parses the 36-character 8-4-4-4-12 form, either case (codec.ParseUUID, the
-// one parser every codec shares).
-func parseCanonicalUUID(b []byte) (gocql.UUID, bool) { return codec.ParseUUID(b) }
-
 // mapEntry is one entry of a JSON object converted for a CQL map: its key, and where its value's
 // bytes are.
 type mapEntry struct {
@@ -431,11 +421,11 @@ type mapEntry struct {
 // included, to dst. A collection is framed as packed.AppendValue frames it (a map's entries in key
 // order, the first of duplicate keys kept), so that both give the same bytes.
 // entries is scratch space for a map's entries.
-func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entries *[]mapEntry) ([]byte, problem) {
-	switch t.kind {
-	case kList, kSet:
+func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, entries *[]mapEntry) ([]byte, problem) {
+	switch t.Kind {
+	case packed.KList, packed.KSet:
 		if v.Type() != fastjson.TypeArray {
-			return dst, fail(v, "not a JSON array for CQL "+t.name)
+			return dst, fail(v, "not a JSON array for CQL "+t.String())
 		}
 		arr, _ := v.Array()
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(arr)))
@@ -445,16 +435,16 @@ func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entr
 			}
 			at := len(dst)
 			var p problem
-			if dst, p = appendScalar(append(dst, 0, 0, 0, 0), t.elem, e, buf); !p.ok() {
+			if dst, p = appendScalar(append(dst, 0, 0, 0, 0), t.Elem, e, buf); !p.ok() {
 				p.elem = "element " + strconv.Itoa(i)
 				return dst, p
 			}
 			binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
 		}
 		return dst, problem{}
-	case kMap:
+	case packed.KMap:
 		if v.Type() != fastjson.TypeObject {
-			return dst, fail(v, "not a JSON object for CQL "+t.name)
+			return dst, fail(v, "not a JSON object for CQL "+t.String())
 		}
 		o, _ := v.Object()
 		// The values are converted after the framed entries' place, then written in key order.
@@ -468,7 +458,7 @@ func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entr
 				return
 			}
 			entry := "entry " + strconv.Itoa(i)
-			if msg := utf8Problem(key); msg != "" {
+			if msg := codec.UTF8Problem(key); msg != "" {
 				bad = problem{msg: msg, elem: entry + "'s key", key: key}
 				return
 			}
@@ -478,7 +468,7 @@ func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entr
 			}
 			start := len(dst)
 			var p problem
-			if dst, p = appendScalar(dst, t.elem, e, buf); !p.ok() {
+			if dst, p = appendScalar(dst, t.Elem, e, buf); !p.ok() {
 				p.elem, p.key = entry, key
 				bad = p
 				return
@@ -512,65 +502,5 @@ func appendConverted(dst []byte, t cqlType, v *fastjson.Value, buf *[]byte, entr
 		n = copy(dst[vals:], dst[end:])
 		return dst[:vals+n], problem{}
 	}
-	return appendScalar(dst, t.kind, v, buf)
-}
-
-// appendCanonical appends the canonical text of a scalar value: the form hashed for event
-// buckets (an on-disk contract, see the package comment) and shown by explain.
-func appendCanonical(dst []byte, val any) []byte {
-	switch x := val.(type) {
-	case string:
-		return append(dst, x...)
-	case int8:
-		return strconv.AppendInt(dst, int64(x), 10)
-	case int16:
-		return strconv.AppendInt(dst, int64(x), 10)
-	case int32:
-		return strconv.AppendInt(dst, int64(x), 10)
-	case int64:
-		return strconv.AppendInt(dst, x, 10)
-	case float32:
-		return strconv.AppendFloat(dst, float64(x), 'g', -1, 32)
-	case float64:
-		return strconv.AppendFloat(dst, x, 'g', -1, 64)
-	case bool:
-		return strconv.AppendBool(dst, x)
-	case time.Time:
-		return appendTimeCanonical(dst, x)
-	case gocql.UUID:
-		return appendUUIDCanonical(dst, x)
-	case []byte:
-		return hex.AppendEncode(dst, x)
-	case net.IP:
-		return append(dst, x.String()...)
-	case *inf.Dec:
-		return append(dst, x.String()...)
-	case *big.Int:
-		return x.Append(dst, 10)
-	}
-	return dst
-}
-
-// appendTimeCanonical is appendCanonical for a CQL timestamp: milliseconds, UTC.
-func appendTimeCanonical(dst []byte, t time.Time) []byte {
-	return t.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
-}
-
-// appendDateCanonical is appendCanonical for a CQL date, which holds no time of day.
-func appendDateCanonical(dst []byte, t time.Time) []byte {
-	return t.UTC().AppendFormat(dst, time.DateOnly)
-}
-
-// appendUUIDCanonical appends u in lower-case 8-4-4-4-12 form, the text of gocql.UUID.String
-// without its allocation.
-func appendUUIDCanonical(dst []byte, u gocql.UUID) []byte {
-	dst = hex.AppendEncode(dst, u[0:4])
-	dst = append(dst, '-')
-	dst = hex.AppendEncode(dst, u[4:6])
-	dst = append(dst, '-')
-	dst = hex.AppendEncode(dst, u[6:8])
-	dst = append(dst, '-')
-	dst = hex.AppendEncode(dst, u[8:10])
-	dst = append(dst, '-')
-	return hex.AppendEncode(dst, u[10:16])
+	return appendScalar(dst, t.Kind, v, buf)
 }
