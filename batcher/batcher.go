@@ -50,6 +50,10 @@ type Target struct {
 	Consistency string
 	// Entry is the config entry (topics.<name>) whose rows these are.
 	Entry string
+	// Bookkeeping: the rows are the sink's own (an entry's pending rollup markers), parts of their
+	// records like the entry's rows but not rows of its table: they are not counted as written rows
+	// nor seen by the partition-size and event-time metrics.
+	Bookkeeping bool
 }
 
 // ColumnsAt is the index, among a row's packed values, of the value of Columns[0]: 1 for a delete

@@ -267,3 +267,22 @@ func (s stamp) intForm(p precision) int64 {
 	}
 	return v
 }
+
+// Within reports whether every bucket of w lies inside one bucket of coarse: every boundary of
+// coarse is a boundary of w. Fixed widths are aligned to the epoch, so a fixed coarse width holds
+// fixed buckets that divide it; a week, a month or a year holds buckets that divide a day (a day
+// boundary is a boundary of each), a month or a year holds months, and each width holds itself.
+func (w Width) Within(coarse Width) bool {
+	subDay := w.Unit == Fixed && w.Seconds <= secondsPerDay
+	switch coarse.Unit {
+	case Fixed:
+		return w.Unit == Fixed && coarse.Seconds%w.Seconds == 0
+	case Week:
+		return subDay || w.Unit == Week
+	case Month:
+		return subDay || w.Unit == Month
+	case Year:
+		return subDay || w.Unit == Month || w.Unit == Year
+	}
+	return false
+}

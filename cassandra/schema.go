@@ -35,7 +35,7 @@ func SchemaDDL(cfg *config.Config, topic string, now time.Time) ([]string, error
 
 // Schema returns every statement `sink schema` prints for the given topics (all when empty):
 // each keyspace they use, once, the routing table (sink_splits) of each keyspace with a split
-// topic, then the tables of each topic in name order.
+// topic, then the tables of each topic in name order, each followed by its rollup tables.
 func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error) {
 	all, err := schema.Describe(cfg)
 	if err != nil {
@@ -43,6 +43,10 @@ func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error
 	}
 	if len(topics) == 0 {
 		topics = all.Names()
+	}
+	rollups, err := schema.DescribeRollups(cfg, all)
+	if err != nil {
+		return nil, err
 	}
 	var keyspaces, tables []string
 	for _, name := range topics {
@@ -54,6 +58,9 @@ func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error
 			keyspaces = append(keyspaces, t.Keyspace)
 		}
 		tables = append(tables, tableDDL(t, cfg.Topics[name], now)...)
+		for _, r := range rollups[name] {
+			tables = append(tables, createTable(r.Table, cfg.Topics[name], r.Table.Name))
+		}
 	}
 	out := make([]string, 0, len(keyspaces)+len(tables))
 	for _, ks := range keyspaces {
@@ -61,6 +68,9 @@ func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error
 	}
 	for _, ks := range routingTableKeyspaces(cfg, topics) {
 		out = append(out, routingTableDDL(ks)...)
+	}
+	for _, ks := range pendingKeyspaces(cfg, topics) {
+		out = append(out, pendingTableDDL(ks))
 	}
 	return append(out, tables...), nil
 }
@@ -302,6 +312,10 @@ func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 	if len(topics) == 0 {
 		topics = all.Names()
 	}
+	rollups, err := schema.DescribeRollups(cfg, all)
+	if err != nil {
+		return nil, err
+	}
 	for _, ks := range routingTableKeyspaces(cfg, topics) {
 		for _, table := range routingTables {
 			cols, err := ReadSchemaColumns(ctx, s, ks, table)
@@ -315,6 +329,15 @@ func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 			}
 		}
 	}
+	for _, ks := range pendingKeyspaces(cfg, topics) {
+		cols, err := ReadSchemaColumns(ctx, s, ks, PendingTable)
+		if err != nil {
+			return nil, err
+		}
+		if len(cols) == 0 {
+			missing = append(missing, ks+"."+PendingTable)
+		}
+	}
 	for _, name := range topics {
 		t, err := all.Get(name)
 		if err != nil {
@@ -326,20 +349,29 @@ func CheckSchema(ctx context.Context, s *Session, cfg *config.Config, topics []s
 			names = []string{t.NameOfSlice(sl), t.NameOfSlice(sl + 1)}
 		}
 		for _, table := range names {
-			cols, err := ReadSchemaColumns(ctx, s, t.Keyspace, table)
-			if err != nil {
+			if missing, err = checkTable(ctx, s, t, table, missing); err != nil {
 				return nil, err
 			}
-			if len(cols) == 0 {
-				missing = append(missing, t.Keyspace+"."+table)
-				continue
-			}
-			if err := CheckTable(t, table, cols); err != nil {
+		}
+		for _, r := range rollups[name] {
+			if missing, err = checkTable(ctx, s, r.Table, r.Table.Name, missing); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return missing, nil
+}
+
+// checkTable checks the table name of t against the cluster's schema, or adds it to missing.
+func checkTable(ctx context.Context, s *Session, t schema.Table, name string, missing []string) ([]string, error) {
+	cols, err := ReadSchemaColumns(ctx, s, t.Keyspace, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(cols) == 0 {
+		return append(missing, t.Keyspace+"."+name), nil
+	}
+	return missing, CheckTable(t, name, cols)
 }
 
 // ReadSchemaColumns reads the columns of keyspace.table from system_schema.columns.

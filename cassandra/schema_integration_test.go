@@ -48,7 +48,7 @@ func connectForTest(t *testing.T, cfg *config.Config) *Session {
 // still passes the key check), then reads system_schema to confirm partition key, clustering
 // order, TTL, gc_grace_seconds and the TWCS window.
 func TestApplySchemaExamples(t *testing.T) {
-	for _, example := range []string{"iot-sensors", "service-events", "high-volume", "metrics-slices", "device-latest"} {
+	for _, example := range []string{"iot-sensors", "service-events", "high-volume", "metrics-slices", "device-latest", "sensor-rollups"} {
 		t.Run(example, func(t *testing.T) {
 			cfg, ks := exampleOnStack(t, example)
 			s := connectForTest(t, cfg)
@@ -75,6 +75,15 @@ func TestApplySchemaExamples(t *testing.T) {
 				}
 				for _, table := range names {
 					checkOnServer(t, ctx, s, cfg.Topics[name], tbl, table)
+				}
+			}
+			rollups, err := schema.DescribeRollups(cfg, tables)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, rs := range rollups {
+				for _, r := range rs {
+					checkOnServer(t, ctx, s, cfg.Topics[name], r.Table, r.Table.Name)
 				}
 			}
 		})

@@ -349,6 +349,7 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		dur(p+"accept.before", &t.Accept.Before, DefaultAcceptBefore)
 		dur(p+"accept.after", &t.Accept.After, DefaultAcceptAfter)
 		splitDefaults(p, &t, unset)
+		rollupDefaults(p, &t, unset)
 		for i := range t.Clustering {
 			cl := &t.Clustering[i]
 			if cl.Order == "" {

@@ -416,9 +416,32 @@ func TestSettingsSayWhereEachValueCameFrom(t *testing.T) {
 	for _, k := range Keys() {
 		path := strings.Replace(k.Path, TopicPlaceholder, "readings", 1)
 		path = strings.Replace(path, "[]", "[0]", 1)
+		if strings.Contains(path, ".rollups[0].") {
+			continue // the example has no rollups: checked below on one that has
+		}
 		if _, ok := got[path]; !ok {
 			t.Errorf("%s is not in Settings", path)
 		}
+	}
+	rc, err := Load("../examples/sensor-rollups.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rolled := map[string]Setting{}
+	for _, s := range rc.Settings() {
+		rolled[s.Key] = s
+	}
+	for _, k := range Keys() {
+		if !strings.Contains(k.Path, ".rollups[].") {
+			continue
+		}
+		path := strings.Replace(strings.Replace(k.Path, TopicPlaceholder, "readings", 1), "[]", "[0]", -1)
+		if _, ok := rolled[path]; !ok {
+			t.Errorf("%s is not in Settings", path)
+		}
+	}
+	if s := rolled["topics.readings.rollups[0].grace"]; s.Value != "2m" || s.Source != FromFile {
+		t.Errorf("topics.readings.rollups[0].grace: %+v, want 2m from the file", s)
 	}
 }
 

@@ -223,6 +223,9 @@ type Topic struct {
 	KeyCodec string `koanf:"key_codec"`
 	// Where filters the records this entry maps (where.go); nil maps every record.
 	Where *Where `koanf:"where"`
+	// Rollups are aggregate tables over windows of this entry's rows, computed by the sink from
+	// the raw rows it stored (rollup.go).
+	Rollups []Rollup `koanf:"rollups"`
 }
 
 // EventTime says where the event time of a record comes from.

@@ -455,6 +455,40 @@ func (c *Config) validateTopics(v *validator) {
 		c.validateTopic(v, name, c.Topics[name], sources)
 	}
 	c.validateSharedTables(v, names)
+	tables := map[string]string{} // keyspace.table → the key path of what writes it
+	for _, name := range names {
+		if t := c.Topics[name]; t.Keyspace != "" && t.Table != "" {
+			tables[strings.ToLower(t.Keyspace+"."+t.Table)] = "topics." + name
+		}
+	}
+	reported := map[string]bool{} // Kafka topics whose parts were reported
+	for _, name := range names {
+		t := c.Topics[name]
+		validateRollups(v, "topics."+name, t, tables)
+		if n := parts(c.Topics, name); len(t.Rollups) > 0 && n > MaxEntriesPerTopic && readers[t.Topic] <= MaxEntriesPerTopic && !reported[t.Topic] {
+			reported[t.Topic] = true
+			v.add("topics."+name+".rollups", "the entries of Kafka topic %q and their rollups make %d parts of a record (a row per entry, a pending marker per rollup of raw rows), more than the %d tracked together; use fewer rollups or entries",
+				t.Topic, n, MaxEntriesPerTopic)
+		}
+	}
+}
+
+// parts is how many parts a record of the Kafka topic of entry name has at most: a row per entry
+// reading it and a pending marker per rollup of raw rows of each (pipeline/rollup).
+func parts(topics map[string]Topic, name string) int {
+	n := 0
+	for _, t := range topics {
+		if t.Topic != topics[name].Topic {
+			continue
+		}
+		n++
+		for _, r := range t.Rollups {
+			if r.From == "" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // MaxEntriesPerTopic is the most entries that may read one Kafka topic: the offset tracker counts a

@@ -34,7 +34,9 @@ import (
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/rollup"
 	"github.com/bucketsink/sink/pipeline/split"
+	"github.com/bucketsink/sink/rollup/recompute"
 )
 
 // The integration tests run the pipeline against the real Kafka and Cassandra of internal/testenv
@@ -486,8 +488,16 @@ func (s *stack) startWith(session *cassandra.Session, wrap func(BatchWriter) Bat
 	if wrap != nil {
 		w = wrap(w)
 	}
+	var rollups rollup.Store
+	if entries, err := rollup.Entries(s.cfg); err != nil {
+		s.t.Fatal(err)
+	} else if len(entries) > 0 {
+		if rollups, err = recompute.NewStore(session, s.cfg); err != nil {
+			s.t.Fatal(err)
+		}
+	}
 	// Requests are joined as `sink run` joins them, so every test here runs with grouped requests.
-	pl, err := New(Config{Sink: s.cfg, Mapper: m, Writer: w, Group: cw.Group, Metrics: metrics, PingInterval: time.Second,
+	pl, err := New(Config{Rollups: rollups, Sink: s.cfg, Mapper: m, Writer: w, Group: cw.Group, Metrics: metrics, PingInterval: time.Second,
 		Slices:       cassandra.NewSliceMaker(session, s.cfg),
 		KafkaOptions: s.kafkaOpts,
 		Splits:       split.StoreOf(cassandra.NewSplitStores(session, s.cfg.Cassandra)),
@@ -836,6 +846,27 @@ func entryYAML(name string, tp config.Topic) string {
 	}
 	if tp.DeadLetterTopic != "" {
 		fmt.Fprintf(&b, "    dead_letter_topic: %s\n", tp.DeadLetterTopic)
+	}
+	if len(tp.Rollups) > 0 {
+		b.WriteString("    rollups:\n")
+	}
+	for _, r := range tp.Rollups {
+		fmt.Fprintf(&b, "      - {name: %s, width: %s, table: %s, bucket: {width: %s}, grace: %s", r.Name, r.Width, r.Table, r.Bucket.Width, time.Duration(r.Grace))
+		if r.From != "" {
+			fmt.Fprintf(&b, ", from: %s", r.From)
+		}
+		b.WriteString(", aggregates: [")
+		for i, a := range r.Aggregates {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "{column: %s, fn: %s", a.Column, a.Fn)
+			if a.Of != "" {
+				fmt.Fprintf(&b, ", of: %s", a.Of)
+			}
+			b.WriteString("}")
+		}
+		b.WriteString("]}\n")
 	}
 	return b.String()
 }

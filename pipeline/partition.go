@@ -16,6 +16,7 @@ import (
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/dlsend"
 	"github.com/bucketsink/sink/pipeline/offsets"
+	"github.com/bucketsink/sink/pipeline/rollup"
 	"github.com/bucketsink/sink/pipeline/split"
 	"github.com/bucketsink/sink/pipeline/writestage"
 )
@@ -87,6 +88,12 @@ type partition struct {
 	// headers is the memory mapRecord hands the record's headers to the mapper in, reused record after
 	// record (it holds the last record's until the next one).
 	headers []mapper.Header
+	// rollup computes the due rollup windows of the partition's entries (package pipeline/rollup), in
+	// its own goroutine from start to stop; nil when no entry of the topic has rollups.
+	rollup      *rollup.Worker
+	stopRollup  context.CancelFunc
+	rollupDone  chan struct{}
+	committedAt int64 // the group's committed offset when first known, -1 before
 }
 
 func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *partition {
@@ -112,6 +119,18 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 	}
 	p.workCtx, p.stopWork = context.WithCancel(ctx)
 	p.dl = dlsend.New(&pl.deadLetters, p, tp.Topic, tp.Partition, topic.deadLetterTopic, ctx, p.quit, p.log)
+	var rollups []*rollup.Entry
+	for _, e := range topic.entries {
+		if e.rollup != nil {
+			rollups = append(rollups, e.rollup)
+		}
+	}
+	p.committedAt = -1
+	if len(rollups) > 0 {
+		p.rollup = &rollup.Worker{Store: pl.cfg.Rollups, Entries: rollups, Partition: tp.Partition, Metrics: pl.metrics,
+			Log: p.log, Now: pl.now, Backoff: pl.backoff, Durable: p.durable}
+		p.rollupDone = make(chan struct{})
+	}
 	for _, e := range topic.entries {
 		if e.split != nil {
 			if p.split == nil {
@@ -436,9 +455,40 @@ func (p *partition) observeHighWatermark(hwm int64) {
 	p.lag.Set(float64(max(hwm-next, 0)))
 }
 
+// durable is the offset below which every record of the partition is done: the tracker's watermark,
+// or the group's committed offset from before this assignment; -1 while neither is known.
+func (p *partition) durable() int64 {
+	p.mu.Lock()
+	next, _, ok := p.tr.Watermark()
+	committed := p.committedAt
+	p.mu.Unlock()
+	// TryLock: a revoke may hold the pipeline's lock while it waits for this goroutine to stop; an
+	// unknown offset only makes the worker wait for its next pass.
+	if committed < 0 && p.pl.mu.TryLock() {
+		cl := p.pl.client
+		p.pl.mu.Unlock()
+		if cl != nil {
+			if eo, found := cl.CommittedOffsets()[p.tp.Topic][p.tp.Partition]; found {
+				committed = eo.Offset
+				p.mu.Lock()
+				p.committedAt = committed
+				p.mu.Unlock()
+			}
+		}
+	}
+	if !ok {
+		next = -1
+	}
+	return max(next, committed)
+}
+
 // stop stops the worker and waits for it, then returns the queued records' bytes, which no one will
 // process. In-flight rows and dead letters continue; see waitDrained.
 func (p *partition) stop() {
+	if p.rollup != nil {
+		p.stopRollup()
+		<-p.rollupDone
+	}
 	select {
 	case <-p.quit:
 	default:

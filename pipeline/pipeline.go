@@ -55,6 +55,7 @@ import (
 	"github.com/bucketsink/sink/pipeline/health"
 	"github.com/bucketsink/sink/pipeline/metrics"
 	"github.com/bucketsink/sink/pipeline/offsets"
+	"github.com/bucketsink/sink/pipeline/rollup"
 	"github.com/bucketsink/sink/pipeline/split"
 	"github.com/bucketsink/sink/pipeline/writestage"
 )
@@ -95,6 +96,9 @@ type Config struct {
 	Slices SliceMaker
 	// Splits is the routing table of hot-entity splits (split.StoreOf); required when a topic has split on.
 	Splits split.Store
+	// Rollups is the rollups' pending table and recomputation (rollup.StoreOf); required when an entry
+	// has rollups.
+	Rollups rollup.Store
 }
 
 // BatchWriter writes one single-partition batch (*cassandra.Writer, or a test double); see
@@ -122,6 +126,9 @@ type entryInfo struct {
 	// bucket.missing_slice.
 	stage writestage.Topic
 	split *split.Topic // nil unless split is on (package split)
+	// rollup is the entry's rollups (package pipeline/rollup): each raw row adds its markers to its
+	// record; nil without rollups.
+	rollup *rollup.Entry
 }
 
 // Pipeline consumes the configured topics as one member of the consumer group and writes their rows to
@@ -226,6 +233,13 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	pl.backoff = backoff.Policy{Initial: w.RetryInitial.Std(), Max: w.RetryMax.Std()}
 	budgets := make(map[string]int64) // by Kafka topic
+	rollups, err := rollup.Entries(cfg.Sink)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	if len(rollups) > 0 && cfg.Rollups == nil {
+		return nil, errors.New("pipeline: entries have rollups but Config.Rollups is nil")
+	}
 	for _, name := range cfg.Sink.TopicNames() {
 		t := cfg.Sink.Topics[name]
 		kt := t.Topic
@@ -241,6 +255,7 @@ func New(cfg Config) (*Pipeline, error) {
 		_, sliced := policy.Sliced()
 		e := &entryInfo{name: name, table: t.Keyspace + "." + t.Table, policy: policy, split: sp,
 			stage: writestage.Topic{Name: name, Sliced: sliced, MissingSlice: t.Bucket.MissingSlice}}
+		e.rollup = rollups[name]
 		pl.entries[name] = e
 		ti := pl.topics[kt]
 		if ti == nil {

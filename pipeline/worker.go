@@ -31,6 +31,14 @@ import (
 func (p *partition) start() {
 	go p.work()
 	go p.dl.Run()
+	if p.rollup != nil {
+		var ctx context.Context
+		ctx, p.stopRollup = context.WithCancel(p.ctx)
+		go func() {
+			defer close(p.rollupDone)
+			p.rollup.Run(ctx)
+		}()
+	}
 }
 
 // work takes records in offset order and turns each into its rows for the write stage (one per entry
@@ -141,8 +149,22 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 	// What the record holds until it is done; its tracker entry (budget.EntryCost, charged below) is
 	// returned by the tracker when the watermark passes it.
 	var bytes int64
+	// The pending rollup markers of the rows: more parts of the record, so its offset is committed only
+	// once they are durable too (pipeline/rollup).
+	var markers []batcher.Row
 	for i := range ms {
 		m := &ms[i]
+		if e := p.pl.entries[m.Entry]; m.Err == nil && e != nil && e.rollup != nil {
+			before := len(markers)
+			var err error
+			if markers, err = e.rollup.Markers(markers, &m.Row); err != nil {
+				markers, m.Err = markers[:before], err // refused below, like a row the entry cannot map
+			}
+			for j := before; j < len(markers); j++ {
+				nrows++
+				bytes += budget.RowCost(&markers[j])
+			}
+		}
 		switch reason := skipReason(m.Err); {
 		case m.Err == nil:
 			nrows++
@@ -200,6 +222,9 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 		if nrows > 0 && ms[i].Err == nil {
 			rows = append(rows, ms[i].Row)
 		}
+	}
+	if nrows > 0 {
+		rows = append(rows, markers...)
 	}
 	if len(refusals) == 0 {
 		return rows, true, false

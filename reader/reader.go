@@ -63,6 +63,9 @@ type Config struct {
 	// takes the table, its columns and types, the clustering order and the bucket policy from it.
 	Sink  *config.Config
 	Topic string // a key under topics:, or its Kafka topic
+	// Rollup, when set, names a rollup of the entry (topics.<entry>.rollups): the reader reads its
+	// table instead, by the window's start (each row is one window, ids and cursor as for raw rows).
+	Rollup string
 	// Parallelism bounds the requests in flight at once (default 8).
 	Parallelism int
 	// ReadAhead is how many partitions beyond the time bucket being returned may be read before
@@ -168,6 +171,17 @@ func New(cfg Config) (*Reader, error) {
 		return nil, fmt.Errorf("reader: %w", err)
 	}
 	t := tables[name]
+	if cfg.Rollup != "" {
+		rollups, err := schema.DescribeRollups(cfg.Sink, tables)
+		if err != nil {
+			return nil, fmt.Errorf("reader: %w", err)
+		}
+		ro, err := rollups.Get(name, cfg.Rollup)
+		if err != nil {
+			return nil, fmt.Errorf("reader: %w", err)
+		}
+		t = ro.Table
+	}
 	r := &Reader{cfg: cfg, gs: cfg.Session, topic: name, table: t}
 	r.cfg.Parallelism = orDefault(cfg.Parallelism, DefaultParallelism)
 	r.cfg.ReadAhead = orDefault(cfg.ReadAhead, DefaultReadAhead)
@@ -192,7 +206,10 @@ func New(cfg Config) (*Reader, error) {
 		}
 		r.clus = append(r.clus, keyColumn{name: c.Name, typ: types[c.Name], desc: c.Desc})
 	}
-	if !t.Latest { // a latest-value table is read by id alone (Latest)
+	switch {
+	case cfg.Rollup != "":
+		r.timeCol = r.clus[0].name // the window's start, a timestamp: what a rollup table is cut by
+	case !t.Latest: // a latest-value table is read by id alone (Latest)
 		if err := r.checkTimeColumn(tc); err != nil {
 			return nil, err
 		}

@@ -62,13 +62,26 @@ func TestConfigPrintsEveryKeyOfEveryExample(t *testing.T) {
 							n = len(cfg.Topics[name].Columns)
 						case strings.HasSuffix(list, ".clustering"):
 							n = len(cfg.Topics[name].Clustering)
+						case strings.HasSuffix(list, ".rollups"):
+							n = len(cfg.Topics[name].Rollups)
 						}
 					}
+					var paths []string
 					for i := range n {
 						p := path
 						if isList {
 							p = fmt.Sprintf("%s[%d]%s", list, i, rest)
 						}
+						// A rollup's aggregates: a list inside the list.
+						if inner, tail, nested := strings.Cut(p, "[]"); nested {
+							for j := range cfg.Topics[name].Rollups[i].Aggregates {
+								paths = append(paths, fmt.Sprintf("%s[%d]%s", inner, j, tail))
+							}
+							continue
+						}
+						paths = append(paths, p)
+					}
+					for _, p := range paths {
 						want++
 						s, ok := got[p]
 						switch {

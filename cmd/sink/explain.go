@@ -22,6 +22,7 @@ import (
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/routing"
+	"github.com/bucketsink/sink/schema"
 )
 
 // explainUsage is the help of `sink explain` above its flags.
@@ -37,7 +38,8 @@ const explainUsage = "Usage: sink explain --config FILE --topic NAME --record JS
 	"would go to the dead-letter topic prints the exact error instead. For a topic with split on\n" +
 	"it reads the entity's routing records of the record's time bucket from Cassandra and shows the\n" +
 	"one that applies, whether the record's Kafka partition adopted it and from which offset, and\n" +
-	"the partition it picks (--offline skips that: generation 0 is shown).\n" +
+	"the partition it picks (--offline skips that: generation 0 is shown). For an entry with rollups it\n" +
+	"shows each rollup's window the row feeds: its table, partition and window start, and when it is due.\n" +
 	"\n" +
 	"--topic names an entry (a key under topics:), or a Kafka topic: then every entry that reads it\n" +
 	"explains the record in turn, each with its outcome (its row, a skip, or its refusal), as sink run\n" +
@@ -283,7 +285,44 @@ func explainEntry(ctx context.Context, cfg *config.Config, m *mapper.Mapper, ent
 	if ex.SplitOn {
 		printSplit(stdout, ex, rec, gens, offline)
 	}
+	if err := printRollups(stdout, cfg, entry, ex.EventTime); err != nil {
+		fmt.Fprintf(stderr, "sink explain: %v\n", err)
+		return exitConfig
+	}
 	return exitOK
+}
+
+// printRollups shows the window of each rollup of the entry that a row of event time at feeds: its
+// row's table and partition, and when its computation is due (the window's end plus grace).
+// A rollup from a finer one is fed through the finer one's row.
+func printRollups(w io.Writer, cfg *config.Config, entry string, at time.Time) error {
+	if len(cfg.Topics[entry].Rollups) == 0 {
+		return nil
+	}
+	tables, err := schema.Describe(cfg)
+	if err != nil {
+		return err
+	}
+	rollups, err := schema.DescribeRollups(cfg, tables)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nrollups (the windows this row feeds; each row is recomputed whole from the stored rows):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rollups[entry] {
+		i := r.Window.Index(at)
+		start, end := r.Window.Start(i), r.Window.End(i)
+		p := r.Table.Policy
+		from := "the raw rows"
+		if r.From != "" {
+			from = "rollup " + r.From + "'s rows"
+		}
+		fmt.Fprintf(tw, "  %s\t[%s, %s)\t%s.%s %s=%v %s=%s\tfrom %s, due at its end + grace (%s): %s\n",
+			r.Name, start.Format(time.RFC3339), end.Format(time.RFC3339), r.Table.Keyspace, r.Table.Name,
+			r.Table.BucketColumn, p.Value(p.Index(start)), r.WindowColumn, start.Format(time.RFC3339),
+			from, config.Duration(r.Grace), end.Add(r.Grace).Format(time.RFC3339))
+	}
+	return tw.Flush()
 }
 
 // routingRecords reads the split generations of the record's entity and time bucket, each with the

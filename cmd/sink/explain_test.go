@@ -28,6 +28,7 @@ func TestExplainGolden(t *testing.T) {
 			"--record", `{"tenant":"acme","service":"billing","type":"invoice.created","ts":1705329442123,"trace_id":"4bf92f3577b34da6"}`}},
 		{"high-volume", []string{"--config", "../../examples/high-volume.yaml", "--topic", "firehose", "--record", sensorRecord}},
 		{"metrics-slices", []string{"--config", "../../examples/metrics-slices.yaml", "--topic", "metrics", "--record", sensorRecord}},
+		{"sensor-rollups", []string{"--config", "../../examples/sensor-rollups.yaml", "--topic", "readings", "--record", sensorRecord}},
 		{"dead-letter-missing", []string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings",
 			"--record", `{"device_id":"dev-0042","ts":"2024-01-15T14:37:22.123Z","humidity":40.2}`}},
 		{"dead-letter-type", []string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings",

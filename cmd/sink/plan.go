@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bucketsink/sink/bucketer"
@@ -105,6 +107,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if t.Split.Enabled {
 				judged.judgeSplit(in, t.Split, gd)
 			}
+			judged.Rollups = judgeRollups(t, gd)
 		}
 	}
 
@@ -122,6 +125,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case judged != nil && judged.Estimate.Verdict == sizing.TooBig && !judged.SplitFits:
+		return exitNoFit
+	case judged != nil && slices.ContainsFunc(judged.Rollups, func(r rollupJudgement) bool { return r.TooBig }):
 		return exitNoFit
 	case judged == nil && !rep.Recommendation.Fits:
 		return exitNoFit
@@ -206,6 +211,48 @@ type topicJudgement struct {
 	Split                  bool
 	SplitBuckets, SplitMax int
 	SplitFits              bool
+	// Rollups judges the partitions of each rollup table of the entry (judgeRollups).
+	Rollups []rollupJudgement
+}
+
+// rollupJudgement is the size of one rollup table's partition: one row per window of its bucket,
+// whatever the entity's rate.
+type rollupJudgement struct {
+	Name, Width, Bucket string
+	Rows                int64   // windows in the longest bucket
+	Bytes               float64 // Rows × rollupRowBytes
+	TooBig              bool    // over the budget's bytes or rows
+}
+
+// rollupRowBytes estimates a rollup row: 8 bytes per value (a bigint, a double, a timestamp) and
+// 48 for the key, the window and the cells' overhead.
+func rollupRowBytes(aggregates int) float64 { return float64(48 + 8*(aggregates+1)) }
+
+// judgeRollups sizes each rollup table's partition: the windows of its longest bucket (a fixed
+// bucket holds bucket ÷ window of them; a calendar one is counted over the buckets of a leap year).
+func judgeRollups(t config.Topic, gd sizing.Guidance) []rollupJudgement {
+	var out []rollupJudgement
+	for _, rc := range t.Rollups {
+		window, err1 := rc.WindowPolicy()
+		bucket, err2 := bucketer.New(rc.Spec())
+		if err1 != nil || err2 != nil {
+			continue // validated before: cannot happen
+		}
+		from := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+		var rows int64
+		if w := bucket.Width(); w.Unit == bucketer.Fixed {
+			rows = w.Seconds / window.Width().Seconds
+		} else {
+			for i := bucket.Index(from); bucket.Start(i).Year() == 2024; i++ {
+				rows = max(rows, window.Index(bucket.End(i).Add(-time.Nanosecond))-window.Index(bucket.Start(i))+1)
+			}
+		}
+		j := rollupJudgement{Name: rc.Name, Width: rc.Width, Bucket: rc.Bucket.Width, Rows: rows,
+			Bytes: float64(rows) * rollupRowBytes(len(rc.Aggregates))}
+		j.TooBig = j.Bytes > gd.Max || float64(rows) > gd.MaxRows
+		out = append(out, j)
+	}
+	return out
 }
 
 // judgeSplit works out what the split policy does with an entity writing at in's rate: splits are
@@ -352,6 +399,14 @@ func (r planReport) writeText(w io.Writer) {
 					t.Width, n, sizing.MaxEventBuckets)
 			}
 		}
+		for _, ro := range t.Rollups {
+			verdict := "within budget"
+			if ro.TooBig {
+				verdict = fmt.Sprintf("over budget (%s rows or %s): use a finer bucket for the rollup table", sizing.FormatCount(gd.MaxRows), sizing.FormatBytes(gd.Max))
+			}
+			fmt.Fprintf(w, "  rollup %s: %s windows in %s partitions: %s rows, about %s per partition at any rate: %s\n",
+				ro.Name, ro.Width, ro.Bucket, sizing.FormatCount(float64(ro.Rows)), sizing.FormatBytes(ro.Bytes), verdict)
+		}
 	}
 }
 
@@ -427,6 +482,16 @@ func toEstimateJSON(e sizing.Estimate) estimateJSON {
 	}
 }
 
+// rollupJSON is a rollupJudgement in `sink plan --json`.
+type rollupJSON struct {
+	Name       string  `json:"name"`
+	Width      string  `json:"width"`
+	Bucket     string  `json:"bucket"`
+	Rows       int64   `json:"rows_per_partition"`
+	Bytes      float64 `json:"bytes_per_partition"`
+	OverBudget bool    `json:"over_budget"`
+}
+
 func (r planReport) toJSON() any {
 	type guidance struct {
 		MinBytes       float64 `json:"min_bytes"`
@@ -449,8 +514,9 @@ func (r planReport) toJSON() any {
 		Estimate   estimateJSON `json:"estimate"`
 		OverBudget bool         `json:"over_budget"`
 		// Present when split is on and the rate needs splits.
-		SplitEventBuckets int   `json:"split_event_buckets,omitempty"`
-		SplitFits         *bool `json:"split_fits,omitempty"`
+		SplitEventBuckets int          `json:"split_event_buckets,omitempty"`
+		SplitFits         *bool        `json:"split_fits,omitempty"`
+		Rollups           []rollupJSON `json:"rollups,omitempty"`
 	}
 	out := struct {
 		RatePerEntity  float64        `json:"rate_per_entity"`
@@ -477,6 +543,9 @@ func (r planReport) toJSON() any {
 			OverBudget: t.Estimate.Verdict == sizing.TooBig && !t.SplitFits}
 		if t.Split {
 			out.Topic.SplitEventBuckets, out.Topic.SplitFits = t.SplitBuckets, &t.SplitFits
+		}
+		for _, ro := range t.Rollups {
+			out.Topic.Rollups = append(out.Topic.Rollups, rollupJSON{ro.Name, ro.Width, ro.Bucket, ro.Rows, ro.Bytes, ro.TooBig})
 		}
 	}
 	return out

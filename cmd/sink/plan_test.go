@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -219,5 +221,33 @@ func TestPlanNeverSuggestsMoreEventBucketsThanValidateAccepts(t *testing.T) {
 	_, out, _ := runCmd(t, runPlan, "--rate", "1280", "--row-bytes", "100", "--config", "../../examples/iot-sensors.yaml")
 	if want := "over budget: width 1d would need 1106 event buckets, more than the 1024 a policy accepts; use 1m buckets"; !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// A rollup table's partition holds one row per window of its bucket, at any rate: plan counts them
+// over the longest bucket and refuses a bucket that holds too many windows.
+func TestPlanJudgesRollupPartitions(t *testing.T) {
+	code, out, stderr := runCmd(t, runPlan, "--rate", "1", "--row-bytes", "100", "--config", "../../examples/sensor-rollups.yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{"rollup hourly: 1h windows in month partitions: 744 rows", "rollup daily: 1d windows in year partitions: 366 rows"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile("../../examples/sensor-rollups.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ten-second windows in a month: 267,840 rows per partition.
+	text := strings.Replace(string(b), "width: 1h\n", "width: 10s\n", 1)
+	path := filepath.Join(t.TempDir(), "fine.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runCmd(t, runPlan, "--rate", "1", "--row-bytes", "100", "--config", path)
+	if code != exitNoFit || !strings.Contains(out, "rollup hourly: 10s windows in month partitions: 267,840 rows") || !strings.Contains(out, "over budget") {
+		t.Fatalf("exit %d (want %d), output:\n%s", code, exitNoFit, out)
 	}
 }

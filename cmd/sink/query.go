@@ -25,7 +25,7 @@ func (f *idFlags) Set(v string) error { *f = append(*f, v); return nil }
 // queryUsage is the help of `sink query` above its flags.
 var queryUsage = fmt.Sprintf("Usage: sink query --config FILE (--topic NAME | --table TABLE) --id V [--id V2 ...] (--from X --to Y | --last D | --cursor C)\n"+
 	"                  [--where COLUMN=VALUE ...] [--limit N] [--page-size P] [--fetch-size F] [--format table|json|csv]\n"+
-	"                  [--max-partitions M]\n"+
+	"                  [--max-partitions M] [--rollup NAME]\n"+
 	"\n"+
 	"Reads one entity's rows back from the tables `sink run` writes, across every bucket, event bucket and\n"+
 	"slice the range touches. --from before --to reads oldest first; --from after --to reads newest first;\n"+
@@ -36,7 +36,8 @@ var queryUsage = fmt.Sprintf("Usage: sink query --config FILE (--topic NAME | --
 	"would; table aligns its columns over blocks of %[1]d rows, so a page of up to %[1]d prints as one aligned\n"+
 	"table and a longer one a block at a time. A read that fails midway leaves the rows printed before it.\n"+
 	"--topic names an entry (a key under topics:) or the Kafka topic of exactly one; when several entries\n"+
-	"read one Kafka topic, name the entry, or give the table it writes with --table.\n"+
+	"read one Kafka topic, name the entry, or give the table it writes with --table. --rollup NAME reads the\n"+
+	"entry's rollup NAME instead: one row per window, the range and cursor on the window's start.\n"+
 	"\n"+
 	"A latest-value topic (bucket width none) takes no range: it prints the newest row of each entity\n"+
 	"given, one request per entity. --id then lists the entities, each as many --id as the id has\n"+
@@ -52,6 +53,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	path := fs.configFlag("the YAML config file (required)")
 	topic := fs.String("topic", "", "the topic: a key under topics:, or the Kafka topic of one (this or --table)")
 	table := fs.String("table", "", "the table to read, TABLE or KEYSPACE.TABLE: the entry that writes it (this or --topic)")
+	rollupName := fs.String("rollup", "", "read this rollup of the entry (topics.<entry>.rollups) instead of its raw rows: one row per window, by the window's start")
 	fs.Var(&ids, "id", "an id value; repeat for a composite id, in the order of topics.<t>.id (required)")
 	fs.Var(&wheres, "where", "COLUMN=VALUE: only rows with this value in a clustering column after the time; repeatable")
 	fromS := fs.String("from", "", "start of the range, RFC 3339 (included)")
@@ -120,7 +122,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else if entry, err = cfg.Entry(*topic); err != nil {
 		return usageErr("--topic: %v", err)
 	}
-	rcfg := reader.Config{Sink: cfg, Topic: entry, MaxPartitions: *maxParts, FetchSize: *fetchSize}
+	rcfg := reader.Config{Sink: cfg, Topic: entry, Rollup: *rollupName, MaxPartitions: *maxParts, FetchSize: *fetchSize}
 	r, err := reader.New(rcfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sink query: %v\n", err)

@@ -46,30 +46,10 @@ topics:
 	from, to := "2024-02-03T00:00:00Z", "2024-01-30T12:00:00Z"
 	args := []string{"--config", path, "--topic", "readings", "--id", "dev-1", "--from", from, "--to", to, "--page-size", "4", "--format", "json"}
 	var got []int64
-	for pages := 0; ; pages++ {
-		if pages > 50 {
-			t.Fatal("the cursor does not advance")
-		}
-		code, out, errOut := runCmd(t, runQuery, args...)
-		if code != exitOK || errOut != "" {
-			t.Fatalf("page %d: exit %d, stderr %q; want 0 and nothing on stderr (the JSON document holds the cursor)", pages, code, errOut)
-		}
-		var page struct {
-			Rows []struct {
-				Values map[string]any `json:"values"`
-			} `json:"rows"`
-			Cursor string `json:"cursor"`
-		}
-		if err := json.Unmarshal([]byte(out), &page); err != nil {
-			t.Fatalf("page %d: %v in %s", pages, err, out)
-		}
-		for _, r := range page.Rows {
-			got = append(got, int64(r.Values["seq"].(float64)))
-		}
-		if page.Cursor == "" {
-			break
-		}
-		args = []string{"--config", path, "--topic", "readings", "--id", "dev-1", "--page-size", "4", "--format", "json", "--cursor", page.Cursor}
+	for _, row := range queryJSONPages(t, args, func(cursor string) []string {
+		return []string{"--config", path, "--topic", "readings", "--id", "dev-1", "--page-size", "4", "--format", "json", "--cursor", cursor}
+	}) {
+		got = append(got, int64(row["seq"].(float64)))
 	}
 	fromT, _ := time.Parse(time.RFC3339, from)
 	toT, _ := time.Parse(time.RFC3339, to)
@@ -120,5 +100,37 @@ topics:
 	if len(lines) != 3 || !strings.HasPrefix(lines[1], "dev-1,") || !strings.HasSuffix(lines[1], ",15") ||
 		!strings.HasPrefix(lines[2], "dev-2,") || !strings.HasSuffix(lines[2], ",22") {
 		t.Errorf("rows:\n%s\nwant the header, dev-1's newest (seq 15), dev-2's (seq 22)", out)
+	}
+}
+
+// queryJSONPages runs `sink query` with args (a --format json query), then with next(cursor) for as
+// long as a page has a cursor, and returns the values of every row of every page, in order.
+func queryJSONPages(t *testing.T, args []string, next func(cursor string) []string) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	for pages := 0; ; pages++ {
+		if pages > 50 {
+			t.Fatal("the cursor does not advance")
+		}
+		code, out, errOut := runCmd(t, runQuery, args...)
+		if code != exitOK || errOut != "" {
+			t.Fatalf("page %d: exit %d, stderr %q; want 0 and nothing on stderr (the JSON document holds the cursor)", pages, code, errOut)
+		}
+		var page struct {
+			Rows []struct {
+				Values map[string]any `json:"values"`
+			} `json:"rows"`
+			Cursor string `json:"cursor"`
+		}
+		if err := json.Unmarshal([]byte(out), &page); err != nil {
+			t.Fatalf("page %d: %v in %s", pages, err, out)
+		}
+		for _, r := range page.Rows {
+			rows = append(rows, r.Values)
+		}
+		if page.Cursor == "" {
+			return rows
+		}
+		args = next(page.Cursor)
 	}
 }

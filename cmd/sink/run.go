@@ -29,7 +29,9 @@ import (
 	"github.com/bucketsink/sink/pipeline"
 	"github.com/bucketsink/sink/pipeline/deadletter"
 	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/rollup"
 	"github.com/bucketsink/sink/pipeline/split"
+	"github.com/bucketsink/sink/rollup/recompute"
 	"github.com/bucketsink/sink/schema"
 )
 
@@ -218,6 +220,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return err
 	}
 	probes := cassandra.ProbeTargets(tables, func(topic string) string { return cfg.Topics[topic].Consistency })
+	var rollups rollup.Store
+	if rollupEntries, err := rollup.Entries(cfg); err != nil {
+		return err
+	} else if len(rollupEntries) > 0 {
+		if rollups, err = recompute.NewStore(session, cfg); err != nil {
+			return err
+		}
+	}
 	pl, err := pipeline.New(pipeline.Config{
 		Sink:    cfg,
 		Mapper:  m,
@@ -227,6 +237,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Logger:  log,
 		Slices:  cassandra.NewSliceMaker(session, cfg),
 		Splits:  split.StoreOf(cassandra.NewSplitStores(session, cfg.Cassandra)),
+		Rollups: rollups,
 		Ping:    func(ctx context.Context) error { return session.Probe(ctx, probes) },
 	})
 	if err != nil {

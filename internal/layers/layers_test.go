@@ -219,9 +219,9 @@ func TestOnlyCommandsAndHarnessesImportThePipeline(t *testing.T) {
 }
 
 // TestPipelineRoomsImportDownwards: inside the pipeline's tree every import runs down a fixed order of
-// floors, so none runs back up and no two rooms lean on each other. The root wires every room and is the
-// only one that reaches the routing table's storage (cassandra, routing, schema, packed) through
-// pipeline/split alone; a room that needs the partition reaches it through an interface the partition
+// floors, so none runs back up and no two rooms lean on each other. The root wires every room and reaches
+// storage (cassandra, routing, schema, packed) only through its rooms: the routing table through
+// pipeline/split, the rollups' pending table through pipeline/rollup; a room that needs the partition reaches it through an interface the partition
 // implements (writestage.Owner, dlsend.Partition, split.Worker), never by importing the root.
 func TestPipelineRoomsImportDownwards(t *testing.T) {
 	// The pipeline packages each room may import; a room not listed imports none.
@@ -231,6 +231,7 @@ func TestPipelineRoomsImportDownwards(t *testing.T) {
 		"pipeline/writestage": {"pipeline/consumer", "pipeline/deadletter", "pipeline/metrics", "pipeline/offsets"},
 		"pipeline/dlsend":     {"pipeline/deadletter", "pipeline/metrics"},
 		"pipeline/split":      {"pipeline/metrics", "pipeline/writestage"},
+		"pipeline/rollup":     {"pipeline/metrics"},
 	}
 	g := graph(t)
 	for name := range g {
@@ -243,5 +244,5 @@ func TestPipelineRoomsImportDownwards(t *testing.T) {
 	}
 	importsOnly(t, "pipeline", func(imp string) bool {
 		return imp != "cassandra" && imp != "routing" && imp != "schema" && imp != "packed"
-	}, "the pipeline root reaches the routing table only through pipeline/split")
+	}, "the pipeline root reaches storage only through its rooms (pipeline/split, pipeline/rollup)")
 }

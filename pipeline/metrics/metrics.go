@@ -60,6 +60,14 @@ type Metrics struct {
 	// partitions projected over budget with no split left to make (split.max_event_buckets reached).
 	Splits     *prometheus.CounterVec
 	OverBudget *prometheus.GaugeVec
+	// The rollup workers (pipeline/rollup): windows due and not yet computed, the age of the oldest
+	// of them, windows computed (when: on_time, or late: a record of an already due window came after
+	// it), computations that failed (retried), and the raw partitions their reads touched.
+	RollupPending       *prometheus.GaugeVec
+	RollupOldestPending *prometheus.GaugeVec
+	RollupWindows       *prometheus.CounterVec
+	RollupFailed        *prometheus.CounterVec
+	RollupReads         *prometheus.CounterVec
 
 	live *liveCollector // event-time lag and largest open partitions, computed at scrape time
 }
@@ -196,6 +204,27 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Dead letters sent truncated because they were larger than the dead-letter topic accepts.",
 	}, []string{"topic"})
 	reg.MustRegister(m.DLTruncated)
+	m.RollupPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "rollup_windows_pending",
+		Help: "Rollup windows due (end plus grace passed) and not yet computed, per entry and Kafka partition.",
+	}, []string{"entry", "partition"})
+	m.RollupOldestPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "rollup_oldest_pending_seconds",
+		Help: "How long the oldest due rollup window has been due, per entry and Kafka partition; 0 when none is.",
+	}, []string{"entry", "partition"})
+	m.RollupWindows = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "rollup_windows_computed_total",
+		Help: "Rollup windows computed and written; when=late for a window whose record came after it was due.",
+	}, []string{"entry", "rollup", "when"})
+	m.RollupFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "rollup_windows_failed_total",
+		Help: "Rollup window computations that failed; the window stays pending and is computed again.",
+	}, []string{"entry", "rollup"})
+	m.RollupReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "rollup_read_partitions_total",
+		Help: "Partitions read to compute rollup windows (raw partitions, or a finer rollup's).",
+	}, []string{"entry", "rollup"})
+	reg.MustRegister(m.RollupPending, m.RollupOldestPending, m.RollupWindows, m.RollupFailed, m.RollupReads)
 	m.Splits = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "partition_splits_total",
 		Help: "Hot-entity splits decided by this process: routing records it wrote to sink_splits.",
@@ -249,6 +278,11 @@ func MetricNames() []string {
 		"sink_dead_letters_truncated_total",
 		"sink_partition_splits_total",
 		"sink_partitions_over_budget",
+		"sink_rollup_windows_pending",
+		"sink_rollup_oldest_pending_seconds",
+		"sink_rollup_windows_computed_total",
+		"sink_rollup_windows_failed_total",
+		"sink_rollup_read_partitions_total",
 	}
 	sort.Strings(names)
 	return names

@@ -330,7 +330,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		eachOwner(b, owners, nil, func(p Owner, offsets []int64) { p.WriteRecovered(offsets, b.Target.Entry) })
 		s.gateLeft(rb, true)
 	}
-	if written := len(b.Rows) - len(failures); written > 0 {
+	if written := len(b.Rows) - len(failures); written > 0 && !b.Target.Bookkeeping {
 		c := s.countersOf(b.Target)
 		c.records.Add(float64(written))
 		c.rows.Add(float64(written))

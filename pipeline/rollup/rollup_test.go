@@ -1,0 +1,167 @@
+package rollup
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/packed"
+	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/routing"
+)
+
+// fakeStore keeps markers in memory and records what the worker did, in order.
+type fakeStore struct {
+	markers []Marker
+	did     []string
+	fail    string // a rollup whose computation fails
+}
+
+func (f *fakeStore) Due(_ context.Context, _ string, _ int32, upTo time.Time, limit int) ([]Marker, error) {
+	var out []Marker
+	for _, m := range f.markers {
+		if !m.Due.After(upTo) && len(out) < limit {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) Done(_ context.Context, _ string, _ int32, m Marker) error {
+	f.did = append(f.did, "done "+m.Rollup)
+	f.markers = slices.DeleteFunc(f.markers, func(o Marker) bool {
+		return o.Rollup == m.Rollup && o.Window.Equal(m.Window) && o.Timestamp <= m.Timestamp
+	})
+	return nil
+}
+
+func (f *fakeStore) Mark(_ context.Context, _ string, _ int32, m Marker) error {
+	f.did = append(f.did, "mark "+m.Rollup)
+	f.markers = append(f.markers, m)
+	return nil
+}
+
+func (f *fakeStore) Recompute(_ context.Context, _, name string, _ []byte, _ time.Time) (int, error) {
+	if name == f.fail {
+		return 0, errors.New("unavailable")
+	}
+	f.did = append(f.did, "compute "+name)
+	return 1, nil
+}
+
+func testEntry(t *testing.T) *Entry {
+	t.Helper()
+	c := &config.Config{
+		Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:9092"}},
+		Cassandra: config.Cassandra{Hosts: []string{"127.0.0.1"}, Keyspace: "telemetry"},
+		Topics: map[string]config.Topic{"readings": {
+			Topic: "sensor-readings", ID: []string{"device_id"}, Time: config.EventTime{Field: "ts"},
+			Bucket: config.Bucket{Width: "1d"}, Table: "readings",
+			Columns: []config.Column{
+				{Name: "device_id", Type: "text", Field: "device_id"},
+				{Name: "reading_time", Type: "timestamp", Source: config.SourceEventTime},
+				{Name: "temperature", Type: "double", Field: "temperature"},
+			},
+			Clustering: []config.Clustering{{Column: "reading_time"}},
+			Rollups: []config.Rollup{
+				{Name: "hourly", Width: "1h", Table: "readings_1h", Bucket: config.Bucket{Width: "month"},
+					Aggregates: []config.Aggregate{{Column: "n", Fn: config.AggCount}}},
+				{Name: "daily", Width: "1d", From: "hourly", Table: "readings_1d", Bucket: config.Bucket{Width: "year"},
+					Aggregates: []config.Aggregate{{Column: "n", Fn: config.AggCount}}},
+			},
+		}},
+	}
+	c.ApplyDefaults()
+	es, err := Entries(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es["readings"]
+}
+
+var hour = time.Date(2024, 1, 15, 14, 0, 0, 0, time.UTC)
+
+// A marker whose record is not done yet waits (its raw row may not be written); a done one is
+// computed, marks the coarser window at a later timestamp than its own, and only then is deleted; a
+// failed computation keeps its marker.
+func TestWorkerComputesOnlyDurableMarkersAndDeletesLast(t *testing.T) {
+	e := testEntry(t)
+	m := metrics.NewMetrics(prometheus.NewRegistry())
+	st := &fakeStore{markers: []Marker{
+		{Due: hour.Add(time.Hour), Rollup: "hourly", Entity: []byte("a"), Window: hour, Record: 10, Timestamp: 10},
+		{Due: hour.Add(2 * time.Hour), Rollup: "hourly", Entity: []byte("b"), Window: hour.Add(time.Hour), Record: 50, Timestamp: 50},
+	}}
+	durable := int64(20)
+	now := hour.Add(3 * time.Hour)
+	w := &Worker{Store: st, Entries: []*Entry{e}, Partition: 2, Metrics: m, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Durable: func() int64 { return durable }}
+	if err := w.pass(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"compute hourly", "mark daily", "done hourly"}; !slices.Equal(st.did, want) {
+		t.Fatalf("did %v, want %v (the record at offset 50 is not done)", st.did, want)
+	}
+	if len(st.markers) != 2 || st.markers[0].Record != 50 || st.markers[1].Rollup != "daily" || st.markers[1].Timestamp <= 10 {
+		t.Fatalf("markers left %+v: want the waiting one and the daily one, written after the hourly one", st.markers)
+	}
+	if got := testutil.ToFloat64(m.RollupPending.WithLabelValues("readings", "2")); got != 1 {
+		t.Errorf("pending %v, want 1 (the record not done)", got)
+	}
+
+	durable, st.did, st.fail = 100, nil, "daily"
+	if err := w.pass(context.Background(), now.Add(24*time.Hour)); err == nil {
+		t.Fatal("a failed computation must fail the pass")
+	}
+	if !slices.Contains(st.did, "compute hourly") || slices.Contains(st.did, "done daily") {
+		t.Fatalf("did %v: want the hourly window computed and the failed daily one kept", st.did)
+	}
+	if !slices.ContainsFunc(st.markers, func(m Marker) bool { return m.Rollup == "daily" }) {
+		t.Fatalf("the failed daily marker is gone: %+v", st.markers)
+	}
+	if got := testutil.ToFloat64(m.RollupFailed.WithLabelValues("readings", "daily")); got != 1 {
+		t.Errorf("failed %v, want 1", got)
+	}
+}
+
+// Each raw row adds one marker per rollup made of raw rows (none for one made from a finer rollup),
+// naming the row's entity and window, due at the window's end plus grace, at the record's offset.
+func TestMarkersOfARawRow(t *testing.T) {
+	e := testEntry(t)
+	var key []byte
+	for _, c := range []string{"dev-1", "2024-01-15"} {
+		key = append(binary.BigEndian.AppendUint16(key, uint16(len(c))), c...)
+		key = append(key, 0)
+	}
+	at := hour.Add(17 * time.Minute)
+	row := batcher.Row{Key: string(key), Offset: 77, Partition: 2, EventMicros: at.UnixMicro()}
+	ms, err := e.Markers(nil, &row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || e.Parts() != 1 {
+		t.Fatalf("%d markers, %d parts; want one (daily is made of hourly)", len(ms), e.Parts())
+	}
+	if ms[0].Offset != 77 || ms[0].Partition != 2 || ms[0].Target.Table != "sink_rollup_pending" || !ms[0].Target.Bookkeeping {
+		t.Fatalf("marker %+v", ms[0])
+	}
+	var got []any
+	for _, v := range packed.Values(ms[0].Packed) {
+		got = append(got, packed.GoValue(v))
+	}
+	entity, _, _ := routing.KeyParts(string(key), 1)
+	want := []any{"readings", int32(2), hour.Add(time.Hour + time.Minute), "hourly", []byte(entity), hour, int64(77), int64(77)}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("marker values %v, want %v", got, want)
+	}
+}
