@@ -53,11 +53,18 @@ type Entry struct {
 
 // Entries describes the rollups of every entry of cfg that has some, by entry name.
 func Entries(cfg *config.Config) (map[string]*Entry, error) {
+	out := map[string]*Entry{}
+	has := false
+	for _, t := range cfg.Topics {
+		has = has || len(t.Rollups) > 0
+	}
+	if !has {
+		return out, nil // nothing to describe: a config without rollups costs no second validation
+	}
 	tables, all, err := schema.DescribeWithRollups(cfg)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]*Entry{}
 	for name, rs := range all {
 		t := tables[name]
 		tc := cfg.Topics[name]
