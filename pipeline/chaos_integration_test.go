@@ -29,7 +29,8 @@ func TestChaosHotEntitySplitsWithinBudgetUnderChurn(t *testing.T) {
 	tp := s.cfg.Topics["readings"]
 	recs := hotOverPartitions(liveHotStream(18_000, 10*time.Millisecond, 40, 6), 6)
 
-	s.cfg.Metrics.Address = freeAddr(t)
+	churnedAddr := freeAddr(t)
+	s.cfg.Metrics.Address = churnedAddr
 	churned := s.writeConfig()
 	s.cfg.Metrics.Address = freeAddr(t)
 	visitor := s.writeConfig()
@@ -64,6 +65,10 @@ func TestChaosHotEntitySplitsWithinBudgetUnderChurn(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d kills in %s", kills, time.Since(start).Round(time.Second))
 	cmd, _ := runSink(t, churned)
+	// Ready first: the offsets may be committed to the end already, and a SIGTERM before the process has its
+	// signal handlers ends it as the signal's default does (exit -1), not as a shutdown.
+	s.cfg.Metrics.Address = churnedAddr // what sinkReady asks
+	s.waitFor(time.Minute, "sink run to be ready after the churn", s.sinkReady)
 	s.waitFor(5*time.Minute, "committed offsets to reach the end after the churn", s.allCommitted)
 	if code, took := stopSink(t, cmd); code != 0 {
 		t.Errorf("sink run exited %d %s after SIGTERM, want 0", code, took.Round(time.Millisecond))
