@@ -402,8 +402,7 @@ func (p *partition) routeSplits(rec mapper.Record, ms []mapper.Mapped) error {
 			continue
 		}
 		remap := func() (row batcher.Row, err error) {
-			row, err = p.pl.mapper.MapEntry(p.workCtx, m.Entry, rec)
-			err = p.waitRegistry(rec.Offset, err, func(ctx context.Context) (err error) {
+			err = p.withRegistry(rec.Offset, func(ctx context.Context) (err error) {
 				row, err = p.pl.mapper.MapEntry(ctx, m.Entry, rec)
 				return err
 			})
@@ -416,6 +415,13 @@ func (p *partition) routeSplits(rec mapper.Record, ms []mapper.Mapped) error {
 		m.Row, m.Err = row, err
 	}
 	return nil
+}
+
+// withRegistry runs op once under the worker's context and, while the schema registry does not answer,
+// again until it does (waitRegistry). Rare paths call the mapper through it; the common one (MapAll in
+// mapRecord) calls it directly, so that no closure is made per record.
+func (p *partition) withRegistry(offset int64, op func(ctx context.Context) error) error {
+	return p.waitRegistry(offset, op(p.workCtx), op)
 }
 
 // waitRegistry takes the error of a mapping, first, and while the error says the schema registry does
