@@ -204,8 +204,9 @@ func TestReadinessAsksTheProbeWhileWritesFail(t *testing.T) {
 		wg.Go(func() { pl.health.PingLoop(ctx) })
 		time.Sleep(20 * time.Second)
 		synctest.Wait()
-		if err := pl.Ready(); err != nil || probes.Load() != 1 {
-			t.Fatalf("with writes acknowledged every second: Ready() = %v after %d probes, want ready after only the first", err, probes.Load())
+		// The loop's first turn may come before the first write (one probe) or after it (none).
+		if err := pl.Ready(); err != nil || probes.Load() > 1 {
+			t.Errorf("with writes acknowledged every second: Ready() = %v after %d probes, want ready after at most the first", err, probes.Load())
 		}
 		failing := make(chan struct{})
 		wg.Go(func() {
