@@ -460,6 +460,10 @@ func (p *plan) mapChange(ctx context.Context, rec *Record, s *scratch) (outcome,
 	if err != nil {
 		return out, reason, err
 	}
+	s.image = imgAfter
+	if out.op == 'd' {
+		s.image = imgBefore
+	}
 	if out.op != 'd' {
 		if !hasAfter {
 			return out, ReasonDecode, fmt.Errorf("decoding a debezium change event: op %c has no after (the row it writes)", out.op)
@@ -672,6 +676,15 @@ func (e *envelope) readKey(key []byte, s *scratch) []codec.Value {
 		return nil
 	}
 	return vals
+}
+
+// subjectOf names where column c's value comes from in messages: for a field of an envelope entry's row
+// image, the image being mapped (s.image) first.
+func (p *plan) subjectOf(c *column, s *scratch) string {
+	if p.env != nil && c.source == srcField {
+		return imageNames[s.image] + " " + c.subject()
+	}
+	return c.subject()
 }
 
 // from is explain's Value.From of column ci of an envelope entry for op: the image or the envelope its

@@ -481,3 +481,23 @@ func TestDebeziumAvroEnvelope(t *testing.T) {
 		t.Errorf("tombstone: %v", err)
 	}
 }
+
+// TestDebeziumMessagesNameTheImage: a value that does not fit, or a missing id, is named by the part of
+// the event it was read from (after field, before field, change field).
+func TestDebeziumMessagesNameTheImage(t *testing.T) {
+	m := accountsMapper(t, map[string]config.Topic{"accounts": accountsEntry(true)})
+	for _, tc := range []struct{ value, want string }{
+		{`{"op":"c","after":{"id":1,"balance":"x"},"source":{"ts_ms":1}}`, `column balance: after field "balance"`},
+		{`{"op":"u","after":{"balance":"1"},"source":{"ts_ms":1}}`, `column id: after field "id" is missing, and an id column needs a value`},
+		{`{"op":"c","after":{"id":1},"source":{"ts_ms":1,"lsn":"x"}}`, `column lsn: change field "source.lsn"`},
+		{`{"op":"c","after":{"id":1},"source":{}}`, `event time: field "source.ts_ms" is missing`},
+		{`{"op":"d","before":{"id":"x"},"source":{"ts_ms":1}}`, `column id: before field "id"`},
+		// Without the schema part a Decimal in Debezium's precise encoding (base64) has no scale to read it by.
+		{`{"op":"c","after":{"id":1,"balance":"AeJA"},"source":{"ts_ms":1}}`, `column balance: after field "balance" is not a number for CQL decimal`},
+	} {
+		_, err := m.Map(change([]byte(tc.value)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.value, err, tc.want)
+		}
+	}
+}
