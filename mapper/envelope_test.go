@@ -501,3 +501,41 @@ func TestDebeziumMessagesNameTheImage(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDebeziumEnvelope maps any value through a latest-value and a bucketed envelope entry: each gives a
+// row or a *RecordError, never a panic, and a row only for an event with an op.
+func FuzzDebeziumEnvelope(f *testing.F) {
+	for _, name := range []string{"create.schema.json", "update.json", "delete.schema.json", "delete.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "debezium", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"op":"c","after":{"id":1,"birth":-99999999999},"source":{"ts_ms":1}}`))
+	f.Add([]byte(`{"schema":{"type":"struct","fields":[{"field":"after","type":"struct","fields":[{"field":"amount","name":"io.debezium.data.VariableScaleDecimal","type":"struct"}]}]},"payload":{"op":"c","after":{"id":1,"amount":{"value":"AQ=="}},"source":{"ts_ms":1}}}`))
+	c := &config.Config{
+		Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:9092"}},
+		Cassandra: config.Cassandra{Hosts: []string{"127.0.0.1"}, Keyspace: "shop"},
+		Topics:    map[string]config.Topic{"accounts": accountsEntry(true), "history": accountsEntry(false)},
+	}
+	c.ApplyDefaults()
+	m, err := New(c)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		res, err := m.MapAll(context.Background(), change(value), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", value, err)
+		}
+		for _, r := range res {
+			if re := (*RecordError)(nil); r.Err != nil && !errors.As(r.Err, &re) {
+				t.Fatalf("%q: %s: %v is no RecordError", value, r.Entry, r.Err)
+			}
+			if r.Err == nil && !strings.Contains(string(value), `"op"`) {
+				t.Fatalf("%q: %s mapped an event without an op", value, r.Entry)
+			}
+		}
+	})
+}
