@@ -11,6 +11,7 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/mapper"
+	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/pipeline/budget"
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
@@ -90,7 +91,10 @@ type partition struct {
 	headers []mapper.Header
 	// rollup computes the due rollup windows of the partition's entries (package pipeline/rollup), in
 	// its own goroutine from start to stop; nil when no entry of the topic has rollups.
-	rollup      *rollup.Worker
+	rollup *rollup.Worker
+	// markers and markerW are handle's scratch for a record's rollup markers (worker goroutine only).
+	markers     []batcher.Row
+	markerW     packed.Writer
 	stopRollup  context.CancelFunc
 	rollupDone  chan struct{}
 	committedAt int64 // the group's committed offset when first known, -1 before

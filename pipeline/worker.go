@@ -151,13 +151,17 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 	var bytes int64
 	// The pending rollup markers of the rows: more parts of the record, so its offset is committed only
 	// once they are durable too (pipeline/rollup).
-	var markers []batcher.Row
+	markers := p.markers[:0]
+	defer func() { // copied into rows by then: the scratch keeps no row alive
+		clear(markers)
+		p.markers = markers[:0]
+	}()
 	for i := range ms {
 		m := &ms[i]
 		if e := p.pl.entries[m.Entry]; m.Err == nil && e != nil && e.rollup != nil {
 			before := len(markers)
 			var err error
-			if markers, err = e.rollup.Markers(markers, &m.Row); err != nil {
+			if markers, err = e.rollup.Markers(markers, &m.Row, &p.markerW); err != nil {
 				markers, m.Err = markers[:before], err // refused below, like a row the entry cannot map
 			}
 			for j := before; j < len(markers); j++ {
