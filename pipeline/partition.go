@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -93,8 +94,13 @@ type partition struct {
 	// its own goroutine from start to stop; nil when no entry of the topic has rollups.
 	rollup *rollup.Worker
 	// markers and markerW are handle's scratch for a record's rollup markers (worker goroutine only).
-	markers     []batcher.Row
-	markerW     packed.Writer
+	markers []batcher.Row
+	markerW packed.Writer
+	// markerIndex finds the marker rows of the hand-off being filled by their identity's hash
+	// (heldMarker, foldMarkers); cleared when the hand-off is sent. markerInto is handle's scratch.
+	markerIndex map[uint64]int32
+	markerSeed  maphash.Seed
+	markerInto  []int
 	stopRollup  context.CancelFunc
 	rollupDone  chan struct{}
 	committedAt int64 // the group's committed offset when first known, -1 before

@@ -126,6 +126,15 @@ func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, w *packed.Writer) (
 	return dst, nil
 }
 
+// Identity is the part of marker m's packed values that names its row of the pending table: entry,
+// partition, due, rollup, entity and window start, without the record's offset and the write
+// timestamp that end it (two bigints, each a tag byte and 8 bytes). Two markers of one identity are
+// the same row, and the later record's values replace the earlier's.
+func Identity(m *batcher.Row) []byte { return m.Packed[:len(m.Packed)-markerTail] }
+
+// markerTail is the packed size of a marker's record offset and write timestamp.
+const markerTail = 2 * (1 + 8)
+
 // appendRoutingKey appends the composite routing key of the pending table's partition (entry,
 // kafka_partition).
 func appendRoutingKey(b []byte, entry string, partition int32) []byte {
