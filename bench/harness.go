@@ -940,6 +940,7 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 		if n, ok, err := d.metricSum(ctx, "sink_batch_rows_count"); err == nil && ok && n > 0 {
 			p.MeanBatchRows = sum / n
 		}
+		p.BatchRowsPerRecord = sum / float64(total)
 	}
 	p.MeanOpenBatchRows, p.MeanBufferedBytes, p.MeanWritesInFlight = gauges.mean(0), gauges.mean(1), gauges.mean(2)
 	if v, ok, err := d.metricSum(ctx, "sink_records_written_total"); err == nil && ok {

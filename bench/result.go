@@ -199,6 +199,9 @@ type Process struct {
 	CPUPerMillion  float64 `json:"cpu_seconds_per_million"`
 	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
 	MeanBatchRows  float64 `json:"mean_batch_rows"` // from sink_batch_rows; 0 if unavailable
+	// BatchRowsPerRecord is the rows of every batch sent (sink_batch_rows_sum, the sink's own rows such as
+	// rollup markers included, a retried batch counted again) per record of the backlog.
+	BatchRowsPerRecord float64 `json:"batch_rows_per_record,omitempty"`
 	// Means of gauges sampled every 500 ms while the phase ran: rows waiting in open batches, bytes
 	// held against writer.max_buffered_bytes, Cassandra batches in flight.
 	MeanOpenBatchRows  float64 `json:"mean_open_batch_rows"`

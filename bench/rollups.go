@@ -265,7 +265,8 @@ func (r *Result) printRollups(tw io.Writer) {
 			costs = append(costs, fmt.Sprintf("%s: %d computations of %d windows (%.2f each), %.2f partition reads per window, %.2f per computation",
 				c.Rollup, c.Computed, c.Windows, c.ComputedPerWindow, c.ReadsPerWindow, c.ReadsPerComputation))
 		}
-		fmt.Fprintf(tw, "\t\t%s; the last window computed %.1f s after the last commit\n", strings.Join(costs, "; "), p.With.RollupDrainSeconds)
+		fmt.Fprintf(tw, "\t\t%s; %.2f marker rows written per record; the last window computed %.1f s after the last commit\n",
+			strings.Join(costs, "; "), p.With.BatchRowsPerRecord-p.Without.BatchRowsPerRecord, p.With.RollupDrainSeconds)
 	}
 	fmt.Fprintf(tw, "rollups\t%.3f median\trows/s with one hourly and one daily rollup ÷ without, %.3f to %.3f over %d alternated pairs\n",
 		run.Ratio.Median, run.Ratio.Min, run.Ratio.Max, len(run.Pairs))
