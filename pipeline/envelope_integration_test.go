@@ -64,7 +64,7 @@ func TestIntegrationDebeziumLatestAndHistory(t *testing.T) {
 		event("u", 1, "11.50", 3, 102),
 		event("d", 2, "", 4, 103),
 		&kgo.Record{Topic: s.topic, Key: []byte(`{"id":2}`)}, // the tombstone after the delete
-		event("c", 2, "20.00", 2, 101),                        // a replay of the create: stays deleted
+		event("c", 2, "20.00", 2, 101),                       // a replay of the create: stays deleted
 		&kgo.Record{Topic: s.topic, Key: []byte(`{"schema":null,"payload":{"id":42}}`), Value: withSchema},
 	)
 	if err := m.stop(); err != nil {
