@@ -477,6 +477,10 @@ func (p *plan) mapChange(ctx context.Context, rec *Record, s *scratch) (outcome,
 		return out, reason, err
 	case p.onDelete == config.OnDeleteSkip:
 		return out, ReasonDeleted, errDeleteSkipped
+	case p.onDelete == config.OnDeleteRow:
+		// The history records the delete as a row of the image it removed (often its key columns alone).
+		reason, err := p.mapDecoded(&out, vals, e.beforeSlot, e.beforeTime, rec, s)
+		return out, reason, err
 	}
 	return out, ReasonMap, fmt.Errorf("a delete event (op d), and topics.%s.on_delete is dead_letter: a bucketed entry does not delete", p.name)
 }

@@ -310,6 +310,29 @@ func TestDebeziumOpsOnABucketedEntry(t *testing.T) {
 	}
 }
 
+// TestDebeziumDeleteAsARowOfBefore: on_delete row writes a delete event as a row of its before image,
+// at the delete's time, its op column saying d.
+func TestDebeziumDeleteAsARowOfBefore(t *testing.T) {
+	e := accountsEntry(false)
+	e.OnDelete = config.OnDeleteRow
+	m := accountsMapper(t, map[string]config.Topic{"history": e})
+	ex, err := m.Explain(change(fixture(t, "delete.schema.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range ex.Bound[:11] {
+		got = append(got, v.Column+"="+v.Literal()+" "+v.From)
+	}
+	want := `id=42 before field "id"|balance=0.00 before field "balance"|opened_at=unset before field "opened_at"|` +
+		`updated=unset before field "updated"|birth=unset before field "birth"|alarm=unset before field "alarm"|` +
+		`amount=unset before field "amount"|note=unset before field "note"|op='d' change field "op"|` +
+		`lsn=24023300 change field "source.lsn"|changed='2023-11-14T22:13:22.500Z' `
+	if strings.Join(got, "|") != want || ex.Delete {
+		t.Errorf("the delete's row:\n got %s\nwant %s", strings.Join(got, "|"), want)
+	}
+}
+
 // TestDebeziumLatestAndHistoryFromOneTopic: MapAll maps a change for both entries of one topic: an
 // upsert in each table; a delete in the latest-value table and a skip in the history.
 func TestDebeziumLatestAndHistoryFromOneTopic(t *testing.T) {
