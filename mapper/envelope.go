@@ -495,6 +495,10 @@ func (p *plan) decodeJSONChange(rec *Record, s *scratch) ([]codec.Value, byte, b
 		return nil, 0, false, ReasonDecode, errors.New("decoding a debezium change event: the value is not a JSON object")
 	}
 	var schema []byte
+	if pl := sp[memPayload]; pl.Found() && pl.Null(body) && !sp[memOp].Found() {
+		// {"schema": null, "payload": null}: a null value in JsonConverter's envelope, a tombstone.
+		return nil, 0, false, ReasonTombstone, errChangeTombstone
+	}
 	if sp[memPayload].Found() && !sp[memOp].Found() {
 		// JsonConverter's schema part: {"schema": ..., "payload": <the event>}.
 		if sc := sp[memSchema]; sc.Found() && !sc.Null(body) {

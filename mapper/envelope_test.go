@@ -247,11 +247,16 @@ func TestDebeziumOpsOnALatestValueEntry(t *testing.T) {
 			t.Errorf("delete%s: %s", form, ex.CQL)
 		}
 	}
-	tomb := change(nil)
-	tomb.Key = fixture(t, "key.json")
-	_, err := m.Map(tomb)
-	if re := (*RecordError)(nil); !errors.As(err, &re) || re.Reason != ReasonTombstone || !Skipped(re.Reason) {
-		t.Errorf("the tombstone after a delete: %v, want a skip of reason tombstone", err)
+	for _, value := range []string{"", `{"schema":null,"payload":null}`} {
+		tomb := change([]byte(value))
+		if value == "" {
+			tomb.Value = nil
+		}
+		tomb.Key = fixture(t, "key.json")
+		_, err := m.Map(tomb)
+		if re := (*RecordError)(nil); !errors.As(err, &re) || re.Reason != ReasonTombstone || !Skipped(re.Reason) {
+			t.Errorf("the tombstone %q after a delete: %v, want a skip of reason tombstone", value, err)
+		}
 	}
 }
 
