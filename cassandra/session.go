@@ -27,6 +27,8 @@ type Session struct {
 	mu    sync.Mutex
 	stmts map[stmtKey]*stmtInfo
 
+	replicaSets replicaSets // what Group found out of policy, remembered a while
+
 	closeOnce sync.Once
 }
 

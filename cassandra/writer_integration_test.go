@@ -439,3 +439,38 @@ func TestIntegrationConnect(t *testing.T) {
 		t.Fatalf("connecting to a closed port: %v, want an error naming cassandra.hosts", err)
 	}
 }
+
+// BenchmarkIntegrationWriteSteady is one request as a steady stream of a few thousand rows a second
+// sends it: six partitions of two rows, due together, joined by Group and written, one request at a
+// time. What it measures is what the writer and the driver spend on such a request (the rows are
+// made before the clock starts); run it under callgrind for instructions per request (see
+// docs/PERFORMANCE.md).
+func BenchmarkIntegrationWriteSteady(b *testing.B) {
+	f := setup(b)
+	tgt := f.readings(b)
+	w := NewWriter(f.s, WriterConfig{MaxInFlight: 32}, nil)
+	const parts, perPart, sets = 6, 2, 64
+	made := make([][]batcher.Row, sets*parts)
+	for k := range made {
+		for i := range perPart {
+			made[k] = append(made[k], readingRow(tgt, fmt.Sprint("steady-", k), "2024-01-15", k*perPart+i))
+		}
+	}
+	bs := make([]*batcher.Batch, 0, parts)
+	b.ReportAllocs()
+	for n := 0; b.Loop(); n++ {
+		bs = bs[:0]
+		for p := range parts {
+			bb := batchOf(made[(n%sets)*parts+p]...)
+			bb.Partitions = 1
+			bs = append(bs, bb)
+		}
+		for _, req := range w.Group(bs) {
+			if failed, err := w.Write(b.Context(), req); err != nil || len(failed) > 0 {
+				b.Fatalf("Write = %v, %v", failed, err)
+			}
+			batcher.Release(req)
+		}
+	}
+	b.ReportMetric(float64(parts*perPart), "rows/op")
+}
