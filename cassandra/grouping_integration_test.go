@@ -2,7 +2,9 @@ package cassandra
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -222,5 +224,23 @@ func TestIntegrationGroupAsksTheRingOncePerPartition(t *testing.T) {
 	}
 	if n := count.lookups.Load(); n != 6 {
 		t.Fatalf("the two takes asked the ring %d times, want 6: the second take's partitions were asked again", n)
+	}
+}
+
+// TestIntegrationRequestsAreWrittenWithoutACoalescingGoroutine guards the driver setting that makes
+// each request write its own frame: with the driver's default, every connection runs a goroutine that
+// each frame is handed to and that waits 200 µs for more, three goroutine wake-ups a request for
+// syscalls it seldom saved at the sink's request rates.
+func TestIntegrationRequestsAreWrittenWithoutACoalescingGoroutine(t *testing.T) {
+	f := setup(t)
+	tgt := f.wide(t)
+	w := NewWriter(f.s, WriterConfig{}, nil)
+	if failed, err := w.Write(t.Context(), wideBatch(tgt, "device-1", 3)); err != nil || len(failed) > 0 {
+		t.Fatalf("Write = %v, %v", failed, err)
+	}
+	buf := make([]byte, 1<<22)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	if strings.Contains(stacks, "writeCoalescer") {
+		t.Fatalf("a write-coalescing goroutine runs:\n%s", stacks)
 	}
 }
