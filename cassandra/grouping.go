@@ -147,12 +147,16 @@ func group(cfg GroupConfig, bs []*batcher.Batch, replicas func(keyspace, key str
 	if cfg.MaxPartitions <= 1 || len(bs) < 2 {
 		return bs
 	}
+	// The open groups are few (one per table and replica set among the batches due together), so a
+	// slice searched in turn costs less than a map made for every take; each group's parts are sized for
+	// a full request at once instead of growing to it.
 	type open struct {
+		key   groupKey
 		at    int // index in out
 		parts []*batcher.Batch
 		bytes int
 	}
-	groups := make(map[groupKey]*open)
+	var groups []open
 	out := bs[:0] // each step appends at most one batch, after reading its own
 	for _, b := range bs {
 		if b.Partitions != 1 || 2*b.Bytes > cfg.MaxBytes {
@@ -165,18 +169,19 @@ func group(cfg GroupConfig, bs []*batcher.Batch, replicas func(keyspace, key str
 			continue
 		}
 		k := groupKey{b.Target, set}
-		g := groups[k]
-		if g != nil && (len(g.parts) == cfg.MaxPartitions || g.bytes+b.Bytes > cfg.MaxBytes) {
-			out[g.at] = batcher.Join(g.parts)
-			g = nil
-		}
-		if g == nil {
-			g = &open{at: len(out)}
-			groups[k] = g
+		i := slices.IndexFunc(groups, func(g open) bool { return g.key == k })
+		if i >= 0 && (len(groups[i].parts) == cfg.MaxPartitions || groups[i].bytes+b.Bytes > cfg.MaxBytes) {
+			out[groups[i].at] = batcher.Join(groups[i].parts)
+			groups[i] = open{key: k, at: len(out), parts: groups[i].parts[:0]} // Join keeps nothing of parts
 			out = append(out, nil)
 		}
-		g.parts = append(g.parts, b)
-		g.bytes += b.Bytes
+		if i < 0 {
+			i = len(groups)
+			groups = append(groups, open{key: k, at: len(out), parts: make([]*batcher.Batch, 0, min(cfg.MaxPartitions, len(bs)))})
+			out = append(out, nil)
+		}
+		groups[i].parts = append(groups[i].parts, b)
+		groups[i].bytes += b.Bytes
 	}
 	for _, g := range groups {
 		out[g.at] = batcher.Join(g.parts)
