@@ -98,15 +98,13 @@ func (s *Session) Group(cfg GroupConfig, bs []*batcher.Batch) []*batcher.Batch {
 // coordinator does for a partition it is not a replica of.
 type replicaSets struct {
 	mu    sync.Mutex
-	since time.Time                // when sets was last emptied
-	sets  map[replicaSetKey]string // by keyspace and routing key
-	names map[string]string        // each distinct set's one string, so the entries share it
+	since time.Time                    // when sets was last emptied
+	sets  map[string]map[string]string // by keyspace, then routing key
+	names map[string]string            // each distinct set's one string, so the entries share it
 }
 
-type replicaSetKey struct{ keyspace, key string }
-
 // replicaSetTTL bounds how old a remembered replica set may be; maxReplicaSets bounds how many are
-// remembered (about 100 bytes each). Both empty the whole map: a refill costs a lookup per partition,
+// remembered per keyspace (about 100 bytes each). Both empty the whole map: a refill costs a lookup per partition,
 // what every lookup cost without it.
 const (
 	replicaSetTTL  = 5 * time.Second
@@ -119,12 +117,11 @@ const (
 func (r *replicaSets) lookup(keyspace, key string, now time.Time, find func() string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.sets == nil || now.Sub(r.since) >= replicaSetTTL || now.Before(r.since) || len(r.sets) >= maxReplicaSets {
-		r.sets = make(map[replicaSetKey]string)
-		r.names = make(map[string]string)
-		r.since = now
+	if r.sets == nil || now.Sub(r.since) >= replicaSetTTL || now.Before(r.since) {
+		r.reset(now)
 	}
-	if set, ok := r.sets[replicaSetKey{keyspace, key}]; ok {
+	byKey := r.sets[keyspace]
+	if set, ok := byKey[key]; ok {
 		return set
 	}
 	set := find()
@@ -136,9 +133,28 @@ func (r *replicaSets) lookup(keyspace, key string, now time.Time, find func() st
 	} else {
 		r.names[set] = set
 	}
+	if byKey == nil {
+		byKey = make(map[string]string)
+		r.sets[keyspace] = byKey
+	} else if len(byKey) >= maxReplicaSets {
+		r.reset(now)
+		byKey = r.sets[keyspace]
+	}
 	// The key is copied: a batch's key may live in memory the batcher reuses.
-	r.sets[replicaSetKey{keyspace, strings.Clone(key)}] = set
+	byKey[strings.Clone(key)] = set
 	return set
+}
+
+// reset forgets every remembered set at now; each keyspace's map starts at the size it had, so a steady
+// stream's partitions refill it without the map growing step by step.
+func (r *replicaSets) reset(now time.Time) {
+	old := r.sets
+	r.sets = make(map[string]map[string]string, len(old))
+	for ks, byKey := range old {
+		r.sets[ks] = make(map[string]string, len(byKey))
+	}
+	r.names = make(map[string]string)
+	r.since = now
 }
 
 // group is Group with the replica lookup as a function: replicas names the replica set of a partition

@@ -151,8 +151,8 @@ func TestReplicaSetsAreBounded(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
 	for i := range maxReplicaSets + 10 {
 		r.lookup("ks", fmt.Sprint(i), t0, func() string { return "n1" })
-		if len(r.sets) > maxReplicaSets {
-			t.Fatalf("%d sets remembered, want at most %d", len(r.sets), maxReplicaSets)
+		if len(r.sets["ks"]) > maxReplicaSets {
+			t.Fatalf("%d sets remembered, want at most %d", len(r.sets["ks"]), maxReplicaSets)
 		}
 	}
 }
