@@ -225,19 +225,24 @@ func (s *Session) CloseWithin(d time.Duration) bool {
 
 // statement returns the prepared shape of an INSERT, preparing it on first use. A failure is
 // returned as the driver reported it, so the caller can classify it; it is not cached.
-func (s *Session) statement(ctx context.Context, keyspace, stmt string) (*stmtInfo, error) {
-	k := stmtKey{keyspace, stmt}
+// cachedStatement returns what statement found out about stmt in keyspace, if it is cached.
+func (s *Session) cachedStatement(keyspace, stmt string) (*stmtInfo, bool) {
 	s.mu.Lock()
-	info, ok := s.stmts[k]
-	s.mu.Unlock()
-	if ok {
+	defer s.mu.Unlock()
+	info, ok := s.stmts[stmtKey{keyspace, stmt}]
+	return info, ok
+}
+
+func (s *Session) statement(ctx context.Context, keyspace, stmt string) (*stmtInfo, error) {
+	if info, ok := s.cachedStatement(keyspace, stmt); ok {
 		return info, nil
 	}
+	k := stmtKey{keyspace, stmt}
 	meta, err := s.gs.StatementMetadata(ctx, stmt, keyspace)
 	if err != nil {
 		return nil, err
 	}
-	info = &stmtInfo{binds: len(meta.BindColumns)}
+	info := &stmtInfo{binds: len(meta.BindColumns)}
 	s.mu.Lock()
 	if len(s.stmts) >= maxStmts {
 		// Sliced topics get a new table, hence a new INSERT, every slice; starting over keeps the

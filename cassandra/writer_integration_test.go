@@ -474,3 +474,23 @@ func BenchmarkIntegrationWriteSteady(b *testing.B) {
 	}
 	b.ReportMetric(float64(parts*perPart), "rows/op")
 }
+
+// TestIntegrationCachedStatementTakesNoInFlightSlot: once a statement is prepared, a write takes one
+// in-flight slot, for its request. The statement's cache lookup went through the retry loop like a
+// request, taking a slot (and, in the daemon, an attempt's deadline) on every write for a map lookup.
+func TestIntegrationCachedStatementTakesNoInFlightSlot(t *testing.T) {
+	f := setup(t)
+	tgt := f.readings(t)
+	rec := &recorder{}
+	w := NewWriter(f.s, WriterConfig{}, rec)
+	for i := range 2 {
+		if failed, err := w.Write(t.Context(), batchOf(readingRow(tgt, "sensor-c", "2024-01-15", i))); err != nil || len(failed) > 0 {
+			t.Fatalf("Write = %v, %v", failed, err)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.starts != 3 {
+		t.Fatalf("two writes took %d in-flight slots, want 3 (the first write's prepare, then one request each)", rec.starts)
+	}
+}
