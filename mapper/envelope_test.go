@@ -375,3 +375,34 @@ func TestDebeziumSchemaVariantsAreKept(t *testing.T) {
 		t.Errorf("%d variants kept, want at most %d", len(e.schemas), maxSchemaVariants)
 	}
 }
+
+// BenchmarkMapDebezium maps an update event of the accounts table through a latest-value entry, with
+// JsonConverter's schema part (its conversions kept per schema part) and without it.
+func BenchmarkMapDebezium(b *testing.B) {
+	for _, name := range []string{"update.schema.json", "update.json"} {
+		b.Run(strings.TrimSuffix(name, ".json"), func(b *testing.B) {
+			c := &config.Config{
+				Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:9092"}},
+				Cassandra: config.Cassandra{Hosts: []string{"127.0.0.1"}, Keyspace: "shop"},
+				Topics:    map[string]config.Topic{"accounts": accountsEntry(true)},
+			}
+			c.ApplyDefaults()
+			m, err := New(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			value, err := os.ReadFile(filepath.Join("testdata", "debezium", name))
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := change(value)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(value)))
+			for b.Loop() {
+				if _, err := m.Map(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
