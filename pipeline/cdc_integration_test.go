@@ -291,7 +291,8 @@ func (c *cdcSource) table() map[int64]cdcRow {
 
 // cdcConfig is the sink's configuration: one Debezium topic feeding a latest-value table (accounts, the source
 // table's copy: inserts and updates upsert, deletes delete) and a daily history table (accounts_history, one row per
-// insert or update, clustered by the change's LSN, so a replay writes the same rows; deletes skipped).
+// insert or update, clustered by the change's source time and LSN, so a replay writes the same rows, and two
+// changes of one transaction, which share a source time, stay two rows; deletes skipped).
 func cdcConfig(brokers, hosts []string, group, ks, topic, dlq, metrics string) string {
 	columns := `      - {name: id, type: bigint, field: id}
       - {name: balance, type: decimal, field: balance}
@@ -330,6 +331,7 @@ topics:
     time: {source: change}
     bucket: {width: none}
     table: accounts
+    gc_grace: 10d
     columns:
 %[8]s    dead_letter_topic: %[7]s
   accounts_history:
@@ -342,7 +344,9 @@ topics:
     bucket: {width: 1d, key: date}
     table: accounts_history
     columns:
-%[8]s    clustering:
+%[8]s      - {name: changed, type: timestamp, source: event_time}
+    clustering:
+      - {column: changed, order: asc}
       - {column: lsn, order: asc}
     dead_letter_topic: %[7]s
 `, yamlList(brokers), group, yamlList(hosts), ks, metrics, topic, dlq, columns)
@@ -361,7 +365,8 @@ func TestIntegrationChangeStreamFromPostgresSurvivesKillsAndAReplay(t *testing.T
 	hosts := testenv.Cassandra(t)
 	pg := testenv.StartPostgres(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// ctx bounds the setup; Kafka Connect's start alone may take two minutes on a busy machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, pg.DSN())
 	if err != nil {
@@ -508,7 +513,9 @@ func TestIntegrationChangeStreamFromPostgresSurvivesKillsAndAReplay(t *testing.T
 
 	// A replay from offset 0 writes every row again, the same, and one process reads every record: each delete
 	// is skipped by the history entry, each tombstone by both entries, and counted so.
-	if _, err := s.adm.DeleteGroup(ctx, s.group); err != nil {
+	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer dcancel()
+	if _, err := s.adm.DeleteGroup(dctx, s.group); err != nil {
 		t.Fatal(err)
 	}
 	catchUp("of the replay", func() {
