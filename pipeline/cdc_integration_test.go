@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -117,12 +118,20 @@ type cdcSource struct {
 	events  int64 // records Debezium writes: one per snapshot read and change, and a tombstone per delete
 }
 
+// fail reports a statement that failed and ends the calling goroutine: the changes are made from the stream's
+// goroutine, where FailNow may not be called; its deferred close tells the test, which then sees t.Failed.
+func (c *cdcSource) fail(sql string, err error) {
+	c.t.Helper()
+	c.t.Errorf("%s: %v", sql, err)
+	runtime.Goexit()
+}
+
 func (c *cdcSource) exec(sql string, args ...any) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := c.conn.Exec(ctx, sql, args...); err != nil {
-		c.t.Fatalf("%s: %v", sql, err)
+		c.fail(sql, err)
 	}
 }
 
@@ -133,7 +142,7 @@ func (c *cdcSource) change(op, sql string, args ...any) cdcRow {
 	defer cancel()
 	r, err := scanPG(c.conn.QueryRow(ctx, sql+" RETURNING "+pgColumns, args...))
 	if err != nil {
-		c.t.Fatalf("%s: %v", sql, err)
+		c.fail(sql, err)
 	}
 	r.op = op
 	c.changes[r.id] = append(c.changes[r.id], r)
@@ -426,9 +435,9 @@ func TestIntegrationChangeStreamFromPostgresSurvivesKillsAndAReplay(t *testing.T
 		_ = s.session.Driver().Query("DROP KEYSPACE IF EXISTS " + s.ks).Exec()
 		s.session.Close()
 	})
-	if err := cassandra.ApplySchema(ctx, s.session, s.cfg, nil, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	// The tables are made while Kafka Connect starts: both take a while on a busy machine.
+	schema := make(chan error, 1)
+	go func() { schema <- cassandra.ApplySchema(ctx, s.session, s.cfg, nil, time.Now()) }()
 
 	slot := strings.ReplaceAll(prefix, "-", "_")
 	testenv.StartConnect(t, map[string]string{
@@ -452,6 +461,9 @@ func TestIntegrationChangeStreamFromPostgresSurvivesKillsAndAReplay(t *testing.T
 		"time.precision.mode":   "adaptive",
 		"snapshot.mode":         "initial",
 	})
+	if err := <-schema; err != nil {
+		t.Fatal(err)
+	}
 	s.waitFor(2*time.Minute, "the connector's snapshot to reach Kafka", func() bool { return s.topicEnd() >= 8 })
 
 	cmd, _ := runSink(t, cfgPath)
