@@ -54,8 +54,8 @@ func (t Topic) validateEnvelope(v *validator, p string) {
 		return
 	}
 	v.enum(p+".envelope", t.Envelope, Envelopes...)
-	if t.Codec != CodecJSON {
-		v.add(p+".envelope", "%s with codec %s: this build reads Debezium's envelope in JSON only (Kafka Connect's JsonConverter, with or without its schema part); Debezium's Avro envelope under the schema registry is not read yet: use the JsonConverter, or codec json", t.Envelope, t.Codec)
+	if t.Codec != CodecJSON && t.Codec != CodecAvro {
+		v.add(p+".envelope", "%s with codec %s: this build reads Debezium's envelope in JSON (Kafka Connect's JsonConverter, with or without its schema part) or in Avro (Confluent's AvroConverter); use one of those converters, and codec json or avro", t.Envelope, t.Codec)
 	}
 	if t.OnTombstone != OnTombstoneSkip {
 		v.add(p+".on_tombstone", "%q on an envelope entry: the tombstone that follows a delete event carries nothing the delete did not, and is always skipped; remove the key", t.OnTombstone)

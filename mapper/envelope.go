@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bucketsink/sink/codec"
+	avroc "github.com/bucketsink/sink/codec/avro"
 	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
@@ -71,6 +73,7 @@ type envelope struct {
 	bare                  *variant
 	mu                    sync.RWMutex
 	schemas               map[string]*variant // schema part's bytes → its variant
+	ids                   sync.Map            // a registry codec's writer schema id (int) → *variant
 	// key reads a delete's id fields from the Kafka key when before lacks them: field i of the key at
 	// keyBare[i] (a bare JSON object) or keyWrapped[i] (under JsonConverter's payload); per column, -1
 	// for a column that is no id read from a field.
@@ -91,9 +94,12 @@ type envSlot struct {
 // are read, and what is done to them after (fix).
 type variant struct {
 	plan codec.Plan
-	n    int // values: the slots, then the aux values fixes read
-	fix  []fixup
-	err  error // the schema part cannot feed a column: every record with it is refused, reason schema
+	// opSlot is the op's value under a registry codec, whose plan reads it with the rest (-1 for JSON,
+	// where mapChange reads it from the event's members).
+	opSlot int
+	n      int // values: the slots, then the aux values fixes read
+	fix    []fixup
+	err    error // the schema part cannot feed a column: every record with it is refused, reason schema
 }
 
 type fixOp uint8
@@ -212,14 +218,11 @@ var timestampUnits = map[string]time.Duration{
 // of one count.
 var timeOfDayNanos = map[string]int64{dbzTime: 1e6, connectTime: 1e6, dbzMicroTime: 1e3, dbzNanoTime: 1}
 
-// compileVariant compiles the plan of schema part schema (nil: none, the values converted by their
-// columns' types).
+// compileVariant compiles the plan of JsonConverter's schema part schema (nil: none, the values
+// converted by their columns' types).
 func (e *envelope) compileVariant(schema []byte) *variant {
-	v := &variant{}
-	fields := make([]codec.Field, len(e.slots))
-	for i := range e.slots {
-		fields[i] = e.slots[i].field
-	}
+	v := &variant{opSlot: -1}
+	fields := e.defaultFields()
 	if schema == nil {
 		// Without a schema part a date is still Debezium's Date, days since the epoch: Debezium writes
 		// every date so, whatever its time.precision.mode.
@@ -235,22 +238,12 @@ func (e *envelope) compileVariant(schema []byte) *variant {
 			v.err = fmt.Errorf("the change event's schema part cannot be read: %w", err)
 			return v
 		}
-		for i := range e.slots {
-			sl := &e.slots[i]
-			path := sl.path
-			if sl.img != imgChange {
-				path = append([]string{imageNames[sl.img]}, sl.path...)
-			}
-			cf, ok := cs.Field(path)
-			if !ok || cf.Name == "" {
-				continue // no logical type: by the column's type
-			}
-			var err error
-			fields, err = v.typed(fields, i, cf)
-			if err != nil {
-				v.err = fmt.Errorf("the change event's schema part: %s field %q (%s): %w", imageNames[sl.img], joinPath(sl.path), cf.Name, err)
-				return v
-			}
+		lookup := func(path []string) (jsonc.ConnectField, error) {
+			cf, _ := cs.Field(path)
+			return cf, nil
+		}
+		if fields, v.err = e.typedFields(v, fields, lookup, false); v.err != nil {
+			return v
 		}
 	}
 	v.n = len(fields)
@@ -261,6 +254,43 @@ func (e *envelope) compileVariant(schema []byte) *variant {
 	}
 	return v
 }
+
+// defaultFields are the fields of the slots as read without a schema.
+func (e *envelope) defaultFields() []codec.Field {
+	fields := make([]codec.Field, len(e.slots))
+	for i := range e.slots {
+		fields[i] = e.slots[i].field
+	}
+	return fields
+}
+
+// typedFields reads each slot's field as its logical type says (lookup gives the field at a path of the
+// event). native: the codec converts Kafka Connect's own logical types itself (Avro, where Confluent's
+// AvroConverter writes them as Avro logical types), so only Debezium's are converted here.
+func (e *envelope) typedFields(v *variant, fields []codec.Field, lookup func([]string) (jsonc.ConnectField, error), native bool) ([]codec.Field, error) {
+	for i := range e.slots {
+		sl := &e.slots[i]
+		path := sl.path
+		if sl.img != imgChange {
+			path = append([]string{imageNames[sl.img]}, sl.path...)
+		}
+		cf, err := lookup(path)
+		if err != nil {
+			return fields, err
+		}
+		if cf.Name == "" || native && connectNative[cf.Name] {
+			continue // no logical type (or the codec's own): by the column's type
+		}
+		if fields, err = v.typed(fields, i, cf); err != nil {
+			return fields, fmt.Errorf("the change event's schema: %s field %q (%s): %w", imageNames[sl.img], joinPath(sl.path), cf.Name, err)
+		}
+	}
+	return fields, nil
+}
+
+// connectNative are Kafka Connect's own logical types, which Confluent's AvroConverter writes as Avro
+// logical types (timestamp-millis, date, time-millis, decimal) that the Avro codec converts itself.
+var connectNative = map[string]bool{connectTimestamp: true, connectDate: true, connectTime: true, connectDecimal: true}
 
 // typed reads field i of fields as its Connect schema cf says, for the column type it feeds: the field
 // is changed in place (a decimal is read as its bytes, a date as its days) and the fix that completes
@@ -412,48 +442,31 @@ const (
 )
 
 // mapChange maps a change event for entry p (see the comment at the top of this file).
-func (p *plan) mapChange(rec *Record, s *scratch) (outcome, string, error) {
+func (p *plan) mapChange(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
 	var out outcome
 	e := p.env
 	if rec.Value == nil {
 		return out, ReasonTombstone, errChangeTombstone
 	}
-	var sp [len(envelopeKeys)]jsonc.Span
-	body := rec.Value
-	if !jsonc.Members(body, envelopeKeys[:], sp[:]) {
-		return out, ReasonDecode, errors.New("decoding a debezium change event: the value is not a JSON object")
+	var vals []codec.Value
+	var hasAfter bool
+	var reason string
+	var err error
+	if p.framed {
+		vals, out.op, hasAfter, reason, err = p.decodeFramedChange(ctx, rec, s)
+	} else {
+		vals, out.op, hasAfter, reason, err = p.decodeJSONChange(rec, s)
 	}
-	var schema []byte
-	if sp[memPayload].Found() && !sp[memOp].Found() {
-		// JsonConverter's schema part: {"schema": ..., "payload": <the event>}.
-		if sc := sp[memSchema]; sc.Found() && !sc.Null(body) {
-			schema = body[sc.Off:sc.End]
-		}
-		body = body[sp[memPayload].Off:sp[memPayload].End]
-		if !jsonc.Members(body, envelopeKeys[:], sp[:]) {
-			return out, ReasonDecode, errors.New("decoding a debezium change event: its payload is not a JSON object")
-		}
-	}
-	op, err := changeOp(body, sp[memOp])
-	if err != nil {
-		return out, ReasonDecode, err
-	}
-	out.op = op
-	v := e.bare
-	if schema != nil {
-		v = e.variant(schema)
-	}
-	if v.err != nil {
-		return out, ReasonSchema, v.err
-	}
-	vals, reason, err := decodeValues(v.plan, p.codecName, true, v.n, body, s)
 	if err != nil {
 		return out, reason, err
 	}
-	v.apply(vals, s)
-	if op != 'd' {
-		if a := sp[memAfter]; !a.Found() || a.Null(body) {
-			return out, ReasonDecode, fmt.Errorf("decoding a debezium change event: op %c has no after (the row it writes)", op)
+	s.image = imgAfter
+	if out.op == 'd' {
+		s.image = imgBefore
+	}
+	if out.op != 'd' {
+		if !hasAfter {
+			return out, ReasonDecode, fmt.Errorf("decoding a debezium change event: op %c has no after (the row it writes)", out.op)
 		}
 		reason, err := p.mapDecoded(&out, vals, e.afterSlot, e.afterTime, rec, s)
 		return out, reason, err
@@ -468,17 +481,137 @@ func (p *plan) mapChange(rec *Record, s *scratch) (outcome, string, error) {
 	return out, ReasonMap, fmt.Errorf("a delete event (op d), and topics.%s.on_delete is dead_letter: a bucketed entry does not delete", p.name)
 }
 
-// changeOp is the op of the event whose op member is at sp of body: c, u, r or d.
-func changeOp(body []byte, sp jsonc.Span) (byte, error) {
-	const head = "decoding a debezium change event: "
+// decodeJSONChange decodes a change event in JSON, with or without JsonConverter's schema part: its
+// values, its op, and whether it has an after image.
+func (p *plan) decodeJSONChange(rec *Record, s *scratch) ([]codec.Value, byte, bool, string, error) {
+	e := p.env
+	var sp [len(envelopeKeys)]jsonc.Span
+	body := rec.Value
+	if !jsonc.Members(body, envelopeKeys[:], sp[:]) {
+		return nil, 0, false, ReasonDecode, errors.New("decoding a debezium change event: the value is not a JSON object")
+	}
+	var schema []byte
+	if sp[memPayload].Found() && !sp[memOp].Found() {
+		// JsonConverter's schema part: {"schema": ..., "payload": <the event>}.
+		if sc := sp[memSchema]; sc.Found() && !sc.Null(body) {
+			schema = body[sc.Off:sc.End]
+		}
+		body = body[sp[memPayload].Off:sp[memPayload].End]
+		if !jsonc.Members(body, envelopeKeys[:], sp[:]) {
+			return nil, 0, false, ReasonDecode, errors.New("decoding a debezium change event: its payload is not a JSON object")
+		}
+	}
+	op, err := jsonOp(body, sp[memOp])
+	if err != nil {
+		return nil, 0, false, ReasonDecode, err
+	}
+	v := e.bare
+	if schema != nil {
+		v = e.variant(schema)
+	}
+	if v.err != nil {
+		return nil, 0, false, ReasonSchema, v.err
+	}
+	vals, reason, err := decodeValues(v.plan, p.codecName, true, v.n, body, s)
+	if err != nil {
+		return nil, 0, false, reason, err
+	}
+	v.apply(vals, s)
+	a := sp[memAfter]
+	return vals, op, a.Found() && !a.Null(body), "", nil
+}
+
+// decodeFramedChange decodes a change event under a registry codec (Debezium's Avro envelope): its
+// framing, the plan of its writer schema id (each Debezium logical type read as the schema's
+// connect.name says), its values and op. Without the JSON envelope's members to look at, an event has
+// an after image when some field of it is set.
+func (p *plan) decodeFramedChange(ctx context.Context, rec *Record, s *scratch) ([]codec.Value, byte, bool, string, error) {
+	e := p.env
+	id, body, err := p.frame(rec)
+	if err != nil {
+		return nil, 0, false, ReasonDecode, err
+	}
+	v, reason, err := p.framedVariant(ctx, id)
+	if err != nil {
+		return nil, 0, false, reason, err
+	}
+	vals, reason, err := decodeValues(v.plan, p.codecName, false, v.n, body, s)
+	if err != nil {
+		return nil, 0, false, reason, err
+	}
+	v.apply(vals, s)
+	var op byte
+	switch x := &vals[v.opSlot]; x.State {
+	case codec.Set:
+		op, err = checkOp(string(x.B), strconv.Quote(string(x.B)))
+	default:
+		err = errors.New("decoding a debezium change event: it has no op")
+	}
+	if err != nil {
+		return nil, 0, false, ReasonDecode, err
+	}
+	hasAfter := false
+	for i, slot := range e.afterSlot {
+		if slot >= 0 && p.cols[i].source == srcField && vals[slot].State == codec.Set {
+			hasAfter = true
+		}
+	}
+	return vals, op, hasAfter, "", nil
+}
+
+// framedVariant is the plan of writer schema id, fetched and compiled on its first sight (errors as
+// decoder.writerPlan's: reason schema, or "" while the registry does not answer).
+func (p *plan) framedVariant(ctx context.Context, id int) (*variant, string, error) {
+	e := p.env
+	if v, ok := e.ids.Load(id); ok {
+		return v.(*variant).result()
+	}
+	sc, reason, err := p.fetchSchema(ctx, id)
+	if err != nil {
+		return nil, reason, err
+	}
+	v := &variant{}
+	fields := e.defaultFields()
+	lookup := func(path []string) (jsonc.ConnectField, error) {
+		name, err := avroc.ConnectName(sc, path)
+		return jsonc.ConnectField{Name: name}, err
+	}
+	if fields, v.err = e.typedFields(v, fields, lookup, true); v.err == nil {
+		v.opSlot = len(fields)
+		fields = append(fields, codec.Field{Path: []string{"op"}, Column: "op", Type: packed.Scalar(kText)})
+		v.n = len(fields)
+		v.plan, v.err = p.codec.Compile(sc, fields)
+	}
+	if v.err != nil {
+		v.err = &codec.SchemaError{SchemaID: id, Err: v.err}
+	}
+	e.ids.Store(id, v)
+	return v.result()
+}
+
+func (v *variant) result() (*variant, string, error) {
+	if v.err != nil {
+		return nil, ReasonSchema, v.err
+	}
+	return v, "", nil
+}
+
+// jsonOp is the op of the JSON event whose op member is at sp of body.
+func jsonOp(body []byte, sp jsonc.Span) (byte, error) {
 	if !sp.Found() {
-		return 0, errors.New(head + "it has no op")
+		return 0, errors.New("decoding a debezium change event: it has no op")
 	}
 	raw := body[sp.Off:sp.End]
 	if len(raw) < 2 || raw[0] != '"' {
-		return 0, codec.BadValue(string(raw), "no op: op is a string, one of c, u, r, d").At(head + "op")
+		return 0, codec.BadValue(string(raw), "no op: op is a string, one of c, u, r, d").At("decoding a debezium change event: op")
 	}
-	switch op := string(raw[1 : len(raw)-1]); op {
+	return checkOp(string(raw[1:len(raw)-1]), string(raw))
+}
+
+// checkOp is op if it is one Debezium writes for a row (c, u, r, d); shown is how the record holds it.
+func checkOp(op, shown string) (byte, error) {
+	const head = "decoding a debezium change event: "
+	switch op {
 	case "c", "u", "r", "d":
 		return op[0], nil
 	case "t":
@@ -486,7 +619,7 @@ func changeOp(body []byte, sp jsonc.Span) (byte, error) {
 	case "m":
 		return 0, errors.New(head + "a logical decoding message (op m) names no row; filter it with where")
 	}
-	return 0, codec.BadValue(string(raw), "not an op Debezium writes for a row (c, u, r, d)").At(head + "op")
+	return 0, codec.BadValue(shown, "not an op Debezium writes for a row (c, u, r, d)").At(head + "op")
 }
 
 // deleteChange makes the row that deletes the entity a delete event names, on a latest-value entry: its
@@ -543,6 +676,15 @@ func (e *envelope) readKey(key []byte, s *scratch) []codec.Value {
 		return nil
 	}
 	return vals
+}
+
+// subjectOf names where column c's value comes from in messages: for a field of an envelope entry's row
+// image, the image being mapped (s.image) first.
+func (p *plan) subjectOf(c *column, s *scratch) string {
+	if p.env != nil && c.source == srcField {
+		return imageNames[s.image] + " " + c.subject()
+	}
+	return c.subject()
 }
 
 // from is explain's Value.From of column ci of an envelope entry for op: the image or the envelope its

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/linkedin/goavro/v2"
+
+	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 )
@@ -405,4 +409,133 @@ func BenchmarkMapDebezium(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestDebeziumAvroEnvelope: Debezium's envelope in Avro under the registry (Confluent's AvroConverter)
+// maps as the JSON one does: after for c, u, r with Debezium's logical types read by their connect.name
+// (MicroTimestamp, Date, MicroTime, VariableScaleDecimal; Connect's Decimal by Avro's decimal), a delete
+// from before, the tombstone skipped, and an event without after refused.
+func TestDebeziumAvroEnvelope(t *testing.T) {
+	text := string(fixture(t, "envelope.avsc"))
+	reg := &staticRegistry{schemas: map[int]*codec.Schema{9: {ID: 9, Type: "AVRO", Text: text}}}
+	e := accountsEntry(true)
+	e.Codec = config.CodecAvro
+	c := &config.Config{
+		Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:9092"}},
+		Cassandra: config.Cassandra{Hosts: []string{"127.0.0.1"}, Keyspace: "shop"},
+		Topics:    map[string]config.Topic{"accounts": e},
+	}
+	m := registryMapper(t, c, reg)
+	row := map[string]any{
+		"id": int64(42), "balance": big.NewRat(123456, 100),
+		"opened_at": goavro.Union("string", "2023-11-14T22:13:20.123456Z"),
+		"updated":   goavro.Union("long", int64(1700000000123456)),
+		"birth":     goavro.Union("int", int32(19675)),
+		"alarm":     goavro.Union("long", int64(45296789012)),
+		"amount":    goavro.Union("io.debezium.data.VariableScaleDecimal", map[string]any{"scale": int32(3), "value": []byte{0x30, 0x39}}),
+		"note":      goavro.Union("string", "first"),
+	}
+	source := map[string]any{"version": "2.5.0.Final", "connector": "postgresql", "name": "pg", "ts_ms": int64(1700000000500),
+		"db": "shop", "schema": "public", "table": "accounts", "txId": goavro.Union("long", int64(555)), "lsn": goavro.Union("long", int64(24023128))}
+	event := func(op string, before, after map[string]any) []byte {
+		native := map[string]any{"before": nil, "after": nil, "source": source, "op": op, "ts_ms": goavro.Union("long", int64(1700000000600))}
+		if before != nil {
+			native["before"] = goavro.Union("pg.public.accounts.Value", before)
+		}
+		if after != nil {
+			native["after"] = goavro.Union("pg.public.accounts.Value", after)
+		}
+		return avroValue(t, text, 9, native)
+	}
+	ex, err := m.Explain(change(event("c", nil, row)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range ex.Bound {
+		got = append(got, v.Column+"="+v.Literal())
+	}
+	want := "id=42 balance=1234.56 opened_at='2023-11-14T22:13:20.123Z' updated='2023-11-14T22:13:20.123Z' birth='2023-11-14' " +
+		"alarm=45296789012000 amount=12.345 note='first' op='c' lsn=24023128 changed='2023-11-14T22:13:20.500Z' [timestamp]=1700000000500007"
+	if strings.Join(got, " ") != want {
+		t.Errorf("create:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	pk := map[string]any{"id": int64(42), "balance": big.NewRat(0, 1), "opened_at": nil, "updated": nil, "birth": nil, "alarm": nil, "amount": nil, "note": nil}
+	ex, err = m.Explain(change(event("d", pk, nil)))
+	if err != nil || !ex.Delete || ex.PartitionKey[0].Value != int64(42) || ex.WriteTimestamp != 1700000000500007 {
+		t.Errorf("delete: %v %+v", err, ex)
+	}
+	for _, tc := range []struct {
+		value []byte
+		want  string
+	}{
+		{event("u", nil, nil), "op u has no after"},
+		{event("x", nil, row), `not an op Debezium writes for a row`},
+	} {
+		_, err := m.Map(change(tc.value))
+		if re := (*RecordError)(nil); !errors.As(err, &re) || re.Reason != ReasonDecode || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", tc.want, err)
+		}
+	}
+	if _, err := m.Map(change(nil)); !errors.As(err, new(*RecordError)) || !strings.Contains(err.Error(), "tombstone that follows a Debezium delete") {
+		t.Errorf("tombstone: %v", err)
+	}
+}
+
+// TestDebeziumMessagesNameTheImage: a value that does not fit, or a missing id, is named by the part of
+// the event it was read from (after field, before field, change field).
+func TestDebeziumMessagesNameTheImage(t *testing.T) {
+	m := accountsMapper(t, map[string]config.Topic{"accounts": accountsEntry(true)})
+	for _, tc := range []struct{ value, want string }{
+		{`{"op":"c","after":{"id":1,"balance":"x"},"source":{"ts_ms":1}}`, `column balance: after field "balance"`},
+		{`{"op":"u","after":{"balance":"1"},"source":{"ts_ms":1}}`, `column id: after field "id" is missing, and an id column needs a value`},
+		{`{"op":"c","after":{"id":1},"source":{"ts_ms":1,"lsn":"x"}}`, `column lsn: change field "source.lsn"`},
+		{`{"op":"c","after":{"id":1},"source":{}}`, `event time: field "source.ts_ms" is missing`},
+		{`{"op":"d","before":{"id":"x"},"source":{"ts_ms":1}}`, `column id: before field "id"`},
+		// Without the schema part a Decimal in Debezium's precise encoding (base64) has no scale to read it by.
+		{`{"op":"c","after":{"id":1,"balance":"AeJA"},"source":{"ts_ms":1}}`, `column balance: after field "balance" is not a number for CQL decimal`},
+	} {
+		_, err := m.Map(change([]byte(tc.value)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.value, err, tc.want)
+		}
+	}
+}
+
+// FuzzDebeziumEnvelope maps any value through a latest-value and a bucketed envelope entry: each gives a
+// row or a *RecordError, never a panic, and a row only for an event with an op.
+func FuzzDebeziumEnvelope(f *testing.F) {
+	for _, name := range []string{"create.schema.json", "update.json", "delete.schema.json", "delete.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "debezium", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"op":"c","after":{"id":1,"birth":-99999999999},"source":{"ts_ms":1}}`))
+	f.Add([]byte(`{"schema":{"type":"struct","fields":[{"field":"after","type":"struct","fields":[{"field":"amount","name":"io.debezium.data.VariableScaleDecimal","type":"struct"}]}]},"payload":{"op":"c","after":{"id":1,"amount":{"value":"AQ=="}},"source":{"ts_ms":1}}}`))
+	c := &config.Config{
+		Kafka:     config.Kafka{Brokers: []string{"127.0.0.1:9092"}},
+		Cassandra: config.Cassandra{Hosts: []string{"127.0.0.1"}, Keyspace: "shop"},
+		Topics:    map[string]config.Topic{"accounts": accountsEntry(true), "history": accountsEntry(false)},
+	}
+	c.ApplyDefaults()
+	m, err := New(c)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		res, err := m.MapAll(context.Background(), change(value), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", value, err)
+		}
+		for _, r := range res {
+			if re := (*RecordError)(nil); r.Err != nil && !errors.As(r.Err, &re) {
+				t.Fatalf("%q: %s: %v is no RecordError", value, r.Entry, r.Err)
+			}
+			if r.Err == nil && !strings.Contains(string(value), `"op"`) {
+				t.Fatalf("%q: %s mapped an event without an op", value, r.Entry)
+			}
+		}
+	})
 }

@@ -51,6 +51,8 @@ type scratch struct {
 	// until first needed.
 	where *whereScratch
 	src   *sourceScratch
+	// image is the row image of a change event being mapped (envelope.go), for messages.
+	image image
 }
 
 // rowSpan is where one row lies in scratch.rows: from off to end, its values the first n bytes.

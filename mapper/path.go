@@ -64,7 +64,7 @@ func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome,
 		}
 	}
 	if p.env != nil {
-		return p.mapChange(rec, s)
+		return p.mapChange(ctx, rec, s)
 	}
 	if rec.Value == nil && p.onTombstone != config.OnTombstoneDeadLetter {
 		return p.tombstone(ctx, rec, s)
