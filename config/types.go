@@ -226,7 +226,7 @@ type Topic struct {
 	// Envelope says the value is a change event: "debezium" (envelope.go); "" (default) a plain value.
 	Envelope string `koanf:"envelope"`
 	// OnDelete is what a delete event becomes on a bucketed envelope entry: "skip" (default, counted in
-	// sink_records_skipped_total{reason="deleted"}) or "dead_letter".
+	// sink_records_skipped_total{reason="deleted"}), "dead_letter" or "row" (a row of the before image).
 	OnDelete string `koanf:"on_delete"`
 	// Rollups are aggregate tables over windows of this entry's rows, computed by the sink from
 	// the raw rows it stored (rollup.go).

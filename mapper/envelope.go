@@ -477,6 +477,10 @@ func (p *plan) mapChange(ctx context.Context, rec *Record, s *scratch) (outcome,
 		return out, reason, err
 	case p.onDelete == config.OnDeleteSkip:
 		return out, ReasonDeleted, errDeleteSkipped
+	case p.onDelete == config.OnDeleteRow:
+		// The history records the delete as a row of the image it removed (often its key columns alone).
+		reason, err := p.mapDecoded(&out, vals, e.beforeSlot, e.beforeTime, rec, s)
+		return out, reason, err
 	}
 	return out, ReasonMap, fmt.Errorf("a delete event (op d), and topics.%s.on_delete is dead_letter: a bucketed entry does not delete", p.name)
 }
@@ -491,6 +495,10 @@ func (p *plan) decodeJSONChange(rec *Record, s *scratch) ([]codec.Value, byte, b
 		return nil, 0, false, ReasonDecode, errors.New("decoding a debezium change event: the value is not a JSON object")
 	}
 	var schema []byte
+	if pl := sp[memPayload]; pl.Found() && pl.Null(body) && !sp[memOp].Found() {
+		// {"schema": null, "payload": null}: a null value in JsonConverter's envelope, a tombstone.
+		return nil, 0, false, ReasonTombstone, errChangeTombstone
+	}
 	if sp[memPayload].Found() && !sp[memOp].Found() {
 		// JsonConverter's schema part: {"schema": ..., "payload": <the event>}.
 		if sc := sp[memSchema]; sc.Found() && !sc.Null(body) {
