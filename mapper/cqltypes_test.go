@@ -279,13 +279,15 @@ func TestAvroMapKeysParsedAndNewerTypesRefused(t *testing.T) {
 }
 
 // `sink explain` shows a tuple column's value as one value, and the columns after it in their places,
-// although the tuple binds its elements one by one.
+// although the tuple binds its elements one by one; a vector's and a UDT's values by their parts.
 func TestExplainShowsATupleAsOneValue(t *testing.T) {
 	m := newMapper(t, func(tp *config.Topic) {
 		tp.Columns = append(tp.Columns, config.Column{Name: "pair", Type: "tuple<int, text>", Field: "pair"},
-			config.Column{Name: "after", Type: "int", Field: "after"})
+			config.Column{Name: "after", Type: "int", Field: "after"}, config.Column{Name: "emb", Type: "vector<float, 2>", Field: "emb"},
+			config.Column{Name: "home", Type: "address", Field: "home", Fields: addressColumn.Fields})
 	})
-	ex, err := m.Explain(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1,"pair":[7,null],"after":5}`))
+	ex, err := m.Explain(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1,"pair":[7,null],"after":5,` +
+		`"emb":[0.5,1],"home":{"zip":3}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,5 +297,11 @@ func TestExplainShowsATupleAsOneValue(t *testing.T) {
 	}
 	if p, ok := got["pair"].([]any); !ok || len(p) != 2 || p[0] != int32(7) || p[1] != nil || got["after"] != int32(5) {
 		t.Errorf("bound pair %#v, after %#v; want [7 <nil>] and 5", got["pair"], got["after"])
+	}
+	if e, ok := got["emb"].([]any); !ok || len(e) != 2 || e[0] != float32(0.5) || e[1] != float32(1) {
+		t.Errorf("bound emb %#v, want [0.5 1]", got["emb"])
+	}
+	if h, ok := got["home"].(map[string]any); !ok || h["zip"] != int32(3) || h["street"] != nil {
+		t.Errorf("bound home %#v, want zip 3 and a null street", got["home"])
 	}
 }

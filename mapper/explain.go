@@ -179,12 +179,17 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 }
 
 // byColumn regroups the bound values of an INSERT one per column (then the TTL and the write
-// timestamp): a tuple column's elements, bound one by one, become one []any of their Go values.
+// timestamp): a tuple column's elements, bound one by one, become one []any of their Go values, and
+// a UDT's or a vector's value gets the column's whole type, so that GoValue reads its parts.
 func (p *plan) byColumn(vals []any) []any {
 	out := make([]any, 0, len(vals))
 	for i := 0; i < len(vals); {
 		ci := len(out)
 		if ci >= len(p.cols) || p.cols[ci].typ.kind != packed.KTuple {
+			if v, ok := vals[i].(*packed.Value); ok && ci < len(p.cols) && p.cols[ci].typ.comp != nil {
+				// A UDT or a vector: its packed value has its kind only; the column has its parts.
+				vals[i] = &packed.Value{Type: p.cols[ci].typ.packed(), Wire: v.Wire}
+			}
 			out = append(out, vals[i])
 			i++
 			continue
