@@ -115,6 +115,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		acceptAfter:       time.Duration(t.Accept.After),
 		latest:            desc.Latest,
 		onTombstone:       t.OnTombstone,
+		onDelete:          t.OnDelete,
 	}
 	if t.Where != nil {
 		var err error
@@ -205,9 +206,13 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		}
 	}
 
-	if t.Time.Source == config.TimeSourceKafka {
+	switch t.Time.Source {
+	case config.TimeSourceKafka:
 		p.timeFromKafka = true
-	} else {
+	case config.TimeSourceChange:
+		// The change's source time: source.ts_ms of a Debezium event, in milliseconds (envelope.go).
+		p.timeFromChange, p.timeField, p.timePath, p.timeUnit = true, "source.ts_ms", []string{"source", "ts_ms"}, unixMS
+	default:
 		p.timeField, p.timePath, p.timeFormat = t.Time.Field, strings.Split(t.Time.Field, "."), t.Time.Format
 		switch t.Time.Format {
 		case config.TimeFormatUnixS:
@@ -236,7 +241,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	if !sliced {
 		p.target = p.newTarget(p.table)
 	}
-	if p.onTombstone == config.OnTombstoneDelete {
+	if p.onTombstone == config.OnTombstoneDelete || t.Enveloped() && p.latest {
 		p.deleteTarget = &batcher.Target{
 			Topic: p.kafkaTopic, Keyspace: p.keyspace, Table: p.table, Insert: desc.Delete(), Delete: true,
 			Columns: desc.IDColumns(), Consistency: p.consistency, Entry: p.name,
@@ -261,6 +266,11 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 			p.keyText, _ = jsonc.Codec{Key: true}.Compile(nil, p.keyIDs)
 		}
 	}
+	if t.Enveloped() {
+		if err := p.compileEnvelope(); err != nil {
+			return nil, fmt.Errorf("%s.envelope: %w", kp, err)
+		}
+	}
 	if !p.framed {
 		// Plain JSON has no writer schema: one plan for the topic's life. (A plan of a nil schema
 		// is never an error.)
@@ -276,7 +286,7 @@ func (p *plan) layoutColumns() {
 		c := &p.cols[i]
 		c.hash, c.direct = -1, false
 		switch c.source {
-		case srcField, srcHeader, srcKey, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
+		case srcField, srcChange, srcHeader, srcKey, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
 			c.direct = c.typ.kind == kText || c.typ.kind == kASCII || (packed.Width(c.typ.kind) > 0 && c.typ.kind != kBoolean)
 		case srcKafkaKey, srcRaw:
 			c.direct = c.typ.kind == kText || c.typ.kind == kASCII
