@@ -18,14 +18,18 @@ func (p *plan) mapValues(ctx context.Context, wp codec.Plan, rec *Record, body [
 	if err != nil {
 		return p.refuse(ctx, rec, s, reason, err)
 	}
-	if reason, err = p.prepare(ctx, vals, p.whereSlot, rec, s); err == nil {
-		reason, err = p.mapDecoded(&out, vals, p.colSlot, p.timeSlot, rec, s)
+	if p.where != nil || p.keyReg != nil {
+		if reason, err = p.prepare(ctx, vals, p.whereSlot, rec, s); err != nil {
+			return out, reason, err
+		}
 	}
+	reason, err = p.mapDecoded(&out, vals, p.colSlot, p.timeSlot, rec, s)
 	return out, reason, err
 }
 
 // prepare is what entry p does with a record's decoded values vals before it maps them: judge its
 // filter (the values it tests at whereSlot), and decode the key for its key columns (registry key codecs).
+// An entry with neither has nothing to do; its callers skip the call.
 func (p *plan) prepare(ctx context.Context, vals []codec.Value, whereSlot []int, rec *Record, s *scratch) (string, error) {
 	if p.where != nil {
 		if reason, err := p.judge(ctx, rec, vals, whereSlot, false, s); err != nil {

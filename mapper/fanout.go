@@ -186,8 +186,12 @@ func (f *feed) mapEach(ctx context.Context, vals []codec.Value, mrec, rec *Recor
 	admittedSlot := noTime
 	for i, p := range f.entries {
 		var out outcome
-		s.keyOf = nil
-		reason, err := p.prepare(ctx, vals, p.sharedWhere, mrec, s)
+		var reason string
+		var err error
+		if p.where != nil || p.keyReg != nil {
+			s.keyOf = nil
+			reason, err = p.prepare(ctx, vals, p.sharedWhere, mrec, s)
+		}
 		switch {
 		case err != nil && reason == "":
 			s.joint = false

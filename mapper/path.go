@@ -59,7 +59,9 @@ func (p *plan) recordError(rec *Record, reason string, err error) error {
 // JSON codec. An entry's filter is judged on the values its decoding gives (where.go), before the event
 // time and the columns.
 func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
-	s.keyOf = nil
+	if p.keyReg != nil {
+		s.keyOf = nil // the key is decoded anew for this record (registryKey)
+	}
 	if rec.Value == nil {
 		if p.where != nil {
 			if reason, err := p.judge(ctx, rec, nil, nil, false, s); err != nil {
