@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/packed"
@@ -15,7 +14,7 @@ func schemaField(path, column, typ string) codec.Field {
 	if err != nil {
 		panic(err)
 	}
-	return codec.Field{Path: strings.Split(path, "."), Column: column, Type: t, Unit: time.Millisecond}
+	return codec.Field{Path: strings.Split(path, "."), Column: column, Type: t}
 }
 
 // readingFields are what a sensor topic reads: text, a nested int, a double, a uuid, a timestamp column, a
@@ -29,7 +28,7 @@ func readingFields() []codec.Field {
 		schemaField("seen", "seen", "timestamp"),
 		schemaField("samples", "samples", "list<double>"),
 		schemaField("tags", "tags", "map<text, text>"),
-		{Path: []string{"ts"}, Type: packed.Scalar(packed.KTimestamp)},
+		{Path: []string{"ts"}, Type: packed.Scalar(packed.KTimestamp), Time: codec.TimeFormat{Form: codec.TimeRFC3339}}, // the event time
 	}
 }
 
