@@ -148,3 +148,29 @@ func TestTTLFieldThroughTheSharedDecoding(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainSaysWhereTheTTLCameFrom: explain names the field, says when its value was cut to the max,
+// and says when a record without the field took the entry's ttl or none.
+func TestExplainSaysWhereTheTTLCameFrom(t *testing.T) {
+	now := time.Date(2024, 1, 15, 14, 37, 22, 0, time.UTC)
+	for _, tc := range []struct {
+		fixed time.Duration
+		exp   string
+		want  string
+	}{
+		{0, `,"exp":3600`, `ttl_field "exp"`},
+		{0, `,"exp":99999999`, `ttl_field "exp", cut to its max 30d`},
+		{time.Hour, ``, `the entry's ttl: the record has no ttl_field "exp"`},
+		{0, `,"exp":null`, `the record has no ttl_field "exp", and the entry no ttl`},
+	} {
+		m := newMapper(t, func(tp *config.Topic) {
+			f := duration("s")
+			tp.TTL, tp.TTLField = config.Duration(tc.fixed), &f
+		})
+		setNow(m, now)
+		ex, err := m.Explain(rec(`{"device_id":"d","ts":"2024-01-15T14:27:22Z","temperature":1` + tc.exp + `}`))
+		if err != nil || ex.TTLFrom != tc.want {
+			t.Errorf("%s: %q (%v), want %q", tc.exp, ex.TTLFrom, err, tc.want)
+		}
+	}
+}
