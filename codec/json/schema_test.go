@@ -17,6 +17,12 @@ func schemaField(path, column, typ string) codec.Field {
 	return codec.Field{Path: strings.Split(path, "."), Column: column, Type: t}
 }
 
+// withTime is f in time format tf.
+func withTime(f codec.Field, tf codec.TimeFormat) codec.Field {
+	f.Time = tf
+	return f
+}
+
 // readingFields are what a sensor topic reads: text, a nested int, a double, a uuid, a timestamp column, a
 // list, a map, and the event time in RFC 3339.
 func readingFields() []codec.Field {
@@ -69,6 +75,9 @@ func TestWriterSchemaDecidesWhatItCanFeed(t *testing.T) {
 		{"string into an int column", strings.Replace(readingSchema, `"id": {"type": "integer"}`, `"id": {"type": "string"}`, 1), readingFields(), "", ""},
 		{"boolean into an int column", strings.Replace(readingSchema, `"id": {"type": "integer"}`, `"id": {"type": "boolean"}`, 1), readingFields(), "site.id", "declares it as boolean, which cannot feed CQL int"},
 		{"number into a uuid column", strings.Replace(readingSchema, `"uid": {"type": "string", "format": "uuid"}`, `"uid": {"type": "number"}`, 1), readingFields(), "uid", "cannot feed CQL uuid"},
+		{"integer as unix_days for a date", readingSchema, append(readingFields(), withTime(schemaField("seen", "day", "date"), codec.TimeFormat{Form: codec.TimeUnix, Unit: codec.Day})), "", ""},
+		{"integer for a date in its default format", readingSchema, append(readingFields(), schemaField("seen", "day", "date")), "seen", "cannot feed CQL date"},
+		{"integer for a timestamp in a layout", readingSchema, append(readingFields(), withTime(schemaField("seen", "at", "timestamp"), codec.TimeFormat{Form: codec.TimeLayout, Layout: "2006-01-02"})), "seen", "cannot feed CQL timestamp"},
 		{"integer as the rfc3339 event time", strings.Replace(readingSchema, `"ts": {"type": "string", "format": "date-time"}`, `"ts": {"type": "integer"}`, 1), readingFields(), "ts", "cannot feed the event time"},
 		{"string elements of a list<double>", strings.Replace(readingSchema, `"items": {"type": "number"}`, `"items": {"type": "object"}`, 1), readingFields(), "samples", "its elements"},
 		{"a map column fed by an array", strings.Replace(readingSchema, `"tags": {"type": "object", "additionalProperties": {"type": "string"}}`, `"tags": {"type": "array"}`, 1), readingFields(), "tags", "cannot feed CQL map<text, text>"},
