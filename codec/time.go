@@ -3,6 +3,7 @@ package codec
 import (
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/bucketsink/sink/packed"
 )
@@ -93,7 +94,7 @@ func (f *TimeFormat) outOfRange(what string) string {
 // TimeDefault) are each codec's own, as they were before formats.
 func (f *TimeFormat) Text(k packed.Kind, s []byte, what string) (time.Time, string) {
 	if f.Form == TimeUnix {
-		x, err := strconv.ParseInt(string(s), 10, 64)
+		x, err := strconv.ParseInt(view(s), 10, 64)
 		if err != nil {
 			return time.Time{}, "not a whole " + UnitName(f.Unit) + " number" + prefixed(what)
 		}
@@ -103,7 +104,7 @@ func (f *TimeFormat) Text(k packed.Kind, s []byte, what string) (time.Time, stri
 	if zone == nil {
 		zone = time.UTC
 	}
-	t, err := time.ParseInLocation(f.Layout, string(s), zone)
+	t, err := time.ParseInLocation(f.Layout, view(s), zone)
 	if err != nil {
 		return time.Time{}, "not in the layout " + strconv.Quote(f.Layout) + prefixed(what)
 	}
@@ -122,6 +123,10 @@ func (f *TimeFormat) Text(k packed.Kind, s []byte, what string) (time.Time, stri
 
 // TextError is the error of text s that Text refuses for reason why.
 func TextError(s []byte, why string) *ValueError { return BadValue(Shown(s), why) }
+
+// view is b as a string without a copy, for parsers that keep nothing of it (their errors, which
+// copy what they quote, are dropped).
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 func prefixed(s string) string {
 	if s == "" {

@@ -286,3 +286,26 @@ func sameAsJSON(t *testing.T, codecName string, got Explanation, jm *Mapper, val
 		t.Errorf("at_local %v", g)
 	}
 }
+
+// BenchmarkMapSensorTimeFormats maps a sensor record whose event time is a local time in a layout with
+// its zone and which has a unix_ms column, a unix_days column and a ttl_field: the cost of the formats
+// against BenchmarkMapSensor's RFC 3339.
+func BenchmarkMapSensorTimeFormats(b *testing.B) {
+	m := newMapper(b, func(tp *config.Topic) {
+		tp.Time.Format, tp.Time.Zone = "2006-01-02 15:04:05.000", "Europe/Paris"
+		tp.Columns = append(tp.Columns,
+			config.Column{Name: "seen", Type: "timestamp", Field: "seen", Format: "unix_ms"},
+			config.Column{Name: "day_of", Type: "date", Field: "day_of", Format: "unix_days"})
+		tp.TTL, tp.TTLField = 0, &config.TTLField{Field: "keep", As: "duration", Max: config.Duration(30 * config.Day)}
+	})
+	const value = `{"device_id":"dev-0042","ts":"2024-01-15 15:37:22.123","temperature":21.5,"humidity":40.2,` +
+		`"battery":3.71,"site":{"id":"plant-1"},"seen":1705329442123,"day_of":19737,"keep":86400}`
+	r := rec(value)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(value)))
+	for b.Loop() {
+		if _, err := m.Map(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -60,23 +60,20 @@ func (f *ttlField) read(out *outcome, v *codec.Value, now time.Time) error {
 	case codec.Bad:
 		return v.Err.At(fmt.Sprintf("ttl_field: field %q", f.name))
 	}
-	var left time.Duration
-	var expiry string
+	var left, d time.Duration
 	if f.instant {
-		left = v.T.Sub(now) // saturates: an instant centuries away is clamped below
-		expiry = "expiry " + v.T.Format(time.RFC3339Nano)
+		left = v.T.Sub(now) // saturates: an instant centuries away is cut to the max below
 	} else {
 		if v.N < 0 {
 			return &codec.ValueError{Plain: fmt.Sprintf("ttl_field: field %q is a negative duration", f.name),
 				Quoted: fmt.Sprintf("ttl_field: field %q is %d, a negative duration", f.name, v.N)}
 		}
-		left = math.MaxInt64
+		d = math.MaxInt64
 		if v.N <= math.MaxInt64/int64(f.unit) {
-			left = time.Duration(v.N) * f.unit
+			d = time.Duration(v.N) * f.unit
 		}
-		expiry = "duration " + config.Duration(left).String()
+		left = d
 		if f.fromEvent {
-			expiry += " from event time " + out.eventTime.Format(time.RFC3339Nano)
 			if age := now.Sub(out.eventTime); age > 0 || left < math.MaxInt64+age {
 				left -= age
 			}
@@ -84,14 +81,26 @@ func (f *ttlField) read(out *outcome, v *codec.Value, now time.Time) error {
 	}
 	switch {
 	case left < time.Second:
-		ends := "ends in under a second, and a TTL counts whole seconds (0 would mean never)"
-		if left <= 0 {
-			ends = "has passed"
-		}
-		return fmt.Errorf("%w: ttl_field %q: the %s %s; the row would be born expired", errExpired, f.name, expiry, ends)
+		return f.expired(v, d, left, out.eventTime)
 	case left > f.max:
 		left, out.ttlClamped = f.max, true
 	}
 	out.ttl, out.fieldTTL = left.Truncate(time.Second), true
 	return nil
+}
+
+// expired is the errExpired of a record whose ttl_field value v (a duration d) leaves less than a second.
+func (f *ttlField) expired(v *codec.Value, d, left time.Duration, event time.Time) error {
+	expiry := "expiry " + v.T.Format(time.RFC3339Nano)
+	if !f.instant {
+		expiry = "duration " + config.Duration(d).String()
+		if f.fromEvent {
+			expiry += " from event time " + event.Format(time.RFC3339Nano)
+		}
+	}
+	ends := "ends in under a second, and a TTL counts whole seconds (0 would mean never)"
+	if left <= 0 {
+		ends = "has passed"
+	}
+	return fmt.Errorf("%w: ttl_field %q: the %s %s; the row would be born expired", errExpired, f.name, expiry, ends)
 }
