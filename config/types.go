@@ -225,6 +225,11 @@ type Topic struct {
 	KeyCodec string `koanf:"key_codec"`
 	// Where filters the records this entry maps (where.go); nil maps every record.
 	Where *Where `koanf:"where"`
+	// Envelope says the value is a change event: "debezium" (envelope.go); "" (default) a plain value.
+	Envelope string `koanf:"envelope"`
+	// OnDelete is what a delete event becomes on a bucketed envelope entry: "skip" (default, counted in
+	// sink_records_skipped_total{reason="deleted"}) or "dead_letter".
+	OnDelete string `koanf:"on_delete"`
 	// Rollups are aggregate tables over windows of this entry's rows, computed by the sink from
 	// the raw rows it stored (rollup.go).
 	Rollups []Rollup `koanf:"rollups"`
@@ -232,7 +237,8 @@ type Topic struct {
 
 // EventTime says where the event time of a record comes from.
 type EventTime struct {
-	// Source is "field" (default) or "kafka" (the record timestamp).
+	// Source is "field" (default), "kafka" (the record timestamp) or, with an envelope, "change" (the
+	// change's source time).
 	Source string `koanf:"source"`
 	Field  string `koanf:"field"` // dot path, for source "field"
 	// Format of the field: rfc3339 (default; offset required), unix_s, unix_ms, unix_us, unix_ns, or a
@@ -284,7 +290,8 @@ type Column struct {
 	// Source instead of Field: event_time, kafka_key, kafka_timestamp, kafka_topic, kafka_partition,
 	// kafka_offset, timeuuid (deterministic from event time and Kafka coordinates, so replays upsert
 	// the same row), raw (the whole record as text), header (the record header Header names), key (the
-	// Kafka key's text, or with Field a field of the key as a JSON object; sources.go). Validate checks the type against the source:
+	// Kafka key's text, or with Field a field of the key as a JSON object; sources.go), change (with Field,
+	// the change envelope's field; envelope.go). Validate checks the type against the source:
 	// event_time and kafka_timestamp need timestamp; kafka_key text, varchar, ascii or blob;
 	// kafka_topic text, varchar or ascii; kafka_partition int or bigint; kafka_offset bigint;
 	// timeuuid timeuuid; raw text, varchar or blob; header and key any scalar type.

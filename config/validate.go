@@ -417,10 +417,11 @@ var sourceTypes = map[string][]string{
 	SourceRaw:            {"text", "varchar", "blob"},
 	SourceHeader:         oneValueTypes,
 	SourceKey:            oneValueTypes,
+	SourceChange:         oneValueTypes,
 }
 
 var sourceNames = []string{SourceEventTime, SourceKafkaKey, SourceKafkaTimestamp, SourceKafkaTopic,
-	SourceKafkaPartition, SourceKafkaOffset, SourceTimeUUID, SourceRaw, SourceHeader, SourceKey}
+	SourceKafkaPartition, SourceKafkaOffset, SourceTimeUUID, SourceRaw, SourceHeader, SourceKey, SourceChange}
 
 func (c *Config) validateTopics(v *validator) {
 	if len(c.Topics) == 0 {
@@ -509,6 +510,7 @@ func (c *Config) validateSharedTopic(v *validator, first, name string) {
 		key, mine, theirs string
 	}{
 		{"codec", b.Codec, a.Codec},
+		{"envelope", b.Envelope, a.Envelope},
 		{"accept.before", b.Accept.Before.String(), a.Accept.Before.String()},
 		{"accept.after", b.Accept.After.String(), a.Accept.After.String()},
 		{"dead_letter_topic", b.DeadLetterTopic, a.DeadLetterTopic},
@@ -611,8 +613,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 			cols[strings.ToLower(col.Name)] = typ
 		}
 		switch {
-		case col.Field != "" && col.Source != "" && col.Source != SourceKey:
-			v.add(cp, "has both field and source; keep one (only source key takes a field: of the Kafka key)")
+		case col.Field != "" && col.Source != "" && col.Source != SourceKey && col.Source != SourceChange:
+			v.add(cp, "has both field and source; keep one (only source key and source change take a field: of the Kafka key, of the change envelope)")
 		case col.Field == "" && col.Source == "":
 			v.add(cp, "has neither field nor source; set field to a JSON path (e.g. site.id) or source to one of %s", oneOf(sourceNames))
 		case col.Field != "" && col.Source == "":
@@ -704,15 +706,19 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		} else if !fieldPathRE.MatchString(t.Time.Field) {
 			v.add(p+".time.field", "%q is not a field path; use names separated by dots, e.g. meta.ts", t.Time.Field)
 		}
-	case TimeSourceKafka:
+	case TimeSourceKafka, TimeSourceChange:
 		if t.Time.Field != "" {
-			v.add(p+".time.field", "set while time.source is kafka (the record timestamp); remove it or use time.source: field")
+			what := "the record timestamp"
+			if t.Time.Source == TimeSourceChange {
+				what = "the change's source time"
+			}
+			v.add(p+".time.field", "set while time.source is %s (%s); remove it or use time.source: field", t.Time.Source, what)
 		}
 		if t.Time.Format != "" {
-			v.add(p+".time.format", "set while time.source is kafka; remove it")
+			v.add(p+".time.format", "set while time.source is %s; remove it", t.Time.Source)
 		}
 	default:
-		v.add(p+".time.source", "%q is not valid; use field or kafka", t.Time.Source)
+		v.add(p+".time.source", "%q is not valid; use field, kafka or (with an envelope) change", t.Time.Source)
 	}
 
 	validateTimeFormats(v, p, t)
@@ -753,6 +759,7 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		}
 	}
 	t.validateOnTombstone(v, p)
+	t.validateEnvelope(v, p)
 	if t.Where != nil {
 		validateWhere(v, p+".where", t, t.Where, 0)
 	}

@@ -57,6 +57,11 @@ type Explanation struct {
 	// column is read from a field: the key's bytes are taken as they are); both unset for a row.
 	KeyCodec    string
 	KeySchemaID int
+	// Op is a change event's op (envelope entries: "c", "u", "r" or "d"), and OpName what it is
+	// ("create", ...); "" for a record without an envelope. A delete event's row deletes (Delete) on a
+	// latest-value entry; each Value's From says which part of the event it came from (after, before,
+	// change, or the Kafka key).
+	Op, OpName string
 	// PartitionKey lists the id columns, the bucket column and, with event buckets, the event
 	// bucket column, in key order.
 	PartitionKey []Value
@@ -133,20 +138,35 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		CQL:                  out.row.Target.Insert,
 		Row:                  out.row,
 	}
+	from := func(ci int) string {
+		if p.env != nil {
+			return p.env.from(&p.cols[ci], ci, out.op, out.fromKey)
+		}
+		return p.cols[ci].from()
+	}
+	if out.op != 0 {
+		ex.Op, ex.OpName = string(out.op), opNames[out.op]
+	}
 	if out.deleted {
 		// DELETE ... USING TIMESTAMP ? WHERE <ids>: the timestamp, then the id columns.
 		ex.WriteTimestampSource = "kafka_timestamp"
 		ex.KeyCodec, ex.KeySchemaID = p.keyCodec, out.keySchema
+		if out.op != 0 {
+			ex.WriteTimestampSource, ex.KeyCodec = "event_time", ""
+		}
 		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: packed.GoValue(vals[0])})
 		for i, ci := range p.ids {
 			v := Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[1+i])}
+			if out.op != 0 {
+				v.From = from(ci)
+			}
 			ex.PartitionKey = append(ex.PartitionKey, v)
 			ex.Bound = append(ex.Bound, v)
 		}
 		return ex, nil
 	}
 	for _, ci := range p.ids {
-		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), From: p.cols[ci].from()})
+		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), From: from(ci)})
 	}
 	if !p.timeFromKafka {
 		ex.EventTimeFormat = formatNote(&p.timeFormat)
@@ -180,13 +200,14 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		if p.clusteringDesc[i] {
 			order = "desc"
 		}
-		ex.Clustering = append(ex.Clustering, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), Order: order, From: p.cols[ci].from()})
+		ex.Clustering = append(ex.Clustering, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), Order: order, From: from(ci)})
 	}
+	fromOf := from
 	for i, name := range p.insertCols {
 		typ, from := "int", ""
 		switch {
 		case i < len(p.cols):
-			typ, from = p.cols[i].typ.name, p.cols[i].from()
+			typ, from = p.cols[i].typ.name, fromOf(i)
 		case i == len(p.cols):
 			typ = p.policy.CQLType()
 		}

@@ -32,12 +32,12 @@ type Mapped struct {
 // share builds the shared decoding of a topic with several entries; reg is the mapper's registry.
 func (f *feed) share(reg codec.Registry) {
 	for _, p := range f.entries {
-		f.filtered = f.filtered || p.where != nil
+		f.alone = f.alone || p.where != nil || p.env != nil
 	}
 	if len(f.entries) == 1 {
 		return
 	}
-	if f.filtered {
+	if f.alone {
 		for _, p := range f.entries {
 			p.shared = true // its messages name it
 		}
@@ -111,9 +111,10 @@ func (m *Mapper) MapAll(ctx context.Context, rec Record, out []Mapped) ([]Mapped
 	start := len(out)
 	out = slices.Grow(out, len(f.entries))[:start+len(f.entries)]
 	var err error
-	if len(f.entries) == 1 || f.filtered {
+	if len(f.entries) == 1 || f.alone {
 		// One entry: its own path, as Map's. Entries with filters: each judges the record first, and
-		// maps it by its own path when it takes it (where.go).
+		// maps it by its own path when it takes it (where.go); entries with envelopes read each its own
+		// row image (envelope.go).
 		err = f.eachAlone(ctx, &rec, s, out[start:])
 	} else {
 		err = f.mapShared(ctx, &rec, s, out[start:])

@@ -51,6 +51,8 @@ type scratch struct {
 	// until first needed.
 	where *whereScratch
 	src   *sourceScratch
+	// image is the row image of a change event being mapped (envelope.go), for messages.
+	image image
 }
 
 // rowSpan is where one row lies in scratch.rows: from off to end, its values the first n bytes.
@@ -73,6 +75,7 @@ const (
 	srcRaw
 	srcHeader // a record header (sources.go)
 	srcKey    // the Kafka key read as text or a JSON object (sources.go)
+	srcChange // a change event's envelope (envelope.go)
 )
 
 var sources = map[string]source{
@@ -80,7 +83,7 @@ var sources = map[string]source{
 	config.SourceKafkaTimestamp: srcKafkaTimestamp, config.SourceKafkaTopic: srcKafkaTopic,
 	config.SourceKafkaPartition: srcKafkaPartition, config.SourceKafkaOffset: srcKafkaOffset,
 	config.SourceTimeUUID: srcTimeUUID, config.SourceRaw: srcRaw, config.SourceHeader: srcHeader,
-	config.SourceKey: srcKey,
+	config.SourceKey: srcKey, config.SourceChange: srcChange,
 }
 
 // column is one compiled column mapping.
@@ -193,6 +196,12 @@ type plan struct {
 
 	// where is the entry's filter (where.go); nil when it maps every record.
 	where *filter
+
+	// env reads the entry's change events (envelope.go); nil for an entry without an envelope.
+	// timeFromChange: the event time is the change's source time (timePath, read by env).
+	env            *envelope
+	timeFromChange bool
+	onDelete       string
 }
 
 // bucketEntry is everything derived from a bucket index alone. Records arrive roughly in time
@@ -267,10 +276,13 @@ type outcome struct {
 	entityLen   int                 // the id columns' bytes at the start of row.Key (EntityKey)
 	ttl         time.Duration       // the TTL bound (0: none)
 	writeTS     int64
-	deleted     bool // the row is a delete (a tombstone, on_tombstone delete)
+	deleted     bool // the row is a delete (a tombstone, on_tombstone delete; a delete event)
 	fieldTTL    bool // ttl is the record's ttl_field's (ttl.go), cut to its max or not
 	ttlClamped  bool // the ttl_field asked for more than its max
 	keySchema   int  // a delete by a registry key codec: the key's writer schema id
+	op          byte // a change event's op (c, u, r, d); 0 for a record without an envelope
+	// fromKey: the id columns (bit ci mod 64) a delete event's row took from the Kafka key, before lacking them.
+	fromKey uint64
 }
 
 // newTarget builds the target of one table (the topic's, or one slice's): its INSERT is the
@@ -292,8 +304,9 @@ func (p *plan) newTarget(name string) *batcher.Target {
 type feed struct {
 	entries []*plan  // in entry-name order
 	names   []string // the entries' names, in the same order
-	// filtered: some entry has a filter (where), so each entry maps the records it takes on its own.
-	filtered bool
+	// alone: some entry has a filter (where) or an envelope, so each entry maps the records (it takes)
+	// on its own.
+	alone bool
 	// decoder decodes the union of the entries' fields (each field, type and unit once); unused
 	// with one entry, which decodes by its own plan as it always has.
 	decoder

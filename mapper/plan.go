@@ -115,6 +115,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		acceptAfter:       time.Duration(t.Accept.After),
 		latest:            desc.Latest,
 		onTombstone:       t.OnTombstone,
+		onDelete:          t.OnDelete,
 	}
 	if t.Where != nil {
 		var err error
@@ -210,9 +211,14 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		}
 	}
 
-	if t.Time.Source == config.TimeSourceKafka {
+	switch t.Time.Source {
+	case config.TimeSourceKafka:
 		p.timeFromKafka = true
-	} else {
+	case config.TimeSourceChange:
+		// The change's source time: source.ts_ms of a Debezium event, in milliseconds (envelope.go).
+		p.timeFromChange, p.timeField, p.timePath = true, "source.ts_ms", []string{"source", "ts_ms"}
+		p.timeFormat = codec.TimeFormat{Form: codec.TimeUnix, Unit: time.Millisecond, Name: config.TimeFormatUnixMS}
+	default:
 		p.timeField, p.timePath = t.Time.Field, strings.Split(t.Time.Field, ".")
 		format := t.Time.Format
 		if format == "" {
@@ -245,7 +251,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	if !sliced {
 		p.target = p.newTarget(p.table)
 	}
-	if p.onTombstone == config.OnTombstoneDelete {
+	if p.onTombstone == config.OnTombstoneDelete || t.Enveloped() && p.latest {
 		p.deleteTarget = &batcher.Target{
 			Topic: p.kafkaTopic, Keyspace: p.keyspace, Table: p.table, Insert: desc.Delete(), Delete: true,
 			Columns: desc.IDColumns(), Consistency: p.consistency, Entry: p.name,
@@ -270,6 +276,11 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 			p.keyText, _ = jsonc.Codec{Key: true}.Compile(nil, p.keyIDs)
 		}
 	}
+	if t.Enveloped() {
+		if err := p.compileEnvelope(); err != nil {
+			return nil, fmt.Errorf("%s.envelope: %w", kp, err)
+		}
+	}
 	if !p.framed {
 		// Plain JSON has no writer schema: one plan for the topic's life. (A plan of a nil schema
 		// is never an error.)
@@ -285,7 +296,7 @@ func (p *plan) layoutColumns() {
 		c := &p.cols[i]
 		c.hash, c.direct = -1, false
 		switch c.source {
-		case srcField, srcHeader, srcKey, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
+		case srcField, srcChange, srcHeader, srcKey, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
 			c.direct = c.typ.kind == kText || c.typ.kind == kASCII || (packed.Width(c.typ.kind) > 0 && c.typ.kind != kBoolean)
 		case srcKafkaKey, srcRaw:
 			c.direct = c.typ.kind == kText || c.typ.kind == kASCII

@@ -478,14 +478,14 @@ func (p *plan) decodedTime(vals []codec.Value, timeSlot int, rec *Record, s *scr
 func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 	if v.State != codec.Set {
 		if v.State == codec.Bad {
-			return v.Err.At("column " + c.name + ": " + c.subject())
+			return v.Err.At("column " + c.name + ": " + p.subjectOf(c, s))
 		}
 		state := "missing"
 		if v.State == codec.Null {
 			state = "null"
 		}
 		if c.need != "" {
-			return fmt.Errorf("column %s: %s is %s, and %s", c.name, c.subject(), state, c.need)
+			return fmt.Errorf("column %s: %s is %s, and %s", c.name, p.subjectOf(c, s), state, c.need)
 		}
 		s.w.Absent(c.absent)
 		return nil

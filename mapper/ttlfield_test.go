@@ -174,3 +174,22 @@ func TestExplainSaysWhereTheTTLCameFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestTTLFieldOfAChangeEvent reads a ttl_field from a Debezium event's after image, with and without
+// JsonConverter's schema part: the schema's MicroTimestamp and the bare form's epoch milliseconds name
+// the same expiry, so both rows get the same TTL.
+func TestTTLFieldOfAChangeEvent(t *testing.T) {
+	entry := accountsEntry(true)
+	entry.TTLField = &config.TTLField{Field: "updated", As: config.TTLAsInstant, Max: config.Duration(30 * config.Day)}
+	m := accountsMapper(t, map[string]config.Topic{"accounts": entry})
+	setNow(m, time.UnixMilli(1700000000123).Add(-time.Hour))
+	for _, form := range []string{".schema.json", ".json"} {
+		ex, err := m.Explain(change(fixture(t, "create"+form)))
+		if err != nil {
+			t.Fatalf("create%s: %v", form, err)
+		}
+		if ex.TTL != time.Hour || ex.TTLFrom != `ttl_field "updated"` {
+			t.Errorf("create%s: TTL %s from %q, want 1h from the field", form, ex.TTL, ex.TTLFrom)
+		}
+	}
+}

@@ -449,6 +449,9 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
 	line("topic\t%s (Kafka topic %s, partition %d, offset %d)", ex.Topic, ex.KafkaTopic, rec.Partition, rec.Offset)
+	if ex.Op != "" {
+		line("change\top %s (%s): a Debezium change event; each value below says where in it it came from", ex.Op, ex.OpName)
+	}
 	if ex.Delete {
 		printDelete(w, tw, ex)
 		return
@@ -539,6 +542,10 @@ func printBound(w io.Writer, ex mapper.Explanation) {
 // names, and the write timestamp that orders the delete against the entity's upserts.
 func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 	line := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
+	if ex.Op != "" {
+		printChangeDelete(w, tw, ex)
+		return
+	}
 	line("tombstone\tdeletes the entity's row (on_tombstone delete)")
 	line("table\t%s.%s", ex.Keyspace, ex.Table)
 	names := make([]string, len(ex.PartitionKey))
@@ -557,6 +564,26 @@ func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 		line("  %s\t= %s", v.Column, v.Literal())
 	}
 	line("write timestamp\t%d µs (the tombstone's Kafka timestamp %s in µs + offset %d mod 1000: upserts with an earlier event time stay deleted, even replayed later, and so do those of its millisecond at earlier offsets of its partition; later ones are kept)",
+		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli), ex.Row.Offset)
+	tw.Flush()
+	printBound(w, ex)
+}
+
+// printChangeDelete explains a change event's delete (op d) on a latest-value entry: the row its before
+// image names, deleted at the change's time.
+func printChangeDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
+	line := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
+	line("delete\tdeletes the entity's row (a delete event on a latest-value entry)")
+	line("table\t%s.%s", ex.Keyspace, ex.Table)
+	names := make([]string, len(ex.PartitionKey))
+	for i, v := range ex.PartitionKey {
+		names[i] = v.Column
+	}
+	line("partition key\t(%s)", strings.Join(names, ", "))
+	for _, v := range ex.PartitionKey {
+		line("  %s\t= %s%s", v.Column, v.Literal(), fromNote(v))
+	}
+	line("write timestamp\t%d µs (the event time %s in µs + offset %d mod 1000, the upserts' rule: the changes before it stay deleted, even replayed later)",
 		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli), ex.Row.Offset)
 	tw.Flush()
 	printBound(w, ex)
