@@ -27,6 +27,7 @@ const SourceChange = "change"
 const (
 	OnDeleteSkip       = "skip"        // skipped and committed, counted in sink_records_skipped_total{reason="deleted"}
 	OnDeleteDeadLetter = "dead_letter" // bad input, reason map
+	OnDeleteRow        = "row"         // a row of the before image, as a create's row is of after
 )
 
 // DefaultOnDelete skips a delete on a bucketed entry: the history it writes keeps the rows of the
@@ -38,7 +39,7 @@ func (t Topic) Enveloped() bool { return t.Envelope != "" }
 
 // validateEnvelope checks envelope, on_delete, time.source change and the change columns of entry t.
 func (t Topic) validateEnvelope(v *validator, p string) {
-	v.enum(p+".on_delete", t.OnDelete, OnDeleteSkip, OnDeleteDeadLetter)
+	v.enum(p+".on_delete", t.OnDelete, OnDeleteSkip, OnDeleteDeadLetter, OnDeleteRow)
 	if !t.Enveloped() {
 		if t.OnDelete != DefaultOnDelete {
 			v.add(p+".on_delete", "%q while envelope is not set: only a change event (envelope: debezium) is a delete; remove it", t.OnDelete)

@@ -228,7 +228,7 @@ type Topic struct {
 	// Envelope says the value is a change event: "debezium" (envelope.go); "" (default) a plain value.
 	Envelope string `koanf:"envelope"`
 	// OnDelete is what a delete event becomes on a bucketed envelope entry: "skip" (default, counted in
-	// sink_records_skipped_total{reason="deleted"}) or "dead_letter".
+	// sink_records_skipped_total{reason="deleted"}), "dead_letter" or "row" (a row of the before image).
 	OnDelete string `koanf:"on_delete"`
 	// Rollups are aggregate tables over windows of this entry's rows, computed by the sink from
 	// the raw rows it stored (rollup.go).
@@ -284,9 +284,13 @@ type Bucket struct {
 type Column struct {
 	Name string `koanf:"name"`
 	Type string `koanf:"type"` // CQL type: text, ascii, varchar, int, bigint, smallint, tinyint, float, double,
-	// boolean, timestamp, date, uuid, timeuuid, blob (base64 in JSON), inet, decimal, varint,
-	// list<T>, set<T>, map<text,T> for the scalar T above.
-	Field string `koanf:"field"` // dot path into the decoded record
+	// boolean, timestamp, date, time, duration, uuid, timeuuid, blob (base64 in JSON), inet, decimal,
+	// varint, list<T>, set<T>, map<K,T> for the scalar T above, tuple<T1, T2, ...>, vector<float, n>;
+	// with Fields, the name of a UDT.
+	// Fields, when set, make Type the name of a user-defined type with these fields, in order, which
+	// `sink schema` creates (CREATE TYPE) in the topic's keyspace; the column is written frozen.
+	Fields []UDTField `koanf:"fields"`
+	Field  string     `koanf:"field"` // dot path into the decoded record
 	// Source instead of Field: event_time, kafka_key, kafka_timestamp, kafka_topic, kafka_partition,
 	// kafka_offset, timeuuid (deterministic from event time and Kafka coordinates, so replays upsert
 	// the same row), raw (the whole record as text), header (the record header Header names), key (the
@@ -309,6 +313,20 @@ type Column struct {
 	// unset; for a column whose previous value a later record must be able to clear. Not for id,
 	// clustering or required columns, which always need a value.
 	WriteNull bool `koanf:"write_null"`
+}
+
+// UDTField is one field of a column's user-defined type.
+type UDTField struct {
+	Name string `koanf:"name"` // a CQL identifier; a record's nested field of this name feeds it
+	Type string `koanf:"type"` // a type Column.Type takes, but not a UDT, a tuple or a vector
+}
+
+// ColumnType parses col's type: a UDT when it has fields (ParseUDT), else ParseCQLType.
+func ColumnType(col Column) (CQLType, error) {
+	if len(col.Fields) > 0 {
+		return ParseUDT(col)
+	}
+	return ParseCQLType(col.Type)
 }
 
 // Clustering is one clustering column and its order.

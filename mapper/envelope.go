@@ -70,7 +70,7 @@ type envelope struct {
 	// for a delete (before): the same for a change column; -1 for a column of another source.
 	afterSlot, beforeSlot []int
 	afterTime, beforeTime int // the event time's slot; -1 when it is the Kafka timestamp
-	afterTTL              int // the ttl_field's slot, in after (an upsert's row); -1 without one
+	afterTTL, beforeTTL   int // the ttl_field's slot in after (an upsert's row) and before (on_delete row's); -1 without one
 	bare                  *variant
 	mu                    sync.RWMutex
 	schemas               map[string]*variant // schema part's bytes → its variant
@@ -159,9 +159,10 @@ func (p *plan) compileEnvelope() error {
 		e.afterTime = add(imgAfter, p.timePath, f)
 		e.beforeTime = add(imgBefore, p.timePath, f)
 	}
-	e.afterTTL = -1
+	e.afterTTL, e.beforeTTL = -1, -1
 	if p.ttlField != nil {
 		e.afterTTL = add(imgAfter, p.ttlField.field.Path, p.ttlField.field)
+		e.beforeTTL = add(imgBefore, p.ttlField.field.Path, p.ttlField.field)
 	}
 	e.bare = e.compileVariant(nil)
 	if e.bare.err != nil {
@@ -482,6 +483,10 @@ func (p *plan) mapChange(ctx context.Context, rec *Record, s *scratch) (outcome,
 		return out, reason, err
 	case p.onDelete == config.OnDeleteSkip:
 		return out, ReasonDeleted, errDeleteSkipped
+	case p.onDelete == config.OnDeleteRow:
+		// The history records the delete as a row of the image it removed (often its key columns alone).
+		reason, err := p.mapDecoded(&out, vals, e.beforeSlot, e.beforeTime, e.beforeTTL, rec, s)
+		return out, reason, err
 	}
 	return out, ReasonMap, fmt.Errorf("a delete event (op d), and topics.%s.on_delete is dead_letter: a bucketed entry does not delete", p.name)
 }
@@ -496,6 +501,10 @@ func (p *plan) decodeJSONChange(rec *Record, s *scratch) ([]codec.Value, byte, b
 		return nil, 0, false, ReasonDecode, errors.New("decoding a debezium change event: the value is not a JSON object")
 	}
 	var schema []byte
+	if pl := sp[memPayload]; pl.Found() && pl.Null(body) && !sp[memOp].Found() {
+		// {"schema": null, "payload": null}: a null value in JsonConverter's envelope, a tombstone.
+		return nil, 0, false, ReasonTombstone, errChangeTombstone
+	}
 	if sp[memPayload].Found() && !sp[memOp].Found() {
 		// JsonConverter's schema part: {"schema": ..., "payload": <the event>}.
 		if sc := sp[memSchema]; sc.Found() && !sc.Null(body) {

@@ -247,11 +247,16 @@ func TestDebeziumOpsOnALatestValueEntry(t *testing.T) {
 			t.Errorf("delete%s: %s", form, ex.CQL)
 		}
 	}
-	tomb := change(nil)
-	tomb.Key = fixture(t, "key.json")
-	_, err := m.Map(tomb)
-	if re := (*RecordError)(nil); !errors.As(err, &re) || re.Reason != ReasonTombstone || !Skipped(re.Reason) {
-		t.Errorf("the tombstone after a delete: %v, want a skip of reason tombstone", err)
+	for _, value := range []string{"", `{"schema":null,"payload":null}`} {
+		tomb := change([]byte(value))
+		if value == "" {
+			tomb.Value = nil
+		}
+		tomb.Key = fixture(t, "key.json")
+		_, err := m.Map(tomb)
+		if re := (*RecordError)(nil); !errors.As(err, &re) || re.Reason != ReasonTombstone || !Skipped(re.Reason) {
+			t.Errorf("the tombstone %q after a delete: %v, want a skip of reason tombstone", value, err)
+		}
 	}
 }
 
@@ -307,6 +312,29 @@ func TestDebeziumOpsOnABucketedEntry(t *testing.T) {
 		if _, err := m.Map(change(nil)); !errors.As(err, &re) || re.Reason != ReasonTombstone {
 			t.Errorf("on_delete %q: tombstone: %v", onDelete, err)
 		}
+	}
+}
+
+// TestDebeziumDeleteAsARowOfBefore: on_delete row writes a delete event as a row of its before image,
+// at the delete's time, its op column saying d.
+func TestDebeziumDeleteAsARowOfBefore(t *testing.T) {
+	e := accountsEntry(false)
+	e.OnDelete = config.OnDeleteRow
+	m := accountsMapper(t, map[string]config.Topic{"history": e})
+	ex, err := m.Explain(change(fixture(t, "delete.schema.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range ex.Bound[:11] {
+		got = append(got, v.Column+"="+v.Literal()+" "+v.From)
+	}
+	want := `id=42 before field "id"|balance=0.00 before field "balance"|opened_at=unset before field "opened_at"|` +
+		`updated=unset before field "updated"|birth=unset before field "birth"|alarm=unset before field "alarm"|` +
+		`amount=unset before field "amount"|note=unset before field "note"|op='d' change field "op"|` +
+		`lsn=24023300 change field "source.lsn"|changed='2023-11-14T22:13:22.500Z' `
+	if strings.Join(got, "|") != want || ex.Delete {
+		t.Errorf("the delete's row:\n got %s\nwant %s", strings.Join(got, "|"), want)
 	}
 }
 

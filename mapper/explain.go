@@ -165,6 +165,7 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		}
 		return ex, nil
 	}
+	vals = p.byColumn(vals)
 	for _, ci := range p.ids {
 		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), From: from(ci)})
 	}
@@ -228,6 +229,35 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 	return ex, nil
 }
 
+// byColumn regroups the bound values of an INSERT one per column (then the TTL and the write
+// timestamp): a tuple column's elements, bound one by one, become one []any of their Go values, and
+// a UDT's or a vector's value gets the column's whole type, so that GoValue reads its parts.
+func (p *plan) byColumn(vals []any) []any {
+	out := make([]any, 0, len(vals))
+	for i := 0; i < len(vals); {
+		ci := len(out)
+		if ci >= len(p.cols) || p.cols[ci].typ.kind != packed.KTuple {
+			if v, ok := vals[i].(*packed.Value); ok && ci < len(p.cols) && p.cols[ci].typ.comp != nil {
+				// A UDT or a vector: its packed value has its kind only; the column has its parts.
+				vals[i] = &packed.Value{Type: p.cols[ci].typ.packed(), Wire: v.Wire}
+			}
+			out = append(out, vals[i])
+			i++
+			continue
+		}
+		types := p.cols[ci].typ.comp.Types
+		parts := make([]any, len(types))
+		for j, t := range types {
+			if v, ok := vals[i+j].(*packed.Value); ok {
+				parts[j] = packed.GoValue(&packed.Value{Type: t, Wire: v.Wire})
+			}
+		}
+		out = append(out, parts)
+		i += len(types)
+	}
+	return out
+}
+
 // literal renders a bound value the way it would be written in CQL.
 func literal(v any, typ string) string {
 	switch x := v.(type) {
@@ -254,7 +284,16 @@ func literal(v any, typ string) string {
 		return strconv.FormatFloat(float64(x), 'g', -1, 32)
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
+	case time.Duration: // CQL time
+		return "'" + time.Unix(0, int64(x)).UTC().Format("15:04:05.999999999") + "'"
 	case []any:
+		if strings.HasPrefix(typ, "tuple<") {
+			parts := make([]string, len(x))
+			for i, e := range x {
+				parts[i] = literal(e, "")
+			}
+			return "(" + strings.Join(parts, ", ") + ")"
+		}
 		elem := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(typ, "list<"), "set<"), ">")
 		parts := make([]string, len(x))
 		for i, e := range x {

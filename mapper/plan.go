@@ -141,7 +141,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	index := map[string]int{}
 	for i, c := range t.Columns {
 		cp := fmt.Sprintf("%s.columns[%d]", kp, i)
-		typ, err := parseType(c.Type)
+		typ, err := parseType(c)
 		if err != nil {
 			return nil, fmt.Errorf("%s.type: %w", cp, err)
 		}

@@ -487,6 +487,10 @@ func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 		if c.need != "" {
 			return fmt.Errorf("column %s: %s is %s, and %s", c.name, p.subjectOf(c, s), state, c.need)
 		}
+		if c.typ.kind == packed.KTuple {
+			s.w.NullTuple(c.typ.packed()) // bound element by element, none of which may be unset
+			return nil
+		}
 		s.w.Absent(c.absent)
 		return nil
 	}

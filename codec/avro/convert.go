@@ -142,6 +142,8 @@ func converter(n *node, k packed.Kind, tf *codec.TimeFormat) (conv, int64, strin
 		if n.kind == tMap {
 			return cMap, 0, ""
 		}
+	case packed.KTime, packed.KDuration, packed.KTuple, packed.KUDT, packed.KVector:
+		return cNone, 0, " (the Avro codec does not feed CQL time, duration, tuple, UDT or vector columns yet)"
 	}
 	if n.kind == tRecord {
 		return cNone, 0, "; name one of its fields (field: a.b)"

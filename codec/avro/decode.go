@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -552,6 +553,18 @@ func (d *decoder) collection(n *node, name string, t *target, k packed.Kind, pos
 				}
 				if !utf8.Valid(key) {
 					return pos, d.malformed(name, "a map key that is not UTF-8")
+				}
+				if kk := t.typ.MapKey(); kk != packed.KText {
+					// An Avro map's keys are strings: parsed into the column's key type, into memory
+					// of their own (the converted value follows in d.buf).
+					if key, err = codec.AppendMapKey(nil, kk, key); err != nil {
+						var ve *codec.ValueError
+						if errors.As(err, &ve) {
+							return pos, mapValueErr(name, &codec.ValueError{Plain: "a map key " + strings.TrimPrefix(ve.Plain, "the value "),
+								Quoted: "map key " + ve.Quoted})
+						}
+						return pos, &codec.Error{Reason: codec.ReasonMap, Field: name, Err: err}
+					}
 				}
 			}
 			if pos, err = d.convert(n.items, name, &et, t.elem, t.typ.Elem, pos, &ev); err != nil {

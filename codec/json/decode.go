@@ -219,7 +219,7 @@ func convert(f *codec.Field, r Raw, b []byte, v *codec.Value) bool {
 }
 
 // scanTime converts the scanned value r (bytes raw) of a timestamp or date field f in its format, as
-// timeOf does, but for RFC 3339 text, which convert reads; false for every value timeOf refuses.
+// instantOf does, but for RFC 3339 text, which convert reads; false for every value instantOf refuses.
 func scanTime(f *codec.Field, k packed.Kind, r Raw, raw []byte) (time.Time, bool) {
 	text := bstr(raw)
 	switch f.Time.Form {

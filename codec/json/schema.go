@@ -451,8 +451,14 @@ func jsonTypeFeeds(t string, k packed.Kind, f *codec.Field) bool {
 		return t == "string"
 	case packed.KList, packed.KSet:
 		return t == "array"
-	case packed.KMap:
+	case packed.KMap, packed.KUDT:
 		return t == "object"
+	case packed.KTuple, packed.KVector:
+		return t == "array"
+	case packed.KTime:
+		return t == "string" || t == "integer"
+	case packed.KDuration:
+		return t == "string"
 	}
 	return true
 }

@@ -115,7 +115,7 @@ func (t *tree) convert(f *codec.Field, x *fastjson.Value, v *codec.Value, buf []
 	var pr problem
 	switch k := f.Type.Kind; {
 	case k == packed.KTimestamp || k == packed.KDate: // a column, or the event time
-		v.T, pr = timeOf(f, x, &t.num)
+		v.T, pr = instantOf(f, x, &t.num)
 	case codec.Wire(f.Type):
 		at := len(buf)
 		if buf, pr = appendConverted(buf, f.Type, x, &t.num, &t.entries); pr.ok() {

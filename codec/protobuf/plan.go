@@ -298,6 +298,9 @@ func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, e
 		if fd.MapKey().Kind() != protoreflect.StringKind {
 			return nil, fmt.Errorf("a map with %s keys cannot feed map<text, T> (only string keys)", fd.MapKey().Kind())
 		}
+		if f.Type.MapKey() != packed.KText {
+			return nil, fmt.Errorf("a map field feeds only a map<text, T> column, not %s", f.Type)
+		}
 		lf.shape, lf.kind, vd = mapped, f.Type.Elem, fd.MapValue()
 	case fd.IsList():
 		if f.Type.Kind != packed.KList && f.Type.Kind != packed.KSet {
@@ -308,6 +311,8 @@ func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, e
 		switch f.Type.Kind {
 		case packed.KList, packed.KSet, packed.KMap:
 			return nil, fmt.Errorf("a single %s cannot feed a %s column (a repeated or map field can)", describe(fd), f.Type)
+		case packed.KTime, packed.KDuration, packed.KTuple, packed.KUDT, packed.KVector:
+			return nil, fmt.Errorf("the Protobuf codec does not feed a CQL %s column yet", f.Type)
 		}
 		lf.implicit = !fd.HasPresence()
 	}
