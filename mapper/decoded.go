@@ -23,7 +23,7 @@ func (p *plan) mapValues(ctx context.Context, wp codec.Plan, rec *Record, body [
 			return out, reason, err
 		}
 	}
-	reason, err = p.mapDecoded(&out, vals, p.colSlot, p.timeSlot, rec, s)
+	reason, err = p.mapDecoded(&out, vals, p.colSlot, p.timeSlot, p.ttlSlot, rec, s)
 	return out, reason, err
 }
 

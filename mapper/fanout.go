@@ -51,7 +51,13 @@ func (f *feed) share(reg codec.Registry) {
 	slot := func(fd codec.Field) int {
 		// The event time (a field of no column) is decoded by rules of its own (codec/json: a time
 		// with a unit takes only numbers), so it never shares a slot with a column of the same field.
-		key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%t\x00%t", strings.Join(fd.Path, "."), fd.Type.Kind, fd.Type.Elem, fd.Unit, fd.Column == "", fd.AsText)
+		tf := &fd.Time
+		zone := ""
+		if tf.Zone != nil {
+			zone = tf.Zone.String()
+		}
+		key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%d\x00%s\x00%s\x00%t\x00%t", strings.Join(fd.Path, "."), fd.Type.Kind, fd.Type.Elem,
+			tf.Form, tf.Unit, tf.Layout, zone, fd.Column == "", fd.AsText)
 		i, ok := index[key]
 		if !ok {
 			i = len(f.fields)
@@ -76,6 +82,10 @@ func (f *feed) share(reg codec.Registry) {
 		p.sharedWhere = nil
 		for _, s := range p.whereSlot {
 			p.sharedWhere = append(p.sharedWhere, slot(p.fields[s]))
+		}
+		p.sharedTTL = -1
+		if p.ttlSlot >= 0 {
+			p.sharedTTL = slot(p.fields[p.ttlSlot])
 		}
 	}
 	if !f.framed {
@@ -214,7 +224,7 @@ func (f *feed) mapEach(ctx context.Context, vals []codec.Value, mrec, rec *Recor
 			}
 		}
 		if err == nil {
-			reason, err = p.mapColumns(&out, vals, p.sharedSlot, mrec, s)
+			reason, err = p.mapColumns(&out, vals, p.sharedSlot, p.sharedTTL, mrec, s)
 		}
 		if err == nil {
 			res[i] = Mapped{Entry: p.name, Row: out.row}
