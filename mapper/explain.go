@@ -144,6 +144,9 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		if out.op != 0 {
 			ex.WriteTimestampSource, ex.KeyCodec = "event_time", ""
 		}
+		if p.wts == wtsOffset {
+			ex.WriteTimestampSource = p.wts.String()
+		}
 		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: packed.GoValue(vals[0])})
 		for i, ci := range p.ids {
 			v := Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[1+i])}
