@@ -243,6 +243,7 @@ type leaf struct {
 	enum   map[int32][]byte  // an enum's value names, for a text column
 	// implicit: a proto3 scalar without presence, which reads as its default value when not on the wire.
 	implicit bool
+	asText   bool // read as text, whatever the scalar (codec.Field.AsText)
 }
 
 // compileMessage compiles md for fields. An error is a *codec.Error with reason schema naming the field: every
@@ -288,9 +289,11 @@ func compileMessage(id int, md protoreflect.MessageDescriptor, fields []codec.Fi
 
 // newLeaf checks that field fd can feed f and says how to read it.
 func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, error) {
-	lf := &leaf{out: out, name: f.Name(), column: f.Column, kind: f.Type.Kind, time: &f.Time}
+	lf := &leaf{out: out, name: f.Name(), column: f.Column, kind: f.Type.Kind, time: &f.Time, asText: f.AsText}
 	vd := fd
 	switch {
+	case f.AsText && (fd.IsMap() || fd.IsList()):
+		return nil, fmt.Errorf("a filter compares one value as text, and a %s field holds several", map[bool]string{true: "map", false: "repeated"}[fd.IsMap()])
 	case fd.IsMap():
 		if f.Type.Kind != packed.KMap {
 			return nil, fmt.Errorf("a map field feeds only a map<text, T> column, not %s", f.Type)
@@ -336,6 +339,13 @@ func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, e
 		for i := 0; i < vals.Len(); i++ {
 			lf.enum[int32(vals.Get(i).Number())] = []byte(vals.Get(i).Name())
 		}
+	}
+	if lf.asText {
+		switch lf.value() {
+		case sBytes, sTimestamp, sDuration:
+			return nil, fmt.Errorf("a %s field, which a filter cannot compare as text (a string, an enum, a number or a bool can)", describe(vd))
+		}
+		return lf, nil
 	}
 	if !feeds(lf.value(), lf.kind, lf.time) {
 		return nil, fmt.Errorf("a %s field cannot feed a %s column (see the Protobuf table in docs/CONFIG.md)", describe(vd), packed.Scalar(lf.kind))
