@@ -21,7 +21,8 @@ import (
 // type, each with the words that say why a value does not fit. They are the reference the scan's
 // conversions (decode.go) follow.
 
-// problem says why a JSON value does not fit a column type. The zero value means no problem.
+// problem says why a JSON value does not fit a column type; the conversions return a *problem, nil
+// when the value fits (a pointer: the happy path returns one word, and only a refusal allocates).
 // elem names the offending element of a collection.
 type problem struct {
 	msg  string
@@ -30,11 +31,11 @@ type problem struct {
 	val  *fastjson.Value
 }
 
-func (p problem) ok() bool { return p.msg == "" }
+func (p *problem) ok() bool { return p == nil }
 
 // valueError is the problem in words that follow the field's subject (codec.ValueError.At): the
 // element or entry by its position and what is wrong; quoted, the value and a map entry's key too.
-func (p problem) valueError() *codec.ValueError {
+func (p *problem) valueError() *codec.ValueError {
 	plain := prefixed(" ", p.elem)
 	quoted := plain
 	if p.key != nil {
@@ -46,7 +47,7 @@ func (p problem) valueError() *codec.ValueError {
 	return &codec.ValueError{Plain: plain + " is " + p.msg, Quoted: quoted + " is " + show(p.val) + ", " + p.msg}
 }
 
-func fail(v *fastjson.Value, msg string) problem { return problem{msg: msg, val: v} }
+func fail(v *fastjson.Value, msg string) *problem { return &problem{msg: msg, val: v} }
 
 // prefixed returns sep+s, or "" for an empty s.
 func prefixed(sep, s string) string {
@@ -68,18 +69,31 @@ func show(v *fastjson.Value) string {
 	return string(b)
 }
 
-// numberText returns the text of a JSON number, or of a string holding one, appended to buf.
-func numberText(v *fastjson.Value, buf []byte) ([]byte, bool) {
+// numbers is the scratch text of a number while it is converted, and what is known of the document's
+// numbers.
+type numbers struct {
+	text []byte
+	// checked: every number of the parsed document is JSON's (a value plan's parse checked them all,
+	// lenientNumber), so a JSON number's text need not be checked again.
+	checked bool
+}
+
+// numberText returns the text of a JSON number, or of a string holding one, in n.text, and whether it
+// is a JSON number.
+func numberText(v *fastjson.Value, n *numbers) ([]byte, bool) {
 	switch v.Type() {
 	case fastjson.TypeNumber:
-		buf = v.MarshalTo(buf[:0])
+		n.text = v.MarshalTo(n.text[:0])
+		if n.checked {
+			return n.text, true
+		}
 	case fastjson.TypeString:
 		b, _ := v.StringBytes()
-		buf = append(buf[:0], b...)
+		n.text = append(n.text[:0], b...)
 	default:
-		return buf, false
+		return n.text, false
 	}
-	return buf, IsNumber(bstr(buf))
+	return n.text, IsNumber(bstr(n.text))
 }
 
 var rangeMsgs = [...]string{
@@ -92,8 +106,8 @@ var rangeMsgs = [...]string{
 // appendScalar appends the wire bytes of one JSON value converted for CQL kind k to dst. buf is
 // scratch space. Collections use it for their elements, and the tree for the kinds handed over as
 // wire bytes; the typed helpers below (textOf, intOf, ...) are the one definition of each conversion.
-func appendScalar(dst []byte, k packed.Kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
-	var pr problem
+func appendScalar(dst []byte, k packed.Kind, v *fastjson.Value, buf *numbers) ([]byte, *problem) {
+	var pr *problem
 	switch k {
 	case packed.KText, packed.KASCII:
 		var b []byte
@@ -174,8 +188,7 @@ func appendScalar(dst []byte, k packed.Kind, v *fastjson.Value, buf *[]byte) ([]
 		return dst, fail(v, "not an IP address for CQL inet")
 
 	case packed.KDecimal, packed.KVarint:
-		text, ok := numberText(v, *buf)
-		*buf = text
+		text, ok := numberText(v, buf)
 		if !ok {
 			return dst, fail(v, "not a number for CQL "+k.String())
 		}
@@ -212,35 +225,34 @@ func appendInteger(dst []byte, k packed.Kind, n int64) []byte {
 }
 
 // textOf is the text of a text or ascii column: a JSON string as is, any other JSON value as
-// its JSON text. The bytes alias the parser's memory or *buf: copy them before the next record.
-func textOf(k packed.Kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
+// its JSON text. The bytes alias the parser's memory or buf.text: copy them before the next record.
+func textOf(k packed.Kind, v *fastjson.Value, buf *numbers) ([]byte, *problem) {
 	var b []byte
 	if v.Type() == fastjson.TypeString {
 		b, _ = v.StringBytes()
 	} else {
 		if v.Type() == fastjson.TypeNumber {
-			if _, ok := numberText(v, *buf); !ok {
+			if _, ok := numberText(v, buf); !ok {
 				return nil, fail(v, "not a valid JSON number")
 			}
 		}
 		// Numbers, booleans, objects and arrays are kept as their JSON text.
-		*buf = v.MarshalTo((*buf)[:0])
-		b = *buf
+		buf.text = v.MarshalTo(buf.text[:0])
+		b = buf.text
 	}
 	if k == packed.KASCII {
 		if !codec.ASCII(b) {
 			return nil, fail(v, "not ASCII for CQL ascii")
 		}
 	} else if msg := codec.UTF8Problem(b); msg != "" {
-		return nil, problem{msg: msg} // no val: the bytes are not shown
+		return nil, &problem{msg: msg} // no val: the bytes are not shown
 	}
-	return b, problem{}
+	return b, nil
 }
 
 // intOf is the value of an int, bigint, smallint or tinyint column, range-checked for k.
-func intOf(k packed.Kind, v *fastjson.Value, buf *[]byte) (int64, problem) {
-	text, ok := numberText(v, *buf)
-	*buf = text
+func intOf(k packed.Kind, v *fastjson.Value, buf *numbers) (int64, *problem) {
+	text, ok := numberText(v, buf)
 	if !ok {
 		return 0, fail(v, "not a number for CQL "+k.String())
 	}
@@ -251,13 +263,12 @@ func intOf(k packed.Kind, v *fastjson.Value, buf *[]byte) (int64, problem) {
 	case st == IntRange, n < intBounds[k][0], n > intBounds[k][1]:
 		return 0, fail(v, rangeMsgs[k])
 	}
-	return n, problem{}
+	return n, nil
 }
 
 // floatOf is the value of a float or double column, range-checked for k.
-func floatOf(k packed.Kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
-	text, ok := numberText(v, *buf)
-	*buf = text
+func floatOf(k packed.Kind, v *fastjson.Value, buf *numbers) (float64, *problem) {
+	text, ok := numberText(v, buf)
 	if !ok {
 		return 0, fail(v, "not a number for CQL "+k.String())
 	}
@@ -265,11 +276,11 @@ func floatOf(k packed.Kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
 	if err != nil || (k == packed.KFloat && math.Abs(f) > math.MaxFloat32) {
 		return 0, fail(v, "out of range for CQL "+k.String())
 	}
-	return f, problem{}
+	return f, nil
 }
 
 // timestampOf is the value of a timestamp column: RFC 3339 with an offset, or epoch milliseconds.
-func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
+func timestampOf(v *fastjson.Value, buf *numbers) (time.Time, *problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
 		if !IsNumber(bstr(b)) {
@@ -283,11 +294,10 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 			if !codec.InRange(t) {
 				return time.Time{}, fail(v, "out of range for CQL timestamp (years 0000 to 9999)")
 			}
-			return t, problem{}
+			return t, nil
 		}
 	}
-	text, ok := numberText(v, *buf)
-	*buf = text
+	text, ok := numberText(v, buf)
 	if !ok {
 		return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
 	}
@@ -295,7 +305,7 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 	if !ok {
 		return time.Time{}, fail(v, "out of range for CQL timestamp (years 0000 to 9999)")
 	}
-	return t, problem{}
+	return t, nil
 }
 
 // unitNames are the time.format names of the event time's units, for messages.
@@ -306,7 +316,7 @@ var unitNames = map[time.Duration]string{
 // eventTimeOf is the value of the event time (a field of no column): RFC 3339 with an offset when unit
 // is 0 (time.format rfc3339), else a number of units since the epoch. Its words are the event time's,
 // which differ from a timestamp column's.
-func eventTimeOf(v *fastjson.Value, unit time.Duration, buf *[]byte) (time.Time, problem) {
+func eventTimeOf(v *fastjson.Value, unit time.Duration, buf *numbers) (time.Time, *problem) {
 	if unit == 0 {
 		if v.Type() == fastjson.TypeString {
 			b, _ := v.StringBytes()
@@ -314,15 +324,14 @@ func eventTimeOf(v *fastjson.Value, unit time.Duration, buf *[]byte) (time.Time,
 				if !codec.InRange(t) {
 					return time.Time{}, fail(v, "out of range (years 0000 to 9999)")
 				}
-				return t, problem{}
+				return t, nil
 			} else if err == ErrRFC3339Offset {
 				return time.Time{}, fail(v, OffsetProblem)
 			}
 		}
 		return time.Time{}, fail(v, "not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)")
 	}
-	text, ok := numberText(v, *buf)
-	*buf = text
+	text, ok := numberText(v, buf)
 	if !ok {
 		return time.Time{}, fail(v, "not a "+unitNames[unit]+" number")
 	}
@@ -330,16 +339,16 @@ func eventTimeOf(v *fastjson.Value, unit time.Duration, buf *[]byte) (time.Time,
 	if !ok {
 		return time.Time{}, fail(v, "out of range for "+unitNames[unit]+" (years 0000 to 9999)")
 	}
-	return t, problem{}
+	return t, nil
 }
 
 // dateOf is the value of a date column: YYYY-MM-DD, as midnight UTC.
-func dateOf(v *fastjson.Value) (time.Time, problem) {
+func dateOf(v *fastjson.Value) (time.Time, *problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
 		if len(b) == len(time.DateOnly) {
 			if t, err := time.Parse(time.DateOnly, bstr(b)); err == nil && codec.InRange(t) {
-				return t, problem{}
+				return t, nil
 			}
 		}
 	}
@@ -347,14 +356,14 @@ func dateOf(v *fastjson.Value) (time.Time, problem) {
 }
 
 // uuidOf is the value of a uuid or timeuuid column.
-func uuidOf(k packed.Kind, v *fastjson.Value) ([16]byte, problem) {
+func uuidOf(k packed.Kind, v *fastjson.Value) ([16]byte, *problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
 		if u, ok := codec.ParseUUID(b); ok {
 			if k == packed.KTimeUUID && u[6]>>4 != 1 {
 				return u, fail(v, "not a version 1 UUID for CQL timeuuid")
 			}
-			return u, problem{}
+			return u, nil
 		}
 	}
 	return [16]byte{}, fail(v, "not a UUID (8-4-4-4-12 hex digits) for CQL "+k.String())
@@ -421,7 +430,7 @@ type mapEntry struct {
 // included, to dst. A collection is framed as packed.AppendValue frames it (a map's entries in key
 // order, the first of duplicate keys kept), so that both give the same bytes.
 // entries is scratch space for a map's entries.
-func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, entries *[]mapEntry) ([]byte, problem) {
+func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *numbers, entries *[]mapEntry) ([]byte, *problem) {
 	switch t.Kind {
 	case packed.KList, packed.KSet:
 		if v.Type() != fastjson.TypeArray {
@@ -431,17 +440,17 @@ func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, 
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(arr)))
 		for i, e := range arr {
 			if e.Type() == fastjson.TypeNull {
-				return dst, problem{msg: "is null, and CQL collections cannot hold nulls", elem: "element " + strconv.Itoa(i)}
+				return dst, &problem{msg: "is null, and CQL collections cannot hold nulls", elem: "element " + strconv.Itoa(i)}
 			}
 			at := len(dst)
-			var p problem
+			var p *problem
 			if dst, p = appendScalar(append(dst, 0, 0, 0, 0), t.Elem, e, buf); !p.ok() {
 				p.elem = "element " + strconv.Itoa(i)
 				return dst, p
 			}
 			binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
 		}
-		return dst, problem{}
+		return dst, nil
 	case packed.KMap:
 		if v.Type() != fastjson.TypeObject {
 			return dst, fail(v, "not a JSON object for CQL "+t.String())
@@ -450,7 +459,7 @@ func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, 
 		// The values are converted after the framed entries' place, then written in key order.
 		es := (*entries)[:0]
 		vals := len(dst)
-		var bad problem
+		var bad *problem
 		i := -1
 		o.Visit(func(key []byte, e *fastjson.Value) {
 			i++
@@ -459,15 +468,15 @@ func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, 
 			}
 			entry := "entry " + strconv.Itoa(i)
 			if msg := codec.UTF8Problem(key); msg != "" {
-				bad = problem{msg: msg, elem: entry + "'s key", key: key}
+				bad = &problem{msg: msg, elem: entry + "'s key", key: key}
 				return
 			}
 			if e.Type() == fastjson.TypeNull {
-				bad = problem{msg: "is null, and CQL collections cannot hold nulls", elem: entry, key: key}
+				bad = &problem{msg: "is null, and CQL collections cannot hold nulls", elem: entry, key: key}
 				return
 			}
 			start := len(dst)
-			var p problem
+			var p *problem
 			if dst, p = appendScalar(dst, t.Elem, e, buf); !p.ok() {
 				p.elem, p.key = entry, key
 				bad = p
@@ -500,7 +509,7 @@ func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, 
 		}
 		// Move the framed map over the values it was built from.
 		n = copy(dst[vals:], dst[end:])
-		return dst[:vals+n], problem{}
+		return dst[:vals+n], nil
 	}
 	return appendScalar(dst, t.Kind, v, buf)
 }
