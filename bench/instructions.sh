@@ -10,6 +10,9 @@
 # operation, setup cancelled out. Old and new run alternately, ROUNDS times each (the median is
 # printed, and the range when ROUNDS > 1). A benchmark one revision lacks shows "-".
 #
+# What runs after the benchmarks while a package's TestMain checks for leaked goroutines (goleak) is
+# left out: it waits and retries by the wall clock.
+#
 # The collector is off (GOGC=off unless GOGC is set): a collection falls in one run and not in the
 # other often enough to move a figure by a few hundred instructions per operation, which would swamp
 # the difference between builds. What an operation allocates is go test's allocs/op and B/op; the
@@ -86,13 +89,21 @@ count() {
 	bin=$(binary "$1" "$2")
 	out="$tmp/$1/$(echo "$2/$3" | tr -c 'a-zA-Z0-9\n' _)-$4-$5.callgrind"
 	if ! (cd "${dirs[$1]}/$2" && GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 valgrind --tool=callgrind \
-		--callgrind-out-file="$out" "$bin" -test.run '^$' -test.bench "$(pattern "$3")" \
-		-test.benchtime "$4x" >"$out.log" 2>&1); then
+		--dump-before="$leakcheck" --callgrind-out-file="$out" "$bin" -test.run '^$' \
+		-test.bench "$(pattern "$3")" -test.benchtime "$4x" >"$out.log" 2>&1); then
 		log "$1 $2 $3 failed; see $out.log" && tail -5 "$out.log" >&2
 		return 1
 	fi
+	# With a leak check, the part before it (callgrind dumps there), else the whole run.
+	[ -f "$out.1" ] && out="$out.1"
 	awk '/^(summary|totals):/ { print $2; exit }' "$out"
 }
+
+# leakcheck is where a package's TestMain checks for leaked goroutines after the benchmarks: goleak
+# waits, retries and prints stacks for as long as the wall clock says, so its instructions are noise
+# and are left out.
+leakcheck='go.uber.org/goleak.Find'
+
 
 # per_op SIDE PKG NAME ROUND: the instructions of one operation.
 per_op() {
