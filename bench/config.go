@@ -31,6 +31,43 @@ type setup struct {
 	// SiteTable, when set, adds a second entry on the same Kafka topic (siteEntryName): the readings
 	// of a site by hour into this table, the device a clustering column.
 	SiteTable string
+	// HourlyTable and DailyTable, when set, give the entry two rollups (rollupsYAML): hourly windows of
+	// the raw rows and daily windows made from the hourly rows, into these tables.
+	HourlyTable, DailyTable string
+}
+
+// rollupsYAML is the entry's rollups of a run with rollups: examples/sensor-rollups.yaml's, an hourly
+// rollup of the raw rows and a daily one made of the hourly rows, on fresh tables.
+func (s setup) rollupsYAML() string {
+	if s.HourlyTable == "" {
+		return ""
+	}
+	q := strconv.Quote
+	return fmt.Sprintf(`    rollups:
+      - name: hourly
+        width: 1h
+        table: %s
+        bucket: {width: month}
+        aggregates:
+          - {column: readings, fn: count}
+          - {column: temp_count, fn: count, of: temperature}
+          - {column: temp_sum, fn: sum, of: temperature}
+          - {column: temp_min, fn: min, of: temperature}
+          - {column: temp_max, fn: max, of: temperature}
+          - {column: temp_avg, fn: avg, of: temperature}
+          - {column: battery_last, fn: last, of: battery}
+      - name: daily
+        width: 1d
+        from: hourly
+        table: %s
+        bucket: {width: year}
+        aggregates:
+          - {column: readings, fn: count}
+          - {column: temp_min, fn: min, of: temperature}
+          - {column: temp_max, fn: max, of: temperature}
+          - {column: temp_avg, fn: avg, of: temperature}
+          - {column: battery_last, fn: last, of: battery}
+`, q(s.HourlyTable), q(s.DailyTable))
 }
 
 // yaml renders the daemon config: the demo's sensor policy (examples/local.yaml: daily buckets of
@@ -103,8 +140,8 @@ topics:
     clustering:
       - {column: reading_time, order: desc}
     ttl: 7d
-%s`, registry, list(s.Brokers), q(s.Group), list(s.Hosts), q(s.Keyspace), q(s.CommitInterval.String()), q(s.Metrics),
-		topicName, q(s.Topic), codec, q(s.Table), site)
+%s%s`, registry, list(s.Brokers), q(s.Group), list(s.Hosts), q(s.Keyspace), q(s.CommitInterval.String()), q(s.Metrics),
+		topicName, q(s.Topic), codec, q(s.Table), s.rollupsYAML(), site)
 }
 
 // write saves the config into dir as <name>.yaml, loads it back with the daemon's own loader (with

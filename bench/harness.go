@@ -114,6 +114,11 @@ type Options struct {
 	// CPU per record compared with the one-entry run's, and the ceiling's client writing the same rows
 	// into both tables, for what the node gives a second table (Result.Entries). 0 or 1: no such phase.
 	Entries int
+	// Rollups, when positive, runs only the comparison of rollups (rollups.go): the backlog produced
+	// once, a day back so every window of it is closed, then the sink over it without and with an
+	// hourly and a daily rollup, this many pairs, alternating which of the two runs first
+	// (Result.Rollups). No ceiling, pipeline, steady or read phase.
+	Rollups int
 }
 
 // sampleEvery is how many events of the steady phase go per freshness probe: about 20 probes a
@@ -212,6 +217,12 @@ func (o *Options) defaults() error {
 	if len(o.Curve) > 0 && o.LatencyFor <= 0 {
 		errs = append(errs, errors.New("the curve needs a length for each rate (--latency-for)"))
 	}
+	if o.Rollups < 0 {
+		errs = append(errs, fmt.Errorf("rollups: %d pairs, want 0 or more", o.Rollups))
+	}
+	if o.Rollups > 0 && (o.ReadOnly || o.SteadyOnly || len(o.Curve) > 0 || (o.Codec != "" && o.Codec != gen.CodecJSON) || o.Entries == 2) {
+		errs = append(errs, errors.New("the rollups comparison runs alone: leave out --read-only, --steady-only, --curve, --codec and --entries"))
+	}
 	if o.ReadOnly && o.SteadyOnly {
 		errs = append(errs, errors.New("the read phase alone and the steady phase alone exclude each other"))
 	}
@@ -294,7 +305,7 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 		Events: o.Events, Entities: o.Entities, Partitions: o.Partitions, Quick: o.Quick,
 		Compression: compressionName, CommitInterval: o.CommitInterval.String(), DaemonEnv: o.DaemonEnv,
 		SettleMax: o.SettleMax.String(), KeepData: o.KeepData, SteadyOnly: o.SteadyOnly, NoProbes: o.NoProbes, ReadOnly: o.ReadOnly,
-		Curve: o.Curve,
+		Curve: o.Curve, Rollups: o.Rollups,
 	}
 	if o.ReadOnly || (o.ReadRows > 0 && !o.SteadyOnly) {
 		r.Params.ReadRows, r.Params.ReadRounds = o.ReadRows, o.ReadRounds
@@ -314,6 +325,13 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	h.p.logf("bench: %d events, %d entities, %d partitions; %d cores, %s, Kafka %s, Cassandra %s",
 		o.Events, o.Entities, o.Partitions, r.Machine.Cores, r.Machine.Go, r.Machine.Kafka, r.Machine.Cassandra)
 
+	if o.Rollups > 0 {
+		if err := h.rollups(ctx); err != nil {
+			return nil, err
+		}
+		r.judge()
+		return r, nil
+	}
 	if len(o.Curve) > 0 {
 		if err := h.curve(ctx); err != nil {
 			return nil, err
@@ -335,26 +353,9 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 
 	// Phase 1: the backlog.
 	topic := o.Prefix + "_backlog"
-	if err := createTopic(ctx, h.adm, topic, o.Partitions); err != nil {
-		return nil, err
-	}
-	h.topics = append(h.topics, topic)
-	var produced atomic.Int64
-	h.p.phase("produce", int64(o.Events), "events", &produced)
-	start := time.Now()
-	records, bytes, err := produceBacklog(ctx, o.Brokers, topic, o.Events, o.Entities, &produced, nil)
+	records, end, err := h.produce(ctx, topic, backlogStart(o.Events))
 	if err != nil {
 		return nil, err
-	}
-	el := time.Since(start)
-	h.p.done()
-	r.Produce = Produce{
-		Topic: topic, Events: len(records), Bytes: bytes, AvgEventBytes: float64(bytes) / float64(len(records)),
-		Seconds: el.Seconds(), EventsPerSec: float64(len(records)) / el.Seconds(),
-	}
-	end := make(map[int32]int64)
-	for _, rec := range records {
-		end[rec.Partition] = max(end[rec.Partition], rec.Offset+1)
 	}
 
 	// The sink's config, loaded with its own loader: the ceiling uses the same policy, the same
@@ -484,6 +485,34 @@ func (h *harness) run(ctx context.Context) (*Result, error) {
 	return r, nil
 }
 
+// produce creates topic and produces the backlog to it, its first event at start, and records the
+// phase in the result. It returns the records and the end offset of each partition.
+func (h *harness) produce(ctx context.Context, topic string, start time.Time) ([]record, map[int32]int64, error) {
+	o := h.o
+	if err := createTopic(ctx, h.adm, topic, o.Partitions); err != nil {
+		return nil, nil, err
+	}
+	h.topics = append(h.topics, topic)
+	var produced atomic.Int64
+	h.p.phase("produce", int64(o.Events), "events", &produced)
+	t0 := time.Now()
+	records, bytes, err := produceBacklog(ctx, o.Brokers, topic, o.Events, o.Entities, start, &produced, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	el := time.Since(t0)
+	h.p.done()
+	h.res.Produce = Produce{
+		Topic: topic, Events: len(records), Bytes: bytes, AvgEventBytes: float64(bytes) / float64(len(records)),
+		Seconds: el.Seconds(), EventsPerSec: float64(len(records)) / el.Seconds(),
+	}
+	end := make(map[int32]int64)
+	for _, rec := range records {
+		end[rec.Partition] = max(end[rec.Partition], rec.Offset+1)
+	}
+	return records, end, nil
+}
+
 // codecRun produces the backlog's events again in o.Codec and measures the sink over them, against
 // jsonPerSec, the JSON run's rows/s.
 func (h *harness) codecRun(ctx context.Context, base setup, jsonPerSec float64) error {
@@ -508,7 +537,7 @@ func (h *harness) codecRun(ctx context.Context, base setup, jsonPerSec float64) 
 	h.topics = append(h.topics, st.Topic)
 	var produced atomic.Int64
 	h.p.phase("produce "+o.Codec, int64(o.Events), "events", &produced)
-	records, bytes, err := produceBacklog(ctx, o.Brokers, st.Topic, o.Events, o.Entities, &produced, enc)
+	records, bytes, err := produceBacklog(ctx, o.Brokers, st.Topic, o.Events, o.Entities, backlogStart(o.Events), &produced, enc)
 	if err != nil {
 		return err
 	}
@@ -609,6 +638,12 @@ func (h *harness) createTable(ctx context.Context, cfg *config.Config) error {
 	}
 	for _, tp := range cfg.Topics { // before the DDL: a half-made table is dropped too
 		h.tables = append(h.tables, tp.Table)
+		for _, r := range tp.Rollups {
+			h.tables = append(h.tables, r.Table)
+		}
+		if len(tp.Rollups) > 0 && !slices.Contains(h.tables, cassandra.PendingTable) {
+			h.tables = append(h.tables, cassandra.PendingTable)
+		}
 	}
 	for _, stmt := range ddl {
 		if err := h.admin.Query(stmt).ExecContext(ctx); err != nil {
@@ -905,6 +940,7 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 		if n, ok, err := d.metricSum(ctx, "sink_batch_rows_count"); err == nil && ok && n > 0 {
 			p.MeanBatchRows = sum / n
 		}
+		p.BatchRowsPerRecord = sum / float64(total)
 	}
 	p.MeanOpenBatchRows, p.MeanBufferedBytes, p.MeanWritesInFlight = gauges.mean(0), gauges.mean(1), gauges.mean(2)
 	if v, ok, err := d.metricSum(ctx, "sink_records_written_total"); err == nil && ok {
@@ -922,6 +958,11 @@ func (h *harness) daemon(ctx context.Context, name string, args []string, st set
 		p.PerCPUSecond = float64(total) / cpu
 	}
 	p.CPUPerMillion = cpu / float64(total) * 1e6
+	if st.HourlyTable != "" {
+		if err := h.drainRollups(ctx, d, p, finish); err != nil {
+			return nil, err
+		}
+	}
 	if prof != nil {
 		if err := <-prof; err != nil {
 			h.p.logf("%s: no CPU profile: %v", name, err)

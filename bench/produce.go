@@ -77,10 +77,11 @@ func createTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 }
 
 // produceBacklog writes n generated events to topic as fast as the broker acknowledges and
-// returns them with their partitions and offsets, in no particular order. The events are JSON, or
-// encoded by enc in its schema-registry format; the generator's seed makes them the same events.
-func produceBacklog(ctx context.Context, brokers []string, topic string, n, entities int, done *atomic.Int64, enc *gen.Encoder) ([]record, int64, error) {
-	g, err := gen.New(gen.Config{Entities: entities, Seed: 1, Start: backlogStart(n)})
+// returns them with their partitions and offsets, in no particular order. The first event's time is
+// start (backlogStart(n) for the backlog phases). The events are JSON, or encoded by enc in its
+// schema-registry format; the generator's seed makes them the same events.
+func produceBacklog(ctx context.Context, brokers []string, topic string, n, entities int, start time.Time, done *atomic.Int64, enc *gen.Encoder) ([]record, int64, error) {
+	g, err := gen.New(gen.Config{Entities: entities, Seed: 1, Start: start})
 	if err != nil {
 		return nil, 0, err
 	}

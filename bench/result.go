@@ -34,6 +34,8 @@ type Result struct {
 	Codec *CodecRun `json:"codec,omitempty"`
 	// Entries is the run of the same backlog read by two entries (Options.Entries); nil without one.
 	Entries *EntriesRun `json:"entries,omitempty"`
+	// Rollups is the comparison of runs with and without rollups (Options.Rollups); nil without one.
+	Rollups *RollupsRun `json:"rollups,omitempty"`
 	// Read is the read phase (read.go); nil when skipped.
 	Read    *ReadRun `json:"read,omitempty"`
 	Targets []Target `json:"targets"`
@@ -136,6 +138,7 @@ type Params struct {
 	SteadyOnly     bool     `json:"steady_only,omitempty"` // the steady-rate phase alone (Options.SteadyOnly)
 	NoProbes       bool     `json:"no_probes,omitempty"`   // no freshness probes (Options.NoProbes)
 	ReadOnly       bool     `json:"read_only,omitempty"`   // the read phase alone (Options.ReadOnly)
+	Rollups        int      `json:"rollups,omitempty"`     // pairs of the rollups comparison (Options.Rollups)
 	// Curve are the rates of a curve run (Options.Curve).
 	Curve      []float64 `json:"curve,omitempty"`
 	ReadRows   int       `json:"read_rows,omitempty"`   // rows of the read phase's device; 0 when skipped
@@ -196,6 +199,9 @@ type Process struct {
 	CPUPerMillion  float64 `json:"cpu_seconds_per_million"`
 	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
 	MeanBatchRows  float64 `json:"mean_batch_rows"` // from sink_batch_rows; 0 if unavailable
+	// BatchRowsPerRecord is the rows of every batch sent (sink_batch_rows_sum, the sink's own rows such as
+	// rollup markers included, a retried batch counted again) per record of the backlog.
+	BatchRowsPerRecord float64 `json:"batch_rows_per_record,omitempty"`
 	// Means of gauges sampled every 500 ms while the phase ran: rows waiting in open batches, bytes
 	// held against writer.max_buffered_bytes, Cassandra batches in flight.
 	MeanOpenBatchRows  float64 `json:"mean_open_batch_rows"`
@@ -204,6 +210,10 @@ type Process struct {
 	CoresBusy          float64 `json:"machine_cores_busy"` // whole machine, Kafka and Cassandra included
 	StartupSeconds     float64 `json:"startup_seconds"`    // process start to ready, outside the timed part
 	Profile            string  `json:"cpu_profile,omitempty"`
+	// Rollups is what each rollup of a run with rollups cost (rollups.go), and RollupDrainSeconds how
+	// long after the last commit its last window was computed; empty without rollups.
+	Rollups            []RollupCost `json:"rollups,omitempty"`
+	RollupDrainSeconds float64      `json:"rollup_drain_seconds,omitempty"`
 }
 
 // Latency is phase 5, the steady rate: event-to-commit delay at a fixed produce rate, freshness read
@@ -357,6 +367,11 @@ func (r *Result) judge() {
 	if r.Params.ReadOnly {
 		return
 	}
+	if ru := r.Rollups; ru != nil {
+		r.Targets = []Target{{Name: "sink rows/s with an hourly and a daily rollup ÷ without (median of pairs)", Want: "≥ 0.8",
+			Measured: ru.Ratio.Median, Met: ru.Ratio.Median >= 0.8}}
+		return
+	}
 	r.Targets = []Target{
 		{Name: "sink rows/s ÷ ceiling rows/s", Want: "≥ 0.9", Measured: r.Sink.RatioToCeiling, Met: r.Sink.RatioToCeiling >= 0.9},
 		{Name: "pipeline-only events per CPU-second", Want: "≥ 500000", Measured: r.Pipeline.PerCPUSecond, Met: r.Pipeline.PerCPUSecond >= 500000},
@@ -415,6 +430,8 @@ func (r *Result) WriteJSON(dir string) (string, error) {
 		kind = "steady"
 	case r.Params.ReadOnly:
 		kind = "read"
+	case r.Params.Rollups > 0:
+		kind = "rollups"
 	case r.Params.Quick:
 		kind = "quick"
 	}
@@ -473,7 +490,10 @@ func (r *Result) PrintTable(w io.Writer) {
 	}
 	fmt.Fprintln(tw, "\t\t")
 	fmt.Fprintln(tw, "phase\tresult\tdetail")
-	if !r.Params.SteadyOnly && !r.Params.ReadOnly {
+	switch {
+	case r.Rollups != nil:
+		r.printRollups(tw)
+	case !r.Params.SteadyOnly && !r.Params.ReadOnly:
 		r.printBacklog(tw)
 	}
 	r.printSteady(tw)

@@ -3,6 +3,8 @@ package cassandra
 import (
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
@@ -75,7 +77,84 @@ type GroupConfig struct {
 // its first batch). A batch larger than half of cfg.MaxBytes is full enough to go alone. bs must be
 // batches of distinct partitions, as Batcher.Due returns them. The slice is reused.
 func (s *Session) Group(cfg GroupConfig, bs []*batcher.Batch) []*batcher.Batch {
-	return group(cfg, bs, func(keyspace, key string) string { return strings.Join(s.Replicas(keyspace, key), ",") })
+	if cfg.MaxPartitions <= 1 || len(bs) < 2 {
+		return bs
+	}
+	now := time.Now()
+	return group(cfg, bs, func(keyspace, key string) string {
+		return s.replicaSets.lookup(keyspace, key, now, func() string { return strings.Join(s.Replicas(keyspace, key), ",") })
+	})
+}
+
+// replicaSets remembers the replica set of each partition Group looked up, for replicaSetTTL.
+//
+// Group needs the replica set of every partition of every due take: at a steady 15,000 rows/s that was
+// 6,000 lookups a second, each a token computation, a walk of the ring and four allocations in the
+// driver, and a fifth of the allocations of a steady request. Partitions come back (a hot device's
+// every few milliseconds, a cold one's within seconds), so most lookups find their answer here. An
+// answer may be up to replicaSetTTL old: the ring or the keyspace's replication changed since then.
+// That costs efficiency, never correctness: partitions whose replica sets no longer agree are joined in
+// one request, whose coordinator forwards the rows of the partitions it does not hold, as any
+// coordinator does for a partition it is not a replica of.
+type replicaSets struct {
+	mu    sync.Mutex
+	since time.Time                    // when sets was last emptied
+	sets  map[string]map[string]string // by keyspace, then routing key
+	names map[string]string            // each distinct set's one string, so the entries share it
+}
+
+// replicaSetTTL bounds how old a remembered replica set may be; maxReplicaSets bounds how many are
+// remembered per keyspace (about 100 bytes each). Both empty the whole map: a refill costs a lookup per partition,
+// what every lookup cost without it.
+const (
+	replicaSetTTL  = 5 * time.Second
+	maxReplicaSets = 1 << 16
+)
+
+// lookup returns the remembered replica set of key in keyspace, or find's answer, remembered, when
+// there is none or the remembered ones are older than replicaSetTTL at now. An empty answer (no ring
+// known yet) is not remembered.
+func (r *replicaSets) lookup(keyspace, key string, now time.Time, find func() string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sets == nil || now.Sub(r.since) >= replicaSetTTL || now.Before(r.since) {
+		r.reset(now)
+	}
+	byKey := r.sets[keyspace]
+	if set, ok := byKey[key]; ok {
+		return set
+	}
+	set := find()
+	if set == "" {
+		return ""
+	}
+	if name, ok := r.names[set]; ok {
+		set = name
+	} else {
+		r.names[set] = set
+	}
+	if byKey == nil {
+		byKey = make(map[string]string)
+		r.sets[keyspace] = byKey
+	} else if len(byKey) >= maxReplicaSets {
+		r.reset(now)
+		byKey = r.sets[keyspace]
+	}
+	// The key is copied: a batch's key may live in memory the batcher reuses.
+	byKey[strings.Clone(key)] = set
+	return set
+}
+
+// reset forgets every remembered set at now; each keyspace's map starts at the size it had, so a steady
+// stream's partitions refill it without the map growing step by step.
+func (r *replicaSets) reset(now time.Time) {
+	old := r.sets
+	r.sets = make(map[string]map[string]string, len(old))
+	for ks, byKey := range old {
+		r.sets[ks] = make(map[string]string, len(byKey))
+	}
+	r.names = make(map[string]string)
+	r.since = now
 }
 
 // group is Group with the replica lookup as a function: replicas names the replica set of a partition
@@ -84,12 +163,16 @@ func group(cfg GroupConfig, bs []*batcher.Batch, replicas func(keyspace, key str
 	if cfg.MaxPartitions <= 1 || len(bs) < 2 {
 		return bs
 	}
+	// The open groups are few (one per table and replica set among the batches due together), so a
+	// slice searched in turn costs less than a map made for every take; each group's parts are sized for
+	// a full request at once instead of growing to it.
 	type open struct {
+		key   groupKey
 		at    int // index in out
 		parts []*batcher.Batch
 		bytes int
 	}
-	groups := make(map[groupKey]*open)
+	var groups []open
 	out := bs[:0] // each step appends at most one batch, after reading its own
 	for _, b := range bs {
 		if b.Partitions != 1 || 2*b.Bytes > cfg.MaxBytes {
@@ -102,18 +185,19 @@ func group(cfg GroupConfig, bs []*batcher.Batch, replicas func(keyspace, key str
 			continue
 		}
 		k := groupKey{b.Target, set}
-		g := groups[k]
-		if g != nil && (len(g.parts) == cfg.MaxPartitions || g.bytes+b.Bytes > cfg.MaxBytes) {
-			out[g.at] = batcher.Join(g.parts)
-			g = nil
-		}
-		if g == nil {
-			g = &open{at: len(out)}
-			groups[k] = g
+		i := slices.IndexFunc(groups, func(g open) bool { return g.key == k })
+		if i >= 0 && (len(groups[i].parts) == cfg.MaxPartitions || groups[i].bytes+b.Bytes > cfg.MaxBytes) {
+			out[groups[i].at] = batcher.Join(groups[i].parts)
+			groups[i] = open{key: k, at: len(out), parts: groups[i].parts[:0]} // Join keeps nothing of parts
 			out = append(out, nil)
 		}
-		g.parts = append(g.parts, b)
-		g.bytes += b.Bytes
+		if i < 0 {
+			i = len(groups)
+			groups = append(groups, open{key: k, at: len(out), parts: make([]*batcher.Batch, 0, min(cfg.MaxPartitions, len(bs)))})
+			out = append(out, nil)
+		}
+		groups[i].parts = append(groups[i].parts, b)
+		groups[i].bytes += b.Bytes
 	}
 	for _, g := range groups {
 		out[g.at] = batcher.Join(g.parts)

@@ -2,9 +2,14 @@ package cassandra
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
@@ -175,5 +180,67 @@ func TestIntegrationGroupedRequestRefusedAsTooLargeIsWrittenPartitionByPartition
 	}
 	if got := rec.sent(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("requests sent (rows each) %v, want %v", got, want)
+	}
+}
+
+// lookupCounter counts the replica lookups (Session.Replicas) the policy is asked.
+type lookupCounter struct {
+	gocql.HostSelectionPolicy
+	lookups atomic.Int64
+}
+
+func (c *lookupCounter) Pick(q gocql.ExecutableStatement) gocql.NextHost {
+	if _, ok := q.(replicaLookup); ok {
+		c.lookups.Add(1)
+	}
+	return c.HostSelectionPolicy.Pick(q)
+}
+
+// TestIntegrationGroupAsksTheRingOncePerPartition: the replica set of a partition Group has seen is
+// remembered, not asked of the driver for every due take (a token computation, a walk of the ring and
+// allocations for every partition of every request of a steady stream). The second take of the same
+// partitions asks nothing, and is grouped as the first.
+func TestIntegrationGroupAsksTheRingOncePerPartition(t *testing.T) {
+	f := setup(t)
+	tgt := f.wide(t)
+	count := &lookupCounter{HostSelectionPolicy: f.s.policy}
+	f.s.policy = count
+	cfg := GroupConfig{MaxPartitions: 10, MaxBytes: 4096}
+	take := func() []*batcher.Batch {
+		var bs []*batcher.Batch
+		for i := range 6 {
+			bs = append(bs, wideBatch(tgt, fmt.Sprint("device-", i), 1))
+		}
+		return f.s.Group(cfg, bs)
+	}
+	if got := take(); len(got) != 1 || got[0].Partitions != 6 {
+		t.Fatalf("first take: %d requests, want one of 6 partitions (a single node holds them all)", len(got))
+	}
+	if n := count.lookups.Load(); n != 6 {
+		t.Fatalf("first take asked the ring %d times, want 6 (one per partition)", n)
+	}
+	if got := take(); len(got) != 1 || got[0].Partitions != 6 {
+		t.Fatalf("second take: %d requests, want one of 6 partitions", len(got))
+	}
+	if n := count.lookups.Load(); n != 6 {
+		t.Fatalf("the two takes asked the ring %d times, want 6: the second take's partitions were asked again", n)
+	}
+}
+
+// TestIntegrationRequestsAreWrittenWithoutACoalescingGoroutine guards the driver setting that makes
+// each request write its own frame: with the driver's default, every connection runs a goroutine that
+// each frame is handed to and that waits 200 µs for more, three goroutine wake-ups a request for
+// syscalls it seldom saved at the sink's request rates.
+func TestIntegrationRequestsAreWrittenWithoutACoalescingGoroutine(t *testing.T) {
+	f := setup(t)
+	tgt := f.wide(t)
+	w := NewWriter(f.s, WriterConfig{}, nil)
+	if failed, err := w.Write(t.Context(), wideBatch(tgt, "device-1", 3)); err != nil || len(failed) > 0 {
+		t.Fatalf("Write = %v, %v", failed, err)
+	}
+	buf := make([]byte, 1<<22)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	if strings.Contains(stacks, "writeCoalescer") {
+		t.Fatalf("a write-coalescing goroutine runs:\n%s", stacks)
 	}
 }

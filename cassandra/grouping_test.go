@@ -3,6 +3,7 @@ package cassandra
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/bucketsink/sink/batcher"
 )
@@ -108,5 +109,50 @@ func TestGroupNeverJoinsDeletesWithUpsertsOfTheirTable(t *testing.T) {
 				t.Errorf("partition %s of a %v target in a request of a %v one", p.Key, p.Target.Delete, r.Target.Delete)
 			}
 		})
+	}
+}
+
+// TestReplicaSetsRememberEachPartitionForAWhile guards the replica sets Group remembers: a partition's
+// set is asked of the ring once, then found; its key is copied (a batch's key may live in memory the
+// batcher reuses); an unknown ring is asked again; and everything is asked again once replicaSetTTL has
+// passed, so a changed ring is seen within it.
+func TestReplicaSetsRememberEachPartitionForAWhile(t *testing.T) {
+	var r replicaSets
+	asked := 0
+	ask := func(set string) func() string { return func() string { asked++; return set } }
+	t0 := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+
+	key := []byte("device-1")
+	if got := r.lookup("ks", string(key), t0, ask("n1,n2")); got != "n1,n2" || asked != 1 {
+		t.Fatalf("first lookup = %q after %d asks, want n1,n2 after 1", got, asked)
+	}
+	keyCopy := string(key)
+	key[0] = 'X' // the memory the batcher reuses changes; the remembered key must not
+	if got := r.lookup("ks", keyCopy, t0.Add(time.Second), ask("other")); got != "n1,n2" || asked != 1 {
+		t.Fatalf("second lookup = %q after %d asks, want the remembered n1,n2", got, asked)
+	}
+	if got := r.lookup("other_ks", keyCopy, t0.Add(time.Second), ask("n3")); got != "n3" || asked != 2 {
+		t.Fatalf("another keyspace = %q after %d asks, want n3 asked anew", got, asked)
+	}
+	if got := r.lookup("ks", "device-2", t0, ask("")); got != "" || asked != 3 {
+		t.Fatalf("unknown ring = %q after %d asks", got, asked)
+	}
+	if got := r.lookup("ks", "device-2", t0, ask("n1,n2")); got != "n1,n2" || asked != 4 {
+		t.Fatalf("an unknown ring's answer was remembered: %q after %d asks", got, asked)
+	}
+	if got := r.lookup("ks", keyCopy, t0.Add(replicaSetTTL), ask("n2,n3")); got != "n2,n3" || asked != 5 {
+		t.Fatalf("after the TTL = %q after %d asks, want the ring's new n2,n3", got, asked)
+	}
+}
+
+// TestReplicaSetsAreBounded: past maxReplicaSets partitions the remembered sets start over.
+func TestReplicaSetsAreBounded(t *testing.T) {
+	var r replicaSets
+	t0 := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	for i := range maxReplicaSets + 10 {
+		r.lookup("ks", fmt.Sprint(i), t0, func() string { return "n1" })
+		if len(r.sets["ks"]) > maxReplicaSets {
+			t.Fatalf("%d sets remembered, want at most %d", len(r.sets["ks"]), maxReplicaSets)
+		}
 	}
 }

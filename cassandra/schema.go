@@ -66,6 +66,7 @@ func Schema(cfg *config.Config, topics []string, now time.Time) ([]string, error
 	for _, ks := range keyspaces {
 		out = append(out, KeyspaceDDL(cfg, ks))
 	}
+	out = append(out, typeDDL(all, topics)...)
 	for _, ks := range routingTableKeyspaces(cfg, topics) {
 		out = append(out, routingTableDDL(ks)...)
 	}
@@ -95,6 +96,33 @@ func KeyspaceDDL(cfg *config.Config, keyspace string) string {
 		parts = append(parts, cqlString(k)+": "+cqlString(repl[k]))
 	}
 	return "CREATE KEYSPACE IF NOT EXISTS " + keyspace + " WITH replication = {" + strings.Join(parts, ", ") + "}"
+}
+
+// typeDDL is the CREATE TYPE IF NOT EXISTS statement of every UDT the topics' columns have, once per
+// keyspace and name (config.Validate made every definition of one agree), in the order the topics
+// and their columns name them, ahead of the tables that use them. An existing type is left as it is;
+// the schema check compares its fields.
+func typeDDL(all schema.Tables, topics []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, name := range topics {
+		t, ok := all[name]
+		if !ok {
+			continue
+		}
+		for _, c := range t.Columns {
+			if c.UDT == nil || seen[t.Keyspace+"."+c.UDT.Name] {
+				continue
+			}
+			seen[t.Keyspace+"."+c.UDT.Name] = true
+			fields := make([]string, len(c.UDT.Fields))
+			for i, f := range c.UDT.Fields {
+				fields[i] = f.Name + " " + f.Type
+			}
+			out = append(out, "CREATE TYPE IF NOT EXISTS "+t.Keyspace+"."+c.UDT.Name+" ("+strings.Join(fields, ", ")+")")
+		}
+	}
+	return out
 }
 
 // cqlString quotes s as a CQL string literal.
@@ -188,7 +216,7 @@ func createTable(t schema.Table, tc config.Topic, name string) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE IF NOT EXISTS " + t.Keyspace + "." + name + " (\n")
 	for _, c := range t.Columns {
-		b.WriteString("    " + c.Name + " " + ddlType(c.Type) + ",\n")
+		b.WriteString("    " + c.Name + " " + ddlType(c) + ",\n")
 	}
 	b.WriteString("    PRIMARY KEY ((" + strings.Join(t.PartitionKey, ", ") + ")")
 	for _, c := range t.Clustering {
@@ -226,11 +254,14 @@ func createTable(t schema.Table, tc config.Topic, name string) string {
 // a replay or a retried batch; a non-frozen list written again at the same write timestamp keeps
 // both copies of its elements (['a','b'] becomes ['a','b','a','b']). Sets and maps would survive
 // that, but one rule for every collection is simpler to reason about.
-func ddlType(typ string) string {
-	if isCollection(typ) {
-		return "frozen<" + typ + ">"
+//
+// A tuple is frozen in any case (Cassandra freezes every tuple), and a UDT column is frozen for the
+// same reason as a collection: one cell, overwritten whole.
+func ddlType(c schema.Column) string {
+	if isCollection(c.Type) || c.UDT != nil || strings.HasPrefix(normalizeType(c.Type), "tuple<") {
+		return "frozen<" + c.Type + ">"
 	}
-	return typ
+	return c.Type
 }
 
 // isCollection reports whether typ (a config or system_schema spelling, not frozen) is a list, set
@@ -371,7 +402,22 @@ func checkTable(ctx context.Context, s *Session, t schema.Table, name string, mi
 	if len(cols) == 0 {
 		return append(missing, t.Keyspace+"."+name), nil
 	}
-	return missing, CheckTable(t, name, cols)
+	if err := CheckTable(t, name, cols); err != nil {
+		return missing, err
+	}
+	for _, c := range t.Columns {
+		if c.UDT == nil {
+			continue
+		}
+		names, types, err := ReadUDT(ctx, s, t.Keyspace, c.UDT.Name)
+		if err != nil {
+			return missing, err
+		}
+		if err := CheckUDT(t, c, names, types); err != nil {
+			return missing, err
+		}
+	}
+	return missing, nil
 }
 
 // ReadSchemaColumns reads the columns of keyspace.table from system_schema.columns.
@@ -437,7 +483,7 @@ func CheckTable(t schema.Table, name string, cols []SchemaColumn) error {
 		got, ok := byName[strings.ToLower(c.Name)]
 		if !ok {
 			return fmt.Errorf("table %s has no column %s (%s) that topics.%s writes; add it with ALTER TABLE %s ADD %s %s",
-				full, c.Name, ddlType(c.Type), t.Topic, full, c.Name, ddlType(c.Type))
+				full, c.Name, ddlType(c), t.Topic, full, c.Name, ddlType(c))
 		}
 		// Frozen or not, a collection binds the same: compare what it holds, then whether a replay
 		// can write it again.
@@ -451,20 +497,80 @@ func CheckTable(t schema.Table, name string, cols []SchemaColumn) error {
 				"and Cassandra then keeps both copies of the list's elements (['a','b'] becomes ['a','b','a','b']); "+
 				"make it %s (what `sink schema` creates; ALTER TABLE %s DROP %s, then ADD %s %s, which drops the column's data), "+
 				"or use a new table, or set topics.%s.write_timestamp: server (not deterministic on replay)",
-				full, c.Name, got.Type, t.WriteTimestamp, ddlType(c.Type), full, c.Name, c.Name, ddlType(c.Type), t.Topic)
+				full, c.Name, got.Type, t.WriteTimestamp, ddlType(c), full, c.Name, c.Name, ddlType(c), t.Topic)
 		}
 	}
 	return nil
 }
 
-// unfrozen is a system_schema type normalized (normalizeType) without its frozen<...>, and whether
-// it had one.
+// unfrozen is a system_schema type normalized (normalizeType) without its frozen<...>, at any depth
+// (a tuple's collections are frozen inside it), and whether it had one at the top.
 func unfrozen(typ string) (string, bool) {
 	t := normalizeType(typ)
-	if inner, ok := strings.CutPrefix(t, "frozen<"); ok {
-		return strings.TrimSuffix(inner, ">"), true
+	_, frozen := strings.CutPrefix(t, "frozen<")
+	for {
+		at := strings.Index(t, "frozen<")
+		if at < 0 {
+			return t, frozen
+		}
+		// Drop "frozen<" and the '>' that closes it.
+		depth, end := 0, len(t)
+		for i := at + len("frozen"); i < len(t); i++ {
+			if t[i] == '<' {
+				depth++
+			} else if t[i] == '>' {
+				if depth--; depth == 0 {
+					end = i
+					break
+				}
+			}
+		}
+		if end == len(t) {
+			return t, frozen // unbalanced: compared as it is
+		}
+		t = t[:at] + t[at+len("frozen<"):end] + t[end+1:]
 	}
-	return t, false
+}
+
+// CheckUDT compares the fields of an existing UDT (system_schema.types: its field names and types, in
+// order) with the fields topic t's column c gives it. `sink schema` creates a UDT only if it does not
+// exist, so a type created earlier with other fields would make every row of the column fail: that is
+// an error, with the fix.
+func CheckUDT(t schema.Table, c schema.Column, names, types []string) error {
+	full := t.Keyspace + "." + c.UDT.Name
+	if len(names) == 0 {
+		return fmt.Errorf("type %s that topics.%s column %s has does not exist; run `sink schema` to create it", full, t.Topic, c.Name)
+	}
+	want := make([]string, len(c.UDT.Fields))
+	for i, f := range c.UDT.Fields {
+		want[i] = strings.ToLower(f.Name) + " " + normalizeType(f.Type)
+	}
+	got := make([]string, len(names))
+	for i := range names {
+		typ := ""
+		if i < len(types) {
+			typ, _ = unfrozen(types[i])
+		}
+		got[i] = strings.ToLower(names[i]) + " " + typ
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("type %s has fields (%s), but topics.%s column %s needs (%s); the type was created with other fields: "+
+			"give the column a new UDT name, or (if no table uses it) DROP TYPE %s and run `sink schema` again",
+			full, strings.Join(got, ", "), t.Topic, c.Name, strings.Join(want, ", "), full)
+	}
+	return nil
+}
+
+// ReadUDT reads the field names and types of keyspace's UDT name from system_schema.types; none when
+// it does not exist.
+func ReadUDT(ctx context.Context, s *Session, keyspace, name string) (names, types []string, err error) {
+	iter := s.gs.Query(`SELECT field_names, field_types FROM system_schema.types WHERE keyspace_name = ? AND type_name = ?`,
+		keyspace, name).IterContext(ctx)
+	iter.Scan(&names, &types)
+	if err := iter.Close(); err != nil {
+		return nil, nil, fmt.Errorf("reading system_schema.types of %s.%s: %w", keyspace, name, err)
+	}
+	return names, types, nil
 }
 
 func lower(names []string) []string {

@@ -139,15 +139,19 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 
 	// Prepare first (cached after the first batch of a statement): a statement the server refuses
 	// (no such table, a type mismatch in the CQL) is not the rows' fault; it must not dead-letter
-	// every row as if each one were bad.
-	var info *stmtInfo
-	attempts, cls, err := w.retry(ctx, func(ctx context.Context) error {
-		var err error
-		info, err = w.s.statement(ctx, t.Keyspace, t.Insert)
-		return err
-	}, nil)
-	if err != nil {
-		return nil, w.fail(ctx, b, attempts, cls, fmt.Errorf("preparing the insert of %s.%s: %w", t.Keyspace, t.Table, err))
+	// every row as if each one were bad. Only a statement not cached yet asks the server, so only then
+	// does it take an in-flight slot and an attempt's deadline: a cached one took both for a map lookup,
+	// on every request.
+	info, ok := w.s.cachedStatement(t.Keyspace, t.Insert)
+	if !ok {
+		attempts, cls, err := w.retry(ctx, func(ctx context.Context) error {
+			var err error
+			info, err = w.s.statement(ctx, t.Keyspace, t.Insert)
+			return err
+		}, nil)
+		if err != nil {
+			return nil, w.fail(ctx, b, attempts, cls, fmt.Errorf("preparing the insert of %s.%s: %w", t.Keyspace, t.Table, err))
+		}
 	}
 
 	// A row with the wrong number of values would fail the whole batch with a driver error that
@@ -164,7 +168,7 @@ func (w *Writer) Write(ctx context.Context, b *batcher.Batch) ([]RowFailure, err
 		return failed, nil
 	}
 
-	attempts, cls, err = w.send(ctx, t, cons, rows, info.binds)
+	attempts, cls, err := w.send(ctx, t, cons, rows, info.binds)
 	if err == nil {
 		return failed, nil
 	}

@@ -439,3 +439,58 @@ func TestIntegrationConnect(t *testing.T) {
 		t.Fatalf("connecting to a closed port: %v, want an error naming cassandra.hosts", err)
 	}
 }
+
+// BenchmarkIntegrationWriteSteady is one request as a steady stream of a few thousand rows a second
+// sends it: six partitions of two rows, due together, joined by Group and written, one request at a
+// time. What it measures is what the writer and the driver spend on such a request (the rows are
+// made before the clock starts); run it under callgrind for instructions per request (see
+// docs/PERFORMANCE.md).
+func BenchmarkIntegrationWriteSteady(b *testing.B) {
+	f := setup(b)
+	tgt := f.readings(b)
+	w := NewWriter(f.s, WriterConfig{MaxInFlight: 32}, nil)
+	const parts, perPart, sets = 6, 2, 64
+	made := make([][]batcher.Row, sets*parts)
+	for k := range made {
+		for i := range perPart {
+			made[k] = append(made[k], readingRow(tgt, fmt.Sprint("steady-", k), "2024-01-15", k*perPart+i))
+		}
+	}
+	bs := make([]*batcher.Batch, 0, parts)
+	b.ReportAllocs()
+	for n := 0; b.Loop(); n++ {
+		bs = bs[:0]
+		for p := range parts {
+			bb := batchOf(made[(n%sets)*parts+p]...)
+			bb.Partitions = 1
+			bs = append(bs, bb)
+		}
+		for _, req := range w.Group(bs) {
+			if failed, err := w.Write(b.Context(), req); err != nil || len(failed) > 0 {
+				b.Fatalf("Write = %v, %v", failed, err)
+			}
+			batcher.Release(req)
+		}
+	}
+	b.ReportMetric(float64(parts*perPart), "rows/op")
+}
+
+// TestIntegrationCachedStatementTakesNoInFlightSlot: once a statement is prepared, a write takes one
+// in-flight slot, for its request. The statement's cache lookup went through the retry loop like a
+// request, taking a slot (and, in the daemon, an attempt's deadline) on every write for a map lookup.
+func TestIntegrationCachedStatementTakesNoInFlightSlot(t *testing.T) {
+	f := setup(t)
+	tgt := f.readings(t)
+	rec := &recorder{}
+	w := NewWriter(f.s, WriterConfig{}, rec)
+	for i := range 2 {
+		if failed, err := w.Write(t.Context(), batchOf(readingRow(tgt, "sensor-c", "2024-01-15", i))); err != nil || len(failed) > 0 {
+			t.Fatalf("Write = %v, %v", failed, err)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.starts != 3 {
+		t.Fatalf("two writes took %d in-flight slots, want 3 (the first write's prepare, then one request each)", rec.starts)
+	}
+}

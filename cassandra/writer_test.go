@@ -24,6 +24,7 @@ type recorder struct {
 	retries  []string
 	inFlight int
 	maxIn    int
+	starts   int // InFlight(+1) calls: slots taken
 }
 
 func (r *recorder) OnBatch(rows, bytes int, d time.Duration, outcome string) {
@@ -51,6 +52,9 @@ func (r *recorder) InFlight(delta int) {
 	defer r.mu.Unlock()
 	r.inFlight += delta
 	r.maxIn = max(r.maxIn, r.inFlight)
+	if delta > 0 {
+		r.starts++
+	}
 }
 
 // failing returns an op that fails with errs in turn, then succeeds.

@@ -310,7 +310,20 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		if t.Time.Source == TimeSourceField {
 			str(p+"time.format", &t.Time.Format, DefaultTimeFormat)
 		}
-		t.Time.Format = strings.ToLower(t.Time.Format)
+		if named := NamedTimeFormat(t.Time.Format); named != "" {
+			t.Time.Format = named // a layout keeps its case: it is a Go layout
+		}
+		for i := range t.Columns {
+			if named := NamedTimeFormat(t.Columns[i].Format); named != "" {
+				t.Columns[i].Format = named
+			}
+		}
+		if tf := t.TTLField; tf != nil {
+			tf.As = strings.ToLower(tf.As)
+			if named := NamedTimeFormat(tf.Format); named != "" {
+				tf.Format = named
+			}
+		}
 		if strings.EqualFold(t.Bucket.Width, BucketNone) {
 			t.Bucket.Width = BucketNone
 		}
@@ -339,8 +352,15 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		t.Consistency = strings.ToUpper(t.Consistency)
 		str(p+"write_timestamp", &t.WriteTimestamp, wts)
 		t.WriteTimestamp = strings.ToLower(t.WriteTimestamp)
-		str(p+"on_tombstone", &t.OnTombstone, DefaultOnTombstone)
+		t.Envelope = strings.ToLower(t.Envelope)
+		onTombstone := DefaultOnTombstone
+		if t.Enveloped() {
+			onTombstone = OnTombstoneSkip // the tombstone after a delete event says nothing more
+		}
+		str(p+"on_tombstone", &t.OnTombstone, onTombstone)
 		t.OnTombstone = strings.ToLower(t.OnTombstone)
+		str(p+"on_delete", &t.OnDelete, DefaultOnDelete)
+		t.OnDelete = strings.ToLower(t.OnDelete)
 		str(p+"key_codec", &t.KeyCodec, DefaultKeyCodec)
 		t.KeyCodec = strings.ToLower(t.KeyCodec)
 		str(p+"ttl_from", &t.TTLFrom, DefaultTTLFrom)

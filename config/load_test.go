@@ -419,6 +419,9 @@ func TestSettingsSayWhereEachValueCameFrom(t *testing.T) {
 		if strings.Contains(path, ".rollups[0].") {
 			continue // the example has no rollups: checked below on one that has
 		}
+		if strings.Contains(path, ".fields[]") {
+			continue // the example has no UDT column: TestUDTColumnSettings has one
+		}
 		if _, ok := got[path]; !ok {
 			t.Errorf("%s is not in Settings", path)
 		}

@@ -208,6 +208,8 @@ type Topic struct {
 	// written with ttl minus its age, and a record already older than ttl is skipped, committed and
 	// counted in sink_records_skipped_total{reason="expired"}).
 	TTLFrom string `koanf:"ttl_from"`
+	// TTLField takes each row's TTL from a field of the record's value (ttl.go); nil: every row has TTL.
+	TTLField *TTLField `koanf:"ttl_field"`
 	// Accept bounds the event time around the record's Kafka timestamp (accept.go).
 	Accept Accept `koanf:"accept"`
 	// Split splits hot entities' partitions at write time (split.go).
@@ -223,6 +225,11 @@ type Topic struct {
 	KeyCodec string `koanf:"key_codec"`
 	// Where filters the records this entry maps (where.go); nil maps every record.
 	Where *Where `koanf:"where"`
+	// Envelope says the value is a change event: "debezium" (envelope.go); "" (default) a plain value.
+	Envelope string `koanf:"envelope"`
+	// OnDelete is what a delete event becomes on a bucketed envelope entry: "skip" (default, counted in
+	// sink_records_skipped_total{reason="deleted"}), "dead_letter" or "row" (a row of the before image).
+	OnDelete string `koanf:"on_delete"`
 	// Rollups are aggregate tables over windows of this entry's rows, computed by the sink from
 	// the raw rows it stored (rollup.go).
 	Rollups []Rollup `koanf:"rollups"`
@@ -230,12 +237,15 @@ type Topic struct {
 
 // EventTime says where the event time of a record comes from.
 type EventTime struct {
-	// Source is "field" (default) or "kafka" (the record timestamp).
+	// Source is "field" (default), "kafka" (the record timestamp) or, with an envelope, "change" (the
+	// change's source time).
 	Source string `koanf:"source"`
 	Field  string `koanf:"field"` // dot path, for source "field"
-	// Format of the field: rfc3339 (default; offset required), unix_s, unix_ms, unix_us, unix_ns.
-	// Numbers may be JSON numbers or numeric strings.
+	// Format of the field: rfc3339 (default; offset required), unix_s, unix_ms, unix_us, unix_ns, or a
+	// Go layout (times.go). Numbers may be JSON numbers or numeric strings.
 	Format string `koanf:"format"`
+	// Zone is the IANA zone of a layout without an offset (times.go).
+	Zone string `koanf:"zone"`
 }
 
 // Bucket is the bucket policy of a topic. See package bucketer for the arithmetic.
@@ -274,13 +284,18 @@ type Bucket struct {
 type Column struct {
 	Name string `koanf:"name"`
 	Type string `koanf:"type"` // CQL type: text, ascii, varchar, int, bigint, smallint, tinyint, float, double,
-	// boolean, timestamp, date, uuid, timeuuid, blob (base64 in JSON), inet, decimal, varint,
-	// list<T>, set<T>, map<text,T> for the scalar T above.
-	Field string `koanf:"field"` // dot path into the decoded record
+	// boolean, timestamp, date, time, duration, uuid, timeuuid, blob (base64 in JSON), inet, decimal,
+	// varint, list<T>, set<T>, map<K,T> for the scalar T above, tuple<T1, T2, ...>, vector<float, n>;
+	// with Fields, the name of a UDT.
+	// Fields, when set, make Type the name of a user-defined type with these fields, in order, which
+	// `sink schema` creates (CREATE TYPE) in the topic's keyspace; the column is written frozen.
+	Fields []UDTField `koanf:"fields"`
+	Field  string     `koanf:"field"` // dot path into the decoded record
 	// Source instead of Field: event_time, kafka_key, kafka_timestamp, kafka_topic, kafka_partition,
 	// kafka_offset, timeuuid (deterministic from event time and Kafka coordinates, so replays upsert
 	// the same row), raw (the whole record as text), header (the record header Header names), key (the
-	// Kafka key's text, or with Field a field of the key as a JSON object; sources.go). Validate checks the type against the source:
+	// Kafka key's text, or with Field a field of the key as a JSON object; sources.go), change (with Field,
+	// the change envelope's field; envelope.go). Validate checks the type against the source:
 	// event_time and kafka_timestamp need timestamp; kafka_key text, varchar, ascii or blob;
 	// kafka_topic text, varchar or ascii; kafka_partition int or bigint; kafka_offset bigint;
 	// timeuuid timeuuid; raw text, varchar or blob; header and key any scalar type.
@@ -288,10 +303,30 @@ type Column struct {
 	// Header is the record header a column of source header takes (sources.go).
 	Header   string `koanf:"header"`
 	Required bool   `koanf:"required"` // a missing or null value is bad input (id and clustering columns always are)
+	// Format is how a timestamp or date column's value spells its time (times.go): unset, RFC 3339 or
+	// epoch milliseconds for a timestamp and YYYY-MM-DD for a date; or rfc3339, unix_s, unix_ms,
+	// unix_us, unix_ns (timestamp), unix_days (date), or a Go layout.
+	Format string `koanf:"format"`
+	// Zone is the IANA zone of a Format layout without an offset.
+	Zone string `koanf:"zone"`
 	// WriteNull binds a missing or null value as null (a tombstone cell) instead of leaving the column
 	// unset; for a column whose previous value a later record must be able to clear. Not for id,
 	// clustering or required columns, which always need a value.
 	WriteNull bool `koanf:"write_null"`
+}
+
+// UDTField is one field of a column's user-defined type.
+type UDTField struct {
+	Name string `koanf:"name"` // a CQL identifier; a record's nested field of this name feeds it
+	Type string `koanf:"type"` // a type Column.Type takes, but not a UDT, a tuple or a vector
+}
+
+// ColumnType parses col's type: a UDT when it has fields (ParseUDT), else ParseCQLType.
+func ColumnType(col Column) (CQLType, error) {
+	if len(col.Fields) > 0 {
+		return ParseUDT(col)
+	}
+	return ParseCQLType(col.Type)
 }
 
 // Clustering is one clustering column and its order.

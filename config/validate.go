@@ -417,10 +417,11 @@ var sourceTypes = map[string][]string{
 	SourceRaw:            {"text", "varchar", "blob"},
 	SourceHeader:         oneValueTypes,
 	SourceKey:            oneValueTypes,
+	SourceChange:         oneValueTypes,
 }
 
 var sourceNames = []string{SourceEventTime, SourceKafkaKey, SourceKafkaTimestamp, SourceKafkaTopic,
-	SourceKafkaPartition, SourceKafkaOffset, SourceTimeUUID, SourceRaw, SourceHeader, SourceKey}
+	SourceKafkaPartition, SourceKafkaOffset, SourceTimeUUID, SourceRaw, SourceHeader, SourceKey, SourceChange}
 
 func (c *Config) validateTopics(v *validator) {
 	if len(c.Topics) == 0 {
@@ -455,6 +456,7 @@ func (c *Config) validateTopics(v *validator) {
 		c.validateTopic(v, name, c.Topics[name], sources)
 	}
 	c.validateSharedTables(v, names)
+	c.validateUDTsAgree(v, names)
 	tables := map[string]string{} // keyspace.table → the key path of what writes it
 	for _, name := range names {
 		if t := c.Topics[name]; t.Keyspace != "" && t.Table != "" {
@@ -509,6 +511,7 @@ func (c *Config) validateSharedTopic(v *validator, first, name string) {
 		key, mine, theirs string
 	}{
 		{"codec", b.Codec, a.Codec},
+		{"envelope", b.Envelope, a.Envelope},
 		{"accept.before", b.Accept.Before.String(), a.Accept.Before.String()},
 		{"accept.after", b.Accept.After.String(), a.Accept.After.String()},
 		{"dead_letter_topic", b.DeadLetterTopic, a.DeadLetterTopic},
@@ -601,18 +604,19 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		} else if _, dup := cols[strings.ToLower(col.Name)]; dup {
 			v.add(cp+".name", "column %q appears twice (CQL names are case-insensitive); rename one", col.Name)
 		}
-		typ, err := ParseCQLType(col.Type)
+		typ, err := ColumnType(col)
 		if col.Type == "" {
 			v.add(cp+".type", "empty; give the CQL type, e.g. text, double or timestamp")
 		} else if err != nil {
 			v.add(cp+".type", "%v", err)
 		}
+		validateUDTFields(v, cp, col)
 		if col.Name != "" {
 			cols[strings.ToLower(col.Name)] = typ
 		}
 		switch {
-		case col.Field != "" && col.Source != "" && col.Source != SourceKey:
-			v.add(cp, "has both field and source; keep one (only source key takes a field: of the Kafka key)")
+		case col.Field != "" && col.Source != "" && col.Source != SourceKey && col.Source != SourceChange:
+			v.add(cp, "has both field and source; keep one (only source key and source change take a field: of the Kafka key, of the change envelope)")
 		case col.Field == "" && col.Source == "":
 			v.add(cp, "has neither field nor source; set field to a JSON path (e.g. site.id) or source to one of %s", oneOf(sourceNames))
 		case col.Field != "" && col.Source == "":
@@ -654,8 +658,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 			v.add(ip, "%q is not a column; add it to columns or list an existing column", id)
 		case ids[strings.ToLower(id)]:
 			v.add(ip, "%q is listed twice; list each id column once", id)
-		case typ.IsCollection():
-			v.add(ip, "%q is a %s; a partition key column cannot be a collection", id, typ)
+		case typ.KeyProblem() != "":
+			v.add(ip, "%q is a %s; a partition key column cannot be %s", id, typ, typ.KeyProblem())
 		}
 		ids[strings.ToLower(id)] = true
 	}
@@ -682,8 +686,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 			v.add(cp+".column", "%q is an id column (partition key); a column cannot be both", cl.Column)
 		case seen[strings.ToLower(cl.Column)]:
 			v.add(cp+".column", "%q is listed twice; list each clustering column once", cl.Column)
-		case typ.IsCollection():
-			v.add(cp+".column", "%q is a %s; a clustering column cannot be a collection", cl.Column, typ)
+		case typ.KeyProblem() != "":
+			v.add(cp+".column", "%q is a %s; a clustering column cannot be %s", cl.Column, typ, typ.KeyProblem())
 		}
 		seen[strings.ToLower(cl.Column)] = true
 		if cl.Order != "asc" && cl.Order != "desc" {
@@ -704,17 +708,22 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		} else if !fieldPathRE.MatchString(t.Time.Field) {
 			v.add(p+".time.field", "%q is not a field path; use names separated by dots, e.g. meta.ts", t.Time.Field)
 		}
-		v.enum(p+".time.format", t.Time.Format, TimeFormatRFC3339, TimeFormatUnixS, TimeFormatUnixMS, TimeFormatUnixUS, TimeFormatUnixNS)
-	case TimeSourceKafka:
+	case TimeSourceKafka, TimeSourceChange:
 		if t.Time.Field != "" {
-			v.add(p+".time.field", "set while time.source is kafka (the record timestamp); remove it or use time.source: field")
+			what := "the record timestamp"
+			if t.Time.Source == TimeSourceChange {
+				what = "the change's source time"
+			}
+			v.add(p+".time.field", "set while time.source is %s (%s); remove it or use time.source: field", t.Time.Source, what)
 		}
 		if t.Time.Format != "" {
-			v.add(p+".time.format", "set while time.source is kafka; remove it")
+			v.add(p+".time.format", "set while time.source is %s; remove it", t.Time.Source)
 		}
 	default:
-		v.add(p+".time.source", "%q is not valid; use field or kafka", t.Time.Source)
+		v.add(p+".time.source", "%q is not valid; use field, kafka or (with an envelope) change", t.Time.Source)
 	}
+
+	validateTimeFormats(v, p, t)
 
 	// Write path.
 	if t.TTL < 0 {
@@ -727,8 +736,11 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		v.add(p+".ttl", "%s is not whole seconds; CQL TTLs are, and it would be cut to %s: write that, or %s", t.TTL, t.TTL.Truncate(), t.TTL.Truncate()+Duration(time.Second))
 	}
 	v.enum(p+".ttl_from", t.TTLFrom, TTLFromWrite, TTLFromEventTime)
-	if t.TTLFrom == TTLFromEventTime && t.TTL == 0 {
-		v.add(p+".ttl_from", "event_time without a ttl; set ttl, or remove ttl_from")
+	if t.TTLFrom == TTLFromEventTime && t.TTL == 0 && (t.TTLField == nil || t.TTLField.As != TTLAsDuration) {
+		v.add(p+".ttl_from", "event_time without a ttl; set ttl (or a ttl_field read as a duration), or remove ttl_from")
+	}
+	if t.TTLField != nil {
+		validateTTLField(v, p, t)
 	}
 	if t.GCGrace < 0 {
 		v.add(p+".gc_grace", "negative (%s); use e.g. 1d", t.GCGrace)
@@ -749,6 +761,7 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		}
 	}
 	t.validateOnTombstone(v, p)
+	t.validateEnvelope(v, p)
 	if t.Where != nil {
 		validateWhere(v, p+".where", t, t.Where, 0)
 	}
@@ -840,4 +853,63 @@ func hideUserinfo(u string) string {
 		return u
 	}
 	return u[:start] + redacted + u[at:]
+}
+
+// validateUDTFields checks the fields of a column of a UDT type: each a CQL identifier, once, of a
+// type a UDT field may have.
+func validateUDTFields(v *validator, cp string, col Column) {
+	seen := map[string]bool{}
+	for j, f := range col.Fields {
+		fp := fmt.Sprintf("%s.fields[%d]", cp, j)
+		if msg := checkName("field", f.Name, columnNameRE); msg != "" {
+			v.add(fp+".name", "%s", msg)
+		} else if seen[strings.ToLower(f.Name)] {
+			v.add(fp+".name", "field %q appears twice (CQL names are case-insensitive); rename one", f.Name)
+		}
+		seen[strings.ToLower(f.Name)] = true
+		typ, err := ParseCQLType(f.Type)
+		switch {
+		case f.Type == "":
+			v.add(fp+".type", "empty; give the field's CQL type, e.g. text")
+		case err != nil:
+			v.add(fp+".type", "%v", err)
+		case typ.Kind == "tuple" || typ.Kind == "vector":
+			v.add(fp+".type", "%q: a UDT field cannot be a %s; use a scalar, time, duration or a collection", f.Type, typ.Kind)
+		}
+	}
+}
+
+// validateUDTsAgree checks that every column naming one UDT of a keyspace gives it the same fields:
+// `sink schema` creates a UDT once (CREATE TYPE IF NOT EXISTS), so two definitions cannot both hold.
+func (c *Config) validateUDTsAgree(v *validator, names []string) {
+	type def struct{ path, fields string }
+	seen := map[string]def{}
+	for _, name := range names {
+		t := c.Topics[name]
+		for i, col := range t.Columns {
+			if len(col.Fields) == 0 {
+				continue
+			}
+			typ, err := ParseUDT(col)
+			if err != nil {
+				continue // reported with the column
+			}
+			var fs []string
+			for _, f := range col.Fields {
+				ft := f.Type
+				if p, err := ParseCQLType(f.Type); err == nil {
+					ft = p.String()
+				}
+				fs = append(fs, strings.ToLower(f.Name)+" "+ft)
+			}
+			d := def{path: fmt.Sprintf("topics.%s.columns[%d]", name, i), fields: strings.Join(fs, ", ")}
+			key := strings.ToLower(t.Keyspace) + "." + typ.String()
+			if prev, ok := seen[key]; ok && prev.fields != d.fields {
+				v.add(d.path+".fields", "UDT %s has fields (%s) here but (%s) at %s; one UDT of a keyspace has one definition: give both the same fields or name one UDT differently",
+					key, d.fields, prev.fields, prev.path)
+			} else if !ok {
+				seen[key] = d
+			}
+		}
+	}
 }

@@ -91,11 +91,15 @@ func (t Topic) warnings(path string) []FieldError {
 			"reason key, and none of the deletes happens. Set key_codec to the keys' format (avro, protobuf or json_schema), "+
 			"or ignore this if the keys are plain text", t.Codec)})
 	}
-	if t.OnTombstone == OnTombstoneDelete && t.GCGrace < deleteGCGrace {
-		out = append(out, FieldError{Path: path + ".gc_grace", Problem: fmt.Sprintf("%s with on_tombstone delete: Cassandra purges a "+
+	if deletes := t.OnTombstone == OnTombstoneDelete || t.Enveloped() && t.Latest(); deletes && t.GCGrace < deleteGCGrace {
+		what := "on_tombstone delete"
+		if t.Enveloped() {
+			what = "envelope " + t.Envelope + " (its delete events delete rows)"
+		}
+		out = append(out, FieldError{Path: path + ".gc_grace", Problem: fmt.Sprintf("%s with %s: Cassandra purges a "+
 			"delete's tombstone gc_grace after it, and then a replica that missed the delete (not repaired within gc_grace), or "+
 			"a replay of the entity's older upserts, brings the row back; raise it above the repair interval (Cassandra's "+
-			"default is %s)", t.GCGrace, deleteGCGrace)})
+			"default is %s)", t.GCGrace, what, deleteGCGrace)})
 	}
 	return out
 }

@@ -65,6 +65,20 @@ func (d *decoder) writerPlan(ctx context.Context, id int) (codec.Plan, string, e
 	if v, ok := d.schemas.Load(id); ok {
 		return v.(*writerPlan).result()
 	}
+	s, reason, err := d.fetchSchema(ctx, id)
+	if err != nil {
+		return nil, reason, err
+	}
+	wp, err := d.awaitCompile(ctx, id, s)
+	if err != nil {
+		return nil, "", err
+	}
+	return wp.result()
+}
+
+// fetchSchema is writer schema id from the registry: reason schema for one it does not have, "" (and a
+// *codec.UnavailableError) while it does not answer.
+func (d *decoder) fetchSchema(ctx context.Context, id int) (*codec.Schema, string, error) {
 	if d.registry == nil {
 		return nil, ReasonSchema, fmt.Errorf("codec %s: no schema_registry is configured", d.codecName)
 	}
@@ -75,11 +89,7 @@ func (d *decoder) writerPlan(ctx context.Context, id int) (codec.Plan, string, e
 	if err != nil {
 		return nil, "", err
 	}
-	wp, err := d.awaitCompile(ctx, id, s)
-	if err != nil {
-		return nil, "", err
-	}
-	return wp.result()
+	return s, "", nil
 }
 
 func (wp *writerPlan) result() (codec.Plan, string, error) {

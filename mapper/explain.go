@@ -14,6 +14,7 @@ import (
 	"gopkg.in/inf.v0"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/routing"
 )
@@ -27,6 +28,9 @@ type Value struct {
 	// From says where a column's value came from when it is not the record's value: header "NAME";
 	// "" for the other sources.
 	From string
+	// Format says how a timestamp or date was read when its column names a format: "read as
+	// unix_ms", "read in layout "02/01/2006 15:04" in zone Europe/Paris"; "" otherwise.
+	Format string
 }
 
 // Literal renders the value as a CQL literal ('text', 42, 2024-01-15 dates quoted, ...);
@@ -53,6 +57,11 @@ type Explanation struct {
 	// column is read from a field: the key's bytes are taken as they are); both unset for a row.
 	KeyCodec    string
 	KeySchemaID int
+	// Op is a change event's op (envelope entries: "c", "u", "r" or "d"), and OpName what it is
+	// ("create", ...); "" for a record without an envelope. A delete event's row deletes (Delete) on a
+	// latest-value entry; each Value's From says which part of the event it came from (after, before,
+	// change, or the Kafka key).
+	Op, OpName string
 	// PartitionKey lists the id columns, the bucket column and, with event buckets, the event
 	// bucket column, in key order.
 	PartitionKey []Value
@@ -70,6 +79,12 @@ type Explanation struct {
 	SplitOn    bool
 	Clustering []Value
 	TTL        time.Duration
+	// TTLFrom says where a row's TTL came from when the entry has a ttl_field: the field, or the entry's
+	// ttl for a record without it; "" without a ttl_field.
+	TTLFrom string
+	// EventTimeFormat says how the event time was read when its time.format is a unix_* unit or a
+	// layout (as Value.Format); "" for rfc3339 and the Kafka timestamp.
+	EventTimeFormat string
 	// WriteTimestamp is the USING TIMESTAMP value in microseconds; 0 with source "server".
 	WriteTimestamp       int64
 	WriteTimestampSource string
@@ -123,20 +138,52 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		CQL:                  out.row.Target.Insert,
 		Row:                  out.row,
 	}
+	from := func(ci int) string {
+		if p.env != nil {
+			return p.env.from(&p.cols[ci], ci, out.op, out.fromKey)
+		}
+		return p.cols[ci].from()
+	}
+	if out.op != 0 {
+		ex.Op, ex.OpName = string(out.op), opNames[out.op]
+	}
 	if out.deleted {
 		// DELETE ... USING TIMESTAMP ? WHERE <ids>: the timestamp, then the id columns.
 		ex.WriteTimestampSource = "kafka_timestamp"
 		ex.KeyCodec, ex.KeySchemaID = p.keyCodec, out.keySchema
+		if out.op != 0 {
+			ex.WriteTimestampSource, ex.KeyCodec = "event_time", ""
+		}
 		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: packed.GoValue(vals[0])})
 		for i, ci := range p.ids {
 			v := Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[1+i])}
+			if out.op != 0 {
+				v.From = from(ci)
+			}
 			ex.PartitionKey = append(ex.PartitionKey, v)
 			ex.Bound = append(ex.Bound, v)
 		}
 		return ex, nil
 	}
+	vals = p.byColumn(vals)
 	for _, ci := range p.ids {
-		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), From: p.cols[ci].from()})
+		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), From: from(ci)})
+	}
+	if !p.timeFromKafka {
+		ex.EventTimeFormat = formatNote(&p.timeFormat)
+	}
+	if f := p.ttlField; f != nil {
+		switch {
+		case !out.fieldTTL:
+			ex.TTLFrom = "the entry's ttl: the record has no ttl_field " + strconv.Quote(f.name)
+			if p.ttl == 0 {
+				ex.TTLFrom = "the record has no ttl_field " + strconv.Quote(f.name) + ", and the entry no ttl"
+			}
+		case out.ttlClamped:
+			ex.TTLFrom = "ttl_field " + strconv.Quote(f.name) + ", cut to its max " + config.Duration(f.max).String()
+		default:
+			ex.TTLFrom = "ttl_field " + strconv.Quote(f.name)
+		}
 	}
 	if b := out.bucket; b != nil {
 		ex.Slice, ex.Bucket = b.suffix, b.idx
@@ -154,17 +201,22 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		if p.clusteringDesc[i] {
 			order = "desc"
 		}
-		ex.Clustering = append(ex.Clustering, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), Order: order, From: p.cols[ci].from()})
+		ex.Clustering = append(ex.Clustering, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), Order: order, From: from(ci)})
 	}
+	fromOf := from
 	for i, name := range p.insertCols {
 		typ, from := "int", ""
 		switch {
 		case i < len(p.cols):
-			typ, from = p.cols[i].typ.name, p.cols[i].from()
+			typ, from = p.cols[i].typ.name, fromOf(i)
 		case i == len(p.cols):
 			typ = p.policy.CQLType()
 		}
-		ex.Bound = append(ex.Bound, Value{Column: name, Type: typ, Value: packed.GoValue(vals[i]), From: from})
+		v := Value{Column: name, Type: typ, Value: packed.GoValue(vals[i]), From: from}
+		if i < len(p.cols) {
+			v.Format = formatNote(&p.cols[i].time)
+		}
+		ex.Bound = append(ex.Bound, v)
 	}
 	i := len(p.insertCols)
 	if p.ttlWire != nil {
@@ -175,6 +227,35 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: packed.GoValue(vals[i])})
 	}
 	return ex, nil
+}
+
+// byColumn regroups the bound values of an INSERT one per column (then the TTL and the write
+// timestamp): a tuple column's elements, bound one by one, become one []any of their Go values, and
+// a UDT's or a vector's value gets the column's whole type, so that GoValue reads its parts.
+func (p *plan) byColumn(vals []any) []any {
+	out := make([]any, 0, len(vals))
+	for i := 0; i < len(vals); {
+		ci := len(out)
+		if ci >= len(p.cols) || p.cols[ci].typ.kind != packed.KTuple {
+			if v, ok := vals[i].(*packed.Value); ok && ci < len(p.cols) && p.cols[ci].typ.comp != nil {
+				// A UDT or a vector: its packed value has its kind only; the column has its parts.
+				vals[i] = &packed.Value{Type: p.cols[ci].typ.packed(), Wire: v.Wire}
+			}
+			out = append(out, vals[i])
+			i++
+			continue
+		}
+		types := p.cols[ci].typ.comp.Types
+		parts := make([]any, len(types))
+		for j, t := range types {
+			if v, ok := vals[i+j].(*packed.Value); ok {
+				parts[j] = packed.GoValue(&packed.Value{Type: t, Wire: v.Wire})
+			}
+		}
+		out = append(out, parts)
+		i += len(types)
+	}
+	return out
 }
 
 // literal renders a bound value the way it would be written in CQL.
@@ -203,7 +284,16 @@ func literal(v any, typ string) string {
 		return strconv.FormatFloat(float64(x), 'g', -1, 32)
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
+	case time.Duration: // CQL time
+		return "'" + time.Unix(0, int64(x)).UTC().Format("15:04:05.999999999") + "'"
 	case []any:
+		if strings.HasPrefix(typ, "tuple<") {
+			parts := make([]string, len(x))
+			for i, e := range x {
+				parts[i] = literal(e, "")
+			}
+			return "(" + strings.Join(parts, ", ") + ")"
+		}
 		elem := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(typ, "list<"), "set<"), ">")
 		parts := make([]string, len(x))
 		for i, e := range x {

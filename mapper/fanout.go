@@ -32,12 +32,12 @@ type Mapped struct {
 // share builds the shared decoding of a topic with several entries; reg is the mapper's registry.
 func (f *feed) share(reg codec.Registry) {
 	for _, p := range f.entries {
-		f.filtered = f.filtered || p.where != nil
+		f.alone = f.alone || p.where != nil || p.env != nil
 	}
 	if len(f.entries) == 1 {
 		return
 	}
-	if f.filtered {
+	if f.alone {
 		for _, p := range f.entries {
 			p.shared = true // its messages name it
 		}
@@ -49,7 +49,13 @@ func (f *feed) share(reg codec.Registry) {
 	slot := func(fd codec.Field) int {
 		// The event time (a field of no column) is decoded by rules of its own (codec/json: a time
 		// with a unit takes only numbers), so it never shares a slot with a column of the same field.
-		key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%t", strings.Join(fd.Path, "."), fd.Type.Kind, fd.Type.Elem, fd.Unit, fd.Column == "")
+		tf := &fd.Time
+		zone := ""
+		if tf.Zone != nil {
+			zone = tf.Zone.String()
+		}
+		key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%d\x00%s\x00%s\x00%t", strings.Join(fd.Path, "."), fd.Type.Kind, fd.Type.Elem,
+			tf.Form, tf.Unit, tf.Layout, zone, fd.Column == "")
 		i, ok := index[key]
 		if !ok {
 			i = len(f.fields)
@@ -70,6 +76,10 @@ func (f *feed) share(reg codec.Registry) {
 		p.sharedTime = -1
 		if p.timeSlot >= 0 {
 			p.sharedTime = slot(p.fields[p.timeSlot])
+		}
+		p.sharedTTL = -1
+		if p.ttlSlot >= 0 {
+			p.sharedTTL = slot(p.fields[p.ttlSlot])
 		}
 	}
 	if !f.framed {
@@ -101,9 +111,10 @@ func (m *Mapper) MapAll(ctx context.Context, rec Record, out []Mapped) ([]Mapped
 	start := len(out)
 	out = slices.Grow(out, len(f.entries))[:start+len(f.entries)]
 	var err error
-	if len(f.entries) == 1 || f.filtered {
+	if len(f.entries) == 1 || f.alone {
 		// One entry: its own path, as Map's. Entries with filters: each judges the record first, and
-		// maps it by its own path when it takes it (where.go).
+		// maps it by its own path when it takes it (where.go); entries with envelopes read each its own
+		// row image (envelope.go).
 		err = f.eachAlone(ctx, &rec, s, out[start:])
 	} else {
 		err = f.mapShared(ctx, &rec, s, out[start:])
@@ -202,7 +213,7 @@ func (f *feed) mapEach(vals []codec.Value, mrec, rec *Record, s *scratch, res []
 			}
 		}
 		if err == nil {
-			reason, err = p.mapColumns(&out, vals, p.sharedSlot, mrec, s)
+			reason, err = p.mapColumns(&out, vals, p.sharedSlot, p.sharedTTL, mrec, s)
 		}
 		if err == nil {
 			res[i] = Mapped{Entry: p.name, Row: out.row}

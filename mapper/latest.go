@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/codec"
@@ -99,40 +100,51 @@ func (p *plan) tombstone(ctx context.Context, rec *Record, s *scratch) (outcome,
 	if err != nil {
 		return out, ReasonKey, err // ReasonKey is not used while the registry does not answer (recordError)
 	}
+	idValue := func(c *column, ci int) error {
+		if p.keySlot[ci] >= 0 {
+			return p.decodedValue(c, &vals[p.keySlot[ci]], s)
+		}
+		return p.sourceValue(c, rec, kt, s)
+	}
+	if err := p.deleteRow(&out, kt, rec, s, "delete: the Kafka key does not name an entity: ", idValue); err != nil {
+		return out, ReasonKey, err
+	}
+	return out, "", nil
+}
+
+// deleteRow makes the row that deletes the entity whose id columns idValue writes (each to s.w), at
+// the write timestamp of at, the upserts' rule (latestWriteTS). An id value's error is prefixed with
+// head, which says what failed to name the entity.
+func (p *plan) deleteRow(out *outcome, at time.Time, rec *Record, s *scratch, head string, idValue func(c *column, ci int) error) error {
 	s.begin(p)
 	w := &s.w
-	out.writeTS = latestWriteTS(kt, rec.Offset)
+	out.writeTS = latestWriteTS(at, rec.Offset)
 	w.Integer(kBigint, out.writeTS)
 	key := s.key[:0]
 	for _, ci := range p.ids {
 		c := &p.cols[ci]
-		if p.keySlot[ci] >= 0 {
-			err = p.decodedValue(c, &vals[p.keySlot[ci]], s)
-		} else {
-			err = p.sourceValue(c, rec, kt, s)
-		}
-		if err != nil {
-			return out, ReasonKey, fmt.Errorf("delete: the Kafka key does not name an entity: %w", err)
+		if err := idValue(c, ci); err != nil {
+			return fmt.Errorf("%s%w", head, err)
 		}
 		s.spans[ci] = w.Last()
 		at := len(key)
 		key = packed.AppendKeyComponent(key, len(p.ids), w.Wire(s.spans[ci]))
 		if n := len(key) - at; n > maxKeyComponent+3 {
 			s.key = key[:0]
-			return out, ReasonKey, fmt.Errorf("delete: column %s: the value is %d bytes; Cassandra limits a partition key value to %d", c.name, n-3, maxKeyComponent)
+			return fmt.Errorf("delete: column %s: the value is %d bytes; Cassandra limits a partition key value to %d", c.name, n-3, maxKeyComponent)
 		}
 	}
 	s.key = key
-	out.eventTime, out.deleted, out.entityLen = kt, true, len(key)
+	out.eventTime, out.deleted, out.entityLen = at, true, len(key)
 	out.row = batcher.Row{
 		Target:      p.deleteTarget,
 		Offset:      rec.Offset,
-		EventMicros: batcher.EventMicros(kt),
+		EventMicros: batcher.EventMicros(at),
 		Partition:   rec.Partition,
 		Size:        int32(rowOverhead + w.Size()),
 	}
 	out.row.Packed, out.row.Key = w.Finish(key)
-	return out, "", nil
+	return nil
 }
 
 // framedTextKey refuses a key that key_codec text would read as an entity's text while it is in the

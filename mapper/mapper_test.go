@@ -503,7 +503,7 @@ func TestConversions(t *testing.T) {
 
 // gocqlType builds gocql's TypeInfo for a CQL type name.
 func gocqlType(name string) (gocql.TypeInfo, error) {
-	ct, err := parseType(name)
+	ct, err := parseType(config.Column{Type: name})
 	if err != nil {
 		return nil, err
 	}

@@ -63,6 +63,9 @@ func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome,
 			return outcome{}, ReasonFiltered, err
 		}
 	}
+	if p.env != nil {
+		return p.mapChange(ctx, rec, s)
+	}
 	if rec.Value == nil && p.onTombstone != config.OnTombstoneDeadLetter {
 		return p.tombstone(ctx, rec, s)
 	}

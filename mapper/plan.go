@@ -115,6 +115,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		acceptAfter:       time.Duration(t.Accept.After),
 		latest:            desc.Latest,
 		onTombstone:       t.OnTombstone,
+		onDelete:          t.OnDelete,
 	}
 	if t.Where != nil {
 		var err error
@@ -140,7 +141,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	index := map[string]int{}
 	for i, c := range t.Columns {
 		cp := fmt.Sprintf("%s.columns[%d]", kp, i)
-		typ, err := parseType(c.Type)
+		typ, err := parseType(c)
 		if err != nil {
 			return nil, fmt.Errorf("%s.type: %w", cp, err)
 		}
@@ -149,6 +150,11 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 			return nil, fmt.Errorf("%s.source: %q is not a source", cp, c.Source)
 		}
 		col := column{name: c.Name, typ: typ, source: src, field: c.Field, header: c.Header}
+		if typ.kind == kTimestamp || typ.kind == kDate {
+			if col.time, err = timeFormat(c.Format, c.Zone, typ.name); err != nil {
+				return nil, fmt.Errorf("%s.format: %w", cp, err)
+			}
+		}
 		if c.Field != "" { // a field of the value, or of the key (source key)
 			col.path = strings.Split(c.Field, ".")
 		}
@@ -205,19 +211,28 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		}
 	}
 
-	if t.Time.Source == config.TimeSourceKafka {
+	switch t.Time.Source {
+	case config.TimeSourceKafka:
 		p.timeFromKafka = true
-	} else {
-		p.timeField, p.timePath, p.timeFormat = t.Time.Field, strings.Split(t.Time.Field, "."), t.Time.Format
-		switch t.Time.Format {
-		case config.TimeFormatUnixS:
-			p.timeUnit = unixS
-		case config.TimeFormatUnixMS:
-			p.timeUnit = unixMS
-		case config.TimeFormatUnixUS:
-			p.timeUnit = unixUS
-		case config.TimeFormatUnixNS:
-			p.timeUnit = unixNS
+	case config.TimeSourceChange:
+		// The change's source time: source.ts_ms of a Debezium event, in milliseconds (envelope.go).
+		p.timeFromChange, p.timeField, p.timePath = true, "source.ts_ms", []string{"source", "ts_ms"}
+		p.timeFormat = codec.TimeFormat{Form: codec.TimeUnix, Unit: time.Millisecond, Name: config.TimeFormatUnixMS}
+	default:
+		p.timeField, p.timePath = t.Time.Field, strings.Split(t.Time.Field, ".")
+		format := t.Time.Format
+		if format == "" {
+			format = config.TimeFormatRFC3339
+		}
+		var err error
+		if p.timeFormat, err = timeFormat(format, t.Time.Zone, "event"); err != nil {
+			return nil, fmt.Errorf("%s.time.format: %w", kp, err)
+		}
+	}
+	if t.TTLField != nil {
+		var err error
+		if p.ttlField, err = compileTTLField(t); err != nil {
+			return nil, fmt.Errorf("%s.ttl_field: %w", kp, err)
 		}
 	}
 	switch t.WriteTimestamp {
@@ -236,7 +251,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	if !sliced {
 		p.target = p.newTarget(p.table)
 	}
-	if p.onTombstone == config.OnTombstoneDelete {
+	if p.onTombstone == config.OnTombstoneDelete || t.Enveloped() && p.latest {
 		p.deleteTarget = &batcher.Target{
 			Topic: p.kafkaTopic, Keyspace: p.keyspace, Table: p.table, Insert: desc.Delete(), Delete: true,
 			Columns: desc.IDColumns(), Consistency: p.consistency, Entry: p.name,
@@ -261,6 +276,11 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 			p.keyText, _ = jsonc.Codec{Key: true}.Compile(nil, p.keyIDs)
 		}
 	}
+	if t.Enveloped() {
+		if err := p.compileEnvelope(); err != nil {
+			return nil, fmt.Errorf("%s.envelope: %w", kp, err)
+		}
+	}
 	if !p.framed {
 		// Plain JSON has no writer schema: one plan for the topic's life. (A plan of a nil schema
 		// is never an error.)
@@ -276,7 +296,7 @@ func (p *plan) layoutColumns() {
 		c := &p.cols[i]
 		c.hash, c.direct = -1, false
 		switch c.source {
-		case srcField, srcHeader, srcKey, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
+		case srcField, srcChange, srcHeader, srcKey, srcEventTime, srcKafkaTimestamp, srcKafkaPartition, srcKafkaOffset, srcTimeUUID:
 			c.direct = c.typ.kind == kText || c.typ.kind == kASCII || (packed.Width(c.typ.kind) > 0 && c.typ.kind != kBoolean)
 		case srcKafkaKey, srcRaw:
 			c.direct = c.typ.kind == kText || c.typ.kind == kASCII
@@ -309,16 +329,19 @@ func (p *plan) decodeFields() {
 	p.timeSlot = -1
 	if !p.timeFromKafka {
 		p.timeSlot = len(p.fields)
-		// time.format rfc3339 reads text; the unix_* formats count their unit (timeuuid.go's unit is
-		// nanoseconds per unit).
-		p.fields = append(p.fields, codec.Field{Path: p.timePath, Type: packed.Scalar(kTimestamp), Unit: time.Duration(p.timeUnit)})
+		p.fields = append(p.fields, codec.Field{Path: p.timePath, Type: packed.Scalar(kTimestamp), Time: p.timeFormat})
+	}
+	p.ttlSlot = -1
+	if p.ttlField != nil {
+		p.ttlSlot = len(p.fields)
+		p.fields = append(p.fields, p.ttlField.field)
 	}
 }
 
-// codecField is what a codec decodes for field column c: its path, for its type; an integer that
-// feeds a timestamp counts milliseconds, as JSON's epoch milliseconds do.
+// codecField is what a codec decodes for field column c: its path, for its type, in its time format
+// (by default an integer that feeds a timestamp counts milliseconds, as JSON's epoch milliseconds do).
 func (c *column) codecField() codec.Field {
-	return codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Unit: time.Millisecond}
+	return codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Time: c.time}
 }
 
 // keyDecodeFields lists what is decoded from a tombstone's key (p.keyIDs): each id column read from a

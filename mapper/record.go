@@ -70,11 +70,12 @@ const (
 	ReasonKey = "key"
 )
 
-// Skipped reports whether reason is a skip reason (ReasonExpired, ReasonTombstone): the record is not
+// Skipped reports whether reason is a skip reason (ReasonExpired, ReasonTombstone, ReasonFiltered,
+// ReasonDeleted): the record is not
 // bad input, and its entry makes no row of it; the pipeline commits it and counts it in
 // sink_records_skipped_total{reason}. Every other reason is a refusal.
 func Skipped(reason string) bool {
-	return reason == ReasonExpired || reason == ReasonTombstone || reason == ReasonFiltered
+	return reason == ReasonExpired || reason == ReasonTombstone || reason == ReasonFiltered || reason == ReasonDeleted
 }
 
 // RecordError is why one entry cannot make a row of one record, or skips it (a skip reason: ReasonExpired,

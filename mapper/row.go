@@ -109,16 +109,21 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 		}
 		w.Integer(kInt, int64(out.eventBucket))
 	}
-	out.ttl = p.ttl
-	if p.ttlFromEvent {
+	switch {
+	case out.fieldTTL: // the record's ttl_field set out.ttl (ttl.go)
+		w.Integer(kInt, int64(out.ttl/time.Second))
+	case p.ttlFromEvent:
 		secs, err := p.rowTTL(t)
 		if err != nil {
 			return err
 		}
 		w.Integer(kInt, int64(secs))
 		out.ttl = time.Duration(secs) * time.Second
-	} else if p.ttlWire != nil {
-		w.Encoded(packed.Scalar(kInt), p.ttlWire)
+	default:
+		out.ttl = p.ttl
+		if p.ttlWire != nil {
+			w.Encoded(packed.Scalar(kInt), p.ttlWire)
+		}
 	}
 	switch p.wts {
 	case wtsKafka:
@@ -402,17 +407,18 @@ func (s *scratch) canonical(c *column, x *codec.Value) {
 // column (-1: the column is not a field), timeSlot which one is the event time. It reads neither
 // s.vals nor s.buf beyond vals, so the entries of one Kafka topic map one after another from the
 // same decoded values (fanout.go).
-func (p *plan) mapDecoded(out *outcome, vals []codec.Value, colSlot []int, timeSlot int, rec *Record, s *scratch) (string, error) {
+func (p *plan) mapDecoded(out *outcome, vals []codec.Value, colSlot []int, timeSlot, ttlSlot int, rec *Record, s *scratch) (string, error) {
 	t, err := p.decodedTime(vals, timeSlot, rec, s)
 	if reason, err := p.admit(t, err, rec); err != nil {
 		return reason, err
 	}
 	out.eventTime = t
-	return p.mapColumns(out, vals, colSlot, rec, s)
+	return p.mapColumns(out, vals, colSlot, ttlSlot, rec, s)
 }
 
-// mapColumns is mapDecoded once the event time is known and admitted (out.eventTime).
-func (p *plan) mapColumns(out *outcome, vals []codec.Value, colSlot []int, rec *Record, s *scratch) (string, error) {
+// mapColumns is mapDecoded once the event time is known and admitted (out.eventTime); ttlSlot is
+// the ttl_field's value in vals (-1 without one).
+func (p *plan) mapColumns(out *outcome, vals []codec.Value, colSlot []int, ttlSlot int, rec *Record, s *scratch) (string, error) {
 	t := out.eventTime
 	var err error
 	s.begin(p)
@@ -427,6 +433,14 @@ func (p *plan) mapColumns(out *outcome, vals []codec.Value, colSlot []int, rec *
 			return ReasonMap, err
 		}
 		s.spans[i] = s.w.Last()
+	}
+	if ttlSlot >= 0 { // out is fresh: without a value, fieldTTL stays false
+		if err := p.ttlField.read(out, &vals[ttlSlot], p.now()); err != nil {
+			if errors.Is(err, errExpired) {
+				return ReasonExpired, err
+			}
+			return ReasonMap, err
+		}
 	}
 	return p.completeRow(out, rec, s)
 }
@@ -454,14 +468,18 @@ func (p *plan) decodedTime(vals []codec.Value, timeSlot int, rec *Record, s *scr
 func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 	if v.State != codec.Set {
 		if v.State == codec.Bad {
-			return v.Err.At("column " + c.name + ": " + c.subject())
+			return v.Err.At("column " + c.name + ": " + p.subjectOf(c, s))
 		}
 		state := "missing"
 		if v.State == codec.Null {
 			state = "null"
 		}
 		if c.need != "" {
-			return fmt.Errorf("column %s: %s is %s, and %s", c.name, c.subject(), state, c.need)
+			return fmt.Errorf("column %s: %s is %s, and %s", c.name, p.subjectOf(c, s), state, c.need)
+		}
+		if c.typ.kind == packed.KTuple {
+			s.w.NullTuple(c.typ.packed()) // bound element by element, none of which may be unset
+			return nil
 		}
 		s.w.Absent(c.absent)
 		return nil

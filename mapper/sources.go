@@ -86,6 +86,8 @@ func (c *column) subject() string {
 		return "the Kafka key"
 	case c.source == srcKey:
 		return "key field " + strconv.Quote(c.field)
+	case c.source == srcChange:
+		return "change field " + strconv.Quote(c.field)
 	}
 	return "field " + strconv.Quote(c.field)
 }

@@ -24,11 +24,23 @@ func (v *Value) MarshalCQL(info gocql.TypeInfo) ([]byte, error) {
 }
 
 // binds reports whether a value of type t may be bound to a marker of info's type. A nil info (no
-// metadata) matches nothing.
+// metadata) matches nothing. A UDT and a vector are checked by kind only, and a tuple's elements not at
+// all (a packed value carries no more of their type): the start-up schema check (cassandra.CheckTable,
+// CheckUDT) compares what they hold with the table's.
 func (t Type) binds(info gocql.TypeInfo) bool {
+	if t.Kind == KTuple {
+		return info != nil // an element of a tuple (see Binder.tupleArgs)
+	}
 	bt := bindType(info)
 	if bt != kindInfo[t.Kind].cql {
 		return t.Kind == KText && bt == gocql.TypeText
+	}
+	if t.Kind == KVector {
+		switch info.(type) {
+		case gocql.VectorType, *gocql.VectorType:
+			return true
+		}
+		return false
 	}
 	if !t.Kind.Collection() {
 		return true
@@ -42,7 +54,7 @@ func (t Type) binds(info gocql.TypeInfo) bool {
 	default:
 		return false
 	}
-	if t.Kind == KMap && !Scalar(KText).binds(ct.Key) {
+	if t.Kind == KMap && !Scalar(t.MapKey()).binds(ct.Key) {
 		return false
 	}
 	return Scalar(t.Elem).binds(ct.Elem)
@@ -108,7 +120,7 @@ func (b *Binder) Args(p []byte) []any {
 	n := Count(p)
 	start := len(b.args)
 	at := header
-	for range n {
+	for len(b.args)-start < n {
 		tag := p[at]
 		at++
 		switch tag {
@@ -123,11 +135,22 @@ func (b *Binder) Args(p []byte) []any {
 		if t.Kind.Collection() {
 			t.Elem = Kind(p[at])
 			at++
+			if t.Kind == KMap {
+				if k := Kind(p[at]); k != KText {
+					t.Key = k
+				}
+				at++
+			}
 		}
 		l := int(kindInfo[t.Kind].width)
 		if l == 0 {
 			u, m := binary.Uvarint(p[at:])
 			l, at = int(u), at+m
+		}
+		if t.Kind == KTuple {
+			b.tupleArgs(p[at : at+l : at+l])
+			at += l
+			continue
 		}
 		// Earlier pointers stay valid if append moves vals: they keep the old array alive, and an
 		// entry is never written after its pointer is taken.
@@ -136,6 +159,25 @@ func (b *Binder) Args(p []byte) []any {
 		at += l
 	}
 	return b.args[start:len(b.args):len(b.args)]
+}
+
+// tupleArgs appends the arguments of a tuple's elements, framed in wire (each a 4-byte length, -1 for a
+// null, then its bytes): one per element. The INSERT binds a tuple column element by element, (?, ?),
+// because gocql counts a tuple's bind marker as one value per element and then binds the wrong
+// columns. An element's Value binds to any marker: its type is the element's of the column's
+// configured type, which the start-up schema check compared with the table's.
+func (b *Binder) tupleArgs(wire []byte) {
+	for len(wire) >= 4 {
+		l := int32(binary.BigEndian.Uint32(wire))
+		wire = wire[4:]
+		if l < 0 {
+			b.args = append(b.args, nil)
+			continue
+		}
+		b.vals = append(b.vals, Value{Type: Type{Kind: KTuple}, Wire: wire[:l:l]})
+		b.args = append(b.args, &b.vals[len(b.vals)-1])
+		wire = wire[l:]
+	}
 }
 
 // Reset forgets every argument handed out, and what they referred to.

@@ -12,10 +12,12 @@
 //
 // # Format
 //
-//	count uint16 | per value: tag [, element kind] [, length uvarint], bytes | routing key
+//	count uint16 | per value: tag [, element kind [, key kind]] [, length uvarint], bytes | routing key
 //
 // The tag is the value's Kind, or 0xfe for gocql.UnsetValue and 0xff for null, which carry no
-// bytes. A list, set or map adds the Kind of its elements (a map's values; its keys are text).
+// bytes. A list, set or map adds the Kind of its elements (a map's values), and a map then the Kind
+// of its keys. A tuple, a UDT and a vector carry their tag alone: what they hold is the column's
+// configured type, which the start-up schema check has compared with the table's.
 // Only the kinds without a fixed width (Width 0: text, ascii, blob, inet, decimal, varint and the
 // collections) carry a length. The bytes are exactly what gocql.Marshal produces for the Go value
 // of the column's type (see AppendValue; collections are framed as in native protocol 3 and later,

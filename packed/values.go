@@ -62,7 +62,10 @@ func Pack(types []Type, vals []any, key []byte) (values []byte, k string, err er
 // GoValue returns the Go value a *Value stands for, the type gocql would bind to the same bytes:
 // string (text, ascii), int64, int32, int16, int8, float32, float64, bool, time.Time in UTC with
 // millisecond precision (timestamp, date), gocql.UUID, []byte, net.IP, *inf.Dec, *big.Int, []any
-// (list, set) and map[string]any. Any other value is returned as it is (gocql.UnsetValue, nil).
+// (list, set) and map[string]any (a key that is not text in its fmt form); time.Duration (time),
+// gocql.Duration; for a tuple []any and for a UDT map[string]any of its parts when the Value's Type has
+// them (a Value read from a packed row has not: its bytes, as for a tuple's element), for a vector
+// []any. Any other value is returned as it is (gocql.UnsetValue, nil).
 func GoValue(v any) any {
 	x, ok := v.(*Value)
 	if !ok {
@@ -85,7 +88,45 @@ func GoValue(v any) any {
 			var k, e []byte
 			k, rest = collectionItem(rest)
 			e, rest = collectionItem(rest)
-			out[string(k)] = decodeScalar(x.Type.Elem, e)
+			key := string(k)
+			if kk := x.Type.MapKey(); kk != KText && kk != KASCII {
+				key = fmt.Sprint(decodeScalar(kk, k))
+			}
+			out[key] = decodeScalar(x.Type.Elem, e)
+		}
+		return out
+	case KTuple, KUDT:
+		if x.Type.Comp == nil {
+			return bytes.Clone(x.Wire) // a packed value carries no more of its type
+		}
+		parts := make([]any, len(x.Type.Comp.Types))
+		rest := x.Wire
+		for i, t := range x.Type.Comp.Types {
+			if len(rest) >= 4 && int32(binary.BigEndian.Uint32(rest)) < 0 {
+				rest = rest[4:] // a null part
+				continue
+			}
+			var e []byte
+			e, rest = collectionItem(rest)
+			parts[i] = GoValue(&Value{Type: t, Wire: e})
+		}
+		if x.Type.Kind == KTuple {
+			return parts
+		}
+		out := make(map[string]any, len(parts))
+		for i, name := range x.Type.Comp.Fields {
+			out[name] = parts[i]
+		}
+		return out
+	case KVector:
+		if x.Type.Comp == nil {
+			return bytes.Clone(x.Wire)
+		}
+		k := x.Type.Comp.Types[0].Kind
+		w := Width(k)
+		out := make([]any, 0, x.Type.Comp.Dim)
+		for i := 0; i+w <= len(x.Wire) && w > 0; i += w {
+			out = append(out, decodeScalar(k, x.Wire[i:i+w]))
 		}
 		return out
 	}
@@ -150,6 +191,14 @@ func decodeScalar(k Kind, b []byte) any {
 		return inf.NewDecBig(varint(b[4:]), inf.Scale(int32(binary.BigEndian.Uint32(b))))
 	case KVarint:
 		return varint(b)
+	case KTime:
+		if len(b) == 8 {
+			return time.Duration(binary.BigEndian.Uint64(b))
+		}
+	case KDuration:
+		if d, ok := decodeDuration(b); ok {
+			return d
+		}
 	}
 	return bytes.Clone(b)
 }
@@ -159,6 +208,36 @@ func varint(b []byte) *big.Int {
 	n := new(big.Int).SetBytes(b)
 	if len(b) > 0 && b[0]&0x80 != 0 {
 		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	return n
+}
+
+// decodeDuration reads the wire bytes of a duration: three vints of zigzag integers.
+func decodeDuration(b []byte) (gocql.Duration, bool) {
+	var v [3]int64
+	for i := range v {
+		if len(b) == 0 {
+			return gocql.Duration{}, false
+		}
+		n := bitsLeadingOnes(b[0])
+		if len(b) < n+1 {
+			return gocql.Duration{}, false
+		}
+		z := uint64(b[0] & (0xff >> uint(n)))
+		for j := 1; j <= n; j++ {
+			z = z<<8 | uint64(b[j])
+		}
+		v[i] = int64(z>>1) ^ -int64(z&1)
+		b = b[n+1:]
+	}
+	return gocql.Duration{Months: int32(v[0]), Days: int32(v[1]), Nanoseconds: v[2]}, len(b) == 0
+}
+
+func bitsLeadingOnes(c byte) int {
+	n := 0
+	for c&0x80 != 0 {
+		n++
+		c <<= 1
 	}
 	return n
 }

@@ -86,6 +86,9 @@ func (w *Writer) Encoded(t Type, b []byte) {
 	w.buf = append(w.buf, byte(t.Kind))
 	if t.Kind.Collection() {
 		w.buf = append(w.buf, byte(t.Elem))
+		if t.Kind == KMap {
+			w.buf = append(w.buf, byte(t.MapKey()))
+		}
 	}
 	if kindInfo[t.Kind].width == 0 {
 		if n := len(b); n < 0x80 { // the usual length: a one-byte uvarint, appended in place
@@ -97,6 +100,19 @@ func (w *Writer) Encoded(t Type, b []byte) {
 	w.last.Off = len(w.buf)
 	w.set(append(w.buf, b...))
 	w.end()
+	if t.Kind == KTuple && t.Comp != nil {
+		w.n += len(t.Comp.Types) - 1 // a tuple binds one value per element (see Binder.Args)
+	}
+}
+
+// NullTuple writes a tuple of type t whose elements are all null: what a tuple column without a value
+// binds, since its elements are bound one by one and a tuple literal takes no unset element.
+func (w *Writer) NullTuple(t Type) {
+	w.tmp = w.tmp[:0]
+	for range t.Comp.Types {
+		w.tmp = append(w.tmp, 0xff, 0xff, 0xff, 0xff)
+	}
+	w.Encoded(t, w.tmp)
 }
 
 // set makes b, the buffer with bytes appended, the buffer. When the append did not move it, only

@@ -17,6 +17,7 @@ import (
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/mapper"
 	"github.com/bucketsink/sink/pipeline/metrics"
+	"github.com/bucketsink/sink/pipeline/rollup"
 	"github.com/bucketsink/sink/pipeline/split"
 	"github.com/bucketsink/sink/routing"
 )
@@ -70,22 +71,83 @@ func benchmarkPipeline(b *testing.B, w BatchWriter, withSplit bool) {
 // writer was given.
 func BenchmarkPipelineEntries(b *testing.B) {
 	for _, n := range []int{1, 2} {
-		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
-			cfg := sensorBenchConfig(n)
-			cfg.ApplyDefaults()
-			mp, err := mapper.New(cfg)
-			if err != nil {
-				b.Fatal(err)
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) { runSensorBench(b, sensorBenchConfig(n), nil) })
+	}
+}
+
+// runSensorBench runs b.N sensor events of 500 devices in the current hour through the pipeline and the
+// real mapper of cfg, whose entries' rollups (if any) use the store rollups, and reports the rows the
+// writer was given per record.
+func runSensorBench(b *testing.B, cfg *config.Config, rollups rollup.Store) {
+	cfg.ApplyDefaults()
+	mp, err := mapper.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &countingWriter{}
+	base := time.Now().UTC().Truncate(time.Hour)
+	runPipelineBenchWith(b, cfg, mp, nil, rollups, w, func(i int) []byte {
+		return fmt.Appendf(nil, `{"device_id":"dev-%d","ts":%q,"temperature":21.5,"humidity":40.2,"battery":3.71,"site":{"id":"plant-%d"}}`,
+			i%500, base.Add(time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano), i%500%8)
+	})
+	b.ReportMetric(float64(w.rows.Load())/float64(b.N), "rows/record")
+}
+
+// BenchmarkPipelineRollups runs BenchmarkPipelineEntries' one entry without rollups and with an hourly
+// rollup of the raw rows and a daily one made of the hourly rows (the bench harness's, `sink bench
+// --rollups`), side by side in one run: with ÷ without of cpu-ns/record is what the record path pays
+// for rollups, the pending marker each raw row adds to its record (rows/record counts it). The rollup
+// workers find nothing due (the events are in the current hour), so no window is computed here: the
+// reads of a computation are per window, measured by `sink bench --rollups`.
+func BenchmarkPipelineRollups(b *testing.B) {
+	for _, with := range []bool{false, true} {
+		b.Run(fmt.Sprintf("rollups=%v", with), func(b *testing.B) {
+			cfg := sensorBenchConfig(1)
+			var store rollup.Store
+			if with {
+				tc := cfg.Topics["readings"]
+				tc.Rollups = benchRollups()
+				cfg.Topics["readings"] = tc
+				store = nothingDue{}
 			}
-			w := &countingWriter{}
-			base := time.Now().UTC().Truncate(time.Hour)
-			runPipelineBench(b, cfg, mp, nil, w, func(i int) []byte {
-				return fmt.Appendf(nil, `{"device_id":"dev-%d","ts":%q,"temperature":21.5,"humidity":40.2,"battery":3.71,"site":{"id":"plant-%d"}}`,
-					i%500, base.Add(time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano), i%500%8)
-			})
-			b.ReportMetric(float64(w.rows.Load())/float64(b.N), "rows/record")
+			runSensorBench(b, cfg, store)
 		})
 	}
+}
+
+// benchRollups are the rollups of examples/sensor-rollups.yaml: hourly windows of the raw rows, daily
+// windows of the hourly rows.
+func benchRollups() []config.Rollup {
+	return []config.Rollup{
+		{Name: "hourly", Width: "1h", Table: "readings_hourly", Bucket: config.Bucket{Width: "month"}, Aggregates: []config.Aggregate{
+			{Column: "readings", Fn: config.AggCount},
+			{Column: "temp_count", Fn: config.AggCount, Of: "temperature"},
+			{Column: "temp_sum", Fn: config.AggSum, Of: "temperature"},
+			{Column: "temp_min", Fn: config.AggMin, Of: "temperature"},
+			{Column: "temp_max", Fn: config.AggMax, Of: "temperature"},
+			{Column: "temp_avg", Fn: config.AggAvg, Of: "temperature"},
+			{Column: "battery_last", Fn: config.AggLast, Of: "battery"},
+		}},
+		{Name: "daily", Width: "1d", From: "hourly", Table: "readings_daily", Bucket: config.Bucket{Width: "year"}, Aggregates: []config.Aggregate{
+			{Column: "readings", Fn: config.AggCount},
+			{Column: "temp_min", Fn: config.AggMin, Of: "temperature"},
+			{Column: "temp_max", Fn: config.AggMax, Of: "temperature"},
+			{Column: "temp_avg", Fn: config.AggAvg, Of: "temperature"},
+			{Column: "battery_last", Fn: config.AggLast, Of: "battery"},
+		}},
+	}
+}
+
+// nothingDue is a rollup store with no window due: the benchmark's workers scan and find nothing.
+type nothingDue struct{}
+
+func (nothingDue) Due(context.Context, string, int32, time.Time, int) ([]rollup.Marker, error) {
+	return nil, nil
+}
+func (nothingDue) Done(context.Context, string, int32, rollup.Marker) error { return nil }
+func (nothingDue) Mark(context.Context, string, int32, rollup.Marker) error { return nil }
+func (nothingDue) Recompute(context.Context, string, string, []byte, time.Time) (int, error) {
+	return 0, nil
 }
 
 // sensorBenchConfig is the sensor policy of the bench harness on the test topic: readings by device and
@@ -133,6 +195,11 @@ func sensorBenchConfig(entries int) *config.Config {
 // brokers and group are set here and its defaults applied. kfake's own cost is included, so this is a
 // lower bound of the pipeline's throughput.
 func runPipelineBench(b *testing.B, cfg *config.Config, mp Mapper, splits split.Store, w BatchWriter, value func(int) []byte) {
+	runPipelineBenchWith(b, cfg, mp, splits, nil, w, value)
+}
+
+// runPipelineBenchWith is runPipelineBench with the rollup store of an entry with rollups.
+func runPipelineBenchWith(b *testing.B, cfg *config.Config, mp Mapper, splits split.Store, rollups rollup.Store, w BatchWriter, value func(int) []byte) {
 	b.ReportAllocs()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testParts, testTopic), kfake.SeedTopics(1, testDLQ))
 	if err != nil {
@@ -159,7 +226,7 @@ func runPipelineBench(b *testing.B, cfg *config.Config, mp Mapper, splits split.
 	}
 	cfg.Kafka = config.Kafka{Brokers: c.ListenAddrs(), Group: "bench"}
 	cfg.ApplyDefaults()
-	pl, err := New(Config{Sink: cfg, Mapper: mp, Splits: splits,
+	pl, err := New(Config{Sink: cfg, Mapper: mp, Splits: splits, Rollups: rollups,
 		Writer: w, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		b.Fatal(err)

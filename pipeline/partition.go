@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -90,7 +91,15 @@ type partition struct {
 	headers []mapper.Header
 	// rollup computes the due rollup windows of the partition's entries (package pipeline/rollup), in
 	// its own goroutine from start to stop; nil when no entry of the topic has rollups.
-	rollup      *rollup.Worker
+	rollup *rollup.Worker
+	// markers and markerW are handle's scratch for a record's rollup markers (worker goroutine only).
+	markers []batcher.Row
+	markerW rollup.Scratch
+	// markerIndex finds the marker rows of the hand-off being filled by their identity's hash
+	// (heldMarker, foldMarkers); cleared when the hand-off is sent. markerInto is handle's scratch.
+	markerIndex map[uint64]int32
+	markerSeed  maphash.Seed
+	markerInto  []int
 	stopRollup  context.CancelFunc
 	rollupDone  chan struct{}
 	committedAt int64 // the group's committed offset when first known, -1 before

@@ -335,8 +335,8 @@ func (s *stack) sinkReady() bool {
 }
 
 // sinkMetric scrapes the `sink run` serving s.cfg.Metrics.Address and returns the named metric's
-// sample for the stack's topic (0 if there is none).
-func (s *stack) sinkMetric(name string) float64 {
+// sample for the stack's topic and the given labels (each as `name="value"`; 0 if there is none).
+func (s *stack) sinkMetric(name string, labels ...string) float64 {
 	s.t.Helper()
 	resp, err := http.Get("http://" + s.cfg.Metrics.Address + "/metrics")
 	if err != nil {
@@ -348,7 +348,8 @@ func (s *stack) sinkMetric(name string) float64 {
 		s.t.Fatalf("scraping sink run: %v", err)
 	}
 	for line := range strings.Lines(string(body)) {
-		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, fmt.Sprintf("topic=%q", s.topic)) {
+		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, fmt.Sprintf("topic=%q", s.topic)) ||
+			!allIn(line, labels) {
 			continue
 		}
 		f := strings.Fields(line)
@@ -359,6 +360,15 @@ func (s *stack) sinkMetric(name string) float64 {
 		return v
 	}
 	return 0
+}
+
+func allIn(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
 
 // replayAndCompare runs `sink run` again under a new group (a group reset), which consumes the whole

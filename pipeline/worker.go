@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -70,6 +72,7 @@ func (p *partition) work() {
 				p.pl.mapped.Observe(max(p.pl.now().Sub(c.Fetched), 0).Seconds())
 			}
 			ok := p.handOff(rows)
+			clear(p.markerIndex) // it indexes rows of the slice just handed off
 			if sent {
 				rows = consumer.GetHandOff() // the write stage gives the sent slice back (consumer.PutHandOff)
 			}
@@ -152,13 +155,17 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 	var bytes int64
 	// The pending rollup markers of the rows: more parts of the record, so its offset is committed only
 	// once they are durable too (pipeline/rollup).
-	var markers []batcher.Row
+	markers := p.markers[:0]
+	defer func() { // copied into rows by then: the scratch keeps no row alive
+		clear(markers)
+		p.markers = markers[:0]
+	}()
 	for i := range ms {
 		m := &ms[i]
 		if e := p.rollupsOf(m); e != nil {
 			before := len(markers)
 			var err error
-			if markers, err = e.Markers(markers, &m.Row); err != nil {
+			if markers, err = e.Markers(markers, &m.Row, &p.markerW); err != nil {
 				markers, m.Err = markers[:before], err // refused below, like a row the entry cannot map
 			}
 			for j := before; j < len(markers); j++ {
@@ -179,6 +186,20 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 				rf.Table = e.table
 			}
 			refusals = append(refusals, rf)
+		}
+	}
+	// A marker whose row of the pending table an earlier record of this hand-off already holds is not
+	// added again: that row takes this record's values instead (foldMarkers).
+	into := p.markerInto[:0]
+	defer func() { p.markerInto = into[:0] }()
+	if len(markers) > 0 && (len(refusals) == 0 || p.topic.deadLetterTopic != "") {
+		for i := range markers {
+			j := p.heldMarker(rows, &markers[i])
+			into = append(into, j)
+			if j >= 0 {
+				nrows--
+				bytes -= budget.RowCost(&markers[i])
+			}
 		}
 	}
 	parts := nrows
@@ -225,7 +246,7 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 		}
 	}
 	if nrows > 0 {
-		rows = append(rows, markers...)
+		rows = p.foldMarkers(rows, markers, into)
 	}
 	if len(refusals) == 0 {
 		return rows, true, false
@@ -587,4 +608,42 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 		p.mu.Unlock()
 		return false
 	}
+}
+
+// heldMarker is the index in rows (the hand-off being filled) of the row of the pending table that
+// marker m names, when an earlier record of this hand-off added it; -1 when none did.
+func (p *partition) heldMarker(rows []batcher.Row, m *batcher.Row) int {
+	if len(p.markerIndex) == 0 {
+		return -1
+	}
+	id := rollup.Identity(m)
+	j, ok := p.markerIndex[maphash.Bytes(p.markerSeed, id)]
+	if !ok || int(j) >= len(rows) || rows[j].Target != m.Target || !bytes.Equal(rollup.Identity(&rows[j]), id) {
+		return -1
+	}
+	return int(j)
+}
+
+// foldMarkers appends a record's markers to rows, each into[i] < 0, and gives each marker that an
+// earlier record of this hand-off already added (into[i], from heldMarker) to that row instead: the
+// row keeps the earlier record's part (its offset, acknowledged with the earlier record) and takes the
+// later record's values (the record named, the write timestamp).
+//
+// One row then stands for both records, and that is safe: the rollup worker takes a marker only once
+// every record below the one it names is done (Worker.Durable), so the window is computed with the
+// earlier record's row and the later one's; the later record commits only after the earlier one, so a
+// crash before the row is durable replays the later record, which writes its marker again.
+func (p *partition) foldMarkers(rows, markers []batcher.Row, into []int) []batcher.Row {
+	for i := range markers {
+		if j := into[i]; j >= 0 {
+			rows[j].Packed = markers[i].Packed // the same size: only the two integers differ
+			continue
+		}
+		if p.markerIndex == nil {
+			p.markerIndex, p.markerSeed = map[uint64]int32{}, maphash.MakeSeed()
+		}
+		p.markerIndex[maphash.Bytes(p.markerSeed, rollup.Identity(&markers[i]))] = int32(len(rows))
+		rows = append(rows, markers[i])
+	}
+	return rows
 }

@@ -2,6 +2,7 @@ package reader
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -324,6 +325,12 @@ func scanRows(iter *gocql.Iter, constant []string) []map[string]any {
 			blobs = append(blobs, b)
 		}
 	}
+	var tuples []tupleColumn
+	for _, c := range iter.Columns() {
+		if tt, ok := c.TypeInfo.(gocql.TupleTypeInfo); ok {
+			tuples = append(tuples, tupleColumn{c.Name, len(tt.Elems)})
+		}
+	}
 	rows := make([]map[string]any, 0, iter.NumRows())
 	var kept []int // the destinations of constant columns, nil after the first row
 	for {
@@ -348,6 +355,7 @@ func scanRows(iter *gocql.Iter, constant []string) []map[string]any {
 				m[name] = deref(dst.Values[i])
 			}
 		}
+		foldTuples(m, tuples)
 		if len(rows) == 0 {
 			for i, name := range dst.Columns {
 				if slices.Contains(constant, name) && immutable(m[name]) {
@@ -361,6 +369,33 @@ func scanRows(iter *gocql.Iter, constant []string) []map[string]any {
 	return rows
 }
 
+// tupleColumn is a tuple column of a page and how many elements it has: the driver scans a tuple as
+// one column per element (gocql.TupleColumnName).
+type tupleColumn struct {
+	name string
+	n    int
+}
+
+// foldTuples puts the elements of each tuple column of row m back together under the column's name, as
+// a []any; a tuple whose elements are all null is a null (the driver cannot tell the two apart).
+func foldTuples(m map[string]any, tuples []tupleColumn) {
+	for _, tc := range tuples {
+		parts := make([]any, tc.n)
+		null := true
+		for i := range parts {
+			key := gocql.TupleColumnName(tc.name, i)
+			parts[i] = m[key]
+			null = null && parts[i] == nil
+			delete(m, key)
+		}
+		if null {
+			m[tc.name] = nil
+		} else {
+			m[tc.name] = parts
+		}
+	}
+}
+
 // nullable is a scan destination that records whether the value is null and unmarshals it into dst.
 type nullable struct {
 	dst  any
@@ -369,7 +404,41 @@ type nullable struct {
 
 func (c *nullable) UnmarshalCQL(info gocql.TypeInfo, data []byte) error {
 	c.null = data == nil
+	if u, ok := info.(gocql.UDTTypeInfo); ok && data != nil {
+		if m, ok := c.dst.(*map[string]any); ok {
+			return unmarshalUDT(u, data, m)
+		}
+	}
 	return gocql.Unmarshal(info, data, c.dst)
+}
+
+// unmarshalUDT reads a UDT value into *m, a null field as nil: the driver reads a null field as its
+// type's zero value (a null text as ""), which would print a value the row does not hold.
+func unmarshalUDT(u gocql.UDTTypeInfo, data []byte, m *map[string]any) error {
+	out := make(map[string]any, len(u.Elements))
+	for _, f := range u.Elements {
+		if len(data) < 4 {
+			out[f.Name] = nil // fields added to the type after the value was written
+			continue
+		}
+		n := int32(binary.BigEndian.Uint32(data))
+		data = data[4:]
+		if n < 0 {
+			out[f.Name] = nil
+			continue
+		}
+		if int(n) > len(data) {
+			return fmt.Errorf("unmarshaling UDT %s: field %s has %d bytes of %d left", u.Name, f.Name, n, len(data))
+		}
+		var v any
+		if err := gocql.Unmarshal(f.Type, data[:n], &v); err != nil {
+			return err
+		}
+		out[f.Name] = v
+		data = data[n:]
+	}
+	*m = out
+	return nil
 }
 
 // immutable reports whether v can be shared by several rows: no caller can change it in place.

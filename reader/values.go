@@ -169,8 +169,48 @@ func FormatValue(typ string, v any) (string, error) {
 		return "0x" + hex.EncodeToString(x), nil
 	case net.IP:
 		return x.String(), nil
+	case time.Duration: // CQL time: nanoseconds since midnight
+		return FormatTimeOfDay(x), nil
+	case gocql.Duration:
+		return FormatDuration(x), nil
 	}
 	return "", fmt.Errorf("a %T value of type %s has no text form", v, typ)
+}
+
+// FormatTimeOfDay is a CQL time as HH:MM:SS, with its fraction of a second when it has one, to the
+// nanosecond without trailing zeros ("15:04:05.1234").
+func FormatTimeOfDay(d time.Duration) string {
+	return time.Unix(0, int64(d)).UTC().Format("15:04:05.999999999")
+}
+
+// FormatDuration is a CQL duration in CQL's units, each part once, largest first: 1y2mo3d4h5m6s7ms8us9ns,
+// "-" in front of a negative one, "0s" for none.
+func FormatDuration(d gocql.Duration) string {
+	var b strings.Builder
+	months, days, nanos := int64(d.Months), int64(d.Days), d.Nanoseconds
+	if months < 0 || days < 0 || nanos < 0 {
+		b.WriteByte('-')
+		months, days, nanos = -months, -days, -nanos
+	}
+	part := func(n int64, unit string) {
+		if n != 0 {
+			b.WriteString(strconv.FormatInt(n, 10) + unit)
+		}
+	}
+	part(months/12, "y")
+	part(months%12, "mo")
+	part(days, "d")
+	for _, u := range []struct {
+		unit string
+		per  time.Duration
+	}{{"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}, {"ms", time.Millisecond}, {"us", time.Microsecond}, {"ns", 1}} {
+		part(nanos/int64(u.per), u.unit)
+		nanos %= int64(u.per)
+	}
+	if b.Len() == 0 || b.String() == "-" {
+		return "0s"
+	}
+	return b.String()
 }
 
 // formatFloat is the shortest decimal that reads back as x, or NaN, Infinity, -Infinity: the names

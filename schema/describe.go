@@ -80,21 +80,18 @@ func describe(name string, tc config.Topic) (Table, error) {
 	}
 	t := Table{
 		Topic: name, Keyspace: tc.Keyspace, Name: tc.Table, Policy: policy, Latest: tc.Latest(),
-		BucketColumn: tc.Bucket.Column, TTL: time.Duration(tc.TTL), WriteTimestamp: tc.WriteTimestamp,
+		BucketColumn: tc.Bucket.Column, TTL: time.Duration(tc.TTL), TTLPerRow: tc.TTLField != nil, WriteTimestamp: tc.WriteTimestamp,
 	}
 	if tc.Split.Enabled {
 		t.SplitMax = max(tc.Bucket.EventBuckets, 1, tc.Split.MaxEventBuckets)
 	}
 	for i, c := range tc.Columns {
 		cp := fmt.Sprintf("%s.columns[%d]", kp, i)
-		typ, err := canonicalType(c.Type)
+		col, err := describeColumn(c)
 		if err != nil {
-			return Table{}, fmt.Errorf("%s.type: %w", cp, err)
+			return Table{}, fmt.Errorf("%s.%w", cp, err)
 		}
-		if !identRE.MatchString(c.Name) {
-			return Table{}, fmt.Errorf("%s.name: %q is not a plain CQL identifier", cp, c.Name)
-		}
-		t.Columns = append(t.Columns, Column{Name: c.Name, Type: typ})
+		t.Columns = append(t.Columns, col)
 	}
 	lookup := func(path, col string) (string, error) {
 		i := t.Index(col)
@@ -133,6 +130,38 @@ func describe(name string, tc config.Topic) (Table, error) {
 	return t, nil
 }
 
+// describeColumn is the column c describes, with its UDT when it has fields. Its errors begin with
+// the key under the column that is wrong.
+func describeColumn(c config.Column) (Column, error) {
+	if !identRE.MatchString(c.Name) {
+		return Column{}, fmt.Errorf("name: %q is not a plain CQL identifier", c.Name)
+	}
+	if len(c.Fields) == 0 {
+		typ, err := canonicalType(c.Type)
+		if err != nil {
+			return Column{}, fmt.Errorf("type: %w", err)
+		}
+		ct, _ := config.ParseCQLType(c.Type) // canonicalType parsed it
+		return Column{Name: c.Name, Type: typ, Arity: ct.Arity}, nil
+	}
+	typ, err := config.ParseUDT(c)
+	if err != nil {
+		return Column{}, fmt.Errorf("type: %w", err)
+	}
+	u := &UDT{Name: typ.String()}
+	for j, f := range c.Fields {
+		ft, err := canonicalType(f.Type)
+		if err != nil {
+			return Column{}, fmt.Errorf("fields[%d].type: %w", j, err)
+		}
+		if !identRE.MatchString(f.Name) {
+			return Column{}, fmt.Errorf("fields[%d].name: %q is not a plain CQL identifier", j, f.Name)
+		}
+		u.Fields = append(u.Fields, Column{Name: f.Name, Type: ft})
+	}
+	return Column{Name: c.Name, Type: u.Name, UDT: u}, nil
+}
+
 // canonicalType is the spelling of a configured column type that DDL, messages and the schema
 // check use: config's parse (spaces and case ignored), with varchar written text.
 func canonicalType(s string) (string, error) {
@@ -145,6 +174,9 @@ func canonicalType(s string) (string, error) {
 			return "text"
 		}
 		return k
+	}
+	if ct.Kind == "tuple" || ct.Kind == "vector" {
+		return ct.String(), nil // config spells their parts canonically
 	}
 	ct.Kind, ct.Elem = text(ct.Kind), text(ct.Elem)
 	return ct.String(), nil

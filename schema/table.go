@@ -32,6 +32,9 @@ type Table struct {
 	// time (config's latest.go), so the row of an entity is its newest event.
 	Latest bool
 	TTL    time.Duration // 0 = none; else bound per row (USING TTL ?)
+	// TTLPerRow: each row's TTL comes from a field of its record (ttl_field), bound per row; TTL is then
+	// the TTL of a record without the field, and the table's default_time_to_live.
+	TTLPerRow bool
 	// WriteTimestamp is the topic's write_timestamp. With any but "server" the INSERT binds the
 	// write timestamp (USING TIMESTAMP ?), so a replay or a retried batch writes a row again at the
 	// same timestamp, which a non-frozen list does not survive (Cassandra keeps both copies of its
@@ -43,10 +46,24 @@ type Table struct {
 }
 
 // Column is one column and its CQL type, canonically spelled (varchar is text, collections as
-// "map<text, int>"), not frozen.
+// "map<text, int>", "tuple<int, text>", "vector<float, 3>"), not frozen; for a UDT its name, and
+// the UDT in UDT.
 type Column struct {
 	Name string
 	Type string
+	UDT  *UDT // the column's user-defined type; nil for the other types
+	// Arity is a tuple's number of elements, which the INSERT binds one by one, (?, ?); 0 for the
+	// other types, bound by one marker.
+	Arity int
+}
+
+// Markers is how many values the INSERT binds for the column.
+func (c Column) Markers() int { return max(c.Arity, 1) }
+
+// UDT is a user-defined type a column has: its name (lower case) and its fields, in order.
+type UDT struct {
+	Name   string
+	Fields []Column
 }
 
 // Clustering is one clustering column and its order.
@@ -106,16 +123,20 @@ func (t Table) InsertColumns() []string {
 	return out
 }
 
-// BindsTTL reports whether the INSERT binds a TTL after the columns (the topic has a ttl).
-func (t Table) BindsTTL() bool { return t.TTL > 0 }
+// BindsTTL reports whether the INSERT binds a TTL after the columns (the topic has a ttl, or a
+// ttl_field).
+func (t Table) BindsTTL() bool { return t.TTL > 0 || t.TTLPerRow }
 
 // BindsTimestamp reports whether the INSERT binds the write timestamp last (DeterministicTimestamp).
 func (t Table) BindsTimestamp() bool { return t.DeterministicTimestamp() }
 
-// NumValues is how many values a row binds: one per column, then the TTL and the write timestamp
-// when the INSERT has them.
+// NumValues is how many values a row binds: one per column (a tuple's one per element), then the TTL
+// and the write timestamp when the INSERT has them.
 func (t Table) NumValues() int {
-	n := len(t.Columns)
+	n := 0
+	for _, c := range t.Columns {
+		n += c.Markers()
+	}
 	if t.BindsTTL() {
 		n++
 	}
@@ -138,11 +159,17 @@ func (t Table) Insert(name string) string {
 	b.WriteString(" (")
 	b.WriteString(strings.Join(t.InsertColumns(), ", "))
 	b.WriteString(") VALUES (")
-	for i := range t.Columns {
+	for i, c := range t.Columns {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteByte('?')
+		if c.Arity == 0 {
+			b.WriteByte('?')
+			continue
+		}
+		// A tuple's elements one by one: gocql cannot bind a tuple's marker (it counts it as one
+		// value per element, then binds the columns after it to the wrong markers).
+		b.WriteString("(" + strings.Repeat("?, ", c.Arity-1) + "?)")
 	}
 	b.WriteByte(')')
 	switch {

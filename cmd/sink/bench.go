@@ -34,7 +34,13 @@ const benchUsage = "Usage: sink bench [--events N] [--entities N] [--quick] [fla
 	"and Cassandra's CPU per row read, and sink ÷ loop per round; by default neither side prints a row\n" +
 	"(--read-format table|csv|json makes the sink's side print them to nowhere, as the command would).\n" +
 	"--read-only runs it alone (no Kafka topic,\n" +
-	"no daemon); give --cassandra-pid when several Cassandra processes run here.\n"
+	"no daemon); give --cassandra-pid when several Cassandra processes run here.\n" +
+	"\n" +
+	"--rollups N runs only the comparison of rollups: the backlog, a day back so every window of it is\n" +
+	"closed, consumed N times without and N times with an hourly rollup of the raw rows and a daily one\n" +
+	"made of the hourly rows, in alternated pairs; it reports rows/s with ÷ without per pair and, from the\n" +
+	"daemon's metrics once every window is computed, each rollup's computations and Cassandra partition\n" +
+	"reads per (device, window).\n"
 
 // runBench measures the sink end to end against the raw Cassandra ceiling (package bench). It also
 // serves as the discard daemon the harness runs for its pipeline-only phase: the same binary, so
@@ -75,6 +81,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		readRows   = fs.Int("read-rows", bench.DefaultReadRows, "rows of the read phase's device over 30 days (negative: skip the phase)")
 		readRounds = fs.Int("read-rounds", bench.DefaultReadRounds, "rounds of the read phase, each reading the device both ways")
 		readFormat = fs.String("read-format", "none", "what the read phase's sink side does with each row: none (reads it, as the loop does) or a format of sink query (table, csv, json) it also prints to nowhere")
+		rollups    = fs.Int("rollups", 0, "run only the rollups comparison: the sink over one backlog (a day back, every window closed) without and with an hourly and a daily rollup, this many alternated pairs; rows/s with ÷ without per pair, and each rollup's computations and Cassandra partition reads per window")
 		registry   = fs.String("registry", "http://127.0.0.1:8081/apis/ccompat/v7", "with --codec: the schema registry's base URL")
 	)
 	if code, ok := fs.parse(args); !ok {
@@ -123,7 +130,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		SinkBinary: *sinkBin, CommitInterval: *commitIvl, LatencyFor: *latencyFor, LatencyRate: *latRate,
 		DaemonEnv: splitList(*daemonEnv), ProfileDir: *profile, Progress: stderr, SettleMax: *settleMax,
 		KeepData: *keepData, SteadyOnly: *steadyOnly, Curve: rates, CassandraPID: *cassPID, NoBatchClient: *noClient, NoProbes: *noProbes,
-		Codec: *codecName, Registry: *registry, Entries: *entries,
+		Codec: *codecName, Registry: *registry, Entries: *entries, Rollups: *rollups,
 		ReadOnly: *readOnly, ReadRows: *readRows, ReadRounds: *readRounds, ReadFormat: *readFormat,
 	})
 	if err != nil {

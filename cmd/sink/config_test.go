@@ -72,7 +72,13 @@ func TestConfigPrintsEveryKeyOfEveryExample(t *testing.T) {
 						if isList {
 							p = fmt.Sprintf("%s[%d]%s", list, i, rest)
 						}
-						// A rollup's aggregates: a list inside the list.
+						// A rollup's aggregates and a UDT column's fields: a list inside the list.
+						if inner, tail, nested := strings.Cut(p, "[]"); nested && strings.HasSuffix(inner, ".fields") {
+							for j := range cfg.Topics[name].Columns[i].Fields {
+								paths = append(paths, fmt.Sprintf("%s[%d]%s", inner, j, tail))
+							}
+							continue
+						}
 						if inner, tail, nested := strings.Cut(p, "[]"); nested {
 							for j := range cfg.Topics[name].Rollups[i].Aggregates {
 								paths = append(paths, fmt.Sprintf("%s[%d]%s", inner, j, tail))

@@ -449,11 +449,14 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
 	line("topic\t%s (Kafka topic %s, partition %d, offset %d)", ex.Topic, ex.KafkaTopic, rec.Partition, rec.Offset)
+	if ex.Op != "" {
+		line("change\top %s (%s): a Debezium change event; each value below says where in it it came from", ex.Op, ex.OpName)
+	}
 	if ex.Delete {
 		printDelete(w, tw, ex)
 		return
 	}
-	line("event time\t%s", ex.EventTime.UTC().Format(time.RFC3339Nano))
+	line("event time\t%s%s", ex.EventTime.UTC().Format(time.RFC3339Nano), note(ex.EventTimeFormat))
 	line("table\t%s.%s", ex.Keyspace, ex.Table)
 	if ex.Latest {
 		line("kind\tlatest value (bucket width none): one row per entity, the newest event by event time")
@@ -501,9 +504,9 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 		line("  %s\t= %s%s", v.Column, v.Literal(), fromNote(v))
 	}
 	if ex.TTL > 0 {
-		line("ttl\t%d s (%s)", int64(ex.TTL/time.Second), config.Duration(ex.TTL))
+		line("ttl\t%d s (%s)%s", int64(ex.TTL/time.Second), config.Duration(ex.TTL), note(ex.TTLFrom))
 	} else {
-		line("ttl\tnone")
+		line("ttl\tnone%s", note(ex.TTLFrom))
 	}
 	switch ex.WriteTimestampSource {
 	case "kafka":
@@ -530,7 +533,7 @@ func printBound(w io.Writer, ex mapper.Explanation) {
 	fmt.Fprintf(w, "\n%s\n\nbound values:\n", ex.CQL)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, v := range ex.Bound {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal(), fromNote(v))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal(), fromNote(v), note(v.Format))
 	}
 	tw.Flush()
 }
@@ -539,6 +542,10 @@ func printBound(w io.Writer, ex mapper.Explanation) {
 // names, and the write timestamp that orders the delete against the entity's upserts.
 func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 	line := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
+	if ex.Op != "" {
+		printChangeDelete(w, tw, ex)
+		return
+	}
 	line("tombstone\tdeletes the entity's row (on_tombstone delete)")
 	line("table\t%s.%s", ex.Keyspace, ex.Table)
 	names := make([]string, len(ex.PartitionKey))
@@ -562,6 +569,26 @@ func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 	printBound(w, ex)
 }
 
+// printChangeDelete explains a change event's delete (op d) on a latest-value entry: the row its before
+// image names, deleted at the change's time.
+func printChangeDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
+	line := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
+	line("delete\tdeletes the entity's row (a delete event on a latest-value entry)")
+	line("table\t%s.%s", ex.Keyspace, ex.Table)
+	names := make([]string, len(ex.PartitionKey))
+	for i, v := range ex.PartitionKey {
+		names[i] = v.Column
+	}
+	line("partition key\t(%s)", strings.Join(names, ", "))
+	for _, v := range ex.PartitionKey {
+		line("  %s\t= %s%s", v.Column, v.Literal(), fromNote(v))
+	}
+	line("write timestamp\t%d µs (the event time %s in µs + offset %d mod 1000, the upserts' rule: the changes before it stay deleted, even replayed later)",
+		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli), ex.Row.Offset)
+	tw.Flush()
+	printBound(w, ex)
+}
+
 // headerFlags collects --header NAME=VALUE, in order (the first header of a name is the one a filter reads).
 type headerFlags []mapper.Header
 
@@ -577,6 +604,14 @@ func (h *headerFlags) Set(v string) error {
 }
 
 // fromNote says where an explained value came from when it is not the record's value (a header).
+// note is "  (s)", or "" for an empty s.
+func note(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "  (" + s + ")"
+}
+
 func fromNote(v mapper.Value) string {
 	if v.From == "" {
 		return ""

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -280,10 +281,25 @@ var (
 // convert reads a value of n at pos and sets v for CQL kind k by conversion cv.
 func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kind, pos int, v *codec.Value) (int, error) {
 	switch cv {
-	case cText, cTimestampText, cDateText, cUUIDText, cInetText:
+	case cText, cTimestampText, cDateText, cUUIDText, cInetText, cTimeFormat:
 		s, end, err := d.bytes(name, pos)
 		if err != nil {
 			return end, err
+		}
+		if cv == cTimeFormat {
+			if !utf8.Valid(s) {
+				return end, d.malformed(name, "a string that is not UTF-8")
+			}
+			what := ""
+			if t.column != "" {
+				what = "for CQL " + k.String()
+			}
+			tm, why := t.time.Text(k, s, what)
+			if why != "" {
+				return end, mapValueErr(name, codec.TextError(s, why))
+			}
+			v.T = tm
+			return end, nil
 		}
 		return end, d.text(name, cv, k, s, v)
 	case cEnumText:
@@ -537,6 +553,18 @@ func (d *decoder) collection(n *node, name string, t *target, k packed.Kind, pos
 				}
 				if !utf8.Valid(key) {
 					return pos, d.malformed(name, "a map key that is not UTF-8")
+				}
+				if kk := t.typ.MapKey(); kk != packed.KText {
+					// An Avro map's keys are strings: parsed into the column's key type, into memory
+					// of their own (the converted value follows in d.buf).
+					if key, err = codec.AppendMapKey(nil, kk, key); err != nil {
+						var ve *codec.ValueError
+						if errors.As(err, &ve) {
+							return pos, mapValueErr(name, &codec.ValueError{Plain: "a map key " + strings.TrimPrefix(ve.Plain, "the value "),
+								Quoted: "map key " + ve.Quoted})
+						}
+						return pos, &codec.Error{Reason: codec.ReasonMap, Field: name, Err: err}
+					}
 				}
 			}
 			if pos, err = d.convert(n.items, name, &et, t.elem, t.typ.Elem, pos, &ev); err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/packed"
@@ -43,8 +42,9 @@ type target struct {
 	column string // the column fed, for messages
 	conv   conv
 	typ    packed.Type
-	mul    int64 // conversions to a timestamp from a count of units: nanoseconds per unit
-	elem   conv  // cList, cMap: the conversion of each element
+	mul    int64             // conversions to a timestamp from a count of units: nanoseconds per unit
+	time   *codec.TimeFormat // cTimeFormat: the field's format
+	elem   conv              // cList, cMap: the conversion of each element
 }
 
 // plan is the compiled plan of one writer schema.
@@ -189,7 +189,7 @@ func dotted(prefix, name string) string {
 func (c *compiler) target(n *node, i int) (target, error) {
 	f := &c.fields[i]
 	t := target{slot: i, column: f.Column, typ: f.Type}
-	cv, mul, why := converter(n, f.Type.Kind, f.Unit)
+	cv, mul, why := converter(n, f.Type.Kind, &f.Time)
 	if cv == cNone {
 		what := "CQL " + f.Type.String()
 		if f.Column == "" {
@@ -197,10 +197,10 @@ func (c *compiler) target(n *node, i int) (target, error) {
 		}
 		return t, c.fail(i, "is %s, which cannot feed %s%s", n.describe(), what, why)
 	}
-	t.conv, t.mul = cv, mul
+	t.conv, t.mul, t.time = cv, mul, &f.Time
 	if cv == cList || cv == cMap {
 		items := n.items
-		ecv, emul, why := converter(items, f.Type.Elem, time.Millisecond)
+		ecv, emul, why := converter(items, f.Type.Elem, &codec.TimeFormat{})
 		if ecv == cNone || ecv == cList || ecv == cMap {
 			return t, c.fail(i, "has elements of %s, which cannot feed CQL %s%s", items.describe(), f.Type.Elem, why)
 		}

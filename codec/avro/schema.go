@@ -50,6 +50,9 @@ type node struct {
 	items    *node    // array items, map values
 	branches []*node  // union
 	width    width    // whether a value takes any bytes (markWidths)
+	// connect is the Kafka Connect logical type Confluent's AvroConverter records beside a type
+	// ("connect.name": io.debezium.time.MicroTimestamp, ...), which ConnectName reads.
+	connect string
 }
 
 // width says whether a value of a type takes bytes of the body.
@@ -313,6 +316,9 @@ func (p *parser) parseObject(o map[string]any, ns string) (*node, error) {
 		n = &node{kind: k}
 	}
 	n.logical = logicalType(n, o)
+	if c, ok := o["connect.name"].(string); ok && n.connect == "" {
+		n.connect = c
+	}
 	if n.logical == "decimal" {
 		scale, _ := o["scale"].(float64)
 		n.scale = int(scale)

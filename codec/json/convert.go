@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -205,10 +206,46 @@ func appendScalar(dst []byte, k packed.Kind, v *fastjson.Value, buf *numbers) ([
 			return dst, fail(v, "not a whole number for CQL varint")
 		}
 		return packed.AppendVarint(dst, n), pr
+	case packed.KTime:
+		var ns int64
+		if ns, pr = timeOf(v, buf); pr.ok() {
+			return codec.AppendTime(dst, ns), pr
+		}
+	case packed.KDuration:
+		if v.Type() == fastjson.TypeString {
+			b, _ := v.StringBytes()
+			if d, ok := codec.ParseDuration(bstr(b)); ok {
+				return codec.AppendDuration(dst, d), pr
+			}
+		}
+		return dst, fail(v, codec.DurationProblem)
 	default:
 		return dst, fail(v, "of an unsupported type")
 	}
 	return dst, pr
+}
+
+// timeOf is the value of a time: a string HH:MM:SS[.fffffffff], or a whole number of nanoseconds since
+// midnight.
+func timeOf(v *fastjson.Value, buf *numbers) (int64, *problem) {
+	if v.Type() == fastjson.TypeString {
+		b, _ := v.StringBytes()
+		if ns, ok := codec.ParseTimeOfDay(bstr(b)); ok {
+			return ns, nil
+		}
+		if !IsNumber(bstr(b)) {
+			return 0, fail(v, codec.TimeProblem)
+		}
+	}
+	text, ok := numberText(v, buf)
+	if !ok {
+		return 0, fail(v, codec.TimeProblem)
+	}
+	n, st := ParseIntegral(bstr(text))
+	if st != IntOK || n < 0 || n >= codec.NanosPerDay {
+		return 0, fail(v, codec.TimeProblem)
+	}
+	return n, nil
 }
 
 // appendInteger appends n as a value of integer kind k; n is in the kind's range.
@@ -279,7 +316,75 @@ func floatOf(k packed.Kind, v *fastjson.Value, buf *numbers) (float64, *problem)
 	return f, nil
 }
 
-// timestampOf is the value of a timestamp column: RFC 3339 with an offset, or epoch milliseconds.
+// instantOf is the value of a timestamp or date column, or of the event time (f.Column ""), in f's format
+// (codec.TimeFormat): the one conversion of a time for every JSON field. The event time's words differ
+// from a column's: they end without "for CQL timestamp".
+func instantOf(f *codec.Field, v *fastjson.Value, buf *numbers) (time.Time, *problem) {
+	k, tf := f.Type.Kind, &f.Time
+	what := ""
+	if f.Column != "" {
+		what = "for CQL " + k.String()
+	}
+	switch tf.Form {
+	case codec.TimeDefault:
+		if k == packed.KDate {
+			return dateOf(v)
+		}
+		return timestampOf(v, buf)
+	case codec.TimeRFC3339:
+		if v.Type() == fastjson.TypeString {
+			b, _ := v.StringBytes()
+			if t, err := ParseRFC3339(bstr(b)); err == nil {
+				if !codec.InRange(t) {
+					return time.Time{}, fail(v, "out of range "+suffixed(what)+"(years 0000 to 9999)")
+				}
+				return t, nil
+			} else if err == ErrRFC3339Offset {
+				return time.Time{}, fail(v, OffsetProblem+prefixed(" ", what))
+			}
+		}
+		return time.Time{}, fail(v, "not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)"+prefixed(" ", what))
+	case codec.TimeLayout:
+		if v.Type() != fastjson.TypeString {
+			return time.Time{}, fail(v, "not a string in the layout "+strconv.Quote(tf.Layout)+prefixed(" ", what))
+		}
+		b, _ := v.StringBytes()
+		if t, why := tf.Text(k, b, what); why != "" {
+			return t, fail(v, why)
+		} else {
+			return t, nil
+		}
+	}
+	unit := codec.UnitName(tf.Unit)
+	text, ok := numberText(v, buf)
+	if !ok {
+		return time.Time{}, fail(v, "not a "+unit+" number"+prefixed(" ", what))
+	}
+	if tf.Unit == codec.Day {
+		if _, st := ParseIntegral(bstr(text)); st == IntFraction {
+			return time.Time{}, fail(v, "not a whole number of days"+prefixed(" ", what))
+		}
+	}
+	t, ok := parseUnix(bstr(text), tf.Unit)
+	if !ok {
+		if what == "" {
+			what = "for " + unit
+		}
+		return time.Time{}, fail(v, "out of range "+what+" (years 0000 to 9999)")
+	}
+	return t, nil
+}
+
+// suffixed returns s+" ", or "" for an empty s.
+func suffixed(s string) string {
+	if s == "" {
+		return ""
+	}
+	return s + " "
+}
+
+// timestampOf is the value of a timestamp column in its default format: RFC 3339 with an offset, or
+// epoch milliseconds.
 func timestampOf(v *fastjson.Value, buf *numbers) (time.Time, *problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
@@ -308,41 +413,7 @@ func timestampOf(v *fastjson.Value, buf *numbers) (time.Time, *problem) {
 	return t, nil
 }
 
-// unitNames are the time.format names of the event time's units, for messages.
-var unitNames = map[time.Duration]string{
-	time.Second: "unix_s", time.Millisecond: "unix_ms", time.Microsecond: "unix_us", time.Nanosecond: "unix_ns",
-}
-
-// eventTimeOf is the value of the event time (a field of no column): RFC 3339 with an offset when unit
-// is 0 (time.format rfc3339), else a number of units since the epoch. Its words are the event time's,
-// which differ from a timestamp column's.
-func eventTimeOf(v *fastjson.Value, unit time.Duration, buf *numbers) (time.Time, *problem) {
-	if unit == 0 {
-		if v.Type() == fastjson.TypeString {
-			b, _ := v.StringBytes()
-			if t, err := ParseRFC3339(bstr(b)); err == nil {
-				if !codec.InRange(t) {
-					return time.Time{}, fail(v, "out of range (years 0000 to 9999)")
-				}
-				return t, nil
-			} else if err == ErrRFC3339Offset {
-				return time.Time{}, fail(v, OffsetProblem)
-			}
-		}
-		return time.Time{}, fail(v, "not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)")
-	}
-	text, ok := numberText(v, buf)
-	if !ok {
-		return time.Time{}, fail(v, "not a "+unitNames[unit]+" number")
-	}
-	t, ok := ParseUnix(bstr(text), unit)
-	if !ok {
-		return time.Time{}, fail(v, "out of range for "+unitNames[unit]+" (years 0000 to 9999)")
-	}
-	return t, nil
-}
-
-// dateOf is the value of a date column: YYYY-MM-DD, as midnight UTC.
+// dateOf is the value of a date column in its default format: YYYY-MM-DD, as midnight UTC.
 func dateOf(v *fastjson.Value) (time.Time, *problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
@@ -471,6 +542,16 @@ func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *numbers,
 				bad = &problem{msg: msg, elem: entry + "'s key", key: key}
 				return
 			}
+			if kk := t.MapKey(); kk != packed.KText {
+				// The key's bytes are converted into dst, where they stay while the map is built.
+				at := len(dst)
+				var err error
+				if dst, err = codec.AppendMapKey(dst, kk, key); err != nil {
+					bad = &problem{msg: keyProblem(err), elem: entry + "'s key", key: key}
+					return
+				}
+				key = dst[at:len(dst):len(dst)]
+			}
 			if e.Type() == fastjson.TypeNull {
 				bad = &problem{msg: "is null, and CQL collections cannot hold nulls", elem: entry, key: key}
 				return
@@ -510,6 +591,88 @@ func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *numbers,
 		// Move the framed map over the values it was built from.
 		n = copy(dst[vals:], dst[end:])
 		return dst[:vals+n], nil
+	case packed.KTuple, packed.KUDT, packed.KVector:
+		return appendComposite(dst, t, v, buf, entries)
 	}
 	return appendScalar(dst, t.Kind, v, buf)
+}
+
+// keyProblem is the words of a map key that is not of the key type: a *codec.ValueError's reason
+// without its "the value is".
+func keyProblem(err error) string {
+	msg := err.Error()
+	if r, ok := strings.CutPrefix(msg, "the value is "); ok {
+		return "is " + r
+	}
+	return msg
+}
+
+// appendComposite appends the wire bytes of a tuple (a JSON array of its elements, as many as it has),
+// a UDT (a JSON object whose members of the field names feed the fields; a missing or null one is a
+// null field, other members are ignored) or a vector (a JSON array of exactly its dimension's numbers).
+func appendComposite(dst []byte, t packed.Type, v *fastjson.Value, buf *numbers, entries *[]mapEntry) ([]byte, *problem) {
+	c := t.Comp
+	switch t.Kind {
+	case packed.KVector:
+		if v.Type() != fastjson.TypeArray {
+			return dst, fail(v, "not a JSON array for CQL "+t.String())
+		}
+		arr, _ := v.Array()
+		if len(arr) != c.Dim {
+			return dst, &problem{msg: "has " + strconv.Itoa(len(arr)) + " elements; CQL " + t.String() + " takes exactly " + strconv.Itoa(c.Dim)}
+		}
+		for i, e := range arr {
+			if e.Type() == fastjson.TypeNull {
+				return dst, &problem{msg: "is null, and a CQL vector cannot hold nulls", elem: "element " + strconv.Itoa(i)}
+			}
+			var p *problem
+			if dst, p = appendScalar(dst, c.Types[0].Kind, e, buf); !p.ok() {
+				p.elem = "element " + strconv.Itoa(i)
+				return dst, p
+			}
+		}
+		return dst, nil
+	case packed.KTuple:
+		if v.Type() != fastjson.TypeArray {
+			return dst, fail(v, "not a JSON array for CQL "+t.String())
+		}
+		arr, _ := v.Array()
+		if len(arr) != len(c.Types) {
+			return dst, &problem{msg: "has " + strconv.Itoa(len(arr)) + " elements; CQL " + t.String() + " takes exactly " + strconv.Itoa(len(c.Types))}
+		}
+		for i, e := range arr {
+			var p *problem
+			if dst, p = appendPart(dst, c.Types[i], e, buf, entries); !p.ok() {
+				p.elem = prefixed("", "element "+strconv.Itoa(i)) + prefixed(" ", p.elem)
+				return dst, p
+			}
+		}
+		return dst, nil
+	}
+	if v.Type() != fastjson.TypeObject {
+		return dst, fail(v, "not a JSON object for CQL UDT "+c.Name)
+	}
+	for i, name := range c.Fields {
+		var p *problem
+		if dst, p = appendPart(dst, c.Types[i], v.Get(name), buf, entries); !p.ok() {
+			p.elem = "field " + name + prefixed(" ", p.elem)
+			return dst, p
+		}
+	}
+	return dst, nil
+}
+
+// appendPart appends one element of a tuple or field of a UDT, framed: null when e is nil or JSON's
+// null.
+func appendPart(dst []byte, t packed.Type, e *fastjson.Value, buf *numbers, entries *[]mapEntry) ([]byte, *problem) {
+	if e == nil || e.Type() == fastjson.TypeNull {
+		return codec.AppendNullElement(dst), nil
+	}
+	at := len(dst)
+	dst, p := appendConverted(append(dst, 0, 0, 0, 0), t, e, buf, entries)
+	if !p.ok() {
+		return dst[:at], p
+	}
+	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+	return dst, p
 }

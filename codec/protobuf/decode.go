@@ -377,6 +377,16 @@ func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error 
 				return d.mapErr(lf, fmt.Errorf("%d bytes are not an IPv4 (4) or IPv6 (16) address for CQL inet", len(s.b)))
 			}
 			v.B = s.b
+		case (k == packed.KTimestamp || k == packed.KDate) && (lf.time.Form == codec.TimeLayout || lf.time.Form == codec.TimeUnix):
+			what := ""
+			if lf.column != "" {
+				what = "for CQL " + k.String()
+			}
+			t, why := lf.time.Text(k, s.b, what)
+			if why != "" {
+				return d.mapErr(lf, codec.TextError(s.b, why))
+			}
+			v.T = t
 		default:
 			d.buf, err = codec.SetText(v, k, s.b, d.buf)
 		}
@@ -402,9 +412,9 @@ func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error 
 			v.B = name
 			return nil
 		}
-		d.buf, err = codec.SetInteger(v, k, s.n, true, lf.unit, d.buf)
+		d.buf, err = codec.SetInteger(v, k, s.n, true, lf.time, d.buf)
 	default: // the integers and Duration
-		d.buf, err = codec.SetInteger(v, k, s.n, s.signed, lf.unit, d.buf)
+		d.buf, err = codec.SetInteger(v, k, s.n, s.signed, lf.time, d.buf)
 	}
 	if err != nil {
 		return d.mapErr(lf, err)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -240,8 +239,8 @@ type leaf struct {
 	src    source // of the value (a repeated field's elements, a map's values)
 	inner  source // a wrapper's field 1
 	kind   packed.Kind
-	unit   time.Duration
-	enum   map[int32][]byte // an enum's value names, for a text column
+	time   *codec.TimeFormat // the field's time format
+	enum   map[int32][]byte  // an enum's value names, for a text column
 	// implicit: a proto3 scalar without presence, which reads as its default value when not on the wire.
 	implicit bool
 }
@@ -289,7 +288,7 @@ func compileMessage(id int, md protoreflect.MessageDescriptor, fields []codec.Fi
 
 // newLeaf checks that field fd can feed f and says how to read it.
 func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, error) {
-	lf := &leaf{out: out, name: f.Name(), column: f.Column, kind: f.Type.Kind, unit: f.Unit}
+	lf := &leaf{out: out, name: f.Name(), column: f.Column, kind: f.Type.Kind, time: &f.Time}
 	vd := fd
 	switch {
 	case fd.IsMap():
@@ -298,6 +297,9 @@ func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, e
 		}
 		if fd.MapKey().Kind() != protoreflect.StringKind {
 			return nil, fmt.Errorf("a map with %s keys cannot feed map<text, T> (only string keys)", fd.MapKey().Kind())
+		}
+		if f.Type.MapKey() != packed.KText {
+			return nil, fmt.Errorf("a map field feeds only a map<text, T> column, not %s", f.Type)
 		}
 		lf.shape, lf.kind, vd = mapped, f.Type.Elem, fd.MapValue()
 	case fd.IsList():
@@ -309,6 +311,8 @@ func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, e
 		switch f.Type.Kind {
 		case packed.KList, packed.KSet, packed.KMap:
 			return nil, fmt.Errorf("a single %s cannot feed a %s column (a repeated or map field can)", describe(fd), f.Type)
+		case packed.KTime, packed.KDuration, packed.KTuple, packed.KUDT, packed.KVector:
+			return nil, fmt.Errorf("the Protobuf codec does not feed a CQL %s column yet", f.Type)
 		}
 		lf.implicit = !fd.HasPresence()
 	}
@@ -333,7 +337,7 @@ func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, e
 			lf.enum[int32(vals.Get(i).Number())] = []byte(vals.Get(i).Name())
 		}
 	}
-	if !feeds(lf.value(), lf.kind, lf.unit) {
+	if !feeds(lf.value(), lf.kind, lf.time) {
 		return nil, fmt.Errorf("a %s field cannot feed a %s column (see the Protobuf table in docs/CONFIG.md)", describe(vd), packed.Scalar(lf.kind))
 	}
 	return lf, nil
@@ -355,7 +359,7 @@ func describe(fd protoreflect.FieldDescriptor) string {
 }
 
 // feeds is the table of pairings: which Protobuf types can feed which column kinds.
-func feeds(s source, k packed.Kind, unit time.Duration) bool {
+func feeds(s source, k packed.Kind, tf *codec.TimeFormat) bool {
 	switch s {
 	case sString:
 		switch k {
@@ -383,8 +387,8 @@ func feeds(s source, k packed.Kind, unit time.Duration) bool {
 		case packed.KTinyint, packed.KSmallint, packed.KInt, packed.KBigint, packed.KVarint, packed.KDecimal,
 			packed.KFloat, packed.KDouble:
 			return true
-		case packed.KTimestamp:
-			return unit > 0 && s != sEnum
+		case packed.KTimestamp, packed.KDate:
+			return tf.IntegerUnit(k) > 0 && s != sEnum
 		}
 	}
 	return false

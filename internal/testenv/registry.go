@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,7 +106,7 @@ func StartPrivateRegistry(t testing.TB) *PrivateRegistry {
 	if err != nil {
 		t.Fatalf("finding a free port for a private registry: %v", err)
 	}
-	r := &PrivateRegistry{name: strings.ReplaceAll(Name(t, "reg"), "_", "-"), port: port}
+	r := &PrivateRegistry{name: stackName(t, "reg"), port: port}
 	r.URL = "http://127.0.0.1:" + strconv.Itoa(port) + registryAPI
 	t.Cleanup(func() {
 		if err := stackRegistry("remove", r.name); err != nil {
@@ -129,12 +127,7 @@ func (r *PrivateRegistry) Stop() error { return stackRegistry("stop", r.name) }
 func (r *PrivateRegistry) Start() error { return stackRegistry("start", r.name, strconv.Itoa(r.port)) }
 
 func stackRegistry(args ...string) error {
-	cmd := exec.Command(repoScript("stack"), append([]string{"registry"}, args...)...)
-	cmd.Env = os.Environ()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("scripts/stack registry %s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-	return nil
+	return stackCommand(nil, append([]string{"registry"}, args...)...)
 }
 
 // freePort asks the kernel for a free loopback port. Another process may take it before the registry binds it;

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+	"unsafe"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/cassandra"
@@ -47,6 +48,8 @@ type Entry struct {
 	keyspace string
 	ids      int             // id columns: the entity's components in the routing key
 	raw      []schema.Rollup // the rollups made of raw rows: one marker each per raw row
+	name     []byte          // Name, and rawNames the names of raw, as a marker's text values
+	rawNames [][]byte
 	coarser  map[string][]schema.Rollup
 	target   *batcher.Target
 }
@@ -68,12 +71,13 @@ func Entries(cfg *config.Config) (map[string]*Entry, error) {
 	for name, rs := range all {
 		t := tables[name]
 		tc := cfg.Topics[name]
-		e := &Entry{Name: name, keyspace: t.Keyspace, ids: len(t.IDColumns()), coarser: map[string][]schema.Rollup{},
+		e := &Entry{Name: name, name: []byte(name), keyspace: t.Keyspace, ids: len(t.IDColumns()), coarser: map[string][]schema.Rollup{},
 			target: &batcher.Target{Topic: tc.Topic, Keyspace: t.Keyspace, Table: cassandra.PendingTable,
 				Insert: cassandra.PendingInsert(t.Keyspace), Columns: cassandra.PendingColumns, Consistency: tc.Consistency, Entry: name, Bookkeeping: true}}
 		for _, r := range rs {
 			if r.From == "" {
 				e.raw = append(e.raw, r)
+				e.rawNames = append(e.rawNames, []byte(r.Name))
 			} else {
 				e.coarser[r.From] = append(e.coarser[r.From], r)
 			}
@@ -86,29 +90,35 @@ func Entries(cfg *config.Config) (map[string]*Entry, error) {
 // Parts is how many markers each raw row of the entry adds to its record.
 func (e *Entry) Parts() int { return len(e.raw) }
 
-var markerTypes = packed.MustTypes("text", "int", "timestamp", "text", "blob", "timestamp", "bigint", "bigint")
-
 // Markers appends to dst the markers of raw row row (one per rollup made of raw rows): its entity
 // (the id components of its routing key), each window its event time falls in, due at the window's
-// end plus grace, written at the record's offset.
-func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row) ([]batcher.Row, error) {
+// end plus grace, written at the record's offset. s is the caller's scratch (one per goroutine): a
+// marker costs one allocation, the row's own copy of its values and key.
+func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, s *Scratch) ([]batcher.Row, error) {
+	w := &s.w
 	entity, _, ok := routing.KeyParts(row.Key, e.ids)
 	if !ok {
 		return dst, fmt.Errorf("rollup markers of %s: the row's routing key has no %d id components", e.Name, e.ids)
 	}
+	// Only read while the marker is written, then copied into the row by Finish.
+	ent := unsafe.Slice(unsafe.StringData(entity), len(entity))
 	at := time.UnixMicro(row.EventMicros).UTC()
-	key := routingKey(e.Name, row.Partition)
-	var w packed.Writer
-	for _, r := range e.raw {
-		i := r.Window.Index(at)
-		start, end := r.Window.Start(i), r.Window.End(i)
+	var kb [64]byte
+	key := appendRoutingKey(kb[:0], e.Name, row.Partition)
+	for i, r := range e.raw {
+		idx := r.Window.Index(at)
+		start, end := r.Window.Start(idx), r.Window.End(idx)
+		// The pending table's columns, in cassandra.PendingColumns' order: entry, kafka_partition,
+		// due, rollup, entity, window_start, record, and the write timestamp.
 		w.Reset()
-		vals := []any{e.Name, row.Partition, end.Add(r.Grace), r.Name, []byte(entity), start, row.Offset, row.Offset}
-		for j, v := range vals {
-			if err := w.Value(markerTypes[j], v); err != nil {
-				return dst, fmt.Errorf("rollup marker of %s.%s: value %d: %w", e.Name, r.Name, j, err)
-			}
-		}
+		w.Text(packed.KText, e.name)
+		w.Integer(packed.KInt, int64(row.Partition))
+		w.Time(packed.KTimestamp, end.Add(r.Grace))
+		w.Text(packed.KText, e.rawNames[i])
+		w.Text(packed.KBlob, ent)
+		w.Time(packed.KTimestamp, start)
+		w.Integer(packed.KBigint, row.Offset)
+		w.Integer(packed.KBigint, row.Offset)
 		size := w.Size()
 		values, k := w.Finish(key)
 		dst = append(dst, batcher.Row{Target: e.target, Key: k, Packed: values, Offset: row.Offset,
@@ -117,9 +127,23 @@ func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row) ([]batcher.Row, err
 	return dst, nil
 }
 
-// routingKey is the composite routing key of the pending table's partition (entry, kafka_partition).
-func routingKey(entry string, partition int32) []byte {
-	b := binary.BigEndian.AppendUint16(nil, uint16(len(entry)))
+// Scratch is the writer Markers packs a marker's values with, kept by its caller between records so
+// that packing allocates nothing; its zero value is ready. One goroutine uses it at a time.
+type Scratch struct{ w packed.Writer }
+
+// Identity is the part of marker m's packed values that names its row of the pending table: entry,
+// partition, due, rollup, entity and window start, without the record's offset and the write
+// timestamp that end it (two bigints, each a tag byte and 8 bytes). Two markers of one identity are
+// the same row, and the later record's values replace the earlier's.
+func Identity(m *batcher.Row) []byte { return m.Packed[:len(m.Packed)-markerTail] }
+
+// markerTail is the packed size of a marker's record offset and write timestamp.
+const markerTail = 2 * (1 + 8)
+
+// appendRoutingKey appends the composite routing key of the pending table's partition (entry,
+// kafka_partition).
+func appendRoutingKey(b []byte, entry string, partition int32) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(entry)))
 	b = append(append(b, entry...), 0)
 	b = binary.BigEndian.AppendUint16(b, 4)
 	b = binary.BigEndian.AppendUint32(b, uint32(partition))

@@ -138,14 +138,10 @@ func TestWorkerComputesOnlyDurableMarkersAndDeletesLast(t *testing.T) {
 // naming the row's entity and window, due at the window's end plus grace, at the record's offset.
 func TestMarkersOfARawRow(t *testing.T) {
 	e := testEntry(t)
-	var key []byte
-	for _, c := range []string{"dev-1", "2024-01-15"} {
-		key = append(binary.BigEndian.AppendUint16(key, uint16(len(c))), c...)
-		key = append(key, 0)
-	}
+	key := rowKey("dev-1", "2024-01-15")
 	at := hour.Add(17 * time.Minute)
 	row := batcher.Row{Key: string(key), Offset: 77, Partition: 2, EventMicros: at.UnixMicro()}
-	ms, err := e.Markers(nil, &row)
+	ms, err := e.Markers(nil, &row, &Scratch{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,4 +160,34 @@ func TestMarkersOfARawRow(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("marker values %v, want %v", got, want)
 	}
+}
+
+// A raw row's markers are on the record path of every row of an entry with rollups: each costs one
+// allocation (its own copy of values and key), never a boxed value per column. Guards against the
+// marker costing as much CPU as mapping the record, as when every value went through an interface.
+func TestMarkersCostOneAllocationEach(t *testing.T) {
+	e := testEntry(t)
+	key := rowKey("dev-1", "2024-01-15")
+	row := batcher.Row{Key: string(key), Offset: 77, Partition: 2, EventMicros: hour.Add(17 * time.Minute).UnixMicro()}
+	var w Scratch
+	dst := make([]batcher.Row, 0, 4)
+	allocs := testing.AllocsPerRun(100, func() {
+		var err error
+		if dst, err = e.Markers(dst[:0], &row, &w); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if want := float64(e.Parts()); allocs > want {
+		t.Fatalf("%v allocations for %d markers, want at most %v", allocs, e.Parts(), want)
+	}
+}
+
+// rowKey is the composite routing key of a raw row of these components.
+func rowKey(components ...string) []byte {
+	var key []byte
+	for _, c := range components {
+		key = append(binary.BigEndian.AppendUint16(key, uint16(len(c))), c...)
+		key = append(key, 0)
+	}
+	return key
 }

@@ -17,8 +17,10 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"gopkg.in/inf.v0"
 
 	"github.com/bucketsink/sink/reader"
@@ -289,60 +291,77 @@ func tableCell(s string) string {
 	return s
 }
 
-// collectionText is a collection cell of the table and CSV formats: a list or set as a JSON array, a map
-// as a JSON object, each element in its text form (reader.FormatValue) as a JSON number or boolean for
-// the number types and boolean (NaN and the infinities as strings), a JSON string for the others.
+// collectionText is a collection cell of the table and CSV formats: a list, set, tuple or vector as a JSON
+// array, a map or a UDT as a JSON object, each element in its text form (reader.FormatValue) as a JSON
+// number or boolean for the number types and boolean (NaN and the infinities as strings), a JSON string
+// for the others; a map's keys in their text form; nested collections alike.
 func collectionText(typ string, v any) string {
-	elem := elemType(typ)
-	conv := func(e reflect.Value) any {
-		x := e.Interface()
-		s, err := reader.FormatValue(elem, x)
-		if err != nil {
-			return fmt.Sprint(x)
-		}
-		switch f := x.(type) {
-		case float32:
-			if nonFinite(float64(f)) != "" {
-				return s
-			}
-			return json.Number(s)
-		case float64:
-			if nonFinite(f) != "" {
-				return s
-			}
-			return json.Number(s)
-		case int, int8, int16, int32, int64, *big.Int, *inf.Dec:
-			return json.Number(s)
-		case bool:
-			return f
-		}
-		return s
-	}
-	var doc any
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Slice, reflect.Array:
-		items := make([]any, rv.Len())
-		for i := range items {
-			items[i] = conv(rv.Index(i))
-		}
-		doc = items
-	case reflect.Map:
-		items := make(map[string]any, rv.Len())
-		for it := rv.MapRange(); it.Next(); {
-			items[fmt.Sprint(it.Key().Interface())] = conv(it.Value())
-		}
-		doc = items
-	default:
-		return fmt.Sprint(v)
-	}
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(doc); err != nil {
+	if err := enc.Encode(cellDoc(elemType(typ), reflect.ValueOf(v))); err != nil {
 		return fmt.Sprint(v)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// cellDoc is v as collectionText writes it; elem is the type of its elements when known.
+func cellDoc(elem string, rv reflect.Value) any {
+	if rv.Kind() == reflect.Interface {
+		if rv.IsNil() {
+			return nil
+		}
+		rv = rv.Elem()
+	}
+	if !rv.IsValid() {
+		return nil
+	}
+	x := rv.Interface()
+	if isNull(x) {
+		return nil
+	}
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Array:
+		if _, blob := x.([]byte); !blob {
+			items := make([]any, rv.Len())
+			for i := range items {
+				items[i] = cellDoc(elem, rv.Index(i))
+			}
+			return items
+		}
+	case reflect.Map:
+		items := make(map[string]any, rv.Len())
+		for it := rv.MapRange(); it.Next(); {
+			k := it.Key().Interface()
+			key, err := reader.FormatValue("", k)
+			if err != nil {
+				key = fmt.Sprint(k)
+			}
+			items[key] = cellDoc(elem, it.Value())
+		}
+		return items
+	}
+	s, err := reader.FormatValue(elem, x)
+	if err != nil {
+		return fmt.Sprint(x)
+	}
+	switch f := x.(type) {
+	case float32:
+		if nonFinite(float64(f)) != "" {
+			return s
+		}
+		return json.Number(s)
+	case float64:
+		if nonFinite(f) != "" {
+			return s
+		}
+		return json.Number(s)
+	case int, int8, int16, int32, int64, *big.Int, *inf.Dec:
+		return json.Number(s)
+	case bool:
+		return f
+	}
+	return s
 }
 
 // elemType is the type of the elements of a collection type: T of list<T> and set<T>, V of map<K, V>.
@@ -391,6 +410,14 @@ func jsonValue(v any) any {
 	case map[string]float32:
 		return jsonMap(x)
 	case map[string]*inf.Dec:
+		return jsonMap(x)
+	case time.Duration: // CQL time
+		return reader.FormatTimeOfDay(x)
+	case gocql.Duration:
+		return reader.FormatDuration(x)
+	case []any: // a tuple
+		return jsonSlice(x)
+	case map[string]any: // a UDT
 		return jsonMap(x)
 	}
 	return v

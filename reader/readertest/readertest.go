@@ -33,6 +33,7 @@ type Event struct {
 	ID    []string
 	TS    time.Time
 	Seq   int64
+	Extra string // more members of the record, as JSON text without braces ("" for none)
 }
 
 // Fixture is a keyspace, one Kafka topic per configured topic, and the events written.
@@ -184,13 +185,17 @@ func waitCommitted(ctx context.Context, t testing.TB, cl *kgo.Client, group stri
 	}
 }
 
-// json renders the record of e for topic tc: the id fields, "ts" in RFC 3339, "seq".
+// json renders the record of e for topic tc: the id fields, "ts" in RFC 3339, "seq", and Extra.
 func (e Event) json(tc config.Topic) []byte {
 	b := []byte{'{'}
 	for i, c := range tc.ID {
 		b = fmt.Appendf(b, "%q:%q,", c, e.ID[i])
 	}
-	return fmt.Appendf(b, `"ts":%q,"seq":%d}`, e.TS.Format(time.RFC3339Nano), e.Seq)
+	b = fmt.Appendf(b, `"ts":%q,"seq":%d`, e.TS.Format(time.RFC3339Nano), e.Seq)
+	if e.Extra != "" {
+		b = append(append(b, ','), e.Extra...)
+	}
+	return append(b, '}')
 }
 
 // Expected is the oracle: the seq of the events of topic and entity between from and to, in

@@ -8,6 +8,7 @@
 //	stackcheck [-timeout 5s] -secure-dir DIR cassandra-secure host:port  # TLS and login; creates the roles
 //	stackcheck [-timeout 5s] -ring-size N cassandra-ring host:port       # serves, and knows its N-1 peers
 //	stackcheck [-timeout 5s] registry host:port    # the Confluent-compatible API lists its subjects
+//	stackcheck [-timeout 5s] connect host:port     # Kafka Connect's REST API: every connector and task RUNNING
 //
 // For cassandra-secure, DIR is the directory scripts/stack made the certificates and passwords in (tls/ca.pem,
 // passwords/cassandra-admin, passwords/cassandra-sink). The first check that gets in (as the default superuser,
@@ -54,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() != 2 {
-		fmt.Fprintln(stderr, "usage: stackcheck [-timeout 5s] [-secure-dir DIR] [-ring-size N] kafka|cassandra|kafka-secure|cassandra-secure|cassandra-ring|registry host:port")
+		fmt.Fprintln(stderr, "usage: stackcheck [-timeout 5s] [-secure-dir DIR] [-ring-size N] kafka|cassandra|kafka-secure|cassandra-secure|cassandra-ring|registry|connect host:port")
 		return 2
 	}
 	kind, addr := fs.Arg(0), fs.Arg(1)
@@ -78,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		info, err = checkRingNode(ctx, addr, *timeout, *ringSize)
 	case "registry":
 		info, err = checkRegistry(ctx, addr)
+	case "connect":
+		info, err = checkConnect(ctx, addr)
 	case "cassandra-secure":
 		if *secureDir == "" {
 			fmt.Fprintln(stderr, "stackcheck: cassandra-secure needs -secure-dir")
@@ -85,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		info, err = checkSecureCassandra(ctx, addr, *timeout, *secureDir)
 	default:
-		fmt.Fprintf(stderr, "stackcheck: unknown server kind %q (want kafka, cassandra, kafka-secure, cassandra-secure, cassandra-ring or registry)\n", kind)
+		fmt.Fprintf(stderr, "stackcheck: unknown server kind %q (want kafka, cassandra, kafka-secure, cassandra-secure, cassandra-ring, registry or connect)\n", kind)
 		return 2
 	}
 	if err != nil {
@@ -258,25 +261,76 @@ const registryAPI = "/apis/ccompat/v7"
 // checkRegistry lists the registry's subjects through the Confluent-compatible API: the HTTP server answering is
 // not enough, the API (and the storage behind it) must be up.
 func checkRegistry(ctx context.Context, addr string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+registryAPI+"/subjects", nil)
-	if err != nil {
+	var subjects []string
+	if err := getJSON(ctx, "http://"+addr+registryAPI+"/subjects", "subjects", "a JSON list of names", &subjects); err != nil {
 		return "", err
+	}
+	return fmt.Sprintf("%d subject(s)", len(subjects)), nil
+}
+
+// getJSON GETs url and decodes its 200 answer into v; what names the list in errors, shape what v should be.
+func getJSON(ctx context.Context, url, what, shape string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("listing subjects: %w", err)
+		return fmt.Errorf("listing %s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return "", fmt.Errorf("reading the subject list: %w", err)
+		return fmt.Errorf("reading the %s list: %w", what, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("listing subjects: HTTP %s: %.200s", resp.Status, body)
+		return fmt.Errorf("listing %s: HTTP %s: %.200s", what, resp.Status, body)
 	}
-	var subjects []string
-	if err := json.Unmarshal(body, &subjects); err != nil {
-		return "", fmt.Errorf("listing subjects: not a JSON list of names: %w", err)
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("listing %s: not %s: %w", what, shape, err)
 	}
-	return fmt.Sprintf("%d subject(s)", len(subjects)), nil
+	return nil
+}
+
+// connectorStatus is one entry of Kafka Connect's GET /connectors?expand=status.
+type connectorStatus struct {
+	Status struct {
+		Connector struct {
+			State string `json:"state"`
+			Trace string `json:"trace"`
+		} `json:"connector"`
+		Tasks []struct {
+			ID    int    `json:"id"`
+			State string `json:"state"`
+			Trace string `json:"trace"`
+		} `json:"tasks"`
+	} `json:"status"`
+}
+
+// checkConnect asks a Kafka Connect worker for its connectors' status: it serves once it has at least one
+// connector and every connector and every task of it is RUNNING. A failed one is reported with the first line of
+// its trace, which is where Connect says why (a database it cannot reach, a bad property).
+func checkConnect(ctx context.Context, addr string) (string, error) {
+	var connectors map[string]connectorStatus
+	if err := getJSON(ctx, "http://"+addr+"/connectors?expand=status", "connectors", "a JSON object of statuses", &connectors); err != nil {
+		return "", err
+	}
+	if len(connectors) == 0 {
+		return "", errors.New("no connector yet")
+	}
+	firstLine := func(s string) string { line, _, _ := strings.Cut(s, "\n"); return line }
+	for name, c := range connectors {
+		if st := c.Status.Connector.State; st != "RUNNING" {
+			return "", fmt.Errorf("connector %s is %s %s", name, st, firstLine(c.Status.Connector.Trace))
+		}
+		if len(c.Status.Tasks) == 0 {
+			return "", fmt.Errorf("connector %s has no task yet", name)
+		}
+		for _, task := range c.Status.Tasks {
+			if task.State != "RUNNING" {
+				return "", fmt.Errorf("task %d of connector %s is %s %s", task.ID, name, task.State, firstLine(task.Trace))
+			}
+		}
+	}
+	return fmt.Sprintf("%d connector(s) running", len(connectors)), nil
 }

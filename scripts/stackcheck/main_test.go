@@ -31,7 +31,7 @@ func TestRunNotServing(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	for _, kind := range []string{"kafka", "cassandra", "registry"} {
+	for _, kind := range []string{"kafka", "cassandra", "registry", "connect"} {
 		var out, errOut bytes.Buffer
 		if code := run([]string{"-timeout", "2s", kind, addr}, &out, &errOut); code != 1 {
 			t.Errorf("%s at a closed port: exit %d, want 1", kind, code)
