@@ -7,7 +7,8 @@
 # there; a revision "." is the working tree as it is. Every benchmark (and sub-benchmark) matching
 # BENCH_REGEX (default: all) in the packages (default: ./mapper ./pipeline) then runs under
 # callgrind with N and N + STEP iterations; the difference divided by STEP is the cost of one
-# operation, setup cancelled out. Old and new run alternately, ROUNDS times each (the median is
+# operation, setup cancelled out (STEP grows for an operation so cheap that STEP of them would be
+# lost in a run's noise). Old and new run alternately, ROUNDS times each (the median is
 # printed, and the range when ROUNDS > 1). A benchmark one revision lacks shows "-".
 #
 # What runs after the benchmarks while a package's TestMain checks for leaked goroutines (goleak) is
@@ -105,14 +106,23 @@ count() {
 leakcheck='go.uber.org/goleak.Find'
 
 
-# per_op SIDE PKG NAME ROUND: the instructions of one operation.
+# per_op SIDE PKG NAME ROUND: the instructions of one operation. An operation so cheap that STEP of
+# them are under 100 million instructions is measured again with enough of them: a run's own noise is
+# some hundred thousand instructions.
 per_op() {
-	local a b
-	a=$(count "$1" "$2" "$3" "$n" "$4") && b=$(count "$1" "$2" "$3" $((n + step)) "$4") || {
+	local a b s=$step
+	a=$(count "$1" "$2" "$3" "$n" "$4") && b=$(count "$1" "$2" "$3" $((n + s)) "$4") || {
 		echo failed
 		return
 	}
-	echo $(((b - a + step / 2) / step))
+	if [ $((b - a)) -lt 100000000 ]; then
+		s=$((s * (100000000 / ((b - a) > 1000000 ? (b - a) : 1000000) + 1)))
+		b=$(count "$1" "$2" "$3" $((n + s)) "$4") || {
+			echo failed
+			return
+		}
+	fi
+	echo $(((b - a + s / 2) / s))
 }
 
 declare -A dirs
