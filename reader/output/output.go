@@ -322,7 +322,8 @@ func cellDoc(elem string, rv reflect.Value) any {
 	}
 	switch rv.Kind() {
 	case reflect.Slice, reflect.Array:
-		if _, blob := x.([]byte); !blob {
+		// A slice of bytes (a blob, or an inet's net.IP) is one value, not a list.
+		if rv.Type().Elem().Kind() != reflect.Uint8 {
 			items := make([]any, rv.Len())
 			for i := range items {
 				items[i] = cellDoc(elem, rv.Index(i))
