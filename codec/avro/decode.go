@@ -389,21 +389,13 @@ func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kin
 		if !utf8.Valid(s) {
 			return end, d.malformed(name, "a string that is not UTF-8")
 		}
-		at := len(d.buf)
-		if cv == cDuration {
-			dur, ok := codec.ParseDuration(string(s))
-			if !ok {
-				return end, mapValueErr(name, codec.BadValue(codec.Shown(s), codec.DurationProblem))
+		if d.buf, err = codec.SetText(v, k, s, d.buf); err != nil {
+			var ve *codec.ValueError
+			if errors.As(err, &ve) {
+				return end, mapValueErr(name, ve)
 			}
-			d.buf = codec.AppendDuration(d.buf, dur)
-		} else {
-			ns, ok := codec.ParseTimeOfDay(string(s))
-			if !ok {
-				return end, mapValueErr(name, codec.BadValue(codec.Shown(s), codec.TimeProblem))
-			}
-			d.buf = codec.AppendTime(d.buf, ns)
+			return end, &codec.Error{Reason: codec.ReasonMap, Field: name, Err: err}
 		}
-		v.B = d.buf[at:]
 		return end, nil
 	case cUDT:
 		return d.udt(n, name, t, pos, v)

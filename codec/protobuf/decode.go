@@ -146,6 +146,9 @@ type scalar struct {
 // single reads one occurrence of a singular field into its value; a later occurrence overwrites it.
 func (d *decoder) single(lf *leaf, f field, depth int) error {
 	v := &d.out[lf.out] // a later occurrence overwrites the member its kind uses
+	if lf.udt != nil {
+		return d.udt(lf, f, depth, v)
+	}
 	var s scalar
 	if err := readValue(lf, lf.src, f, depth, &s); err != nil {
 		return d.fieldErr(lf, err)
@@ -163,7 +166,7 @@ func (d *decoder) zero(lf *leaf) error {
 	switch lf.kind {
 	case packed.KTimestamp, packed.KDate, packed.KUUID, packed.KTimeUUID, packed.KInet:
 		return nil
-	case packed.KDecimal, packed.KVarint:
+	case packed.KDecimal, packed.KVarint, packed.KTime, packed.KDuration:
 		if lf.src == sString {
 			return nil
 		}
@@ -403,7 +406,15 @@ func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error 
 			return nil
 		}
 		d.buf, err = codec.SetInteger(v, k, s.n, true, lf.unit, d.buf)
-	default: // the integers and Duration
+	case sDuration:
+		if k == packed.KDuration { // seconds and nanoseconds: CQL's nanoseconds, no months or days
+			at := len(d.buf)
+			d.buf = codec.AppendDuration(d.buf, codec.Duration{Nanos: s.n})
+			v.B = d.buf[at:]
+			return nil
+		}
+		d.buf, err = codec.SetInteger(v, k, s.n, s.signed, lf.unit, d.buf)
+	default: // the integers
 		d.buf, err = codec.SetInteger(v, k, s.n, s.signed, lf.unit, d.buf)
 	}
 	if err != nil {
@@ -426,7 +437,9 @@ func (d *decoder) fieldErr(lf *leaf, err error) error {
 func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth int) error {
 	v := &d.out[lf.out]
 	start := len(d.buf)
-	d.buf = append(d.buf, 0, 0, 0, 0)
+	if lf.dim == 0 { // a vector has no count
+		d.buf = append(d.buf, 0, 0, 0, 0)
+	}
 	count := 0
 	var entries []codec.MapEntry
 	var ev codec.Value
@@ -471,9 +484,14 @@ func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth i
 		}
 		count++
 	}
-	if lf.shape == mapped {
+	switch {
+	case lf.shape == mapped:
 		d.buf = codec.SortedMap(d.buf, start, entries)
-	} else {
+	case lf.dim > 0:
+		if count != lf.dim {
+			return d.mapErr(lf, &codec.ValueError{Plain: fmt.Sprintf("the repeated field has %d elements; CQL %s takes exactly %d", count, lf.typ, lf.dim)})
+		}
+	default:
 		binary.BigEndian.PutUint32(d.buf[start:], uint32(count))
 	}
 	v.B = d.buf[start:]
@@ -491,7 +509,11 @@ func (d *decoder) element(lf *leaf, f field, depth int, ev *codec.Value) error {
 	if err := d.set(lf, ev, lf.kind, &s); err != nil {
 		return err
 	}
+	at := len(d.buf)
 	d.buf = codec.AppendElement(d.buf, lf.kind, ev)
+	if lf.dim > 0 { // a vector's elements are not framed
+		d.buf = append(d.buf[:at], d.buf[at+4:]...)
+	}
 	return nil
 }
 
@@ -504,8 +526,8 @@ func (d *decoder) mapEntry(lf *leaf, f field, depth int, ev *codec.Value) (codec
 		return e, d.fieldErr(lf, fmt.Errorf("a map entry with wire type %d", f.typ))
 	}
 	b := f.b
-	var val field
-	hasVal := false
+	var key, val field
+	hasKey, hasVal := false, false
 	for len(b) > 0 {
 		num, t, n := consumeTag(b)
 		if n < 0 {
@@ -519,16 +541,14 @@ func (d *decoder) mapEntry(lf *leaf, f field, depth int, ev *codec.Value) (codec
 		b = b[n:]
 		switch num {
 		case 1:
-			if t != protowire.BytesType {
-				return e, d.fieldErr(lf, wireErr{sString, t})
-			}
-			e.Key = ef.b
-			if !utf8.Valid(e.Key) {
-				return e, d.fieldErr(lf, fmt.Errorf("a map key that is not UTF-8"))
-			}
+			key, hasKey = ef, true
 		case 2:
 			val, hasVal = ef, true
 		}
+	}
+	var err error
+	if e.Key, err = d.mapKey(lf, key, hasKey); err != nil {
+		return e, err
 	}
 	e.At = len(d.buf)
 	if !hasVal && (lf.src == sTimestamp || lf.src == sDuration || lf.src == sWrapper) {
@@ -567,4 +587,66 @@ func packedWire(src source) protowire.Type {
 		return protowire.Fixed64Type
 	}
 	return protowire.VarintType
+}
+
+// udt reads the message f feeding UDT leaf lf and sets v.B to the UDT's wire bytes: each field
+// framed, in the UDT's order, null when the message does not have it (as a column would be left
+// unset). A later occurrence of the field replaces an earlier one.
+func (d *decoder) udt(lf *leaf, f field, depth int, v *codec.Value) error {
+	if f.typ != protowire.BytesType {
+		return d.fieldErr(lf, fmt.Errorf("a message with wire type %d", f.typ))
+	}
+	var small [16]codec.Value
+	vals := small[:0]
+	if len(lf.comp.Fields) > len(small) {
+		vals = make([]codec.Value, 0, len(lf.comp.Fields))
+	}
+	vals = vals[:len(lf.comp.Fields)]
+	sub := decoder{out: vals, buf: d.buf}
+	start := len(d.buf)
+	err := sub.message(lf.udt, f.b, depth+1)
+	d.buf = sub.buf
+	if err != nil {
+		return err
+	}
+	asm := len(d.buf)
+	for i := range vals {
+		if vals[i].State != codec.Set {
+			d.buf = codec.AppendNullElement(d.buf)
+			continue
+		}
+		d.buf = codec.AppendElement(d.buf, lf.comp.Types[i].Kind, &vals[i])
+	}
+	// The fields' values may be in d.buf from start: the UDT moves over them.
+	m := copy(d.buf[start:], d.buf[asm:])
+	d.buf = d.buf[:start+m]
+	v.B, v.State = d.buf[start:], codec.Set
+	return nil
+}
+
+// mapKey is the wire bytes, unframed, of a map entry's key f (its default when the entry has none),
+// of the column's key kind: a string as it is for text, else parsed as a JSON object's keys are; an
+// integer range-checked.
+func (d *decoder) mapKey(lf *leaf, f field, has bool) ([]byte, error) {
+	s := scalar{signed: true}
+	if has {
+		if err := readValue(lf, lf.keySrc, f, 0, &s); err != nil {
+			return nil, d.fieldErr(lf, fmt.Errorf("a map key: %w", err))
+		}
+	}
+	if lf.keySrc == sString {
+		if lf.keyKind == packed.KText {
+			return s.b, nil
+		}
+		key, err := codec.AppendMapKey(nil, lf.keyKind, s.b)
+		if err != nil {
+			return nil, d.mapErr(lf, err)
+		}
+		return key, nil
+	}
+	var kv codec.Value
+	if _, err := codec.SetInteger(&kv, lf.keyKind, s.n, s.signed, 0, nil); err != nil {
+		return nil, d.mapErr(lf, fmt.Errorf("a map key: %w", err))
+	}
+	return codec.AppendElement(nil, lf.keyKind, &kv)[4:], nil
 }
