@@ -33,10 +33,10 @@ type Field struct {
 	Path   []string    // the configured dot path, split at its dots: field: site.id is {"site", "id"}
 	Column string      // the column it feeds, for messages; "" for the event time
 	Type   packed.Type // the CQL type the value must feed (KTimestamp for the event time)
-	// Unit is what one unit of an integer is when it feeds a timestamp: time.Millisecond for a
-	// column (as JSON's epoch milliseconds), the time.format's unit for the event time. A value
-	// whose schema says what it is (Avro timestamp-micros) ignores it.
-	Unit time.Duration
+	// Time is how a timestamp or date spells itself when its writer schema does not say (text, or an
+	// integer that is no timestamp logical type): the column's format, or the event time's. A value
+	// whose schema says what it is (Avro timestamp-micros, a Protobuf Timestamp) ignores it.
+	Time TimeFormat
 	// Whole: when the writer schema is not a record (an Avro primitive such as "string" or "long",
 	// the usual form of a Kafka key), the whole value is this field's, whatever its Path. A record
 	// schema is read along Path as ever. Only the lone field of a plan may set it.

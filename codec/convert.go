@@ -119,8 +119,9 @@ var intBounds = map[packed.Kind][2]int64{
 
 // SetInteger converts integer x (negative only when signed; an unsigned 64-bit value above MaxInt64 has
 // signed false) into v for kind k: the integer kinds (range-checked), float, double, varint, decimal (scale 0),
-// and timestamp, where x counts units of unit since the Unix epoch.
-func SetInteger(v *Value, k packed.Kind, x int64, signed bool, unit time.Duration, buf []byte) ([]byte, error) {
+// and timestamp and date, where x counts units of tf's unit since the Unix epoch (tf is nil for the other
+// kinds).
+func SetInteger(v *Value, k packed.Kind, x int64, signed bool, tf *TimeFormat, buf []byte) ([]byte, error) {
 	big64 := !signed && x < 0 // an unsigned value of 2^63 or more
 	switch k {
 	case packed.KTinyint, packed.KSmallint, packed.KInt, packed.KBigint:
@@ -146,10 +147,20 @@ func SetInteger(v *Value, k packed.Kind, x int64, signed bool, unit time.Duratio
 		binary.BigEndian.PutUint64(w[1:], uint64(x))
 		buf = AppendMinimal(buf, w[:])
 		v.B = buf[at:]
-	case packed.KTimestamp:
-		t, ok := UnixTime(x, unit)
-		if big64 || !ok {
-			return buf, BadValue(showInt(x, signed), "out of range for CQL timestamp (years 0000 to 9999)")
+	case packed.KTimestamp, packed.KDate:
+		if tf.IntegerUnit(k) == 0 {
+			return buf, fmt.Errorf("an integer cannot feed CQL %s", k)
+		}
+		t, why := tf.Integer(k, x, "for CQL "+k.String())
+		if big64 {
+			why = tf.outOfRange("for CQL " + k.String())
+		}
+		if why != "" {
+			shown := showInt(x, signed)
+			if k == packed.KDate {
+				shown += " days"
+			}
+			return buf, BadValue(shown, why)
 		}
 		v.T = t
 	default:

@@ -40,10 +40,10 @@ func TestUnixTimeUnitsAndRange(t *testing.T) {
 // positive varint or decimal.
 func TestSetIntegerUnsignedAboveMaxInt64(t *testing.T) {
 	var v Value
-	if _, err := SetInteger(&v, packed.KBigint, -1, false, 0, nil); err == nil {
+	if _, err := SetInteger(&v, packed.KBigint, -1, false, nil, nil); err == nil {
 		t.Error("2^64-1 fits bigint")
 	}
-	buf, err := SetInteger(&v, packed.KVarint, -1, false, 0, nil)
+	buf, err := SetInteger(&v, packed.KVarint, -1, false, nil, nil)
 	if err != nil || string(v.B) != "\x00\xff\xff\xff\xff\xff\xff\xff\xff" {
 		t.Errorf("varint of 2^64-1: %x %v", v.B, err)
 	}
@@ -54,7 +54,7 @@ func TestSetIntegerVarintIsMinimalTwosComplement(t *testing.T) {
 	for x, want := range map[int64]string{0: "00", 1: "01", -1: "ff", 127: "7f", 128: "0080", -128: "80", -129: "ff7f",
 		math.MaxInt64: "7fffffffffffffff", math.MinInt64: "8000000000000000"} {
 		var v Value
-		if _, err := SetInteger(&v, packed.KVarint, x, true, 0, nil); err != nil || fmt.Sprintf("%x", v.B) != want {
+		if _, err := SetInteger(&v, packed.KVarint, x, true, nil, nil); err != nil || fmt.Sprintf("%x", v.B) != want {
 			t.Errorf("varint %d: %x %v, want %s", x, v.B, err, want)
 		}
 	}

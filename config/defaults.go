@@ -310,7 +310,20 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		if t.Time.Source == TimeSourceField {
 			str(p+"time.format", &t.Time.Format, DefaultTimeFormat)
 		}
-		t.Time.Format = strings.ToLower(t.Time.Format)
+		if named := NamedTimeFormat(t.Time.Format); named != "" {
+			t.Time.Format = named // a layout keeps its case: it is a Go layout
+		}
+		for i := range t.Columns {
+			if named := NamedTimeFormat(t.Columns[i].Format); named != "" {
+				t.Columns[i].Format = named
+			}
+		}
+		if tf := t.TTLField; tf != nil {
+			tf.As = strings.ToLower(tf.As)
+			if named := NamedTimeFormat(tf.Format); named != "" {
+				tf.Format = named
+			}
+		}
 		if strings.EqualFold(t.Bucket.Width, BucketNone) {
 			t.Bucket.Width = BucketNone
 		}

@@ -84,6 +84,12 @@ func walkKeys(path string, v reflect.Value, each bool, leaf func(path string, v 
 			}
 			walkKeys(joinPath(path, name), v.Field(i), each, leaf)
 		}
+	case t.Kind() == reflect.Pointer: // an optional mapping (ttl_field): its keys, set or not
+		elem := reflect.Zero(t.Elem())
+		if !v.IsNil() {
+			elem = v.Elem()
+		}
+		walkKeys(path, elem, each, leaf)
 	case t.Kind() == reflect.Map: // topics
 		keys := v.MapKeys()
 		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })

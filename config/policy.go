@@ -104,6 +104,10 @@ func validateRollingTTL(v *validator, p string, t Topic) {
 		v.add(p+".ttl", "%s with bucket.rolling %d of %s: a key is reused %s after its bucket starts, and a row of the bucket's last moment must have expired by then; set ttl to at most %s (rolling - 1 buckets), with ttl_from: event_time, or the partition grows without bound",
 			ttlText(t.TTL), t.Bucket.Rolling, t.Bucket.Width, cycle, bound)
 	}
+	if f := t.TTLField; f != nil && f.Max > bound {
+		v.add(p+".ttl_field.max", "%s with bucket.rolling %d of %s: a record's TTL may reach it, past the reuse of its bucket's key; set it to at most %s (rolling - 1 buckets)",
+			f.Max, t.Bucket.Rolling, t.Bucket.Width, bound)
+	}
 }
 
 func ttlText(d Duration) string {

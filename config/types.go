@@ -208,6 +208,8 @@ type Topic struct {
 	// written with ttl minus its age, and a record already older than ttl is skipped, committed and
 	// counted in sink_records_skipped_total{reason="expired"}).
 	TTLFrom string `koanf:"ttl_from"`
+	// TTLField takes each row's TTL from a field of the record's value (ttl.go); nil: every row has TTL.
+	TTLField *TTLField `koanf:"ttl_field"`
 	// Accept bounds the event time around the record's Kafka timestamp (accept.go).
 	Accept Accept `koanf:"accept"`
 	// Split splits hot entities' partitions at write time (split.go).
@@ -239,9 +241,11 @@ type EventTime struct {
 	// change's source time).
 	Source string `koanf:"source"`
 	Field  string `koanf:"field"` // dot path, for source "field"
-	// Format of the field: rfc3339 (default; offset required), unix_s, unix_ms, unix_us, unix_ns.
-	// Numbers may be JSON numbers or numeric strings.
+	// Format of the field: rfc3339 (default; offset required), unix_s, unix_ms, unix_us, unix_ns, or a
+	// Go layout (times.go). Numbers may be JSON numbers or numeric strings.
 	Format string `koanf:"format"`
+	// Zone is the IANA zone of a layout without an offset (times.go).
+	Zone string `koanf:"zone"`
 }
 
 // Bucket is the bucket policy of a topic. See package bucketer for the arithmetic.
@@ -299,6 +303,12 @@ type Column struct {
 	// Header is the record header a column of source header takes (sources.go).
 	Header   string `koanf:"header"`
 	Required bool   `koanf:"required"` // a missing or null value is bad input (id and clustering columns always are)
+	// Format is how a timestamp or date column's value spells its time (times.go): unset, RFC 3339 or
+	// epoch milliseconds for a timestamp and YYYY-MM-DD for a date; or rfc3339, unix_s, unix_ms,
+	// unix_us, unix_ns (timestamp), unix_days (date), or a Go layout.
+	Format string `koanf:"format"`
+	// Zone is the IANA zone of a Format layout without an offset.
+	Zone string `koanf:"zone"`
 	// WriteNull binds a missing or null value as null (a tombstone cell) instead of leaving the column
 	// unset; for a column whose previous value a later record must be able to clear. Not for id,
 	// clustering or required columns, which always need a value.

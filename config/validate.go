@@ -708,7 +708,6 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		} else if !fieldPathRE.MatchString(t.Time.Field) {
 			v.add(p+".time.field", "%q is not a field path; use names separated by dots, e.g. meta.ts", t.Time.Field)
 		}
-		v.enum(p+".time.format", t.Time.Format, TimeFormatRFC3339, TimeFormatUnixS, TimeFormatUnixMS, TimeFormatUnixUS, TimeFormatUnixNS)
 	case TimeSourceKafka, TimeSourceChange:
 		if t.Time.Field != "" {
 			what := "the record timestamp"
@@ -724,6 +723,8 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		v.add(p+".time.source", "%q is not valid; use field, kafka or (with an envelope) change", t.Time.Source)
 	}
 
+	validateTimeFormats(v, p, t)
+
 	// Write path.
 	if t.TTL < 0 {
 		v.add(p+".ttl", "negative (%s); use 0 for no expiry or e.g. 90d", t.TTL)
@@ -735,8 +736,11 @@ func (c *Config) validateTopic(v *validator, name string, t Topic, sources map[s
 		v.add(p+".ttl", "%s is not whole seconds; CQL TTLs are, and it would be cut to %s: write that, or %s", t.TTL, t.TTL.Truncate(), t.TTL.Truncate()+Duration(time.Second))
 	}
 	v.enum(p+".ttl_from", t.TTLFrom, TTLFromWrite, TTLFromEventTime)
-	if t.TTLFrom == TTLFromEventTime && t.TTL == 0 {
-		v.add(p+".ttl_from", "event_time without a ttl; set ttl, or remove ttl_from")
+	if t.TTLFrom == TTLFromEventTime && t.TTL == 0 && (t.TTLField == nil || t.TTLField.As != TTLAsDuration) {
+		v.add(p+".ttl_from", "event_time without a ttl; set ttl (or a ttl_field read as a duration), or remove ttl_from")
+	}
+	if t.TTLField != nil {
+		validateTTLField(v, p, t)
 	}
 	if t.GCGrace < 0 {
 		v.add(p+".gc_grace", "negative (%s); use e.g. 1d", t.GCGrace)

@@ -138,7 +138,7 @@ func New(in Input) (*Draft, error) {
 		return nil, err
 	}
 	if in.Check != nil {
-		f := codec.Field{Path: tl.Path, Type: packed.Scalar(packed.KTimestamp), Unit: unitOf(d.TimeFormat)}
+		f := codec.Field{Path: tl.Path, Type: packed.Scalar(packed.KTimestamp), Time: timeOf(d.TimeFormat)}
 		if err := in.Check([]codec.Field{f}); err != nil {
 			return nil, fmt.Errorf("--time %q (%s) %w: %v", in.Time, tl.Writer, ErrTimeField, err)
 		}
@@ -156,7 +156,7 @@ func New(in Input) (*Draft, error) {
 		}
 		col := Column{Name: ColumnName(l.Path, taken), Type: l.Type, Field: p, Leaf: l}
 		if in.Check != nil {
-			f := codec.Field{Path: l.Path, Column: col.Name, Type: l.Type, Unit: time.Millisecond}
+			f := codec.Field{Path: l.Path, Column: col.Name, Type: l.Type}
 			if err := in.Check([]codec.Field{f}); err != nil {
 				l.Reason = err.Error()
 				d.Unfit = append(d.Unfit, l)
@@ -171,7 +171,7 @@ func New(in Input) (*Draft, error) {
 		var fields []codec.Field
 		for _, c := range d.Columns {
 			if c.Field != "" {
-				fields = append(fields, codec.Field{Path: c.Leaf.Path, Column: c.Name, Type: c.Type, Unit: time.Millisecond})
+				fields = append(fields, codec.Field{Path: c.Leaf.Path, Column: c.Name, Type: c.Type})
 			}
 		}
 		if err := in.Check(fields); err != nil {
@@ -208,18 +208,19 @@ func timeFormat(l codec.Leaf) (string, error) {
 		l.Name(), l.Writer, l.Type, ErrTimeField)
 }
 
-func unitOf(format string) time.Duration {
+// timeOf is the codec form of a drafted time.format.
+func timeOf(format string) codec.TimeFormat {
 	switch format {
 	case "unix_s":
-		return time.Second
+		return codec.TimeFormat{Form: codec.TimeUnix, Unit: time.Second, Name: format}
 	case "unix_ms":
-		return time.Millisecond
+		return codec.TimeFormat{Form: codec.TimeUnix, Unit: time.Millisecond, Name: format}
 	case "unix_us":
-		return time.Microsecond
+		return codec.TimeFormat{Form: codec.TimeUnix, Unit: time.Microsecond, Name: format}
 	case "unix_ns":
-		return time.Nanosecond
+		return codec.TimeFormat{Form: codec.TimeUnix, Unit: time.Nanosecond, Name: format}
 	}
-	return 0
+	return codec.TimeFormat{Form: codec.TimeRFC3339, Name: "rfc3339"}
 }
 
 // RowBytes estimates the bytes one row of the draft takes, for `sink plan`: each fixed-width value its

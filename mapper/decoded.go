@@ -15,7 +15,7 @@ func (p *plan) mapValues(wp codec.Plan, rec *Record, body []byte, s *scratch) (o
 	var out outcome
 	vals, reason, err := decodeValues(wp, p.codecName, p.json, len(p.fields), body, s)
 	if err == nil {
-		reason, err = p.mapDecoded(&out, vals, p.colSlot, p.timeSlot, rec, s)
+		reason, err = p.mapDecoded(&out, vals, p.colSlot, p.timeSlot, p.ttlSlot, rec, s)
 	}
 	return out, reason, err
 }

@@ -70,6 +70,7 @@ type envelope struct {
 	// for a delete (before): the same for a change column; -1 for a column of another source.
 	afterSlot, beforeSlot []int
 	afterTime, beforeTime int // the event time's slot; -1 when it is the Kafka timestamp
+	afterTTL, beforeTTL   int // the ttl_field's slot in after (an upsert's row) and before (on_delete row's); -1 without one
 	bare                  *variant
 	mu                    sync.RWMutex
 	schemas               map[string]*variant // schema part's bytes → its variant
@@ -151,12 +152,17 @@ func (p *plan) compileEnvelope() error {
 	case p.timeFromKafka:
 		e.afterTime, e.beforeTime = -1, -1
 	case p.timeFromChange:
-		s := add(imgChange, p.timePath, codec.Field{Type: packed.Scalar(kTimestamp), Unit: time.Millisecond})
+		s := add(imgChange, p.timePath, codec.Field{Type: packed.Scalar(kTimestamp), Time: p.timeFormat}) // unix_ms
 		e.afterTime, e.beforeTime = s, s
 	default:
-		f := codec.Field{Type: packed.Scalar(kTimestamp), Unit: time.Duration(p.timeUnit)}
+		f := codec.Field{Type: packed.Scalar(kTimestamp), Time: p.timeFormat}
 		e.afterTime = add(imgAfter, p.timePath, f)
 		e.beforeTime = add(imgBefore, p.timePath, f)
+	}
+	e.afterTTL, e.beforeTTL = -1, -1
+	if p.ttlField != nil {
+		e.afterTTL = add(imgAfter, p.ttlField.field.Path, p.ttlField.field)
+		e.beforeTTL = add(imgBefore, p.ttlField.field.Path, p.ttlField.field)
 	}
 	e.bare = e.compileVariant(nil)
 	if e.bare.err != nil {
@@ -301,7 +307,7 @@ func (v *variant) typed(fields []codec.Field, i int, cf jsonc.ConnectField) ([]c
 	if u, ok := timestampUnits[cf.Name]; ok {
 		switch {
 		case k == kTimestamp && f.Column == "":
-			f.Unit = u // the event time counts in its unit
+			f.Time = codec.TimeFormat{Form: codec.TimeUnix, Unit: u, Name: codec.UnitName(u)} // the event time counts in its unit
 		case k == kTimestamp:
 			// A column's number is read as milliseconds: read the count, and make it an instant here.
 			f.Type = packed.Scalar(kBigint)
@@ -318,7 +324,7 @@ func (v *variant) typed(fields []codec.Field, i int, cf jsonc.ConnectField) ([]c
 	switch cf.Name {
 	case dbzZonedTimestamp:
 		if k == kTimestamp && f.Column == "" {
-			f.Unit = 0 // the event time: RFC 3339 text, whatever time.format says
+			f.Time = codec.TimeFormat{Form: codec.TimeRFC3339, Name: config.TimeFormatRFC3339} // the event time: RFC 3339 text, whatever time.format says
 		}
 	case dbzDate, connectDate:
 		if k == kDate {
@@ -468,7 +474,7 @@ func (p *plan) mapChange(ctx context.Context, rec *Record, s *scratch) (outcome,
 		if !hasAfter {
 			return out, ReasonDecode, fmt.Errorf("decoding a debezium change event: op %c has no after (the row it writes)", out.op)
 		}
-		reason, err := p.mapDecoded(&out, vals, e.afterSlot, e.afterTime, rec, s)
+		reason, err := p.mapDecoded(&out, vals, e.afterSlot, e.afterTime, e.afterTTL, rec, s)
 		return out, reason, err
 	}
 	switch {
@@ -479,7 +485,7 @@ func (p *plan) mapChange(ctx context.Context, rec *Record, s *scratch) (outcome,
 		return out, ReasonDeleted, errDeleteSkipped
 	case p.onDelete == config.OnDeleteRow:
 		// The history records the delete as a row of the image it removed (often its key columns alone).
-		reason, err := p.mapDecoded(&out, vals, e.beforeSlot, e.beforeTime, rec, s)
+		reason, err := p.mapDecoded(&out, vals, e.beforeSlot, e.beforeTime, e.beforeTTL, rec, s)
 		return out, reason, err
 	}
 	return out, ReasonMap, fmt.Errorf("a delete event (op d), and topics.%s.on_delete is dead_letter: a bucketed entry does not delete", p.name)

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/inf.v0"
 
 	"github.com/bucketsink/sink/batcher"
+	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/routing"
 )
@@ -27,6 +28,9 @@ type Value struct {
 	// From says where a column's value came from when it is not the record's value: header "NAME";
 	// "" for the other sources.
 	From string
+	// Format says how a timestamp or date was read when its column names a format: "read as
+	// unix_ms", "read in layout "02/01/2006 15:04" in zone Europe/Paris"; "" otherwise.
+	Format string
 }
 
 // Literal renders the value as a CQL literal ('text', 42, 2024-01-15 dates quoted, ...);
@@ -75,6 +79,12 @@ type Explanation struct {
 	SplitOn    bool
 	Clustering []Value
 	TTL        time.Duration
+	// TTLFrom says where a row's TTL came from when the entry has a ttl_field: the field, or the entry's
+	// ttl for a record without it; "" without a ttl_field.
+	TTLFrom string
+	// EventTimeFormat says how the event time was read when its time.format is a unix_* unit or a
+	// layout (as Value.Format); "" for rfc3339 and the Kafka timestamp.
+	EventTimeFormat string
 	// WriteTimestamp is the USING TIMESTAMP value in microseconds; 0 with source "server".
 	WriteTimestamp       int64
 	WriteTimestampSource string
@@ -159,6 +169,22 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 	for _, ci := range p.ids {
 		ex.PartitionKey = append(ex.PartitionKey, Value{Column: p.cols[ci].name, Type: p.cols[ci].typ.name, Value: packed.GoValue(vals[ci]), From: from(ci)})
 	}
+	if !p.timeFromKafka {
+		ex.EventTimeFormat = formatNote(&p.timeFormat)
+	}
+	if f := p.ttlField; f != nil {
+		switch {
+		case !out.fieldTTL:
+			ex.TTLFrom = "the entry's ttl: the record has no ttl_field " + strconv.Quote(f.name)
+			if p.ttl == 0 {
+				ex.TTLFrom = "the record has no ttl_field " + strconv.Quote(f.name) + ", and the entry no ttl"
+			}
+		case out.ttlClamped:
+			ex.TTLFrom = "ttl_field " + strconv.Quote(f.name) + ", cut to its max " + config.Duration(f.max).String()
+		default:
+			ex.TTLFrom = "ttl_field " + strconv.Quote(f.name)
+		}
+	}
 	if b := out.bucket; b != nil {
 		ex.Slice, ex.Bucket = b.suffix, b.idx
 		ex.BucketStart, ex.BucketEnd = p.policy.Start(b.idx), p.policy.End(b.idx)
@@ -186,7 +212,11 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		case i == len(p.cols):
 			typ = p.policy.CQLType()
 		}
-		ex.Bound = append(ex.Bound, Value{Column: name, Type: typ, Value: packed.GoValue(vals[i]), From: from})
+		v := Value{Column: name, Type: typ, Value: packed.GoValue(vals[i]), From: from}
+		if i < len(p.cols) {
+			v.Format = formatNote(&p.cols[i].time)
+		}
+		ex.Bound = append(ex.Bound, v)
 	}
 	i := len(p.insertCols)
 	if p.ttlWire != nil {

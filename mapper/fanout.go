@@ -49,7 +49,13 @@ func (f *feed) share(reg codec.Registry) {
 	slot := func(fd codec.Field) int {
 		// The event time (a field of no column) is decoded by rules of its own (codec/json: a time
 		// with a unit takes only numbers), so it never shares a slot with a column of the same field.
-		key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%t", strings.Join(fd.Path, "."), fd.Type.Kind, fd.Type.Elem, fd.Unit, fd.Column == "")
+		tf := &fd.Time
+		zone := ""
+		if tf.Zone != nil {
+			zone = tf.Zone.String()
+		}
+		key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%d\x00%s\x00%s\x00%t", strings.Join(fd.Path, "."), fd.Type.Kind, fd.Type.Elem,
+			tf.Form, tf.Unit, tf.Layout, zone, fd.Column == "")
 		i, ok := index[key]
 		if !ok {
 			i = len(f.fields)
@@ -70,6 +76,10 @@ func (f *feed) share(reg codec.Registry) {
 		p.sharedTime = -1
 		if p.timeSlot >= 0 {
 			p.sharedTime = slot(p.fields[p.timeSlot])
+		}
+		p.sharedTTL = -1
+		if p.ttlSlot >= 0 {
+			p.sharedTTL = slot(p.fields[p.ttlSlot])
 		}
 	}
 	if !f.framed {
@@ -203,7 +213,7 @@ func (f *feed) mapEach(vals []codec.Value, mrec, rec *Record, s *scratch, res []
 			}
 		}
 		if err == nil {
-			reason, err = p.mapColumns(&out, vals, p.sharedSlot, mrec, s)
+			reason, err = p.mapColumns(&out, vals, p.sharedSlot, p.sharedTTL, mrec, s)
 		}
 		if err == nil {
 			res[i] = Mapped{Entry: p.name, Row: out.row}

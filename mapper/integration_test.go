@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/big"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,4 +223,69 @@ func onCassandra(t *testing.T, topics map[string]config.Topic) (string, *mapper.
 		t.Fatal(err)
 	}
 	return ks, m, s, ctx
+}
+
+// TestTTLFieldOnCassandra writes rows whose TTL comes from their records (an expiry instant, a
+// duration, one past the max, one without the field) through the mapper's INSERT and reads each TTL
+// back with TTL(col): Cassandra counts it from the write, so each is at most the bound value and
+// within the seconds the test took of it; the row without the field has none (null).
+func TestTTLFieldOnCassandra(t *testing.T) {
+	topic := func(kafkaTopic string, ttl time.Duration, f config.TTLField) config.Topic {
+		return config.Topic{
+			Topic:  kafkaTopic,
+			ID:     []string{"id"},
+			Time:   config.EventTime{Source: "kafka"},
+			Bucket: config.Bucket{Width: "1d"},
+			Table:  kafkaTopic,
+			Columns: []config.Column{
+				{Name: "id", Type: "text", Field: "id"},
+				{Name: "at", Type: "timestamp", Source: "event_time"},
+				{Name: "v", Type: "text", Field: "v"},
+			},
+			Clustering: []config.Clustering{{Column: "at"}},
+			TTL:        config.Duration(ttl),
+			TTLField:   &f,
+		}
+	}
+	ks, m, s, ctx := onCassandra(t, map[string]config.Topic{
+		"exp": topic("expiring", 0, config.TTLField{Field: "expires_at", As: "instant", Format: "unix_s", Max: config.Duration(7 * config.Day)}),
+		"dur": topic("lasting", time.Hour, config.TTLField{Field: "ttl_ms", As: "duration", Unit: "ms", Max: config.Duration(2 * config.Day)}),
+	})
+	start := time.Now()
+	in := func(d time.Duration) string { return strconv.FormatInt(start.Add(d).Unix(), 10) }
+	cases := []struct {
+		topic, table, id, value string
+		want                    int // the TTL when written; 0: none
+	}{
+		{"expiring", "expiring", "in-an-hour", `{"id":"in-an-hour","v":"x","expires_at":` + in(time.Hour+time.Minute) + `}`, 3600 + 60},
+		{"expiring", "expiring", "past-max", `{"id":"past-max","v":"x","expires_at":` + in(30*24*time.Hour) + `}`, 7 * 86400},
+		{"expiring", "expiring", "no-field", `{"id":"no-field","v":"x"}`, 0},
+		{"lasting", "lasting", "ten-minutes", `{"id":"ten-minutes","v":"x","ttl_ms":600000}`, 600},
+		{"lasting", "lasting", "past-max", `{"id":"past-max","v":"x","ttl_ms":"604800000"}`, 2 * 86400},
+		{"lasting", "lasting", "no-field", `{"id":"no-field","v":"x"}`, 3600}, // the entry's ttl
+	}
+	for i, tc := range cases {
+		row, err := m.Map(mapper.Record{Topic: tc.topic, Offset: int64(i), Value: []byte(tc.value), Timestamp: start})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.table, tc.id, err)
+		}
+		if err := s.Driver().Query(row.Target.Insert, packed.Values(row.Packed)...).ExecContext(ctx); err != nil {
+			t.Fatalf("%s %s: insert: %v", tc.table, tc.id, err)
+		}
+	}
+	for _, tc := range cases {
+		var ttl *int
+		err := s.Driver().Query(`SELECT TTL(v) FROM `+ks+`.`+tc.table+` WHERE id = ? AND bucket = ?`, tc.id, start.UTC().Format("2006-01-02")).
+			ScanContext(ctx, &ttl)
+		if err != nil {
+			t.Fatalf("%s %s: reading the TTL back: %v", tc.table, tc.id, err)
+		}
+		elapsed := int(time.Since(start)/time.Second) + 2 // the seconds since start, and the rounding down of both ends
+		switch {
+		case tc.want == 0 && ttl != nil:
+			t.Errorf("%s %s: TTL %d, want none", tc.table, tc.id, *ttl)
+		case tc.want != 0 && (ttl == nil || *ttl > tc.want || *ttl < tc.want-elapsed):
+			t.Errorf("%s %s: TTL %v, want %d less the %d s the test took at most", tc.table, tc.id, ttl, tc.want, elapsed)
+		}
+	}
 }

@@ -92,6 +92,21 @@ func diffTopics() []struct {
 			c.Topics["readings"] = tp
 		}},
 		{"unix_s time", topic(func(tp *config.Topic) { tp.Time.Format = "unix_s" })},
+		{"time formats and a ttl_field", topic(func(tp *config.Topic) {
+			tp.Columns = append(tp.Columns,
+				config.Column{Name: "at_ns", Type: "timestamp", Field: "tsv", Format: "unix_ns"},
+				config.Column{Name: "at_s", Type: "timestamp", Field: "x", Format: "unix_s"},
+				config.Column{Name: "at_rfc", Type: "timestamp", Field: "at", Format: "rfc3339"},
+				config.Column{Name: "at_local", Type: "timestamp", Field: "at", Format: "02/01/2006 15:04", Zone: "America/New_York"},
+				config.Column{Name: "days", Type: "date", Field: "dt", Format: "unix_days"},
+				config.Column{Name: "on_day", Type: "date", Field: "at", Format: "02/01/2006"},
+			)
+			tp.TTLField = &config.TTLField{Field: "exp", As: config.TTLAsInstant, Format: "unix_s", Max: config.Duration(100 * config.Day)}
+		})},
+		{"a ttl_field of a duration from the event time", topic(func(tp *config.Topic) {
+			tp.TTLFrom = config.TTLFromEventTime
+			tp.TTLField = &config.TTLField{Field: "exp", As: config.TTLAsDuration, Unit: "ms", Max: config.Duration(100 * config.Day)}
+		})},
 	}
 }
 
@@ -109,6 +124,7 @@ func diffMappers(t testing.TB) []*Mapper {
 		if err != nil {
 			t.Fatalf("%s: New: %v", d.name, err)
 		}
+		setNow(m, kafkaTS) // a TTL is the same on both paths, whatever second they run in
 		ms = append(ms, m)
 	}
 	return ms
@@ -272,6 +288,16 @@ func scanSeeds() []string {
 		`{"device_id":"d","ts":"1705329442","temperature":1}`,
 		`{"device_id":"d","ts":1705329442.5e0,"temperature":1}`,
 		`{"device_id":"d","ts":253402300800,"temperature":1}`,
+		// Time formats (a layout with its zone, unix units, days) and a ttl_field.
+		`{"device_id":"d","ts":"2024-01-15T14:37:22.123Z","temperature":1,"tsv":1705329442123456789,"x":1705329442.5,` +
+			`"at":"15/01/2024 09:37","dt":19737,"exp":1705333042}`,
+		`{"device_id":"d","ts":"2024-01-15T14:37:22.123Z","temperature":1,"tsv":"-1","x":"17","at":"2024-01-15T14:37:22Z","dt":"19737","exp":"2024-01-15T15:37:22Z"}`,
+		`{"device_id":"d","ts":"2024-01-15 15:37:22","temperature":1,"tsv":1.5,"x":-62167219201,"at":"15/01/2024","dt":19737.5,"exp":-5}`,
+		`{"device_id":"d","ts":"0000-01-01 00:00:00.000","temperature":1,"tsv":true,"x":253402300800,"at":15,"dt":2932897,"exp":1}`,
+		`{"device_id":"d","ts":"2024-01-15T14:37:22.123Z","temperature":1,"exp":3600000}`,
+		`{"device_id":"d","ts":"2024-01-15T14:37:22.123Z","temperature":1,"exp":"1"}`,
+		`{"device_id":"d","ts":"2024-01-15T14:37:22.123Z","temperature":1,"exp":9223372036854775807}`,
+		`{"device_id":"d","ts":"2024-01-15T14:37:22.123Z","temperature":1,"exp":null}`,
 		`{"device_id":"` + strings.Repeat("d", 70000) + `",` + tail + `}`,
 		// Not objects, empty, trailing bytes, broken structure.
 		``, ` `, `[]`, `[1,2]`, `"x"`, `1`, `null`, `true`, `{}`, `{} `, `{}x`, `{}{}`, `{`, `}`, `{"a"}`, `{"a":}`,

@@ -95,8 +95,9 @@ type column struct {
 	header string // the record header of source header
 	// keyPlan reads a column of source key with a field from the key as a JSON object (sources.go).
 	keyPlan codec.Plan
-	path    []string // field split at dots, once
-	need    string   // why a value is mandatory ("an id column", ...); "" when it may be absent
+	time    codec.TimeFormat // a timestamp or date column's format (config.Column.Format)
+	path    []string         // field split at dots, once
+	need    string           // why a value is mandatory ("an id column", ...); "" when it may be absent
 	// absent is what a missing or null value binds: gocql.UnsetValue (no tombstone), or nil for a
 	// column with write_null, or on protocol 3, which has no unset values.
 	absent any
@@ -141,13 +142,13 @@ type plan struct {
 	timeFromKafka     bool
 	timeField         string
 	timePath          []string
-	timeFormat        string
-	timeUnit          unit
-	acceptBefore      time.Duration // the accept window (config.Accept)
+	timeFormat        codec.TimeFormat // the event time's format
+	acceptBefore      time.Duration    // the accept window (config.Accept)
 	acceptAfter       time.Duration
 	ttl               time.Duration
-	ttlWire           []byte // the TTL in seconds as a CQL int, encoded once; nil without TTL
-	ttlFromEvent      bool   // ttl_from event_time: each row's TTL is ttl minus its age (rowTTL)
+	ttlWire           []byte    // the TTL in seconds as a CQL int, encoded once; nil without TTL
+	ttlFromEvent      bool      // ttl_from event_time: each row's TTL is ttl minus its age (rowTTL)
+	ttlField          *ttlField // ttl_field: each row's TTL from a field of its record (ttl.go); nil without
 	now               func() time.Time
 	wts               writeTS
 	consistency       string
@@ -184,12 +185,14 @@ type plan struct {
 	decoder
 	colSlot  []int // per column: its index in fields; -1 for the other sources
 	timeSlot int   // the event time's index in fields; -1 when it comes from Kafka
+	ttlSlot  int   // the ttl_field's index in fields; -1 without one
 
 	// The fan-out (fanout.go): shared, the Kafka topic has other entries too; then sharedSlot (per
 	// column) and sharedTime are colSlot and timeSlot in the fields the topic decodes for them all.
 	shared     bool
 	sharedSlot []int
 	sharedTime int
+	sharedTTL  int
 
 	// where is the entry's filter (where.go); nil when it maps every record.
 	where *filter
@@ -274,6 +277,8 @@ type outcome struct {
 	ttl         time.Duration       // the TTL bound (0: none)
 	writeTS     int64
 	deleted     bool // the row is a delete (a tombstone, on_tombstone delete; a delete event)
+	fieldTTL    bool // ttl is the record's ttl_field's (ttl.go), cut to its max or not
+	ttlClamped  bool // the ttl_field asked for more than its max
 	keySchema   int  // a delete by a registry key codec: the key's writer schema id
 	op          byte // a change event's op (c, u, r, d); 0 for a record without an envelope
 	// fromKey: the id columns (bit ci mod 64) a delete event's row took from the Kafka key, before lacking them.

@@ -150,6 +150,11 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 			return nil, fmt.Errorf("%s.source: %q is not a source", cp, c.Source)
 		}
 		col := column{name: c.Name, typ: typ, source: src, field: c.Field, header: c.Header}
+		if typ.kind == kTimestamp || typ.kind == kDate {
+			if col.time, err = timeFormat(c.Format, c.Zone, typ.name); err != nil {
+				return nil, fmt.Errorf("%s.format: %w", cp, err)
+			}
+		}
 		if c.Field != "" { // a field of the value, or of the key (source key)
 			col.path = strings.Split(c.Field, ".")
 		}
@@ -211,18 +216,23 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		p.timeFromKafka = true
 	case config.TimeSourceChange:
 		// The change's source time: source.ts_ms of a Debezium event, in milliseconds (envelope.go).
-		p.timeFromChange, p.timeField, p.timePath, p.timeUnit = true, "source.ts_ms", []string{"source", "ts_ms"}, unixMS
+		p.timeFromChange, p.timeField, p.timePath = true, "source.ts_ms", []string{"source", "ts_ms"}
+		p.timeFormat = codec.TimeFormat{Form: codec.TimeUnix, Unit: time.Millisecond, Name: config.TimeFormatUnixMS}
 	default:
-		p.timeField, p.timePath, p.timeFormat = t.Time.Field, strings.Split(t.Time.Field, "."), t.Time.Format
-		switch t.Time.Format {
-		case config.TimeFormatUnixS:
-			p.timeUnit = unixS
-		case config.TimeFormatUnixMS:
-			p.timeUnit = unixMS
-		case config.TimeFormatUnixUS:
-			p.timeUnit = unixUS
-		case config.TimeFormatUnixNS:
-			p.timeUnit = unixNS
+		p.timeField, p.timePath = t.Time.Field, strings.Split(t.Time.Field, ".")
+		format := t.Time.Format
+		if format == "" {
+			format = config.TimeFormatRFC3339
+		}
+		var err error
+		if p.timeFormat, err = timeFormat(format, t.Time.Zone, "event"); err != nil {
+			return nil, fmt.Errorf("%s.time.format: %w", kp, err)
+		}
+	}
+	if t.TTLField != nil {
+		var err error
+		if p.ttlField, err = compileTTLField(t); err != nil {
+			return nil, fmt.Errorf("%s.ttl_field: %w", kp, err)
 		}
 	}
 	switch t.WriteTimestamp {
@@ -319,16 +329,19 @@ func (p *plan) decodeFields() {
 	p.timeSlot = -1
 	if !p.timeFromKafka {
 		p.timeSlot = len(p.fields)
-		// time.format rfc3339 reads text; the unix_* formats count their unit (timeuuid.go's unit is
-		// nanoseconds per unit).
-		p.fields = append(p.fields, codec.Field{Path: p.timePath, Type: packed.Scalar(kTimestamp), Unit: time.Duration(p.timeUnit)})
+		p.fields = append(p.fields, codec.Field{Path: p.timePath, Type: packed.Scalar(kTimestamp), Time: p.timeFormat})
+	}
+	p.ttlSlot = -1
+	if p.ttlField != nil {
+		p.ttlSlot = len(p.fields)
+		p.fields = append(p.fields, p.ttlField.field)
 	}
 }
 
-// codecField is what a codec decodes for field column c: its path, for its type; an integer that
-// feeds a timestamp counts milliseconds, as JSON's epoch milliseconds do.
+// codecField is what a codec decodes for field column c: its path, for its type, in its time format
+// (by default an integer that feeds a timestamp counts milliseconds, as JSON's epoch milliseconds do).
 func (c *column) codecField() codec.Field {
-	return codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Unit: time.Millisecond}
+	return codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Time: c.time}
 }
 
 // keyDecodeFields lists what is decoded from a tombstone's key (p.keyIDs): each id column read from a

@@ -111,16 +111,21 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 		}
 		w.Integer(kInt, int64(out.eventBucket))
 	}
-	out.ttl = p.ttl
-	if p.ttlFromEvent {
+	switch {
+	case out.fieldTTL: // the record's ttl_field set out.ttl (ttl.go)
+		w.Integer(kInt, int64(out.ttl/time.Second))
+	case p.ttlFromEvent:
 		secs, err := p.rowTTL(t)
 		if err != nil {
 			return err
 		}
 		w.Integer(kInt, int64(secs))
 		out.ttl = time.Duration(secs) * time.Second
-	} else if p.ttlWire != nil {
-		w.Encoded(packed.Scalar(kInt), p.ttlWire)
+	default:
+		out.ttl = p.ttl
+		if p.ttlWire != nil {
+			w.Encoded(packed.Scalar(kInt), p.ttlWire)
+		}
 	}
 	switch p.wts {
 	case wtsKafka:
@@ -412,17 +417,18 @@ func (s *scratch) canonical(c *column, x *cell) {
 // column (-1: the column is not a field), timeSlot which one is the event time. It reads neither
 // s.vals nor s.buf beyond vals, so the entries of one Kafka topic map one after another from the
 // same decoded values (fanout.go).
-func (p *plan) mapDecoded(out *outcome, vals []codec.Value, colSlot []int, timeSlot int, rec *Record, s *scratch) (string, error) {
+func (p *plan) mapDecoded(out *outcome, vals []codec.Value, colSlot []int, timeSlot, ttlSlot int, rec *Record, s *scratch) (string, error) {
 	t, err := p.decodedTime(vals, timeSlot, rec, s)
 	if reason, err := p.admit(t, err, rec); err != nil {
 		return reason, err
 	}
 	out.eventTime = t
-	return p.mapColumns(out, vals, colSlot, rec, s)
+	return p.mapColumns(out, vals, colSlot, ttlSlot, rec, s)
 }
 
-// mapColumns is mapDecoded once the event time is known and admitted (out.eventTime).
-func (p *plan) mapColumns(out *outcome, vals []codec.Value, colSlot []int, rec *Record, s *scratch) (string, error) {
+// mapColumns is mapDecoded once the event time is known and admitted (out.eventTime); ttlSlot is
+// the ttl_field's value in vals (-1 without one).
+func (p *plan) mapColumns(out *outcome, vals []codec.Value, colSlot []int, ttlSlot int, rec *Record, s *scratch) (string, error) {
 	t := out.eventTime
 	var err error
 	s.begin(p)
@@ -437,6 +443,14 @@ func (p *plan) mapColumns(out *outcome, vals []codec.Value, colSlot []int, rec *
 			return ReasonMap, err
 		}
 		s.spans[i] = s.w.Last()
+	}
+	if ttlSlot >= 0 { // out is fresh: without a value, fieldTTL stays false
+		if err := p.ttlField.read(out, &vals[ttlSlot], p.now()); err != nil {
+			if errors.Is(err, errExpired) {
+				return ReasonExpired, err
+			}
+			return ReasonMap, err
+		}
 	}
 	return p.completeRow(out, rec, s)
 }

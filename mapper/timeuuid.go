@@ -7,16 +7,6 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
-// unit is the unit of an epoch number, in nanoseconds.
-type unit int64
-
-const (
-	unixS  unit = 1e9
-	unixMS unit = 1e6
-	unixUS unit = 1e3
-	unixNS unit = 1
-)
-
 // uuidEpoch is the Unix time of the version 1 UUID epoch, 1582-10-15T00:00:00Z, in seconds.
 const uuidEpoch = -12219292800
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/mapper"
-	"github.com/bucketsink/sink/packed"
 	"github.com/bucketsink/sink/pipeline/budget"
 	"github.com/bucketsink/sink/pipeline/consumer"
 	"github.com/bucketsink/sink/pipeline/deadletter"
@@ -95,7 +94,7 @@ type partition struct {
 	rollup *rollup.Worker
 	// markers and markerW are handle's scratch for a record's rollup markers (worker goroutine only).
 	markers []batcher.Row
-	markerW packed.Writer
+	markerW rollup.Scratch
 	// markerIndex finds the marker rows of the hand-off being filled by their identity's hash
 	// (heldMarker, foldMarkers); cleared when the hand-off is sent. markerInto is handle's scratch.
 	markerIndex map[uint64]int32

@@ -80,7 +80,7 @@ func describe(name string, tc config.Topic) (Table, error) {
 	}
 	t := Table{
 		Topic: name, Keyspace: tc.Keyspace, Name: tc.Table, Policy: policy, Latest: tc.Latest(),
-		BucketColumn: tc.Bucket.Column, TTL: time.Duration(tc.TTL), WriteTimestamp: tc.WriteTimestamp,
+		BucketColumn: tc.Bucket.Column, TTL: time.Duration(tc.TTL), TTLPerRow: tc.TTLField != nil, WriteTimestamp: tc.WriteTimestamp,
 	}
 	if tc.Split.Enabled {
 		t.SplitMax = max(tc.Bucket.EventBuckets, 1, tc.Split.MaxEventBuckets)

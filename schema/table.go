@@ -32,6 +32,9 @@ type Table struct {
 	// time (config's latest.go), so the row of an entity is its newest event.
 	Latest bool
 	TTL    time.Duration // 0 = none; else bound per row (USING TTL ?)
+	// TTLPerRow: each row's TTL comes from a field of its record (ttl_field), bound per row; TTL is then
+	// the TTL of a record without the field, and the table's default_time_to_live.
+	TTLPerRow bool
 	// WriteTimestamp is the topic's write_timestamp. With any but "server" the INSERT binds the
 	// write timestamp (USING TIMESTAMP ?), so a replay or a retried batch writes a row again at the
 	// same timestamp, which a non-frozen list does not survive (Cassandra keeps both copies of its
@@ -120,8 +123,9 @@ func (t Table) InsertColumns() []string {
 	return out
 }
 
-// BindsTTL reports whether the INSERT binds a TTL after the columns (the topic has a ttl).
-func (t Table) BindsTTL() bool { return t.TTL > 0 }
+// BindsTTL reports whether the INSERT binds a TTL after the columns (the topic has a ttl, or a
+// ttl_field).
+func (t Table) BindsTTL() bool { return t.TTL > 0 || t.TTLPerRow }
 
 // BindsTimestamp reports whether the INSERT binds the write timestamp last (DeterministicTimestamp).
 func (t Table) BindsTimestamp() bool { return t.DeterministicTimestamp() }

@@ -456,7 +456,7 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 		printDelete(w, tw, ex)
 		return
 	}
-	line("event time\t%s", ex.EventTime.UTC().Format(time.RFC3339Nano))
+	line("event time\t%s%s", ex.EventTime.UTC().Format(time.RFC3339Nano), note(ex.EventTimeFormat))
 	line("table\t%s.%s", ex.Keyspace, ex.Table)
 	if ex.Latest {
 		line("kind\tlatest value (bucket width none): one row per entity, the newest event by event time")
@@ -504,9 +504,9 @@ func printExplanation(w io.Writer, ex mapper.Explanation, rec mapper.Record) {
 		line("  %s\t= %s%s", v.Column, v.Literal(), fromNote(v))
 	}
 	if ex.TTL > 0 {
-		line("ttl\t%d s (%s)", int64(ex.TTL/time.Second), config.Duration(ex.TTL))
+		line("ttl\t%d s (%s)%s", int64(ex.TTL/time.Second), config.Duration(ex.TTL), note(ex.TTLFrom))
 	} else {
-		line("ttl\tnone")
+		line("ttl\tnone%s", note(ex.TTLFrom))
 	}
 	switch ex.WriteTimestampSource {
 	case "kafka":
@@ -533,7 +533,7 @@ func printBound(w io.Writer, ex mapper.Explanation) {
 	fmt.Fprintf(w, "\n%s\n\nbound values:\n", ex.CQL)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, v := range ex.Bound {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal(), fromNote(v))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s%s%s\n", strconv.Itoa(i+1), v.Column, v.Type, v.Literal(), fromNote(v), note(v.Format))
 	}
 	tw.Flush()
 }
@@ -604,6 +604,14 @@ func (h *headerFlags) Set(v string) error {
 }
 
 // fromNote says where an explained value came from when it is not the record's value (a header).
+// note is "  (s)", or "" for an empty s.
+func note(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "  (" + s + ")"
+}
+
 func fromNote(v mapper.Value) string {
 	if v.From == "" {
 		return ""

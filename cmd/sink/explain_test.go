@@ -38,6 +38,10 @@ func TestExplainGolden(t *testing.T) {
 		// Epoch seconds where the topic reads unix_ms: January 1970, outside the accept window.
 		{"dead-letter-late", []string{"--config", "../../examples/service-events.yaml", "--topic", "service_events",
 			"--record", `{"tenant":"acme","service":"billing","type":"x","ts":1705329442}`}},
+		// A layout with its zone for the event time, unix_ns and unix_days columns, and a TTL from a
+		// field cut to its max.
+		{"formats", []string{"--config", "testdata/explain/formats.yaml", "--topic", "shipments",
+			"--record", `{"parcel":"p-1","scanned":"15/01/2024 15:37:22","promised_ns":1705329442123456789,"shipped_days":19737,"keep_h":1000}`}},
 		{"dead-letter-json", []string{"--config", "../../examples/iot-sensors.yaml", "--topic", "readings", "--record", `{"device_id":"dev-0042",`}},
 	}
 	for _, tc := range cases {

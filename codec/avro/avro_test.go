@@ -80,7 +80,7 @@ func fieldOf(path, column, typ string) codec.Field {
 	if err != nil {
 		panic(err)
 	}
-	return codec.Field{Path: strings.Split(path, "."), Column: column, Type: tp, Unit: time.Millisecond}
+	return codec.Field{Path: strings.Split(path, "."), Column: column, Type: tp}
 }
 
 func compile(t testing.TB, schema string, fields []codec.Field) codec.Plan {
@@ -180,7 +180,7 @@ func TestSchemaErrorsNameSchemaIDFieldAndColumn(t *testing.T) {
 		{fieldOf("nested", "n", "text"), `schema id 3, field "nested" (column n): is record t.N, which cannot feed CQL text; name one of its fields`},
 		{fieldOf("dec", "n", "varint"), `schema id 3, field "dec" (column n): is bytes (decimal), which cannot feed CQL varint (a decimal with a scale feeds decimal)`},
 		{fieldOf("tags", "n", "list<int>"), `schema id 3, field "tags" (column n): has elements of string, which cannot feed CQL int`},
-		{codec.Field{Path: []string{"l"}, Type: packed.Scalar(packed.KTimestamp)}, `schema id 3, event time field "l": is long, which cannot feed the event time (time.format rfc3339 reads a string`},
+		{codec.Field{Path: []string{"l"}, Type: packed.Scalar(packed.KTimestamp), Time: codec.TimeFormat{Form: codec.TimeRFC3339, Name: "rfc3339"}}, `schema id 3, event time field "l": is long, which cannot feed the event time (format rfc3339 reads a string`},
 	} {
 		_, err := Codec{}.Compile(&codec.Schema{ID: 3, Type: "AVRO", Text: allTypes}, []codec.Field{tc.f})
 		var se *codec.SchemaError

@@ -3,6 +3,7 @@ package avro
 import (
 	"time"
 
+	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/packed"
 )
 
@@ -21,6 +22,7 @@ const (
 	cTimestampText      // string in RFC 3339 -> timestamp
 	cDate               // date -> date
 	cDateText           // string YYYY-MM-DD -> date
+	cTimeFormat         // string in the field's layout, or holding a count of its unit -> timestamp, date
 	cUUIDText           // uuid string, string -> uuid, timeuuid
 	cUUIDFixed          // fixed(16) -> uuid, timeuuid
 	cBlob               // bytes, fixed -> blob
@@ -39,10 +41,10 @@ const (
 	cVector             // array of exactly the dimension's items -> vector
 )
 
-// converter picks the conversion of an Avro value of n to CQL kind k; unit is what one unit of an
-// integer is when it feeds a timestamp (0: integers do not). It returns cNone, and a hint, for a
-// pairing that cannot feed the column; docs/CONFIG.md has the table.
-func converter(n *node, k packed.Kind, unit time.Duration) (conv, int64, string) {
+// converter picks the conversion of an Avro value of n to CQL kind k; tf is the field's time format,
+// which says what an int or long without a logical type counts, and how a string spells a time. It
+// returns cNone, and a hint, for a pairing that cannot feed the column; docs/CONFIG.md has the table.
+func converter(n *node, k packed.Kind, tf *codec.TimeFormat) (conv, int64, string) {
 	lt := n.logical
 	switch k {
 	case packed.KText, packed.KASCII:
@@ -81,11 +83,13 @@ func converter(n *node, k packed.Kind, unit time.Duration) (conv, int64, string)
 		case "timestamp-nanos", "local-timestamp-nanos":
 			return cTimestamp, 1, ""
 		case "":
-			switch {
+			switch unit := tf.IntegerUnit(k); {
 			case (n.kind == tLong || n.kind == tInt) && unit > 0:
 				return cTimestamp, int64(unit), ""
 			case n.kind == tLong || n.kind == tInt:
-				return cNone, 0, " (time.format rfc3339 reads a string; use timestamp-millis/micros or a unix_* time.format)"
+				return cNone, 0, " (format " + tf.Name + " reads a string; use timestamp-millis/micros or a unix_* format)"
+			case n.kind == tString && (tf.Form == codec.TimeLayout || tf.Form == codec.TimeUnix):
+				return cTimeFormat, 0, ""
 			case n.kind == tString:
 				return cTimestampText, 0, ""
 			}
@@ -94,6 +98,10 @@ func converter(n *node, k packed.Kind, unit time.Duration) (conv, int64, string)
 		switch {
 		case lt == "date":
 			return cDate, 0, ""
+		case lt == "" && (n.kind == tLong || n.kind == tInt) && tf.Form == codec.TimeUnix:
+			return cDate, 0, ""
+		case lt == "" && n.kind == tString && (tf.Form == codec.TimeLayout || tf.Form == codec.TimeUnix):
+			return cTimeFormat, 0, ""
 		case lt == "" && n.kind == tString:
 			return cDateText, 0, ""
 		}

@@ -281,10 +281,25 @@ var (
 // convert reads a value of n at pos and sets v for CQL kind k by conversion cv.
 func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kind, pos int, v *codec.Value) (int, error) {
 	switch cv {
-	case cText, cTimestampText, cDateText, cUUIDText, cInetText:
+	case cText, cTimestampText, cDateText, cUUIDText, cInetText, cTimeFormat:
 		s, end, err := d.bytes(name, pos)
 		if err != nil {
 			return end, err
+		}
+		if cv == cTimeFormat {
+			if !utf8.Valid(s) {
+				return end, d.malformed(name, "a string that is not UTF-8")
+			}
+			what := ""
+			if t.column != "" {
+				what = "for CQL " + k.String()
+			}
+			tm, why := t.time.Text(k, s, what)
+			if why != "" {
+				return end, mapValueErr(name, codec.TextError(s, why))
+			}
+			v.T = tm
+			return end, nil
 		}
 		return end, d.text(name, cv, k, s, v)
 	case cEnumText:

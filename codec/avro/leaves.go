@@ -85,7 +85,7 @@ func leafOf(n *node, path []string) codec.Leaf {
 		if n.kind == tMap {
 			l.Type.Kind = packed.KMap
 		}
-		if cv, _, _ := converter(items, k, 0); cv == cNone {
+		if cv, _, _ := converter(items, k, &textTime); cv == cNone {
 			l.Type, l.Reason = packed.Type{}, "its elements feed no column type"
 		}
 		return l
@@ -95,7 +95,7 @@ func leafOf(n *node, path []string) codec.Leaf {
 		l.Reason = why
 		return l
 	}
-	if cv, _, _ := converter(n, k, 0); cv == cNone {
+	if cv, _, _ := converter(n, k, &textTime); cv == cNone {
 		l.Reason = "no column type takes " + n.describe()
 		return l
 	}
@@ -152,3 +152,7 @@ func unionText(n *node) string {
 	}
 	return s
 }
+
+// textTime is the format a leaf is judged by: a time is text, so only a timestamp logical type makes
+// an integer one.
+var textTime = codec.TimeFormat{Form: codec.TimeRFC3339, Name: "rfc3339"}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/packed"
@@ -43,9 +42,10 @@ type target struct {
 	column string // the column fed, for messages
 	conv   conv
 	typ    packed.Type
-	mul    int64  // conversions to a timestamp from a count of units: nanoseconds per unit
-	elem   conv   // cList, cMap: the conversion of each element
-	parts  []part // cUDT: one per writer field; cTuple: one per element; cVector: one, for every element
+	mul    int64             // conversions to a timestamp from a count of units: nanoseconds per unit
+	time   *codec.TimeFormat // cTimeFormat: the field's format
+	elem   conv              // cList, cMap: the conversion of each element
+	parts  []part            // cUDT: one per writer field; cTuple: one per element; cVector: one, for every element
 }
 
 // part is how one writer field of a record feeding a UDT, or the items of an array feeding a tuple or
@@ -199,7 +199,7 @@ func dotted(prefix, name string) string {
 func (c *compiler) target(n *node, i int) (target, error) {
 	f := &c.fields[i]
 	t := target{slot: i, column: f.Column, typ: f.Type}
-	cv, mul, why := converter(n, f.Type.Kind, f.Unit)
+	cv, mul, why := converter(n, f.Type.Kind, &f.Time)
 	if cv == cNone {
 		what := "CQL " + f.Type.String()
 		if f.Column == "" {
@@ -207,13 +207,13 @@ func (c *compiler) target(n *node, i int) (target, error) {
 		}
 		return t, c.fail(i, "is %s, which cannot feed %s%s", n.describe(), what, why)
 	}
-	t.conv, t.mul = cv, mul
+	t.conv, t.mul, t.time = cv, mul, &f.Time
 	if cv == cUDT || cv == cTuple || cv == cVector {
 		return t, c.parts(n, i, &t)
 	}
 	if cv == cList || cv == cMap {
 		items := n.items
-		ecv, emul, why := converter(items, f.Type.Elem, time.Millisecond)
+		ecv, emul, why := converter(items, f.Type.Elem, &codec.TimeFormat{})
 		if ecv == cNone || ecv == cList || ecv == cMap {
 			return t, c.fail(i, "has elements of %s, which cannot feed CQL %s%s", items.describe(), f.Type.Elem, why)
 		}
@@ -271,14 +271,14 @@ func (c *compiler) arms(p *part, i int, typ packed.Type, what string) error {
 			p.arms = append(p.arms, nil)
 			continue
 		}
-		t := &target{slot: -1, column: c.fields[i].Column, typ: typ}
-		cv, mul, why := converter(b, typ.Kind, time.Millisecond)
+		t := &target{slot: -1, column: c.fields[i].Column, typ: typ, time: &codec.TimeFormat{}} // the default, as for elements
+		cv, mul, why := converter(b, typ.Kind, t.time)
 		if cv == cNone || cv == cUDT || cv == cTuple || cv == cVector {
 			return c.fail(i, "has %s: %s, which cannot feed CQL %s%s", what, b.describe(), typ, why)
 		}
 		t.conv, t.mul = cv, mul
 		if cv == cList || cv == cMap {
-			ecv, emul, why := converter(b.items, typ.Elem, time.Millisecond)
+			ecv, emul, why := converter(b.items, typ.Elem, t.time)
 			if ecv == cNone || ecv == cList || ecv == cMap || ecv == cUDT || ecv == cTuple || ecv == cVector {
 				return c.fail(i, "has %s: elements of %s, which cannot feed CQL %s%s", what, b.items.describe(), typ.Elem, why)
 			}

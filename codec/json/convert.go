@@ -306,7 +306,76 @@ func floatOf(k packed.Kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
 	return f, problem{}
 }
 
-// timestampOf is the value of a timestamp column: RFC 3339 with an offset, or epoch milliseconds.
+// instantOf is the value of a timestamp or date column, or of the event time (f.Column ""), in f's format
+// (codec.TimeFormat): the one conversion of a time for every JSON field. The event time's words differ
+// from a column's: they end without "for CQL timestamp".
+func instantOf(f *codec.Field, v *fastjson.Value, buf *[]byte) (time.Time, problem) {
+	k, tf := f.Type.Kind, &f.Time
+	what := ""
+	if f.Column != "" {
+		what = "for CQL " + k.String()
+	}
+	switch tf.Form {
+	case codec.TimeDefault:
+		if k == packed.KDate {
+			return dateOf(v)
+		}
+		return timestampOf(v, buf)
+	case codec.TimeRFC3339:
+		if v.Type() == fastjson.TypeString {
+			b, _ := v.StringBytes()
+			if t, err := ParseRFC3339(bstr(b)); err == nil {
+				if !codec.InRange(t) {
+					return time.Time{}, fail(v, "out of range "+suffixed(what)+"(years 0000 to 9999)")
+				}
+				return t, problem{}
+			} else if err == ErrRFC3339Offset {
+				return time.Time{}, fail(v, OffsetProblem+prefixed(" ", what))
+			}
+		}
+		return time.Time{}, fail(v, "not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)"+prefixed(" ", what))
+	case codec.TimeLayout:
+		if v.Type() != fastjson.TypeString {
+			return time.Time{}, fail(v, "not a string in the layout "+strconv.Quote(tf.Layout)+prefixed(" ", what))
+		}
+		b, _ := v.StringBytes()
+		if t, why := tf.Text(k, b, what); why != "" {
+			return t, fail(v, why)
+		} else {
+			return t, problem{}
+		}
+	}
+	unit := codec.UnitName(tf.Unit)
+	text, ok := numberText(v, *buf)
+	*buf = text
+	if !ok {
+		return time.Time{}, fail(v, "not a "+unit+" number"+prefixed(" ", what))
+	}
+	if tf.Unit == codec.Day {
+		if _, st := ParseIntegral(bstr(text)); st == IntFraction {
+			return time.Time{}, fail(v, "not a whole number of days"+prefixed(" ", what))
+		}
+	}
+	t, ok := parseUnix(bstr(text), tf.Unit)
+	if !ok {
+		if what == "" {
+			what = "for " + unit
+		}
+		return time.Time{}, fail(v, "out of range "+what+" (years 0000 to 9999)")
+	}
+	return t, problem{}
+}
+
+// suffixed returns s+" ", or "" for an empty s.
+func suffixed(s string) string {
+	if s == "" {
+		return ""
+	}
+	return s + " "
+}
+
+// timestampOf is the value of a timestamp column in its default format: RFC 3339 with an offset, or
+// epoch milliseconds.
 func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
@@ -336,42 +405,7 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 	return t, problem{}
 }
 
-// unitNames are the time.format names of the event time's units, for messages.
-var unitNames = map[time.Duration]string{
-	time.Second: "unix_s", time.Millisecond: "unix_ms", time.Microsecond: "unix_us", time.Nanosecond: "unix_ns",
-}
-
-// eventTimeOf is the value of the event time (a field of no column): RFC 3339 with an offset when unit
-// is 0 (time.format rfc3339), else a number of units since the epoch. Its words are the event time's,
-// which differ from a timestamp column's.
-func eventTimeOf(v *fastjson.Value, unit time.Duration, buf *[]byte) (time.Time, problem) {
-	if unit == 0 {
-		if v.Type() == fastjson.TypeString {
-			b, _ := v.StringBytes()
-			if t, err := ParseRFC3339(bstr(b)); err == nil {
-				if !codec.InRange(t) {
-					return time.Time{}, fail(v, "out of range (years 0000 to 9999)")
-				}
-				return t, problem{}
-			} else if err == ErrRFC3339Offset {
-				return time.Time{}, fail(v, OffsetProblem)
-			}
-		}
-		return time.Time{}, fail(v, "not RFC 3339 with an offset (e.g. 2024-01-15T10:00:00Z)")
-	}
-	text, ok := numberText(v, *buf)
-	*buf = text
-	if !ok {
-		return time.Time{}, fail(v, "not a "+unitNames[unit]+" number")
-	}
-	t, ok := ParseUnix(bstr(text), unit)
-	if !ok {
-		return time.Time{}, fail(v, "out of range for "+unitNames[unit]+" (years 0000 to 9999)")
-	}
-	return t, problem{}
-}
-
-// dateOf is the value of a date column: YYYY-MM-DD, as midnight UTC.
+// dateOf is the value of a date column in its default format: YYYY-MM-DD, as midnight UTC.
 func dateOf(v *fastjson.Value) (time.Time, problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()

@@ -183,9 +183,8 @@ func convert(f *codec.Field, r Raw, b []byte, v *codec.Value) bool {
 		}
 		v.N = n
 	case packed.KTimestamp:
-		// The event time (Column "") in RFC 3339 (Unit 0) is a string only, and with a unit a number
-		// only; a column takes both, a number in its Unit (milliseconds).
-		if r.Kind == String && (f.Unit == 0 || f.Column != "" && !IsNumber(text)) {
+		if r.Kind == String && (f.Time.Form == codec.TimeRFC3339 || f.Time.Form == codec.TimeDefault && !IsNumber(text)) {
+			// RFC 3339 text, the usual event time, here rather than in scanTime: the hot path of most records.
 			t, err := ParseRFC3339(text)
 			if err != nil || !codec.InRange(t) {
 				return false
@@ -193,20 +192,14 @@ func convert(f *codec.Field, r Raw, b []byte, v *codec.Value) bool {
 			v.T = t
 			return true
 		}
-		if f.Unit == 0 || !numeric(r, text) {
-			return false
-		}
-		t, ok := ParseUnix(text, f.Unit)
+		t, ok := scanTime(f, k, r, raw)
 		if !ok {
 			return false
 		}
 		v.T = t
 	case packed.KDate:
-		if r.Kind != String || len(text) != len(time.DateOnly) {
-			return false
-		}
-		t, err := time.Parse(time.DateOnly, text)
-		if err != nil || !codec.InRange(t) {
+		t, ok := scanTime(f, k, r, raw)
+		if !ok {
 			return false
 		}
 		v.T = t
@@ -223,6 +216,50 @@ func convert(f *codec.Field, r Raw, b []byte, v *codec.Value) bool {
 		return false
 	}
 	return true
+}
+
+// scanTime converts the scanned value r (bytes raw) of a timestamp or date field f in its format, as
+// instantOf does, but for RFC 3339 text, which convert reads; false for every value instantOf refuses.
+func scanTime(f *codec.Field, k packed.Kind, r Raw, raw []byte) (time.Time, bool) {
+	text := bstr(raw)
+	switch f.Time.Form {
+	case codec.TimeDefault:
+		if k == packed.KDate {
+			if r.Kind != String || len(text) != len(time.DateOnly) {
+				return time.Time{}, false
+			}
+			t, err := time.Parse(time.DateOnly, text)
+			return t, err == nil && codec.InRange(t)
+		}
+		if r.Kind == String && !IsNumber(text) {
+			return time.Time{}, false // RFC 3339, which convert reads itself
+		}
+	case codec.TimeRFC3339:
+		return time.Time{}, false // RFC 3339 is a string, which convert reads itself
+	case codec.TimeLayout:
+		if r.Kind != String {
+			return time.Time{}, false
+		}
+		t, why := f.Time.Text(k, raw, "")
+		return t, why == ""
+	}
+	if !numeric(r, text) {
+		return time.Time{}, false
+	}
+	return parseUnix(text, f.Time.IntegerUnit(k))
+}
+
+// parseUnix is the time a JSON number counts in units of u since the epoch (ParseUnix), whole days
+// only for u of a day.
+func parseUnix(text string, u time.Duration) (time.Time, bool) {
+	if u != codec.Day {
+		return ParseUnix(text, u)
+	}
+	n, st := ParseIntegral(text)
+	if st != IntOK {
+		return time.Time{}, false
+	}
+	return codec.UnixTime(n, u)
 }
 
 // numeric reports whether a scanned value is a number, or a string holding one.

@@ -11,13 +11,13 @@ import (
 
 func sensorFields() []codec.Field {
 	return []codec.Field{
-		{Path: []string{"device_id"}, Column: "device_id", Type: packed.Scalar(packed.KText), Unit: time.Millisecond},
-		{Path: []string{"site", "id"}, Column: "site", Type: packed.Scalar(packed.KInt), Unit: time.Millisecond},
-		{Path: []string{"temp"}, Column: "temp", Type: packed.Scalar(packed.KDouble), Unit: time.Millisecond},
-		{Path: []string{"ok"}, Column: "ok", Type: packed.Scalar(packed.KBoolean), Unit: time.Millisecond},
-		{Path: []string{"note"}, Column: "note", Type: packed.Scalar(packed.KText), Unit: time.Millisecond},
-		{Path: []string{"gone"}, Column: "gone", Type: packed.Scalar(packed.KText), Unit: time.Millisecond},
-		{Path: []string{"ts"}, Type: packed.Scalar(packed.KTimestamp)}, // the event time, RFC 3339
+		{Path: []string{"device_id"}, Column: "device_id", Type: packed.Scalar(packed.KText)},
+		{Path: []string{"site", "id"}, Column: "site", Type: packed.Scalar(packed.KInt)},
+		{Path: []string{"temp"}, Column: "temp", Type: packed.Scalar(packed.KDouble)},
+		{Path: []string{"ok"}, Column: "ok", Type: packed.Scalar(packed.KBoolean)},
+		{Path: []string{"note"}, Column: "note", Type: packed.Scalar(packed.KText)},
+		{Path: []string{"gone"}, Column: "gone", Type: packed.Scalar(packed.KText)},
+		{Path: []string{"ts"}, Type: packed.Scalar(packed.KTimestamp), Time: codec.TimeFormat{Form: codec.TimeRFC3339}}, // the event time
 	}
 }
 

@@ -436,12 +436,18 @@ func jsonTypeFeeds(t string, k packed.Kind, f *codec.Field) bool {
 		return t == "integer" || t == "number" || t == "string"
 	case packed.KBoolean:
 		return t == "boolean" || t == "string"
-	case packed.KTimestamp:
-		if f.Column == "" && f.Unit == 0 {
-			return t == "string" // an rfc3339 event time
+	case packed.KTimestamp, packed.KDate:
+		switch f.Time.Form {
+		case codec.TimeRFC3339, codec.TimeLayout:
+			return t == "string"
+		case codec.TimeUnix:
+			return t == "string" || t == "integer" || t == "number" // a number, or a string holding one
+		}
+		if k == packed.KDate {
+			return t == "string"
 		}
 		return t == "string" || t == "integer" || t == "number"
-	case packed.KDate, packed.KUUID, packed.KTimeUUID, packed.KBlob, packed.KInet:
+	case packed.KUUID, packed.KTimeUUID, packed.KBlob, packed.KInet:
 		return t == "string"
 	case packed.KList, packed.KSet:
 		return t == "array"

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/packed"
@@ -15,7 +14,13 @@ func schemaField(path, column, typ string) codec.Field {
 	if err != nil {
 		panic(err)
 	}
-	return codec.Field{Path: strings.Split(path, "."), Column: column, Type: t, Unit: time.Millisecond}
+	return codec.Field{Path: strings.Split(path, "."), Column: column, Type: t}
+}
+
+// withTime is f in time format tf.
+func withTime(f codec.Field, tf codec.TimeFormat) codec.Field {
+	f.Time = tf
+	return f
 }
 
 // readingFields are what a sensor topic reads: text, a nested int, a double, a uuid, a timestamp column, a
@@ -29,7 +34,7 @@ func readingFields() []codec.Field {
 		schemaField("seen", "seen", "timestamp"),
 		schemaField("samples", "samples", "list<double>"),
 		schemaField("tags", "tags", "map<text, text>"),
-		{Path: []string{"ts"}, Type: packed.Scalar(packed.KTimestamp)},
+		{Path: []string{"ts"}, Type: packed.Scalar(packed.KTimestamp), Time: codec.TimeFormat{Form: codec.TimeRFC3339}}, // the event time
 	}
 }
 
@@ -70,6 +75,9 @@ func TestWriterSchemaDecidesWhatItCanFeed(t *testing.T) {
 		{"string into an int column", strings.Replace(readingSchema, `"id": {"type": "integer"}`, `"id": {"type": "string"}`, 1), readingFields(), "", ""},
 		{"boolean into an int column", strings.Replace(readingSchema, `"id": {"type": "integer"}`, `"id": {"type": "boolean"}`, 1), readingFields(), "site.id", "declares it as boolean, which cannot feed CQL int"},
 		{"number into a uuid column", strings.Replace(readingSchema, `"uid": {"type": "string", "format": "uuid"}`, `"uid": {"type": "number"}`, 1), readingFields(), "uid", "cannot feed CQL uuid"},
+		{"integer as unix_days for a date", readingSchema, append(readingFields(), withTime(schemaField("seen", "day", "date"), codec.TimeFormat{Form: codec.TimeUnix, Unit: codec.Day})), "", ""},
+		{"integer for a date in its default format", readingSchema, append(readingFields(), schemaField("seen", "day", "date")), "seen", "cannot feed CQL date"},
+		{"integer for a timestamp in a layout", readingSchema, append(readingFields(), withTime(schemaField("seen", "at", "timestamp"), codec.TimeFormat{Form: codec.TimeLayout, Layout: "2006-01-02"})), "seen", "cannot feed CQL timestamp"},
 		{"integer as the rfc3339 event time", strings.Replace(readingSchema, `"ts": {"type": "string", "format": "date-time"}`, `"ts": {"type": "integer"}`, 1), readingFields(), "ts", "cannot feed the event time"},
 		{"string elements of a list<double>", strings.Replace(readingSchema, `"items": {"type": "number"}`, `"items": {"type": "object"}`, 1), readingFields(), "samples", "its elements"},
 		{"a map column fed by an array", strings.Replace(readingSchema, `"tags": {"type": "object", "additionalProperties": {"type": "string"}}`, `"tags": {"type": "array"}`, 1), readingFields(), "tags", "cannot feed CQL map<text, text>"},

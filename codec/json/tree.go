@@ -114,8 +114,8 @@ func (t *tree) convert(f *codec.Field, x *fastjson.Value, v *codec.Value, buf []
 	v.State = codec.Set
 	var pr problem
 	switch k := f.Type.Kind; {
-	case f.Column == "": // the event time
-		v.T, pr = eventTimeOf(x, f.Unit, &t.num)
+	case k == packed.KTimestamp || k == packed.KDate: // a column, or the event time
+		v.T, pr = instantOf(f, x, &t.num)
 	case codec.Wire(f.Type):
 		at := len(buf)
 		if buf, pr = appendConverted(buf, f.Type, x, &t.num, &t.entries); pr.ok() {
@@ -132,10 +132,6 @@ func (t *tree) convert(f *codec.Field, x *fastjson.Value, v *codec.Value, buf []
 		}
 	case k == packed.KDouble || k == packed.KFloat:
 		v.F, pr = floatOf(k, x, &t.num)
-	case k == packed.KTimestamp:
-		v.T, pr = timestampOf(x, &t.num)
-	case k == packed.KDate:
-		v.T, pr = dateOf(x)
 	case k == packed.KUUID || k == packed.KTimeUUID:
 		v.U, pr = uuidOf(k, x)
 	default: // tinyint to bigint: codec.Wire takes every other kind

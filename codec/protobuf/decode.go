@@ -380,6 +380,16 @@ func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error 
 				return d.mapErr(lf, fmt.Errorf("%d bytes are not an IPv4 (4) or IPv6 (16) address for CQL inet", len(s.b)))
 			}
 			v.B = s.b
+		case (k == packed.KTimestamp || k == packed.KDate) && (lf.time.Form == codec.TimeLayout || lf.time.Form == codec.TimeUnix):
+			what := ""
+			if lf.column != "" {
+				what = "for CQL " + k.String()
+			}
+			t, why := lf.time.Text(k, s.b, what)
+			if why != "" {
+				return d.mapErr(lf, codec.TextError(s.b, why))
+			}
+			v.T = t
 		default:
 			d.buf, err = codec.SetText(v, k, s.b, d.buf)
 		}
@@ -405,7 +415,7 @@ func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error 
 			v.B = name
 			return nil
 		}
-		d.buf, err = codec.SetInteger(v, k, s.n, true, lf.unit, d.buf)
+		d.buf, err = codec.SetInteger(v, k, s.n, true, lf.time, d.buf)
 	case sDuration:
 		if k == packed.KDuration { // seconds and nanoseconds: CQL's nanoseconds, no months or days
 			at := len(d.buf)
@@ -413,9 +423,9 @@ func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error 
 			v.B = d.buf[at:]
 			return nil
 		}
-		d.buf, err = codec.SetInteger(v, k, s.n, s.signed, lf.unit, d.buf)
+		d.buf, err = codec.SetInteger(v, k, s.n, s.signed, lf.time, d.buf)
 	default: // the integers
-		d.buf, err = codec.SetInteger(v, k, s.n, s.signed, lf.unit, d.buf)
+		d.buf, err = codec.SetInteger(v, k, s.n, s.signed, lf.time, d.buf)
 	}
 	if err != nil {
 		return d.mapErr(lf, err)
@@ -645,7 +655,7 @@ func (d *decoder) mapKey(lf *leaf, f field, has bool) ([]byte, error) {
 		return key, nil
 	}
 	var kv codec.Value
-	if _, err := codec.SetInteger(&kv, lf.keyKind, s.n, s.signed, 0, nil); err != nil {
+	if _, err := codec.SetInteger(&kv, lf.keyKind, s.n, s.signed, &codec.TimeFormat{}, nil); err != nil {
 		return nil, d.mapErr(lf, fmt.Errorf("a map key: %w", err))
 	}
 	return codec.AppendElement(nil, lf.keyKind, &kv)[4:], nil

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/bufbuild/protocompile"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -334,7 +333,7 @@ func schemaFieldOf(name, typ string) codec.Field {
 	if err != nil {
 		panic(err)
 	}
-	return codec.Field{Path: []string{name}, Column: name, Type: tp, Unit: time.Millisecond}
+	return codec.Field{Path: []string{name}, Column: name, Type: tp}
 }
 
 // A Python descriptor importing confluent/meta.proto, confluent/type/decimal.proto and google/type/date.proto,

@@ -120,7 +120,7 @@ func leafOf(fd protoreflect.FieldDescriptor, path []string) codec.Leaf {
 	}
 	src := valueSource(vd)
 	k := naturalKind(src)
-	if k == 0 || !feeds(src, k, 0) {
+	if k == 0 || !feeds(src, k, &textTime) {
 		l.Reason = describe(vd) + " feeds no column; name one of its fields in a hand-written column"
 		if fd.IsList() || fd.IsMap() {
 			l.Reason = "its elements (" + describe(vd) + ") feed no collection element"
@@ -195,3 +195,7 @@ func findMessage(ms protoreflect.MessageDescriptors, name protoreflect.FullName)
 	}
 	return nil
 }
+
+// textTime is the format a leaf is judged by: a time is text, so only a Timestamp message makes a
+// field one.
+var textTime = codec.TimeFormat{Form: codec.TimeRFC3339, Name: "rfc3339"}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -241,8 +240,8 @@ type leaf struct {
 	src    source // of the value (a repeated field's elements, a map's values)
 	inner  source // a wrapper's field 1
 	kind   packed.Kind
-	unit   time.Duration
-	enum   map[int32][]byte // an enum's value names, for a text column
+	time   *codec.TimeFormat // the field's time format
+	enum   map[int32][]byte  // an enum's value names, for a text column
 	// implicit: a proto3 scalar without presence, which reads as its default value when not on the wire.
 	implicit bool
 	// udt: a message feeding a UDT column, compiled for the UDT's fields it has (out: the field's
@@ -316,7 +315,7 @@ func compileFields(md protoreflect.MessageDescriptor, fields []codec.Field) (*me
 
 // newLeaf checks that field fd can feed f and says how to read it.
 func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, error) {
-	lf := &leaf{out: out, name: f.Name(), column: f.Column, kind: f.Type.Kind, unit: f.Unit, typ: f.Type}
+	lf := &leaf{out: out, name: f.Name(), column: f.Column, kind: f.Type.Kind, time: &f.Time, typ: f.Type}
 	vd := fd
 	switch {
 	case fd.IsMap():
@@ -324,7 +323,7 @@ func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, e
 			return nil, fmt.Errorf("a map field feeds only a map<K, T> column, not %s", f.Type)
 		}
 		lf.keySrc, lf.keyKind = kindSources[fd.MapKey().Kind()], f.Type.MapKey()
-		if lf.keySrc != sString && !feeds(lf.keySrc, lf.keyKind, 0) { // a string key is parsed as a JSON object's
+		if lf.keySrc != sString && !feeds(lf.keySrc, lf.keyKind, &codec.TimeFormat{}) { // a string key is parsed as a JSON object's
 			return nil, fmt.Errorf("a map with %s keys cannot feed %s (its keys cannot feed %s)", fd.MapKey().Kind(), f.Type, lf.keyKind)
 		}
 		lf.shape, lf.kind, vd = mapped, f.Type.Elem, fd.MapValue()
@@ -372,7 +371,7 @@ func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, e
 			lf.enum[int32(vals.Get(i).Number())] = []byte(vals.Get(i).Name())
 		}
 	}
-	if !feeds(lf.value(), lf.kind, lf.unit) {
+	if !feeds(lf.value(), lf.kind, lf.time) {
 		return nil, fmt.Errorf("a %s field cannot feed a %s column (see the Protobuf table in docs/CONFIG.md)", describe(vd), packed.Scalar(lf.kind))
 	}
 	return lf, nil
@@ -394,7 +393,7 @@ func describe(fd protoreflect.FieldDescriptor) string {
 }
 
 // feeds is the table of pairings: which Protobuf types can feed which column kinds.
-func feeds(s source, k packed.Kind, unit time.Duration) bool {
+func feeds(s source, k packed.Kind, tf *codec.TimeFormat) bool {
 	switch s {
 	case sString:
 		switch k {
@@ -422,8 +421,8 @@ func feeds(s source, k packed.Kind, unit time.Duration) bool {
 		case packed.KTinyint, packed.KSmallint, packed.KInt, packed.KBigint, packed.KVarint, packed.KDecimal,
 			packed.KFloat, packed.KDouble:
 			return true
-		case packed.KTimestamp:
-			return unit > 0 && s != sEnum
+		case packed.KTimestamp, packed.KDate:
+			return tf.IntegerUnit(k) > 0 && s != sEnum
 		}
 	}
 	return false
@@ -444,7 +443,7 @@ func udtLeaf(lf *leaf, fd protoreflect.FieldDescriptor, f *codec.Field) (*leaf, 
 		if md.Fields().ByName(protoreflect.Name(name)) == nil && md.Fields().ByJSONName(name) == nil {
 			continue // null in every record
 		}
-		sub = append(sub, codec.Field{Path: []string{name}, Column: f.Column, Type: comp.Types[i], Unit: time.Millisecond})
+		sub = append(sub, codec.Field{Path: []string{name}, Column: f.Column, Type: comp.Types[i]})
 		outs = append(outs, i)
 	}
 	m, err := compileFields(md, sub)

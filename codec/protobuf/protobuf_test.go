@@ -125,7 +125,7 @@ func sensorFields() []codec.Field {
 		if err != nil {
 			panic(err)
 		}
-		return codec.Field{Path: strings.Split(path, "."), Column: column, Type: tp, Unit: time.Millisecond}
+		return codec.Field{Path: strings.Split(path, "."), Column: column, Type: tp}
 	}
 	return []codec.Field{
 		f("device_id", "device_id", "text"),

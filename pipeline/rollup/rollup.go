@@ -92,9 +92,10 @@ func (e *Entry) Parts() int { return len(e.raw) }
 
 // Markers appends to dst the markers of raw row row (one per rollup made of raw rows): its entity
 // (the id components of its routing key), each window its event time falls in, due at the window's
-// end plus grace, written at the record's offset. w is the caller's scratch writer (one per
-// goroutine): a marker costs one allocation, the row's own copy of its values and key.
-func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, w *packed.Writer) ([]batcher.Row, error) {
+// end plus grace, written at the record's offset. s is the caller's scratch (one per goroutine): a
+// marker costs one allocation, the row's own copy of its values and key.
+func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, s *Scratch) ([]batcher.Row, error) {
+	w := &s.w
 	entity, _, ok := routing.KeyParts(row.Key, e.ids)
 	if !ok {
 		return dst, fmt.Errorf("rollup markers of %s: the row's routing key has no %d id components", e.Name, e.ids)
@@ -125,6 +126,10 @@ func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, w *packed.Writer) (
 	}
 	return dst, nil
 }
+
+// Scratch is the writer Markers packs a marker's values with, kept by its caller between records so
+// that packing allocates nothing; its zero value is ready. One goroutine uses it at a time.
+type Scratch struct{ w packed.Writer }
 
 // Identity is the part of marker m's packed values that names its row of the pending table: entry,
 // partition, due, rollup, entity and window start, without the record's offset and the write

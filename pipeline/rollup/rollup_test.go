@@ -141,7 +141,7 @@ func TestMarkersOfARawRow(t *testing.T) {
 	key := rowKey("dev-1", "2024-01-15")
 	at := hour.Add(17 * time.Minute)
 	row := batcher.Row{Key: string(key), Offset: 77, Partition: 2, EventMicros: at.UnixMicro()}
-	ms, err := e.Markers(nil, &row, &packed.Writer{})
+	ms, err := e.Markers(nil, &row, &Scratch{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestMarkersCostOneAllocationEach(t *testing.T) {
 	e := testEntry(t)
 	key := rowKey("dev-1", "2024-01-15")
 	row := batcher.Row{Key: string(key), Offset: 77, Partition: 2, EventMicros: hour.Add(17 * time.Minute).UnixMicro()}
-	var w packed.Writer
+	var w Scratch
 	dst := make([]batcher.Row, 0, 4)
 	allocs := testing.AllocsPerRun(100, func() {
 		var err error
