@@ -60,6 +60,16 @@ func withProtoNewerColumns(tp *config.Topic) {
 // protoNewerValue is the message set builds, encoded with dynamicpb and proto.Marshal, framed for
 // schema id 9 and message [0].
 func protoNewerValue(t *testing.T, set func(m *dynamicpb.Message, f func(string) protoreflect.FieldDescriptor)) []byte {
+	return protoNewerValueOf(t, 9, set)
+}
+
+// withProtoNewerColumnsJSON is withProtoNewerColumns read as JSON, for the row to compare with.
+func withProtoNewerColumnsJSON(tp *config.Topic) {
+	withProtoNewerColumns(tp)
+	tp.Codec = config.CodecJSON
+}
+
+func protoNewerValueOf(t *testing.T, id int, set func(m *dynamicpb.Message, f func(string) protoreflect.FieldDescriptor)) []byte {
 	t.Helper()
 	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
 		Accessor: protocompile.SourceAccessorFromMap(map[string]string{"newer.proto": protoNewer})})}
@@ -78,11 +88,14 @@ func protoNewerValue(t *testing.T, set func(m *dynamicpb.Message, f func(string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(codec.AppendFrame(nil, 9, []int{0}), b...)
+	return append(codec.AppendFrame(nil, id, []int{0}), b...)
 }
 
 func protoNewerMapper(t *testing.T) *Mapper {
-	reg := &staticRegistry{schemas: map[int]*codec.Schema{9: {ID: 9, Type: "PROTOBUF", Text: protoNewer}}}
+	return protoNewerMapperOf(t, &staticRegistry{schemas: map[int]*codec.Schema{9: {ID: 9, Type: "PROTOBUF", Text: protoNewer}}})
+}
+
+func protoNewerMapperOf(t *testing.T, reg codec.Registry) *Mapper {
 	c := baseConfig()
 	tp := c.Topics["readings"]
 	withProtoNewerColumns(&tp)
@@ -94,38 +107,18 @@ func protoNewerMapper(t *testing.T) *Mapper {
 // time, a map<int32, V> and a map<string, V> a map of integer keys: the same packed row, so the same
 // bound bytes (which the JSON tests compare with gocql's), as the JSON record of the same event.
 func TestProtobufFeedsTheNewerCQLTypes(t *testing.T) {
-	jm := newMapper(t, func(tp *config.Topic) { withProtoNewerColumns(tp); tp.Codec = config.CodecJSON })
+	jm := newMapper(t, withProtoNewerColumnsJSON)
 	pm := protoNewerMapper(t)
-	const base = `"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1`
-	full := func(m *dynamicpb.Message, f func(string) protoreflect.FieldDescriptor) {
-		home := m.Mutable(f("home")).Message()
-		hf := home.Descriptor().Fields().ByName
-		home.Set(hf("zip"), protoreflect.ValueOfInt32(3))
-		home.Set(hf("extra"), protoreflect.ValueOfInt64(9))
-		home.Set(hf("street"), protoreflect.ValueOfString("Main"))
-		home.Mutable(hf("tags")).List().Append(protoreflect.ValueOfString("a"))
-		home.Mutable(hf("tags")).List().Append(protoreflect.ValueOfString("b"))
-		emb := m.Mutable(f("emb")).List()
-		emb.Append(protoreflect.ValueOfFloat32(0.5))
-		emb.Append(protoreflect.ValueOfFloat32(1))
-		m.Set(f("dur"), protoreflect.ValueOfMessage(durationpb.New(-90*time.Minute-500*time.Nanosecond).ProtoReflect()))
-		m.Set(f("durtext"), protoreflect.ValueOfString("P1M2DT3H"))
-		m.Set(f("at"), protoreflect.ValueOfString("15:04:05.5"))
-		v := m.Mutable(f("v")).Map()
-		v.Set(protoreflect.ValueOfInt32(10).MapKey(), protoreflect.ValueOfFloat64(1.5))
-		v.Set(protoreflect.ValueOfInt32(-3).MapKey(), protoreflect.ValueOfFloat64(2))
-		m.Mutable(f("sv")).Map().Set(protoreflect.ValueOfString("-7").MapKey(), protoreflect.ValueOfFloat64(4))
-	}
+	full := protoNewerFull
 	for _, c := range []struct {
 		name string
 		json string
 		set  func(m *dynamicpb.Message, f func(string) protoreflect.FieldDescriptor)
 	}{
-		{"all set", `{` + base + `,"home":{"street":"Main","zip":3,"tags":["a","b"]},"emb":[0.5,1],"dur":"-1h30m0.0000005s",` +
-			`"durtext":"P1M2DT3H","at":"15:04:05.5","v":{"10":1.5,"-3":2},"sv":{"-7":4}}`, full},
+		{"all set", protoNewerFullJSON, full},
 		// An empty message: zip reads as its default 0 (no presence), street is missing (null), and
 		// tags has no entries (missing, null).
-		{"empty UDT message", `{` + base + `,"home":{"zip":0},"at":"00:00:00"}`,
+		{"empty UDT message", `{` + protoNewerBase + `,"home":{"zip":0},"at":"00:00:00"}`,
 			func(m *dynamicpb.Message, f func(string) protoreflect.FieldDescriptor) {
 				m.Mutable(f("home"))
 				m.Set(f("at"), protoreflect.ValueOfString("00:00:00"))
@@ -146,6 +139,35 @@ func TestProtobufFeedsTheNewerCQLTypes(t *testing.T) {
 				t.Errorf("protobuf row %x\n     json row %x", got.Packed, want.Packed)
 			}
 		})
+	}
+}
+
+const protoNewerBase = `"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1`
+
+// protoNewerFullJSON is the JSON record of protoNewerFull's event.
+const protoNewerFullJSON = `{` + protoNewerBase + `,"home":{"street":"Main","zip":3,"tags":["a","b"]},"emb":[0.5,1],"dur":"-1h30m0.0000005s",` +
+	`"durtext":"P1M2DT3H","at":"15:04:05.5","v":{"10":1.5,"-3":2},"sv":{"-7":4}}`
+
+// protoNewerFull sets every newer-type field of a protoNewer message.
+func protoNewerFull(m *dynamicpb.Message, f func(string) protoreflect.FieldDescriptor) {
+	{
+		home := m.Mutable(f("home")).Message()
+		hf := home.Descriptor().Fields().ByName
+		home.Set(hf("zip"), protoreflect.ValueOfInt32(3))
+		home.Set(hf("extra"), protoreflect.ValueOfInt64(9))
+		home.Set(hf("street"), protoreflect.ValueOfString("Main"))
+		home.Mutable(hf("tags")).List().Append(protoreflect.ValueOfString("a"))
+		home.Mutable(hf("tags")).List().Append(protoreflect.ValueOfString("b"))
+		emb := m.Mutable(f("emb")).List()
+		emb.Append(protoreflect.ValueOfFloat32(0.5))
+		emb.Append(protoreflect.ValueOfFloat32(1))
+		m.Set(f("dur"), protoreflect.ValueOfMessage(durationpb.New(-90*time.Minute-500*time.Nanosecond).ProtoReflect()))
+		m.Set(f("durtext"), protoreflect.ValueOfString("P1M2DT3H"))
+		m.Set(f("at"), protoreflect.ValueOfString("15:04:05.5"))
+		v := m.Mutable(f("v")).Map()
+		v.Set(protoreflect.ValueOfInt32(10).MapKey(), protoreflect.ValueOfFloat64(1.5))
+		v.Set(protoreflect.ValueOfInt32(-3).MapKey(), protoreflect.ValueOfFloat64(2))
+		m.Mutable(f("sv")).Map().Set(protoreflect.ValueOfString("-7").MapKey(), protoreflect.ValueOfFloat64(4))
 	}
 }
 
