@@ -176,3 +176,47 @@ func TestAvroNewerCQLTypesRefusedBySchema(t *testing.T) {
 		})
 	}
 }
+
+// An array of a union of the elements' types feeds a tuple of mixed types: a record whose item is of
+// a branch that cannot feed its element is bad input; a union none of whose branches can feed an
+// element is refused with reason schema.
+func TestAvroTupleFromAUnionOfItsElementsTypes(t *testing.T) {
+	const schema = `{"type": "record", "name": "R", "fields": [
+		{"name": "device_id", "type": "string"}, {"name": "ts", "type": "string"}, {"name": "temperature", "type": "double"},
+		{"name": "pair", "type": {"type": "array", "items": ["null", "int", "string"]}}]}`
+	reg := &staticRegistry{schemas: map[int]*codec.Schema{7: {ID: 7, Type: "AVRO", Text: schema}}}
+	withPair := func(typ string) func(*config.Topic) {
+		return func(tp *config.Topic) {
+			tp.Columns = append(tp.Columns[:2:2], tp.Columns[3], config.Column{Name: "pair", Type: typ, Field: "pair"})
+		}
+	}
+	jm, am := newMapper(t, withPair("tuple<int, text>")), newAvroMapper(t, reg, withPair("tuple<int, text>"))
+	value := func(items ...any) []byte {
+		return avroValue(t, schema, 7, map[string]any{"device_id": "d", "ts": "2024-01-15T14:37:22Z", "temperature": 1.0, "pair": items})
+	}
+	want, err := jm.Map(rec(`{"device_id":"d","ts":"2024-01-15T14:37:22Z","temperature":1,"pair":[7,"x"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rec("")
+	r.Value = value(map[string]any{"int": int32(7)}, map[string]any{"string": "x"})
+	got, err := am.Map(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Packed) != string(want.Packed) {
+		t.Errorf("avro row %x\n json row %x", got.Packed, want.Packed)
+	}
+
+	r.Value = value(map[string]any{"string": "x"}, map[string]any{"string": "y"})
+	_, err = am.Map(r)
+	var re *RecordError
+	if !errors.As(err, &re) || re.Reason != ReasonMap || !strings.Contains(err.Error(), `column pair: field "pair[0]": the item is string, which cannot feed CQL int`) {
+		t.Errorf("a string for the int element: %v", err)
+	}
+
+	_, err = newAvroMapper(t, reg, withPair("tuple<boolean, text>")).Map(r)
+	if !errors.As(err, &re) || re.Reason != ReasonSchema || !strings.Contains(err.Error(), "which cannot feed CQL boolean") {
+		t.Errorf("no branch feeds boolean: %v, want reason schema", err)
+	}
+}

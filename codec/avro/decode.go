@@ -767,6 +767,9 @@ func (d *decoder) part(p *part, name string, framed bool, pos int) (int, error) 
 		d.buf = codec.AppendNullElement(d.buf)
 		return pos, nil
 	}
+	if t.conv == cNone { // a union branch that cannot feed this tuple element
+		return pos, mapValueErr(name, &codec.ValueError{Plain: "the item is " + n.describe() + ", which cannot feed CQL " + t.typ.String()})
+	}
 	var ev codec.Value
 	at := len(d.buf)
 	pos, err := d.convert(n, name, t, t.conv, t.typ.Kind, pos, &ev)

@@ -235,7 +235,7 @@ func (c *compiler) parts(n *node, i int, t *target) error {
 				}
 			}
 			if p.field >= 0 {
-				if err := c.arms(&p, i, comp.Types[p.field], "field "+f.name+" of "+n.describe()); err != nil {
+				if err := c.arms(&p, i, comp.Types[p.field], "field "+f.name+" of "+n.describe(), false); err != nil {
 					return err
 				}
 			}
@@ -244,14 +244,14 @@ func (c *compiler) parts(n *node, i int, t *target) error {
 	case cTuple:
 		for j, et := range comp.Types {
 			p := part{n: n.items, field: j}
-			if err := c.arms(&p, i, et, "the items of "+n.describe()+" (tuple element "+fmt.Sprint(j)+")"); err != nil {
+			if err := c.arms(&p, i, et, "the items of "+n.describe()+" (tuple element "+fmt.Sprint(j)+")", true); err != nil {
 				return err
 			}
 			t.parts = append(t.parts, p)
 		}
 	default: // cVector
 		p := part{n: n.items}
-		if err := c.arms(&p, i, comp.Types[0], "the items of "+n.describe()); err != nil {
+		if err := c.arms(&p, i, comp.Types[0], "the items of "+n.describe(), false); err != nil {
 			return err
 		}
 		t.parts = append(t.parts, p)
@@ -261,11 +261,18 @@ func (c *compiler) parts(n *node, i int, t *target) error {
 
 // arms compiles how p's value, of one of a union's branches or of its one type, feeds CQL type typ
 // (never a tuple, UDT or vector): what names the value in messages.
-func (c *compiler) arms(p *part, i int, typ packed.Type, what string) error {
+//
+// The items of an array feeding a tuple may be a union of the elements' types (tuple<int, text> from
+// ["null", "int", "string"]): there a branch that cannot feed an element is bad input (reason map) in
+// the records that take it for that element, as long as some branch can.
+func (c *compiler) arms(p *part, i int, typ packed.Type, what string, mixed bool) error {
 	branches := []*node{p.n}
 	if p.n.kind == tUnion {
 		branches = p.n.branches
 	}
+	mixed = mixed && p.n.kind == tUnion
+	fits := false
+	var refused error
 	for _, b := range branches {
 		if b.kind == tNull {
 			p.arms = append(p.arms, nil)
@@ -274,8 +281,16 @@ func (c *compiler) arms(p *part, i int, typ packed.Type, what string) error {
 		t := &target{slot: -1, column: c.fields[i].Column, typ: typ, time: &codec.TimeFormat{}} // the default, as for elements
 		cv, mul, why := converter(b, typ.Kind, t.time)
 		if cv == cNone || cv == cUDT || cv == cTuple || cv == cVector {
-			return c.fail(i, "has %s: %s, which cannot feed CQL %s%s", what, b.describe(), typ, why)
+			if err := c.fail(i, "has %s: %s, which cannot feed CQL %s%s", what, b.describe(), typ, why); !mixed {
+				return err
+			} else if refused == nil {
+				refused = err
+			}
+			t.conv = cNone // decode refuses it
+			p.arms = append(p.arms, t)
+			continue
 		}
+		fits = true
 		t.conv, t.mul = cv, mul
 		if cv == cList || cv == cMap {
 			ecv, emul, why := converter(b.items, typ.Elem, t.time)
@@ -285,6 +300,9 @@ func (c *compiler) arms(p *part, i int, typ packed.Type, what string) error {
 			t.elem, t.mul = ecv, emul
 		}
 		p.arms = append(p.arms, t)
+	}
+	if mixed && !fits {
+		return refused
 	}
 	return nil
 }
