@@ -125,8 +125,8 @@ const (
 	// deleted row by row, so tombstones come from expired TTLs, which need no repair to be
 	// correct. Raise it to exceed the repair interval when rows are deleted explicitly.
 	DefaultGCGrace = Duration(Day)
-	// DefaultWriteTimestamp is that of a bucketed entry; a latest-value entry's is always
-	// WriteTimestampEventTime.
+	// DefaultWriteTimestamp is that of a bucketed entry; a latest-value entry's is
+	// WriteTimestampEventTime, or WriteTimestampOffset with an envelope.
 	DefaultWriteTimestamp = WriteTimestampKafka
 	// DefaultTTLFrom is Cassandra's own meaning of a TTL, so a configured ttl means what it says in
 	// CQL; event_time is the choice for replays and rolling keys (docs/CONFIG.md).
@@ -327,10 +327,16 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		if strings.EqualFold(t.Bucket.Width, BucketNone) {
 			t.Bucket.Width = BucketNone
 		}
+		t.Envelope = strings.ToLower(t.Envelope)
 		wts := DefaultWriteTimestamp
 		if t.Latest() {
 			// No bucket column to default: validate refuses any bucket key but the width here.
 			wts = WriteTimestampEventTime
+			if t.Enveloped() {
+				// The changes of one database transaction share one source time; the offset
+				// orders them (docs/CONFIG.md, "Change-data-capture envelopes").
+				wts = WriteTimestampOffset
+			}
 		} else {
 			str(p+"bucket.column", &t.Bucket.Column, DefaultBucketColumn)
 			str(p+"bucket.key", &t.Bucket.Key, DefaultBucketKey)
@@ -352,7 +358,6 @@ func (c *Config) applyDefaults(unset func(path string, zero bool) bool) {
 		t.Consistency = strings.ToUpper(t.Consistency)
 		str(p+"write_timestamp", &t.WriteTimestamp, wts)
 		t.WriteTimestamp = strings.ToLower(t.WriteTimestamp)
-		t.Envelope = strings.ToLower(t.Envelope)
 		onTombstone := DefaultOnTombstone
 		if t.Enveloped() {
 			onTombstone = OnTombstoneSkip // the tombstone after a delete event says nothing more

@@ -64,7 +64,7 @@ var deleteSources = []string{"", SourceKafkaKey, SourceKafkaTopic, SourceKafkaPa
 var timeSources = []string{SourceEventTime, SourceKafkaTimestamp, SourceTimeUUID, SourceKafkaOffset}
 
 // validateLatest checks what a latest-value entry may not have: everything about buckets, a write
-// timestamp other than the event time, and a clustering key that holds a time.
+// timestamp other than the event time or the offset, and a clustering key that holds a time.
 func (c *Config) validateLatest(v *validator, p string, t Topic, mapped func(string) (CQLType, bool)) {
 	b := t.Bucket
 	for _, f := range []struct {
@@ -83,8 +83,8 @@ func (c *Config) validateLatest(v *validator, p string, t Topic, mapped func(str
 	if t.Split.Enabled {
 		v.add(p+".split.enabled", "true on a latest-value entry: its partitions hold one row per entity (and its non-time clustering), so there is nothing to split; remove split")
 	}
-	if t.WriteTimestamp != WriteTimestampEventTime {
-		v.add(p+".write_timestamp", "%q on a latest-value entry, whose write timestamp is always its event time (that is what keeps the newest event in the row whatever the arrival order); remove the key", t.WriteTimestamp)
+	if t.WriteTimestamp != WriteTimestampEventTime && t.WriteTimestamp != WriteTimestampOffset {
+		v.add(p+".write_timestamp", "%q on a latest-value entry, which keeps the newest event by its event time (event_time) or the last record of a Kafka partition (offset); use one of those", t.WriteTimestamp)
 	}
 	for i, cl := range t.Clustering {
 		col, ok := t.column(cl.Column)

@@ -112,3 +112,59 @@ func TestKeyCodecDefaultsToTextAndTakesARegistryCodec(t *testing.T) {
 		}
 	}
 }
+
+// TestLatestValueWriteTimestampEventTimeOrOffset: a latest-value entry takes write_timestamp event_time
+// or offset and refuses the others; an envelope entry's default is offset (the changes of one database
+// transaction share their source time, and only the offset orders them), a plain one's event_time, a
+// bucketed envelope entry's kafka.
+func TestLatestValueWriteTimestampEventTimeOrOffset(t *testing.T) {
+	envelope := func(text string) string {
+		text = strings.ReplaceAll(text, "time: {field: ts}", "time: {source: change}\n    envelope: debezium")
+		text = strings.ReplaceAll(text, "      - {column: channel, order: asc}", "      - {column: channel, order: asc}\n      - {column: lsn, order: asc}")
+		return strings.ReplaceAll(text, "    clustering:", "      - {name: lsn, type: bigint, source: change, field: source.lsn}\n    clustering:")
+	}
+	for _, tc := range []struct {
+		bucket, set string
+		enveloped   bool
+		want        string // "": refused
+	}{
+		{"none", "", false, WriteTimestampEventTime},
+		{"none", "offset", false, WriteTimestampOffset},
+		{"none", "Offset", true, WriteTimestampOffset},
+		{"none", "", true, WriteTimestampOffset},
+		{"none", "event_time", true, WriteTimestampEventTime},
+		{"{width: 1d}", "", true, WriteTimestampKafka},
+		{"none", "kafka", false, ""},
+		{"none", "server", true, ""},
+	} {
+		bucket := tc.bucket
+		if tc.set != "" {
+			bucket += "\n    write_timestamp: " + tc.set
+		}
+		text := strings.ReplaceAll(latestYAML, "BUCKET", bucket)
+		if tc.enveloped {
+			text = envelope(text)
+		}
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		name := tc.bucket + " " + tc.set
+		if tc.enveloped {
+			name += " envelope"
+		}
+		if tc.want == "" {
+			c, err := Load(path, nil)
+			if err == nil {
+				err = c.Validate()
+			}
+			if err == nil || !strings.Contains(err.Error(), "topics.latest.write_timestamp") || !strings.Contains(err.Error(), "event_time") {
+				t.Errorf("%s: %v, want write_timestamp refused", name, err)
+			}
+			continue
+		}
+		if got := loadValid(t, path, nil).Topics["latest"].WriteTimestamp; got != tc.want {
+			t.Errorf("%s: write_timestamp %q, want %q", name, got, tc.want)
+		}
+	}
+}

@@ -29,6 +29,8 @@ import (
 // on a bucketed entry (on_delete). Columns of source change read the envelope itself (op, ts_ms,
 // source.lsn), and time.source change is the change's source time, source.ts_ms. The tombstone
 // Debezium writes after a delete event is skipped (ReasonTombstone): the delete has already been made.
+// A latest-value envelope entry writes at the record's offset by default (write_timestamp offset): the
+// changes of one transaction share their source time, and only the offset orders them.
 //
 // One JSON plan reads every value an event can give (each field column in after and in before, the
 // change columns, the event time) from the event. With the schema part, each field's Connect schema says

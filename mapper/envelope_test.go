@@ -200,9 +200,12 @@ func member(t *testing.T, b []byte, name string) []byte {
 
 // TestDebeziumOpsOnALatestValueEntry: c, r and u upsert after, at the change's source time; d deletes
 // the row its before names, at the delete's source time with the upserts' tie; the tombstone after it is
-// skipped, never dead-lettered.
+// skipped, never dead-lettered. Under write_timestamp event_time, set on purpose: an envelope entry's
+// default is offset (TestDebeziumTransactionOrderedByOffset).
 func TestDebeziumOpsOnALatestValueEntry(t *testing.T) {
-	m := accountsMapper(t, map[string]config.Topic{"accounts": accountsEntry(true)})
+	e := accountsEntry(true)
+	e.WriteTimestamp = config.WriteTimestampEventTime
+	m := accountsMapper(t, map[string]config.Topic{"accounts": e})
 	for _, form := range []string{".schema.json", ".json"} {
 		for _, tc := range []struct {
 			event string
@@ -256,6 +259,45 @@ func TestDebeziumOpsOnALatestValueEntry(t *testing.T) {
 		_, err := m.Map(tomb)
 		if re := (*RecordError)(nil); !errors.As(err, &re) || re.Reason != ReasonTombstone || !Skipped(re.Reason) {
 			t.Errorf("the tombstone %q after a delete: %v, want a skip of reason tombstone", value, err)
+		}
+	}
+}
+
+// TestDebeziumTransactionOrderedByOffset: an update and then a delete of one row in one database
+// transaction share source.ts_ms; at offsets 999 and 1000 the upserts' tie (offset mod 1000) would put
+// the delete (tie 0) below the update (tie 999), and the deleted row would come back. write_timestamp
+// offset, an envelope latest-value entry's default, writes each at its offset: the delete wins.
+func TestDebeziumTransactionOrderedByOffset(t *testing.T) {
+	update := []byte(`{"before":null,"after":{"id":42,"balance":"1.00","note":"x"},"source":{"ts_ms":1700000001500,"lsn":9},"op":"u"}`)
+	del := []byte(`{"before":{"id":42},"after":null,"source":{"ts_ms":1700000001500,"lsn":10},"op":"d"}`)
+	at := func(value []byte, offset int64) Record {
+		r := change(value)
+		r.Offset = offset
+		return r
+	}
+	for _, tc := range []struct {
+		wts        string // "": the default
+		deleteWins bool
+	}{{"", true}, {config.WriteTimestampOffset, true}, {config.WriteTimestampEventTime, false}} {
+		e := accountsEntry(true)
+		e.WriteTimestamp = tc.wts
+		m := accountsMapper(t, map[string]config.Topic{"accounts": e})
+		u, err := m.Explain(at(update, 999))
+		if err != nil {
+			t.Fatalf("%q: update: %v", tc.wts, err)
+		}
+		d, err := m.Explain(at(del, 1000))
+		if err != nil || !d.Delete {
+			t.Fatalf("%q: delete: %v %+v", tc.wts, err, d)
+		}
+		if tc.wts != config.WriteTimestampEventTime {
+			if u.WriteTimestamp != 999 || d.WriteTimestamp != 1000 || d.WriteTimestampSource != config.WriteTimestampOffset {
+				t.Errorf("%q: update at %d, delete at %d (%s), want 999 and 1000 (offset)", tc.wts, u.WriteTimestamp, d.WriteTimestamp, d.WriteTimestampSource)
+			}
+		}
+		// Cassandra lets a deletion win a tie of timestamps.
+		if wins := d.WriteTimestamp >= u.WriteTimestamp; wins != tc.deleteWins {
+			t.Errorf("write_timestamp %q: update at %d, delete at %d: the delete wins %v, want %v", tc.wts, u.WriteTimestamp, d.WriteTimestamp, wins, tc.deleteWins)
 		}
 	}
 }
@@ -484,13 +526,13 @@ func TestDebeziumAvroEnvelope(t *testing.T) {
 		got = append(got, v.Column+"="+v.Literal())
 	}
 	want := "id=42 balance=1234.56 opened_at='2023-11-14T22:13:20.123Z' updated='2023-11-14T22:13:20.123Z' birth='2023-11-14' " +
-		"alarm=45296789012000 amount=12.345 note='first' op='c' lsn=24023128 changed='2023-11-14T22:13:20.500Z' [timestamp]=1700000000500007"
+		"alarm=45296789012000 amount=12.345 note='first' op='c' lsn=24023128 changed='2023-11-14T22:13:20.500Z' [timestamp]=5007"
 	if strings.Join(got, " ") != want {
 		t.Errorf("create:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
 	pk := map[string]any{"id": int64(42), "balance": big.NewRat(0, 1), "opened_at": nil, "updated": nil, "birth": nil, "alarm": nil, "amount": nil, "note": nil}
 	ex, err = m.Explain(change(event("d", pk, nil)))
-	if err != nil || !ex.Delete || ex.PartitionKey[0].Value != int64(42) || ex.WriteTimestamp != 1700000000500007 {
+	if err != nil || !ex.Delete || ex.PartitionKey[0].Value != int64(42) || ex.WriteTimestamp != 5007 {
 		t.Errorf("delete: %v %+v", err, ex)
 	}
 	for _, tc := range []struct {

@@ -47,7 +47,8 @@ type Explanation struct {
 	Table     string // with the slice suffix when sliced
 	Slice     string // slice suffix; "" when the topic is not sliced
 	// Latest: the entry writes a latest-value table (no bucket: the Bucket fields are zero), one row
-	// per entity, written at its event time with the tie rule's microseconds (latest.go).
+	// per entity, written at its event time with the tie rule's microseconds, or at its offset under
+	// write_timestamp offset (latest.go).
 	Latest bool
 	// Delete: the record is a tombstone and the row deletes the entity (on_tombstone delete); CQL is
 	// the DELETE, Bound its timestamp and id values, and there is no clustering, TTL or column.
@@ -153,6 +154,9 @@ func (m *Mapper) ExplainEntry(entry string, rec Record) (Explanation, error) {
 		ex.KeyCodec, ex.KeySchemaID = p.keyCodec, out.keySchema
 		if out.op != 0 {
 			ex.WriteTimestampSource, ex.KeyCodec = "event_time", ""
+		}
+		if p.wts == wtsOffset {
+			ex.WriteTimestampSource = p.wts.String()
 		}
 		ex.Bound = append(ex.Bound, Value{Column: "[timestamp]", Type: "bigint", Value: packed.GoValue(vals[0])})
 		for i, ci := range p.ids {

@@ -41,6 +41,11 @@ import (
 // millisecond (RFC 3339 with µs or ns, unix_us, unix_ns) take no part in the ordering: events of one
 // entity less than a millisecond apart are ordered by their offsets, not by their time.
 //
+// Under write_timestamp offset (the default of an envelope entry) upserts and deletes are written at
+// the record's offset instead: along a partition the later record always wins, with no wrap, which is
+// what orders the changes of one database transaction (they share one source time). Records of
+// different partitions are then ordered by offset alone, not by time.
+//
 // Tombstones (a record whose value is null) become what the entry's on_tombstone says: a refusal
 // (dead_letter, the default: the codec's decode error, or the framing's), a skip (ReasonTombstone), or a
 // delete row (delete, latest-value entries only; see tombstone).
@@ -113,12 +118,16 @@ func (p *plan) tombstone(ctx context.Context, rec *Record, s *scratch) (outcome,
 }
 
 // deleteRow makes the row that deletes the entity whose id columns idValue writes (each to s.w), at
-// the write timestamp of at, the upserts' rule (latestWriteTS). An id value's error is prefixed with
+// the write timestamp of at, the upserts' rule (latestWriteTS), or at the record's offset under
+// write_timestamp offset. An id value's error is prefixed with
 // head, which says what failed to name the entity.
 func (p *plan) deleteRow(out *outcome, at time.Time, rec *Record, s *scratch, head string, idValue func(c *column, ci int) error) error {
 	s.begin(p)
 	w := &s.w
 	out.writeTS = latestWriteTS(at, rec.Offset)
+	if p.wts == wtsOffset {
+		out.writeTS = rec.Offset // the upserts' rule too: the later record of the partition wins
+	}
 	w.Integer(kBigint, out.writeTS)
 	key := s.key[:0]
 	for _, ci := range p.ids {

@@ -109,6 +109,30 @@ func TestLatestValueLaterOffsetWinsWithinAMillisecond(t *testing.T) {
 	}
 }
 
+// TestLatestValueWriteTimestampOffset: under write_timestamp offset a latest-value entry writes its
+// upserts and its tombstones' deletes at the record's offset, so along a partition the later record wins
+// whatever the times and across a multiple of 1000: an upsert at 999 and a tombstone at 1000 of one
+// millisecond (the tie would put the delete first), and a re-create at 1001 after it.
+func TestLatestValueWriteTimestampOffset(t *testing.T) {
+	m := latestMapper(t, config.OnTombstoneDelete, func(tp *config.Topic) { tp.WriteTimestamp = config.WriteTimestampOffset })
+	upsert := func(offset int64, ts string) Explanation {
+		r := rec(reading(ts, "1"))
+		r.Offset = offset
+		return explainOK(t, m, r)
+	}
+	ms := kafkaTS.UTC().Format(time.RFC3339Nano)
+	up := upsert(999, ms)
+	tomb := explainOK(t, m, Record{Topic: "sensor-readings", Partition: 3, Offset: 1000, Key: []byte("dev-0042"), Timestamp: kafkaTS})
+	again := upsert(1001, kafkaTS.Add(-time.Hour).UTC().Format(time.RFC3339Nano)) // an earlier event time: the offset alone counts
+	if up.WriteTimestamp != 999 || !tomb.Delete || tomb.WriteTimestamp != 1000 || tomb.WriteTimestampSource != config.WriteTimestampOffset || again.WriteTimestamp != 1001 {
+		t.Errorf("upsert at %d, delete at %d (%s, delete %v), re-create at %d; want 999, 1000 (offset), 1001",
+			up.WriteTimestamp, tomb.WriteTimestamp, tomb.WriteTimestampSource, tomb.Delete, again.WriteTimestamp)
+	}
+	if vals := packed.Values(tomb.Row.Packed); packed.GoValue(vals[0]) != int64(1000) {
+		t.Errorf("the delete binds %v, want its offset", packed.GoValue(vals[0]))
+	}
+}
+
 // TestTombstoneDeletesTheEntityAtItsKafkaTimestamp: under on_tombstone delete, a tombstone is a DELETE row
 // of the entry's delete target, in the same partition (routing key) as the entity's upserts, at the
 // Kafka timestamp's millisecond plus its offset mod 1000, the upserts' rule: it shadows every upsert of

@@ -16,9 +16,13 @@ import (
 
 // TestIntegrationDebeziumLatestAndHistory runs a topic of Debezium change events (JsonConverter's JSON,
 // with and without the schema part) on the real stack into a latest-value table and a history table:
-// creates and updates land in both, the delete removes the row from the latest table (and a replay of an
-// earlier create does not bring it back), the history keeps every change once, and the delete and the
-// tombstone after it are skipped and counted (reasons deleted and tombstone), never dead-lettered.
+// creates and updates land in both, the delete removes the row from the latest table (and the connector
+// sending the create and the delete again, as it does after a restart, does not bring it back), the
+// history keeps every change once, and the delete and the tombstone after it are skipped and counted
+// (reasons deleted and tombstone), never dead-lettered. Then a transaction updates and deletes one row,
+// both changes at one source.ts_ms, at offsets 999 and 1000: the latest-value tie (offset mod 1000) would
+// let the update win and bring the row back; write_timestamp offset, the envelope entry's default, keeps
+// it deleted.
 func TestIntegrationDebeziumLatestAndHistory(t *testing.T) {
 	s := newStackWith(t, 1, nil, func(c *config.Config) {
 		latest := c.Topics["readings"]
@@ -64,9 +68,19 @@ func TestIntegrationDebeziumLatestAndHistory(t *testing.T) {
 		event("u", 1, "11.50", 3, 102),
 		event("d", 2, "", 4, 103),
 		&kgo.Record{Topic: s.topic, Key: []byte(`{"id":2}`)}, // the tombstone after the delete
-		event("c", 2, "20.00", 2, 101),                       // a replay of the create: stays deleted
+		event("c", 2, "20.00", 2, 101),                       // sent again by the connector, in commit order:
+		event("d", 2, "", 4, 103),                            // stays deleted
 		&kgo.Record{Topic: s.topic, Key: []byte(`{"schema":null,"payload":{"id":42}}`), Value: withSchema},
 	)
+	var fill []*kgo.Record
+	for range 999 - s.produced[0] {
+		fill = append(fill, event("u", 3, "30.00", 5, 200)) // one row in each table, written again and again
+	}
+	update, del := event("u", 1, "12.00", 6, 300), event("d", 1, "", 6, 301) // one transaction: one source.ts_ms
+	s.produceCommitted(append(fill, update, del)...)
+	if update.Offset != 999 || del.Offset != 1000 {
+		t.Fatalf("the transaction's update and delete are at offsets %d and %d, want 999 and 1000", update.Offset, del.Offset)
+	}
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,18 +94,18 @@ func TestIntegrationDebeziumLatestAndHistory(t *testing.T) {
 	if err := iter.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if len(balances) != 2 || balances[1] != "11.50" || balances[42] != "1234.56" {
-		t.Errorf("accounts holds %v, want 1 at 11.50 and 42 at 1234.56 (2 deleted, its replayed create too)", balances)
+	if len(balances) != 2 || balances[3] != "30.00" || balances[42] != "1234.56" {
+		t.Errorf("accounts holds %v, want 3 at 30.00 and 42 at 1234.56 (2 deleted, its create sent again too; 1 deleted by the delete at offset 1000 after its update at 999)", balances)
 	}
 	var n int
 	if err := s.session.Driver().Query("SELECT COUNT(*) FROM " + s.ks + ".history").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 4 {
-		t.Errorf("history holds %d rows, want 4: the creates of 1, 2 and 42 and the update of 1, once each", n)
+	if n != 6 {
+		t.Errorf("history holds %d rows, want 6: the creates of 1, 2 and 42, the two updates of 1 and the update of 3, once each", n)
 	}
-	if got := testutil.ToFloat64(m.metrics.RecordsSkipped.WithLabelValues(s.topic, mapper.ReasonDeleted)); got != 1 {
-		t.Errorf("sink_records_skipped_total{reason=deleted} = %v, want 1 (the history's delete)", got)
+	if got := testutil.ToFloat64(m.metrics.RecordsSkipped.WithLabelValues(s.topic, mapper.ReasonDeleted)); got != 3 {
+		t.Errorf("sink_records_skipped_total{reason=deleted} = %v, want 3 (the history's deletes)", got)
 	}
 	if got := testutil.ToFloat64(m.metrics.RecordsSkipped.WithLabelValues(s.topic, mapper.ReasonTombstone)); got != 2 {
 		t.Errorf("sink_records_skipped_total{reason=tombstone} = %v, want 2 (one per entry)", got)

@@ -563,8 +563,12 @@ func printDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation) {
 	for _, v := range ex.PartitionKey {
 		line("  %s\t= %s", v.Column, v.Literal())
 	}
-	line("write timestamp\t%d µs (the tombstone's Kafka timestamp %s in µs + offset %d mod 1000: upserts with an earlier event time stay deleted, even replayed later, and so do those of its millisecond at earlier offsets of its partition; later ones are kept)",
-		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli), ex.Row.Offset)
+	if ex.WriteTimestampSource == config.WriteTimestampOffset {
+		line("write timestamp\t%d (offset: the tombstone's offset: the upserts at earlier offsets of its partition stay deleted, even replayed later; later ones are kept)", ex.WriteTimestamp)
+	} else {
+		line("write timestamp\t%d µs (the tombstone's Kafka timestamp %s in µs + offset %d mod 1000: upserts with an earlier event time stay deleted, even replayed later, and so do those of its millisecond at earlier offsets of its partition; later ones are kept)",
+			ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli), ex.Row.Offset)
+	}
 	tw.Flush()
 	printBound(w, ex)
 }
@@ -583,8 +587,12 @@ func printChangeDelete(w io.Writer, tw *tabwriter.Writer, ex mapper.Explanation)
 	for _, v := range ex.PartitionKey {
 		line("  %s\t= %s%s", v.Column, v.Literal(), fromNote(v))
 	}
-	line("write timestamp\t%d µs (the event time %s in µs + offset %d mod 1000, the upserts' rule: the changes before it stay deleted, even replayed later)",
-		ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli), ex.Row.Offset)
+	if ex.WriteTimestampSource == config.WriteTimestampOffset {
+		line("write timestamp\t%d (offset: the event's offset, the upserts' rule: the changes before it in its partition stay deleted, even replayed later)", ex.WriteTimestamp)
+	} else {
+		line("write timestamp\t%d µs (the event time %s in µs + offset %d mod 1000, the upserts' rule: the changes before it stay deleted, even replayed later)",
+			ex.WriteTimestamp, ex.EventTime.UTC().Format(rfc3339Milli), ex.Row.Offset)
+	}
 	tw.Flush()
 	printBound(w, ex)
 }

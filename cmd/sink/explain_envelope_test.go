@@ -9,7 +9,8 @@ const cdcExample = "../../examples/accounts-cdc.yaml"
 
 // TestExplainShowsAChangeEventsOpAndWhereEachValueCameFrom: sink explain of a Debezium event names its
 // op, and after each value the part of the event it came from (after, before, change); a delete deletes
-// the latest-value row at the change's time and is skipped by the history entry.
+// the latest-value row at its offset (write_timestamp offset, the default of an envelope latest-value
+// entry) and is skipped by the history entry.
 func TestExplainShowsAChangeEventsOpAndWhereEachValueCameFrom(t *testing.T) {
 	common := []string{"--config", cdcExample, "--topic", "pg.public.accounts", "--timestamp", "2023-11-14T22:13:23Z", "--partition", "1", "--offset", "5007"}
 	code, out, errOut := runCmd(t, runExplain, append(common, "--record", "@../../mapper/testdata/debezium/update.schema.json")...)
@@ -22,6 +23,7 @@ func TestExplainShowsAChangeEventsOpAndWhereEachValueCameFrom(t *testing.T) {
 		"-1.50  (from after field \"balance\")",
 		"'2023-11-14T22:13:20.123Z'  (from after field \"updated\")",
 		"24023200  (from change field \"source.lsn\")",
+		"write timestamp  5007 (offset: the record's offset)", // an envelope latest-value entry's default
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("update: the output lacks %q:\n%s", want, out)
@@ -37,6 +39,7 @@ func TestExplainShowsAChangeEventsOpAndWhereEachValueCameFrom(t *testing.T) {
 		"delete           deletes the entity's row (a delete event on a latest-value entry)",
 		"  id             = 42  (from before field \"id\")",
 		"DELETE FROM shop.accounts USING TIMESTAMP ? WHERE id = ?",
+		"write timestamp  5007 (offset: the event's offset",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("delete: the output lacks %q:\n%s", want, out)
