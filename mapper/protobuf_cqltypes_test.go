@@ -239,3 +239,39 @@ func TestProtobufNewerCQLTypesRefusedBySchema(t *testing.T) {
 		})
 	}
 }
+
+// A UDT's message written twice merges as Protobuf merges it: the later scalar wins, repeated fields
+// append, fields only the first has stay.
+func TestProtobufUDTMessageWrittenTwiceMerges(t *testing.T) {
+	jm, pm := newMapper(t, withProtoNewerColumnsJSON), protoNewerMapper(t)
+	want, err := jm.Map(rec(`{` + protoNewerBase + `,"home":{"street":"Main","zip":4,"tags":["a","b"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := protoNewerValue(t, func(m *dynamicpb.Message, f func(string) protoreflect.FieldDescriptor) {
+		home := m.Mutable(f("home")).Message()
+		hf := home.Descriptor().Fields().ByName
+		home.Set(hf("zip"), protoreflect.ValueOfInt32(3))
+		home.Set(hf("street"), protoreflect.ValueOfString("Main"))
+		home.Mutable(hf("tags")).List().Append(protoreflect.ValueOfString("a"))
+	})
+	second := protoNewerValue(t, func(m *dynamicpb.Message, f func(string) protoreflect.FieldDescriptor) {
+		m.Clear(f("device_id"))
+		m.Clear(f("ts"))
+		m.Clear(f("temperature"))
+		home := m.Mutable(f("home")).Message()
+		hf := home.Descriptor().Fields().ByName
+		home.Set(hf("zip"), protoreflect.ValueOfInt32(4))
+		home.Mutable(hf("tags")).List().Append(protoreflect.ValueOfString("b"))
+	})
+	frame := len(codec.AppendFrame(nil, 9, []int{0}))
+	r := rec("")
+	r.Value = append(first, second[frame:]...) // two serialized messages concatenated: their merge
+	got, err := pm.Map(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Packed) != string(want.Packed) {
+		t.Errorf("protobuf row %x\n     json row %x", got.Packed, want.Packed)
+	}
+}

@@ -113,7 +113,12 @@ func (d *decoder) message(m *message, b []byte, depth int) error {
 		}
 		for _, lf := range st.leaves {
 			var err error
-			if lf.shape == single {
+			if lf.udt != nil {
+				if d.out[lf.out].State == codec.Absent {
+					// The first occurrence merges every occurrence of the message, as Protobuf does.
+					err = d.udt(lf, num, f, b, depth, &d.out[lf.out])
+				}
+			} else if lf.shape == single {
 				err = d.single(lf, f, depth)
 			} else if d.out[lf.out].State == codec.Absent {
 				// The first occurrence gathers every occurrence of the field in this message.
@@ -146,9 +151,6 @@ type scalar struct {
 // single reads one occurrence of a singular field into its value; a later occurrence overwrites it.
 func (d *decoder) single(lf *leaf, f field, depth int) error {
 	v := &d.out[lf.out] // a later occurrence overwrites the member its kind uses
-	if lf.udt != nil {
-		return d.udt(lf, f, depth, v)
-	}
 	var s scalar
 	if err := readValue(lf, lf.src, f, depth, &s); err != nil {
 		return d.fieldErr(lf, err)
@@ -454,16 +456,12 @@ func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth i
 	var entries []codec.MapEntry
 	var ev codec.Value
 	for len(msg) > 0 {
-		n, typ, tn := consumeTag(msg)
-		if tn < 0 {
-			return malformed("a malformed field tag in a message")
+		n, f, rest, err := nextField(msg)
+		if err != nil {
+			return err
 		}
-		msg = msg[tn:]
-		f, vn := consumeField(n, typ, msg)
-		if vn < 0 {
-			return malformed("field %d cut short", n)
-		}
-		msg = msg[vn:]
+		msg = rest
+		typ := f.typ
 		if n != num {
 			continue
 		}
@@ -599,13 +597,33 @@ func packedWire(src source) protowire.Type {
 	return protowire.VarintType
 }
 
-// udt reads the message f feeding UDT leaf lf and sets v.B to the UDT's wire bytes: each field
-// framed, in the UDT's order, null when the message does not have it (as a column would be left
-// unset). A later occurrence of the field replaces an earlier one.
-func (d *decoder) udt(lf *leaf, f field, depth int, v *codec.Value) error {
+// udt reads the message f, field num, feeding UDT leaf lf and sets v.B to the UDT's wire bytes: each
+// field framed, in the UDT's order, null when the message does not have it (as a column would be left
+// unset). Later occurrences of the field in rest (the message after f) merge into it, as Protobuf
+// merges a message field written twice: their bytes are read after f's.
+func (d *decoder) udt(lf *leaf, num protowire.Number, f field, rest []byte, depth int, v *codec.Value) error {
 	if f.typ != protowire.BytesType {
 		return d.fieldErr(lf, fmt.Errorf("a message with wire type %d", f.typ))
 	}
+	msg := f.b
+	for len(rest) > 0 {
+		n, g, after, err := nextField(rest)
+		if err != nil {
+			return err
+		}
+		rest = after
+		if n != num {
+			continue
+		}
+		if g.typ != protowire.BytesType {
+			return d.fieldErr(lf, fmt.Errorf("a message with wire type %d", g.typ))
+		}
+		if len(msg) == len(f.b) { // a second occurrence: the merged bytes need memory of their own
+			msg = append([]byte(nil), f.b...)
+		}
+		msg = append(msg, g.b...)
+	}
+	f.b = msg
 	var small [16]codec.Value
 	vals := small[:0]
 	if len(lf.comp.Fields) > len(small) {
@@ -659,4 +677,18 @@ func (d *decoder) mapKey(lf *leaf, f field, has bool) ([]byte, error) {
 		return nil, d.mapErr(lf, fmt.Errorf("a map key: %w", err))
 	}
 	return codec.AppendElement(nil, lf.keyKind, &kv)[4:], nil
+}
+
+// nextField reads the next field of message b: its number, its value, and the bytes after it.
+func nextField(b []byte) (protowire.Number, field, []byte, error) {
+	n, typ, tn := consumeTag(b)
+	if tn < 0 {
+		return 0, field{}, nil, malformed("a malformed field tag in a message")
+	}
+	b = b[tn:]
+	f, vn := consumeField(n, typ, b)
+	if vn < 0 {
+		return 0, field{}, nil, malformed("field %d cut short", n)
+	}
+	return n, f, b[vn:], nil
 }
