@@ -41,6 +41,11 @@ type Field struct {
 	// the usual form of a Kafka key), the whole value is this field's, whatever its Path. A record
 	// schema is read along Path as ever. Only the lone field of a plan may set it.
 	Whole bool
+	// AsText: the value is read as a filter (topics.<name>.where) compares it, as text, whatever its
+	// scalar type: a string or an enum's symbol as it is, an integer in decimal, a boolean as true or
+	// false, a float or double in the shortest form that reads back exactly (strconv 'g', -1). Type is
+	// text. JSON's text already reads any value as its JSON text.
+	AsText bool
 }
 
 // Name is the field's configured dot path.

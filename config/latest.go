@@ -36,9 +36,10 @@ const DefaultKeyCodec = KeyCodecText
 // KeyCodecs lists every key codec, for validation and messages.
 var KeyCodecs = []string{KeyCodecText, CodecAvro, CodecProtobuf, CodecJSONSchema}
 
-// readsKey reports whether the entry decodes its tombstones' keys by a schema-registry codec.
+// readsKey reports whether the entry decodes Kafka keys by a schema-registry codec: its tombstones'
+// (on_tombstone delete), or the key fields its columns and filter read.
 func (t Topic) readsKey() bool {
-	return t.OnTombstone == OnTombstoneDelete && NeedsRegistry(t.KeyCodec)
+	return NeedsRegistry(t.KeyCodec) && (t.OnTombstone == OnTombstoneDelete || t.readsKeyFields())
 }
 
 // Latest reports whether the entry writes a latest-value table (bucket width none).
@@ -113,8 +114,8 @@ func (t Topic) validateOnTombstone(v *validator, p string) {
 	v.enum(p+".on_tombstone", t.OnTombstone, OnTombstoneDeadLetter, OnTombstoneSkip, OnTombstoneDelete)
 	v.enum(p+".key_codec", t.KeyCodec, KeyCodecs...)
 	if t.OnTombstone != OnTombstoneDelete {
-		if t.KeyCodec != KeyCodecText && slices.Contains(KeyCodecs, t.KeyCodec) {
-			v.add(p+".key_codec", "%q while on_tombstone is %s: only a delete reads the Kafka key (a kafka_key column takes its bytes as they are), so the setting does nothing; remove it, or set on_tombstone: delete", t.KeyCodec, t.OnTombstone)
+		if t.KeyCodec != KeyCodecText && slices.Contains(KeyCodecs, t.KeyCodec) && !t.readsKeyFields() {
+			v.add(p+".key_codec", "%q while on_tombstone is %s and nothing reads a field of the key: only a delete, a column of source key with a field and a where test of a key field read the Kafka key (a kafka_key column takes its bytes as they are), so the setting does nothing; remove it", t.KeyCodec, t.OnTombstone)
 		}
 		return
 	}

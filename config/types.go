@@ -219,9 +219,10 @@ type Topic struct {
 	// sink_records_skipped_total{reason="tombstone"}) or, for a latest-value entry, "delete" (the
 	// entity the Kafka key names is deleted; latest.go, docs/CONFIG.md).
 	OnTombstone string `koanf:"on_tombstone"`
-	// KeyCodec is the Kafka key's format, which on_tombstone delete reads the entity from: "text"
-	// (default: the key's UTF-8 text, or a JSON object for several id fields), or "avro", "protobuf",
-	// "json_schema" in the Confluent wire format, its writer schema from schema_registry (latest.go).
+	// KeyCodec is the Kafka key's format, which on_tombstone delete reads the entity from, and columns of
+	// source key and where tests of key fields read fields of: "text" (default: the key's UTF-8 text, or a
+	// JSON object), or "avro", "protobuf", "json_schema" in the Confluent wire format, its writer schema
+	// from schema_registry (latest.go, sources.go).
 	KeyCodec string `koanf:"key_codec"`
 	// Where filters the records this entry maps (where.go); nil maps every record.
 	Where *Where `koanf:"where"`

@@ -431,7 +431,7 @@ func (c *Config) validateTopics(v *validator) {
 	names := c.TopicNames()
 	sources := map[string]string{}  // Kafka topic → the first entry (in name order) that reads it
 	readers := map[string]int{}     // Kafka topic → how many entries read it
-	deleters := map[string]string{} // Kafka topic → the first entry with on_tombstone delete
+	deleters := map[string]string{} // Kafka topic → the first entry that reads its keys (on_tombstone delete, key fields)
 	for _, name := range names {
 		t := c.Topics[name]
 		if readers[t.Topic]++; readers[t.Topic] == MaxEntriesPerTopic+1 && t.Topic != "" {
@@ -442,11 +442,11 @@ func (c *Config) validateTopics(v *validator) {
 		} else {
 			sources[t.Topic] = name
 		}
-		if t.OnTombstone != OnTombstoneDelete {
+		if t.OnTombstone != OnTombstoneDelete && !t.readsKeyFields() {
 			continue
 		}
 		if prev, shared := deleters[t.Topic]; shared && t.Topic != "" && t.KeyCodec != c.Topics[prev].KeyCodec {
-			v.add("topics."+name+".key_codec", "%s here but %s in topics.%s.key_codec, and both entries delete on the tombstones of Kafka topic %q; the key's format is the topic's: make them the same",
+			v.add("topics."+name+".key_codec", "%s here but %s in topics.%s.key_codec, and both entries read the keys of Kafka topic %q (to delete, or fields of it); the key's format is the topic's: make them the same",
 				quotedOrNone(t.KeyCodec), quotedOrNone(c.Topics[prev].KeyCodec), prev, t.Topic)
 		} else if !shared {
 			deleters[t.Topic] = name

@@ -18,8 +18,8 @@ import (
 // its JSON text (a number as written, true, false), a header's bytes as they are. A null field is
 // absent.
 type Where struct {
-	Field  string `koanf:"field"`  // dot path into the record's JSON value (codec json or json_schema)
-	Key    string `koanf:"key"`    // dot path into the Kafka key read as a JSON object (key_codec text)
+	Field  string `koanf:"field"`  // dot path into the record's decoded value (any codec)
+	Key    string `koanf:"key"`    // dot path into the Kafka key: a JSON object (key_codec text), or decoded by a registry key codec
 	Header string `koanf:"header"` // a record header's name; the first header of that name counts
 
 	Equals *string  `koanf:"equals"` // the value's text is exactly this
@@ -92,21 +92,30 @@ func validateWhere(v *validator, p string, t Topic, w *Where, depth int) {
 	case w.Field != "":
 		if !fieldPathRE.MatchString(w.Field) {
 			v.add(p+".field", "%q is not a field path; use names separated by dots, e.g. meta.type", w.Field)
-		} else if t.Codec != CodecJSON && t.Codec != CodecJSONSchema {
-			v.add(p+".field", "a filter reads value fields of JSON values only (codec %s or %s), and this entry's codec is %s; filter on a header or the key instead",
-				CodecJSON, CodecJSONSchema, t.Codec)
 		}
 	case w.Key != "":
 		if !fieldPathRE.MatchString(w.Key) {
 			v.add(p+".key", "%q is not a field path into the Kafka key; use names separated by dots, e.g. tenant", w.Key)
-		} else if t.KeyCodec != KeyCodecText {
-			v.add(p+".key", "a filter reads the Kafka key as a JSON object (key_codec %s), and this entry's key_codec is %s; filter on a header or a value field instead",
-				KeyCodecText, t.KeyCodec)
 		}
 	}
 	if w.OneOf != nil && len(w.OneOf) == 0 {
 		v.add(p+".one_of", "an empty list, which no value is one of; list the values to take")
 	}
+}
+
+// readsKey reports whether a test of w reads a field of the Kafka key.
+func (w *Where) readsKey() bool {
+	if w.Key != "" || (w.Not != nil && w.Not.readsKey()) {
+		return true
+	}
+	for _, list := range [][]Where{w.All, w.Any} {
+		for i := range list {
+			if list[i].readsKey() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // validateWhereList checks the filters of an all or any list at path p.

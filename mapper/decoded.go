@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -9,15 +10,33 @@ import (
 
 // From a plan's values to the row: decodeValues runs the plan, mapValues maps what it gave (row.go).
 
-// mapValues maps a record whose body wp decodes: the values of its fields, then the columns and
-// the rest of the row, the same for every codec.
-func (p *plan) mapValues(wp codec.Plan, rec *Record, body []byte, s *scratch) (outcome, string, error) {
+// mapValues maps a record whose body wp decodes: the values of its fields, the entry's filter on
+// them, then the columns and the rest of the row, the same for every codec.
+func (p *plan) mapValues(ctx context.Context, wp codec.Plan, rec *Record, body []byte, s *scratch) (outcome, string, error) {
 	var out outcome
 	vals, reason, err := decodeValues(wp, p.codecName, p.json, len(p.fields), body, s)
-	if err == nil {
-		reason, err = p.mapDecoded(&out, vals, p.colSlot, p.timeSlot, p.ttlSlot, rec, s)
+	if err != nil {
+		return p.refuse(ctx, rec, s, reason, err)
 	}
+	if p.where != nil || p.keyReg != nil {
+		if reason, err = p.prepare(ctx, vals, p.whereSlot, rec, s); err != nil {
+			return out, reason, err
+		}
+	}
+	reason, err = p.mapDecoded(&out, vals, p.colSlot, p.timeSlot, p.ttlSlot, rec, s)
 	return out, reason, err
+}
+
+// prepare is what entry p does with a record's decoded values vals before it maps them: judge its
+// filter (the values it tests at whereSlot), and decode the key for its key columns (registry key codecs).
+// An entry with neither has nothing to do; its callers skip the call.
+func (p *plan) prepare(ctx context.Context, vals []codec.Value, whereSlot []int, rec *Record, s *scratch) (string, error) {
+	if p.where != nil {
+		if reason, err := p.judge(ctx, rec, vals, whereSlot, false, s); err != nil {
+			return reason, err
+		}
+	}
+	return p.keyColumns(ctx, rec, s)
 }
 
 // decodeValues decodes body by wp into n values in s.vals (their bytes in s.buf), which it returns.

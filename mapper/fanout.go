@@ -19,8 +19,9 @@ import (
 // schema or a value that some entry's field cannot take), the record goes the way a one-entry topic's
 // record goes: it is decoded by each entry on its own. JSON's plan always gives values (a value that
 // does not fit is one of State Bad, which only the entries that read it refuse), and a document that is
-// not a JSON object is refused by every entry alike. The shared plan only ever spares work: MapAll's
-// outcome for an entry is MapEntry's.
+// not a JSON object is refused by every entry alike. The fields entries' filters test are in the shared
+// plan too, and each entry judges its filter on the shared values before it maps them (where.go). The
+// shared plan only ever spares work: MapAll's outcome for an entry is MapEntry's.
 
 // Mapped is what one entry made of a record.
 type Mapped struct {
@@ -32,7 +33,8 @@ type Mapped struct {
 // share builds the shared decoding of a topic with several entries; reg is the mapper's registry.
 func (f *feed) share(reg codec.Registry) {
 	for _, p := range f.entries {
-		f.alone = f.alone || p.where != nil || p.env != nil
+		f.filtered = f.filtered || p.where != nil
+		f.alone = f.alone || p.env != nil
 	}
 	if len(f.entries) == 1 {
 		return
@@ -54,8 +56,8 @@ func (f *feed) share(reg codec.Registry) {
 		if tf.Zone != nil {
 			zone = tf.Zone.String()
 		}
-		key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%d\x00%s\x00%s\x00%t", strings.Join(fd.Path, "."), fd.Type.Kind, fd.Type.Elem,
-			tf.Form, tf.Unit, tf.Layout, zone, fd.Column == "")
+		key := fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%d\x00%s\x00%s\x00%t\x00%t", strings.Join(fd.Path, "."), fd.Type.Kind, fd.Type.Elem,
+			tf.Form, tf.Unit, tf.Layout, zone, fd.Column == "", fd.AsText)
 		i, ok := index[key]
 		if !ok {
 			i = len(f.fields)
@@ -76,6 +78,10 @@ func (f *feed) share(reg codec.Registry) {
 		p.sharedTime = -1
 		if p.timeSlot >= 0 {
 			p.sharedTime = slot(p.fields[p.timeSlot])
+		}
+		p.sharedWhere = nil
+		for _, s := range p.whereSlot {
+			p.sharedWhere = append(p.sharedWhere, slot(p.fields[s]))
 		}
 		p.sharedTTL = -1
 		if p.ttlSlot >= 0 {
@@ -112,9 +118,8 @@ func (m *Mapper) MapAll(ctx context.Context, rec Record, out []Mapped) ([]Mapped
 	out = slices.Grow(out, len(f.entries))[:start+len(f.entries)]
 	var err error
 	if len(f.entries) == 1 || f.alone {
-		// One entry: its own path, as Map's. Entries with filters: each judges the record first, and
-		// maps it by its own path when it takes it (where.go); entries with envelopes read each its own
-		// row image (envelope.go).
+		// One entry: its own path, as Map's. Entries with envelopes: each reads its own row image
+		// (envelope.go), and judges its filter on the change event first (where.go).
 		err = f.eachAlone(ctx, &rec, s, out[start:])
 	} else {
 		err = f.mapShared(ctx, &rec, s, out[start:])
@@ -151,8 +156,7 @@ func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Map
 	if f.framed {
 		id, b, err := f.frame(rec)
 		if err != nil {
-			f.refuseAll(rec, res, ReasonDecode, err)
-			return nil
+			return f.refuseAll(ctx, rec, s, res, ReasonDecode, err)
 		}
 		p, reason, err := f.writerPlan(ctx, id)
 		if err != nil {
@@ -163,8 +167,7 @@ func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Map
 			if reason == "" {
 				return f.entries[0].recordError(rec, reason, err) // the registry does not answer
 			}
-			f.refuseAll(rec, res, reason, err)
-			return nil
+			return f.refuseAll(ctx, rec, s, res, reason, err)
 		}
 		wp, body = p, b
 		if f.json {
@@ -178,13 +181,11 @@ func (f *feed) mapShared(ctx context.Context, rec *Record, s *scratch, res []Map
 	vals, reason, err := decodeValues(wp, f.codecName, f.json, len(f.fields), body, s)
 	switch {
 	case err == nil:
-		f.mapEach(vals, mrec, rec, s, res)
+		return f.mapEach(ctx, vals, mrec, rec, s, res)
 	case f.json: // a document that is not a JSON object: no entry can read it
-		f.refuseAll(rec, res, reason, err)
-	default:
-		return f.eachAlone(ctx, rec, s, res)
+		return f.refuseAll(ctx, rec, s, res, reason, err)
 	}
-	return nil
+	return f.eachAlone(ctx, rec, s, res)
 }
 
 // noTime is no slot of the decoded values: no event time admitted yet.
@@ -195,8 +196,9 @@ const noTime = -2
 // What only depends on the record is done once: an event time read from the same value as an
 // entry's before it is that entry's time, and admitted as it was (the entries of a topic share its
 // accept window, config.Validate); the rows get one allocation between them (jointRows). An entry
-// refusing the record judges it for itself.
-func (f *feed) mapEach(vals []codec.Value, mrec, rec *Record, s *scratch, res []Mapped) {
+// refusing the record judges it for itself; an entry's filter is judged on the shared values first. The
+// error is one that is no entry's fault (the registry does not answer for a key).
+func (f *feed) mapEach(ctx context.Context, vals []codec.Value, mrec, rec *Record, s *scratch, res []Mapped) error {
 	s.joint, s.rows, s.rowSpans = true, s.rows[:0], s.rowSpans[:0]
 	var admitted time.Time
 	admittedSlot := noTime
@@ -204,9 +206,18 @@ func (f *feed) mapEach(vals []codec.Value, mrec, rec *Record, s *scratch, res []
 		var out outcome
 		var reason string
 		var err error
-		if p.sharedTime == admittedSlot {
+		if p.where != nil || p.keyReg != nil {
+			s.keyOf = nil
+			reason, err = p.prepare(ctx, vals, p.sharedWhere, mrec, s)
+		}
+		switch {
+		case err != nil && reason == "":
+			s.joint = false
+			return p.recordError(rec, reason, err) // the registry does not answer
+		case err != nil:
+		case p.sharedTime == admittedSlot:
 			out.eventTime = admitted
-		} else {
+		default:
 			t, terr := p.decodedTime(vals, p.sharedTime, mrec, s)
 			if reason, err = p.admit(t, terr, mrec); err == nil {
 				out.eventTime, admitted, admittedSlot = t, t, p.sharedTime
@@ -223,6 +234,7 @@ func (f *feed) mapEach(vals []codec.Value, mrec, rec *Record, s *scratch, res []
 	}
 	s.joint = false
 	jointRows(res, s)
+	return nil
 }
 
 // jointRows gives the rows that complete appended to s.rows, one per entry of res that mapped, in
@@ -246,11 +258,17 @@ func jointRows(res []Mapped, s *scratch) {
 	}
 }
 
-// refuseAll gives every entry the same error of the whole record (reason, err).
-func (f *feed) refuseAll(rec *Record, res []Mapped, reason string, err error) {
+// refuseAll gives every entry the same error of the whole record (reason, err), that the value cannot be
+// decoded; with filters, each entry judges the record by its own path, which skips it where the entry's
+// filter does not take it by a header or the key.
+func (f *feed) refuseAll(ctx context.Context, rec *Record, s *scratch, res []Mapped, reason string, err error) error {
+	if f.filtered {
+		return f.eachAlone(ctx, rec, s, res)
+	}
 	for i, p := range f.entries {
 		res[i] = Mapped{Entry: p.name, Err: p.recordError(rec, reason, err)}
 	}
+	return nil
 }
 
 // eachAlone maps rec for each entry by the entry's own decoding, as a topic with one entry does.

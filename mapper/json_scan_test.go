@@ -2,6 +2,7 @@ package mapper
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -139,8 +140,8 @@ func checkScan(t testing.TB, m *Mapper, r Record) bool {
 	tree, _ := jsonc.Codec{Tree: true}.Compile(nil, p.fields)
 	s := m.pool.Get().(*scratch)
 	defer m.release(s)
-	got, greason, gerr := p.mapValues(p.scan, &r, r.Value, s)
-	want, reason, err := p.mapValues(tree, &r, r.Value, s)
+	got, greason, gerr := p.mapValues(context.Background(), p.scan, &r, r.Value, s)
+	want, reason, err := p.mapValues(context.Background(), tree, &r, r.Value, s)
 	switch {
 	case err != nil:
 		if gerr == nil || greason != reason || gerr.Error() != err.Error() || Quoted(gerr) != Quoted(err) {

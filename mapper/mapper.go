@@ -53,6 +53,12 @@ type scratch struct {
 	src   *sourceScratch
 	// image is the row image of a change event being mapped (envelope.go), for messages.
 	image image
+	// keyOf is the entry whose registry key decoding of the record being mapped (registryKey) is in kvals
+	// (their bytes in kbuf), or failed with kerr; nil before the entry first reads the key.
+	keyOf *plan
+	kvals []codec.Value
+	kbuf  []byte
+	kerr  error
 }
 
 // rowSpan is where one row lies in scratch.rows: from off to end, its values the first n bytes.
@@ -93,8 +99,10 @@ type column struct {
 	source source
 	field  string // dot path as configured, for messages
 	header string // the record header of source header
-	// keyPlan reads a column of source key with a field from the key as a JSON object (sources.go).
+	// keyPlan reads a column of source key with a field from the key as a JSON object (sources.go);
+	// regSlot is its field's index in the registry key decoding (plan.keyReg) instead, -1 when none.
 	keyPlan codec.Plan
+	regSlot int
 	time    codec.TimeFormat // a timestamp or date column's format (config.Column.Format)
 	path    []string         // field split at dots, once
 	need    string           // why a value is mandatory ("an id column", ...); "" when it may be absent
@@ -194,8 +202,16 @@ type plan struct {
 	sharedTime int
 	sharedTTL  int
 
-	// where is the entry's filter (where.go); nil when it maps every record.
-	where *filter
+	// where is the entry's filter (where.go); nil when it maps every record. whereSlot (per value field
+	// it tests) is the field's index in fields, sharedWhere in the shared decoding's.
+	where                  *filter
+	whereSlot, sharedWhere []int
+
+	// keyReg decodes the Kafka key by a registry key codec for the key fields that columns of source key
+	// and the filter read (sources.go), once per record; nil under key_codec text, and when nothing reads
+	// a key field. whereKey (per key field the filter tests) is its index in keyReg.fields.
+	keyReg   *decoder
+	whereKey []int
 
 	// env reads the entry's change events (envelope.go); nil for an entry without an envelope.
 	// timeFromChange: the event time is the change's source time (timePath, read by env).
@@ -304,9 +320,13 @@ func (p *plan) newTarget(name string) *batcher.Target {
 type feed struct {
 	entries []*plan  // in entry-name order
 	names   []string // the entries' names, in the same order
-	// alone: some entry has a filter (where) or an envelope, so each entry maps the records (it takes)
-	// on its own.
+	// alone: some entry has an envelope, so each entry maps the records on its own (each reads its own
+	// row image, envelope.go); its filter is judged on the change event as written (where.go).
 	alone bool
+	// filtered: some entry has a filter (where). The entries still map from the shared decoding, each
+	// judging its filter on it first; only a value that cannot be decoded is left to each entry's own
+	// path (refuseAll), where a filter of a header or the key may skip it rather than refuse it.
+	filtered bool
 	// decoder decodes the union of the entries' fields (each field, type and unit once); unused
 	// with one entry, which decodes by its own plan as it always has.
 	decoder

@@ -56,29 +56,62 @@ func (p *plan) recordError(rec *Record, reason string, err error) error {
 // mapRecord maps one record by its topic's codec, the same way for every codec: a registry
 // codec's framing and writer schema first (decoder.go), then the plan's values into the row
 // (mapValues). Plain JSON is a codec with no writer schema; json_schema is the framing and the
-// JSON codec.
+// JSON codec. An entry's filter is judged on the values its decoding gives (where.go), before the event
+// time and the columns.
 func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
-	if p.where != nil {
-		if err := p.takes(rec, s); err != nil {
-			return outcome{}, ReasonFiltered, err
-		}
+	if p.keyReg != nil {
+		s.keyOf = nil // the key is decoded anew for this record (registryKey)
 	}
 	if p.env != nil {
+		if p.where != nil {
+			// A change event's filter reads the event as written (op, after.status), not a row image.
+			if reason, err := p.judgeChange(ctx, rec, s); err != nil {
+				return outcome{}, reason, err
+			}
+		}
+		if p.keyReg != nil && rec.Value != nil {
+			// Columns of key fields under a registry key codec: the key decoded once, before the columns.
+			if reason, err := p.keyColumns(ctx, rec, s); err != nil {
+				return outcome{}, reason, err
+			}
+		}
 		return p.mapChange(ctx, rec, s)
 	}
-	if rec.Value == nil && p.onTombstone != config.OnTombstoneDeadLetter {
-		return p.tombstone(ctx, rec, s)
+	if rec.Value == nil {
+		if p.where != nil {
+			if reason, err := p.judge(ctx, rec, nil, nil, false, s); err != nil {
+				return outcome{}, reason, err
+			}
+		}
+		if p.onTombstone != config.OnTombstoneDeadLetter {
+			return p.tombstone(ctx, rec, s)
+		}
 	}
 	if !p.framed {
-		return p.mapValues(p.scan, rec, rec.Value, s)
+		return p.mapValues(ctx, p.scan, rec, rec.Value, s)
 	}
 	id, body, err := p.frame(rec)
 	if err != nil {
-		return outcome{}, ReasonDecode, err
+		return p.refuse(ctx, rec, s, ReasonDecode, err)
 	}
 	wp, reason, err := p.writerPlan(ctx, id)
 	if err != nil {
-		return outcome{}, reason, err
+		if reason == "" {
+			return outcome{}, reason, err // the registry does not answer
+		}
+		if se := (*codec.SchemaError)(nil); p.where != nil && errors.As(err, &se) {
+			// The schema cannot feed the entry's plan: the filter, by a plan of its own fields, tells a
+			// record of another event type (skipped) from one this entry should take (refused).
+			vals, slots, readable, ferr := p.valueAlone(ctx, id, body, s)
+			if ferr != nil {
+				return outcome{}, "", ferr
+			}
+			if fr, ferr := p.judge(ctx, rec, vals, slots, !readable, s); ferr != nil {
+				return outcome{}, fr, ferr
+			}
+			return outcome{}, reason, err
+		}
+		return p.refuse(ctx, rec, s, reason, err)
 	}
 	if p.json {
 		// json_schema: from here on the record's value is its JSON body (a raw column writes the body).
@@ -86,7 +119,18 @@ func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome,
 		inner.Value = body
 		rec = &inner
 	}
-	return p.mapValues(wp, rec, body, s)
+	return p.mapValues(ctx, wp, rec, body, s)
+}
+
+// refuse is the outcome of a record whose value entry p cannot decode (reason, err): the refusal, unless
+// the entry's filter does not take it by what it can judge without the value (a header or the key).
+func (p *plan) refuse(ctx context.Context, rec *Record, s *scratch, reason string, err error) (outcome, string, error) {
+	if p.where != nil {
+		if fr, ferr := p.judge(ctx, rec, nil, nil, true, s); ferr != nil {
+			return outcome{}, fr, ferr
+		}
+	}
+	return outcome{}, reason, err
 }
 
 // mapEntry maps rec for entry p alone.

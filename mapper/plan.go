@@ -51,7 +51,7 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if m.registry == nil && (p.framed || p.key != nil) {
+		if m.registry == nil && (p.framed || p.key != nil || p.keyReg != nil) {
 			what := "codec " + p.codecName
 			if !p.framed {
 				what = "key_codec " + p.keyCodec
@@ -60,8 +60,13 @@ func New(cfg *config.Config, opts ...Option) (*Mapper, error) {
 			continue
 		}
 		p.registry = m.registry
-		if p.key != nil {
-			p.key.registry = m.registry
+		for _, d := range []*decoder{p.key, p.keyReg} {
+			if d != nil {
+				d.registry = m.registry
+			}
+		}
+		if p.where != nil && p.where.value != nil {
+			p.where.value.registry = m.registry
 		}
 		// Unset values need native protocol 4; a session pinned to protocol 3 writes nulls instead.
 		var absent any = gocql.UnsetValue
@@ -119,7 +124,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	}
 	if t.Where != nil {
 		var err error
-		if p.where, err = compileFilter(t.Where); err != nil {
+		if p.where, err = compileFilter(t.Where, t.Codec, t.KeyCodec); err != nil {
 			return nil, fmt.Errorf("topics.%s.where: %w", name, err)
 		}
 	}
@@ -149,7 +154,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s.source: %q is not a source", cp, c.Source)
 		}
-		col := column{name: c.Name, typ: typ, source: src, field: c.Field, header: c.Header}
+		col := column{name: c.Name, typ: typ, source: src, field: c.Field, header: c.Header, regSlot: -1}
 		if typ.kind == kTimestamp || typ.kind == kDate {
 			if col.time, err = timeFormat(c.Format, c.Zone, typ.name); err != nil {
 				return nil, fmt.Errorf("%s.format: %w", cp, err)
@@ -158,7 +163,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		if c.Field != "" { // a field of the value, or of the key (source key)
 			col.path = strings.Split(c.Field, ".")
 		}
-		if err := col.compileKeyPlan(); err != nil {
+		if err := col.compileKeyPlan(t.KeyCodec); err != nil {
 			return nil, fmt.Errorf("%s: %w", cp, err)
 		}
 		if c.Required {
@@ -280,6 +285,14 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 		if err := p.compileEnvelope(); err != nil {
 			return nil, fmt.Errorf("%s.envelope: %w", kp, err)
 		}
+		if p.where != nil {
+			if err := p.where.compileChange(p.codecName); err != nil {
+				return nil, fmt.Errorf("%s.where: %w", kp, err)
+			}
+		}
+	}
+	if err := p.compileKeyFields(); err != nil {
+		return nil, fmt.Errorf("%s.key_codec: %w", kp, err)
 	}
 	if !p.framed {
 		// Plain JSON has no writer schema: one plan for the topic's life. (A plan of a nil schema
@@ -335,6 +348,13 @@ func (p *plan) decodeFields() {
 	if p.ttlField != nil {
 		p.ttlSlot = len(p.fields)
 		p.fields = append(p.fields, p.ttlField.field)
+	}
+	p.whereSlot = nil
+	if p.where != nil {
+		for _, f := range p.where.vfields {
+			p.whereSlot = append(p.whereSlot, len(p.fields))
+			p.fields = append(p.fields, f)
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package mapper
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,13 +15,16 @@ import (
 
 // Filters (topics.<name>.where): an entry maps only the records its filter takes. A record it does not
 // take is this entry's skip, reason ReasonFiltered: committed and counted, never dead-lettered. The
-// filter is judged before anything else of the record (mapRecord), from the record's JSON value and its
-// Kafka key read as a JSON object (by JSON plans of the filter's own, each field read as text), and its
-// headers; values are compared as text (config.Where).
+// filter is judged before anything else of the record is mapped (before the event time and the
+// columns), on the record's decoded value (the fields it tests are fields of the entry's decoding, or of
+// the shared decoding of a Kafka topic read by several entries: the value is decoded once), its Kafka key
+// (read as a JSON object under key_codec text, by the registry key codec otherwise) and its headers;
+// values are compared as text (config.Where, codec.Field.AsText).
 //
-// A value the filter cannot read as a JSON object (or a json_schema value whose framing is bad) is no
-// reason to skip: the entry takes the record, and its own decoding refuses it as the bad input it is. A key that
-// is not a JSON object has no fields, as a tombstone's value has none.
+// A value that cannot be decoded (not a JSON object, a bad framing, a body that does not match its
+// schema) is no reason to skip: the entry takes the record, and refuses it as the bad input it is. A key
+// under key_codec text that is not a JSON object has no fields, as a tombstone's value has none; a
+// registry-framed key that cannot be decoded is bad input (reason key).
 
 // ReasonFiltered: the entry's where does not take the record; the pipeline skips it (a skip reason).
 const ReasonFiltered = "filtered"
@@ -99,19 +104,30 @@ func compileWhere(w *config.Where) *where {
 	return c
 }
 
-// filter is an entry's compiled filter: its tests, and the JSON plans that read the value's and the
-// key's fields it tests (each field once, as text: a JSON string's text, any other value's JSON text).
+// filter is an entry's compiled filter: its tests, and the value and key fields they read (each once, as
+// text: codec.Field.AsText).
+//
+// The value's fields are fields of the entry's own decoding (plan.whereSlot), and of the shared one of a
+// Kafka topic read by several entries (plan.sharedWhere): the value is decoded once, and the filter judged
+// on what that gave. Only when a registry codec's writer schema cannot feed the entry's own plan (a
+// column's field it lacks: a schema of another event type) does the filter decode the value by a plan of
+// its fields alone (value), to tell a record it skips from one it refuses.
+//
+// The key's fields: under key_codec text, a JSON plan of the filter's own (key); under a registry key
+// codec, fields of the entry's key decoding (plan.keyReg, plan.whereKey), which its key columns share.
 type filter struct {
-	root       *where
-	value, key codec.Plan // nil when no test reads the value (the key)
-	nvalue     int
-	nkey       int
+	root             *where
+	vfields, kfields []codec.Field
+	key              codec.Plan // key_codec text: the JSON plan of kfields; nil without key tests
+	value            *decoder   // registry codecs: vfields alone, for a schema the entry's plan refuses
+	change           codec.Plan // an envelope entry under codec json: vfields of the change event as written
+	self             []int      // 0, 1, ...: the slots of vfields in value's own values
 }
 
-// compileFilter compiles a validated filter (config.Where) with the plans of its fields.
-func compileFilter(w *config.Where) (*filter, error) {
+// compileFilter compiles a validated filter (config.Where) with the fields it reads; codecName is the
+// entry's codec and keyCodec its key_codec.
+func compileFilter(w *config.Where, codecName, keyCodec string) (*filter, error) {
 	f := &filter{root: compileWhere(w)}
-	var vfields, kfields []codec.Field
 	index := map[string]int{}
 	var walk func(w *where)
 	walk = func(w *where) {
@@ -121,85 +137,113 @@ func compileFilter(w *config.Where) (*filter, error) {
 		if w.subs != nil || w.from == fromHeader {
 			return
 		}
-		list := &vfields
+		list := &f.vfields
 		if w.from == fromKey {
-			list = &kfields
+			list = &f.kfields
 		}
 		name := strconv.Itoa(int(w.from)) + "\x00" + strings.Join(w.path, ".")
 		i, ok := index[name]
 		if !ok {
 			i = len(*list)
 			index[name] = i
-			*list = append(*list, codec.Field{Path: w.path, Column: "where", Type: packed.Scalar(kText)})
+			*list = append(*list, codec.Field{Path: w.path, Column: "where", Type: packed.Scalar(kText), AsText: true})
 		}
 		w.slot = i
 	}
 	walk(f.root)
-	var err error
-	if len(vfields) > 0 {
-		if f.value, err = (jsonc.Codec{}).Compile(nil, vfields); err != nil {
+	if len(f.kfields) > 0 && !config.NeedsRegistry(keyCodec) {
+		var err error
+		if f.key, err = (jsonc.Codec{}).Compile(nil, f.kfields); err != nil {
 			return nil, err
 		}
 	}
-	if len(kfields) > 0 {
-		if f.key, err = (jsonc.Codec{}).Compile(nil, kfields); err != nil {
-			return nil, err
+	for i := range f.vfields {
+		f.self = append(f.self, i)
+	}
+	if len(f.vfields) > 0 && config.NeedsRegistry(codecName) {
+		f.value = &decoder{fields: f.vfields}
+		if !f.value.setCodec(codecName, false) {
+			return nil, fmt.Errorf("codec %s has no decoder in this build", codecName)
 		}
 	}
-	f.nvalue, f.nkey = len(vfields), len(kfields)
 	return f, nil
 }
 
-// whereScratch is what judging a filter reuses record after record: the decoded fields of the value
-// and of the key, apart from the mapping's.
+// whereScratch is what judging a filter reuses record after record: the key's fields read as text
+// (key_codec text), and the value's when the filter decodes them alone.
 type whereScratch struct {
-	value, key       []codec.Value
-	valueBuf, keyBuf []byte
+	key, value       []codec.Value
+	keyBuf, valueBuf []byte
 }
 
-// whereInput is one record as a filter reads it; its value and key are decoded on first need.
+// whereInput is one record as a filter reads it: the value's decoded fields (vals at vslots), the key's
+// decoded on first need.
 type whereInput struct {
-	rec       *Record
-	codecName string
-	f         *filter
-	s         *whereScratch
-	value     []codec.Value // nil until decoded, and when the key or value has no fields
-	key       []codec.Value
-	valueDone bool
-	keyDone   bool
-	bad       error // the value cannot be read as JSON: the entry takes the record and refuses it itself
+	f     *filter
+	rec   *Record
+	s     *scratch
+	vals  []codec.Value // nil for a tombstone (no fields), and when the value is unreadable
+	slots []int         // vfields[i] is vals[slots[i]]
+	// unreadable: the value could not be decoded; a test of a value field then cannot be judged, and the
+	// entry takes the record, which its own decoding refuses as the bad input it is.
+	unreadable bool
+	key        []codec.Value
+	keySlots   []int
+	keyDone    bool
+	bad        bool // a test read the unreadable value or key: judging stops, and the entry takes the record
+	keyBad     bool // the key cannot be decoded by the registry key codec
 }
 
-// takes reports whether p's filter takes rec; when it does not, the error says why (ReasonFiltered).
-func (p *plan) takes(rec *Record, s *scratch) error {
-	if s.where == nil {
-		s.where = &whereScratch{}
+// judge judges p's filter on rec, whose value's fields the filter reads at vals[slots[i]] (nil vals: a
+// tombstone, or with unreadable a value that could not be decoded). It returns "" and nil when the entry
+// takes the record; ReasonFiltered and the skip's error when it does not; ReasonKey when a test reads a
+// registry-framed key that cannot be decoded; "" and a *codec.UnavailableError when the registry does not
+// answer.
+func (p *plan) judge(ctx context.Context, rec *Record, vals []codec.Value, slots []int, unreadable bool, s *scratch) (string, error) {
+	in := whereInput{f: p.where, rec: rec, s: s, vals: vals, slots: slots, unreadable: unreadable}
+	var keyErr error // kept apart from in: its messages would take the record's memory to the heap
+	if p.keyReg != nil && len(p.whereKey) > 0 {
+		// A registry-framed key is decoded before the tests (once per record, with the key columns).
+		in.keyDone, in.keySlots = true, p.whereKey
+		if in.key, keyErr = p.registryKey(ctx, rec, s); keyErr != nil {
+			if isUnavailable(keyErr) {
+				return "", keyErr
+			}
+			in.key, in.keyBad = nil, true
+		}
 	}
-	in := whereInput{rec: rec, codecName: p.codecName, f: p.where, s: s.where}
-	if p.where.root.eval(&in) || in.bad != nil {
-		return nil
+	taken := p.where.root.eval(&in)
+	switch {
+	case keyErr != nil && in.stopped():
+		return ReasonKey, fmt.Errorf("where: %w", keyErr)
+	case taken || in.bad:
+		return "", nil
 	}
 	// The values read are shown only where bad values are (Quoted: the dead letter, explain, quote_values).
 	const head = "filtered out: the record does not pass where "
-	return &codec.ValueError{Plain: head + p.where.root.describe(&in, false), Quoted: head + p.where.root.describe(&in, true)}
+	return ReasonFiltered, &codec.ValueError{Plain: head + p.where.root.describe(&in, false), Quoted: head + p.where.root.describe(&in, true)}
 }
+
+// stopped: a test could not be judged (the value is unreadable, or the key cannot be decoded), so
+// judging ends.
+func (in *whereInput) stopped() bool { return in.bad }
 
 // eval judges w on in.
 func (w *where) eval(in *whereInput) bool {
 	switch w.op {
 	case whereNot:
-		return !w.subs[0].eval(in) && in.bad == nil
+		return !w.subs[0].eval(in) && !in.stopped()
 	case whereAll:
 		for _, sub := range w.subs {
-			if !sub.eval(in) || in.bad != nil {
+			if !sub.eval(in) || in.stopped() {
 				return false
 			}
 		}
 		return true
 	case whereAny:
 		for _, sub := range w.subs {
-			if sub.eval(in) || in.bad != nil {
-				return in.bad == nil
+			if sub.eval(in) || in.stopped() {
+				return !in.stopped()
 			}
 		}
 		return false
@@ -221,66 +265,138 @@ func (w *where) eval(in *whereInput) bool {
 
 // read returns the text of the value a test reads, and false when it is absent or null.
 func (w *where) read(in *whereInput) ([]byte, bool) {
-	var vals []codec.Value
+	var v *codec.Value
 	switch w.from {
 	case fromHeader:
 		b := header(in.rec, w.header)
 		return b, b != nil
 	case fromKey:
-		vals = in.keyValues()
+		vals := in.keyValues()
+		if vals == nil {
+			return nil, false
+		}
+		v = &vals[w.slot]
+		if in.keySlots != nil {
+			v = &vals[in.keySlots[w.slot]]
+		}
 	default:
-		vals = in.valueValues()
+		if in.unreadable {
+			in.bad = true
+			return nil, false
+		}
+		if in.vals == nil {
+			return nil, false
+		}
+		v = &in.vals[in.slots[w.slot]]
 	}
-	if vals == nil || vals[w.slot].State != codec.Set {
+	if v.State != codec.Set {
 		return nil, false
 	}
-	return vals[w.slot].B, true
+	return v.B, true
 }
 
-// valueValues are the value's fields the filter tests; nil for a tombstone, and for a value that is not
-// a JSON object (in.bad then).
-func (in *whereInput) valueValues() []codec.Value {
-	if in.valueDone {
-		return in.value
-	}
-	in.valueDone = true
-	body := in.rec.Value
-	if body == nil {
-		return nil
-	}
-	if in.codecName == config.CodecJSONSchema {
-		_, b, err := codec.Frame(body)
-		if err != nil {
-			in.bad = err
-			return nil
-		}
-		body = b
-	}
-	in.s.value = slices.Grow(in.s.value[:0], in.f.nvalue)[:in.f.nvalue]
-	var err error
-	if in.s.valueBuf, err = in.f.value.Decode(body, in.s.value, in.s.valueBuf[:0]); err != nil {
-		in.bad = err
-		return nil
-	}
-	in.value = in.s.value
-	return in.value
-}
-
-// keyValues are the key's fields the filter tests; nil when the key is not a JSON object.
+// keyValues are the key's decoded fields the filter reads (at keySlots under a registry key codec, which
+// judge decodes first); nil when the key has none (no key, or under key_codec text a key that is not a
+// JSON object), and when a registry-framed key cannot be decoded (keyBad: the test stops judging).
 func (in *whereInput) keyValues() []codec.Value {
 	if in.keyDone {
+		if in.keyBad {
+			in.bad = true
+		}
 		return in.key
 	}
 	in.keyDone = true
 	if in.rec.Key == nil {
 		return nil
 	}
-	in.s.key = slices.Grow(in.s.key[:0], in.f.nkey)[:in.f.nkey]
+	if in.s.where == nil {
+		in.s.where = &whereScratch{}
+	}
+	ws, f := in.s.where, in.f
+	ws.key = slices.Grow(ws.key[:0], len(f.kfields))[:len(f.kfields)]
 	var err error
-	if in.s.keyBuf, err = in.f.key.Decode(in.rec.Key, in.s.key, in.s.keyBuf[:0]); err == nil {
-		in.key = in.s.key
+	if ws.keyBuf, err = f.key.Decode(in.rec.Key, ws.key, ws.keyBuf[:0]); err == nil {
+		in.key = ws.key
 	}
 	return in.key
+}
+
+// compileChange readies the filter of an envelope entry (codec codecName), which reads the change event as
+// written (op, after.status; payload.op under JsonConverter's schema part), not the row image an entry maps:
+// under codec json a JSON plan of the filter's value fields; under a registry codec its plan of them alone
+// (value), one per writer schema id.
+func (f *filter) compileChange(codecName string) error {
+	if len(f.vfields) == 0 || config.NeedsRegistry(codecName) {
+		return nil
+	}
+	var err error
+	f.change, err = (jsonc.Codec{}).Compile(nil, f.vfields)
+	return err
+}
+
+// judgeChange judges the filter of envelope entry p on rec, a change event read as written (compileChange)
+// and the key. A value that cannot be decoded leaves value tests unjudged: the entry takes the record, and
+// its reading of the event refuses it as the bad input it is.
+func (p *plan) judgeChange(ctx context.Context, rec *Record, s *scratch) (string, error) {
+	f := p.where
+	if rec.Value == nil || len(f.vfields) == 0 {
+		return p.judge(ctx, rec, nil, nil, false, s)
+	}
+	if s.where == nil {
+		s.where = &whereScratch{}
+	}
+	ws := s.where
+	ws.value = slices.Grow(ws.value[:0], len(f.vfields))[:len(f.vfields)]
+	var err error
+	switch {
+	case f.change != nil:
+		ws.valueBuf, err = f.change.Decode(rec.Value, ws.value, ws.valueBuf[:0])
+	case f.value != nil:
+		id, body, ferr := codec.Frame(rec.Value)
+		if ferr != nil {
+			err = ferr
+			break
+		}
+		wp, reason, werr := f.value.writerPlan(ctx, id)
+		if werr != nil {
+			if reason == "" {
+				return "", werr // the registry does not answer
+			}
+			err = werr
+			break
+		}
+		ws.valueBuf, err = wp.Decode(body, ws.value, ws.valueBuf[:0])
+	}
+	if err != nil {
+		return p.judge(ctx, rec, nil, nil, true, s)
+	}
+	return p.judge(ctx, rec, ws.value, f.self, false, s)
+}
+
+// valueAlone decodes body (of writer schema id) by the filter's plan of its value fields alone, for a
+// record whose writer schema the entry's own plan refuses (a *codec.SchemaError); nil and false when the
+// filter cannot read the schema either, or the body does not decode.
+func (p *plan) valueAlone(ctx context.Context, id int, body []byte, s *scratch) ([]codec.Value, []int, bool, error) {
+	f := p.where
+	if f.value == nil {
+		return nil, nil, true, nil
+	}
+	wp, reason, err := f.value.writerPlan(ctx, id)
+	if err != nil {
+		if reason == "" {
+			return nil, nil, false, err // the registry does not answer
+		}
+		return nil, nil, false, nil
+	}
+	if s.where == nil {
+		s.where = &whereScratch{}
+	}
+	ws := s.where
+	ws.value = slices.Grow(ws.value[:0], len(f.vfields))[:len(f.vfields)]
+	if ws.valueBuf, err = wp.Decode(body, ws.value, ws.valueBuf[:0]); err != nil {
+		return nil, nil, false, nil
+	}
+	return ws.value, f.self, true, nil
 }
 
 // describe is w with what the record holds for each value it tests (quote: its text; else only whether

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 )
 
@@ -146,12 +148,12 @@ func TestWhereMessage(t *testing.T) {
 
 // TestWhereJSONSchema reads a filter's field from a json_schema value's body, after its framing.
 func TestWhereJSONSchema(t *testing.T) {
-	m := newEventsMapper(t, func(c *config.Config) {
-		for name, tp := range c.Topics {
-			tp.Codec = config.CodecJSONSchema
-			c.Topics[name] = tp
-		}
-	})
+	c := eventsConfig()
+	for name, tp := range c.Topics {
+		tp.Codec = config.CodecJSONSchema
+		c.Topics[name] = tp
+	}
+	m := registryMapper(t, c, &staticRegistry{schemas: map[int]*codec.Schema{7: {ID: 7, Type: "JSON", Text: `{"type": "object"}`}}})
 	body := []byte(`{"type":"view","user":"u","n":1}`)
 	framed := append([]byte{0, 0, 0, 0, 7}, body...)
 	rec := Record{Topic: "events", Value: framed, Timestamp: time.Now()}
@@ -187,13 +189,24 @@ func TestWhereAny(t *testing.T) {
 	}
 }
 
-// judge compiles w and judges rec of codec codecName by it.
+// judge compiles w and judges rec of codec codecName (json or json_schema) by it, the value decoded by a
+// JSON plan of the filter's fields as an entry's decoding reads them.
 func judge(t *testing.T, w *config.Where, codecName string, rec Record) bool {
 	t.Helper()
-	f, err := compileFilter(w)
+	f, err := compileFilter(w, codecName, config.KeyCodecText)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := whereInput{rec: &rec, codecName: codecName, f: f, s: &whereScratch{}}
-	return f.root.eval(&in)
+	p := &plan{where: f}
+	body := rec.Value
+	if codecName == config.CodecJSONSchema {
+		if _, body, err = codec.Frame(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jp, _ := jsonc.Codec{}.Compile(nil, f.vfields)
+	vals := make([]codec.Value, len(f.vfields))
+	_, derr := jp.Decode(body, vals, nil)
+	_, err = p.judge(context.Background(), &rec, vals, f.self, derr != nil, &scratch{})
+	return err == nil
 }

@@ -172,7 +172,7 @@ func (s *stack) pyRows(table string) []string {
 
 // pyLine is one line of the producer's events file.
 type pyLine struct {
-	Key       string          `json:"key"`
+	Key       any             `json:"key"` // text, or an object of the --key-schema
 	Partition int32           `json:"partition"`
 	Timestamp int64           `json:"timestamp"`
 	Value     json.RawMessage `json:"value"`
@@ -199,8 +199,14 @@ func (s *stack) produceJSON(topic string, evs []pyEvent) []int64 {
 }
 
 // producePython runs testdata/pyclients/produce.py with python to produce evs to topic in format (avro,
-// protobuf or json) and returns the offset of each event's record.
+// protobuf or json) and returns the offset of each event's record. Keys are the devices' text.
 func producePython(python, brokers, registry, topic, format string, evs []pyEvent) ([]int64, error) {
+	return producePythonKeyed(python, brokers, registry, topic, format, evs, "", nil)
+}
+
+// producePythonKeyed is producePython whose keys, with keySchema (an Avro schema file of testdata/pyclients),
+// are key(e), serialized by AvroSerializer.
+func producePythonKeyed(python, brokers, registry, topic, format string, evs []pyEvent, keySchema string, key func(pyEvent) any) ([]int64, error) {
 	dir, err := os.MkdirTemp("", "pyclients-")
 	if err != nil {
 		return nil, err
@@ -210,6 +216,9 @@ func producePython(python, brokers, registry, topic, format string, evs []pyEven
 	enc := json.NewEncoder(&file)
 	for _, e := range evs {
 		l := pyLine{Key: e.device, Partition: e.partition(), Timestamp: e.kafkaTime().UnixMilli(), Value: e.json()}
+		if key != nil {
+			l.Key = key(e)
+		}
 		if e.noAmount {
 			l.Schema = "reading-noamount.schema.json"
 		}
@@ -223,8 +232,12 @@ func producePython(python, brokers, registry, topic, format string, evs []pyEven
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, filepath.Join("testdata", "pyclients", "produce.py"), "--bootstrap", brokers,
-		"--registry", registry, "--topic", topic, "--format", format, "--events", events)
+	args := []string{filepath.Join("testdata", "pyclients", "produce.py"), "--bootstrap", brokers,
+		"--registry", registry, "--topic", topic, "--format", format, "--events", events}
+	if keySchema != "" {
+		args = append(args, "--key-schema", keySchema)
+	}
+	cmd := exec.CommandContext(ctx, python, args...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir) // protoc's generated classes go there, removed with it
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -134,3 +134,35 @@ func TestQueryOfALatestValueTableTakesNoRange(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainMarksAFieldOfAnAvroKey: a column of source key under key_codec avro takes its value from
+// a field of the key in the wire format, which `sink explain --key-hex` decodes by its writer schema
+// (here from a file) and marks as the key field's, as it does a field of a JSON key.
+func TestExplainMarksAFieldOfAnAvroKey(t *testing.T) {
+	text, err := os.ReadFile("../../examples/device-latest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	yaml := strings.NewReplacer(
+		"{name: site_id, type: text, field: site.id}", "{name: site_id, type: text, source: key, field: site}",
+		"on_tombstone: delete", "on_tombstone: delete\n    key_codec: avro",
+	).Replace(string(text)) + "\nschema_registry:\n  urls: [\"http://127.0.0.1:9\"]\n"
+	path := filepath.Join(dir, "c.yaml")
+	schema := filepath.Join(dir, "key.avsc")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keySchema := `{"type": "record", "name": "Key", "fields": [{"name": "device_id", "type": "string"}, {"name": "site", "type": "string"}]}`
+	if err := os.WriteFile(schema, []byte(keySchema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Schema id 7, then the record: two strings, each its zigzag length and bytes.
+	key := "0000000007" + "10" + hex.EncodeToString([]byte("dev-0042")) + "0e" + hex.EncodeToString([]byte("plant-9"))
+	code, out, errOut := runCmd(t, runExplain, "--config", path, "--topic", "latest", "--key-hex", key, "--timestamp", "2024-01-15T14:40:00Z",
+		"--schema-file", schema, "--schema-type", "avro",
+		"--record", `{"device_id":"dev-0042","ts":"2024-01-15T14:37:22.123Z","temperature":21.5}`)
+	if code != exitOK || !strings.Contains(out, `'plant-9'  (from key field "site")`) {
+		t.Errorf("exit %d\n%s%s\nwant site_id from the Avro key's field site", code, out, errOut)
+	}
+}

@@ -39,7 +39,28 @@ const (
 	cUDT                // record -> UDT, its fields matched by name
 	cTuple              // array of as many items as the tuple has elements -> tuple
 	cVector             // array of exactly the dimension's items -> vector
+	cIntText            // int, long -> their decimal text (codec.Field.AsText)
+	cBoolText           // boolean -> true, false (codec.Field.AsText)
+	cFloatText          // float, double -> the shortest text that reads back (codec.Field.AsText)
 )
+
+// textConverter picks the conversion of an Avro value of n read as text (codec.Field.AsText); cNone
+// for a type with no scalar text (bytes, fixed, a record, an array, a map, null).
+func textConverter(n *node) conv {
+	switch n.kind {
+	case tString:
+		return cText
+	case tEnum:
+		return cEnumText
+	case tInt, tLong:
+		return cIntText
+	case tBoolean:
+		return cBoolText
+	case tFloat, tDouble:
+		return cFloatText
+	}
+	return cNone
+}
 
 // converter picks the conversion of an Avro value of n to CQL kind k; tf is the field's time format,
 // which says what an int or long without a logical type counts, and how a string spells a time. It

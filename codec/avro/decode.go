@@ -416,8 +416,41 @@ func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kin
 		return d.udt(n, name, t, pos, v)
 	case cTuple, cVector:
 		return d.sequence(n, name, t, pos, v)
+	case cIntText, cBoolText, cFloatText:
+		return d.asText(n, name, t, cv, k, pos, v)
 	}
 	return pos, d.malformed(name, "no conversion") // Compile never builds a target without one
+}
+
+// asText reads an int, long, boolean, float or double at pos as its text (codec.Field.AsText).
+func (d *decoder) asText(n *node, name string, t *target, cv conv, k packed.Kind, pos int, v *codec.Value) (int, error) {
+	var end int
+	var err error
+	at := len(d.buf)
+	switch cv {
+	case cIntText:
+		var x int64
+		if x, end, err = d.long(name, pos); err == nil {
+			d.buf = strconv.AppendInt(d.buf, x, 10)
+		}
+	case cBoolText:
+		if end, err = d.convert(n, name, t, cBool, k, pos, v); err == nil {
+			d.buf = strconv.AppendBool(d.buf, v.B[0] == 1)
+		}
+	default:
+		if end, err = d.convert(n, name, t, cFloat, packed.KDouble, pos, v); err == nil {
+			bits := 64
+			if n.kind == tFloat {
+				bits = 32
+			}
+			d.buf = strconv.AppendFloat(d.buf, v.F, 'g', -1, bits)
+		}
+	}
+	if err != nil {
+		return end, err
+	}
+	*v = codec.Value{B: d.buf[at:]}
+	return end, nil
 }
 
 // text converts a string value s.

@@ -199,6 +199,12 @@ func dotted(prefix, name string) string {
 func (c *compiler) target(n *node, i int) (target, error) {
 	f := &c.fields[i]
 	t := target{slot: i, column: f.Column, typ: f.Type}
+	if f.AsText {
+		if t.conv = textConverter(n); t.conv == cNone {
+			return t, c.fail(i, "is %s, which a filter cannot compare as text (a string, an enum, a number or a boolean can)", n.describe())
+		}
+		return t, nil
+	}
 	cv, mul, why := converter(n, f.Type.Kind, &f.Time)
 	if cv == cNone {
 		what := "CQL " + f.Type.String()

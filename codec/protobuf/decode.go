@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -368,6 +369,9 @@ var (
 
 // set converts s into v for kind k.
 func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error {
+	if lf.asText {
+		return d.setText(lf, v, s)
+	}
 	var err error
 	switch lf.value() {
 	case sString, sBytes:
@@ -432,6 +436,38 @@ func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error 
 	if err != nil {
 		return d.mapErr(lf, err)
 	}
+	return nil
+}
+
+// setText sets v to the text of s (codec.Field.AsText): a string as it is, an enum's name (its number
+// when the writer schema names none), an integer in decimal, a bool as true or false, a float or double in
+// the shortest form that reads back exactly.
+func (d *decoder) setText(lf *leaf, v *codec.Value, s *scalar) error {
+	at := len(d.buf)
+	switch src := lf.value(); src {
+	case sString:
+		v.B = s.b
+		return nil
+	case sEnum:
+		if name, ok := lf.enum[int32(s.n)]; ok {
+			v.B = name
+			return nil
+		}
+		d.buf = strconv.AppendInt(d.buf, s.n, 10)
+	case sBool:
+		d.buf = strconv.AppendBool(d.buf, s.n != 0)
+	case sFloat:
+		d.buf = strconv.AppendFloat(d.buf, s.f, 'g', -1, 32)
+	case sDouble:
+		d.buf = strconv.AppendFloat(d.buf, s.f, 'g', -1, 64)
+	default:
+		if s.signed {
+			d.buf = strconv.AppendInt(d.buf, s.n, 10)
+		} else {
+			d.buf = strconv.AppendUint(d.buf, uint64(s.n), 10)
+		}
+	}
+	v.B = d.buf[at:]
 	return nil
 }
 

@@ -244,6 +244,7 @@ type leaf struct {
 	enum   map[int32][]byte  // an enum's value names, for a text column
 	// implicit: a proto3 scalar without presence, which reads as its default value when not on the wire.
 	implicit bool
+	asText   bool // read as text, whatever the scalar (codec.Field.AsText)
 	// udt: a message feeding a UDT column, compiled for the UDT's fields it has (out: the field's
 	// index); comp is the UDT.
 	udt  *message
@@ -315,9 +316,11 @@ func compileFields(md protoreflect.MessageDescriptor, fields []codec.Field) (*me
 
 // newLeaf checks that field fd can feed f and says how to read it.
 func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, error) {
-	lf := &leaf{out: out, name: f.Name(), column: f.Column, kind: f.Type.Kind, time: &f.Time, typ: f.Type}
+	lf := &leaf{out: out, name: f.Name(), column: f.Column, kind: f.Type.Kind, time: &f.Time, asText: f.AsText, typ: f.Type}
 	vd := fd
 	switch {
+	case f.AsText && (fd.IsMap() || fd.IsList()):
+		return nil, fmt.Errorf("a filter compares one value as text, and a %s field holds several", map[bool]string{true: "map", false: "repeated"}[fd.IsMap()])
 	case fd.IsMap():
 		if f.Type.Kind != packed.KMap {
 			return nil, fmt.Errorf("a map field feeds only a map<K, T> column, not %s", f.Type)
@@ -370,6 +373,13 @@ func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, e
 		for i := 0; i < vals.Len(); i++ {
 			lf.enum[int32(vals.Get(i).Number())] = []byte(vals.Get(i).Name())
 		}
+	}
+	if lf.asText {
+		switch lf.value() {
+		case sBytes, sTimestamp, sDuration:
+			return nil, fmt.Errorf("a %s field, which a filter cannot compare as text (a string, an enum, a number or a bool can)", describe(vd))
+		}
+		return lf, nil
 	}
 	if !feeds(lf.value(), lf.kind, lf.time) {
 		return nil, fmt.Errorf("a %s field cannot feed a %s column (see the Protobuf table in docs/CONFIG.md)", describe(vd), packed.Scalar(lf.kind))

@@ -1,6 +1,7 @@
 """Produce events through Confluent's own Python serializers, as an outside client would.
 
     python produce.py --bootstrap HOST:PORT --registry URL --topic T --format avro|protobuf|json --events FILE
+        [--key-schema FILE]
 
 FILE holds one JSON object a line: {"key": ..., "partition": ..., "timestamp": <epoch ms>, "value": {...}} and
 optionally "schema": the name of another schema file of this directory for that record (a JSON Schema version).
@@ -8,6 +9,8 @@ optionally "schema": the name of another schema file of this directory for that 
 times are RFC 3339 text, dates YYYY-MM-DD. Each record goes through confluent_kafka's SerializingProducer with
 AvroSerializer (reading.avsc), ProtobufSerializer (classes protoc generates from proto/ into a temporary
 directory) or JSONSerializer (reading.schema.json), each registering its schema itself (auto.register.schemas).
+Keys are text (StringSerializer), or with --key-schema (an Avro schema file of this directory) each "key" is an
+object that AvroSerializer writes as the record's key, registering the schema under <topic>-key itself.
 One JSON line a record is printed once Kafka acknowledged it: {"line": n, "partition": p, "offset": o}.
 """
 
@@ -144,6 +147,7 @@ def main():
     p.add_argument("--topic", required=True)
     p.add_argument("--format", required=True, choices=["avro", "protobuf", "json"])
     p.add_argument("--events", required=True)
+    p.add_argument("--key-schema", help="an Avro schema file of this directory: the keys are objects it serializes")
     args = p.parse_args()
 
     registry = SchemaRegistryClient({"url": args.registry})
@@ -160,11 +164,14 @@ def main():
         value_serializer = BySchema(lambda name: JSONSerializer(
             read_schema(name), registry, conf=REGISTER, json_encode=exact_json))
 
+    key_serializer = StringSerializer("utf_8")
+    if args.key_schema:
+        key_serializer = AvroSerializer(registry, read_schema(args.key_schema), lambda obj, ctx: obj, conf=REGISTER)
     producer = SerializingProducer({
         "bootstrap.servers": args.bootstrap,
         "enable.idempotence": True,  # the records of a partition keep their order through retries
         "linger.ms": 5,
-        "key.serializer": StringSerializer("utf_8"),
+        "key.serializer": key_serializer,
         "value.serializer": value_serializer,
     })
     delivered, failures = {}, []
