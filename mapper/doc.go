@@ -68,8 +68,8 @@
 //
 // The mapper converts a JSON value and encodes it at once, for the column's configured type, into
 // the scratch's packed.Writer, an append buffer reused record after record: text, ascii, the
-// integer types, float, double, timestamp, date, uuid and timeuuid through a typed cell on the
-// stack (store), the other types (boolean, blob, inet, decimal, varint and the collections)
+// integer types, float, double, timestamp, date, uuid and timeuuid from the codec's typed value
+// (store), the other types (boolean, blob, inet, decimal, varint and the collections)
 // straight from the JSON value to their bytes (appendConverted; a map's entries in key order, the
 // first of duplicate keys kept, as for plain fields). No Go value is built for a row's values. Once the row is complete
 // (bucket, event bucket, TTL, write timestamp), the buffer and the key are copied into the row's

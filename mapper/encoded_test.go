@@ -14,6 +14,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/bucketsink/sink/codec"
 	"github.com/bucketsink/sink/packed"
 )
 
@@ -25,33 +26,33 @@ func nativeInfo(k kind) gocql.TypeInfo { return gocql.NewNativeType(4, packed.CQ
 
 // typedValue is the Go value the mapper bound for kind k before it encoded values: the value
 // gocql.Marshal is compared against.
-func typedValue(k kind, x *cell) any {
+func typedValue(k kind, x *codec.Value) any {
 	switch k {
 	case kText, kASCII:
-		return string(x.b)
+		return string(x.B)
 	case kBigint:
-		return x.n
+		return x.N
 	case kInt:
-		return int32(x.n)
+		return int32(x.N)
 	case kSmallint:
-		return int16(x.n)
+		return int16(x.N)
 	case kTinyint:
-		return int8(x.n)
+		return int8(x.N)
 	case kFloat:
-		return float32(x.f)
+		return float32(x.F)
 	case kDouble:
-		return x.f
+		return x.F
 	case kTimestamp, kDate:
-		return x.t
+		return x.T
 	case kUUID, kTimeUUID:
-		return x.u
+		return gocql.UUID(x.U)
 	}
 	panic(k)
 }
 
 // encodeOne runs the mapper's store path for one value of kind k into a fresh packed row and
 // returns that value as it binds.
-func encodeOne(k kind, x *cell) (any, *scratch) {
+func encodeOne(k kind, x *codec.Value) (any, *scratch) {
 	c := &column{name: "v", typ: cqlType{kind: k, name: kindNames[k]}, direct: true, hash: 0}
 	s := &scratch{canon: make([]span, 1)}
 	s.w.Reset()
@@ -66,7 +67,7 @@ func wire(v any) []byte { return v.(*packed.Value).Wire }
 // checkExact asserts that the encoding of x for kind k is what gocql.Marshal makes of the typed
 // value, that gocql unmarshals it to GoValue, and that the canonical text recorded for the event
 // bucket hash is the one of the typed value.
-func checkExact(t *testing.T, k kind, x *cell) {
+func checkExact(t *testing.T, k kind, x *codec.Value) {
 	t.Helper()
 	want := typedValue(k, x)
 	enc, s := encodeOne(k, x)
@@ -97,7 +98,7 @@ func checkExact(t *testing.T, k kind, x *cell) {
 	}
 	var canon []byte
 	if k == kDate {
-		canon = appendDateCanonical(nil, x.t)
+		canon = appendDateCanonical(nil, x.T)
 	} else {
 		canon = appendCanonical(nil, want)
 	}
@@ -135,27 +136,27 @@ func TestEncodedMatchesGocql(t *testing.T) {
 	tz := time.FixedZone("UTC-13:45", -(13*3600 + 45*60))
 	uuids := []gocql.UUID{{}, mustUUID("ffffffff-ffff-ffff-ffff-ffffffffffff"), mustUUID("0b6a1f6e-3f0c-4a53-9b8f-1f2a3b4c5d6e")}
 	timeUUIDs := []gocql.UUID{mustUUID("e7a1b2c0-b3a4-11ee-8c90-0242ac120002"), mustUUID("00000000-0000-1000-8000-000000000000")}
-	cases := map[kind][]cell{
-		kText: {{b: nil}, {b: []byte("")}, {b: []byte("dev-0042")}, {b: []byte("héllo, 世界")}, {b: []byte{0}},
-			{b: []byte("\xff\xfe not UTF-8")}, {b: []byte(strings.Repeat("x", 70000))}},
-		kASCII:    {{b: []byte("")}, {b: []byte("plain")}, {b: []byte("\x00\x7f")}},
-		kBigint:   {{n: math.MinInt64}, {n: -1}, {n: 0}, {n: 1}, {n: math.MaxInt64}, {n: 1705329442123456}},
-		kInt:      {{n: math.MinInt32}, {n: -1}, {n: 0}, {n: 7776000}, {n: math.MaxInt32}},
-		kSmallint: {{n: math.MinInt16}, {n: -300}, {n: 0}, {n: math.MaxInt16}},
-		kTinyint:  {{n: math.MinInt8}, {n: -1}, {n: 0}, {n: 12}, {n: math.MaxInt8}},
-		kFloat: {{f: 0}, {f: math.Copysign(0, -1)}, {f: 3.71}, {f: -1.5}, {f: math.MaxFloat32}, {f: -math.MaxFloat32},
-			{f: math.SmallestNonzeroFloat32}, {f: 1e-46}, {f: math.Inf(1)}, {f: math.NaN()}},
-		kDouble: {{f: 0}, {f: math.Copysign(0, -1)}, {f: 21.5}, {f: -2.25e-3}, {f: math.MaxFloat64}, {f: -math.MaxFloat64},
-			{f: math.SmallestNonzeroFloat64}, {f: math.Inf(-1)}, {f: math.NaN()}},
-		kTimestamp: {{t: at("0001-01-01T00:00:00.000000001Z")}, {t: at("0001-01-01T00:00:00.001Z")},
-			{t: at("1969-12-31T23:59:59.999999999Z")}, {t: at("1969-07-20T20:17:40.5Z")}, {t: at("1970-01-01T00:00:00Z")},
-			{t: at("1970-01-01T00:00:00.000999Z")}, {t: at("2024-01-15T14:37:22.123456789Z")},
-			{t: at("2024-01-15T14:37:22.123456789Z").In(tz)}, {t: at("9999-12-31T23:59:59.999999999Z")}},
-		kDate: {{t: at("0001-01-02T00:00:00Z")}, {t: at("1969-07-20T00:00:00Z")}, {t: at("1969-12-31T12:00:00Z")},
-			{t: at("1970-01-01T00:00:00Z")}, {t: at("2024-02-29T00:00:00Z")}, {t: at("2024-02-29T23:59:59.999Z")},
-			{t: at("2024-02-29T00:00:00Z").In(tz)}, {t: at("9999-12-31T00:00:00Z")}},
-		kUUID:     {{u: uuids[0]}, {u: uuids[1]}, {u: uuids[2]}},
-		kTimeUUID: {{u: timeUUIDs[0]}, {u: timeUUIDs[1]}},
+	cases := map[kind][]codec.Value{
+		kText: {{B: nil}, {B: []byte("")}, {B: []byte("dev-0042")}, {B: []byte("héllo, 世界")}, {B: []byte{0}},
+			{B: []byte("\xff\xfe not UTF-8")}, {B: []byte(strings.Repeat("x", 70000))}},
+		kASCII:    {{B: []byte("")}, {B: []byte("plain")}, {B: []byte("\x00\x7f")}},
+		kBigint:   {{N: math.MinInt64}, {N: -1}, {N: 0}, {N: 1}, {N: math.MaxInt64}, {N: 1705329442123456}},
+		kInt:      {{N: math.MinInt32}, {N: -1}, {N: 0}, {N: 7776000}, {N: math.MaxInt32}},
+		kSmallint: {{N: math.MinInt16}, {N: -300}, {N: 0}, {N: math.MaxInt16}},
+		kTinyint:  {{N: math.MinInt8}, {N: -1}, {N: 0}, {N: 12}, {N: math.MaxInt8}},
+		kFloat: {{F: 0}, {F: math.Copysign(0, -1)}, {F: 3.71}, {F: -1.5}, {F: math.MaxFloat32}, {F: -math.MaxFloat32},
+			{F: math.SmallestNonzeroFloat32}, {F: 1e-46}, {F: math.Inf(1)}, {F: math.NaN()}},
+		kDouble: {{F: 0}, {F: math.Copysign(0, -1)}, {F: 21.5}, {F: -2.25e-3}, {F: math.MaxFloat64}, {F: -math.MaxFloat64},
+			{F: math.SmallestNonzeroFloat64}, {F: math.Inf(-1)}, {F: math.NaN()}},
+		kTimestamp: {{T: at("0001-01-01T00:00:00.000000001Z")}, {T: at("0001-01-01T00:00:00.001Z")},
+			{T: at("1969-12-31T23:59:59.999999999Z")}, {T: at("1969-07-20T20:17:40.5Z")}, {T: at("1970-01-01T00:00:00Z")},
+			{T: at("1970-01-01T00:00:00.000999Z")}, {T: at("2024-01-15T14:37:22.123456789Z")},
+			{T: at("2024-01-15T14:37:22.123456789Z").In(tz)}, {T: at("9999-12-31T23:59:59.999999999Z")}},
+		kDate: {{T: at("0001-01-02T00:00:00Z")}, {T: at("1969-07-20T00:00:00Z")}, {T: at("1969-12-31T12:00:00Z")},
+			{T: at("1970-01-01T00:00:00Z")}, {T: at("2024-02-29T00:00:00Z")}, {T: at("2024-02-29T23:59:59.999Z")},
+			{T: at("2024-02-29T00:00:00Z").In(tz)}, {T: at("9999-12-31T00:00:00Z")}},
+		kUUID:     {{U: uuids[0]}, {U: uuids[1]}, {U: uuids[2]}},
+		kTimeUUID: {{U: timeUUIDs[0]}, {U: timeUUIDs[1]}},
 	}
 	for _, k := range encodedKinds {
 		if len(cases[k]) == 0 {
@@ -170,40 +171,40 @@ func TestEncodedMatchesGocql(t *testing.T) {
 
 // randomCell draws a value of kind k: uniformly random bits for numbers and UUIDs, random
 // instants with nanoseconds over the whole range the mapper accepts, random bytes for text.
-func randomCell(r *rand.Rand, k kind) cell {
-	var x cell
+func randomCell(r *rand.Rand, k kind) codec.Value {
+	var x codec.Value
 	switch k {
 	case kText, kASCII:
-		x.b = make([]byte, r.IntN(40))
-		for i := range x.b {
-			x.b[i] = byte(r.Uint32())
+		x.B = make([]byte, r.IntN(40))
+		for i := range x.B {
+			x.B[i] = byte(r.Uint32())
 			if k == kASCII {
-				x.b[i] &= 0x7f
+				x.B[i] &= 0x7f
 			}
 		}
 	case kBigint:
-		x.n = int64(r.Uint64())
+		x.N = int64(r.Uint64())
 	case kInt:
-		x.n = int64(int32(r.Uint32()))
+		x.N = int64(int32(r.Uint32()))
 	case kSmallint:
-		x.n = int64(int16(r.Uint32()))
+		x.N = int64(int16(r.Uint32()))
 	case kTinyint:
-		x.n = int64(int8(r.Uint32()))
+		x.N = int64(int8(r.Uint32()))
 	case kFloat:
-		x.f = float64(math.Float32frombits(r.Uint32()))
+		x.F = float64(math.Float32frombits(r.Uint32()))
 	case kDouble:
-		x.f = math.Float64frombits(r.Uint64())
+		x.F = math.Float64frombits(r.Uint64())
 	case kTimestamp, kDate:
 		span := maxTime.Unix() - minTime.Unix()
-		x.t = time.Unix(minTime.Unix()+1+r.Int64N(span-1), r.Int64N(1e9)).UTC()
+		x.T = time.Unix(minTime.Unix()+1+r.Int64N(span-1), r.Int64N(1e9)).UTC()
 		if k == kDate && r.IntN(2) == 0 {
-			x.t = x.t.Truncate(24 * time.Hour) // the dates JSON gives: midnight UTC
+			x.T = x.T.Truncate(24 * time.Hour) // the dates JSON gives: midnight UTC
 		}
 	case kUUID, kTimeUUID:
-		binary.BigEndian.PutUint64(x.u[:8], r.Uint64())
-		binary.BigEndian.PutUint64(x.u[8:], r.Uint64())
+		binary.BigEndian.PutUint64(x.U[:8], r.Uint64())
+		binary.BigEndian.PutUint64(x.U[8:], r.Uint64())
 		if k == kTimeUUID {
-			x.u[6] = x.u[6]&0x0f | 0x10
+			x.U[6] = x.U[6]&0x0f | 0x10
 		}
 	}
 	return x
@@ -236,13 +237,13 @@ func FuzzEncodedMatchesGocql(f *testing.F) {
 	f.Add(uint8(9), int64(1), uint64(1), int64(-43200), uint32(0), []byte(nil))
 	f.Fuzz(func(t *testing.T, sel uint8, n int64, bits uint64, sec int64, nsec uint32, text []byte) {
 		k := encodedKinds[int(sel)%len(encodedKinds)]
-		var x cell
+		var x codec.Value
 		switch k {
 		case kText:
-			x.b = text
+			x.B = text
 		case kASCII:
 			for _, c := range text {
-				x.b = append(x.b, c&0x7f)
+				x.B = append(x.B, c&0x7f)
 			}
 		case kBigint, kInt, kSmallint, kTinyint:
 			bits := 8 * packed.Width(k)
@@ -250,22 +251,22 @@ func FuzzEncodedMatchesGocql(f *testing.F) {
 			if n < lo || n > hi {
 				n = lo + int64(uint64(n)%uint64(hi-lo+1)) // fold into range; only bigint spans all of int64
 			}
-			x.n = n
+			x.N = n
 		case kFloat:
-			x.f = float64(math.Float32frombits(uint32(bits)))
+			x.F = float64(math.Float32frombits(uint32(bits)))
 		case kDouble:
-			x.f = math.Float64frombits(bits)
+			x.F = math.Float64frombits(bits)
 		case kTimestamp, kDate:
-			x.t = time.Unix(sec, int64(nsec%1e9)).UTC()
-			if !inTimeRange(x.t) || x.t.IsZero() {
+			x.T = time.Unix(sec, int64(nsec%1e9)).UTC()
+			if !inTimeRange(x.T) || x.T.IsZero() {
 				// Never encoded: the mapper rejects times outside 0000 to 9999. The zero time is
 				// encoded as its instant on purpose, where gocql sends an empty value
 				// (TestSharedValuesMatchGocql).
 				return
 			}
 		case kUUID, kTimeUUID:
-			binary.BigEndian.PutUint64(x.u[:8], bits)
-			binary.BigEndian.PutUint64(x.u[8:], uint64(n))
+			binary.BigEndian.PutUint64(x.U[:8], bits)
+			binary.BigEndian.PutUint64(x.U[8:], uint64(n))
 		}
 		checkExact(t, k, &x)
 	})
@@ -366,8 +367,8 @@ func TestAppendUUIDCanonical(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for range 1000 {
 		x := randomCell(r, kUUID)
-		if got := string(appendUUIDCanonical([]byte("p:"), x.u)); got != "p:"+x.u.String() {
-			t.Fatalf("%q, want p:%s", got, x.u)
+		if got := string(appendUUIDCanonical([]byte("p:"), x.U)); got != "p:"+gocql.UUID(x.U).String() {
+			t.Fatalf("%q, want p:%s", got, gocql.UUID(x.U))
 		}
 	}
 }

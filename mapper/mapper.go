@@ -110,7 +110,7 @@ type column struct {
 	// column with write_null, or on protocol 3, which has no unset values.
 	absent any
 	hash   int // its index in scratch.canon when the event bucket hashes it; -1 otherwise
-	// direct: the value converts to a cell and is written by store (text, ascii, the integers,
+	// direct: the codec hands over a typed value, written by store (text, ascii, the integers,
 	// float, double, timestamp, date, uuid, timeuuid); the codec hands the other kinds (boolean,
 	// blob, inet, decimal, varint, collections) over as wire bytes (codec.Wire), written by putWire.
 	direct bool

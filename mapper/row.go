@@ -9,8 +9,6 @@ import (
 	"time"
 	"unsafe"
 
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
-
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/codec"
@@ -281,12 +279,12 @@ func distance(d time.Duration) string {
 // sourceValue writes the value of column c, whose source is not a field of the record (the codec
 // decodes those: decodedValue), to s.w.
 func (p *plan) sourceValue(c *column, rec *Record, t time.Time, s *scratch) error {
-	var x cell
+	var x codec.Value // store reads only the member of the column's kind
 	switch c.source {
 	case srcHeader, srcKey:
 		return p.headerOrKeyValue(c, rec, s)
 	case srcEventTime:
-		x.t = t
+		x.T = t
 	case srcKafkaTimestamp:
 		kt, ok := kafkaTime(rec)
 		if !ok {
@@ -296,7 +294,7 @@ func (p *plan) sourceValue(c *column, rec *Record, t time.Time, s *scratch) erro
 			s.w.Absent(c.absent)
 			return nil
 		}
-		x.t = kt
+		x.T = kt
 	case srcKafkaKey, srcRaw:
 		b, what := rec.Value, "record value"
 		if c.source == srcKafkaKey {
@@ -322,21 +320,21 @@ func (p *plan) sourceValue(c *column, rec *Record, t time.Time, s *scratch) erro
 		} else if msg := codec.UTF8Problem(b); msg != "" {
 			return fmt.Errorf("column %s: the %s %s", c.name, what, msg)
 		}
-		x.b = b
+		x.B = b
 	case srcKafkaTopic:
 		// text, ascii or blob: the topic's bytes. A view, not a copy: the writer copies them.
 		s.putWire(c, unsafe.Slice(unsafe.StringData(p.kafkaTopic), len(p.kafkaTopic)))
 		return nil
 	case srcKafkaPartition:
-		x.n = int64(rec.Partition)
+		x.N = int64(rec.Partition)
 	case srcKafkaOffset:
-		x.n = rec.Offset
+		x.N = rec.Offset
 	case srcTimeUUID:
 		u, ok := timeUUID(t, rec.Topic, rec.Partition, rec.Offset)
 		if !ok {
 			return fmt.Errorf("column %s: event time %s is outside the range of a timeuuid (1582-10-15 to 5236)", c.name, t.Format(time.RFC3339Nano))
 		}
-		x.u = u
+		x.U = u
 	default:
 		return fmt.Errorf("column %s: unsupported source", c.name)
 	}
@@ -344,33 +342,25 @@ func (p *plan) sourceValue(c *column, rec *Record, t time.Time, s *scratch) erro
 	return nil
 }
 
-// cell is one converted value of a direct column on its way to being encoded; only the field of
-// the column's kind is set.
-type cell struct {
-	b []byte     // text, ascii: the bytes; they alias the parser, the record or scratch.buf
-	n int64      // tinyint, smallint, int, bigint (range-checked for the kind)
-	f float64    // float (in range for float32), double
-	t time.Time  // timestamp, date; never the zero time
-	u gocql.UUID // uuid, timeuuid
-}
-
-// store writes the value of direct column c to s.w. A hashed column first records its canonical
-// text, from the typed value.
-func store(c *column, x *cell, s *scratch) {
+// store writes the typed value x of direct column c to s.w; only the member of the column's kind is
+// read (codec.Value says which), so a value the codec decoded is stored as it is, and a source
+// (sourceValue) sets that member alone. A hashed column first records its canonical text, from the
+// typed value.
+func store(c *column, x *codec.Value, s *scratch) {
 	if c.hash >= 0 {
 		s.canonical(c, x)
 	}
 	switch k := c.typ.kind; k {
 	case kText, kASCII:
-		s.w.Text(k, x.b)
+		s.w.Text(k, x.B)
 	case kBigint, kInt, kSmallint, kTinyint:
-		s.w.Integer(k, x.n)
+		s.w.Integer(k, x.N)
 	case kFloat, kDouble:
-		s.w.Floating(k, x.f)
+		s.w.Floating(k, x.F)
 	case kTimestamp, kDate:
-		s.w.Time(k, x.t)
+		s.w.Time(k, x.T)
 	case kUUID, kTimeUUID:
-		s.w.UUID(k, x.u)
+		s.w.UUID(k, x.U)
 	default:
 		panic("mapper: column " + c.name + " is direct but has no encoding") // layoutColumns makes only the kinds above direct
 	}
@@ -390,24 +380,24 @@ func (s *scratch) putWire(c *column, b []byte) {
 
 // canonical records the canonical text of column c's typed value (the event bucket hash
 // contract, see the package comment) in scratch.canon.
-func (s *scratch) canonical(c *column, x *cell) {
+func (s *scratch) canonical(c *column, x *codec.Value) {
 	off := len(s.canonText)
 	b := s.canonText
 	switch k := c.typ.kind; k {
 	case kText, kASCII:
-		b = append(b, x.b...)
+		b = append(b, x.B...)
 	case kTinyint, kSmallint, kInt, kBigint:
-		b = strconv.AppendInt(b, x.n, 10)
+		b = strconv.AppendInt(b, x.N, 10)
 	case kFloat:
-		b = strconv.AppendFloat(b, float64(float32(x.f)), 'g', -1, 32)
+		b = strconv.AppendFloat(b, float64(float32(x.F)), 'g', -1, 32)
 	case kDouble:
-		b = strconv.AppendFloat(b, x.f, 'g', -1, 64)
+		b = strconv.AppendFloat(b, x.F, 'g', -1, 64)
 	case kTimestamp:
-		b = appendTimeCanonical(b, x.t)
+		b = appendTimeCanonical(b, x.T)
 	case kDate:
-		b = appendDateCanonical(b, x.t)
+		b = appendDateCanonical(b, x.T)
 	case kUUID, kTimeUUID:
-		b = appendUUIDCanonical(b, x.u)
+		b = appendUUIDCanonical(b, x.U)
 	}
 	s.canonText = b
 	s.canon[c.hash] = span{off, len(b) - off}
@@ -498,20 +488,7 @@ func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 		s.putWire(c, v.B)
 		return nil
 	}
-	var x cell // only the member of the column's kind: store reads no other
-	switch c.typ.kind {
-	case kText, kASCII:
-		x.b = v.B
-	case kFloat, kDouble:
-		x.f = v.F
-	case kTimestamp, kDate:
-		x.t = v.T
-	case kUUID, kTimeUUID:
-		x.u = v.U
-	default:
-		x.n = v.N
-	}
-	store(c, &x, s)
+	store(c, v, s)
 	return nil
 }
 

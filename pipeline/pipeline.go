@@ -115,6 +115,9 @@ type topicInfo struct {
 	// offsetEntry is an entry whose write_timestamp is offset, so a partition whose offsets go back
 	// writes rows that lose to older ones (offsetrestart.go); "" when none.
 	offsetEntry string
+	// rollups: an entry of the topic has rollups, so a row may carry markers; without, a record's
+	// rows skip the look-up of their entry.
+	rollups bool
 }
 
 // entryInfo is what the pipeline knows of one entry (topics.<name>): one table fed by a Kafka topic.
@@ -263,6 +266,7 @@ func New(cfg Config) (*Pipeline, error) {
 			pl.topics[kt] = ti
 		}
 		ti.entries = append(ti.entries, e)
+		ti.rollups = ti.rollups || e.rollup != nil
 		if t.WriteTimestamp == config.WriteTimestampOffset && ti.offsetEntry == "" {
 			ti.offsetEntry = name
 		}

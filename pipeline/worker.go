@@ -162,10 +162,10 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 	}()
 	for i := range ms {
 		m := &ms[i]
-		if e := p.pl.entries[m.Entry]; m.Err == nil && e != nil && e.rollup != nil {
+		if e := p.rollupsOf(m); e != nil {
 			before := len(markers)
 			var err error
-			if markers, err = e.rollup.Markers(markers, &m.Row, &p.markerW); err != nil {
+			if markers, err = e.Markers(markers, &m.Row, &p.markerW); err != nil {
 				markers, m.Err = markers[:before], err // refused below, like a row the entry cannot map
 			}
 			for j := before; j < len(markers); j++ {
@@ -257,6 +257,18 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 	}
 	p.dl.Add(dlsend.Letter{Offset: r.Offset, Rec: consumer.CloneRecord(r), Refusals: refusals})
 	return rows, true, true
+}
+
+// rollupsOf is the rollups of the entry that mapped m into a row; nil when it has none, or m is not a
+// row. A topic without rollups does not look its entries up (a map look-up per row).
+func (p *partition) rollupsOf(m *mapper.Mapped) *rollup.Entry {
+	if !p.topic.rollups || m.Err != nil {
+		return nil
+	}
+	if e := p.pl.entries[m.Entry]; e != nil {
+		return e.rollup
+	}
+	return nil
 }
 
 // refusalReason is the dead-letter reason of a mapping error.

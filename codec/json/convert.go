@@ -22,7 +22,8 @@ import (
 // type, each with the words that say why a value does not fit. They are the reference the scan's
 // conversions (decode.go) follow.
 
-// problem says why a JSON value does not fit a column type. The zero value means no problem.
+// problem says why a JSON value does not fit a column type; the conversions return a *problem, nil
+// when the value fits (a pointer: the happy path returns one word, and only a refusal allocates).
 // elem names the offending element of a collection.
 type problem struct {
 	msg  string
@@ -31,11 +32,11 @@ type problem struct {
 	val  *fastjson.Value
 }
 
-func (p problem) ok() bool { return p.msg == "" }
+func (p *problem) ok() bool { return p == nil }
 
 // valueError is the problem in words that follow the field's subject (codec.ValueError.At): the
 // element or entry by its position and what is wrong; quoted, the value and a map entry's key too.
-func (p problem) valueError() *codec.ValueError {
+func (p *problem) valueError() *codec.ValueError {
 	plain := prefixed(" ", p.elem)
 	quoted := plain
 	if p.key != nil {
@@ -47,7 +48,7 @@ func (p problem) valueError() *codec.ValueError {
 	return &codec.ValueError{Plain: plain + " is " + p.msg, Quoted: quoted + " is " + show(p.val) + ", " + p.msg}
 }
 
-func fail(v *fastjson.Value, msg string) problem { return problem{msg: msg, val: v} }
+func fail(v *fastjson.Value, msg string) *problem { return &problem{msg: msg, val: v} }
 
 // prefixed returns sep+s, or "" for an empty s.
 func prefixed(sep, s string) string {
@@ -69,18 +70,31 @@ func show(v *fastjson.Value) string {
 	return string(b)
 }
 
-// numberText returns the text of a JSON number, or of a string holding one, appended to buf.
-func numberText(v *fastjson.Value, buf []byte) ([]byte, bool) {
+// numbers is the scratch text of a number while it is converted, and what is known of the document's
+// numbers.
+type numbers struct {
+	text []byte
+	// checked: every number of the parsed document is JSON's (a value plan's parse checked them all,
+	// lenientNumber), so a JSON number's text need not be checked again.
+	checked bool
+}
+
+// numberText returns the text of a JSON number, or of a string holding one, in n.text, and whether it
+// is a JSON number.
+func numberText(v *fastjson.Value, n *numbers) ([]byte, bool) {
 	switch v.Type() {
 	case fastjson.TypeNumber:
-		buf = v.MarshalTo(buf[:0])
+		n.text = v.MarshalTo(n.text[:0])
+		if n.checked {
+			return n.text, true
+		}
 	case fastjson.TypeString:
 		b, _ := v.StringBytes()
-		buf = append(buf[:0], b...)
+		n.text = append(n.text[:0], b...)
 	default:
-		return buf, false
+		return n.text, false
 	}
-	return buf, IsNumber(bstr(buf))
+	return n.text, IsNumber(bstr(n.text))
 }
 
 var rangeMsgs = [...]string{
@@ -93,8 +107,8 @@ var rangeMsgs = [...]string{
 // appendScalar appends the wire bytes of one JSON value converted for CQL kind k to dst. buf is
 // scratch space. Collections use it for their elements, and the tree for the kinds handed over as
 // wire bytes; the typed helpers below (textOf, intOf, ...) are the one definition of each conversion.
-func appendScalar(dst []byte, k packed.Kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
-	var pr problem
+func appendScalar(dst []byte, k packed.Kind, v *fastjson.Value, buf *numbers) ([]byte, *problem) {
+	var pr *problem
 	switch k {
 	case packed.KText, packed.KASCII:
 		var b []byte
@@ -175,8 +189,7 @@ func appendScalar(dst []byte, k packed.Kind, v *fastjson.Value, buf *[]byte) ([]
 		return dst, fail(v, "not an IP address for CQL inet")
 
 	case packed.KDecimal, packed.KVarint:
-		text, ok := numberText(v, *buf)
-		*buf = text
+		text, ok := numberText(v, buf)
 		if !ok {
 			return dst, fail(v, "not a number for CQL "+k.String())
 		}
@@ -214,18 +227,17 @@ func appendScalar(dst []byte, k packed.Kind, v *fastjson.Value, buf *[]byte) ([]
 
 // timeOf is the value of a time: a string HH:MM:SS[.fffffffff], or a whole number of nanoseconds since
 // midnight.
-func timeOf(v *fastjson.Value, buf *[]byte) (int64, problem) {
+func timeOf(v *fastjson.Value, buf *numbers) (int64, *problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
 		if ns, ok := codec.ParseTimeOfDay(bstr(b)); ok {
-			return ns, problem{}
+			return ns, nil
 		}
 		if !IsNumber(bstr(b)) {
 			return 0, fail(v, codec.TimeProblem)
 		}
 	}
-	text, ok := numberText(v, *buf)
-	*buf = text
+	text, ok := numberText(v, buf)
 	if !ok {
 		return 0, fail(v, codec.TimeProblem)
 	}
@@ -233,7 +245,7 @@ func timeOf(v *fastjson.Value, buf *[]byte) (int64, problem) {
 	if st != IntOK || n < 0 || n >= codec.NanosPerDay {
 		return 0, fail(v, codec.TimeProblem)
 	}
-	return n, problem{}
+	return n, nil
 }
 
 // appendInteger appends n as a value of integer kind k; n is in the kind's range.
@@ -250,35 +262,34 @@ func appendInteger(dst []byte, k packed.Kind, n int64) []byte {
 }
 
 // textOf is the text of a text or ascii column: a JSON string as is, any other JSON value as
-// its JSON text. The bytes alias the parser's memory or *buf: copy them before the next record.
-func textOf(k packed.Kind, v *fastjson.Value, buf *[]byte) ([]byte, problem) {
+// its JSON text. The bytes alias the parser's memory or buf.text: copy them before the next record.
+func textOf(k packed.Kind, v *fastjson.Value, buf *numbers) ([]byte, *problem) {
 	var b []byte
 	if v.Type() == fastjson.TypeString {
 		b, _ = v.StringBytes()
 	} else {
 		if v.Type() == fastjson.TypeNumber {
-			if _, ok := numberText(v, *buf); !ok {
+			if _, ok := numberText(v, buf); !ok {
 				return nil, fail(v, "not a valid JSON number")
 			}
 		}
 		// Numbers, booleans, objects and arrays are kept as their JSON text.
-		*buf = v.MarshalTo((*buf)[:0])
-		b = *buf
+		buf.text = v.MarshalTo(buf.text[:0])
+		b = buf.text
 	}
 	if k == packed.KASCII {
 		if !codec.ASCII(b) {
 			return nil, fail(v, "not ASCII for CQL ascii")
 		}
 	} else if msg := codec.UTF8Problem(b); msg != "" {
-		return nil, problem{msg: msg} // no val: the bytes are not shown
+		return nil, &problem{msg: msg} // no val: the bytes are not shown
 	}
-	return b, problem{}
+	return b, nil
 }
 
 // intOf is the value of an int, bigint, smallint or tinyint column, range-checked for k.
-func intOf(k packed.Kind, v *fastjson.Value, buf *[]byte) (int64, problem) {
-	text, ok := numberText(v, *buf)
-	*buf = text
+func intOf(k packed.Kind, v *fastjson.Value, buf *numbers) (int64, *problem) {
+	text, ok := numberText(v, buf)
 	if !ok {
 		return 0, fail(v, "not a number for CQL "+k.String())
 	}
@@ -289,13 +300,12 @@ func intOf(k packed.Kind, v *fastjson.Value, buf *[]byte) (int64, problem) {
 	case st == IntRange, n < intBounds[k][0], n > intBounds[k][1]:
 		return 0, fail(v, rangeMsgs[k])
 	}
-	return n, problem{}
+	return n, nil
 }
 
 // floatOf is the value of a float or double column, range-checked for k.
-func floatOf(k packed.Kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
-	text, ok := numberText(v, *buf)
-	*buf = text
+func floatOf(k packed.Kind, v *fastjson.Value, buf *numbers) (float64, *problem) {
+	text, ok := numberText(v, buf)
 	if !ok {
 		return 0, fail(v, "not a number for CQL "+k.String())
 	}
@@ -303,13 +313,13 @@ func floatOf(k packed.Kind, v *fastjson.Value, buf *[]byte) (float64, problem) {
 	if err != nil || (k == packed.KFloat && math.Abs(f) > math.MaxFloat32) {
 		return 0, fail(v, "out of range for CQL "+k.String())
 	}
-	return f, problem{}
+	return f, nil
 }
 
 // instantOf is the value of a timestamp or date column, or of the event time (f.Column ""), in f's format
 // (codec.TimeFormat): the one conversion of a time for every JSON field. The event time's words differ
 // from a column's: they end without "for CQL timestamp".
-func instantOf(f *codec.Field, v *fastjson.Value, buf *[]byte) (time.Time, problem) {
+func instantOf(f *codec.Field, v *fastjson.Value, buf *numbers) (time.Time, *problem) {
 	k, tf := f.Type.Kind, &f.Time
 	what := ""
 	if f.Column != "" {
@@ -328,7 +338,7 @@ func instantOf(f *codec.Field, v *fastjson.Value, buf *[]byte) (time.Time, probl
 				if !codec.InRange(t) {
 					return time.Time{}, fail(v, "out of range "+suffixed(what)+"(years 0000 to 9999)")
 				}
-				return t, problem{}
+				return t, nil
 			} else if err == ErrRFC3339Offset {
 				return time.Time{}, fail(v, OffsetProblem+prefixed(" ", what))
 			}
@@ -342,12 +352,11 @@ func instantOf(f *codec.Field, v *fastjson.Value, buf *[]byte) (time.Time, probl
 		if t, why := tf.Text(k, b, what); why != "" {
 			return t, fail(v, why)
 		} else {
-			return t, problem{}
+			return t, nil
 		}
 	}
 	unit := codec.UnitName(tf.Unit)
-	text, ok := numberText(v, *buf)
-	*buf = text
+	text, ok := numberText(v, buf)
 	if !ok {
 		return time.Time{}, fail(v, "not a "+unit+" number"+prefixed(" ", what))
 	}
@@ -363,7 +372,7 @@ func instantOf(f *codec.Field, v *fastjson.Value, buf *[]byte) (time.Time, probl
 		}
 		return time.Time{}, fail(v, "out of range "+what+" (years 0000 to 9999)")
 	}
-	return t, problem{}
+	return t, nil
 }
 
 // suffixed returns s+" ", or "" for an empty s.
@@ -376,7 +385,7 @@ func suffixed(s string) string {
 
 // timestampOf is the value of a timestamp column in its default format: RFC 3339 with an offset, or
 // epoch milliseconds.
-func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
+func timestampOf(v *fastjson.Value, buf *numbers) (time.Time, *problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
 		if !IsNumber(bstr(b)) {
@@ -390,11 +399,10 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 			if !codec.InRange(t) {
 				return time.Time{}, fail(v, "out of range for CQL timestamp (years 0000 to 9999)")
 			}
-			return t, problem{}
+			return t, nil
 		}
 	}
-	text, ok := numberText(v, *buf)
-	*buf = text
+	text, ok := numberText(v, buf)
 	if !ok {
 		return time.Time{}, fail(v, "not RFC 3339 with an offset, nor epoch milliseconds, for CQL timestamp")
 	}
@@ -402,16 +410,16 @@ func timestampOf(v *fastjson.Value, buf *[]byte) (time.Time, problem) {
 	if !ok {
 		return time.Time{}, fail(v, "out of range for CQL timestamp (years 0000 to 9999)")
 	}
-	return t, problem{}
+	return t, nil
 }
 
 // dateOf is the value of a date column in its default format: YYYY-MM-DD, as midnight UTC.
-func dateOf(v *fastjson.Value) (time.Time, problem) {
+func dateOf(v *fastjson.Value) (time.Time, *problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
 		if len(b) == len(time.DateOnly) {
 			if t, err := time.Parse(time.DateOnly, bstr(b)); err == nil && codec.InRange(t) {
-				return t, problem{}
+				return t, nil
 			}
 		}
 	}
@@ -419,14 +427,14 @@ func dateOf(v *fastjson.Value) (time.Time, problem) {
 }
 
 // uuidOf is the value of a uuid or timeuuid column.
-func uuidOf(k packed.Kind, v *fastjson.Value) ([16]byte, problem) {
+func uuidOf(k packed.Kind, v *fastjson.Value) ([16]byte, *problem) {
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
 		if u, ok := codec.ParseUUID(b); ok {
 			if k == packed.KTimeUUID && u[6]>>4 != 1 {
 				return u, fail(v, "not a version 1 UUID for CQL timeuuid")
 			}
-			return u, problem{}
+			return u, nil
 		}
 	}
 	return [16]byte{}, fail(v, "not a UUID (8-4-4-4-12 hex digits) for CQL "+k.String())
@@ -493,7 +501,7 @@ type mapEntry struct {
 // included, to dst. A collection is framed as packed.AppendValue frames it (a map's entries in key
 // order, the first of duplicate keys kept), so that both give the same bytes.
 // entries is scratch space for a map's entries.
-func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, entries *[]mapEntry) ([]byte, problem) {
+func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *numbers, entries *[]mapEntry) ([]byte, *problem) {
 	switch t.Kind {
 	case packed.KList, packed.KSet:
 		if v.Type() != fastjson.TypeArray {
@@ -503,17 +511,17 @@ func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, 
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(arr)))
 		for i, e := range arr {
 			if e.Type() == fastjson.TypeNull {
-				return dst, problem{msg: "is null, and CQL collections cannot hold nulls", elem: "element " + strconv.Itoa(i)}
+				return dst, &problem{msg: "is null, and CQL collections cannot hold nulls", elem: "element " + strconv.Itoa(i)}
 			}
 			at := len(dst)
-			var p problem
+			var p *problem
 			if dst, p = appendScalar(append(dst, 0, 0, 0, 0), t.Elem, e, buf); !p.ok() {
 				p.elem = "element " + strconv.Itoa(i)
 				return dst, p
 			}
 			binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
 		}
-		return dst, problem{}
+		return dst, nil
 	case packed.KMap:
 		if v.Type() != fastjson.TypeObject {
 			return dst, fail(v, "not a JSON object for CQL "+t.String())
@@ -522,7 +530,7 @@ func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, 
 		// The values are converted after the framed entries' place, then written in key order.
 		es := (*entries)[:0]
 		vals := len(dst)
-		var bad problem
+		var bad *problem
 		i := -1
 		o.Visit(func(key []byte, e *fastjson.Value) {
 			i++
@@ -531,7 +539,7 @@ func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, 
 			}
 			entry := "entry " + strconv.Itoa(i)
 			if msg := codec.UTF8Problem(key); msg != "" {
-				bad = problem{msg: msg, elem: entry + "'s key", key: key}
+				bad = &problem{msg: msg, elem: entry + "'s key", key: key}
 				return
 			}
 			if kk := t.MapKey(); kk != packed.KText {
@@ -539,17 +547,17 @@ func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, 
 				at := len(dst)
 				var err error
 				if dst, err = codec.AppendMapKey(dst, kk, key); err != nil {
-					bad = problem{msg: keyProblem(err), elem: entry + "'s key", key: key}
+					bad = &problem{msg: keyProblem(err), elem: entry + "'s key", key: key}
 					return
 				}
 				key = dst[at:len(dst):len(dst)]
 			}
 			if e.Type() == fastjson.TypeNull {
-				bad = problem{msg: "is null, and CQL collections cannot hold nulls", elem: entry, key: key}
+				bad = &problem{msg: "is null, and CQL collections cannot hold nulls", elem: entry, key: key}
 				return
 			}
 			start := len(dst)
-			var p problem
+			var p *problem
 			if dst, p = appendScalar(dst, t.Elem, e, buf); !p.ok() {
 				p.elem, p.key = entry, key
 				bad = p
@@ -582,7 +590,7 @@ func appendConverted(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, 
 		}
 		// Move the framed map over the values it was built from.
 		n = copy(dst[vals:], dst[end:])
-		return dst[:vals+n], problem{}
+		return dst[:vals+n], nil
 	case packed.KTuple, packed.KUDT, packed.KVector:
 		return appendComposite(dst, t, v, buf, entries)
 	}
@@ -602,7 +610,7 @@ func keyProblem(err error) string {
 // appendComposite appends the wire bytes of a tuple (a JSON array of its elements, as many as it has),
 // a UDT (a JSON object whose members of the field names feed the fields; a missing or null one is a
 // null field, other members are ignored) or a vector (a JSON array of exactly its dimension's numbers).
-func appendComposite(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, entries *[]mapEntry) ([]byte, problem) {
+func appendComposite(dst []byte, t packed.Type, v *fastjson.Value, buf *numbers, entries *[]mapEntry) ([]byte, *problem) {
 	c := t.Comp
 	switch t.Kind {
 	case packed.KVector:
@@ -611,54 +619,54 @@ func appendComposite(dst []byte, t packed.Type, v *fastjson.Value, buf *[]byte, 
 		}
 		arr, _ := v.Array()
 		if len(arr) != c.Dim {
-			return dst, problem{msg: "has " + strconv.Itoa(len(arr)) + " elements; CQL " + t.String() + " takes exactly " + strconv.Itoa(c.Dim)}
+			return dst, &problem{msg: "has " + strconv.Itoa(len(arr)) + " elements; CQL " + t.String() + " takes exactly " + strconv.Itoa(c.Dim)}
 		}
 		for i, e := range arr {
 			if e.Type() == fastjson.TypeNull {
-				return dst, problem{msg: "is null, and a CQL vector cannot hold nulls", elem: "element " + strconv.Itoa(i)}
+				return dst, &problem{msg: "is null, and a CQL vector cannot hold nulls", elem: "element " + strconv.Itoa(i)}
 			}
-			var p problem
+			var p *problem
 			if dst, p = appendScalar(dst, c.Types[0].Kind, e, buf); !p.ok() {
 				p.elem = "element " + strconv.Itoa(i)
 				return dst, p
 			}
 		}
-		return dst, problem{}
+		return dst, nil
 	case packed.KTuple:
 		if v.Type() != fastjson.TypeArray {
 			return dst, fail(v, "not a JSON array for CQL "+t.String())
 		}
 		arr, _ := v.Array()
 		if len(arr) != len(c.Types) {
-			return dst, problem{msg: "has " + strconv.Itoa(len(arr)) + " elements; CQL " + t.String() + " takes exactly " + strconv.Itoa(len(c.Types))}
+			return dst, &problem{msg: "has " + strconv.Itoa(len(arr)) + " elements; CQL " + t.String() + " takes exactly " + strconv.Itoa(len(c.Types))}
 		}
 		for i, e := range arr {
-			var p problem
+			var p *problem
 			if dst, p = appendPart(dst, c.Types[i], e, buf, entries); !p.ok() {
 				p.elem = prefixed("", "element "+strconv.Itoa(i)) + prefixed(" ", p.elem)
 				return dst, p
 			}
 		}
-		return dst, problem{}
+		return dst, nil
 	}
 	if v.Type() != fastjson.TypeObject {
 		return dst, fail(v, "not a JSON object for CQL UDT "+c.Name)
 	}
 	for i, name := range c.Fields {
-		var p problem
+		var p *problem
 		if dst, p = appendPart(dst, c.Types[i], v.Get(name), buf, entries); !p.ok() {
 			p.elem = "field " + name + prefixed(" ", p.elem)
 			return dst, p
 		}
 	}
-	return dst, problem{}
+	return dst, nil
 }
 
 // appendPart appends one element of a tuple or field of a UDT, framed: null when e is nil or JSON's
 // null.
-func appendPart(dst []byte, t packed.Type, e *fastjson.Value, buf *[]byte, entries *[]mapEntry) ([]byte, problem) {
+func appendPart(dst []byte, t packed.Type, e *fastjson.Value, buf *numbers, entries *[]mapEntry) ([]byte, *problem) {
 	if e == nil || e.Type() == fastjson.TypeNull {
-		return codec.AppendNullElement(dst), problem{}
+		return codec.AppendNullElement(dst), nil
 	}
 	at := len(dst)
 	dst, p := appendConverted(append(dst, 0, 0, 0, 0), t, e, buf, entries)

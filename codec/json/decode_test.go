@@ -184,3 +184,32 @@ func BenchmarkTreeSensor(b *testing.B) {
 		}
 	}
 }
+
+// TestKeyPlanChecksTheNumbersItConverts: a value plan's parse checks every number of the document, so
+// its conversions trust a JSON number's text; a key plan checks none, so its conversion must check the
+// number it reads, even on a tree whose last parse was a value plan's (the trees are pooled). NaN is a
+// number to fastjson and to strconv, not to JSON.
+func TestKeyPlanChecksTheNumbersItConverts(t *testing.T) {
+	field := []codec.Field{{Path: []string{"reading"}, Column: "reading", Type: packed.Scalar(packed.KDouble), Whole: true}}
+	values, err := Codec{}.Compile(nil, field)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := Codec{Key: true}.Compile(nil, field)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]codec.Value, 1)
+	for range 3 {
+		// Through the tree (an escape the scan leaves to it): the tree's numbers are all checked.
+		if _, err := values.Decode([]byte(`{"reading":2.5,"n\u0061me":"x"}`), out, nil); err != nil || out[0].F != 2.5 {
+			t.Fatalf("value plan: %+v, %v; want 2.5", out[0], err)
+		}
+		if _, err := keys.Decode([]byte(`NaN`), out, nil); err != nil {
+			t.Fatalf("key plan: %v", err)
+		}
+		if out[0].State != codec.Bad || out[0].Err == nil || out[0].Err.Plain != " is not a number for CQL double" {
+			t.Fatalf("key NaN: %+v, want State Bad, not a number for CQL double", out[0])
+		}
+	}
+}

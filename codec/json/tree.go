@@ -24,7 +24,7 @@ import (
 type tree struct {
 	parser  fastjson.Parser
 	arena   fastjson.Arena
-	num     []byte // a number's text, while it is converted
+	num     numbers
 	entries []mapEntry
 }
 
@@ -34,8 +34,8 @@ var trees = sync.Pool{New: func() any { return new(tree) }}
 const maxKept = 64 << 10
 
 func putTree(t *tree) {
-	if cap(t.num) > maxKept {
-		t.num = nil
+	if cap(t.num.text) > maxKept {
+		t.num.text = nil
 	}
 	if cap(t.entries) > maxKept/32 {
 		t.entries = nil
@@ -51,7 +51,13 @@ var ErrNotObject = &codec.Error{Reason: codec.ReasonDecode, Err: errors.New("the
 // about the whole document.
 func (p *plan) decodeTree(body []byte, out []codec.Value, buf []byte) ([]byte, error) {
 	t := trees.Get().(*tree)
-	defer putTree(t)
+	buf, err := p.readTree(t, body, out, buf)
+	putTree(t) // not deferred: a defer costs every record, and a tree a panic loses is only garbage
+	return buf, err
+}
+
+// readTree is decodeTree with the tree t to parse into.
+func (p *plan) readTree(t *tree, body []byte, out []codec.Value, buf []byte) ([]byte, error) {
 	root, err := p.parse(body, t)
 	if err != nil {
 		return buf, err
@@ -63,8 +69,10 @@ func (p *plan) decodeTree(body []byte, out []codec.Value, buf []byte) ([]byte, e
 		}
 		return t.convert(&p.fields[0], root, &out[0], buf), nil
 	}
-	for i := range p.fields {
-		f := &p.fields[i]
+	fields := p.fields
+	out = out[:len(fields)]
+	for i := range fields {
+		f := &fields[i]
 		buf = t.convert(f, root.Get(f.Path...), &out[i], buf)
 	}
 	return buf, nil
@@ -82,6 +90,7 @@ func (p *plan) parse(body []byte, t *tree) (*fastjson.Value, error) {
 			return nil, codec.Decodef("decoding JSON: the record value is empty (0 bytes), not a JSON object")
 		}
 	}
+	t.num.checked = false
 	root, err := t.parser.ParseBytes(body)
 	if err != nil {
 		return nil, &codec.Error{Reason: codec.ReasonDecode, Err: notJSON(err)}
@@ -97,6 +106,7 @@ func (p *plan) parse(body []byte, t *tree) (*fastjson.Value, error) {
 		return nil, &codec.Error{Reason: codec.ReasonDecode, Err: &codec.ValueError{Plain: "decoding JSON: the value holds " + why,
 			Quoted: fmt.Sprintf("decoding JSON: field %q is %s, %s", path, show(bad), why)}}
 	}
+	t.num.checked = true
 	return root, nil
 }
 
@@ -112,7 +122,7 @@ func (t *tree) convert(f *codec.Field, x *fastjson.Value, v *codec.Value, buf []
 		return buf
 	}
 	v.State = codec.Set
-	var pr problem
+	var pr *problem
 	switch k := f.Type.Kind; {
 	case k == packed.KTimestamp || k == packed.KDate: // a column, or the event time
 		v.T, pr = instantOf(f, x, &t.num)
@@ -150,6 +160,7 @@ func DecodeString(f *codec.Field, s []byte, v *codec.Value, buf []byte) []byte {
 	t := trees.Get().(*tree)
 	defer putTree(t)
 	t.arena.Reset()
+	t.num.checked = false
 	return t.convert(f, t.arena.NewStringBytes(s), v, buf)
 }
 
@@ -161,8 +172,8 @@ func DecodeString(f *codec.Field, s []byte, v *codec.Value, buf []byte) []byte {
 func lenientNumber(v *fastjson.Value, t *tree) (*fastjson.Value, string) {
 	switch v.Type() {
 	case fastjson.TypeNumber:
-		t.num = v.MarshalTo(t.num[:0])
-		if !IsNumber(bstr(t.num)) {
+		t.num.text = v.MarshalTo(t.num.text[:0])
+		if !IsNumber(bstr(t.num.text)) {
 			return v, ""
 		}
 	case fastjson.TypeArray:
