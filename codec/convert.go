@@ -22,7 +22,8 @@ import (
 // field), and a value that does not fit is a *ValueError, which shows the value only in its quoted form.
 
 // SetText converts string s into v for kind k: text and ascii (checked), blob, and the kinds a string spells
-// (timestamp in RFC 3339, date as YYYY-MM-DD, uuid, timeuuid, inet, decimal, varint). v.B aliases s or buf. s
+// (timestamp in RFC 3339, date as YYYY-MM-DD, uuid, timeuuid, inet, decimal, varint, time as HH:MM:SS, duration
+// in the forms ParseDuration reads). v.B aliases s or buf. s
 // is valid UTF-8: a codec checks that as it reads a string, since bytes that are not are not a string of its
 // format at all.
 func SetText(v *Value, k packed.Kind, s, buf []byte) ([]byte, error) {
@@ -78,6 +79,22 @@ func SetText(v *Value, k packed.Kind, s, buf []byte) ([]byte, error) {
 		}
 		at := len(buf)
 		buf = packed.AppendVarint(buf, n)
+		v.B = buf[at:]
+	case packed.KTime:
+		ns, ok := ParseTimeOfDay(string(s))
+		if !ok {
+			return buf, BadValue(Shown(s), TimeProblem)
+		}
+		at := len(buf)
+		buf = AppendTime(buf, ns)
+		v.B = buf[at:]
+	case packed.KDuration:
+		d, ok := ParseDuration(string(s))
+		if !ok {
+			return buf, BadValue(Shown(s), DurationProblem)
+		}
+		at := len(buf)
+		buf = AppendDuration(buf, d)
 		v.B = buf[at:]
 	default:
 		return buf, fmt.Errorf("a string cannot feed CQL %s", k)

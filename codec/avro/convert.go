@@ -33,7 +33,12 @@ const (
 	cVarint             // int, long -> varint
 	cVarintDecimal      // decimal with scale 0 -> varint
 	cList               // array -> list, set
-	cMap                // map -> map<text, T>
+	cMap                // map -> map<K, T>
+	cTimeText           // string HH:MM:SS[.fffffffff] -> time
+	cDuration           // string (the forms codec.ParseDuration reads) -> duration
+	cUDT                // record -> UDT, its fields matched by name
+	cTuple              // array of as many items as the tuple has elements -> tuple
+	cVector             // array of exactly the dimension's items -> vector
 	cIntText            // int, long -> their decimal text (codec.Field.AsText)
 	cBoolText           // boolean -> true, false (codec.Field.AsText)
 	cFloatText          // float, double -> the shortest text that reads back (codec.Field.AsText)
@@ -163,8 +168,30 @@ func converter(n *node, k packed.Kind, tf *codec.TimeFormat) (conv, int64, strin
 		if n.kind == tMap {
 			return cMap, 0, ""
 		}
-	case packed.KTime, packed.KDuration, packed.KTuple, packed.KUDT, packed.KVector:
-		return cNone, 0, " (the Avro codec does not feed CQL time, duration, tuple, UDT or vector columns yet)"
+	case packed.KTime:
+		switch {
+		case lt == "time-millis" || lt == "time-micros":
+			return cTimeOfDay, 0, ""
+		case lt == "" && n.kind == tString:
+			return cTimeText, 0, ""
+		}
+	case packed.KDuration:
+		if lt == "" && n.kind == tString {
+			return cDuration, 0, ""
+		}
+		return cNone, 0, " (a string such as P1DT2H feeds duration)"
+	case packed.KUDT:
+		if n.kind == tRecord {
+			return cUDT, 0, ""
+		}
+	case packed.KTuple:
+		if n.kind == tArray {
+			return cTuple, 0, ""
+		}
+	case packed.KVector:
+		if n.kind == tArray {
+			return cVector, 0, ""
+		}
 	}
 	if n.kind == tRecord {
 		return cNone, 0, "; name one of its fields (field: a.b)"

@@ -396,6 +396,26 @@ func (d *decoder) convert(n *node, name string, t *target, cv conv, k packed.Kin
 		return end, nil
 	case cList, cMap:
 		return d.collection(n, name, t, k, pos, v)
+	case cTimeText, cDuration:
+		s, end, err := d.bytes(name, pos)
+		if err != nil {
+			return end, err
+		}
+		if !utf8.Valid(s) {
+			return end, d.malformed(name, "a string that is not UTF-8")
+		}
+		if d.buf, err = codec.SetText(v, k, s, d.buf); err != nil {
+			var ve *codec.ValueError
+			if errors.As(err, &ve) {
+				return end, mapValueErr(name, ve)
+			}
+			return end, &codec.Error{Reason: codec.ReasonMap, Field: name, Err: err}
+		}
+		return end, nil
+	case cUDT:
+		return d.udt(n, name, t, pos, v)
+	case cTuple, cVector:
+		return d.sequence(n, name, t, pos, v)
 	case cIntText, cBoolText, cFloatText:
 		return d.asText(n, name, t, cv, k, pos, v)
 	}
@@ -509,6 +529,11 @@ func (d *decoder) integer(name string, n *node, t *target, cv conv, k packed.Kin
 			return mapValueErr(name, codec.BadValue(strconv.FormatInt(x, 10), "not a time of day ("+n.logical+")"))
 		}
 		v.N = x * per
+		if k == packed.KTime { // handed over as wire bytes
+			at := len(d.buf)
+			d.buf = codec.AppendTime(d.buf, v.N)
+			v.B = d.buf[at:]
+		}
 	case cTimestamp:
 		tm, ok := unixTime(x, t.mul)
 		if !ok {
@@ -653,4 +678,146 @@ func appendWire(dst []byte, k packed.Kind, v *codec.Value) []byte {
 // mapValueErr is a value that does not fit its column: reason map. The mapper adds the column.
 func mapValueErr(name string, err *codec.ValueError) error {
 	return &codec.Error{Reason: codec.ReasonMap, Field: name, Err: err}
+}
+
+// udt reads record n and sets v.B to the wire bytes of the UDT of t: each field framed, in the UDT's
+// order, the writer fields of their names feeding them (a missing one or the null branch of a union
+// is a null field; writer fields the UDT has not are skipped).
+func (d *decoder) udt(n *node, name string, t *target, pos int, v *codec.Value) (int, error) {
+	d.depth++
+	if d.depth > maxDepth {
+		return pos, d.malformed(name, "nested deeper than %d", maxDepth)
+	}
+	comp := t.typ.Comp
+	var small [16][2]int
+	spans := small[:0]
+	if len(comp.Fields) > len(small) {
+		spans = make([][2]int, 0, len(comp.Fields))
+	}
+	spans = spans[:len(comp.Fields)]
+	for i := range spans {
+		spans[i] = [2]int{-1, -1}
+	}
+	start := len(d.buf)
+	var err error
+	for i := range t.parts {
+		p := &t.parts[i]
+		fname := dotted(name, p.name)
+		if p.field < 0 {
+			if pos, err = d.skip(p.n, fname, pos); err != nil {
+				return pos, err
+			}
+			continue
+		}
+		at := len(d.buf)
+		if pos, err = d.part(p, fname, true, pos); err != nil {
+			return pos, err
+		}
+		spans[p.field] = [2]int{at, len(d.buf)}
+	}
+	// The fields in the UDT's order after what was read, then moved over it.
+	asm := len(d.buf)
+	for _, sp := range spans {
+		if sp[0] < 0 {
+			d.buf = codec.AppendNullElement(d.buf)
+			continue
+		}
+		d.buf = append(d.buf, d.buf[sp[0]:sp[1]]...)
+	}
+	m := copy(d.buf[start:], d.buf[asm:])
+	d.buf = d.buf[: start+m : start+m]
+	v.B = d.buf[start:]
+	d.depth--
+	return pos, nil
+}
+
+// sequence reads array n and sets v.B to the wire bytes of the tuple or vector of t: an array of
+// another length is bad input, as is a null element of a vector.
+func (d *decoder) sequence(n *node, name string, t *target, pos int, v *codec.Value) (int, error) {
+	d.depth++
+	if d.depth > maxDepth {
+		return pos, d.malformed(name, "nested deeper than %d", maxDepth)
+	}
+	comp := t.typ.Comp
+	want := comp.Dim
+	if t.conv == cTuple {
+		want = len(comp.Types)
+	}
+	start := len(d.buf)
+	total := 0
+	for {
+		count, p, err := d.block(name, pos)
+		if pos = p; err != nil {
+			return pos, err
+		}
+		if count == 0 {
+			break
+		}
+		for range count {
+			if total >= want { // too many: read on to count them
+				if pos, err = d.skip(n.items, name, pos); err != nil {
+					return pos, err
+				}
+			} else {
+				p := &t.parts[0]
+				if t.conv == cTuple {
+					p = &t.parts[total]
+				}
+				if pos, err = d.part(p, name+"["+strconv.Itoa(total)+"]", t.conv == cTuple, pos); err != nil {
+					return pos, err
+				}
+			}
+			total++
+		}
+	}
+	d.depth--
+	if total != want {
+		return pos, mapValueErr(name, &codec.ValueError{Plain: "the array has " + strconv.Itoa(total) + " items; CQL " + t.typ.String() +
+			" takes exactly " + strconv.Itoa(want)})
+	}
+	v.B = d.buf[start:]
+	return pos, nil
+}
+
+// part reads the value of p and appends its wire bytes to d.buf: framed (a UDT's field, a tuple's
+// element; the null branch of a union a null) or not (a vector's element, which cannot be null).
+func (d *decoder) part(p *part, name string, framed bool, pos int) (int, error) {
+	n, t := p.n, p.arms[0]
+	if n.kind == tUnion {
+		idx, end, err := d.long(name, pos)
+		if err != nil {
+			return end, err
+		}
+		if idx < 0 || idx >= int64(len(n.branches)) {
+			return end, d.malformed(name, "union branch %d of %d", idx, len(n.branches))
+		}
+		pos, n, t = end, n.branches[idx], p.arms[idx]
+	}
+	if t == nil {
+		if !framed {
+			return pos, mapValueErr(name, &codec.ValueError{Plain: "an element is null, and a CQL vector cannot hold nulls"})
+		}
+		d.buf = codec.AppendNullElement(d.buf)
+		return pos, nil
+	}
+	if t.conv == cNone { // a union branch that cannot feed this tuple element
+		return pos, mapValueErr(name, &codec.ValueError{Plain: "the item is " + n.describe() + ", which cannot feed CQL " + t.typ.String()})
+	}
+	var ev codec.Value
+	at := len(d.buf)
+	pos, err := d.convert(n, name, t, t.conv, t.typ.Kind, pos, &ev)
+	if err != nil {
+		return pos, err
+	}
+	// The value's bytes may be in d.buf from at (a decimal, a time, a list): its wire bytes follow
+	// them, then move over them.
+	mid := len(d.buf)
+	if framed {
+		d.buf = codec.AppendElement(d.buf, t.typ.Kind, &ev)
+	} else {
+		d.buf = appendWire(d.buf, t.typ.Kind, &ev)
+	}
+	m := copy(d.buf[at:], d.buf[mid:])
+	d.buf = d.buf[:at+m]
+	return pos, nil
 }

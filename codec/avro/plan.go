@@ -45,6 +45,16 @@ type target struct {
 	mul    int64             // conversions to a timestamp from a count of units: nanoseconds per unit
 	time   *codec.TimeFormat // cTimeFormat: the field's format
 	elem   conv              // cList, cMap: the conversion of each element
+	parts  []part            // cUDT: one per writer field; cTuple: one per element; cVector: one, for every element
+}
+
+// part is how one writer field of a record feeding a UDT, or the items of an array feeding a tuple or
+// a vector, feed one field or element.
+type part struct {
+	n     *node
+	name  string    // the writer field's name (cUDT), for messages
+	field int       // cUDT: the UDT field it feeds, -1 when none (skipped)
+	arms  []*target // one per branch of a union, nil for the null branch; else one
 }
 
 // plan is the compiled plan of one writer schema.
@@ -204,6 +214,9 @@ func (c *compiler) target(n *node, i int) (target, error) {
 		return t, c.fail(i, "is %s, which cannot feed %s%s", n.describe(), what, why)
 	}
 	t.conv, t.mul, t.time = cv, mul, &f.Time
+	if cv == cUDT || cv == cTuple || cv == cVector {
+		return t, c.parts(n, i, &t)
+	}
 	if cv == cList || cv == cMap {
 		items := n.items
 		ecv, emul, why := converter(items, f.Type.Elem, &codec.TimeFormat{})
@@ -213,4 +226,89 @@ func (c *compiler) target(n *node, i int) (target, error) {
 		t.elem, t.mul = ecv, emul
 	}
 	return t, nil
+}
+
+// parts compiles how the record or array n feeds the UDT, tuple or vector of target t, of field i.
+func (c *compiler) parts(n *node, i int, t *target) error {
+	comp := t.typ.Comp
+	switch t.conv {
+	case cUDT:
+		for _, f := range n.fields {
+			p := part{n: f.typ, name: f.name, field: -1}
+			for j, name := range comp.Fields {
+				if name == f.name {
+					p.field = j
+				}
+			}
+			if p.field >= 0 {
+				if err := c.arms(&p, i, comp.Types[p.field], "field "+f.name+" of "+n.describe(), false); err != nil {
+					return err
+				}
+			}
+			t.parts = append(t.parts, p)
+		}
+	case cTuple:
+		for j, et := range comp.Types {
+			p := part{n: n.items, field: j}
+			if err := c.arms(&p, i, et, "the items of "+n.describe()+" (tuple element "+fmt.Sprint(j)+")", true); err != nil {
+				return err
+			}
+			t.parts = append(t.parts, p)
+		}
+	default: // cVector
+		p := part{n: n.items}
+		if err := c.arms(&p, i, comp.Types[0], "the items of "+n.describe(), false); err != nil {
+			return err
+		}
+		t.parts = append(t.parts, p)
+	}
+	return nil
+}
+
+// arms compiles how p's value, of one of a union's branches or of its one type, feeds CQL type typ
+// (never a tuple, UDT or vector): what names the value in messages.
+//
+// The items of an array feeding a tuple may be a union of the elements' types (tuple<int, text> from
+// ["null", "int", "string"]): there a branch that cannot feed an element is bad input (reason map) in
+// the records that take it for that element, as long as some branch can.
+func (c *compiler) arms(p *part, i int, typ packed.Type, what string, mixed bool) error {
+	branches := []*node{p.n}
+	if p.n.kind == tUnion {
+		branches = p.n.branches
+	}
+	mixed = mixed && p.n.kind == tUnion
+	fits := false
+	var refused error
+	for _, b := range branches {
+		if b.kind == tNull {
+			p.arms = append(p.arms, nil)
+			continue
+		}
+		t := &target{slot: -1, column: c.fields[i].Column, typ: typ, time: &codec.TimeFormat{}} // the default, as for elements
+		cv, mul, why := converter(b, typ.Kind, t.time)
+		if cv == cNone || cv == cUDT || cv == cTuple || cv == cVector {
+			if err := c.fail(i, "has %s: %s, which cannot feed CQL %s%s", what, b.describe(), typ, why); !mixed {
+				return err
+			} else if refused == nil {
+				refused = err
+			}
+			t.conv = cNone // decode refuses it
+			p.arms = append(p.arms, t)
+			continue
+		}
+		fits = true
+		t.conv, t.mul = cv, mul
+		if cv == cList || cv == cMap {
+			ecv, emul, why := converter(b.items, typ.Elem, t.time)
+			if ecv == cNone || ecv == cList || ecv == cMap || ecv == cUDT || ecv == cTuple || ecv == cVector {
+				return c.fail(i, "has %s: elements of %s, which cannot feed CQL %s%s", what, b.items.describe(), typ.Elem, why)
+			}
+			t.elem, t.mul = ecv, emul
+		}
+		p.arms = append(p.arms, t)
+	}
+	if mixed && !fits {
+		return refused
+	}
+	return nil
 }

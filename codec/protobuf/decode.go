@@ -114,7 +114,12 @@ func (d *decoder) message(m *message, b []byte, depth int) error {
 		}
 		for _, lf := range st.leaves {
 			var err error
-			if lf.shape == single {
+			if lf.udt != nil {
+				if d.out[lf.out].State == codec.Absent {
+					// The first occurrence merges every occurrence of the message, as Protobuf does.
+					err = d.udt(lf, num, f, b, depth, &d.out[lf.out])
+				}
+			} else if lf.shape == single {
 				err = d.single(lf, f, depth)
 			} else if d.out[lf.out].State == codec.Absent {
 				// The first occurrence gathers every occurrence of the field in this message.
@@ -164,7 +169,7 @@ func (d *decoder) zero(lf *leaf) error {
 	switch lf.kind {
 	case packed.KTimestamp, packed.KDate, packed.KUUID, packed.KTimeUUID, packed.KInet:
 		return nil
-	case packed.KDecimal, packed.KVarint:
+	case packed.KDecimal, packed.KVarint, packed.KTime, packed.KDuration:
 		if lf.src == sString {
 			return nil
 		}
@@ -417,7 +422,15 @@ func (d *decoder) set(lf *leaf, v *codec.Value, k packed.Kind, s *scalar) error 
 			return nil
 		}
 		d.buf, err = codec.SetInteger(v, k, s.n, true, lf.time, d.buf)
-	default: // the integers and Duration
+	case sDuration:
+		if k == packed.KDuration { // seconds and nanoseconds: CQL's nanoseconds, no months or days
+			at := len(d.buf)
+			d.buf = codec.AppendDuration(d.buf, codec.Duration{Nanos: s.n})
+			v.B = d.buf[at:]
+			return nil
+		}
+		d.buf, err = codec.SetInteger(v, k, s.n, s.signed, lf.time, d.buf)
+	default: // the integers
 		d.buf, err = codec.SetInteger(v, k, s.n, s.signed, lf.time, d.buf)
 	}
 	if err != nil {
@@ -472,21 +485,19 @@ func (d *decoder) fieldErr(lf *leaf, err error) error {
 func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth int) error {
 	v := &d.out[lf.out]
 	start := len(d.buf)
-	d.buf = append(d.buf, 0, 0, 0, 0)
+	if lf.dim == 0 { // a vector has no count
+		d.buf = append(d.buf, 0, 0, 0, 0)
+	}
 	count := 0
 	var entries []codec.MapEntry
 	var ev codec.Value
 	for len(msg) > 0 {
-		n, typ, tn := consumeTag(msg)
-		if tn < 0 {
-			return malformed("a malformed field tag in a message")
+		n, f, rest, err := nextField(msg)
+		if err != nil {
+			return err
 		}
-		msg = msg[tn:]
-		f, vn := consumeField(n, typ, msg)
-		if vn < 0 {
-			return malformed("field %d cut short", n)
-		}
-		msg = msg[vn:]
+		msg = rest
+		typ := f.typ
 		if n != num {
 			continue
 		}
@@ -517,9 +528,14 @@ func (d *decoder) collection(lf *leaf, num protowire.Number, msg []byte, depth i
 		}
 		count++
 	}
-	if lf.shape == mapped {
+	switch {
+	case lf.shape == mapped:
 		d.buf = codec.SortedMap(d.buf, start, entries)
-	} else {
+	case lf.dim > 0:
+		if count != lf.dim {
+			return d.mapErr(lf, &codec.ValueError{Plain: fmt.Sprintf("the repeated field has %d elements; CQL %s takes exactly %d", count, lf.typ, lf.dim)})
+		}
+	default:
 		binary.BigEndian.PutUint32(d.buf[start:], uint32(count))
 	}
 	v.B = d.buf[start:]
@@ -537,7 +553,11 @@ func (d *decoder) element(lf *leaf, f field, depth int, ev *codec.Value) error {
 	if err := d.set(lf, ev, lf.kind, &s); err != nil {
 		return err
 	}
+	at := len(d.buf)
 	d.buf = codec.AppendElement(d.buf, lf.kind, ev)
+	if lf.dim > 0 { // a vector's elements are not framed
+		d.buf = append(d.buf[:at], d.buf[at+4:]...)
+	}
 	return nil
 }
 
@@ -550,8 +570,8 @@ func (d *decoder) mapEntry(lf *leaf, f field, depth int, ev *codec.Value) (codec
 		return e, d.fieldErr(lf, fmt.Errorf("a map entry with wire type %d", f.typ))
 	}
 	b := f.b
-	var val field
-	hasVal := false
+	var key, val field
+	hasKey, hasVal := false, false
 	for len(b) > 0 {
 		num, t, n := consumeTag(b)
 		if n < 0 {
@@ -565,16 +585,14 @@ func (d *decoder) mapEntry(lf *leaf, f field, depth int, ev *codec.Value) (codec
 		b = b[n:]
 		switch num {
 		case 1:
-			if t != protowire.BytesType {
-				return e, d.fieldErr(lf, wireErr{sString, t})
-			}
-			e.Key = ef.b
-			if !utf8.Valid(e.Key) {
-				return e, d.fieldErr(lf, fmt.Errorf("a map key that is not UTF-8"))
-			}
+			key, hasKey = ef, true
 		case 2:
 			val, hasVal = ef, true
 		}
+	}
+	var err error
+	if e.Key, err = d.mapKey(lf, key, hasKey); err != nil {
+		return e, err
 	}
 	e.At = len(d.buf)
 	if !hasVal && (lf.src == sTimestamp || lf.src == sDuration || lf.src == sWrapper) {
@@ -613,4 +631,100 @@ func packedWire(src source) protowire.Type {
 		return protowire.Fixed64Type
 	}
 	return protowire.VarintType
+}
+
+// udt reads the message f, field num, feeding UDT leaf lf and sets v.B to the UDT's wire bytes: each
+// field framed, in the UDT's order, null when the message does not have it (as a column would be left
+// unset). Later occurrences of the field in rest (the message after f) merge into it, as Protobuf
+// merges a message field written twice: their bytes are read after f's.
+func (d *decoder) udt(lf *leaf, num protowire.Number, f field, rest []byte, depth int, v *codec.Value) error {
+	if f.typ != protowire.BytesType {
+		return d.fieldErr(lf, fmt.Errorf("a message with wire type %d", f.typ))
+	}
+	msg := f.b
+	for len(rest) > 0 {
+		n, g, after, err := nextField(rest)
+		if err != nil {
+			return err
+		}
+		rest = after
+		if n != num {
+			continue
+		}
+		if g.typ != protowire.BytesType {
+			return d.fieldErr(lf, fmt.Errorf("a message with wire type %d", g.typ))
+		}
+		if len(msg) == len(f.b) { // a second occurrence: the merged bytes need memory of their own
+			msg = append([]byte(nil), f.b...)
+		}
+		msg = append(msg, g.b...)
+	}
+	f.b = msg
+	var small [16]codec.Value
+	vals := small[:0]
+	if len(lf.comp.Fields) > len(small) {
+		vals = make([]codec.Value, 0, len(lf.comp.Fields))
+	}
+	vals = vals[:len(lf.comp.Fields)]
+	sub := decoder{out: vals, buf: d.buf}
+	start := len(d.buf)
+	err := sub.message(lf.udt, f.b, depth+1)
+	d.buf = sub.buf
+	if err != nil {
+		return err
+	}
+	asm := len(d.buf)
+	for i := range vals {
+		if vals[i].State != codec.Set {
+			d.buf = codec.AppendNullElement(d.buf)
+			continue
+		}
+		d.buf = codec.AppendElement(d.buf, lf.comp.Types[i].Kind, &vals[i])
+	}
+	// The fields' values may be in d.buf from start: the UDT moves over them.
+	m := copy(d.buf[start:], d.buf[asm:])
+	d.buf = d.buf[:start+m]
+	v.B, v.State = d.buf[start:], codec.Set
+	return nil
+}
+
+// mapKey is the wire bytes, unframed, of a map entry's key f (its default when the entry has none),
+// of the column's key kind: a string as it is for text, else parsed as a JSON object's keys are; an
+// integer range-checked.
+func (d *decoder) mapKey(lf *leaf, f field, has bool) ([]byte, error) {
+	s := scalar{signed: true}
+	if has {
+		if err := readValue(lf, lf.keySrc, f, 0, &s); err != nil {
+			return nil, d.fieldErr(lf, fmt.Errorf("a map key: %w", err))
+		}
+	}
+	if lf.keySrc == sString {
+		if lf.keyKind == packed.KText {
+			return s.b, nil
+		}
+		key, err := codec.AppendMapKey(nil, lf.keyKind, s.b)
+		if err != nil {
+			return nil, d.mapErr(lf, err)
+		}
+		return key, nil
+	}
+	var kv codec.Value
+	if _, err := codec.SetInteger(&kv, lf.keyKind, s.n, s.signed, &codec.TimeFormat{}, nil); err != nil {
+		return nil, d.mapErr(lf, fmt.Errorf("a map key: %w", err))
+	}
+	return codec.AppendElement(nil, lf.keyKind, &kv)[4:], nil
+}
+
+// nextField reads the next field of message b: its number, its value, and the bytes after it.
+func nextField(b []byte) (protowire.Number, field, []byte, error) {
+	n, typ, tn := consumeTag(b)
+	if tn < 0 {
+		return 0, field{}, nil, malformed("a malformed field tag in a message")
+	}
+	b = b[tn:]
+	f, vn := consumeField(n, typ, b)
+	if vn < 0 {
+		return 0, field{}, nil, malformed("field %d cut short", n)
+	}
+	return n, f, b[vn:], nil
 }

@@ -14,8 +14,9 @@ import (
 // their paths, each with the column type it feeds without loss: int for the 32-bit signed integers, bigint
 // for the 64-bit ones and uint32, varint for the unsigned 64-bit ones, text for a string or an enum's name,
 // timestamp for a Timestamp, bigint nanoseconds for a Duration, a wrapper's inner type. A choice is kept only
-// when the pairing table (feeds) takes it, so a drafted column always compiles against s. A repeated message,
-// a map with non-string keys and a recursive message feed no column; their Reason says why.
+// when the pairing table (feeds) takes it, so a drafted column always compiles against s; a map with integer
+// keys feeds a map of the integer key type that holds them. A repeated message, a map with bool keys and a
+// recursive message feed no column; their Reason says why.
 //
 // The message is the first of the file (nested ones after their parent) whose leaves hold every path of
 // want; without want, or when none holds them all, the file's first message (indexes [0], what producers
@@ -107,13 +108,17 @@ func valueSource(vd protoreflect.FieldDescriptor) source {
 func leafOf(fd protoreflect.FieldDescriptor, path []string) codec.Leaf {
 	l := codec.Leaf{Path: path, Writer: describe(fd)}
 	vd := fd
+	var key packed.Kind // a map's key kind; 0 is text
 	switch {
 	case fd.IsMap():
 		vd = fd.MapValue()
 		l.Writer = fmt.Sprintf("map<%s, %s>", fd.MapKey().Kind(), describe(vd))
-		if fd.MapKey().Kind() != protoreflect.StringKind {
-			l.Reason = "a map with " + fd.MapKey().Kind().String() + " keys (map<text, T> needs string keys)"
-			return l
+		if ks := kindSources[fd.MapKey().Kind()]; ks != sString {
+			// An integer key feeds the integer key type that holds it; a bool no key type.
+			if key = naturalKind(ks); key != packed.KInt && key != packed.KBigint && key != packed.KVarint {
+				l.Reason = "a map with " + fd.MapKey().Kind().String() + " keys (a CQL map takes string or integer keys from Protobuf)"
+				return l
+			}
 		}
 	case fd.IsList():
 		l.Writer = "repeated " + describe(fd)
@@ -129,7 +134,7 @@ func leafOf(fd protoreflect.FieldDescriptor, path []string) codec.Leaf {
 	}
 	switch {
 	case fd.IsMap():
-		l.Type = packed.Type{Kind: packed.KMap, Elem: k}
+		l.Type = packed.Type{Kind: packed.KMap, Elem: k, Key: key}
 	case fd.IsList():
 		l.Type = packed.Type{Kind: packed.KList, Elem: k}
 	default:

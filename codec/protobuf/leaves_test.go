@@ -31,3 +31,24 @@ message Outer {
 		t.Errorf("CheckMessage: %v", err)
 	}
 }
+
+// A map with integer keys is drafted as a map of the key type that holds them, which compiles against
+// the schema; a map with bool keys feeds no column.
+func TestLeavesOfMapsWithIntegerKeys(t *testing.T) {
+	s := &codec.Schema{Type: "PROTOBUF", Text: `syntax = "proto3";
+package p;
+message M { map<int32, string> a = 1; map<uint64, double> b = 2; map<bool, string> c = 3; }
+`}
+	_, ls, err := Leaves(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 3 || ls[0].Type.String() != "map<int, text>" || ls[1].Type.String() != "map<varint, double>" ||
+		ls[2].Fits() || !strings.Contains(ls[2].Reason, "bool keys") {
+		t.Fatalf("leaves %+v", ls)
+	}
+	fields := []codec.Field{{Path: []string{"a"}, Column: "a", Type: ls[0].Type}, {Path: []string{"b"}, Column: "b", Type: ls[1].Type}}
+	if err := CheckMessage(s, "p.M", fields); err != nil {
+		t.Errorf("CheckMessage: %v", err)
+	}
+}

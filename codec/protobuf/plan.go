@@ -194,6 +194,7 @@ const (
 	sTimestamp // google.protobuf.Timestamp
 	sDuration  // google.protobuf.Duration
 	sWrapper   // google.protobuf.*Value: field 1 of the inner source
+	sMessage   // a message feeding a UDT
 )
 
 var sourceNames = map[source]string{
@@ -244,17 +245,43 @@ type leaf struct {
 	// implicit: a proto3 scalar without presence, which reads as its default value when not on the wire.
 	implicit bool
 	asText   bool // read as text, whatever the scalar (codec.Field.AsText)
+	// udt: a message feeding a UDT column, compiled for the UDT's fields it has (out: the field's
+	// index); comp is the UDT.
+	udt  *message
+	comp *packed.Composite
+	dim  int         // a repeated field feeding a vector: its dimension
+	typ  packed.Type // the column's type, for messages
+	// A map field: the source and CQL kind of its keys.
+	keySrc  source
+	keyKind packed.Kind
 }
 
 // compileMessage compiles md for fields. An error is a *codec.Error with reason schema naming the field: every
 // record of this message is dead-lettered with it.
 func compileMessage(id int, md protoreflect.MessageDescriptor, fields []codec.Field) (*message, error) {
+	m, err := compileFields(md, fields)
+	if err != nil {
+		f := &fields[err.at]
+		return nil, &codec.Error{Reason: codec.ReasonSchema, Field: f.Name(), Column: f.Column,
+			Err: fmt.Errorf("schema id %d, message %s: %w", id, md.FullName(), err.err)}
+	}
+	return m, nil
+}
+
+// compileErr is why field at of a compile cannot be fed.
+type compileErr struct {
+	at    int
+	field string
+	err   error
+}
+
+// compileFields compiles md for fields.
+func compileFields(md protoreflect.MessageDescriptor, fields []codec.Field) (*message, *compileErr) {
 	root := &message{}
 	for i := range fields {
 		f := &fields[i]
-		fail := func(format string, args ...any) error {
-			return &codec.Error{Reason: codec.ReasonSchema, Field: f.Name(), Column: f.Column,
-				Err: fmt.Errorf("schema id %d, message %s: %s", id, md.FullName(), fmt.Sprintf(format, args...))}
+		fail := func(format string, args ...any) *compileErr {
+			return &compileErr{at: i, field: f.Name(), err: fmt.Errorf(format, args...)}
 		}
 		cur, curMD := root, md
 		for j, name := range f.Path {
@@ -289,33 +316,40 @@ func compileMessage(id int, md protoreflect.MessageDescriptor, fields []codec.Fi
 
 // newLeaf checks that field fd can feed f and says how to read it.
 func newLeaf(fd protoreflect.FieldDescriptor, f *codec.Field, out int) (*leaf, error) {
-	lf := &leaf{out: out, name: f.Name(), column: f.Column, kind: f.Type.Kind, time: &f.Time, asText: f.AsText}
+	lf := &leaf{out: out, name: f.Name(), column: f.Column, kind: f.Type.Kind, time: &f.Time, asText: f.AsText, typ: f.Type}
 	vd := fd
 	switch {
 	case f.AsText && (fd.IsMap() || fd.IsList()):
 		return nil, fmt.Errorf("a filter compares one value as text, and a %s field holds several", map[bool]string{true: "map", false: "repeated"}[fd.IsMap()])
 	case fd.IsMap():
 		if f.Type.Kind != packed.KMap {
-			return nil, fmt.Errorf("a map field feeds only a map<text, T> column, not %s", f.Type)
+			return nil, fmt.Errorf("a map field feeds only a map<K, T> column, not %s", f.Type)
 		}
-		if fd.MapKey().Kind() != protoreflect.StringKind {
-			return nil, fmt.Errorf("a map with %s keys cannot feed map<text, T> (only string keys)", fd.MapKey().Kind())
-		}
-		if f.Type.MapKey() != packed.KText {
-			return nil, fmt.Errorf("a map field feeds only a map<text, T> column, not %s", f.Type)
+		lf.keySrc, lf.keyKind = kindSources[fd.MapKey().Kind()], f.Type.MapKey()
+		if lf.keySrc != sString && !feeds(lf.keySrc, lf.keyKind, &codec.TimeFormat{}) { // a string key is parsed as a JSON object's
+			return nil, fmt.Errorf("a map with %s keys cannot feed %s (its keys cannot feed %s)", fd.MapKey().Kind(), f.Type, lf.keyKind)
 		}
 		lf.shape, lf.kind, vd = mapped, f.Type.Elem, fd.MapValue()
 	case fd.IsList():
-		if f.Type.Kind != packed.KList && f.Type.Kind != packed.KSet {
-			return nil, fmt.Errorf("a repeated field feeds only a list or set column, not %s", f.Type)
+		switch f.Type.Kind {
+		case packed.KList, packed.KSet:
+			lf.kind = f.Type.Elem
+		case packed.KVector:
+			lf.kind, lf.dim = f.Type.Comp.Types[0].Kind, f.Type.Comp.Dim
+		default:
+			return nil, fmt.Errorf("a repeated field feeds only a list, set or vector column, not %s", f.Type)
 		}
-		lf.shape, lf.kind = repeated, f.Type.Elem
+		lf.shape = repeated
 	default:
 		switch f.Type.Kind {
 		case packed.KList, packed.KSet, packed.KMap:
 			return nil, fmt.Errorf("a single %s cannot feed a %s column (a repeated or map field can)", describe(fd), f.Type)
-		case packed.KTime, packed.KDuration, packed.KTuple, packed.KUDT, packed.KVector:
-			return nil, fmt.Errorf("the Protobuf codec does not feed a CQL %s column yet", f.Type)
+		case packed.KUDT:
+			return udtLeaf(lf, fd, f)
+		case packed.KTuple:
+			return nil, fmt.Errorf("the Protobuf codec does not feed a CQL %s column", f.Type)
+		case packed.KVector:
+			return nil, fmt.Errorf("a single %s cannot feed a %s column (a repeated field can)", describe(fd), f.Type)
 		}
 		lf.implicit = !fd.HasPresence()
 	}
@@ -374,7 +408,7 @@ func feeds(s source, k packed.Kind, tf *codec.TimeFormat) bool {
 	case sString:
 		switch k {
 		case packed.KText, packed.KASCII, packed.KBlob, packed.KUUID, packed.KTimeUUID, packed.KInet,
-			packed.KDecimal, packed.KVarint, packed.KTimestamp, packed.KDate:
+			packed.KDecimal, packed.KVarint, packed.KTimestamp, packed.KDate, packed.KTime, packed.KDuration:
 			return true
 		}
 	case sBytes:
@@ -386,7 +420,7 @@ func feeds(s source, k packed.Kind, tf *codec.TimeFormat) bool {
 	case sTimestamp:
 		return k == packed.KTimestamp || k == packed.KDate
 	case sDuration:
-		return k == packed.KBigint
+		return k == packed.KBigint || k == packed.KDuration
 	case sEnum:
 		if k == packed.KText || k == packed.KASCII {
 			return true
@@ -402,4 +436,33 @@ func feeds(s source, k packed.Kind, tf *codec.TimeFormat) bool {
 		}
 	}
 	return false
+}
+
+// udtLeaf compiles a single message field fd feeding the UDT column of f: each UDT field is fed by
+// the message's field of that name (or JSON name), by the rules of a column; one the message lacks
+// is null.
+func udtLeaf(lf *leaf, fd protoreflect.FieldDescriptor, f *codec.Field) (*leaf, error) {
+	if fd.Kind() != protoreflect.MessageKind {
+		return nil, fmt.Errorf("a %s field cannot feed the UDT %s (a message can)", describe(fd), f.Type)
+	}
+	md := fd.Message()
+	comp := f.Type.Comp
+	var sub []codec.Field
+	var outs []int
+	for i, name := range comp.Fields {
+		if md.Fields().ByName(protoreflect.Name(name)) == nil && md.Fields().ByJSONName(name) == nil {
+			continue // null in every record
+		}
+		sub = append(sub, codec.Field{Path: []string{name}, Column: f.Column, Type: comp.Types[i]})
+		outs = append(outs, i)
+	}
+	m, err := compileFields(md, sub)
+	if err != nil {
+		return nil, fmt.Errorf("field %s of the UDT %s: %w", err.field, comp.Name, err.err)
+	}
+	for _, l := range m.leaves {
+		l.out, l.name = outs[l.out], f.Name()+"."+l.name
+	}
+	lf.udt, lf.comp, lf.src = m, comp, sMessage
+	return lf, nil
 }
