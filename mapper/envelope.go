@@ -39,10 +39,6 @@ import (
 // given the schema's scale, a Date as days. Without it, a value converts by its column's type alone, as
 // a field of a plain JSON record does (a number for a timestamp is milliseconds).
 
-// ReasonDeleted: a delete event on a bucketed envelope entry whose on_delete is skip; the pipeline skips
-// it (a skip reason).
-const ReasonDeleted = "deleted"
-
 // errChangeTombstone is the error of the tombstone that follows a delete event, which an envelope entry
 // skips.
 var errChangeTombstone = errors.New("the record value is null: the tombstone that follows a Debezium delete event, which an envelope entry skips (the delete event deletes)")

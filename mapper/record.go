@@ -31,6 +31,12 @@ type Record struct {
 	Headers []Header
 }
 
+// Header is one Kafka record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
 // HeaderValueSchemaID and HeaderKeySchemaID are the record headers in which the newer Confluent
 // clients carry a value's and a key's writer schema id (a GUID) instead of the wire format's prefix.
 const (
@@ -77,6 +83,13 @@ const (
 func Skipped(reason string) bool {
 	return reason == ReasonExpired || reason == ReasonTombstone || reason == ReasonFiltered || reason == ReasonDeleted
 }
+
+// ReasonFiltered: the entry's where does not take the record; the pipeline skips it (a skip reason).
+const ReasonFiltered = "filtered"
+
+// ReasonDeleted: a delete event on a bucketed envelope entry whose on_delete is skip; the pipeline skips
+// it (a skip reason).
+const ReasonDeleted = "deleted"
 
 // RecordError is why one entry cannot make a row of one record, or skips it (a skip reason: ReasonExpired,
 // ReasonTombstone). The pipeline sends the record to its topic's dead-letter topic with these

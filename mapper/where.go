@@ -26,15 +26,6 @@ import (
 // under key_codec text that is not a JSON object has no fields, as a tombstone's value has none; a
 // registry-framed key that cannot be decoded is bad input (reason key).
 
-// ReasonFiltered: the entry's where does not take the record; the pipeline skips it (a skip reason).
-const ReasonFiltered = "filtered"
-
-// Header is one Kafka record header.
-type Header struct {
-	Key   string
-	Value []byte
-}
-
 // whereOp is what one node of a filter does.
 type whereOp uint8
 
