@@ -125,6 +125,10 @@ func (e *RecordError) Quoted() string { return Quoted(e) }
 // reads; the pipeline subscribes only to configured topics, so it means a wiring bug.
 var ErrUnknownTopic = errors.New("no configured topic reads this Kafka topic")
 
+// errExpired is wrapped by the error of a record whose event is older than its topic's ttl under
+// ttl_from event_time; its reason is ReasonExpired.
+var errExpired = errors.New("expired")
+
 // Quoted returns err's message with the bad value shown, where err is about a value of the record (a
 // field that does not convert, an event time that does not parse, a value that is not JSON), whichever
 // the codec; for any other error, its message. Dead letters carry it in sink.error (they carry the
