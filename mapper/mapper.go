@@ -61,6 +61,23 @@ type scratch struct {
 	kerr  error
 }
 
+// image is the part of a change event a value is read from.
+type image uint8
+
+const (
+	imgChange image = iota // the envelope itself (op, ts_ms, source...)
+	imgAfter
+	imgBefore
+)
+
+var imageNames = [...]string{imgChange: "change", imgAfter: "after", imgBefore: "before"}
+
+// sourceScratch is what header and key columns convert into, reused record after record.
+type sourceScratch struct {
+	buf  []byte
+	vals [1]codec.Value
+}
+
 // rowSpan is where one row lies in scratch.rows: from off to end, its values the first n bytes.
 type rowSpan struct{ off, n, end int }
 
@@ -114,6 +131,12 @@ type column struct {
 	// float, double, timestamp, date, uuid, timeuuid); the codec hands the other kinds (boolean,
 	// blob, inet, decimal, varint, collections) over as wire bytes (codec.Wire), written by putWire.
 	direct bool
+}
+
+// codecField is what a codec decodes for field column c: its path, for its type, in its time format
+// (by default an integer that feeds a timestamp counts milliseconds, as JSON's epoch milliseconds do).
+func (c *column) codecField() codec.Field {
+	return codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Time: c.time}
 }
 
 type writeTS uint8

@@ -134,3 +134,14 @@ var errExpired = errors.New("expired")
 // the codec; for any other error, its message. Dead letters carry it in sink.error (they carry the
 // record anyway); logs carry it only when log.quote_values is set, Error otherwise.
 func Quoted(err error) string { return codec.Quoted(err) }
+
+// header is the value of the first header of rec named name; nil when there is none, or its value is
+// null.
+func header(rec *Record, name string) []byte {
+	for i := range rec.Headers {
+		if h := &rec.Headers[i]; h.Key == name {
+			return h.Value
+		}
+	}
+	return nil
+}

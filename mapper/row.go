@@ -12,6 +12,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 )
@@ -526,6 +527,48 @@ func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 	}
 	store(c, v, s)
 	return nil
+}
+
+// subjectOf names where column c's value comes from in messages: for a field of an envelope entry's row
+// image, the image being mapped (s.image) first.
+func (p *plan) subjectOf(c *column, s *scratch) string {
+	if p.env != nil && c.source == srcField {
+		return imageNames[s.image] + " " + c.subject()
+	}
+	return c.subject()
+}
+
+// headerOrKeyValue writes the value of column c (source header or key) to s.w.
+func (p *plan) headerOrKeyValue(c *column, rec *Record, s *scratch) error {
+	if s.src == nil {
+		s.src = &sourceScratch{}
+	}
+	v := &s.src.vals[0]
+	*v = codec.Value{}
+	b := rec.Key
+	if c.source == srcHeader {
+		b = header(rec, c.header)
+	}
+	switch {
+	case b == nil && c.regSlot < 0: // absent
+	case c.source == srcHeader && c.typ.kind == kBlob:
+		s.putWire(c, b)
+		return nil
+	case c.regSlot >= 0:
+		// Decoded before the columns (keyColumns): a key that cannot be decoded was refused then.
+		if s.keyOf == p {
+			*v = s.kvals[c.regSlot]
+		}
+	case c.keyPlan != nil:
+		var err error
+		if s.src.buf, err = c.keyPlan.Decode(b, s.src.vals[:], s.src.buf[:0]); err != nil {
+			*v = codec.Value{} // a key that is not a JSON object has no fields
+		}
+	default:
+		f := c.codecField()
+		s.src.buf = jsonc.DecodeString(&f, b, v, s.src.buf[:0])
+	}
+	return p.decodedValue(c, v, s)
 }
 
 // latestWriteTS is the write timestamp of a latest-value entry's row, an upsert at its event time or a
