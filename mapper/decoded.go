@@ -40,6 +40,17 @@ func (p *plan) prepare(ctx context.Context, vals []codec.Value, whereSlot []int,
 	return p.keyColumns(ctx, rec, s)
 }
 
+// refuse is the outcome of a record whose value entry p cannot decode (reason, err): the refusal, unless
+// the entry's filter does not take it by what it can judge without the value (a header or the key).
+func (p *plan) refuse(ctx context.Context, rec *Record, s *scratch, reason string, err error) (outcome, string, error) {
+	if p.where != nil {
+		if fr, ferr := p.judge(ctx, rec, nil, nil, true, s); ferr != nil {
+			return outcome{}, fr, ferr
+		}
+	}
+	return outcome{}, reason, err
+}
+
 // decodeValues decodes body by wp into n values in s.vals (their bytes in s.buf), which it returns.
 // JSON's errors (whole: json) are its messages as they are; another codec's say the codec first.
 func decodeValues(wp codec.Plan, codecName string, whole bool, n int, body []byte, s *scratch) ([]codec.Value, string, error) {

@@ -122,17 +122,6 @@ func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome,
 	return p.mapValues(ctx, wp, rec, body, s)
 }
 
-// refuse is the outcome of a record whose value entry p cannot decode (reason, err): the refusal, unless
-// the entry's filter does not take it by what it can judge without the value (a header or the key).
-func (p *plan) refuse(ctx context.Context, rec *Record, s *scratch, reason string, err error) (outcome, string, error) {
-	if p.where != nil {
-		if fr, ferr := p.judge(ctx, rec, nil, nil, true, s); ferr != nil {
-			return outcome{}, fr, ferr
-		}
-	}
-	return outcome{}, reason, err
-}
-
 // mapEntry maps rec for entry p alone.
 func (m *Mapper) mapEntry(ctx context.Context, p *plan, rec *Record) (batcher.Row, error) {
 	s := m.pool.Get().(*scratch)
