@@ -2,6 +2,7 @@ package mapper
 
 import (
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,6 +138,22 @@ type column struct {
 // (by default an integer that feeds a timestamp counts milliseconds, as JSON's epoch milliseconds do).
 func (c *column) codecField() codec.Field {
 	return codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Time: c.time}
+}
+
+// subject names where column c's value comes from, for messages: field "a.b", header "NAME", key
+// field "a.b" or the Kafka key.
+func (c *column) subject() string {
+	switch {
+	case c.source == srcHeader:
+		return "header " + strconv.Quote(c.header)
+	case c.source == srcKey && c.path == nil:
+		return "the Kafka key"
+	case c.source == srcKey:
+		return "key field " + strconv.Quote(c.field)
+	case c.source == srcChange:
+		return "change field " + strconv.Quote(c.field)
+	}
+	return "field " + strconv.Quote(c.field)
 }
 
 type writeTS uint8

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bucketsink/sink/codec"
@@ -133,22 +132,6 @@ func (p *plan) keyColumns(ctx context.Context, rec *Record, s *scratch) (string,
 func isUnavailable(err error) bool {
 	ue := (*codec.UnavailableError)(nil)
 	return errors.As(err, &ue)
-}
-
-// subject names where column c's value comes from, for messages: field "a.b", header "NAME", key
-// field "a.b" or the Kafka key.
-func (c *column) subject() string {
-	switch {
-	case c.source == srcHeader:
-		return "header " + strconv.Quote(c.header)
-	case c.source == srcKey && c.path == nil:
-		return "the Kafka key"
-	case c.source == srcKey:
-		return "key field " + strconv.Quote(c.field)
-	case c.source == srcChange:
-		return "change field " + strconv.Quote(c.field)
-	}
-	return "field " + strconv.Quote(c.field)
 }
 
 // from is explain's Value.From of column c: where its value came from when that is not the record's
