@@ -361,7 +361,7 @@ type feed struct {
 	entries []*plan  // in entry-name order
 	names   []string // the entries' names, in the same order
 	// alone: some entry has an envelope, so each entry maps the records on its own (each reads its own
-	// row image, envelope.go); its filter is judged on the change event as written (where.go).
+	// row image, envelope.go); its filter is judged on the change event as written (decoded.go).
 	alone bool
 	// filtered: some entry has a filter (where). The entries still map from the shared decoding, each
 	// judging its filter on it first; only a value that cannot be decoded is left to each entry's own

@@ -111,7 +111,7 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 		w.Integer(kInt, int64(out.eventBucket))
 	}
 	switch {
-	case out.fieldTTL: // the record's ttl_field set out.ttl (ttl.go)
+	case out.fieldTTL: // the record's ttl_field set out.ttl (ttlField.read)
 		w.Integer(kInt, int64(out.ttl/time.Second))
 	case p.ttlFromEvent:
 		secs, err := p.rowTTL(t)
