@@ -39,27 +39,12 @@ import (
 // given the schema's scale, a Date as days. Without it, a value converts by its column's type alone, as
 // a field of a plain JSON record does (a number for a timestamp is milliseconds).
 
-// ReasonDeleted: a delete event on a bucketed envelope entry whose on_delete is skip; the pipeline skips
-// it (a skip reason).
-const ReasonDeleted = "deleted"
-
 // errChangeTombstone is the error of the tombstone that follows a delete event, which an envelope entry
 // skips.
 var errChangeTombstone = errors.New("the record value is null: the tombstone that follows a Debezium delete event, which an envelope entry skips (the delete event deletes)")
 
 // errDeleteSkipped is wrapped by the error of a delete event a bucketed entry skips (on_delete skip).
 var errDeleteSkipped = errors.New("a delete event (op d), and on_delete is skip: a bucketed entry keeps the rows of the entity's earlier changes")
-
-// image is the part of a change event a value is read from.
-type image uint8
-
-const (
-	imgChange image = iota // the envelope itself (op, ts_ms, source...)
-	imgAfter
-	imgBefore
-)
-
-var imageNames = [...]string{imgChange: "change", imgAfter: "after", imgBefore: "before"}
 
 // maxSchemaVariants bounds the schema parts an entry keeps compiled: a table changes its schema rarely,
 // and beyond this many a record's schema part is compiled for the record alone.
@@ -692,15 +677,6 @@ func (e *envelope) readKey(key []byte, s *scratch) []codec.Value {
 		return nil
 	}
 	return vals
-}
-
-// subjectOf names where column c's value comes from in messages: for a field of an envelope entry's row
-// image, the image being mapped (s.image) first.
-func (p *plan) subjectOf(c *column, s *scratch) string {
-	if p.env != nil && c.source == srcField {
-		return imageNames[s.image] + " " + c.subject()
-	}
-	return c.subject()
 }
 
 // from is explain's Value.From of column ci of an envelope entry for op: the image or the envelope its

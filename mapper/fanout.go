@@ -20,7 +20,7 @@ import (
 // record goes: it is decoded by each entry on its own. JSON's plan always gives values (a value that
 // does not fit is one of State Bad, which only the entries that read it refuse), and a document that is
 // not a JSON object is refused by every entry alike. The fields entries' filters test are in the shared
-// plan too, and each entry judges its filter on the shared values before it maps them (where.go). The
+// plan too, and each entry judges its filter on the shared values before it maps them (decoded.go). The
 // shared plan only ever spares work: MapAll's outcome for an entry is MapEntry's.
 
 // Mapped is what one entry made of a record.
@@ -119,7 +119,7 @@ func (m *Mapper) MapAll(ctx context.Context, rec Record, out []Mapped) ([]Mapped
 	var err error
 	if len(f.entries) == 1 || f.alone {
 		// One entry: its own path, as Map's. Entries with envelopes: each reads its own row image
-		// (envelope.go), and judges its filter on the change event first (where.go).
+		// (envelope.go), and judges its filter on the change event first (decoded.go).
 		err = f.eachAlone(ctx, &rec, s, out[start:])
 	} else {
 		err = f.mapShared(ctx, &rec, s, out[start:])

@@ -2,6 +2,7 @@ package mapper
 
 import (
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,23 @@ type scratch struct {
 	kerr  error
 }
 
+// image is the part of a change event a value is read from.
+type image uint8
+
+const (
+	imgChange image = iota // the envelope itself (op, ts_ms, source...)
+	imgAfter
+	imgBefore
+)
+
+var imageNames = [...]string{imgChange: "change", imgAfter: "after", imgBefore: "before"}
+
+// sourceScratch is what header and key columns convert into, reused record after record.
+type sourceScratch struct {
+	buf  []byte
+	vals [1]codec.Value
+}
+
 // rowSpan is where one row lies in scratch.rows: from off to end, its values the first n bytes.
 type rowSpan struct{ off, n, end int }
 
@@ -114,6 +132,28 @@ type column struct {
 	// float, double, timestamp, date, uuid, timeuuid); the codec hands the other kinds (boolean,
 	// blob, inet, decimal, varint, collections) over as wire bytes (codec.Wire), written by putWire.
 	direct bool
+}
+
+// codecField is what a codec decodes for field column c: its path, for its type, in its time format
+// (by default an integer that feeds a timestamp counts milliseconds, as JSON's epoch milliseconds do).
+func (c *column) codecField() codec.Field {
+	return codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Time: c.time}
+}
+
+// subject names where column c's value comes from, for messages: field "a.b", header "NAME", key
+// field "a.b" or the Kafka key.
+func (c *column) subject() string {
+	switch {
+	case c.source == srcHeader:
+		return "header " + strconv.Quote(c.header)
+	case c.source == srcKey && c.path == nil:
+		return "the Kafka key"
+	case c.source == srcKey:
+		return "key field " + strconv.Quote(c.field)
+	case c.source == srcChange:
+		return "change field " + strconv.Quote(c.field)
+	}
+	return "field " + strconv.Quote(c.field)
 }
 
 type writeTS uint8
@@ -321,7 +361,7 @@ type feed struct {
 	entries []*plan  // in entry-name order
 	names   []string // the entries' names, in the same order
 	// alone: some entry has an envelope, so each entry maps the records on its own (each reads its own
-	// row image, envelope.go); its filter is judged on the change event as written (where.go).
+	// row image, envelope.go); its filter is judged on the change event as written (decoded.go).
 	alone bool
 	// filtered: some entry has a filter (where). The entries still map from the shared decoding, each
 	// judging its filter on it first; only a value that cannot be decoded is left to each entry's own

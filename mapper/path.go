@@ -56,7 +56,7 @@ func (p *plan) recordError(rec *Record, reason string, err error) error {
 // mapRecord maps one record by its topic's codec, the same way for every codec: a registry
 // codec's framing and writer schema first (decoder.go), then the plan's values into the row
 // (mapValues). Plain JSON is a codec with no writer schema; json_schema is the framing and the
-// JSON codec. An entry's filter is judged on the values its decoding gives (where.go), before the event
+// JSON codec. An entry's filter is judged on the values its decoding gives (decoded.go), before the event
 // time and the columns.
 func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome, string, error) {
 	if p.keyReg != nil {
@@ -120,17 +120,6 @@ func (p *plan) mapRecord(ctx context.Context, rec *Record, s *scratch) (outcome,
 		rec = &inner
 	}
 	return p.mapValues(ctx, wp, rec, body, s)
-}
-
-// refuse is the outcome of a record whose value entry p cannot decode (reason, err): the refusal, unless
-// the entry's filter does not take it by what it can judge without the value (a header or the key).
-func (p *plan) refuse(ctx context.Context, rec *Record, s *scratch, reason string, err error) (outcome, string, error) {
-	if p.where != nil {
-		if fr, ferr := p.judge(ctx, rec, nil, nil, true, s); ferr != nil {
-			return outcome{}, fr, ferr
-		}
-	}
-	return outcome{}, reason, err
 }
 
 // mapEntry maps rec for entry p alone.

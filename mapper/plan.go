@@ -7,7 +7,6 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/codec"
 	jsonc "github.com/bucketsink/sink/codec/json"
@@ -356,12 +355,6 @@ func (p *plan) decodeFields() {
 			p.fields = append(p.fields, f)
 		}
 	}
-}
-
-// codecField is what a codec decodes for field column c: its path, for its type, in its time format
-// (by default an integer that feeds a timestamp counts milliseconds, as JSON's epoch milliseconds do).
-func (c *column) codecField() codec.Field {
-	return codec.Field{Path: c.path, Column: c.name, Type: c.typ.packed(), Time: c.time}
 }
 
 // keyDecodeFields lists what is decoded from a tombstone's key (p.keyIDs): each id column read from a

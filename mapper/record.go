@@ -31,6 +31,12 @@ type Record struct {
 	Headers []Header
 }
 
+// Header is one Kafka record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
 // HeaderValueSchemaID and HeaderKeySchemaID are the record headers in which the newer Confluent
 // clients carry a value's and a key's writer schema id (a GUID) instead of the wire format's prefix.
 const (
@@ -78,6 +84,13 @@ func Skipped(reason string) bool {
 	return reason == ReasonExpired || reason == ReasonTombstone || reason == ReasonFiltered || reason == ReasonDeleted
 }
 
+// ReasonFiltered: the entry's where does not take the record; the pipeline skips it (a skip reason).
+const ReasonFiltered = "filtered"
+
+// ReasonDeleted: a delete event on a bucketed envelope entry whose on_delete is skip; the pipeline skips
+// it (a skip reason).
+const ReasonDeleted = "deleted"
+
 // RecordError is why one entry cannot make a row of one record, or skips it (a skip reason: ReasonExpired,
 // ReasonTombstone). The pipeline sends the record to its topic's dead-letter topic with these
 // coordinates and the message.
@@ -112,8 +125,23 @@ func (e *RecordError) Quoted() string { return Quoted(e) }
 // reads; the pipeline subscribes only to configured topics, so it means a wiring bug.
 var ErrUnknownTopic = errors.New("no configured topic reads this Kafka topic")
 
+// errExpired is wrapped by the error of a record whose event is older than its topic's ttl under
+// ttl_from event_time; its reason is ReasonExpired.
+var errExpired = errors.New("expired")
+
 // Quoted returns err's message with the bad value shown, where err is about a value of the record (a
 // field that does not convert, an event time that does not parse, a value that is not JSON), whichever
 // the codec; for any other error, its message. Dead letters carry it in sink.error (they carry the
 // record anyway); logs carry it only when log.quote_values is set, Error otherwise.
 func Quoted(err error) string { return codec.Quoted(err) }
+
+// header is the value of the first header of rec named name; nil when there is none, or its value is
+// null.
+func header(rec *Record, name string) []byte {
+	for i := range rec.Headers {
+		if h := &rec.Headers[i]; h.Key == name {
+			return h.Value
+		}
+	}
+	return nil
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/codec"
+	jsonc "github.com/bucketsink/sink/codec/json"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
 )
@@ -110,7 +111,7 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 		w.Integer(kInt, int64(out.eventBucket))
 	}
 	switch {
-	case out.fieldTTL: // the record's ttl_field set out.ttl (ttl.go)
+	case out.fieldTTL: // the record's ttl_field set out.ttl (ttlField.read)
 		w.Integer(kInt, int64(out.ttl/time.Second))
 	case p.ttlFromEvent:
 		secs, err := p.rowTTL(t)
@@ -182,10 +183,6 @@ func (p *plan) complete(out *outcome, rec *Record, s *scratch) error {
 // maxTTL is Cassandra's largest TTL, 20 years, in seconds.
 const maxTTL = 20 * 365 * 24 * 3600
 
-// errExpired is wrapped by the error of a record whose event is older than its topic's ttl under
-// ttl_from event_time; its reason is ReasonExpired.
-var errExpired = errors.New("expired")
-
 // rowTTL is the TTL of a row with event time t under ttl_from event_time: what is left of the ttl
 // at p.now(), in whole seconds rounded down, so that the row expires at t + ttl (later only by the
 // time between mapping and the write). Cassandra counts a TTL from the moment the coordinator
@@ -214,6 +211,46 @@ func (p *plan) rowTTL(t time.Time) (int32, error) {
 		return maxTTL, nil
 	}
 	return int32((p.ttl - age) / time.Second), nil
+}
+
+// read sets out's TTL from v, the field's decoded value, at now: out.fieldTTL when the record has the
+// field. The TTL is what is left until the expiry, in whole seconds rounded down, at most max; less
+// than a second left is errExpired (a TTL of 0 would mean never). A value that is no instant or
+// duration, or a negative duration, is an error naming the field.
+func (f *ttlField) read(out *outcome, v *codec.Value, now time.Time) error {
+	switch v.State {
+	case codec.Absent, codec.Null:
+		return nil // the entry's ttl, or none
+	case codec.Bad:
+		return v.Err.At(fmt.Sprintf("ttl_field: field %q", f.name))
+	}
+	var left, d time.Duration
+	if f.instant {
+		left = v.T.Sub(now) // saturates: an instant centuries away is cut to the max below
+	} else {
+		if v.N < 0 {
+			return &codec.ValueError{Plain: fmt.Sprintf("ttl_field: field %q is a negative duration", f.name),
+				Quoted: fmt.Sprintf("ttl_field: field %q is %d, a negative duration", f.name, v.N)}
+		}
+		d = math.MaxInt64
+		if v.N <= math.MaxInt64/int64(f.unit) {
+			d = time.Duration(v.N) * f.unit
+		}
+		left = d
+		if f.fromEvent {
+			if age := now.Sub(out.eventTime); age > 0 || left < math.MaxInt64+age {
+				left -= age
+			}
+		}
+	}
+	switch {
+	case left < time.Second:
+		return f.expired(v, d, left, out.eventTime)
+	case left > f.max:
+		left, out.ttlClamped = f.max, true
+	}
+	out.ttl, out.fieldTTL = left.Truncate(time.Second), true
+	return nil
 }
 
 // maxKeyComponent is Cassandra's limit on one partition key value (its length is a uint16).
@@ -490,6 +527,48 @@ func (p *plan) decodedValue(c *column, v *codec.Value, s *scratch) error {
 	}
 	store(c, v, s)
 	return nil
+}
+
+// subjectOf names where column c's value comes from in messages: for a field of an envelope entry's row
+// image, the image being mapped (s.image) first.
+func (p *plan) subjectOf(c *column, s *scratch) string {
+	if p.env != nil && c.source == srcField {
+		return imageNames[s.image] + " " + c.subject()
+	}
+	return c.subject()
+}
+
+// headerOrKeyValue writes the value of column c (source header or key) to s.w.
+func (p *plan) headerOrKeyValue(c *column, rec *Record, s *scratch) error {
+	if s.src == nil {
+		s.src = &sourceScratch{}
+	}
+	v := &s.src.vals[0]
+	*v = codec.Value{}
+	b := rec.Key
+	if c.source == srcHeader {
+		b = header(rec, c.header)
+	}
+	switch {
+	case b == nil && c.regSlot < 0: // absent
+	case c.source == srcHeader && c.typ.kind == kBlob:
+		s.putWire(c, b)
+		return nil
+	case c.regSlot >= 0:
+		// Decoded before the columns (keyColumns): a key that cannot be decoded was refused then.
+		if s.keyOf == p {
+			*v = s.kvals[c.regSlot]
+		}
+	case c.keyPlan != nil:
+		var err error
+		if s.src.buf, err = c.keyPlan.Decode(b, s.src.vals[:], s.src.buf[:0]); err != nil {
+			*v = codec.Value{} // a key that is not a JSON object has no fields
+		}
+	default:
+		f := c.codecField()
+		s.src.buf = jsonc.DecodeString(&f, b, v, s.src.buf[:0])
+	}
+	return p.decodedValue(c, v, s)
 }
 
 // latestWriteTS is the write timestamp of a latest-value entry's row, an upsert at its event time or a

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bucketsink/sink/codec"
@@ -27,12 +26,6 @@ import (
 // the value would be. No key, a key that is not a JSON object, or a missing or null field is a missing
 // value, with the header's consequences.
 
-// sourceScratch is what header and key columns convert into, reused record after record.
-type sourceScratch struct {
-	buf  []byte
-	vals [1]codec.Value
-}
-
 // compileKeyPlan gives a column of source key with a field the JSON plan that reads it from the key
 // under key_codec text (a registry key codec reads it by plan.keyReg instead: compileKeyFields).
 func (c *column) compileKeyPlan(keyCodec string) error {
@@ -42,39 +35,6 @@ func (c *column) compileKeyPlan(keyCodec string) error {
 	var err error
 	c.keyPlan, err = jsonc.Codec{}.Compile(nil, []codec.Field{c.codecField()})
 	return err
-}
-
-// headerOrKeyValue writes the value of column c (source header or key) to s.w.
-func (p *plan) headerOrKeyValue(c *column, rec *Record, s *scratch) error {
-	if s.src == nil {
-		s.src = &sourceScratch{}
-	}
-	v := &s.src.vals[0]
-	*v = codec.Value{}
-	b := rec.Key
-	if c.source == srcHeader {
-		b = header(rec, c.header)
-	}
-	switch {
-	case b == nil && c.regSlot < 0: // absent
-	case c.source == srcHeader && c.typ.kind == kBlob:
-		s.putWire(c, b)
-		return nil
-	case c.regSlot >= 0:
-		// Decoded before the columns (keyColumns): a key that cannot be decoded was refused then.
-		if s.keyOf == p {
-			*v = s.kvals[c.regSlot]
-		}
-	case c.keyPlan != nil:
-		var err error
-		if s.src.buf, err = c.keyPlan.Decode(b, s.src.vals[:], s.src.buf[:0]); err != nil {
-			*v = codec.Value{} // a key that is not a JSON object has no fields
-		}
-	default:
-		f := c.codecField()
-		s.src.buf = jsonc.DecodeString(&f, b, v, s.src.buf[:0])
-	}
-	return p.decodedValue(c, v, s)
 }
 
 // compileKeyFields builds the entry's registry key decoding (keyReg) of the key fields its columns of
@@ -172,33 +132,6 @@ func (p *plan) keyColumns(ctx context.Context, rec *Record, s *scratch) (string,
 func isUnavailable(err error) bool {
 	ue := (*codec.UnavailableError)(nil)
 	return errors.As(err, &ue)
-}
-
-// header is the value of the first header of rec named name; nil when there is none, or its value is
-// null.
-func header(rec *Record, name string) []byte {
-	for i := range rec.Headers {
-		if h := &rec.Headers[i]; h.Key == name {
-			return h.Value
-		}
-	}
-	return nil
-}
-
-// subject names where column c's value comes from, for messages: field "a.b", header "NAME", key
-// field "a.b" or the Kafka key.
-func (c *column) subject() string {
-	switch {
-	case c.source == srcHeader:
-		return "header " + strconv.Quote(c.header)
-	case c.source == srcKey && c.path == nil:
-		return "the Kafka key"
-	case c.source == srcKey:
-		return "key field " + strconv.Quote(c.field)
-	case c.source == srcChange:
-		return "change field " + strconv.Quote(c.field)
-	}
-	return "field " + strconv.Quote(c.field)
 }
 
 // from is explain's Value.From of column c: where its value came from when that is not the record's

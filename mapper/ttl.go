@@ -2,7 +2,6 @@ package mapper
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -47,46 +46,6 @@ func compileTTLField(t config.Topic) (*ttlField, error) {
 		return nil, fmt.Errorf("as: %q is not instant or duration", f.As)
 	}
 	return tf, nil
-}
-
-// read sets out's TTL from v, the field's decoded value, at now: out.fieldTTL when the record has the
-// field. The TTL is what is left until the expiry, in whole seconds rounded down, at most max; less
-// than a second left is errExpired (a TTL of 0 would mean never). A value that is no instant or
-// duration, or a negative duration, is an error naming the field.
-func (f *ttlField) read(out *outcome, v *codec.Value, now time.Time) error {
-	switch v.State {
-	case codec.Absent, codec.Null:
-		return nil // the entry's ttl, or none
-	case codec.Bad:
-		return v.Err.At(fmt.Sprintf("ttl_field: field %q", f.name))
-	}
-	var left, d time.Duration
-	if f.instant {
-		left = v.T.Sub(now) // saturates: an instant centuries away is cut to the max below
-	} else {
-		if v.N < 0 {
-			return &codec.ValueError{Plain: fmt.Sprintf("ttl_field: field %q is a negative duration", f.name),
-				Quoted: fmt.Sprintf("ttl_field: field %q is %d, a negative duration", f.name, v.N)}
-		}
-		d = math.MaxInt64
-		if v.N <= math.MaxInt64/int64(f.unit) {
-			d = time.Duration(v.N) * f.unit
-		}
-		left = d
-		if f.fromEvent {
-			if age := now.Sub(out.eventTime); age > 0 || left < math.MaxInt64+age {
-				left -= age
-			}
-		}
-	}
-	switch {
-	case left < time.Second:
-		return f.expired(v, d, left, out.eventTime)
-	case left > f.max:
-		left, out.ttlClamped = f.max, true
-	}
-	out.ttl, out.fieldTTL = left.Truncate(time.Second), true
-	return nil
 }
 
 // expired is the errExpired of a record whose ttl_field value v (a duration d) leaves less than a second.

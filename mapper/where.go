@@ -1,7 +1,6 @@
 package mapper
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -25,15 +24,6 @@ import (
 // schema) is no reason to skip: the entry takes the record, and refuses it as the bad input it is. A key
 // under key_codec text that is not a JSON object has no fields, as a tombstone's value has none; a
 // registry-framed key that cannot be decoded is bad input (reason key).
-
-// ReasonFiltered: the entry's where does not take the record; the pipeline skips it (a skip reason).
-const ReasonFiltered = "filtered"
-
-// Header is one Kafka record header.
-type Header struct {
-	Key   string
-	Value []byte
-}
 
 // whereOp is what one node of a filter does.
 type whereOp uint8
@@ -194,36 +184,6 @@ type whereInput struct {
 	keyBad     bool // the key cannot be decoded by the registry key codec
 }
 
-// judge judges p's filter on rec, whose value's fields the filter reads at vals[slots[i]] (nil vals: a
-// tombstone, or with unreadable a value that could not be decoded). It returns "" and nil when the entry
-// takes the record; ReasonFiltered and the skip's error when it does not; ReasonKey when a test reads a
-// registry-framed key that cannot be decoded; "" and a *codec.UnavailableError when the registry does not
-// answer.
-func (p *plan) judge(ctx context.Context, rec *Record, vals []codec.Value, slots []int, unreadable bool, s *scratch) (string, error) {
-	in := whereInput{f: p.where, rec: rec, s: s, vals: vals, slots: slots, unreadable: unreadable}
-	var keyErr error // kept apart from in: its messages would take the record's memory to the heap
-	if p.keyReg != nil && len(p.whereKey) > 0 {
-		// A registry-framed key is decoded before the tests (once per record, with the key columns).
-		in.keyDone, in.keySlots = true, p.whereKey
-		if in.key, keyErr = p.registryKey(ctx, rec, s); keyErr != nil {
-			if isUnavailable(keyErr) {
-				return "", keyErr
-			}
-			in.key, in.keyBad = nil, true
-		}
-	}
-	taken := p.where.root.eval(&in)
-	switch {
-	case keyErr != nil && in.stopped():
-		return ReasonKey, fmt.Errorf("where: %w", keyErr)
-	case taken || in.bad:
-		return "", nil
-	}
-	// The values read are shown only where bad values are (Quoted: the dead letter, explain, quote_values).
-	const head = "filtered out: the record does not pass where "
-	return ReasonFiltered, &codec.ValueError{Plain: head + p.where.root.describe(&in, false), Quoted: head + p.where.root.describe(&in, true)}
-}
-
 // stopped: a test could not be judged (the value is unreadable, or the key cannot be decoded), so
 // judging ends.
 func (in *whereInput) stopped() bool { return in.bad }
@@ -332,71 +292,6 @@ func (f *filter) compileChange(codecName string) error {
 	var err error
 	f.change, err = (jsonc.Codec{}).Compile(nil, f.vfields)
 	return err
-}
-
-// judgeChange judges the filter of envelope entry p on rec, a change event read as written (compileChange)
-// and the key. A value that cannot be decoded leaves value tests unjudged: the entry takes the record, and
-// its reading of the event refuses it as the bad input it is.
-func (p *plan) judgeChange(ctx context.Context, rec *Record, s *scratch) (string, error) {
-	f := p.where
-	if rec.Value == nil || len(f.vfields) == 0 {
-		return p.judge(ctx, rec, nil, nil, false, s)
-	}
-	if s.where == nil {
-		s.where = &whereScratch{}
-	}
-	ws := s.where
-	ws.value = slices.Grow(ws.value[:0], len(f.vfields))[:len(f.vfields)]
-	var err error
-	switch {
-	case f.change != nil:
-		ws.valueBuf, err = f.change.Decode(rec.Value, ws.value, ws.valueBuf[:0])
-	case f.value != nil:
-		id, body, ferr := codec.Frame(rec.Value)
-		if ferr != nil {
-			err = ferr
-			break
-		}
-		wp, reason, werr := f.value.writerPlan(ctx, id)
-		if werr != nil {
-			if reason == "" {
-				return "", werr // the registry does not answer
-			}
-			err = werr
-			break
-		}
-		ws.valueBuf, err = wp.Decode(body, ws.value, ws.valueBuf[:0])
-	}
-	if err != nil {
-		return p.judge(ctx, rec, nil, nil, true, s)
-	}
-	return p.judge(ctx, rec, ws.value, f.self, false, s)
-}
-
-// valueAlone decodes body (of writer schema id) by the filter's plan of its value fields alone, for a
-// record whose writer schema the entry's own plan refuses (a *codec.SchemaError); nil and false when the
-// filter cannot read the schema either, or the body does not decode.
-func (p *plan) valueAlone(ctx context.Context, id int, body []byte, s *scratch) ([]codec.Value, []int, bool, error) {
-	f := p.where
-	if f.value == nil {
-		return nil, nil, true, nil
-	}
-	wp, reason, err := f.value.writerPlan(ctx, id)
-	if err != nil {
-		if reason == "" {
-			return nil, nil, false, err // the registry does not answer
-		}
-		return nil, nil, false, nil
-	}
-	if s.where == nil {
-		s.where = &whereScratch{}
-	}
-	ws := s.where
-	ws.value = slices.Grow(ws.value[:0], len(f.vfields))[:len(f.vfields)]
-	if ws.valueBuf, err = wp.Decode(body, ws.value, ws.valueBuf[:0]); err != nil {
-		return nil, nil, false, nil
-	}
-	return ws.value, f.self, true, nil
 }
 
 // describe is w with what the record holds for each value it tests (quote: its text; else only whether
