@@ -108,23 +108,35 @@ func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, s *Scratch) ([]batc
 	for i, r := range e.raw {
 		idx := r.Window.Index(at)
 		start, end := r.Window.Start(idx), r.Window.End(idx)
-		// The pending table's columns, in cassandra.PendingColumns' order: entry, kafka_partition,
-		// due, rollup, entity, window_start, record, and the write timestamp.
-		w.Reset()
-		w.Text(packed.KText, e.name)
-		w.Integer(packed.KInt, int64(row.Partition))
-		w.Time(packed.KTimestamp, end.Add(r.Grace))
-		w.Text(packed.KText, e.rawNames[i])
-		w.Text(packed.KBlob, ent)
-		w.Time(packed.KTimestamp, start)
-		w.Integer(packed.KBigint, row.Offset)
-		w.Integer(packed.KBigint, row.Offset)
+		e.pack(w, row.Partition, end.Add(r.Grace), e.rawNames[i], ent, start, row.Offset, row.Offset)
 		size := w.Size()
 		values, k := w.Finish(key)
 		dst = append(dst, batcher.Row{Target: e.target, Key: k, Packed: values, Offset: row.Offset,
 			EventMicros: row.EventMicros, Partition: row.Partition, Size: int32(24 + size)})
 	}
 	return dst, nil
+}
+
+// pack writes a marker's values into w, in cassandra.PendingColumns' order: entry, kafka_partition,
+// due, rollup, entity, window_start, record, and the write timestamp.
+func (e *Entry) pack(w *packed.Writer, partition int32, due time.Time, rollup, entity []byte, start time.Time, record, timestamp int64) {
+	w.Reset()
+	w.Text(packed.KText, e.name)
+	w.Integer(packed.KInt, int64(partition))
+	w.Time(packed.KTimestamp, due)
+	w.Text(packed.KText, rollup)
+	w.Text(packed.KBlob, entity)
+	w.Time(packed.KTimestamp, start)
+	w.Integer(packed.KBigint, record)
+	w.Integer(packed.KBigint, timestamp)
+}
+
+// identity is Identity of the pending row that marker m, read from partition's pending markers, is,
+// built in dst with w: the bytes Markers gave the row.
+func (e *Entry) identity(w *packed.Writer, dst []byte, partition int32, m *Marker) []byte {
+	e.pack(w, partition, m.Due, unsafe.Slice(unsafe.StringData(m.Rollup), len(m.Rollup)), m.Entity, m.Window, m.Record, m.Timestamp)
+	dst, _ = w.AppendRow(dst[:0], nil)
+	return dst[:len(dst)-markerTail]
 }
 
 // Scratch is the writer Markers packs a marker's values with, kept by its caller between records so
@@ -167,12 +179,18 @@ type Worker struct {
 	Now       func() time.Time // default time.Now
 	Interval  time.Duration    // default ScanInterval
 	Backoff   backoff.Policy
-	// Durable is the offset below which every record of the partition is done (its raw rows
-	// written), -1 when not known yet. A marker of a later record waits: it may have been written
-	// before its raw row, and a window computed without the row would lose it.
-	Durable func() int64
+	// Committed is the offset below which the partition's records are committed by this member (or
+	// were before its assignment), -1 when not known yet. A marker of a later record waits: it may
+	// have been written before its raw row, and a window computed without the row would lose it.
+	// Committed, not merely done: a member that lost the partition without knowing it computes only
+	// windows of records the next owner will not read again (see Standing).
+	Committed func() int64
+	// Standing is the partition's markers that records rely on (nil: none do).
+	Standing *Standing
 
 	prevPass time.Time
+	w        packed.Writer // identity's scratch
+	id       []byte
 }
 
 // Run scans every Interval until ctx ends. A failing step is logged and counted, and its marker
@@ -225,11 +243,19 @@ func (w *Worker) pass(ctx context.Context, now time.Time) error {
 			pending += len(ms)
 			w.Metrics.RollupPending.WithLabelValues(e.Name, part).Set(float64(pending))
 			w.Metrics.RollupOldestPending.WithLabelValues(e.Name, part).Set(oldest.Seconds())
-			durable, waiting := w.Durable(), 0
-			for _, m := range ms {
-				if m.Record >= durable {
-					waiting++ // its record is not done: the next pass takes it
+			committed, waiting := w.Committed(), 0
+			for i := range ms {
+				m := ms[i]
+				if m.Record >= committed {
+					waiting++ // its record is not committed: the next pass takes it
 					continue
+				}
+				if w.Standing != nil {
+					w.id = e.identity(&w.w, w.id, w.Partition, &m)
+					if !w.Standing.Take(w.id, committed) {
+						waiting++ // a later record relies on it and is not committed yet
+						continue
+					}
 				}
 				if err := w.step(ctx, e, m, now); err != nil {
 					return err
