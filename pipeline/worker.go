@@ -165,7 +165,7 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 		if e := p.rollupsOf(m); e != nil {
 			before := len(markers)
 			var err error
-			if markers, err = e.Markers(markers, &m.Row, &p.markerW); err != nil {
+			if markers, err = e.Markers(markers, &m.Row, &p.markerW, p.standing); err != nil {
 				markers, m.Err = markers[:before], err // refused below, like a row the entry cannot map
 			}
 			for j := before; j < len(markers); j++ {
@@ -188,18 +188,17 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 			refusals = append(refusals, rf)
 		}
 	}
-	// A marker that stands (written by an earlier record, not taken by the rollup worker since) is not
-	// written again: this record relies on it (rollup.Standing). Past what Standing remembers, a marker
-	// whose row an earlier record of this hand-off already holds is not added again either: that row
-	// takes this record's values instead (foldMarkers).
+	// A marker that stands (written by an earlier record, not taken by the rollup worker since) was
+	// left out by Markers: this record relies on it (rollup.Standing). Should the record halt the
+	// partition below instead, no later record is mapped in this assignment to rely on a marker it
+	// named, and a marker it relied on waits for it, which never commits here. Past what Standing
+	// remembers, a marker whose row an earlier record of this hand-off already holds is not added
+	// again either: that row takes this record's values instead (foldMarkers).
 	into := p.markerInto[:0]
 	defer func() { p.markerInto = into[:0] }()
 	if len(markers) > 0 && (len(refusals) == 0 || p.topic.deadLetterTopic != "") {
 		for i := range markers {
-			j := markerStands
-			if !p.standing.Rely(rollup.Identity(&markers[i]), r.Offset) {
-				j = p.heldMarker(rows, &markers[i])
-			}
+			j := p.heldMarker(rows, &markers[i])
 			into = append(into, j)
 			if j != markerAdded {
 				nrows--
@@ -615,12 +614,9 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 	}
 }
 
-// What becomes of a record's marker (handle's into): an index >= 0 into the hand-off's rows is the row
-// it folds into (heldMarker).
-const (
-	markerAdded  = -1 // a row of its own
-	markerStands = -2 // none: the record relies on a standing marker (rollup.Standing)
-)
+// markerAdded is what heldMarker says of a marker that adds a row of its own; an index >= 0 into the
+// hand-off's rows is the row it folds into.
+const markerAdded = -1
 
 // heldMarker is the index in rows (the hand-off being filled) of the row of the pending table that
 // marker m names, when an earlier record of this hand-off added it; markerAdded when none did.
@@ -636,8 +632,8 @@ func (p *partition) heldMarker(rows []batcher.Row, m *batcher.Row) int {
 	return int(j)
 }
 
-// foldMarkers appends to rows the markers of a record that adds them (into[i] == markerAdded), leaves
-// out those that stand, and gives each marker that an earlier record of this hand-off already added
+// foldMarkers appends to rows the markers of a record that adds them (into[i] == markerAdded), and
+// gives each marker that an earlier record of this hand-off already added
 // (into[i] >= 0, from heldMarker) to that row instead: the row keeps the earlier record's part (its
 // offset, acknowledged with the earlier record) and takes the later record's values (the record named,
 // the write timestamp).
@@ -650,8 +646,6 @@ func (p *partition) foldMarkers(rows, markers []batcher.Row, into []int) []batch
 	for i := range markers {
 		if j := into[i]; j >= 0 {
 			rows[j].Packed = markers[i].Packed // the same size: only the two integers differ
-			continue
-		} else if j == markerStands {
 			continue
 		}
 		if p.markerIndex == nil {

@@ -92,9 +92,11 @@ func (e *Entry) Parts() int { return len(e.raw) }
 
 // Markers appends to dst the markers of raw row row (one per rollup made of raw rows): its entity
 // (the id components of its routing key), each window its event time falls in, due at the window's
-// end plus grace, written at the record's offset. s is the caller's scratch (one per goroutine): a
-// marker costs one allocation, the row's own copy of its values and key.
-func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, s *Scratch) ([]batcher.Row, error) {
+// end plus grace, written at the record's offset. A marker that stands in st (Standing.Rely, with the
+// row's record) is left out: the record relies on it. s is the caller's scratch (one per goroutine):
+// a marker appended costs one allocation, the row's own copy of its values and key; one left out
+// costs none.
+func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, s *Scratch, st *Standing) ([]batcher.Row, error) {
 	w := &s.w
 	entity, _, ok := routing.KeyParts(row.Key, e.ids)
 	if !ok {
@@ -109,6 +111,12 @@ func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, s *Scratch) ([]batc
 		idx := r.Window.Index(at)
 		start, end := r.Window.Start(idx), r.Window.End(idx)
 		e.pack(w, row.Partition, end.Add(r.Grace), e.rawNames[i], ent, start, row.Offset, row.Offset)
+		if st != nil {
+			s.id, _ = w.AppendRow(s.id[:0], nil)
+			if st.Rely(s.id[:len(s.id)-markerTail], row.Offset) {
+				continue
+			}
+		}
 		size := w.Size()
 		values, k := w.Finish(key)
 		dst = append(dst, batcher.Row{Target: e.target, Key: k, Packed: values, Offset: row.Offset,
@@ -141,7 +149,10 @@ func (e *Entry) identity(w *packed.Writer, dst []byte, partition int32, m *Marke
 
 // Scratch is the writer Markers packs a marker's values with, kept by its caller between records so
 // that packing allocates nothing; its zero value is ready. One goroutine uses it at a time.
-type Scratch struct{ w packed.Writer }
+type Scratch struct {
+	w  packed.Writer
+	id []byte // a marker's Identity
+}
 
 // Identity is the part of marker m's packed values that names its row of the pending table: entry,
 // partition, due, rollup, entity and window start, without the record's offset and the write

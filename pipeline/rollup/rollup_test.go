@@ -141,7 +141,7 @@ func TestMarkersOfARawRow(t *testing.T) {
 	key := rowKey("dev-1", "2024-01-15")
 	at := hour.Add(17 * time.Minute)
 	row := batcher.Row{Key: string(key), Offset: 77, Partition: 2, EventMicros: at.UnixMicro()}
-	ms, err := e.Markers(nil, &row, &Scratch{})
+	ms, err := e.Markers(nil, &row, &Scratch{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestMarkersCostOneAllocationEach(t *testing.T) {
 	dst := make([]batcher.Row, 0, 4)
 	allocs := testing.AllocsPerRun(100, func() {
 		var err error
-		if dst, err = e.Markers(dst[:0], &row, &w); err != nil {
+		if dst, err = e.Markers(dst[:0], &row, &w, nil); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -214,7 +214,7 @@ func TestAStandingMarkerIsTakenOnlyOnceItsLastRecordIsCommitted(t *testing.T) {
 	key := string(rowKey("dev-1", "2024-01-15"))
 	at := hour.Add(17 * time.Minute).UnixMicro()
 	marker := func(offset int64) batcher.Row {
-		ms, err := e.Markers(nil, &batcher.Row{Key: key, Offset: offset, Partition: 2, EventMicros: at}, &Scratch{})
+		ms, err := e.Markers(nil, &batcher.Row{Key: key, Offset: offset, Partition: 2, EventMicros: at}, &Scratch{}, nil)
 		if err != nil || len(ms) != 1 {
 			t.Fatalf("markers %v, %v", ms, err)
 		}
@@ -273,5 +273,30 @@ func TestStandingIsBounded(t *testing.T) {
 	var none *Standing
 	if none.Rely(past, 1) || !none.Take(past, 0) {
 		t.Fatal("a nil Standing must remember nothing and take every marker")
+	}
+}
+
+// Markers leaves out a marker that stands, without packing a row for it: the later records of a
+// window cost a look-up, not an allocation. Guards against a record that relies on a marker paying for
+// one anyway.
+func TestAStandingMarkerIsLeftOutWithoutAnAllocation(t *testing.T) {
+	e := testEntry(t)
+	key := string(rowKey("dev-1", "2024-01-15"))
+	at := hour.Add(17 * time.Minute).UnixMicro()
+	st, s := &Standing{}, &Scratch{}
+	ms, err := e.Markers(nil, &batcher.Row{Key: key, Offset: 5, Partition: 2, EventMicros: at}, s, st)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("the first record of a window: markers %v, %v; want its one", ms, err)
+	}
+	row := batcher.Row{Key: key, Offset: 6, Partition: 2, EventMicros: at}
+	dst := make([]batcher.Row, 0, 4)
+	allocs := testing.AllocsPerRun(100, func() {
+		row.Offset++
+		if dst, err = e.Markers(dst[:0], &row, s, st); err != nil || len(dst) != 0 {
+			t.Fatalf("a later record of the window: markers %v, %v; want none", dst, err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations for a marker that stands, want 0", allocs)
 	}
 }
