@@ -73,7 +73,10 @@ func Entries(cfg *config.Config) (map[string]*Entry, error) {
 		tc := cfg.Topics[name]
 		e := &Entry{Name: name, name: []byte(name), keyspace: t.Keyspace, ids: len(t.IDColumns()), coarser: map[string][]schema.Rollup{},
 			target: &batcher.Target{Topic: tc.Topic, Keyspace: t.Keyspace, Table: cassandra.PendingTable,
-				Insert: cassandra.PendingInsert(t.Keyspace), Columns: cassandra.PendingColumns, Consistency: tc.Consistency, Entry: name, Bookkeeping: true}}
+				Insert: cassandra.PendingInsert(t.Keyspace), Columns: cassandra.PendingColumns, Consistency: tc.Consistency, Entry: name, Bookkeeping: true,
+				// (entry, kafka_partition), then due, rollup, entity and window_start, and record_offset,
+				// at the marker's own write timestamp: what Cassandra counts of the rows (batcher.DataSize).
+				Shape: batcher.RowShape{KeyColumns: 2, Clustering: 4, Regular: 1, Timestamp: true}}}
 		for _, r := range rs {
 			if r.From == "" {
 				e.raw = append(e.raw, r)

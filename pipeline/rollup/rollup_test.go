@@ -300,3 +300,22 @@ func TestAStandingMarkerIsLeftOutWithoutAnAllocation(t *testing.T) {
 		t.Fatalf("%v allocations for a marker that stands, want 0", allocs)
 	}
 }
+
+// Cassandra counts a marker's row as its partition (29 bytes), its row (21), its clustering values
+// (due, rollup, entity, window start) and its one cell (20 bytes and the record's offset), and
+// batcher.DataSize says the same: markers join requests up to the cap like any row. Guards against
+// the pending table's rows counted at five times their size, as a target without a shape is.
+func TestAMarkerIsCountedAsCassandraCountsIt(t *testing.T) {
+	e := testEntry(t)
+	key := rowKey("dev-1", "2024-01-15")
+	ms, err := e.Markers(nil, &batcher.Row{Key: string(key), Offset: 77, Partition: 2, EventMicros: hour.UnixMicro()}, &Scratch{}, nil)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("markers %v, %v", ms, err)
+	}
+	entity, _, _ := routing.KeyParts(string(key), 1)
+	want := 29 + 21 + (8 + len("hourly") + len(entity) + 8) + (20 + 8)
+	b := &batcher.Batch{Target: ms[0].Target, Rows: ms, Bytes: int(ms[0].Size), Partitions: 1}
+	if got := batcher.DataSize(b); got != want {
+		t.Fatalf("DataSize of a marker %d, want %d", got, want)
+	}
+}
