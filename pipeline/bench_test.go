@@ -339,4 +339,4 @@ func BenchmarkObserveWritten(b *testing.B) {
 }
 
 // observeWrittenRequest hands a written request to the pipeline as the write stage does.
-func observeWrittenRequest(pl *Pipeline, b *batcher.Batch) { b.EachPartition(pl.observeWritten) }
+func observeWrittenRequest(pl *Pipeline, b *batcher.Batch) { pl.observeWritten(b) }

@@ -85,8 +85,9 @@ type Config struct {
 	Stopping func() bool
 	// BudgetFull reports whether the byte budget is full: the stage then picks batches by efficiency.
 	BudgetFull func() bool
-	// Written is called with every batch Cassandra acknowledged (readiness, event-time lag, largest
-	// partitions).
+	// Written is called with every request Cassandra acknowledged (readiness, event-time lag, largest
+	// partitions): once for a batch of several partitions joined by Group (Batch.EachPartition and
+	// batcher.PartitionLen give its partitions).
 	Written func(*batcher.Batch)
 	// WriteFailed, when set, is called with every batch given back after its retries ran out on errors of
 	// the cluster (cassandra.FailExhausted: timeouts, unavailable replicas, overload), for readiness.
@@ -334,7 +335,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		c := s.countersOf(b.Target)
 		c.records.Add(float64(written))
 		c.rows.Add(float64(written))
-		b.EachPartition(s.cfg.Written)
+		s.cfg.Written(b)
 	}
 	var rejected map[int]error
 	if len(failures) > 0 {
