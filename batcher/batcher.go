@@ -199,6 +199,11 @@ type node struct {
 	// compares keys, and the first row's own key, long out of the CPU caches by the time the next row
 	// arrives, would cost a memory access per row on top of the node's.
 	kbuf [keyInline]byte
+	// first holds a batch's first row, unless it started from a hint: at a steady rate most batches are
+	// a cold partition's, which leave with that one row, and held here it takes no array from the pools
+	// (a Get, and a Put on Release, of a pool shared with the writer goroutines). A second row moves the
+	// rows to a pooled array, as growing does.
+	first [1]Row
 }
 
 // sizeList is one size class, oldest arrival at that size first.
@@ -312,6 +317,9 @@ func (b *Batcher) newNode(r *Row, h uint64) *node {
 			e.hinted = c
 			b.hinted += c
 		}
+	}
+	if e.buf == nil {
+		e.Rows = e.first[:0]
 	}
 	if len(r.Key) > 0 && len(r.Key) <= keyInline {
 		copy(e.kbuf[:], r.Key)
@@ -577,13 +585,16 @@ func putRowBuf(rb *rowBuf, rows []Row) {
 	rowPools[bits.Len(uint(cap(rows)))].Put(rb)
 }
 
-// appendRow appends r to bt's rows, growing them through the pool.
+// appendRow appends r to bt's rows, growing them through the pool. Rows not in a pooled array are the
+// node's first row (node.first): cleared once moved, so that it keeps nothing alive.
 func appendRow(bt *Batch, r *Row) {
 	if len(bt.Rows) == cap(bt.Rows) {
 		nb := getRowBuf(max(2*cap(bt.Rows), minRows))
 		nb.rows = append(nb.rows[:0], bt.Rows...)
 		if bt.buf != nil {
 			putRowBuf(bt.buf, bt.Rows)
+		} else {
+			clear(bt.Rows)
 		}
 		bt.buf, bt.Rows = nb, nb.rows
 	}

@@ -708,3 +708,28 @@ func TestHintedCapacityIsGivenBackByABatchFullAtItsFirstRow(t *testing.T) {
 		t.Errorf("a busy partition's next batch after 3,000 oversized rows elsewhere starts without its hint (%v)", e)
 	}
 }
+
+// TestFirstRowIsHeldInTheBatchUntilASecondArrives: a batch's first row is kept in the batch itself (no
+// array from the pools, the common case of a cold partition at a steady rate); a second row moves both
+// to a pooled array in their order, and the first row's copy in the batch is cleared, so that it keeps
+// no key or values alive for as long as the batch lives.
+func TestFirstRowIsHeldInTheBatchUntilASecondArrives(t *testing.T) {
+	b := New(Config{MaxRows: 64, MaxBytes: 1 << 20, Linger: time.Millisecond})
+	b.Add(row(tgtA, "cold", 10, 1), t0)
+	e, _ := b.find(tgtA, "cold")
+	if e == nil || e.buf != nil || len(e.Rows) != 1 || &e.Rows[0] != &e.first[0] {
+		t.Fatalf("a one-row batch does not hold its row itself: %+v", e)
+	}
+	b.Add(row(tgtA, "cold", 11, 2), t0)
+	if e.buf == nil || len(e.Rows) != 2 || e.Rows[0].Offset != 1 || e.Rows[1].Offset != 2 || e.Bytes != 21 {
+		t.Fatalf("after a second row: pooled %v, rows %+v, %d bytes", e.buf != nil, e.Rows, e.Bytes)
+	}
+	if f := e.first[0]; f.Target != nil || f.Key != "" || f.Packed != nil {
+		t.Errorf("the batch still holds its first row's copy after it moved: %+v", e.first[0])
+	}
+	due := b.Due(t0.Add(time.Millisecond))
+	if len(due) != 1 || len(due[0].Rows) != 2 {
+		t.Fatalf("due: %d batches", len(due))
+	}
+	Release(due[0])
+}
