@@ -198,16 +198,24 @@ func (s *Stage) Run() {
 		if in == nil && pol.empty() {
 			return // closed and everything handed to writers
 		}
-		var slot chan struct{}
+		var slot, freed chan struct{}
 		take, holdPartial := pol.offer(s.cfg.Now(), len(s.slots))
 		if take {
 			slot = s.slots
+		}
+		if holdPartial {
+			// Only a write that finishes can let held partial batches go before they are overdue. Anything
+			// else a finished write changes is seen through the slot case (a ready request waits for room
+			// in slots) or not at all (nothing to send): woken for every write, the loop went round once
+			// more per request for nothing at a steady rate. A token left from then is taken here later,
+			// costing one look.
+			freed = s.freed
 		}
 		select {
 		case <-s.ctx.Done():
 			timer.Stop()
 			return
-		case <-s.freed:
+		case <-freed:
 			// A slot came back: look again at what may be sent.
 		case m, ok := <-in:
 			switch {
