@@ -737,20 +737,3 @@ func TestFirstRowIsHeldInTheBatchUntilASecondArrives(t *testing.T) {
 	}
 	Release(due[0])
 }
-
-// TestAppendDueAppendsAtMostNAfterWhatTheSliceHolds: AppendDue takes the same batches DueN does, after
-// the batches already in the slice it is given, and counts its n from there.
-func TestAppendDueAppendsAtMostNAfterWhatTheSliceHolds(t *testing.T) {
-	b := New(Config{MaxRows: 100, MaxBytes: 1 << 20, Linger: time.Millisecond})
-	for i, k := range []string{"a", "b", "c", "d"} {
-		b.Add(row(tgtA, k, 10, int64(i)), t0)
-	}
-	held := &Batch{Key: "held"}
-	got := b.AppendDue(append(make([]*Batch, 0, 1), held), t0.Add(time.Millisecond), 2)
-	if len(got) != 3 || got[0] != held || got[1].Key != "a" || got[2].Key != "b" {
-		t.Fatalf("AppendDue of 2 after one held: %d batches", len(got))
-	}
-	if rest := b.AppendDue(nil, t0.Add(time.Millisecond), math.MaxInt); len(rest) != 2 || rest[0].Key != "c" || rest[1].Key != "d" {
-		t.Fatalf("AppendDue of the rest: %d batches", len(rest))
-	}
-}
