@@ -501,12 +501,9 @@ func (b *Batcher) pop() {
 func (b *Batcher) Due(now time.Time) []*Batch { return b.DueN(now, math.MaxInt) }
 
 // DueN is Due returning at most n batches, the oldest; the other due batches stay open and keep filling.
-func (b *Batcher) DueN(now time.Time, n int) []*Batch { return b.AppendDue(nil, now, n) }
-
-// AppendDue is DueN appending the batches to due, whose memory a caller may reuse from one take to
-// the next.
-func (b *Batcher) AppendDue(due []*Batch, now time.Time, n int) []*Batch {
-	for start := len(due); b.head < len(b.queue) && len(due)-start < n; {
+func (b *Batcher) DueN(now time.Time, n int) []*Batch {
+	var due []*Batch
+	for b.head < len(b.queue) && len(due) < n {
 		q := b.queue[b.head]
 		e, ok := b.live(q)
 		if ok && now.Sub(q.n.First) < b.cfg.Linger {

@@ -1,7 +1,6 @@
 package writestage
 
 import (
-	"math"
 	"time"
 
 	"github.com/bucketsink/sink/batcher"
@@ -37,8 +36,7 @@ type slotPolicy struct {
 	joinMax int                                     // Config.JoinMax
 	// taken, when set, is told of every batch taken out of the batcher and how long its first row waited
 	// there (sink_stage_seconds{stage="batched"}).
-	taken   func(waited time.Duration)
-	scratch []*batcher.Batch // see dueAt; cleared once a take is done
+	taken func(waited time.Duration)
 }
 
 // newSlotPolicy returns the policy of a stage of maxInFlight write slots.
@@ -124,7 +122,7 @@ func (p *slotPolicy) next(now time.Time, inFlight int, budgetFull bool) (readyBa
 			// (TestStarvedRequestsWaitOneAtATime). Every request of the take goes behind the full batches,
 			// none held: held, the ones Group could not join into the first would wait until no full batch
 			// does.
-			p.take(now, p.joinDue(append(p.scratch[:0], p.b.Oldest()), now)...)
+			p.take(now, p.joinDue([]*batcher.Batch{p.b.Oldest()}, now)...)
 			p.ready[len(p.ready)-1].starved = true // the take waits until its last request goes
 			p.starving = true
 		case len(p.ready) > 0:
@@ -138,7 +136,7 @@ func (p *slotPolicy) next(now time.Time, inFlight int, budgetFull bool) (readyBa
 			// coordinators differ, or they exceed what one request may carry), this slot takes the first
 			// and the others are held: they are partial too, so they take slots only as due batches may,
 			// and at most half the slots carry partial batches whatever the ring.
-			p.takeFirstHoldRest(now, p.joinDue(p.dueAt(next), now))
+			p.takeFirstHoldRest(now, p.joinDue(p.b.Due(next), now))
 		default:
 			// Busy writers and a full byte budget: the sink is behind (a backlog, or Cassandra slower than
 			// the input) and holds all it may. Send the batch that carries the most rows for the wait (see
@@ -150,7 +148,6 @@ func (p *slotPolicy) next(now time.Time, inFlight int, budgetFull bool) (readyBa
 		}
 	}
 	p.due = false
-	clear(p.scratch[:cap(p.scratch)]) // taken: the batches are the requests' now
 	if len(p.ready) == 0 {
 		return readyBatch{}, false
 	}
@@ -215,15 +212,6 @@ func (p *slotPolicy) heldOverdue(now time.Time) bool {
 	return len(p.held) > 0 && now.Sub(p.held[0].taken) >= overdue
 }
 
-// dueAt takes the batches due at next (Batcher.Due) into the policy's reused slice, kept at the
-// capacity the largest take so far needed: a take of a whole arrival's due batches grew a new slice
-// from one element, a handful of allocations for every due take.
-func (p *slotPolicy) dueAt(next time.Time) []*batcher.Batch {
-	bs := p.b.AppendDue(p.scratch[:0], next, math.MaxInt)
-	p.scratch = bs[:0]
-	return bs
-}
-
 // joinDue returns the requests of due batches bs (the oldest open ones). With a Group, bs is topped up
 // with the next due batches to what one request may join (Config.JoinMax) and joined; without one,
 // each batch is a request of its own.
@@ -232,7 +220,7 @@ func (p *slotPolicy) joinDue(bs []*batcher.Batch, now time.Time) []*batcher.Batc
 		return bs
 	}
 	if len(bs) < p.joinMax {
-		bs = p.b.AppendDue(bs, now, p.joinMax-len(bs))
+		bs = append(bs, p.b.DueN(now, p.joinMax-len(bs))...)
 	}
 	return p.group(bs)
 }
