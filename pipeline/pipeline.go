@@ -99,6 +99,11 @@ type Config struct {
 	// Rollups is the rollups' pending table and recomputation (rollup.StoreOf); required when an entry
 	// has rollups.
 	Rollups rollup.Store
+	// GCPercent sets the collector's growth target, which then follows the buffer's fill
+	// (budget.GCPercent: high while the budget is full, lower while it is nearly empty); called under
+	// the pipeline's lock, only when the target changes. Nil leaves the runtime's target alone (an
+	// operator's GOGC, no memory limit, tests); memlimit.Apply returns it.
+	GCPercent func(percent int)
 }
 
 // BatchWriter writes one single-partition batch (*cassandra.Writer, or a test double); see
@@ -176,7 +181,9 @@ type Pipeline struct {
 	// budgetFull mirrors budget.Budget.Over for the write stage, which picks batches by efficiency while it
 	// is set (writestage's slot policy).
 	budgetFull atomic.Bool
-	stuck      map[offsets.TopicPartition]bool
+	// gcTarget is the growth target in force while cfg.GCPercent sets it.
+	gcTarget budget.GCTarget
+	stuck    map[offsets.TopicPartition]bool
 
 	// health is liveness and readiness: the poll loop's turns, group membership, Cassandra's answers,
 	// shutdown.
@@ -387,10 +394,16 @@ func (pl *Pipeline) budgetFree() {
 	}
 }
 
-// budgetGauges updates sink_buffered_bytes and sink_paused_partitions. While the budget is full no
-// assigned partition is being fetched, so all of them count as paused; otherwise the stuck ones do.
+// budgetGauges updates sink_buffered_bytes and sink_paused_partitions, and moves the collector's
+// growth target with the fill (Config.GCPercent). While the budget is full no assigned partition is
+// being fetched, so all of them count as paused; otherwise the stuck ones do.
 func (pl *Pipeline) budgetGauges() {
 	pl.metrics.BufferedBytes.Set(float64(pl.budget.Total()))
+	if pl.cfg.GCPercent != nil {
+		if p, changed := pl.gcTarget.Follow(pl.budget.Total(), int64(pl.sink.Writer.MaxBufferedBytes)); changed {
+			pl.cfg.GCPercent(p)
+		}
+	}
 	over := pl.budget.Over()
 	pl.budgetFull.Store(over)
 	paused := pl.budget.StuckCount()
