@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bucketsink/sink/config"
+	"github.com/bucketsink/sink/pipeline/budget"
 )
 
 // TestApply: writer.memory_limit becomes the runtime's soft limit and raises GOGC, unless GOMEMLIMIT is
@@ -29,22 +30,34 @@ func TestApply(t *testing.T) {
 	}
 
 	reset()
-	Apply(192<<20, env(nil), log)
+	set := Apply(192<<20, env(nil), log)
 	if got := debug.SetMemoryLimit(-1); got != 192<<20 {
 		t.Errorf("limit %d after writer.memory_limit 192MiB, want %d", got, 192<<20)
 	}
 	if got := debug.SetGCPercent(100); got != GCPercent {
 		t.Errorf("GOGC %d with a memory limit, want %d", got, GCPercent)
 	}
+	// What it returns moves the target: the pipeline's, following its buffer.
+	if set == nil {
+		t.Fatal("no growth target setter returned although Apply set the target")
+	}
+	set(budget.GCPercentSteady)
+	if got := debug.SetGCPercent(100); got != budget.GCPercentSteady {
+		t.Errorf("GOGC %d after the setter was given %d", got, budget.GCPercentSteady)
+	}
 
 	reset()
-	Apply(192<<20, env(map[string]string{"GOGC": "50"}), log)
+	if Apply(192<<20, env(map[string]string{"GOGC": "50"}), log) != nil {
+		t.Error("a growth target setter returned with the operator's GOGC set: nothing may move it")
+	}
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC %d with the operator's GOGC set, want it left alone (100 here)", got)
 	}
 
 	reset()
-	Apply(config.Bytes(192<<20), env(map[string]string{"GOMEMLIMIT": "300MiB"}), log)
+	if Apply(config.Bytes(192<<20), env(map[string]string{"GOMEMLIMIT": "300MiB"}), log) != nil {
+		t.Error("a growth target setter returned with GOMEMLIMIT set")
+	}
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("limit %d with GOMEMLIMIT set, want the runtime's own (%d)", got, int64(math.MaxInt64))
 	}
@@ -53,7 +66,9 @@ func TestApply(t *testing.T) {
 	}
 
 	reset()
-	Apply(0, env(nil), log)
+	if Apply(0, env(nil), log) != nil {
+		t.Error("a growth target setter returned with writer.memory_limit 0")
+	}
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("limit %d with writer.memory_limit 0, want the runtime's own (%d)", got, int64(math.MaxInt64))
 	}
