@@ -2,78 +2,92 @@ package budget
 
 import "testing"
 
-// TestGCPercentFollowsTheFill: the steady target while the buffer is nearly empty, the full one from a
-// quarter of the budget up (and at or over the budget), and between the two thresholds whichever was in
-// force.
-func TestGCPercentFollowsTheFill(t *testing.T) {
+// TestFullHasTwoThresholds: full from a quarter of the budget up, nearly empty at an eighth or less,
+// and between the two whichever it was.
+func TestFullHasTwoThresholds(t *testing.T) {
 	const high = 800
 	for _, c := range []struct {
-		held int64
-		prev int
-		want int
+		held    int64
+		wasFull bool
+		want    bool
 	}{
-		{0, 0, GCPercentSteady},
-		{0, GCPercentFull, GCPercentSteady},
-		{100, GCPercentFull, GCPercentSteady}, // an eighth
-		{101, 0, GCPercentSteady},             // nothing in force yet: the steady one
-		{101, GCPercentSteady, GCPercentSteady},
-		{101, GCPercentFull, GCPercentFull},
-		{199, GCPercentSteady, GCPercentSteady},
-		{199, GCPercentFull, GCPercentFull},
-		{200, GCPercentSteady, GCPercentFull}, // a quarter
-		{200, 0, GCPercentFull},
-		{800, GCPercentSteady, GCPercentFull},
-		{5000, GCPercentSteady, GCPercentFull},
+		{0, false, false},
+		{0, true, false},
+		{100, true, false}, // an eighth
+		{101, false, false},
+		{101, true, true},
+		{199, false, false},
+		{199, true, true},
+		{200, false, true}, // a quarter
+		{800, false, true},
+		{5000, false, true},
 	} {
-		if got := GCPercent(c.held, high, c.prev); got != c.want {
-			t.Errorf("GCPercent(%d of %d, in force %d) = %d, want %d", c.held, high, c.prev, got, c.want)
+		if got := Full(c.held, high, c.wasFull); got != c.want {
+			t.Errorf("Full(%d of %d, was %v) = %v, want %v", c.held, high, c.wasFull, got, c.want)
 		}
 	}
-	// No budget to measure a fill against: the target `sink run` starts with.
-	if got := GCPercent(0, 0, 0); got != GCPercentFull {
-		t.Errorf("GCPercent with a budget of 0 = %d, want %d", got, GCPercentFull)
+	if !Full(0, 0, false) {
+		t.Error("a budget of 0 does not count as full")
 	}
 }
 
-// TestGCTargetDoesNotFlap: a fill that wanders around either threshold, but not across both, changes
-// the target once, not at every charge; crossing both ways changes it twice.
-func TestGCTargetDoesNotFlap(t *testing.T) {
+// TestFullDoesNotFlap: a fill that wanders around either threshold, but not across both, changes the
+// answer once, not at every charge.
+func TestFullDoesNotFlap(t *testing.T) {
 	const high = 800
-	var g GCTarget
-	if p, changed := g.Follow(0, high); !changed || p != GCPercentSteady {
-		t.Fatalf("first Follow = %d, %v; want %d, true", p, changed, GCPercentSteady)
-	}
-	changes := 0
-	// Around a quarter, starting below it: one rise, then it stays up while the fill stays above an eighth.
+	full, changes := false, 0
 	for i := range 100 {
-		held := int64(190 + 20*(i%2)) // 190, 210, 190, ...
-		if _, changed := g.Follow(held, high); changed {
+		next := Full(int64(190+20*(i%2)), high, full) // 190, 210, 190, ...
+		if next != full {
 			changes++
 		}
+		full = next
 	}
-	if p, _ := g.Follow(150, high); changes != 1 || p != GCPercentFull {
-		t.Errorf("fill alternating 190/210 of 800: %d changes, target %d; want 1 change, %d", changes, p, GCPercentFull)
+	if changes != 1 || !full {
+		t.Errorf("fill alternating 190/210 of 800: %d changes, full %v; want 1 change, full", changes, full)
 	}
-	// Around an eighth, starting above it: one fall, then it stays down while the fill stays under a quarter.
 	changes = 0
 	for i := range 100 {
-		held := int64(110 - 20*(i%2)) // 110, 90, 110, ...
-		if _, changed := g.Follow(held, high); changed {
+		next := Full(int64(110-20*(i%2)), high, full) // 110, 90, 110, ...
+		if next != full {
 			changes++
 		}
+		full = next
 	}
-	if p, _ := g.Follow(150, high); changes != 1 || p != GCPercentSteady {
-		t.Errorf("fill alternating 110/90 of 800: %d changes, target %d; want 1 change, %d", changes, p, GCPercentSteady)
+	if changes != 1 || full {
+		t.Errorf("fill alternating 110/90 of 800: %d changes, full %v; want 1 change, not full", changes, full)
 	}
-	// Full and empty in turn: every crossing of both thresholds changes it.
-	changes = 0
-	for i := range 10 {
-		held := int64(high * (i % 2))
-		if _, changed := g.Follow(held, high); changed {
-			changes++
+}
+
+// TestGCPercentPutsTheSteadyHeapGoalAtSteadyHeap: full, or before any collection, the full target; nearly
+// empty, the target whose goal is SteadyHeap for the live heap, within the floor and the full target.
+func TestGCPercentPutsTheSteadyHeapGoalAtSteadyHeap(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		full bool
+		live uint64
+		want int
+	}{
+		{true, 20 * mib, GCPercentFull},
+		{true, 200 * mib, GCPercentFull},
+		{false, 0, GCPercentFull},
+		{false, 4 * mib, GCPercentFull},    // 72/4 - 1 = 17 times: capped
+		{false, 18 * mib, 300},             // 72 = 18 × 4
+		{false, 24 * mib, 200},             // 72 = 24 × 3
+		{false, 36 * mib, GCPercentFloor},  // 72 = 36 × 2
+		{false, 60 * mib, GCPercentFloor},  // above half the steady heap: the floor
+		{false, 500 * mib, GCPercentFloor}, // never below it
+	} {
+		if got := GCPercent(c.full, c.live); got != c.want {
+			t.Errorf("GCPercent(full %v, live %d MiB) = %d, want %d", c.full, c.live/mib, got, c.want)
 		}
 	}
-	if changes != 9 { // the first, empty, is already in force
-		t.Errorf("fill alternating 0/800: %d changes, want 9", changes)
+	// Between the bounds the goal, live × (1 + p/100), is SteadyHeap to a percent of the live heap.
+	for live := uint64(15 * mib); live <= 35*mib; live += mib / 3 {
+		p := GCPercent(false, live)
+		goal := live * uint64(100+p) / 100
+		if goal > SteadyHeap || SteadyHeap-goal > live/100 {
+			t.Errorf("live %d: target %d%%, goal %d, want at most and within 1%% of live under %d", live, p, goal, SteadyHeap)
+		}
 	}
 }

@@ -8,27 +8,26 @@ import (
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/pipeline/budget"
 	"github.com/bucketsink/sink/pipeline/metrics"
 	"github.com/bucketsink/sink/pipeline/offsets"
 )
 
-// TestGrowthTargetFollowsTheBudget: with Config.GCPercent set, charging and releasing the budget sets
-// the collector's growth target to the steady one while the buffer is nearly empty and to the full one
-// from a quarter of writer.max_buffered_bytes, once per change: a fill that wanders between the two
-// thresholds sets nothing. Before, the target stayed at the full one whatever the fill, and a steady
-// stream's heap sat at five times its live heap.
-func TestGrowthTargetFollowsTheBudget(t *testing.T) {
+// TestBufferFullFollowsTheBudget: with Config.BufferFull set, charging and releasing the budget tells
+// it that the buffer is nearly empty, then full from a quarter of writer.max_buffered_bytes, then nearly
+// empty again at an eighth, once per change: a fill that wanders between the two thresholds tells
+// nothing. The collector's growth target follows what it is told; before, it stayed at the full
+// buffer's whatever the fill, and a steady stream's heap sat at five times its live heap.
+func TestBufferFullFollowsTheBudget(t *testing.T) {
 	cfg := &config.Config{
 		Kafka:  config.Kafka{Brokers: []string{"127.0.0.1:1"}, Group: "gcpercent"},
 		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
 	}
 	cfg.ApplyDefaults()
 	high := int64(cfg.Writer.MaxBufferedBytes)
-	var set []int
+	var told []bool
 	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Entry: "events"}}},
 		Writer: discardWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry()),
-		GCPercent: func(p int) { set = append(set, p) }})
+		BufferFull: func(full bool) { told = append(told, full) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +42,8 @@ func TestGrowthTargetFollowsTheBudget(t *testing.T) {
 	pl.charge(b, high/20)
 	pl.release(b, high/6) // under an eighth
 	pl.release(a, 500)
-	want := []int{budget.GCPercentSteady, budget.GCPercentFull, budget.GCPercentSteady}
-	if !slices.Equal(set, want) {
-		t.Errorf("growth targets set %v, want %v", set, want)
+	if want := []bool{false, true, false}; !slices.Equal(told, want) {
+		t.Errorf("told %v, want %v", told, want)
 	}
 
 }
