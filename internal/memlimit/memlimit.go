@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/pipeline/budget"
 )
 
 // GCPercent is the collector's growth target (GOGC) while a memory limit is set. Under load the limit
@@ -19,9 +18,9 @@ import (
 // twice the live heap, so a sink whose live heap is well under the limit collects several times less
 // often for the same garbage (each cycle costs about the live heap, whatever the garbage). Idle, the live
 // heap is small and this still keeps the process small. The target then follows the pipeline's buffer
-// (Target): this one while the buffer is full, while it is nearly empty the one that holds the heap
-// under budget.SteadyHeap.
-const GCPercent = budget.GCPercentFull
+// (Target, policy.go): this one while the buffer is full, while it is nearly empty the one that holds the
+// heap under SteadyHeap.
+const GCPercent = 400
 
 // Apply sets the runtime's soft memory limit to limit and, with it, the collector's growth target to
 // GCPercent. What the operator set wins: GOMEMLIMIT (which the runtime has already applied) leaves both
@@ -49,12 +48,12 @@ func Apply(limit config.Bytes, getenv func(string) (string, bool), log *slog.Log
 	afterEachCollection(t.collected)
 	log.Info("Go memory limit set", slog.String("memory_limit", limit.String()),
 		slog.String("gogc", strconv.Itoa(GCPercent)+" while the buffer is full, down to "+
-			strconv.Itoa(budget.GCPercentFloor)+" to hold the heap under "+config.Bytes(budget.SteadyHeap).String()+" while it is nearly empty"))
+			strconv.Itoa(GCPercentFloor)+" to hold the heap under "+config.Bytes(SteadyHeap).String()+" while it is nearly empty"))
 	return t
 }
 
-// Target moves the collector's growth target with the pipeline's buffer (budget.GCPercent): told when
-// the buffer becomes full or nearly empty (BufferFull), it reads the live heap after each collection.
+// Target moves the collector's growth target with the pipeline's buffer (GCTargetFor): told when the
+// buffer becomes full or nearly empty (BufferFull), it reads the live heap after each collection.
 // Safe for concurrent use.
 type Target struct {
 	set func(percent int) // debug.SetGCPercent, or a test's
@@ -101,7 +100,7 @@ func (t *Target) collected() {
 
 // apply sets the growth target the policy asks, when it changed; t.mu is held.
 func (t *Target) apply() {
-	if p := budget.GCPercent(t.full, t.live); p != t.percent {
+	if p := GCTargetFor(t.full, t.live); p != t.percent {
 		t.set(p)
 		t.percent = p
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/pipeline/budget"
 )
 
 // TestApply: writer.memory_limit becomes the runtime's soft limit and raises GOGC, unless GOMEMLIMIT is
@@ -56,7 +55,7 @@ func TestApply(t *testing.T) {
 		live := set.live
 		set.mu.Unlock()
 		if live > 0 {
-			want = budget.GCPercent(false, live)
+			want = GCTargetFor(false, live)
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -115,7 +114,7 @@ func TestTargetFollowsTheBufferAndTheLiveHeap(t *testing.T) {
 	tg.BufferFull(true)  // 400
 	live(30 << 20)       // full: nothing set
 	tg.BufferFull(false) // 140
-	want := []int{300, 200, budget.GCPercentFull, 140}
+	want := []int{300, 200, GCPercent, 140}
 	if !slices.Equal(set, want) {
 		t.Errorf("targets set %v, want %v", set, want)
 	}
