@@ -54,6 +54,9 @@ type Target struct {
 	// records like the entry's rows but not rows of its table: they are not counted as written rows
 	// nor seen by the partition-size and event-time metrics.
 	Bookkeeping bool
+	// Shape is what Cassandra counts of the rows (see DataSize); its zero value says nothing, and
+	// DataSize then counts the rows at an upper bound.
+	Shape RowShape
 }
 
 // ColumnsAt is the index, among a row's packed values, of the value of Columns[0]: 1 for a delete

@@ -65,16 +65,19 @@ type GroupConfig struct {
 	// warning for an unlogged batch of more partitions than unlogged_batch_across_partitions_warn_threshold
 	// (10 by default).
 	MaxPartitions int
-	// MaxBytes is the most bytes (batcher.Row.Size) a request of several partitions holds; a batch
-	// larger than it is never joined. Cassandra logs a warning for a multi-partition batch larger than
-	// batch_size_warn_threshold (5 KiB by default) and refuses one larger than batch_size_fail_threshold.
+	// MaxBytes is the most bytes a request of several partitions holds, as Cassandra counts them
+	// (batcher.DataSize); a batch larger than it is never joined. Cassandra logs a warning for a
+	// multi-partition batch larger than batch_size_warn_threshold (5 KiB by default) and refuses one
+	// larger than batch_size_fail_threshold.
 	MaxBytes int
 }
 
 // Group returns bs with the batches that may share a request joined (batcher.Join): batches of one
 // Target whose first partitions have the same replicas (Replicas), at most cfg.MaxPartitions
-// partitions and cfg.MaxBytes bytes per request, in the order of bs (a joined request takes the place of
-// its first batch). A batch larger than half of cfg.MaxBytes is full enough to go alone. bs must be
+// partitions and cfg.MaxBytes bytes (batcher.DataSize) per request, in the order of bs (a joined
+// request takes the place of its first batch). A batch larger than cfg.MaxBytes goes alone; one that
+// does not fit in its open request goes alone too when it is larger than that request, which stays
+// open for the smaller batches after it, and otherwise closes it and opens the next. bs must be
 // batches of distinct partitions, as Batcher.Due returns them. The slice is reused.
 func (s *Session) Group(cfg GroupConfig, bs []*batcher.Batch) []*batcher.Batch {
 	if cfg.MaxPartitions <= 1 || len(bs) < 2 {
@@ -175,7 +178,12 @@ func group(cfg GroupConfig, bs []*batcher.Batch, replicas func(keyspace, key str
 	var groups []open
 	out := bs[:0] // each step appends at most one batch, after reading its own
 	for _, b := range bs {
-		if b.Partitions != 1 || 2*b.Bytes > cfg.MaxBytes {
+		if b.Partitions != 1 {
+			out = append(out, b)
+			continue
+		}
+		n := batcher.DataSize(b)
+		if n > cfg.MaxBytes {
 			out = append(out, b)
 			continue
 		}
@@ -186,7 +194,11 @@ func group(cfg GroupConfig, bs []*batcher.Batch, replicas func(keyspace, key str
 		}
 		k := groupKey{b.Target, set}
 		i := slices.IndexFunc(groups, func(g open) bool { return g.key == k })
-		if i >= 0 && (len(groups[i].parts) == cfg.MaxPartitions || groups[i].bytes+b.Bytes > cfg.MaxBytes) {
+		if i >= 0 && (len(groups[i].parts) == cfg.MaxPartitions || groups[i].bytes+n > cfg.MaxBytes) {
+			if len(groups[i].parts) < cfg.MaxPartitions && n > groups[i].bytes {
+				out = append(out, b) // the open request keeps its room for the smaller batches after b
+				continue
+			}
 			out[groups[i].at] = batcher.Join(groups[i].parts)
 			groups[i] = open{key: k, at: len(out), parts: groups[i].parts[:0]} // Join keeps nothing of parts
 			out = append(out, nil)
@@ -197,7 +209,7 @@ func group(cfg GroupConfig, bs []*batcher.Batch, replicas func(keyspace, key str
 			out = append(out, nil)
 		}
 		groups[i].parts = append(groups[i].parts, b)
-		groups[i].bytes += b.Bytes
+		groups[i].bytes += n
 	}
 	for _, g := range groups {
 		out[g.at] = batcher.Join(g.parts)

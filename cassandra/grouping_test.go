@@ -8,6 +8,10 @@ import (
 	"github.com/bucketsink/sink/batcher"
 )
 
+// testShape is a Target's shape whose rows of Size 100 and 3-byte keys count 170 bytes each
+// (batcher.DataSize), a partition 29 more: a batch of n rows counts 170n + 29.
+var testShape = batcher.RowShape{KeyColumns: 1, Regular: 5}
+
 // smallBatch is a one-partition batch of rows rows of 100 bytes each, for partition key.
 func smallBatch(t *batcher.Target, key string, rows int) *batcher.Batch {
 	b := &batcher.Batch{Target: t, Key: key, Partitions: 1}
@@ -22,8 +26,8 @@ func smallBatch(t *batcher.Target, key string, rows int) *batcher.Batch {
 // request holds partitions of one table whose replica sets are equal, never more than MaxPartitions or
 // MaxBytes, and a batch that is large, or whose replicas are unknown, goes alone.
 func TestGroupJoinsOnlyPartitionsWithTheSameReplicas(t *testing.T) {
-	a := &batcher.Target{Keyspace: "ks", Table: "a"}
-	b := &batcher.Target{Keyspace: "ks", Table: "b"}
+	a := &batcher.Target{Keyspace: "ks", Table: "a", Shape: testShape}
+	b := &batcher.Target{Keyspace: "ks", Table: "b", Shape: testShape}
 	replicas := map[string]string{}
 	var in []*batcher.Batch
 	for i := range 25 {
@@ -32,7 +36,7 @@ func TestGroupJoinsOnlyPartitionsWithTheSameReplicas(t *testing.T) {
 		in = append(in, smallBatch(a, key, 2))
 	}
 	in = append(in, smallBatch(b, "k00", 1), smallBatch(b, "k03", 1)) // other table, same replicas as k00
-	in = append(in, smallBatch(a, "big", 15))                         // 1500 bytes: more than half of MaxBytes
+	in = append(in, smallBatch(a, "big", 15))                         // 2579 bytes: more than MaxBytes
 	replicas["big"] = "n1"
 	in = append(in, smallBatch(a, "lost", 1), smallBatch(a, "lost2", 1)) // no ring known for them
 
@@ -40,8 +44,8 @@ func TestGroupJoinsOnlyPartitionsWithTheSameReplicas(t *testing.T) {
 
 	seen := map[string]bool{}
 	for _, r := range out {
-		if r.Partitions > 4 || r.Bytes > 2048 && r.Partitions > 1 {
-			t.Errorf("a request of %d partitions and %d bytes; want at most 4 and 2048", r.Partitions, r.Bytes)
+		if n := batcher.DataSize(r); r.Partitions > 4 || n > 2048 && r.Partitions > 1 {
+			t.Errorf("a request of %d partitions and %d bytes; want at most 4 and 2048", r.Partitions, n)
 		}
 		set := ""
 		parts := 0
@@ -154,5 +158,47 @@ func TestReplicaSetsAreBounded(t *testing.T) {
 		if len(r.sets["ks"]) > maxReplicaSets {
 			t.Fatalf("%d sets remembered, want at most %d", len(r.sets["ks"]), maxReplicaSets)
 		}
+	}
+}
+
+// TestGroupJoinsBatchesOfMoreThanHalfTheCap guards the rows per request: a batch that counts more than
+// half of MaxBytes joins the others as long as the request stays within it (it used to go alone, full
+// enough, with room for others left unused), and one too large for its open request goes alone when it
+// is the larger of the two, leaving the request's room to the small batches after it.
+func TestGroupJoinsBatchesOfMoreThanHalfTheCap(t *testing.T) {
+	// Rows of Size 100 count 78 bytes each here (three clustering columns, no cell): a batch of n rows
+	// counts 78n + 29.
+	tgt := &batcher.Target{Keyspace: "ks", Table: "a", Shape: batcher.RowShape{KeyColumns: 1, Clustering: 3}}
+	one := func(rows int, keys ...string) []*batcher.Batch {
+		var bs []*batcher.Batch
+		for _, k := range keys {
+			bs = append(bs, smallBatch(tgt, k, rows))
+		}
+		return bs
+	}
+	cfg := GroupConfig{MaxPartitions: 10, MaxBytes: 1000}
+	requests := func(in []*batcher.Batch) [][]string {
+		var out [][]string
+		for _, r := range group(cfg, in, func(string, string) string { return "n1" }) {
+			if n := batcher.DataSize(r); n > cfg.MaxBytes && r.Partitions > 1 {
+				t.Errorf("a joined request of %d bytes, over %d", n, cfg.MaxBytes)
+			}
+			var keys []string
+			r.EachPartition(func(p *batcher.Batch) { keys = append(keys, p.Key) })
+			out = append(out, keys)
+		}
+		return out
+	}
+	// 575 (more than half of 1000) + 263 + 107 = 945: one request.
+	in := append(append(one(7, "big"), one(3, "mid")...), one(1, "s")...)
+	if got := fmt.Sprint(requests(in)); got != "[[big mid s]]" {
+		t.Errorf("requests %s, want [[big mid s]]", got)
+	}
+	// Three small ones (321), then one of 731 that does not fit with them: it goes alone, and the five
+	// small ones after it join the first three (856), two requests in all (closing the small request
+	// for the large one took three).
+	in = append(append(one(1, "s1", "s2", "s3"), one(9, "big")...), one(1, "s4", "s5", "s6", "s7", "s8")...)
+	if got := fmt.Sprint(requests(in)); got != "[[s1 s2 s3 s4 s5 s6 s7 s8] [big]]" {
+		t.Errorf("requests %s, want [[s1 s2 s3 s4 s5 s6 s7 s8] [big]]", got)
 	}
 }

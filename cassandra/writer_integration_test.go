@@ -63,8 +63,9 @@ type fixture struct {
 
 func setup(t testing.TB) *fixture { return setupProto(t, 0) }
 
-// setupProto is setup with a fixed native protocol version (0 negotiates).
-func setupProto(t testing.TB, proto int) *fixture {
+// setupProto is setup with a fixed native protocol version (0 negotiates); each of opts then changes the
+// session's cluster configuration.
+func setupProto(t testing.TB, proto int, opts ...func(*gocql.ClusterConfig)) *fixture {
 	t.Helper()
 	hosts := testenv.Cassandra(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -75,6 +76,9 @@ func setupProto(t testing.TB, proto int) *fixture {
 	}
 	rec := &pickRecorder{HostSelectionPolicy: cluster.PoolConfig.HostSelectionPolicy}
 	cluster.PoolConfig.HostSelectionPolicy = rec
+	for _, o := range opts {
+		o(cluster)
+	}
 	s, err := connectCluster(ctx, cluster, cons)
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +111,7 @@ func (f *fixture) readings(t testing.TB) *batcher.Target {
 	return &batcher.Target{
 		Keyspace: f.ks, Table: "readings", Columns: []string{"id", "bucket", "ts", "tag", "value"},
 		Insert: fmt.Sprintf("INSERT INTO %s.readings (id, bucket, ts, tag, value) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?", f.ks),
+		Shape:  batcher.RowShape{KeyColumns: 2, Clustering: 2, Regular: 1, Timestamp: true},
 	}
 }
 

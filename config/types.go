@@ -117,9 +117,9 @@ type Writer struct {
 	// due together and share their replicas; 1 sends every partition alone. Default 10, Cassandra's
 	// unlogged_batch_across_partitions_warn_threshold: raise both together.
 	GroupMaxPartitions int `koanf:"group_max_partitions"`
-	// GroupMaxBytes caps a request of several partitions, below the server's batch_size_warn_threshold
-	// (5 KiB by default), which, unlike single-partition batches, such a request is subject to.
-	// Default 2KiB.
+	// GroupMaxBytes caps a request of several partitions, counted as the server counts it
+	// (batcher.DataSize), below the server's batch_size_warn_threshold (5 KiB by default), which, unlike
+	// single-partition batches, such a request is subject to. Default 4KiB.
 	GroupMaxBytes Bytes `koanf:"group_max_bytes"`
 	// Linger is how long a partially filled batch waits for more rows of its partition. Default 5ms.
 	Linger Duration `koanf:"linger"`

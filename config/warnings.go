@@ -50,8 +50,8 @@ func (c *Config) Warnings() []FieldError {
 			"set schema_registry.tls.ca_file to the CA that signed it instead")
 	}
 	if c.Writer.GroupMaxBytes > groupBytesFailAt {
-		warn("writer.group_max_bytes", "%s lets a request of several partitions reach Cassandra's default batch_size_fail_threshold "+
-			"(50 KiB, which counts about twice the sink's estimate of a row): a refused request is then sent again partition by partition; "+
+		warn("writer.group_max_bytes", "%s lets a request of several partitions come within a fifth of Cassandra's default "+
+			"batch_size_fail_threshold (50 KiB), beyond which it is refused and sent again partition by partition; "+
 			"keep it at %s or less unless the servers' threshold was raised", c.Writer.GroupMaxBytes, groupBytesFailAt)
 	}
 	for _, name := range c.TopicNames() {
@@ -120,9 +120,9 @@ func (t Topic) keyFieldIDs() bool {
 const deleteGCGrace = Duration(10 * Day)
 
 // groupBytesFailAt is the largest writer.group_max_bytes whose requests stay within Cassandra's default
-// batch_size_fail_threshold (50 KiB): the server counts about twice the sink's estimate of a row (see
-// DefaultGroupMaxBytes).
-const groupBytesFailAt = Bytes(25 << 10)
+// batch_size_fail_threshold (50 KiB) with the margin DefaultGroupMaxBytes keeps under the warning
+// threshold: a fifth, for what the sink's count of a row may miss.
+const groupBytesFailAt = Bytes(40 << 10)
 
 func clusteringColumns(cs []Clustering) []string {
 	out := make([]string, len(cs))

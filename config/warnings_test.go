@@ -99,14 +99,16 @@ func TestWarningForAnOffsetKeyWithoutItsPartition(t *testing.T) {
 	}
 }
 
-// TestWarningForGroupMaxBytesPastTheServersFailThreshold guards writer.group_max_bytes between 25 KiB and
-// 8 MiB: valid (a server's batch_size_fail_threshold can be raised), but with Cassandra's default every
-// large grouped request is refused and sent again partition by partition, and validate said nothing.
+// TestWarningForGroupMaxBytesPastTheServersFailThreshold guards writer.group_max_bytes between 40 KiB
+// (Cassandra's default batch_size_fail_threshold, 50 KiB, less the margin the default keeps under the
+// warning threshold) and 8 MiB: valid (a server's batch_size_fail_threshold can be raised), but with
+// Cassandra's default every large grouped request is refused and sent again partition by partition, and
+// validate said nothing.
 func TestWarningForGroupMaxBytesPastTheServersFailThreshold(t *testing.T) {
 	for _, tc := range []struct {
 		bytes Bytes
 		want  bool
-	}{{DefaultGroupMaxBytes, false}, {25 << 10, false}, {40 << 10, true}} {
+	}{{DefaultGroupMaxBytes, false}, {40 << 10, false}, {40<<10 + 1, true}, {50 << 10, true}} {
 		c := loadValid(t, "testdata/good/minimal.yaml", nil)
 		c.Writer.GroupMaxBytes = tc.bytes
 		if err := c.Validate(); err != nil {

@@ -352,7 +352,20 @@ func (p *plan) newTarget(name string) *batcher.Target {
 		Columns:     p.insertCols,
 		Consistency: p.consistency,
 		Entry:       p.name,
+		Shape:       insertShape(p.desc),
 	}
+}
+
+// insertShape is what Cassandra counts of the rows of t's INSERT (batcher.DataSize): every column is
+// bound, the partition key and clustering columns among them, the others each a cell.
+func insertShape(t schema.Table) batcher.RowShape {
+	return batcher.RowShape{KeyColumns: len(t.PartitionKey), Clustering: len(t.Clustering),
+		Regular: len(t.Columns) - len(t.PartitionKey) - len(t.Clustering), TTL: t.BindsTTL(), Timestamp: t.BindsTimestamp()}
+}
+
+// deleteShape is the shape of the rows of t's DELETE: the write timestamp, then the partition key.
+func deleteShape(t schema.Table) batcher.RowShape {
+	return batcher.RowShape{KeyColumns: len(t.PartitionKey), Timestamp: true}
 }
 
 // feed is one Kafka topic as the mapper reads it: its entries and, when it has several, the

@@ -18,6 +18,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"gopkg.in/inf.v0"
 
+	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/bucketer"
 	"github.com/bucketsink/sink/config"
 	"github.com/bucketsink/sink/packed"
@@ -113,6 +114,14 @@ func TestMapSensorRecord(t *testing.T) {
 	// 9 values: 8+10+7+8+8+4+10+4+8 bytes, each with a 4-byte length, plus the row overhead.
 	if wantSize := rowOverhead + 9*4 + 8 + 8 + 7 + 8 + 8 + 4 + 10 + 4 + 8; int(row.Size) != wantSize {
 		t.Errorf("size = %d, want %d", row.Size, wantSize)
+	}
+	// What Cassandra counts of the row in a batch (batcher.DataSize), by hand: the row's liveness with
+	// its TTL (8 + 4 + 8) and its deletion (13), the clustering time (8), a cell (20 and the value) for
+	// each of site_id (7), temperature (8), humidity (8) and battery (4); the partition's empty static
+	// row and deletion, 29. The partition key, the TTL and the write timestamp count nothing.
+	if got, want := batcher.DataSize(&batcher.Batch{Target: row.Target, Key: row.Key, Rows: []batcher.Row{row}, Bytes: int(row.Size), Partitions: 1}),
+		20+13+8+(20+7)+(20+8)+(20+8)+(20+4)+29; got != want {
+		t.Errorf("DataSize = %d, want %d", got, want)
 	}
 	// The same table maps to the same *Target every time: the batcher groups by the pointer.
 	row2, err := m.Map(rec(strings.Replace(sensorJSON, "2024-01-15T14", "2024-01-16T14", 1)))

@@ -258,7 +258,7 @@ func compile(name string, t config.Topic, desc schema.Table) (*plan, error) {
 	if p.onTombstone == config.OnTombstoneDelete || t.Enveloped() && p.latest {
 		p.deleteTarget = &batcher.Target{
 			Topic: p.kafkaTopic, Keyspace: p.keyspace, Table: p.table, Insert: desc.Delete(), Delete: true,
-			Columns: desc.IDColumns(), Consistency: p.consistency, Entry: p.name,
+			Columns: desc.IDColumns(), Consistency: p.consistency, Entry: p.name, Shape: deleteShape(desc),
 		}
 	}
 	p.layoutColumns()

@@ -258,7 +258,7 @@ const maxKeyComponent = 65535
 
 // rowOverhead approximates the framing of one batch entry around its values: kind, prepared id
 // (16 bytes plus length), value count.
-const rowOverhead = 24
+const rowOverhead = batcher.RowOverhead
 
 // kafkaEventTime is the event time of a topic whose time.source is kafka: the record's Kafka timestamp.
 func kafkaEventTime(rec *Record) (time.Time, error) {

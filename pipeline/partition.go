@@ -100,9 +100,11 @@ type partition struct {
 	markerIndex map[uint64]int32
 	markerSeed  maphash.Seed
 	markerInto  []int
-	stopRollup  context.CancelFunc
-	rollupDone  chan struct{}
-	committedAt int64 // the group's committed offset when first known, -1 before
+	// standing is the markers records of this assignment rely on instead of writing their own
+	// (rollup.Standing), shared with the rollup worker.
+	standing   *rollup.Standing
+	stopRollup context.CancelFunc
+	rollupDone chan struct{}
 }
 
 func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *partition {
@@ -134,10 +136,10 @@ func newPartition(pl *Pipeline, tp offsets.TopicPartition, topic *topicInfo) *pa
 			rollups = append(rollups, e.rollup)
 		}
 	}
-	p.committedAt = -1
 	if len(rollups) > 0 {
+		p.standing = &rollup.Standing{}
 		p.rollup = &rollup.Worker{Store: pl.cfg.Rollups, Entries: rollups, Partition: tp.Partition, Metrics: pl.metrics,
-			Log: p.log, Now: pl.now, Backoff: pl.backoff, Durable: p.durable}
+			Log: p.log, Now: pl.now, Backoff: pl.backoff, Committed: p.committed, Standing: p.standing}
 		p.rollupDone = make(chan struct{})
 	}
 	for _, e := range topic.entries {
@@ -464,31 +466,24 @@ func (p *partition) observeHighWatermark(hwm int64) {
 	p.lag.Set(float64(max(hwm-next, 0)))
 }
 
-// durable is the offset below which every record of the partition is done: the tracker's watermark,
-// or the group's committed offset from before this assignment; -1 while neither is known.
-func (p *partition) durable() int64 {
-	p.mu.Lock()
-	next, _, ok := p.tr.Watermark()
-	committed := p.committedAt
-	p.mu.Unlock()
+// committed is the offset below which the partition's records are committed, as the group last
+// acknowledged a commit of this member's (or told it at the assignment); -1 while unknown. Every record
+// below it is done, and no later owner reads one of them again.
+func (p *partition) committed() int64 {
 	// TryLock: a revoke may hold the pipeline's lock while it waits for this goroutine to stop; an
-	// unknown offset only makes the worker wait for its next pass.
-	if committed < 0 && p.pl.mu.TryLock() {
-		cl := p.pl.client
-		p.pl.mu.Unlock()
-		if cl != nil {
-			if eo, found := cl.CommittedOffsets()[p.tp.Topic][p.tp.Partition]; found {
-				committed = eo.Offset
-				p.mu.Lock()
-				p.committedAt = committed
-				p.mu.Unlock()
-			}
-		}
+	// unknown offset only makes the rollup worker wait for its next pass.
+	if !p.pl.mu.TryLock() {
+		return -1
 	}
-	if !ok {
-		next = -1
+	cl := p.pl.client
+	p.pl.mu.Unlock()
+	if cl == nil {
+		return -1
 	}
-	return max(next, committed)
+	if eo, found := cl.CommittedOffsets()[p.tp.Topic][p.tp.Partition]; found {
+		return eo.Offset
+	}
+	return -1
 }
 
 // stop stops the worker and waits for it, then returns the queued records' bytes, which no one will

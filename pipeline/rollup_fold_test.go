@@ -48,11 +48,11 @@ func (w *markerWriter) Write(_ context.Context, b *batcher.Batch) ([]cassandra.R
 	return nil, nil
 }
 
-// Records of one device and hour that reach the worker together add one marker row to the pending
-// table, not one each: the first record's row takes each later record's values. Every window's
-// marker still names the last record of it, so the rollup worker waits for that record's row.
-// Guards against writing a marker per raw row, which doubled the rows the sink writes.
-func TestMarkersOfOneWindowFoldIntoOneRowNamingTheLastRecord(t *testing.T) {
+// Records of one device and hour add one marker row to the pending table while the marker stands (the
+// rollup worker has not taken it), not one each and not one per hand-off: the first record of the
+// window writes it, and the later ones rely on it (rollup.Standing). Guards against writing a marker
+// per raw row, which doubled the rows the sink writes, and per hand-off, which wrote a third as many.
+func TestMarkersOfOneWindowStandForItsLaterRecords(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testParts, testTopic), kfake.SeedTopics(1, testDLQ))
 	if err != nil {
 		t.Fatal(err)
@@ -66,11 +66,13 @@ func TestMarkersOfOneWindowFoldIntoOneRowNamingTheLastRecord(t *testing.T) {
 	// Two devices over two hours, interleaved, into one partition: four windows.
 	const n = 200
 	base := time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
-	last := map[string]int64{} // "device hour" -> the offset of its last record
+	first := map[string]int64{} // "device hour" -> the offset of its first record
 	var recs []*kgo.Record
 	for i := range n {
 		dev, at := fmt.Sprintf("dev-%d", i%2), base.Add(time.Duration(i)*time.Hour*2/n)
-		last[fmt.Sprintf("%s %d", dev, at.Hour())] = int64(i)
+		if k := fmt.Sprintf("%s %d", dev, at.Hour()); !seen(first, k) {
+			first[k] = int64(i)
+		}
 		recs = append(recs, &kgo.Record{Topic: testTopic, Partition: 0, Key: []byte(dev), Value: fmt.Appendf(nil,
 			`{"device_id":%q,"ts":%q,"temperature":21.5,"humidity":40.2,"battery":3.71,"site":{"id":"plant-1"}}`, dev, at.Format(time.RFC3339Nano))})
 	}
@@ -125,19 +127,24 @@ func TestMarkersOfOneWindowFoldIntoOneRowNamingTheLastRecord(t *testing.T) {
 	if w.raw != n {
 		t.Fatalf("%d raw rows written, want %d", w.raw, n)
 	}
-	if w.writes > n/4 {
-		t.Fatalf("%d marker rows written for %d records of 4 windows, want at most %d: markers of one window did not fold", w.writes, n, n/4)
+	if w.writes != len(first) {
+		t.Fatalf("%d marker rows written for %d records of %d windows, want one a window: later records of a window did not rely on its marker", w.writes, n, len(first))
 	}
-	if len(w.highest) != len(last) {
-		t.Fatalf("markers for %d windows, want %d", len(w.highest), len(last))
+	if len(w.highest) != len(first) {
+		t.Fatalf("markers for %d windows, want %d", len(w.highest), len(first))
 	}
 	got := map[int64]bool{}
 	for _, rec := range w.highest {
 		got[rec] = true
 	}
-	for window, off := range last {
+	for window, off := range first {
 		if !got[off] {
-			t.Errorf("no marker of window %s names its last record, offset %d (markers name %v)", window, off, w.highest)
+			t.Errorf("no marker of window %s names its first record, offset %d (markers name %v)", window, off, w.highest)
 		}
 	}
+}
+
+func seen(m map[string]int64, k string) bool {
+	_, ok := m[k]
+	return ok
 }

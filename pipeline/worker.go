@@ -165,7 +165,7 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 		if e := p.rollupsOf(m); e != nil {
 			before := len(markers)
 			var err error
-			if markers, err = e.Markers(markers, &m.Row, &p.markerW); err != nil {
+			if markers, err = e.Markers(markers, &m.Row, &p.markerW, p.standing); err != nil {
 				markers, m.Err = markers[:before], err // refused below, like a row the entry cannot map
 			}
 			for j := before; j < len(markers); j++ {
@@ -188,15 +188,19 @@ func (p *partition) handle(r *kgo.Record, rows []batcher.Row) (out []batcher.Row
 			refusals = append(refusals, rf)
 		}
 	}
-	// A marker whose row of the pending table an earlier record of this hand-off already holds is not
-	// added again: that row takes this record's values instead (foldMarkers).
+	// A marker that stands (written by an earlier record, not taken by the rollup worker since) was
+	// left out by Markers: this record relies on it (rollup.Standing). Should the record halt the
+	// partition below instead, no later record is mapped in this assignment to rely on a marker it
+	// named, and a marker it relied on waits for it, which never commits here. Past what Standing
+	// remembers, a marker whose row an earlier record of this hand-off already holds is not added
+	// again either: that row takes this record's values instead (foldMarkers).
 	into := p.markerInto[:0]
 	defer func() { p.markerInto = into[:0] }()
 	if len(markers) > 0 && (len(refusals) == 0 || p.topic.deadLetterTopic != "") {
 		for i := range markers {
 			j := p.heldMarker(rows, &markers[i])
 			into = append(into, j)
-			if j >= 0 {
+			if j != markerAdded {
 				nrows--
 				bytes -= budget.RowCost(&markers[i])
 			}
@@ -610,27 +614,32 @@ func (p *partition) handOff(rows []batcher.Row) bool {
 	}
 }
 
+// markerAdded is what heldMarker says of a marker that adds a row of its own; an index >= 0 into the
+// hand-off's rows is the row it folds into.
+const markerAdded = -1
+
 // heldMarker is the index in rows (the hand-off being filled) of the row of the pending table that
-// marker m names, when an earlier record of this hand-off added it; -1 when none did.
+// marker m names, when an earlier record of this hand-off added it; markerAdded when none did.
 func (p *partition) heldMarker(rows []batcher.Row, m *batcher.Row) int {
 	if len(p.markerIndex) == 0 {
-		return -1
+		return markerAdded
 	}
 	id := rollup.Identity(m)
 	j, ok := p.markerIndex[maphash.Bytes(p.markerSeed, id)]
 	if !ok || int(j) >= len(rows) || rows[j].Target != m.Target || !bytes.Equal(rollup.Identity(&rows[j]), id) {
-		return -1
+		return markerAdded
 	}
 	return int(j)
 }
 
-// foldMarkers appends a record's markers to rows, each into[i] < 0, and gives each marker that an
-// earlier record of this hand-off already added (into[i], from heldMarker) to that row instead: the
-// row keeps the earlier record's part (its offset, acknowledged with the earlier record) and takes the
-// later record's values (the record named, the write timestamp).
+// foldMarkers appends to rows the markers of a record that adds them (into[i] == markerAdded), and
+// gives each marker that an earlier record of this hand-off already added
+// (into[i] >= 0, from heldMarker) to that row instead: the row keeps the earlier record's part (its
+// offset, acknowledged with the earlier record) and takes the later record's values (the record named,
+// the write timestamp).
 //
 // One row then stands for both records, and that is safe: the rollup worker takes a marker only once
-// every record below the one it names is done (Worker.Durable), so the window is computed with the
+// every record below the one it names is committed (Worker.Committed), so the window is computed with the
 // earlier record's row and the later one's; the later record commits only after the earlier one, so a
 // crash before the row is durable replays the later record, which writes its marker again.
 func (p *partition) foldMarkers(rows, markers []batcher.Row, into []int) []batcher.Row {

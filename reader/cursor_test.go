@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +100,39 @@ func TestCursorWithANegativeCountIsRefused(t *testing.T) {
 		if _, _, err := r.prepare(context.Background(), Query{ID: []any{"d1"}, Cursor: c.encode()}, nil); !errors.Is(err, ErrCursor) {
 			t.Errorf("limit %d, returned %d: error %v, want ErrCursor", c.Limit, c.Returned, err)
 		}
+	}
+}
+
+// A reader given Columns selects those and the clustering columns, in the table's order, and nothing
+// else: a rollup's computation reads what its aggregates use. Guards against every computation
+// reading and scanning whole raw rows.
+func TestColumnsNarrowWhatAReadSelects(t *testing.T) {
+	tc := readertest.Topic(config.Bucket{Width: "1h", EventBuckets: 4}, "desc", "device_id")
+	tc.Table = "t"
+	all, err := New(Config{Sink: topicConfig(t, tc), Topic: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var other string
+	for _, c := range tc.Columns {
+		if c.Name != "ts" && c.Name != "device_id" {
+			other = c.Name
+		}
+	}
+	if other == "" {
+		t.Fatalf("the test topic has no column besides the keys: %+v", tc.Columns)
+	}
+	r, err := New(Config{Sink: topicConfig(t, tc), Topic: "x", Columns: []string{other}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, n := range strings.Split(all.selects, ", ") {
+		if n == other || n == r.clus[0].name {
+			want = append(want, n)
+		}
+	}
+	if got := strings.Split(r.selects, ", "); !slices.Equal(got, want) {
+		t.Fatalf("selects %v, want %v (of %s)", got, want, all.selects)
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,6 +86,10 @@ type Config struct {
 	Consistency gocql.Consistency
 	// Observer, when set, sees every request the reader sends (tests count them).
 	Observer gocql.QueryObserver
+	// Columns, when set, are the only columns a read selects besides the clustering columns (which
+	// order the rows): a rollup's computation reads the columns its aggregates use, not whole rows.
+	// A row then holds only those.
+	Columns []string
 }
 
 // Reader reads the rows `sink run` wrote for one topic back, by entity and time range, from the
@@ -192,6 +197,12 @@ func New(cfg Config) (*Reader, error) {
 	names := make([]string, len(t.Columns))
 	for i, c := range t.Columns {
 		types[c.Name], names[i] = c.Type, c.Name
+	}
+	if len(cfg.Columns) > 0 {
+		keep := func(n string) bool {
+			return slices.Contains(cfg.Columns, n) || slices.ContainsFunc(t.Clustering, func(c schema.Clustering) bool { return c.Name == n })
+		}
+		names = slices.DeleteFunc(names, func(n string) bool { return !keep(n) })
 	}
 	r.selects = strings.Join(names, ", ")
 	for _, c := range idColumns(t) {

@@ -29,7 +29,7 @@ func TestOpenPartitionsRanksAndPrunesClosedBuckets(t *testing.T) {
 	if top[1].Key != "small" || top[1].Rank != 2 {
 		t.Errorf("rank 2 = %+v, want small", top[1])
 	}
-	if _, ok := o.topics["t"][openKey{"readings", "soon-closed"}]; ok {
+	if _, ok := o.topics["t"][o.hash("readings", "soon-closed")]; ok {
 		t.Error("a closed bucket survived top()")
 	}
 }
@@ -106,13 +106,37 @@ func TestOpenPartitionsCopiesKeys(t *testing.T) {
 	o := newOpenPartitions(100)
 	buf := []byte("device-1")
 	o.add("t", "r", unsafe.String(&buf[0], len(buf)), 1, 10, t0.Add(time.Hour), t0)
-	for k := range o.topics["t"] {
-		if unsafe.StringData(k.key) == &buf[0] {
+	for _, s := range o.topics["t"] {
+		if unsafe.StringData(s.key) == &buf[0] {
 			t.Fatal("the tally keeps the caller's key memory")
 		}
 	}
 	copy(buf, "xxxxxxxx")
 	if top := o.top("t", 1, t0); len(top) != 1 || top[0].Key != "device-1" {
 		t.Errorf("top %+v, want device-1", top)
+	}
+}
+
+// BenchmarkOpenPartitionsAdd is the tally's cost per partition written: 10,000 devices' composite
+// routing keys (device and day), as a steady stream writes them, in random order.
+func BenchmarkOpenPartitionsAdd(b *testing.B) {
+	t0 := time.Date(2024, 1, 15, 10, 0, 0, 0, time.UTC)
+	keys := make([]string, 10_000)
+	for i := range keys {
+		dev, day := fmt.Sprintf("device-%05d", i), "2024-01-15"
+		k := append([]byte{0, byte(len(dev))}, dev...)
+		k = append(append(append(k, 0, 0, byte(len(day))), day...), 0)
+		keys[i] = string(k)
+	}
+	order := make([]int, 1<<16)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range order {
+		order[i] = r.IntN(len(keys))
+	}
+	o := newOpenPartitions(10_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		o.add("sensor-readings", "readings", keys[order[i&(len(order)-1)]], 3, 400, t0.Add(24*time.Hour), t0)
 	}
 }

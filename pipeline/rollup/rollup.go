@@ -73,7 +73,10 @@ func Entries(cfg *config.Config) (map[string]*Entry, error) {
 		tc := cfg.Topics[name]
 		e := &Entry{Name: name, name: []byte(name), keyspace: t.Keyspace, ids: len(t.IDColumns()), coarser: map[string][]schema.Rollup{},
 			target: &batcher.Target{Topic: tc.Topic, Keyspace: t.Keyspace, Table: cassandra.PendingTable,
-				Insert: cassandra.PendingInsert(t.Keyspace), Columns: cassandra.PendingColumns, Consistency: tc.Consistency, Entry: name, Bookkeeping: true}}
+				Insert: cassandra.PendingInsert(t.Keyspace), Columns: cassandra.PendingColumns, Consistency: tc.Consistency, Entry: name, Bookkeeping: true,
+				// (entry, kafka_partition), then due, rollup, entity and window_start, and record_offset,
+				// at the marker's own write timestamp: what Cassandra counts of the rows (batcher.DataSize).
+				Shape: batcher.RowShape{KeyColumns: 2, Clustering: 4, Regular: 1, Timestamp: true}}}
 		for _, r := range rs {
 			if r.From == "" {
 				e.raw = append(e.raw, r)
@@ -92,9 +95,11 @@ func (e *Entry) Parts() int { return len(e.raw) }
 
 // Markers appends to dst the markers of raw row row (one per rollup made of raw rows): its entity
 // (the id components of its routing key), each window its event time falls in, due at the window's
-// end plus grace, written at the record's offset. s is the caller's scratch (one per goroutine): a
-// marker costs one allocation, the row's own copy of its values and key.
-func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, s *Scratch) ([]batcher.Row, error) {
+// end plus grace, written at the record's offset. A marker that stands in st (Standing.Rely, with the
+// row's record) is left out: the record relies on it. s is the caller's scratch (one per goroutine):
+// a marker appended costs one allocation, the row's own copy of its values and key; one left out
+// costs none.
+func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, s *Scratch, st *Standing) ([]batcher.Row, error) {
 	w := &s.w
 	entity, _, ok := routing.KeyParts(row.Key, e.ids)
 	if !ok {
@@ -108,17 +113,13 @@ func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, s *Scratch) ([]batc
 	for i, r := range e.raw {
 		idx := r.Window.Index(at)
 		start, end := r.Window.Start(idx), r.Window.End(idx)
-		// The pending table's columns, in cassandra.PendingColumns' order: entry, kafka_partition,
-		// due, rollup, entity, window_start, record, and the write timestamp.
-		w.Reset()
-		w.Text(packed.KText, e.name)
-		w.Integer(packed.KInt, int64(row.Partition))
-		w.Time(packed.KTimestamp, end.Add(r.Grace))
-		w.Text(packed.KText, e.rawNames[i])
-		w.Text(packed.KBlob, ent)
-		w.Time(packed.KTimestamp, start)
-		w.Integer(packed.KBigint, row.Offset)
-		w.Integer(packed.KBigint, row.Offset)
+		e.pack(w, row.Partition, end.Add(r.Grace), e.rawNames[i], ent, start, row.Offset, row.Offset)
+		if st != nil {
+			s.id, _ = w.AppendRow(s.id[:0], nil)
+			if st.Rely(s.id[:len(s.id)-markerTail], row.Offset) {
+				continue
+			}
+		}
 		size := w.Size()
 		values, k := w.Finish(key)
 		dst = append(dst, batcher.Row{Target: e.target, Key: k, Packed: values, Offset: row.Offset,
@@ -127,9 +128,34 @@ func (e *Entry) Markers(dst []batcher.Row, row *batcher.Row, s *Scratch) ([]batc
 	return dst, nil
 }
 
+// pack writes a marker's values into w, in cassandra.PendingColumns' order: entry, kafka_partition,
+// due, rollup, entity, window_start, record, and the write timestamp.
+func (e *Entry) pack(w *packed.Writer, partition int32, due time.Time, rollup, entity []byte, start time.Time, record, timestamp int64) {
+	w.Reset()
+	w.Text(packed.KText, e.name)
+	w.Integer(packed.KInt, int64(partition))
+	w.Time(packed.KTimestamp, due)
+	w.Text(packed.KText, rollup)
+	w.Text(packed.KBlob, entity)
+	w.Time(packed.KTimestamp, start)
+	w.Integer(packed.KBigint, record)
+	w.Integer(packed.KBigint, timestamp)
+}
+
+// identity is Identity of the pending row that marker m, read from partition's pending markers, is,
+// built in dst with w: the bytes Markers gave the row.
+func (e *Entry) identity(w *packed.Writer, dst []byte, partition int32, m *Marker) []byte {
+	e.pack(w, partition, m.Due, unsafe.Slice(unsafe.StringData(m.Rollup), len(m.Rollup)), m.Entity, m.Window, m.Record, m.Timestamp)
+	dst, _ = w.AppendRow(dst[:0], nil)
+	return dst[:len(dst)-markerTail]
+}
+
 // Scratch is the writer Markers packs a marker's values with, kept by its caller between records so
 // that packing allocates nothing; its zero value is ready. One goroutine uses it at a time.
-type Scratch struct{ w packed.Writer }
+type Scratch struct {
+	w  packed.Writer
+	id []byte // a marker's Identity
+}
 
 // Identity is the part of marker m's packed values that names its row of the pending table: entry,
 // partition, due, rollup, entity and window start, without the record's offset and the write
@@ -167,12 +193,18 @@ type Worker struct {
 	Now       func() time.Time // default time.Now
 	Interval  time.Duration    // default ScanInterval
 	Backoff   backoff.Policy
-	// Durable is the offset below which every record of the partition is done (its raw rows
-	// written), -1 when not known yet. A marker of a later record waits: it may have been written
-	// before its raw row, and a window computed without the row would lose it.
-	Durable func() int64
+	// Committed is the offset below which the partition's records are committed by this member (or
+	// were before its assignment), -1 when not known yet. A marker of a later record waits: it may
+	// have been written before its raw row, and a window computed without the row would lose it.
+	// Committed, not merely done: a member that lost the partition without knowing it computes only
+	// windows of records the next owner will not read again (see Standing).
+	Committed func() int64
+	// Standing is the partition's markers that records rely on (nil: none do).
+	Standing *Standing
 
 	prevPass time.Time
+	w        packed.Writer // identity's scratch
+	id       []byte
 }
 
 // Run scans every Interval until ctx ends. A failing step is logged and counted, and its marker
@@ -225,11 +257,19 @@ func (w *Worker) pass(ctx context.Context, now time.Time) error {
 			pending += len(ms)
 			w.Metrics.RollupPending.WithLabelValues(e.Name, part).Set(float64(pending))
 			w.Metrics.RollupOldestPending.WithLabelValues(e.Name, part).Set(oldest.Seconds())
-			durable, waiting := w.Durable(), 0
-			for _, m := range ms {
-				if m.Record >= durable {
-					waiting++ // its record is not done: the next pass takes it
+			committed, waiting := w.Committed(), 0
+			for i := range ms {
+				m := ms[i]
+				if m.Record >= committed {
+					waiting++ // its record is not committed: the next pass takes it
 					continue
+				}
+				if w.Standing != nil {
+					w.id = e.identity(&w.w, w.id, w.Partition, &m)
+					if !w.Standing.Take(w.id, committed) {
+						waiting++ // a later record relies on it and is not committed yet
+						continue
+					}
 				}
 				if err := w.step(ctx, e, m, now); err != nil {
 					return err

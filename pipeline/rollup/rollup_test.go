@@ -105,7 +105,7 @@ func TestWorkerComputesOnlyDurableMarkersAndDeletesLast(t *testing.T) {
 	durable := int64(20)
 	now := hour.Add(3 * time.Hour)
 	w := &Worker{Store: st, Entries: []*Entry{e}, Partition: 2, Metrics: m, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Durable: func() int64 { return durable }}
+		Committed: func() int64 { return durable }}
 	if err := w.pass(context.Background(), now); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestMarkersOfARawRow(t *testing.T) {
 	key := rowKey("dev-1", "2024-01-15")
 	at := hour.Add(17 * time.Minute)
 	row := batcher.Row{Key: string(key), Offset: 77, Partition: 2, EventMicros: at.UnixMicro()}
-	ms, err := e.Markers(nil, &row, &Scratch{})
+	ms, err := e.Markers(nil, &row, &Scratch{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestMarkersCostOneAllocationEach(t *testing.T) {
 	dst := make([]batcher.Row, 0, 4)
 	allocs := testing.AllocsPerRun(100, func() {
 		var err error
-		if dst, err = e.Markers(dst[:0], &row, &w); err != nil {
+		if dst, err = e.Markers(dst[:0], &row, &w, nil); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -190,4 +190,132 @@ func rowKey(components ...string) []byte {
 		key = append(key, 0)
 	}
 	return key
+}
+
+// readBack is marker row r as the worker reads it from the pending table.
+func readBack(t *testing.T, r *batcher.Row) Marker {
+	t.Helper()
+	var v []any
+	for _, x := range packed.Values(r.Packed) {
+		v = append(v, packed.GoValue(x))
+	}
+	return Marker{Due: v[2].(time.Time), Rollup: v[3].(string), Entity: v[4].([]byte), Window: v[5].(time.Time),
+		Record: v[6].(int64), Timestamp: v[7].(int64)}
+}
+
+// A record whose window's marker stands writes none and relies on it: the worker takes the marker
+// only once that record is committed too, and once taken it no longer stands, so the next record of
+// the window writes its own, at its own offset, which the delete of the taken one leaves alone. The
+// worker knows the marker it read back from Cassandra by the same identity the records gave it.
+// Guards against a window computed before the raw row of a record that relied on its marker, which
+// would lose that row from the rollup for good.
+func TestAStandingMarkerIsTakenOnlyOnceItsLastRecordIsCommitted(t *testing.T) {
+	e := testEntry(t)
+	key := string(rowKey("dev-1", "2024-01-15"))
+	at := hour.Add(17 * time.Minute).UnixMicro()
+	marker := func(offset int64) batcher.Row {
+		ms, err := e.Markers(nil, &batcher.Row{Key: key, Offset: offset, Partition: 2, EventMicros: at}, &Scratch{}, nil)
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("markers %v, %v", ms, err)
+		}
+		return ms[0]
+	}
+	s := &Standing{}
+	first := marker(10)
+	if s.Rely(Identity(&first), 10) {
+		t.Fatal("the first record of a window relied on a marker nobody wrote")
+	}
+	later := marker(30)
+	if !s.Rely(Identity(&later), 30) {
+		t.Fatal("a later record of the window did not rely on the standing marker")
+	}
+
+	st := &fakeStore{markers: []Marker{readBack(t, &first)}}
+	committed := int64(20)
+	w := &Worker{Store: st, Entries: []*Entry{e}, Partition: 2, Metrics: metrics.NewMetrics(prometheus.NewRegistry()),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Committed: func() int64 { return committed }, Standing: s}
+	now := hour.Add(3 * time.Hour)
+	if err := w.pass(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.did) != 0 {
+		t.Fatalf("did %v while the record at offset 30, which relies on the marker, is not committed", st.did)
+	}
+	committed = 31
+	if err := w.pass(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"compute hourly", "mark daily", "done hourly"}; !slices.Equal(st.did, want) {
+		t.Fatalf("did %v, want %v once every record relying on the marker is committed", st.did, want)
+	}
+	next := marker(40)
+	if s.Rely(Identity(&next), 40) || s.Len() != 1 {
+		t.Fatalf("a record after the marker was taken relied on it (%d standing)", s.Len())
+	}
+}
+
+// Standing remembers at most standingMax markers; past it a record writes its marker as if none
+// stood, and a marker it does not remember is taken as before. Guards against an unbounded map.
+func TestStandingIsBounded(t *testing.T) {
+	s := &Standing{}
+	for i := range standingMax + 10 {
+		if s.Rely(binary.BigEndian.AppendUint32(nil, uint32(i)), int64(i)) {
+			t.Fatalf("marker %d stood before it was written", i)
+		}
+	}
+	if s.Len() != standingMax {
+		t.Fatalf("%d markers remembered, want %d", s.Len(), standingMax)
+	}
+	past := binary.BigEndian.AppendUint32(nil, uint32(standingMax+5))
+	if s.Rely(past, 1<<40) || !s.Take(past, 0) {
+		t.Fatal("a marker past the bound stood, or was held back")
+	}
+	var none *Standing
+	if none.Rely(past, 1) || !none.Take(past, 0) {
+		t.Fatal("a nil Standing must remember nothing and take every marker")
+	}
+}
+
+// Markers leaves out a marker that stands, without packing a row for it: the later records of a
+// window cost a look-up, not an allocation. Guards against a record that relies on a marker paying for
+// one anyway.
+func TestAStandingMarkerIsLeftOutWithoutAnAllocation(t *testing.T) {
+	e := testEntry(t)
+	key := string(rowKey("dev-1", "2024-01-15"))
+	at := hour.Add(17 * time.Minute).UnixMicro()
+	st, s := &Standing{}, &Scratch{}
+	ms, err := e.Markers(nil, &batcher.Row{Key: key, Offset: 5, Partition: 2, EventMicros: at}, s, st)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("the first record of a window: markers %v, %v; want its one", ms, err)
+	}
+	row := batcher.Row{Key: key, Offset: 6, Partition: 2, EventMicros: at}
+	dst := make([]batcher.Row, 0, 4)
+	allocs := testing.AllocsPerRun(100, func() {
+		row.Offset++
+		if dst, err = e.Markers(dst[:0], &row, s, st); err != nil || len(dst) != 0 {
+			t.Fatalf("a later record of the window: markers %v, %v; want none", dst, err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations for a marker that stands, want 0", allocs)
+	}
+}
+
+// Cassandra counts a marker's row as its partition (29 bytes), its row (21), its clustering values
+// (due, rollup, entity, window start) and its one cell (20 bytes and the record's offset), and
+// batcher.DataSize says the same: markers join requests up to the cap like any row. Guards against
+// the pending table's rows counted at five times their size, as a target without a shape is.
+func TestAMarkerIsCountedAsCassandraCountsIt(t *testing.T) {
+	e := testEntry(t)
+	key := rowKey("dev-1", "2024-01-15")
+	ms, err := e.Markers(nil, &batcher.Row{Key: string(key), Offset: 77, Partition: 2, EventMicros: hour.UnixMicro()}, &Scratch{}, nil)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("markers %v, %v", ms, err)
+	}
+	entity, _, _ := routing.KeyParts(string(key), 1)
+	want := 29 + 21 + (8 + len("hourly") + len(entity) + 8) + (20 + 8)
+	b := &batcher.Batch{Target: ms[0].Target, Rows: ms, Bytes: int(ms[0].Size), Partitions: 1}
+	if got := batcher.DataSize(b); got != want {
+		t.Fatalf("DataSize of a marker %d, want %d", got, want)
+	}
 }

@@ -147,29 +147,43 @@ type simRun struct {
 	freed chan struct{}
 }
 
-// simGroup joins small batches into requests of at most 10 partitions (the stage's JoinMax) and 2 KiB, as cassandra's Group
-// does with the default writer.group_max_* on a single node (every partition has the same replica).
+// simGroup joins small batches into requests of at most 10 partitions (the stage's JoinMax) and 4 KiB as
+// Cassandra counts them, as cassandra's Group does with the default writer.group_max_* on a single node
+// (every partition has the same replica): a batch larger than the cap goes alone, and so does one that
+// does not fit in the open request and is larger than it. Every row counts simRowData, every partition
+// 29 more (batcher.DataSize).
 func simGroup(bs []*batcher.Batch) []*batcher.Batch {
-	const maxParts, maxBytes = 10, 2 << 10
+	const maxParts, maxBytes = 10, 4 << 10
+	count := func(b *batcher.Batch) int { return len(b.Rows)*simRowData + 29 }
 	var out, cur []*batcher.Batch
 	bytes := 0
 	for _, b := range bs {
-		if b.Partitions != 1 || 2*b.Bytes > maxBytes {
+		n := count(b)
+		if b.Partitions != 1 || n > maxBytes {
 			out = append(out, b)
 			continue
 		}
-		if len(cur) == maxParts || bytes+b.Bytes > maxBytes {
+		if len(cur) == maxParts || bytes+n > maxBytes {
+			if len(cur) < maxParts && n > bytes {
+				out = append(out, b)
+				continue
+			}
 			out = append(out, batcher.Join(cur))
 			cur, bytes = nil, 0
 		}
 		cur = append(cur, b)
-		bytes += b.Bytes
+		bytes += n
 	}
 	if len(cur) > 0 {
 		out = append(out, batcher.Join(cur))
 	}
 	return out
 }
+
+// simRowData is what Cassandra counts of the benchmark's reading in a batch (batcher.DataSize): its
+// liveness with a TTL and its deletion (33), the clustering time (8), a cell of 20 bytes and the value
+// for site_id ("site-1") and three doubles.
+const simRowData = 33 + 8 + (20 + 6) + 3*(20+8)
 
 // simulate runs cfg inside a synctest bubble (the caller's) and returns what the node saw.
 func simulate(cfg simConfig) simResult {

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -40,6 +41,22 @@ func New(gs *gocql.Session, cfg *config.Config, entry string) (*Recomputer, erro
 	}
 	_, all, err := schema.DescribeWithRollups(cfg)
 	if err != nil {
+		return nil, err
+	}
+	// A computation reads the raw columns its rollups aggregate, not whole rows (the reader adds the
+	// clustering columns, which order them, and a count alone needs nothing more).
+	var cols []string
+	for _, r := range all[raw.Topic()] {
+		for _, a := range r.Aggregates {
+			if r.From == "" && a.Of != "" && !slices.Contains(cols, a.Of) {
+				cols = append(cols, a.Of)
+			}
+		}
+	}
+	if t := raw.Table(); len(cols) == 0 && len(t.Clustering) > 0 {
+		cols = append(cols, t.Clustering[0].Name)
+	}
+	if raw, err = reader.New(reader.Config{Session: gs, Sink: cfg, Topic: raw.Topic(), Columns: cols}); err != nil {
 		return nil, err
 	}
 	cons, err := gocql.ParseConsistencyWrapper(cfg.Topics[raw.Topic()].Consistency)
