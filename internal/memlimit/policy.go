@@ -11,12 +11,11 @@ package memlimit
 // (docs/PERFORMANCE.md, "Memory").
 //
 // While the buffer is nearly empty (budget.Full) the target is instead the one that puts the heap's goal
-// at SteadyHeap over the live heap of the last collection, at least GCPercentFloor: the heap stays under
-// SteadyHeap whatever the live heap does below half of it, with as few cycles as that allows (a fixed
-// percentage would either let the heap follow a stall's live heap up or collect more often than needed
-// while the live heap is small). It may be above GCPercent: a live heap of 8 MiB (the sink's at a
-// steady rate) gets 800%, and capping it at 400% made twice the collections for a heap of 40 MiB. Above
-// half of SteadyHeap the floor, the runtime's own default, keeps the collector from running all the time.
+// at SteadyHeap over the live heap of the last collection, within GCPercentFloor and GCPercent: the heap
+// stays under SteadyHeap whatever the live heap does below half of it, with as few cycles as that
+// allows (a fixed lower percentage would either let the heap follow a stall's live heap up or collect
+// more often than needed while the live heap is small). Above half of SteadyHeap the floor, the
+// runtime's own default, keeps the collector from running all the time.
 const (
 	// GCPercentFloor is the lowest growth target the buffer sets: the runtime's default.
 	GCPercentFloor = 100
@@ -24,9 +23,6 @@ const (
 	// process (the runtime's own structures, the binary: about 16 MiB at a steady 15,000 events/s) it
 	// keeps the RSS under 100 MiB.
 	SteadyHeap = 72 << 20
-	// gcPercentMax bounds the steady target for a live heap under 1 MiB (a process that has not started
-	// its work yet), where the goal would not matter anyway.
-	gcPercentMax = 10_000
 )
 
 // GCTargetFor is the growth target for a buffer that is full or not, given the live heap after the last
@@ -37,5 +33,5 @@ func GCTargetFor(full bool, live uint64) int {
 	}
 	// The heap's goal is live × (1 + percent/100).
 	p := int64(SteadyHeap)*100/int64(live) - 100
-	return int(min(max(p, GCPercentFloor), gcPercentMax))
+	return int(min(max(p, GCPercentFloor), GCPercent))
 }

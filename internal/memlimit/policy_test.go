@@ -3,7 +3,7 @@ package memlimit
 import "testing"
 
 // TestGCTargetForPutsTheHeapGoalAtSteadyHeap: full, or before any collection, the full target; nearly
-// empty, the target whose goal is SteadyHeap for the live heap, at least the floor.
+// empty, the target whose goal is SteadyHeap for the live heap, within the floor and the full target.
 func TestGCTargetForPutsTheHeapGoalAtSteadyHeap(t *testing.T) {
 	const mib = 1 << 20
 	for _, c := range []struct {
@@ -14,9 +14,7 @@ func TestGCTargetForPutsTheHeapGoalAtSteadyHeap(t *testing.T) {
 		{true, 20 * mib, GCPercent},
 		{true, 200 * mib, GCPercent},
 		{false, 0, GCPercent},
-		{false, 4 * mib, 1700},             // 72 = 4 × 18: above the full target
-		{false, 8 * mib, 800},              // 72 = 8 × 9
-		{false, 1000, gcPercentMax},        // a kilobyte: bounded
+		{false, 4 * mib, GCPercent},        // 72/4 - 1 = 17 times: capped
 		{false, 18 * mib, 300},             // 72 = 18 × 4
 		{false, 24 * mib, 200},             // 72 = 24 × 3
 		{false, 36 * mib, GCPercentFloor},  // 72 = 36 × 2
@@ -28,7 +26,7 @@ func TestGCTargetForPutsTheHeapGoalAtSteadyHeap(t *testing.T) {
 		}
 	}
 	// Between the bounds the goal, live × (1 + p/100), is SteadyHeap to a percent of the live heap.
-	for live := uint64(2 * mib); live <= 35*mib; live += mib / 3 {
+	for live := uint64(15 * mib); live <= 35*mib; live += mib / 3 {
 		p := GCTargetFor(false, live)
 		goal := live * uint64(100+p) / 100
 		if goal > SteadyHeap || SteadyHeap-goal > live/100 {
