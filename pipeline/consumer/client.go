@@ -78,9 +78,6 @@ func GroupOptions(k config.Kafka, w config.Writer, topics []string, cb Rebalance
 		// Record structs and decompressed batches are reused: the worker recycles each record once it is
 		// mapped (pools.go).
 		kgo.WithPools(pools), kgo.WithHooks(pools),
-		// lz4 batches are decoded straight into those pooled buffers, without lz4's block-sized ones
-		// (lz4.go).
-		kgo.WithDecompressor(newDecompressor(pools)),
 		// Fetch memory is bounded by FetchMaxBytes × MaxConcurrentFetches, on top of the byte budget of
 		// the pipeline itself, and the concurrency is derived from both (docs/PIPELINE.md, "Backpressure
 		// and memory").
