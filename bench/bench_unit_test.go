@@ -446,3 +446,20 @@ func TestEntriesRunSetsTheCeilingsRatiosBesideTheTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultPrefixesOfRunsStartedInOneSecondDiffer: two runs started a few milliseconds apart (one after
+// the other, or by two people on one stack) name their topics differently. With a prefix of whole
+// seconds the second run failed creating its topic: TOPIC_ALREADY_EXISTS.
+func TestDefaultPrefixesOfRunsStartedInOneSecondDiffer(t *testing.T) {
+	var a, b Options
+	if err := a.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	if err := b.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if a.Prefix == b.Prefix {
+		t.Errorf("two runs 2 ms apart both named %q", a.Prefix)
+	}
+}

@@ -125,7 +125,7 @@ func RunDiscardDaemon(ctx context.Context, path string, stderr io.Writer) error 
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	// The same memory settings `sink run` applies (writer.memory_limit unless GOMEMLIMIT is set), so
 	// the collector works as hard here as in the daemon being compared.
-	memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
+	gc := memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
 	reg := prometheus.NewRegistry()
 	metrics := metrics.NewMetrics(reg)
 	m, err := newMapper(cfg)
@@ -139,6 +139,7 @@ func RunDiscardDaemon(ctx context.Context, path string, stderr io.Writer) error 
 	defer session.Close()
 	pl, err := pipeline.New(pipeline.Config{
 		Sink: cfg, Mapper: m, Writer: newDiscardWriter(session.Driver()), Metrics: metrics, Logger: log,
+		BufferFull: gc.BufferFullFunc(),
 	})
 	if err != nil {
 		return err

@@ -39,7 +39,8 @@ type Options struct {
 	Brokers   []string // Kafka; default 127.0.0.1:9092
 	Cassandra []string // default 127.0.0.1:9042
 	Keyspace  string   // default "sinkbench"; created if missing
-	// Prefix starts every topic, table and group name of the run; default "bench_<unix seconds>".
+	// Prefix starts every topic, table and group name of the run; default "bench_<unix milliseconds>":
+	// runs on a shared stack, one after the other or by several people, often start within one second.
 	// It must be a valid CQL identifier start (letters, digits, underscores).
 	Prefix string
 
@@ -150,7 +151,7 @@ func (o *Options) defaults() error {
 		o.Keyspace = "sinkbench"
 	}
 	if o.Prefix == "" {
-		o.Prefix = fmt.Sprintf("bench_%d", time.Now().Unix())
+		o.Prefix = fmt.Sprintf("bench_%d", time.Now().UnixMilli())
 	}
 	if o.CommitInterval == 0 {
 		o.CommitInterval = 250 * time.Millisecond

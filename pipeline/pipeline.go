@@ -99,6 +99,11 @@ type Config struct {
 	// Rollups is the rollups' pending table and recomputation (rollup.StoreOf); required when an entry
 	// has rollups.
 	Rollups rollup.Store
+	// BufferFull is told, under the pipeline's lock, when the buffer becomes full or nearly empty
+	// (budget.Full of the bytes held against writer.max_buffered_bytes): the collector's growth target
+	// follows it (memlimit.Target.BufferFull). Nil: nothing is told (an operator's GOGC, no memory limit,
+	// tests).
+	BufferFull func(full bool)
 }
 
 // BatchWriter writes one single-partition batch (*cassandra.Writer, or a test double); see
@@ -176,6 +181,9 @@ type Pipeline struct {
 	// budgetFull mirrors budget.Budget.Over for the write stage, which picks batches by efficiency while it
 	// is set (writestage's slot policy).
 	budgetFull atomic.Bool
+	// bufferFull is what cfg.BufferFull was last told (budget.Full); true until then, as the growth
+	// target starts at the full buffer's.
+	bufferFull bool
 	stuck      map[offsets.TopicPartition]bool
 
 	// health is liveness and readiness: the poll loop's turns, group membership, Cassandra's answers,
@@ -231,6 +239,7 @@ func New(cfg Config) (*Pipeline, error) {
 		parts:            make(map[offsets.TopicPartition]*partition),
 		budget:           budget.New(int64(w.MaxBufferedBytes)),
 		budgetFreed:      make(chan struct{}, 1),
+		bufferFull:       true,
 		stuck:            make(map[offsets.TopicPartition]bool),
 		recreatedChecked: make(map[string]time.Time),
 	}
@@ -387,10 +396,17 @@ func (pl *Pipeline) budgetFree() {
 	}
 }
 
-// budgetGauges updates sink_buffered_bytes and sink_paused_partitions. While the budget is full no
-// assigned partition is being fetched, so all of them count as paused; otherwise the stuck ones do.
+// budgetGauges updates sink_buffered_bytes and sink_paused_partitions, and tells Config.BufferFull
+// when the buffer becomes full or nearly empty. While the budget is full no assigned partition is
+// being fetched, so all of them count as paused; otherwise the stuck ones do.
 func (pl *Pipeline) budgetGauges() {
 	pl.metrics.BufferedBytes.Set(float64(pl.budget.Total()))
+	if pl.cfg.BufferFull != nil {
+		if full := budget.Full(pl.budget.Total(), int64(pl.sink.Writer.MaxBufferedBytes), pl.bufferFull); full != pl.bufferFull {
+			pl.bufferFull = full
+			pl.cfg.BufferFull(full)
+		}
+	}
 	over := pl.budget.Over()
 	pl.budgetFull.Store(over)
 	paused := pl.budget.StuckCount()

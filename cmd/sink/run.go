@@ -102,11 +102,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, w := range cfg.Warnings() {
 		log.Warn("the config is valid but allows this; see sink validate", slog.String("key", w.Path), slog.String("warning", w.Problem))
 	}
-	memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
+	gc := memlimit.Apply(cfg.Writer.MemoryLimit, os.LookupEnv, log)
 	served := make(chan struct{})
 	defer close(served)
 	go watchStop(ctx, served, stopBound(cfg.Writer.ShutdownTimeout.Std())+stopSlack, log)
-	if err := serve(ctx, cfg, log); err != nil {
+	if err := serve(ctx, cfg, log, gc); err != nil {
 		if _, refused := errors.AsType[*refusal.Error](err); refused && ctx.Err() != nil {
 			// A signal came while the start-up check still waited on the server: the stop was asked
 			// for, so it is a clean stop, whatever the check saw of a connection closed under it.
@@ -144,7 +144,7 @@ func watchStop(ctx context.Context, served <-chan struct{}, limit time.Duration,
 	}
 }
 
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, gc *memlimit.Target) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := metrics.NewMetrics(reg)
@@ -229,16 +229,17 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 	}
 	pl, err := pipeline.New(pipeline.Config{
-		Sink:    cfg,
-		Mapper:  m,
-		Writer:  writer,
-		Group:   writer.Group,
-		Metrics: metrics,
-		Logger:  log,
-		Slices:  cassandra.NewSliceMaker(session, cfg),
-		Splits:  split.StoreOf(cassandra.NewSplitStores(session, cfg.Cassandra)),
-		Rollups: rollups,
-		Ping:    func(ctx context.Context) error { return session.Probe(ctx, probes) },
+		Sink:       cfg,
+		Mapper:     m,
+		Writer:     writer,
+		Group:      writer.Group,
+		Metrics:    metrics,
+		Logger:     log,
+		Slices:     cassandra.NewSliceMaker(session, cfg),
+		Splits:     split.StoreOf(cassandra.NewSplitStores(session, cfg.Cassandra)),
+		Rollups:    rollups,
+		Ping:       func(ctx context.Context) error { return session.Probe(ctx, probes) },
+		BufferFull: gc.BufferFullFunc(),
 	})
 	if err != nil {
 		return err
