@@ -187,9 +187,11 @@ const keyInline = 48
 // one allocation; the caller gets &node.Batch.
 type node struct {
 	Batch
-	hash  uint64 // of the batch's Target and Key (keyHash)
-	chain *node  // the next open batch whose hash is the same
-	open  bool   // false once taken: its queue entry is stale
+	hash uint64 // of the batch's Target and Key (keyHash)
+	open bool   // false once taken: its queue entry is stale
+	// chain and chainPrev link the open batches whose hash is the same, the one in the map first:
+	// knowing its neighbours, a batch leaves the map without looking its hash up again.
+	chain, chainPrev *node
 	// prev and next link the node into its size class: the list of open batches with the same number of
 	// rows (see Pick), in the order they reached that size.
 	prev, next *node
@@ -199,6 +201,11 @@ type node struct {
 	// compares keys, and the first row's own key, long out of the CPU caches by the time the next row
 	// arrives, would cost a memory access per row on top of the node's.
 	kbuf [keyInline]byte
+	// first holds a batch's first row, unless it started from a hint: at a steady rate most batches are
+	// a cold partition's, which leave with that one row, and held here it takes no array from the pools
+	// (a Get, and a Put on Release, of a pool shared with the writer goroutines). A second row moves the
+	// rows to a pooled array, as growing does.
+	first [1]Row
 }
 
 // sizeList is one size class, oldest arrival at that size first.
@@ -290,15 +297,17 @@ func keyHash(b *Batcher, t *Target, key string) uint64 {
 	return maphash.String(b.seed, key) ^ uint64(uintptr(unsafe.Pointer(t)))*0x9e3779b97f4a7c15
 }
 
-// find returns the open batch of (t, key) and the hash to file a new one under.
-func (b *Batcher) find(t *Target, key string) (*node, uint64) {
+// find returns the open batch of (t, key), the hash to file a new one under and the open batches
+// already filed under that hash (the head of their chain, for file).
+func (b *Batcher) find(t *Target, key string) (*node, uint64, *node) {
 	h := b.hash(b, t, key)
-	for e := b.open[h]; e != nil; e = e.chain {
+	head := b.open[h]
+	for e := head; e != nil; e = e.chain {
 		if e.Target == t && e.Key == key {
-			return e, h
+			return e, h, head
 		}
 	}
-	return nil, h
+	return nil, h, head
 }
 
 // newNode is an open batch for r's partition, not yet filed.
@@ -313,6 +322,9 @@ func (b *Batcher) newNode(r *Row, h uint64) *node {
 			b.hinted += c
 		}
 	}
+	if e.buf == nil {
+		e.Rows = e.first[:0]
+	}
 	if len(r.Key) > 0 && len(r.Key) <= keyInline {
 		copy(e.kbuf[:], r.Key)
 		e.Key = unsafe.String(&e.kbuf[0], len(r.Key))
@@ -320,9 +332,12 @@ func (b *Batcher) newNode(r *Row, h uint64) *node {
 	return e
 }
 
-// file adds an open batch to the map, chained after any with the same hash.
-func (b *Batcher) file(e *node) {
-	e.chain = b.open[e.hash]
+// file adds an open batch to the map, ahead of head, the batches already filed under its hash (find's).
+func (b *Batcher) file(e, head *node) {
+	e.chain = head
+	if head != nil {
+		head.chainPrev = e
+	}
 	b.open[e.hash] = e
 	e.open = true
 	b.n++
@@ -330,21 +345,19 @@ func (b *Batcher) file(e *node) {
 
 // unfile removes an open batch from the map.
 func (b *Batcher) unfile(e *node) {
-	head := b.open[e.hash]
 	switch {
-	case head == e && e.chain == nil:
-		delete(b.open, e.hash)
-	case head == e:
+	case e.chainPrev != nil: // not the one in the map
+		e.chainPrev.chain = e.chain
+		if e.chain != nil {
+			e.chain.chainPrev = e.chainPrev
+		}
+	case e.chain != nil:
+		e.chain.chainPrev = nil
 		b.open[e.hash] = e.chain
 	default:
-		for p := head; p != nil; p = p.chain {
-			if p.chain == e {
-				p.chain = e.chain
-				break
-			}
-		}
+		delete(b.open, e.hash)
 	}
-	e.chain, e.open = nil, false
+	e.chain, e.chainPrev, e.open = nil, nil, false
 	b.n--
 }
 
@@ -362,12 +375,13 @@ func (b *Batcher) Add(r *Row, now time.Time) []*Batch {
 		b.last = now
 	}
 	n := 0
-	e, h := b.find(r.Target, r.Key)
+	e, h, head := b.find(r.Target, r.Key)
 	ok := e != nil
 	if ok && e.Bytes+int(r.Size) > b.cfg.MaxBytes {
 		b.out[n] = b.take(e)
 		n++
 		ok = false
+		head = b.open[h] // e may have been it
 	}
 	if !ok {
 		e = b.newNode(r, h)
@@ -388,7 +402,7 @@ func (b *Batcher) Add(r *Row, now time.Time) []*Batch {
 		b.out[n] = &e.Batch
 		n++
 	case !ok:
-		b.file(e)
+		b.file(e, head)
 		b.queue = append(b.queue, queued{n: e})
 		b.classes[1].push(e)
 		e.class = 1
@@ -577,13 +591,16 @@ func putRowBuf(rb *rowBuf, rows []Row) {
 	rowPools[bits.Len(uint(cap(rows)))].Put(rb)
 }
 
-// appendRow appends r to bt's rows, growing them through the pool.
+// appendRow appends r to bt's rows, growing them through the pool. Rows not in a pooled array are the
+// node's first row (node.first): cleared once moved, so that it keeps nothing alive.
 func appendRow(bt *Batch, r *Row) {
 	if len(bt.Rows) == cap(bt.Rows) {
 		nb := getRowBuf(max(2*cap(bt.Rows), minRows))
 		nb.rows = append(nb.rows[:0], bt.Rows...)
 		if bt.buf != nil {
 			putRowBuf(bt.buf, bt.Rows)
+		} else {
+			clear(bt.Rows)
 		}
 		bt.buf, bt.Rows = nb, nb.rows
 	}

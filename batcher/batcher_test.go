@@ -390,17 +390,21 @@ type partKey struct {
 	key    string
 }
 
-// checkOpen verifies the map of open batches: every chained node is open and filed under its hash, no
-// partition has two open batches, and the count matches.
+// checkOpen verifies the map of open batches: every chained node is open, filed under its hash and
+// linked back to the one before it, no partition has two open batches, and the count matches.
 func checkOpen(t *testing.T, seed uint64, b *Batcher) {
 	t.Helper()
 	seen := map[partKey]bool{}
 	n := 0
 	for h, e := range b.open {
-		for ; e != nil; e = e.chain {
+		var prev *node
+		for ; e != nil; prev, e = e, e.chain {
 			k := partKey{e.Target, e.Key}
 			if !e.open || e.hash != h || seen[k] || b.hash(b, e.Target, e.Key) != h {
 				t.Fatalf("seed %d: open batch %s/%s: open %v, filed under %d with hash %d, seen before %v", seed, e.Target.Table, e.Key, e.open, h, e.hash, seen[k])
+			}
+			if e.chainPrev != prev {
+				t.Fatalf("seed %d: open batch %s/%s is chained after %p, its chainPrev says %p", seed, e.Target.Table, e.Key, prev, e.chainPrev)
 			}
 			seen[k] = true
 			n++
@@ -606,7 +610,7 @@ func TestAPartitionThatHalfFilledStartsItsNextBatchAtThatSize(t *testing.T) {
 	b := New(Config{MaxRows: 64, MaxBytes: 1 << 20, Linger: time.Millisecond})
 	capOf := func(key string) int {
 		t.Helper()
-		e, _ := b.find(tgtA, key)
+		e, _, _ := b.find(tgtA, key)
 		if e == nil {
 			t.Fatalf("no open batch of %s", key)
 		}
@@ -662,7 +666,7 @@ func TestStartSizeHintsHoldBoundedUnchargedCapacity(t *testing.T) {
 	}
 	capacity := 0
 	for i := range parts {
-		e, _ := b.find(tgtA, key(i))
+		e, _, _ := b.find(tgtA, key(i))
 		if e == nil {
 			t.Fatalf("no open batch of %s", key(i))
 		}
@@ -704,7 +708,32 @@ func TestHintedCapacityIsGivenBackByABatchFullAtItsFirstRow(t *testing.T) {
 	for range 5 {
 		add("q", 1) // the fifth row opens q's batch after a full one
 	}
-	if e, _ := b.find(tgtA, "q"); e == nil || cap(e.Rows) < 4 {
+	if e, _, _ := b.find(tgtA, "q"); e == nil || cap(e.Rows) < 4 {
 		t.Errorf("a busy partition's next batch after 3,000 oversized rows elsewhere starts without its hint (%v)", e)
 	}
+}
+
+// TestFirstRowIsHeldInTheBatchUntilASecondArrives: a batch's first row is kept in the batch itself (no
+// array from the pools, the common case of a cold partition at a steady rate); a second row moves both
+// to a pooled array in their order, and the first row's copy in the batch is cleared, so that it keeps
+// no key or values alive for as long as the batch lives.
+func TestFirstRowIsHeldInTheBatchUntilASecondArrives(t *testing.T) {
+	b := New(Config{MaxRows: 64, MaxBytes: 1 << 20, Linger: time.Millisecond})
+	b.Add(row(tgtA, "cold", 10, 1), t0)
+	e, _, _ := b.find(tgtA, "cold")
+	if e == nil || e.buf != nil || len(e.Rows) != 1 || &e.Rows[0] != &e.first[0] {
+		t.Fatalf("a one-row batch does not hold its row itself: %+v", e)
+	}
+	b.Add(row(tgtA, "cold", 11, 2), t0)
+	if e.buf == nil || len(e.Rows) != 2 || e.Rows[0].Offset != 1 || e.Rows[1].Offset != 2 || e.Bytes != 21 {
+		t.Fatalf("after a second row: pooled %v, rows %+v, %d bytes", e.buf != nil, e.Rows, e.Bytes)
+	}
+	if f := e.first[0]; f.Target != nil || f.Key != "" || f.Packed != nil {
+		t.Errorf("the batch still holds its first row's copy after it moved: %+v", e.first[0])
+	}
+	due := b.Due(t0.Add(time.Millisecond))
+	if len(due) != 1 || len(due[0].Rows) != 2 {
+		t.Fatalf("due: %d batches", len(due))
+	}
+	Release(due[0])
 }

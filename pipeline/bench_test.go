@@ -304,3 +304,39 @@ func (w *latencyWriter) Write(ctx context.Context, b *batcher.Batch) ([]cassandr
 		return nil, ctx.Err()
 	}
 }
+
+// BenchmarkObserveWritten is what the write stage's writer goroutine does with a request Cassandra
+// acknowledged, for readiness, the event-time lag and the largest open partitions (Config.Written): a
+// request of eight partitions of one, two or three rows, as due batches are joined at a steady rate.
+// An op is one request.
+func BenchmarkObserveWritten(b *testing.B) {
+	cfg := (&fixture{addrs: []string{"127.0.0.1:1"}, group: "g"}).config(nil)
+	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{}}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tg := &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Entry: "events"}
+	now := time.Now()
+	// Requests of 8 of 1,000 partitions in turn, so the tally holds as many as a steady stream's.
+	reqs := make([]*batcher.Batch, 125)
+	for i := range reqs {
+		parts := make([]*batcher.Batch, 8)
+		for j := range parts {
+			bt := &batcher.Batch{Target: tg, Key: fmt.Sprintf("dev-%05d", i*8+j), Partitions: 1}
+			for k := range 1 + j%3 {
+				bt.Rows = append(bt.Rows, batcher.Row{Target: tg, Key: bt.Key, Size: 122, EventMicros: now.Add(time.Duration(k-10) * time.Second).UnixMicro()})
+				bt.Bytes += 122
+			}
+			parts[j] = bt
+		}
+		reqs[i] = batcher.Join(parts)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		observeWrittenRequest(pl, reqs[i%len(reqs)])
+	}
+}
+
+// observeWrittenRequest hands a written request to the pipeline as the write stage does.
+func observeWrittenRequest(pl *Pipeline, b *batcher.Batch) { pl.observeWritten(b) }

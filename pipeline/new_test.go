@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"maps"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func TestTopPartitionsZeroExportsNone(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	pl.metrics.ObserveWritten(testTopic, "events", "dev-1", 5, 500, now.Add(-time.Minute), now.Add(time.Hour))
+	pl.metrics.ObserveWritten(testTopic, "events", []metrics.WrittenPartition{{Key: "dev-1", Rows: 5, Bytes: 500, EventTime: now.Add(-time.Minute), Closes: now.Add(time.Hour)}})
 	if got := metricstest.Series(t, reg, "sink_largest_partition_rows"); len(got) != 0 {
 		t.Errorf("top_partitions 0 exported %d largest-partition series, want none", len(got))
 	}
@@ -142,5 +143,35 @@ func TestWrittenBatchReportsItsNewestEventTime(t *testing.T) {
 	want := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	if got := pl.metrics.Largest()[testTopic]; len(got) != 1 || !got[0].Closes.Equal(want) || got[0].Rows != 3 {
 		t.Errorf("largest open partitions %+v, want dev-1's 3 rows closing at %s", got, want)
+	}
+}
+
+// TestJoinedRequestIsTalliedPartitionByPartition: the write stage hands a request of several partitions
+// joined by Group to observeWritten once, and the largest open partitions count each partition's own
+// rows and bytes under its own key, as when each was observed alone.
+func TestJoinedRequestIsTalliedPartitionByPartition(t *testing.T) {
+	cfg := (&fixture{t: t, addrs: []string{"127.0.0.1:1"}, group: "g"}).config(nil)
+	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{}}, Writer: &memWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Entry: "events"}
+	now := time.Now()
+	part := func(key string, rows int) *batcher.Batch {
+		b := &batcher.Batch{Target: tg, Key: key, Partitions: 1}
+		for range rows {
+			b.Rows = append(b.Rows, batcher.Row{Target: tg, Key: key, Size: 100, EventMicros: now.UnixMicro()})
+			b.Bytes += 100
+		}
+		return b
+	}
+	pl.observeWritten(batcher.Join([]*batcher.Batch{part("dev-1", 3), part("dev-2", 1), part("dev-3", 2)}))
+	got := map[string][2]int64{}
+	for _, p := range pl.metrics.Largest()[testTopic] {
+		got[p.Key] = [2]int64{p.Rows, p.Bytes}
+	}
+	want := map[string][2]int64{"dev-1": {3, 300}, "dev-2": {1, 100}, "dev-3": {2, 200}}
+	if !maps.Equal(got, want) {
+		t.Errorf("largest open partitions (rows, bytes) by key %v, want %v", got, want)
 	}
 }

@@ -449,23 +449,35 @@ func (pl *Pipeline) stuckGauge(topic string) {
 }
 
 // observeWritten records that Cassandra answers (for readiness) and feeds the event-time lag and the
-// largest-open-partitions tally with a written batch.
+// largest-open-partitions tally with a written request, each of its partitions in turn.
 func (pl *Pipeline) observeWritten(b *batcher.Batch) {
-	newest := 0
-	for i := range b.Rows {
-		if b.Rows[i].EventMicros > b.Rows[newest].EventMicros {
-			newest = i
-		}
-	}
-	latest := b.Rows[newest].EventTime()
 	pl.health.Written()
-	topic := b.Target.Topic
 	// A latest-value entry has no policy: its partitions, one row per entity overwritten by every event
 	// and never closing, stay out of the largest open partitions (a tally of its writes would count
 	// overwrites, not what a partition holds). Its event times still feed the event-time lag.
-	var closes time.Time
-	if e := pl.entries[b.Target.Entry]; e != nil && e.policy != nil {
-		closes = e.policy.End(e.policy.Index(latest))
+	e := pl.entries[b.Target.Entry]
+	// A request joins up to writer.group_max_partitions partitions: room for the default's on the stack.
+	var buf [16]metrics.WrittenPartition
+	parts := buf[:0]
+	for i := 0; i < len(b.Rows); {
+		n := len(b.Rows) - i
+		if b.Partitions > 1 {
+			n = batcher.PartitionLen(b.Rows[i:])
+		}
+		rows := b.Rows[i : i+n]
+		newest, bytes := 0, int64(0)
+		for j := range rows {
+			if rows[j].EventMicros > rows[newest].EventMicros {
+				newest = j
+			}
+			bytes += int64(rows[j].Size)
+		}
+		p := metrics.WrittenPartition{Key: rows[0].Key, Rows: int64(n), Bytes: bytes, EventTime: rows[newest].EventTime()}
+		if e != nil && e.policy != nil {
+			p.Closes = e.policy.End(e.policy.Index(p.EventTime))
+		}
+		parts = append(parts, p)
+		i += n
 	}
-	pl.metrics.ObserveWritten(topic, b.Target.Table, b.Key, int64(len(b.Rows)), int64(b.Bytes), latest, closes)
+	pl.metrics.ObserveWritten(b.Target.Topic, b.Target.Table, parts)
 }

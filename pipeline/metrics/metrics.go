@@ -333,15 +333,21 @@ func (c *liveCollector) configure(topN int, now func() time.Time) {
 // closes, the latest event time among them being eventTime. An event time later than now counts as now:
 // a producer whose clock runs ahead has still just been written, and one future-dated record must not
 // hold the lag below zero, where no lag alert can fire, until the clock reaches its time.
-func (c *liveCollector) written(topic, table, key string, rows, bytes int64, eventTime, closes time.Time) {
+func (c *liveCollector) written(topic, table string, parts []WrittenPartition) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	eventTime = minTime(eventTime, c.now())
-	if eventTime.After(c.lastEvent[topic]) {
-		c.lastEvent[topic] = eventTime
+	now := c.now()
+	var eventTime time.Time
+	for i := range parts {
+		if parts[i].EventTime.After(eventTime) {
+			eventTime = parts[i].EventTime
+		}
+		if !parts[i].Closes.IsZero() {
+			c.open.add(topic, table, parts[i].Key, parts[i].Rows, parts[i].Bytes, parts[i].Closes, now)
+		}
 	}
-	if !closes.IsZero() {
-		c.open.add(topic, table, key, rows, bytes, closes, c.now())
+	if eventTime = minTime(eventTime, now); eventTime.After(c.lastEvent[topic]) {
+		c.lastEvent[topic] = eventTime
 	}
 }
 
@@ -402,11 +408,21 @@ func (m *Metrics) InFlight(delta int) { m.WritesInFlight.Add(float64(delta)) }
 // and the clock of the scrape-time metrics.
 func (m *Metrics) ConfigureLive(topN int, now func() time.Time) { m.live.configure(topN, now) }
 
-// ObserveWritten feeds the event-time lag and the largest open partitions with a written batch: rows and
-// bytes for (topic, table, key), the latest event time among its rows and when that event's bucket closes.
-// A zero (or past) closes feeds the event-time lag only: a latest-value table has no bucket to close.
-func (m *Metrics) ObserveWritten(topic, table, key string, rows, bytes int64, eventTime, closes time.Time) {
-	m.live.written(topic, table, key, rows, bytes, eventTime, closes)
+// WrittenPartition is what one partition of a written request adds to the event-time lag and the
+// largest open partitions: its rows and bytes, the latest event time among its rows and when that
+// event's bucket closes. A zero (or past) Closes feeds the event-time lag only: a latest-value table has
+// no bucket to close.
+type WrittenPartition struct {
+	Key               string // the routing key (batcher.Row.Key); copied if kept
+	Rows, Bytes       int64
+	EventTime, Closes time.Time
+}
+
+// ObserveWritten feeds the event-time lag and the largest open partitions with a written request: the
+// partitions of table it held, parts, which it does not keep. A request is observed at once, under one
+// lock and one reading of the clock, however many partitions it joins.
+func (m *Metrics) ObserveWritten(topic, table string, parts []WrittenPartition) {
+	m.live.written(topic, table, parts)
 }
 
 // Largest returns the largest open partitions of every topic, for /debug/partitions.

@@ -50,7 +50,7 @@ func TestMetricsLintAndNames(t *testing.T) {
 	m.Ready.Set(1)
 	now := time.Date(2024, 1, 15, 12, 0, 0, 0, time.UTC)
 	m.live.configure(3, func() time.Time { return now })
-	m.live.written("t", "readings", "dev-1", 5, 500, now.Add(-time.Minute), now.Add(time.Hour))
+	m.live.written("t", "readings", []WrittenPartition{{Key: "dev-1", Rows: 5, Bytes: 500, EventTime: now.Add(-time.Minute), Closes: now.Add(time.Hour)}})
 
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
@@ -101,8 +101,8 @@ func TestFutureEventTimeDoesNotPinLagNegative(t *testing.T) {
 	m := NewMetrics(reg)
 	now := time.Date(2024, 1, 15, 12, 0, 0, 0, time.UTC)
 	m.live.configure(3, func() time.Time { return now })
-	m.live.written("t", "readings", "dev-1", 1, 100, now.Add(-30*time.Second), time.Time{})
-	m.live.written("t", "readings", "dev-2", 1, 100, now.AddDate(1, 0, 0), time.Time{})
+	m.live.written("t", "readings", []WrittenPartition{{Key: "dev-1", Rows: 1, Bytes: 100, EventTime: now.Add(-30 * time.Second)}})
+	m.live.written("t", "readings", []WrittenPartition{{Key: "dev-2", Rows: 1, Bytes: 100, EventTime: now.AddDate(1, 0, 0)}})
 	if got := metricstest.Series(t, reg, "sink_event_time_lag_seconds"); len(got) != 1 || got[0] != 0 {
 		t.Errorf("lag right after a future-dated record %v, want [0]", got)
 	}
@@ -110,7 +110,7 @@ func TestFutureEventTimeDoesNotPinLagNegative(t *testing.T) {
 	if got := metricstest.Series(t, reg, "sink_event_time_lag_seconds"); len(got) != 1 || got[0] != 1200 {
 		t.Errorf("lag 20 minutes later %v, want [1200]: it must grow so the alert can fire", got)
 	}
-	m.live.written("t", "readings", "dev-1", 1, 100, now.Add(-5*time.Second), time.Time{})
+	m.live.written("t", "readings", []WrittenPartition{{Key: "dev-1", Rows: 1, Bytes: 100, EventTime: now.Add(-5 * time.Second)}})
 	if got := metricstest.Series(t, reg, "sink_event_time_lag_seconds"); len(got) != 1 || got[0] != 5 {
 		t.Errorf("lag after a current record %v, want [5]", got)
 	}

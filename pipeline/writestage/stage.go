@@ -85,8 +85,9 @@ type Config struct {
 	Stopping func() bool
 	// BudgetFull reports whether the byte budget is full: the stage then picks batches by efficiency.
 	BudgetFull func() bool
-	// Written is called with every batch Cassandra acknowledged (readiness, event-time lag, largest
-	// partitions).
+	// Written is called with every request Cassandra acknowledged (readiness, event-time lag, largest
+	// partitions): once for a batch of several partitions joined by Group (Batch.EachPartition and
+	// batcher.PartitionLen give its partitions).
 	Written func(*batcher.Batch)
 	// WriteFailed, when set, is called with every batch given back after its retries ran out on errors of
 	// the cluster (cassandra.FailExhausted: timeouts, unavailable replicas, overload), for readiness.
@@ -197,16 +198,24 @@ func (s *Stage) Run() {
 		if in == nil && pol.empty() {
 			return // closed and everything handed to writers
 		}
-		var slot chan struct{}
+		var slot, freed chan struct{}
 		take, holdPartial := pol.offer(s.cfg.Now(), len(s.slots))
 		if take {
 			slot = s.slots
+		}
+		if holdPartial {
+			// Only a write that finishes can let held partial batches go before they are overdue. Anything
+			// else a finished write changes is seen through the slot case (a ready request waits for room
+			// in slots) or not at all (nothing to send): woken for every write, the loop went round once
+			// more per request for nothing at a steady rate. A token left from then is taken here later,
+			// costing one look.
+			freed = s.freed
 		}
 		select {
 		case <-s.ctx.Done():
 			timer.Stop()
 			return
-		case <-s.freed:
+		case <-freed:
 			// A slot came back: look again at what may be sent.
 		case m, ok := <-in:
 			switch {
@@ -334,7 +343,7 @@ func (s *Stage) write(rb readyBatch, attempt int) {
 		c := s.countersOf(b.Target)
 		c.records.Add(float64(written))
 		c.rows.Add(float64(written))
-		b.EachPartition(s.cfg.Written)
+		s.cfg.Written(b)
 	}
 	var rejected map[int]error
 	if len(failures) > 0 {
