@@ -45,6 +45,7 @@ func (pl *Pipeline) assigned(ctx context.Context, cl *kgo.Client, assigned map[s
 				continue
 			}
 			p := newPartition(pl, tp, info)
+			p.client = cl
 			pl.parts[tp] = p
 			p.start()
 		}

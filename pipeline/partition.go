@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/bucketsink/sink/batcher"
 	"github.com/bucketsink/sink/mapper"
@@ -102,7 +103,10 @@ type partition struct {
 	markerInto  []int
 	// standing is the markers records of this assignment rely on instead of writing their own
 	// (rollup.Standing), shared with the rollup worker.
-	standing   *rollup.Standing
+	standing *rollup.Standing
+	// client is the group's consumer that assigned the partition, which the rollup worker asks for the
+	// committed offset (committed); nil outside a group's assignment.
+	client     *kgo.Client
 	stopRollup context.CancelFunc
 	rollupDone chan struct{}
 }
@@ -470,17 +474,10 @@ func (p *partition) observeHighWatermark(hwm int64) {
 // acknowledged a commit of this member's (or told it at the assignment); -1 while unknown. Every record
 // below it is done, and no later owner reads one of them again.
 func (p *partition) committed() int64 {
-	// TryLock: a revoke may hold the pipeline's lock while it waits for this goroutine to stop; an
-	// unknown offset only makes the rollup worker wait for its next pass.
-	if !p.pl.mu.TryLock() {
+	if p.client == nil {
 		return -1
 	}
-	cl := p.pl.client
-	p.pl.mu.Unlock()
-	if cl == nil {
-		return -1
-	}
-	if eo, found := cl.CommittedOffsets()[p.tp.Topic][p.tp.Partition]; found {
+	if eo, found := p.client.CommittedOffsets()[p.tp.Topic][p.tp.Partition]; found {
 		return eo.Offset
 	}
 	return -1

@@ -15,9 +15,10 @@ type Standing struct {
 	last map[string]*int64 // a marker's identity → the offset of the last record relying on it
 }
 
-// standingMax bounds the markers a Standing remembers: about 100 bytes each. A marker past it is
-// written by every record of its window (folded within a hand-off), as if nothing stood.
-const standingMax = 1 << 15
+// standingMax bounds the markers a Standing remembers, about 110 bytes each (under 1 MiB a partition,
+// outside the buffer's budget). A marker past it is written by every record of its window (folded
+// within a hand-off), as if nothing stood; a marker taken makes room.
+const standingMax = 1 << 13
 
 // Rely is called for each marker (its Identity, id) that the record at offset would add, in offset
 // order. A nil Standing remembers nothing. It reports true when the marker stands: the record writes none, and the marker is not taken
