@@ -46,7 +46,7 @@ func TestLocalExampleDefaults(t *testing.T) {
 		{"rebalance", c.Kafka.RebalanceTimeout, Duration(time.Minute)},
 		{"batch rows", c.Writer.BatchMaxRows, 400},
 		{"batch bytes", c.Writer.BatchMaxBytes, Bytes(64 << 10)},
-		{"linger", c.Writer.Linger, Duration(5 * time.Millisecond)},
+		{"linger", c.Writer.Linger, Duration(time.Millisecond)},
 		{"metrics", c.Metrics.Address, "127.0.0.1:9464"},
 	}
 	for _, ck := range checks {

@@ -121,7 +121,7 @@ type Writer struct {
 	// (batcher.DataSize), below the server's batch_size_warn_threshold (5 KiB by default), which, unlike
 	// single-partition batches, such a request is subject to. Default 4KiB.
 	GroupMaxBytes Bytes `koanf:"group_max_bytes"`
-	// Linger is how long a partially filled batch waits for more rows of its partition. Default 5ms.
+	// Linger is how long a partially filled batch waits for more rows of its partition. Default 1ms.
 	Linger Duration `koanf:"linger"`
 	// MaxInFlight bounds concurrent batch requests to Cassandra. Default 64.
 	MaxInFlight int `koanf:"max_in_flight"`
