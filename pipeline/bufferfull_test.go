@@ -4,11 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/bucketsink/sink/batcher"
-	"github.com/bucketsink/sink/config"
-	"github.com/bucketsink/sink/pipeline/metrics"
 	"github.com/bucketsink/sink/pipeline/offsets"
 )
 
@@ -18,19 +13,9 @@ import (
 // nothing. The collector's growth target follows what it is told; before, it stayed at the full
 // buffer's whatever the fill, and a steady stream's heap sat at five times its live heap.
 func TestBufferFullFollowsTheBudget(t *testing.T) {
-	cfg := &config.Config{
-		Kafka:  config.Kafka{Brokers: []string{"127.0.0.1:1"}, Group: "gcpercent"},
-		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
-	}
-	cfg.ApplyDefaults()
-	high := int64(cfg.Writer.MaxBufferedBytes)
 	var told []bool
-	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Entry: "events"}}},
-		Writer: discardWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry()),
-		BufferFull: func(full bool) { told = append(told, full) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := newUnstartedPipeline(t, "gcpercent", func(full bool) { told = append(told, full) })
+	high := int64(pl.sink.Writer.MaxBufferedBytes)
 	a := offsets.TopicPartition{Topic: testTopic, Partition: 0}
 	b := offsets.TopicPartition{Topic: testTopic, Partition: 1}
 	pl.charge(a, 1000) // a steady stream: a few rows held
@@ -45,5 +30,4 @@ func TestBufferFullFollowsTheBudget(t *testing.T) {
 	if want := []bool{false, true, false}; !slices.Equal(told, want) {
 		t.Errorf("told %v, want %v", told, want)
 	}
-
 }

@@ -25,16 +25,7 @@ import (
 // daemon, whose workers are its bottleneck, held fetched batches longer and allocated about a sixth
 // more (docs/PERFORMANCE.md). A record without rows (every entry skipped it) is still charged at once.
 func TestMappedRecordsChargeTheBudgetOnlyWithTheirHandOff(t *testing.T) {
-	cfg := &config.Config{
-		Kafka:  config.Kafka{Brokers: []string{"127.0.0.1:1"}, Group: "charge"},
-		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
-	}
-	cfg.ApplyDefaults()
-	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Entry: "events"}}},
-		Writer: discardWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry())})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := newUnstartedPipeline(t, "charge", nil)
 	p := newPartition(pl, offsets.TopicPartition{Topic: testTopic, Partition: 0}, pl.topics[testTopic])
 	defer p.cancel()
 	rows := consumer.GetHandOff()
@@ -66,4 +57,21 @@ func TestMappedRecordsChargeTheBudgetOnlyWithTheirHandOff(t *testing.T) {
 	if got := pl.budget.Total(); got != want {
 		t.Errorf("after the hand-off the budget holds %d bytes, want %d (%d rows and their %d tracker entries)", got, want, n, n)
 	}
+}
+
+// newUnstartedPipeline is a pipeline of one hourly-bucketed topic of group, never started: for tests of
+// its budget's bookkeeping. bufferFull is its Config.BufferFull (nil: none).
+func newUnstartedPipeline(t *testing.T, group string, bufferFull func(bool)) *Pipeline {
+	t.Helper()
+	cfg := &config.Config{
+		Kafka:  config.Kafka{Brokers: []string{"127.0.0.1:1"}, Group: group},
+		Topics: map[string]config.Topic{"events": {Topic: testTopic, Table: "events", Bucket: config.Bucket{Width: "1h"}}},
+	}
+	cfg.ApplyDefaults()
+	pl, err := New(Config{Sink: cfg, Mapper: oneEntry{fakeMapper{target: &batcher.Target{Topic: testTopic, Keyspace: "ks", Table: "events", Entry: "events"}}},
+		Writer: discardWriter{}, Metrics: metrics.NewMetrics(prometheus.NewRegistry()), BufferFull: bufferFull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
 }
